@@ -1,0 +1,442 @@
+//! Parses `#[retry(...)]` into [`Args`]: each key's value checked on its own, spans kept.
+
+use crate::duration;
+use crate::errors::Errors;
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use syn::ext::IdentExt;
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::{Expr, ExprLit, ExprUnary, Ident, Lit, Token, UnOp};
+
+/// The keys `#[retry]` accepts, in the order the docs list them.
+pub(crate) const KEYS: &[&str] = &[
+    "max",
+    "attempts",
+    "base",
+    "factor",
+    "backoff",
+    "max_delay",
+    "deadline",
+    "jitter",
+    "on",
+];
+
+/// Names people bring from other retry libraries, and the key that does that job here.
+const ALIASES: &[(&str, &str)] = &[
+    ("retries", "max"),
+    ("max_retries", "max"),
+    ("times", "max"),
+    ("tries", "attempts"),
+    ("max_attempts", "attempts"),
+    ("delay", "base"),
+    ("initial", "base"),
+    ("initial_delay", "base"),
+    ("min_delay", "base"),
+    ("multiplier", "factor"),
+    ("exp", "factor"),
+    ("cap", "max_delay"),
+    ("max_backoff", "max_delay"),
+    ("max_interval", "max_delay"),
+    ("max_elapsed", "deadline"),
+    ("max_elapsed_time", "deadline"),
+    ("total", "deadline"),
+    ("when", "on"),
+    ("retry_if", "on"),
+    ("predicate", "on"),
+    ("if", "on"),
+];
+
+/// One `key` or `key = value` as written.
+struct RawArg {
+    key: Ident,
+    value: Option<Expr>,
+}
+
+impl Parse for RawArg {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let key = Ident::parse_any(input)?;
+        let value = if input.peek(Token![=]) {
+            input.parse::<Token![=]>()?;
+            Some(input.parse()?)
+        } else {
+            None
+        };
+        Ok(RawArg { key, value })
+    }
+}
+
+/// A value and the tokens it was written as, for errors that point at it.
+pub(crate) struct Setting<T> {
+    pub key: Ident,
+    pub value: T,
+    pub tokens: TokenStream,
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub(crate) enum BackoffForm {
+    Exponential,
+    Linear,
+    Constant,
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub(crate) enum JitterForm {
+    None,
+    Proportional(f64),
+    Absolute(u64),
+    Full,
+    Equal,
+    Decorrelated,
+}
+
+/// `#[retry(...)]` as typed values. Durations are in nanoseconds.
+#[derive(Default)]
+pub(crate) struct Args {
+    pub max: Option<Setting<u32>>,
+    pub attempts: Option<Setting<u32>>,
+    pub base: Option<Setting<u64>>,
+    pub factor: Option<Setting<f64>>,
+    pub backoff: Option<Setting<BackoffForm>>,
+    pub max_delay: Option<Setting<u64>>,
+    pub deadline: Option<Setting<u64>>,
+    pub jitter: Option<Setting<JitterForm>>,
+    pub on: Option<Setting<Expr>>,
+}
+
+/// Parses the attribute's arguments, collecting every mistake.
+pub(crate) fn parse(tokens: TokenStream) -> syn::Result<Args> {
+    let raw = syn::parse::Parser::parse2(
+        Punctuated::<RawArg, Token![,]>::parse_terminated,
+        tokens,
+    )
+    .map_err(|e| {
+        syn::Error::new(
+            e.span(),
+            format!("{e}; `#[retry]` takes `key = value` pairs separated by commas, like `#[retry(max = 3, base = \"1s\")]`"),
+        )
+    })?;
+    let mut args = Args::default();
+    let mut errors = Errors::default();
+    for arg in raw {
+        args.take(arg, &mut errors);
+    }
+    errors.or(args)
+}
+
+impl Args {
+    fn take(&mut self, arg: RawArg, errors: &mut Errors) {
+        let name = arg.key.unraw().to_string();
+        let result = match name.as_str() {
+            "max" => set(&mut self.max, arg, errors, |key, v| integer(key, v, 0)),
+            "attempts" => set(&mut self.attempts, arg, errors, |key, v| integer(key, v, 1)),
+            "base" => set(&mut self.base, arg, errors, duration_value),
+            "factor" => set(&mut self.factor, arg, errors, factor),
+            "backoff" => set(&mut self.backoff, arg, errors, backoff),
+            "max_delay" => set(&mut self.max_delay, arg, errors, duration_value),
+            "deadline" => set(&mut self.deadline, arg, errors, duration_value),
+            "jitter" => set_jitter(&mut self.jitter, arg, errors),
+            "on" => set(&mut self.on, arg, errors, |_, v| Ok(v.clone())),
+            _ => Err(syn::Error::new_spanned(&arg.key, unknown_key(&name))),
+        };
+        if let Err(e) = result {
+            errors.push(e);
+        }
+    }
+}
+
+/// Stores a `key = value` setting, rejecting a repeat or a missing value.
+fn set<T>(
+    slot: &mut Option<Setting<T>>,
+    arg: RawArg,
+    errors: &mut Errors,
+    read: impl FnOnce(&Ident, &Expr) -> syn::Result<T>,
+) -> syn::Result<()> {
+    let Some(value) = &arg.value else {
+        return Err(syn::Error::new_spanned(
+            &arg.key,
+            format!(
+                "`{0}` needs a value: `{0} = {1}`",
+                arg.key,
+                example(&arg.key)
+            ),
+        ));
+    };
+    if slot.is_some() {
+        return Err(repeated(&arg.key));
+    }
+    match read(&arg.key, value) {
+        Ok(read) => {
+            *slot = Some(Setting {
+                key: arg.key,
+                value: read,
+                tokens: value.to_token_stream(),
+            });
+            Ok(())
+        }
+        Err(e) => {
+            errors.push(e);
+            Ok(())
+        }
+    }
+}
+
+fn set_jitter(
+    slot: &mut Option<Setting<JitterForm>>,
+    arg: RawArg,
+    errors: &mut Errors,
+) -> syn::Result<()> {
+    if slot.is_some() {
+        return Err(repeated(&arg.key));
+    }
+    let (form, tokens) = match &arg.value {
+        None => (Ok(JitterForm::Proportional(0.5)), arg.key.to_token_stream()),
+        Some(value) => (jitter(value), value.to_token_stream()),
+    };
+    match form {
+        Ok(value) => {
+            *slot = Some(Setting {
+                key: arg.key,
+                value,
+                tokens,
+            })
+        }
+        Err(e) => errors.push(e),
+    }
+    Ok(())
+}
+
+fn repeated(key: &Ident) -> syn::Error {
+    syn::Error::new_spanned(key, format!("`{key}` is given twice; keep one"))
+}
+
+fn example(key: &Ident) -> &'static str {
+    match key.to_string().as_str() {
+        "max" => "3",
+        "attempts" => "4",
+        "base" => "\"1s\"",
+        "factor" => "2",
+        "backoff" => "exponential",
+        "max_delay" => "\"30s\"",
+        "deadline" => "\"10s\"",
+        "on" => "is_transient",
+        _ => "...",
+    }
+}
+
+fn unknown_key(name: &str) -> String {
+    let valid = KEYS
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let suggestion = ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == name)
+        .map(|(_, key)| *key)
+        .or_else(|| {
+            KEYS.iter()
+                .copied()
+                .find(|key| edit_distance(key, name) <= 2)
+        });
+    match suggestion {
+        Some(key) => {
+            format!("unknown argument `{name}`; did you mean `{key}`? valid arguments: {valid}")
+        }
+        None => format!("unknown argument `{name}`; valid arguments: {valid}"),
+    }
+}
+
+/// Levenshtein distance, for "did you mean".
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(previous + 1);
+        }
+    }
+    row[b.len()]
+}
+
+fn lit(value: &Expr) -> Option<&Lit> {
+    match value {
+        Expr::Lit(ExprLit { lit, .. }) => Some(lit),
+        Expr::Group(group) => lit(&group.expr),
+        _ => None,
+    }
+}
+
+fn is_negative(value: &Expr) -> bool {
+    matches!(
+        value,
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_),
+            ..
+        })
+    )
+}
+
+fn integer(key: &Ident, value: &Expr, min: u32) -> syn::Result<u32> {
+    let what = if key == "max" {
+        "counts retries after the first call"
+    } else {
+        "counts calls, the first one included"
+    };
+    let range = format!("expected a whole number from {min} to {}", u32::MAX);
+    match lit(value) {
+        Some(Lit::Int(int)) if int.suffix().is_empty() => {
+            let n: u32 = int
+                .base10_parse()
+                .map_err(|_| syn::Error::new_spanned(value, format!("`{key}` {what}; {range}")))?;
+            if n < min {
+                let fix =
+                    "`attempts = 1` makes a single call; to retry, write `attempts = 2` or more";
+                return Err(syn::Error::new_spanned(
+                    value,
+                    format!("`{key}` {what}, so it must be at least {min}; {fix}"),
+                ));
+            }
+            Ok(n)
+        }
+        _ if is_negative(value) => Err(syn::Error::new_spanned(
+            value,
+            format!("`{key}` {what} and cannot be negative; {range}"),
+        )),
+        _ => Err(syn::Error::new_spanned(
+            value,
+            format!("`{key}` {what}; {range}, like `{key} = {}`", example(key)),
+        )),
+    }
+}
+
+fn duration_value(key: &Ident, value: &Expr) -> syn::Result<u64> {
+    match lit(value) {
+        Some(Lit::Str(text)) => duration::parse(&text.value()).map_err(|message| {
+            syn::Error::new_spanned(value, format!("invalid `{key}`: {message}"))
+        }),
+        Some(Lit::Int(int)) if !int.suffix().is_empty() => Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "durations are written as strings: `{key} = \"{}{}\"`",
+                int.base10_digits(),
+                int.suffix()
+            ),
+        )),
+        Some(Lit::Int(int)) => Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "`{0}` needs a unit: write `{0} = \"{1}s\"` or `{0} = \"{1}ms\"`",
+                key,
+                int.base10_digits()
+            ),
+        )),
+        _ => Err(syn::Error::new_spanned(
+            value,
+            format!("invalid `{key}`: {}", duration::ACCEPTED),
+        )),
+    }
+}
+
+fn factor(key: &Ident, value: &Expr) -> syn::Result<f64> {
+    let number = match lit(value) {
+        Some(Lit::Float(f)) if f.suffix().is_empty() || f.suffix() == "f64" => {
+            f.base10_parse::<f64>().ok()
+        }
+        Some(Lit::Int(i)) if i.suffix().is_empty() => i.base10_parse::<f64>().ok(),
+        _ => None,
+    };
+    match number {
+        Some(n) if n.is_finite() => Ok(n),
+        _ => Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "`{key}` is the growth of the pause per retry; expected a number ≥ 1 like `{key} = 2` or `{key} = 1.5`"
+            ),
+        )),
+    }
+}
+
+fn ident_value(value: &Expr) -> Option<String> {
+    match value {
+        Expr::Path(path) if path.qself.is_none() => {
+            path.path.get_ident().map(|i| i.unraw().to_string())
+        }
+        Expr::Group(group) => ident_value(&group.expr),
+        _ => None,
+    }
+}
+
+fn backoff(key: &Ident, value: &Expr) -> syn::Result<BackoffForm> {
+    match ident_value(value).as_deref() {
+        Some("exponential") => Ok(BackoffForm::Exponential),
+        Some("linear") => Ok(BackoffForm::Linear),
+        Some("constant") => Ok(BackoffForm::Constant),
+        _ => Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "unknown `{key}`; expected `exponential` (base·factor^(n−1)), `linear` (base·n) or `constant` (base)"
+            ),
+        )),
+    }
+}
+
+const JITTER_FORMS: &str = "expected bare `jitter`, a fraction in (0, 1] like `jitter = 0.5`, a duration string like `jitter = \"500ms\"`, or one of `full`, `equal`, `decorrelated`, `none`";
+
+fn jitter(value: &Expr) -> syn::Result<JitterForm> {
+    let fraction = |f: f64| {
+        if f > 0.0 && f <= 1.0 {
+            Ok(JitterForm::Proportional(f))
+        } else {
+            Err(syn::Error::new_spanned(
+                value,
+                format!(
+                    "a jitter fraction must be in (0, 1]: `jitter = {f}` adds up to {f}·d to each pause d; write `jitter = 0.5`, or `jitter = none` for no jitter"
+                ),
+            ))
+        }
+    };
+    match lit(value) {
+        Some(Lit::Float(f)) => match f.base10_parse::<f64>() {
+            Ok(f) => fraction(f),
+            Err(_) => Err(syn::Error::new_spanned(value, JITTER_FORMS)),
+        },
+        Some(Lit::Int(i)) if i.suffix().is_empty() => match i.base10_parse::<f64>() {
+            Ok(f) => fraction(f),
+            Err(_) => Err(syn::Error::new_spanned(value, JITTER_FORMS)),
+        },
+        Some(Lit::Str(text)) => duration::parse(&text.value())
+            .map(JitterForm::Absolute)
+            .map_err(|message| syn::Error::new_spanned(value, format!("invalid `jitter`: {message}"))),
+        Some(Lit::Bool(b)) => Err(syn::Error::new_spanned(
+            value,
+            if b.value { "write bare `jitter` to add up to half of each pause at random" } else { "write `jitter = none` for pauses without randomness" },
+        )),
+        _ if is_negative(value) => fraction(-1.0).map_err(|_| {
+            syn::Error::new_spanned(value, "a jitter fraction must be in (0, 1]; write `jitter = 0.5`, or `jitter = none` for no jitter")
+        }),
+        _ => match ident_value(value).as_deref() {
+            Some("none") => Ok(JitterForm::None),
+            Some("full") => Ok(JitterForm::Full),
+            Some("equal") => Ok(JitterForm::Equal),
+            Some("decorrelated") => Ok(JitterForm::Decorrelated),
+            _ => Err(syn::Error::new_spanned(value, format!("unknown `jitter`; {JITTER_FORMS}"))),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::edit_distance;
+
+    #[test]
+    fn distance() {
+        assert_eq!(edit_distance("jiter", "jitter"), 1);
+        assert_eq!(edit_distance("base", "base"), 0);
+        assert_eq!(edit_distance("maxdelay", "max_delay"), 1);
+    }
+}

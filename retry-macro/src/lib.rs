@@ -1,0 +1,104 @@
+//! The `#[retry]` and `#[non_idempotent]` attributes.
+//!
+//! Use them through [`retry-runtime`](https://docs.rs/retry-runtime), which re-exports them and
+//! holds the loop's logic; the documentation of each attribute lives there. The stages: [`args`]
+//! parses the attribute, [`item`] the function, [`validate`] checks rules across both, and
+//! [`expand`] prints the result. On any error the original function is emitted beside the error,
+//! so the IDE keeps seeing it.
+#![forbid(unsafe_code)]
+
+mod args;
+mod duration;
+mod errors;
+mod expand;
+mod item;
+mod validate;
+
+use proc_macro::TokenStream;
+use proc_macro2::TokenStream as TokenStream2;
+use quote::quote;
+
+/// Turns a function returning `Result` into a retry loop with backoff and jitter.
+///
+/// See the `retry-runtime` crate for the arguments and the semantics.
+#[proc_macro_attribute]
+pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
+    let item = TokenStream2::from(item);
+    retry_impl(args.into(), item.clone())
+        .unwrap_or_else(|error| with_original(error, item))
+        .into()
+}
+
+fn retry_impl(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
+    let parsed_args = args::parse(args);
+    let parsed_item = item::parse("retry", item);
+    let (args, func) = match (parsed_args, parsed_item) {
+        (Ok(args), Ok(func)) => (args, func),
+        (Err(mut a), Err(b)) => {
+            a.combine(b);
+            return Err(a);
+        }
+        (Err(e), Ok(_)) | (Ok(_), Err(e)) => return Err(e),
+    };
+    let plan = validate::plan(args, func)?;
+    Ok(expand::expand(plan))
+}
+
+/// Marks a function whose repetition would have a second effect: a payment, an email.
+///
+/// See the `retry-runtime` crate.
+#[proc_macro_attribute]
+pub fn non_idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
+    let item = TokenStream2::from(item);
+    non_idempotent_impl(args.into(), item.clone())
+        .unwrap_or_else(|error| with_original(error, item))
+        .into()
+}
+
+/// Input: `#[non_idempotent] #[retry(...)] fn pay(...)`. Output: `#[retry(...)]
+/// #[::retry_runtime::non_idempotent] fn pay(...)`, so that `#[retry]`, which does the checking,
+/// sees the mark whichever order the two were written in. Without `#[retry]` it only documents
+/// the function.
+fn non_idempotent_impl(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
+    let mut errors = errors::Errors::default();
+    if !args.is_empty() {
+        errors.spanned(
+            &args,
+            "`#[non_idempotent]` takes no arguments; write `#[non_idempotent]`",
+        );
+    }
+    let parsed = item::parse("non_idempotent", item);
+    let mut func = match parsed {
+        Ok(func) => errors.or(func)?,
+        Err(e) => {
+            errors.push(e);
+            return Err(errors.finish().err().unwrap_or_else(|| {
+                syn::Error::new(proc_macro2::Span::call_site(), "invalid item")
+            }));
+        }
+    };
+    if func.attrs.iter().any(|a| item::is_attr(a, "retry")) {
+        // After the existing attributes, so `#[retry]` expands first and sees it.
+        func.attrs
+            .push(syn::parse_quote!(#[::retry_runtime::non_idempotent]));
+        return Ok(quote!(#func));
+    }
+    item::strip_key_marks(&mut func.sig);
+    func.attrs.push(syn::parse_quote! {
+        #[doc = "\n\n**Not idempotent**: a repeat would act twice. It is retried only with an idempotency key that every attempt sends."]
+    });
+    Ok(quote!(#func))
+}
+
+/// The error, and the function as it was, minus the `#[idempotency_key]` marks that rustc would
+/// not know: one error, not a cascade.
+fn with_original(error: syn::Error, item: TokenStream2) -> TokenStream2 {
+    let errors = error.to_compile_error();
+    match syn::parse2::<item::RetryFn>(item.clone()) {
+        Ok(mut func) => {
+            item::strip_key_marks(&mut func.sig);
+            quote!(#errors #func)
+        }
+        Err(_) => quote!(#errors #item),
+    }
+}

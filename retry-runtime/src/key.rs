@@ -1,0 +1,141 @@
+//! The idempotency key: one value that every attempt of a non-idempotent call carries.
+
+use std::fmt;
+
+/// A key that lets the receiver of a state-changing call recognise a repeat.
+///
+/// A payout whose response was lost looks like a failure to the caller; retrying it without a
+/// key would pay twice. With a key, the receiver stores the first response under it and answers a
+/// repeat with the stored response instead of acting again (the IETF `Idempotency-Key` header).
+///
+/// Create the key once per operation, before the first attempt, and pass it to the annotated
+/// function: every attempt then sees the same key, because the key is a parameter.
+/// `#[non_idempotent]` functions must take one to be retried.
+///
+/// ```
+/// use retry_runtime::IdempotencyKey;
+///
+/// let random = IdempotencyKey::new(); // a UUID v4 from a cryptographic generator
+/// assert_eq!(random.as_str().len(), 36);
+///
+/// let derived = IdempotencyKey::from("claim-4711-payout-1"); // derived from the operation
+/// assert_eq!(derived.to_string(), "claim-4711-payout-1");
+/// assert_eq!(IdempotencyKey::HEADER, "Idempotency-Key");
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    /// The HTTP header that carries the key: `Idempotency-Key`.
+    pub const HEADER: &'static str = "Idempotency-Key";
+
+    /// A fresh key: 128 bits from an OS-seeded cryptographic generator, rendered as a lowercase
+    /// UUID version 4 (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`).
+    pub fn new() -> Self {
+        use rand::Rng;
+        let mut bytes = [0u8; 16];
+        // ThreadRng is ChaCha-based and seeded from the operating system.
+        rand::rng().fill_bytes(&mut bytes);
+        bytes[6] = (bytes[6] & 0x0f) | 0x40; // version 4
+        bytes[8] = (bytes[8] & 0x3f) | 0x80; // variant RFC 9562
+        let mut text = String::with_capacity(36);
+        for (i, byte) in bytes.iter().enumerate() {
+            if matches!(i, 4 | 6 | 8 | 10) {
+                text.push('-');
+            }
+            text.push(hex(byte >> 4));
+            text.push(hex(byte & 0x0f));
+        }
+        Self(text)
+    }
+
+    /// The key as text, ready for a header or a database column.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+fn hex(nibble: u8) -> char {
+    char::from(b"0123456789abcdef"[usize::from(nibble & 0x0f)])
+}
+
+impl Default for IdempotencyKey {
+    /// Same as [`IdempotencyKey::new`]: a fresh random key.
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl From<String> for IdempotencyKey {
+    fn from(key: String) -> Self {
+        Self(key)
+    }
+}
+
+impl From<&str> for IdempotencyKey {
+    fn from(key: &str) -> Self {
+        Self(key.to_owned())
+    }
+}
+
+impl From<IdempotencyKey> for String {
+    fn from(key: IdempotencyKey) -> Self {
+        key.0
+    }
+}
+
+impl AsRef<str> for IdempotencyKey {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("IdempotencyKey").field(&self.0).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn new_keys_are_uuid_v4_and_distinct() {
+        let keys: HashSet<_> = (0..1_000).map(|_| IdempotencyKey::new()).collect();
+        assert_eq!(keys.len(), 1_000);
+        for key in &keys {
+            let s = key.as_str();
+            let groups: Vec<_> = s.split('-').map(str::len).collect();
+            assert_eq!(groups, [8, 4, 4, 4, 12], "{s}");
+            assert!(
+                s.chars()
+                    .all(|c| c == '-' || c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+            );
+            assert_eq!(&s[14..15], "4", "version nibble in {s}");
+            assert!(
+                matches!(&s[19..20], "8" | "9" | "a" | "b"),
+                "variant nibble in {s}"
+            );
+        }
+    }
+
+    #[test]
+    fn derived_keys_keep_their_text() {
+        let key = IdempotencyKey::from(String::from("claim-4711-payout-1"));
+        assert_eq!(key, IdempotencyKey::from("claim-4711-payout-1"));
+        assert_eq!(format!("{key}"), "claim-4711-payout-1");
+        assert_eq!(
+            format!("{key:?}"),
+            "IdempotencyKey(\"claim-4711-payout-1\")"
+        );
+        assert_eq!(String::from(key), "claim-4711-payout-1");
+    }
+}

@@ -1,0 +1,499 @@
+//! The retry policy: how many retries, how long each pause is, and how it is randomised.
+
+use std::time::Duration;
+
+/// The longest pause when neither `max_delay` nor a longer `base` says otherwise.
+const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(30);
+
+/// How the nominal pause grows from one retry to the next.
+///
+/// Pause `n` (the pause before retry `n`, counting from 1):
+///
+/// | form | pause `n` |
+/// |---|---|
+/// | [`Exponential`](Backoff::Exponential) | `base·factor^(n−1)` |
+/// | [`Linear`](Backoff::Linear) | `base·n` |
+/// | [`Constant`](Backoff::Constant) | `base` |
+///
+/// ```
+/// use retry_runtime::{Backoff, Jitter, Policy};
+/// use std::time::Duration;
+///
+/// const LINEAR: Policy = Policy::new()
+///     .base(Duration::from_millis(100))
+///     .backoff(Backoff::Linear)
+///     .jitter(Jitter::None);
+/// assert_eq!(LINEAR.nominal_delay(3), Duration::from_millis(300));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backoff {
+    /// `base·factor^(n−1)`: 1 s, 2 s, 4 s, … with the defaults.
+    Exponential,
+    /// `base·n`: 1 s, 2 s, 3 s, … with `base = "1s"`.
+    Linear,
+    /// `base` every time.
+    Constant,
+}
+
+/// How each pause is randomised, so that callers that failed together do not retry together.
+///
+/// `d` is the nominal pause of the [`Backoff`] form, already capped at `max_delay`; `U[a, b)` is a
+/// uniform random draw. Whatever the form, the result is capped at `max_delay` again, so no pause
+/// is ever longer than `max_delay`.
+///
+/// | form | pause | `#[retry]` spelling |
+/// |---|---|---|
+/// | [`Proportional(f)`](Jitter::Proportional) | `d + U[0, f·d)` | `jitter` (f = 0.5, the default), `jitter = 0.2` |
+/// | [`Absolute(j)`](Jitter::Absolute) | `d + U[0, j)` | `jitter = "500ms"` |
+/// | [`Full`](Jitter::Full) | `U[0, d]` | `jitter = full` |
+/// | [`Equal`](Jitter::Equal) | `d/2 + U[0, d/2]` | `jitter = equal` |
+/// | [`Decorrelated`](Jitter::Decorrelated) | `min(max_delay, U[base, 3·previous])`, `previous` starting at `base` | `jitter = decorrelated` |
+/// | [`None`](Jitter::None) | `d` | `jitter = none` |
+///
+/// `Decorrelated` ignores the [`Backoff`] form: each pause is drawn from the previous one.
+///
+/// ```
+/// use retry_runtime::{Jitter, Policy};
+/// use std::time::Duration;
+///
+/// const FULL: Policy = Policy::new().base(Duration::from_secs(1)).jitter(Jitter::Full);
+/// for _ in 0..100 {
+///     assert!(FULL.delay(2, Duration::ZERO) <= Duration::from_secs(2));
+/// }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Jitter {
+    /// Exactly the nominal pause: deterministic, and the cause of retry storms when many
+    /// callers fail together.
+    None,
+    /// `d + U[0, f·d)`: adds up to the fraction `f` of the pause (`f` in (0, 1]).
+    Proportional(f64),
+    /// `d + U[0, j)`: adds up to a fixed duration.
+    Absolute(Duration),
+    /// `U[0, d]`: anywhere between no pause and the nominal pause ("full jitter").
+    Full,
+    /// `d/2 + U[0, d/2]`: at least half the nominal pause ("equal jitter").
+    Equal,
+    /// `min(max_delay, U[base, 3·previous])`: each pause drawn from the previous one
+    /// ("decorrelated jitter").
+    Decorrelated,
+}
+
+/// When and how often to retry: the limit, the pauses, and the time budget.
+///
+/// `#[retry(...)]` builds one of these as a `const` from its arguments; the builder methods are
+/// `const fn` so your own policies can be constants too. Every value is accepted: the arithmetic
+/// saturates instead of overflowing, and out-of-range values are clamped as each method says.
+///
+/// ```
+/// use retry_runtime::{Jitter, Policy};
+/// use std::time::Duration;
+///
+/// const COVERAGE: Policy = Policy::new()
+///     .max_retries(3)
+///     .base(Duration::from_secs(1))
+///     .jitter(Jitter::None);
+///
+/// let pauses: Vec<_> = (1..=3).map(|n| COVERAGE.nominal_delay(n)).collect();
+/// assert_eq!(pauses, [Duration::from_secs(1), Duration::from_secs(2), Duration::from_secs(4)]);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Policy {
+    max_retries: u32,
+    base: Duration,
+    factor: f64,
+    backoff: Backoff,
+    max_delay: Option<Duration>,
+    deadline: Option<Duration>,
+    jitter: Jitter,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Policy {
+    /// The defaults of `#[retry]`: 3 retries, `base` 1 s, exponential with factor 2, pauses capped
+    /// at 30 s, no deadline, and [`Jitter::Proportional(0.5)`](Jitter::Proportional).
+    pub const fn new() -> Self {
+        Self {
+            max_retries: 3,
+            base: Duration::from_secs(1),
+            factor: 2.0,
+            backoff: Backoff::Exponential,
+            max_delay: None,
+            deadline: None,
+            jitter: Jitter::Proportional(0.5),
+        }
+    }
+
+    /// Retries after the first call: `max_retries(3)` allows at most 4 calls.
+    pub const fn max_retries(mut self, retries: u32) -> Self {
+        self.max_retries = retries;
+        self
+    }
+
+    /// The pause before the first retry.
+    pub const fn base(mut self, base: Duration) -> Self {
+        self.base = base;
+        self
+    }
+
+    /// Growth of the pause per retry with [`Backoff::Exponential`]. Values below 1, and NaN,
+    /// are taken as 1 (a constant pause): a shrinking pause is never what a caller under load
+    /// wants.
+    pub const fn factor(mut self, factor: f64) -> Self {
+        // `factor >= 1.0` is false for NaN too.
+        self.factor = if factor >= 1.0 { factor } else { 1.0 };
+        self
+    }
+
+    /// How the nominal pause grows; see [`Backoff`].
+    pub const fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// No single pause is ever longer, jitter included. Without it the cap is 30 s, or `base`
+    /// if that is longer.
+    pub const fn max_delay(mut self, max_delay: Duration) -> Self {
+        self.max_delay = Some(max_delay);
+        self
+    }
+
+    /// The total time budget from the first call, calls and pauses included. A pause that would
+    /// end past it is not taken: the last error is returned at once.
+    pub const fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// How each pause is randomised; see [`Jitter`]. A [`Jitter::Proportional`] fraction is
+    /// clamped to [0, 1] (NaN becomes 0, no jitter).
+    pub const fn jitter(mut self, jitter: Jitter) -> Self {
+        self.jitter = match jitter {
+            Jitter::Proportional(f) if f > 1.0 => Jitter::Proportional(1.0),
+            Jitter::Proportional(f) if f >= 0.0 => Jitter::Proportional(f),
+            Jitter::Proportional(_) => Jitter::Proportional(0.0),
+            other => other,
+        };
+        self
+    }
+
+    /// Retries after the first call.
+    pub const fn retries(&self) -> u32 {
+        self.max_retries
+    }
+
+    /// The pause before the first retry, before jitter.
+    pub const fn base_delay(&self) -> Duration {
+        self.base
+    }
+
+    /// The growth factor of [`Backoff::Exponential`].
+    pub const fn growth(&self) -> f64 {
+        self.factor
+    }
+
+    /// The backoff form.
+    pub const fn backoff_form(&self) -> Backoff {
+        self.backoff
+    }
+
+    /// The jitter form.
+    pub const fn jitter_form(&self) -> Jitter {
+        self.jitter
+    }
+
+    /// The time budget, if any.
+    pub const fn time_budget(&self) -> Option<Duration> {
+        self.deadline
+    }
+
+    /// The cap on every pause: `max_delay` if set, otherwise 30 s or `base`, whichever is longer.
+    pub const fn delay_cap(&self) -> Duration {
+        match self.max_delay {
+            Some(cap) => cap,
+            None if self.base.as_nanos() > DEFAULT_MAX_DELAY.as_nanos() => self.base,
+            None => DEFAULT_MAX_DELAY,
+        }
+    }
+
+    /// Pause `retry` (counting from 1) of the backoff form, capped at [`delay_cap`](Self::delay_cap),
+    /// before jitter.
+    ///
+    /// ```
+    /// use retry_runtime::Policy;
+    /// use std::time::Duration;
+    ///
+    /// let p = Policy::new().max_retries(1000).factor(10.0);
+    /// assert_eq!(p.nominal_delay(1000), Duration::from_secs(30)); // saturates at the cap
+    /// ```
+    pub fn nominal_delay(&self, retry: u32) -> Duration {
+        let cap = nanos(self.delay_cap());
+        Duration::from_nanos(self.nominal_nanos(retry).min(cap))
+    }
+
+    fn nominal_nanos(&self, retry: u32) -> u64 {
+        let base = nanos(self.base);
+        let n = retry.max(1);
+        match self.backoff {
+            Backoff::Constant => base,
+            Backoff::Linear => base.saturating_mul(u64::from(n)),
+            Backoff::Exponential => exponential(base, self.factor, n - 1, nanos(self.delay_cap())),
+        }
+    }
+
+    /// The pause before retry `retry` (counting from 1), jitter included, capped at
+    /// [`delay_cap`](Self::delay_cap). `previous` is the pause taken before the previous retry
+    /// (ignored except by [`Jitter::Decorrelated`], which starts from `base` when it is zero).
+    ///
+    /// Randomness comes from a per-thread generator seeded by the operating system.
+    pub fn delay(&self, retry: u32, previous: Duration) -> Duration {
+        if self.jitter == Jitter::None {
+            return self.nominal_delay(retry);
+        }
+        crate::random::with(|draw| self.delay_with(retry, previous, draw))
+    }
+
+    /// The delay arithmetic with the random source as a parameter: `draw(lo, hi)` returns a
+    /// uniform value in `[lo, hi]`.
+    pub(crate) fn delay_with(
+        &self,
+        retry: u32,
+        previous: Duration,
+        draw: &mut dyn FnMut(u64, u64) -> u64,
+    ) -> Duration {
+        let cap = nanos(self.delay_cap());
+        let d = self.nominal_nanos(retry).min(cap);
+        let jittered = match self.jitter {
+            Jitter::None => d,
+            Jitter::Proportional(f) => {
+                // U[0, f·d): the largest value drawn is one nanosecond short of f·d.
+                let spread = (d as f64 * f) as u64;
+                d.saturating_add(below(spread, draw))
+            }
+            Jitter::Absolute(j) => d.saturating_add(below(nanos(j), draw)),
+            Jitter::Full => draw(0, d),
+            Jitter::Equal => {
+                let half = d / 2;
+                // d - half rather than half, so that an odd d keeps its last nanosecond.
+                half.saturating_add(draw(0, d - half))
+            }
+            Jitter::Decorrelated => {
+                let base = nanos(self.base).min(cap);
+                let previous = nanos(previous).max(base);
+                let high = previous.saturating_mul(3);
+                draw(base, high.max(base))
+            }
+        };
+        Duration::from_nanos(jittered.min(cap))
+    }
+}
+
+/// `U[0, n)` from a `U[lo, hi]` source; zero when the range is empty.
+fn below(n: u64, draw: &mut dyn FnMut(u64, u64) -> u64) -> u64 {
+    if n == 0 { 0 } else { draw(0, n - 1) }
+}
+
+/// A duration in whole nanoseconds, saturating at `u64::MAX` (about 584 years).
+pub(crate) fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// `base·factor^exp`, saturating at `cap`. Whole factors use integer arithmetic, so `1s·2^k` is
+/// exact to the nanosecond; other factors go through `f64` and round to the nearest nanosecond.
+fn exponential(base: u64, factor: f64, exp: u32, cap: u64) -> u64 {
+    if base == 0 || exp == 0 || factor == 1.0 {
+        return base;
+    }
+    if factor.fract() == 0.0 && factor < u64::MAX as f64 {
+        let factor = factor as u64;
+        let mut d = base;
+        for _ in 0..exp {
+            d = d.saturating_mul(factor);
+            if d >= cap {
+                return cap;
+            }
+        }
+        return d;
+    }
+    let exp = i32::try_from(exp).unwrap_or(i32::MAX);
+    let d = base as f64 * factor.powi(exp);
+    if d.is_finite() && d < cap as f64 {
+        d.round() as u64
+    } else {
+        cap
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use rand::{RngExt, SeedableRng, rngs::SmallRng};
+
+    const S: Duration = Duration::from_secs(1);
+
+    fn seeded(seed: u64) -> impl FnMut(u64, u64) -> u64 {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        move |lo, hi| rng.random_range(lo..=hi)
+    }
+
+    fn no_jitter() -> Policy {
+        Policy::new().jitter(Jitter::None)
+    }
+
+    #[test]
+    fn exponential_doubles_from_base() {
+        let p = no_jitter();
+        let got: Vec<_> = (1..=5).map(|n| p.nominal_delay(n)).collect();
+        assert_eq!(got, [S, 2 * S, 4 * S, 8 * S, 16 * S]);
+        assert_eq!(p.nominal_delay(6), 30 * S, "capped at the default 30 s");
+    }
+
+    #[test]
+    fn fractional_factor_rounds_to_the_nanosecond() {
+        let p = no_jitter().base(Duration::from_millis(100)).factor(1.5);
+        assert_eq!(p.nominal_delay(3), Duration::from_millis(225));
+    }
+
+    #[test]
+    fn linear_and_constant() {
+        let linear = no_jitter().backoff(Backoff::Linear);
+        assert_eq!(linear.nominal_delay(3), 3 * S);
+        let constant = no_jitter().backoff(Backoff::Constant);
+        assert_eq!(constant.nominal_delay(7), S);
+    }
+
+    #[test]
+    fn default_cap_is_base_when_base_is_longer() {
+        let p = Policy::new().base(Duration::from_secs(60));
+        assert_eq!(p.delay_cap(), Duration::from_secs(60));
+        assert_eq!(Policy::new().delay_cap(), 30 * S);
+    }
+
+    #[test]
+    fn extreme_inputs_saturate() {
+        let p = no_jitter().factor(10.0).max_delay(Duration::MAX);
+        assert_eq!(p.nominal_delay(u32::MAX), Duration::from_nanos(u64::MAX));
+        let p = no_jitter().factor(1.7).max_delay(Duration::MAX);
+        assert_eq!(p.nominal_delay(u32::MAX), Duration::from_nanos(u64::MAX));
+        let p = no_jitter().base(Duration::MAX).backoff(Backoff::Linear);
+        assert_eq!(p.nominal_delay(u32::MAX), Duration::from_nanos(u64::MAX));
+    }
+
+    #[test]
+    fn builders_clamp_out_of_range_values() {
+        assert_eq!(Policy::new().factor(0.5).growth(), 1.0);
+        assert_eq!(Policy::new().factor(f64::NAN).growth(), 1.0);
+        let p = Policy::new().jitter(Jitter::Proportional(7.0));
+        assert_eq!(p.jitter_form(), Jitter::Proportional(1.0));
+        let p = Policy::new().jitter(Jitter::Proportional(f64::NAN));
+        assert_eq!(p.jitter_form(), Jitter::Proportional(0.0));
+    }
+
+    #[test]
+    fn default_jitter_adds_up_to_half_over_many_samples() {
+        let p = Policy::new();
+        let mut draw = seeded(1);
+        let samples: Vec<_> = (0..10_000)
+            .map(|_| p.delay_with(1, Duration::ZERO, &mut draw))
+            .collect();
+        assert!(samples.iter().all(|d| *d >= S && *d < S + S / 2));
+        // A real spread, not a constant: both ends of the range are reached.
+        assert!(samples.iter().any(|d| *d < S + S / 20));
+        assert!(samples.iter().any(|d| *d > S + S / 2 - S / 20));
+    }
+
+    #[test]
+    fn thread_rng_jitter_stays_in_bounds() {
+        let p = Policy::new().jitter(Jitter::Full);
+        for _ in 0..1_000 {
+            assert!(p.delay(3, Duration::ZERO) <= 4 * S);
+        }
+    }
+
+    fn any_jitter() -> impl Strategy<Value = Jitter> {
+        prop_oneof![
+            Just(Jitter::None),
+            (0.0001f64..=1.0).prop_map(Jitter::Proportional),
+            (0u64..10_000_000_000).prop_map(|n| Jitter::Absolute(Duration::from_nanos(n))),
+            Just(Jitter::Full),
+            Just(Jitter::Equal),
+            Just(Jitter::Decorrelated),
+        ]
+    }
+
+    fn any_backoff() -> impl Strategy<Value = Backoff> {
+        prop_oneof![
+            Just(Backoff::Exponential),
+            Just(Backoff::Linear),
+            Just(Backoff::Constant)
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn no_pause_exceeds_the_cap(
+            base in 0u64..u64::MAX,
+            cap in 0u64..u64::MAX,
+            factor in 1.0f64..1e6,
+            retry in 0u32..=u32::MAX,
+            previous in 0u64..u64::MAX,
+            jitter in any_jitter(),
+            backoff in any_backoff(),
+            seed: u64,
+        ) {
+            let p = Policy::new()
+                .base(Duration::from_nanos(base))
+                .max_delay(Duration::from_nanos(cap))
+                .factor(factor)
+                .backoff(backoff)
+                .jitter(jitter);
+            let d = p.delay_with(retry, Duration::from_nanos(previous), &mut seeded(seed));
+            prop_assert!(d <= Duration::from_nanos(cap));
+        }
+
+        #[test]
+        fn each_form_stays_within_its_formula(
+            base_ms in 1u64..5_000,
+            retry in 1u32..12,
+            previous_ms in 0u64..60_000,
+            seed: u64,
+        ) {
+            let base = Duration::from_millis(base_ms);
+            let previous = Duration::from_millis(previous_ms);
+            let p = Policy::new().base(base).max_delay(Duration::from_secs(3600));
+            let d = p.jitter(Jitter::None).nominal_delay(retry);
+            let mut draw = seeded(seed);
+
+            let got = p.jitter(Jitter::None).delay_with(retry, previous, &mut draw);
+            prop_assert_eq!(got, d);
+
+            let got = p.jitter(Jitter::Proportional(0.3)).delay_with(retry, previous, &mut draw);
+            prop_assert!(got >= d && got.as_nanos() < d.as_nanos() + (d.as_nanos() * 3 / 10).max(1));
+
+            let j = Duration::from_millis(500);
+            let got = p.jitter(Jitter::Absolute(j)).delay_with(retry, previous, &mut draw);
+            prop_assert!(got >= d && got < d + j);
+
+            let got = p.jitter(Jitter::Full).delay_with(retry, previous, &mut draw);
+            prop_assert!(got <= d);
+
+            let got = p.jitter(Jitter::Equal).delay_with(retry, previous, &mut draw);
+            prop_assert!(got >= d / 2 && got <= d);
+
+            let got = p.jitter(Jitter::Decorrelated).delay_with(retry, previous, &mut draw);
+            prop_assert!(got >= base && got <= previous.max(base) * 3);
+        }
+
+        #[test]
+        fn exponential_is_monotonic(base_ms in 0u64..10_000, factor in 1.0f64..8.0, retry in 1u32..200) {
+            let p = Policy::new().base(Duration::from_millis(base_ms)).factor(factor).jitter(Jitter::None);
+            prop_assert!(p.nominal_delay(retry) <= p.nominal_delay(retry + 1));
+        }
+    }
+}

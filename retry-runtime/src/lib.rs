@@ -88,6 +88,6 @@ pub mod __private;
 
 pub use key::IdempotencyKey;
 pub use policy::{Backoff, Jitter, Policy};
-pub use transient::Transient;
+pub use transient::{Transient, Verdict};
 
 pub use retry_macro::{non_idempotent, retry};

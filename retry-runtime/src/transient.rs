@@ -1,6 +1,54 @@
 //! Which errors are worth another try.
 
 use std::io;
+use std::time::Duration;
+
+/// What to do after a failed attempt: the answer of a classifier (`on = ...`).
+///
+/// A classifier may return `bool` (`true` is [`Verdict::Retry`], `false` is [`Verdict::Fail`])
+/// or a `Verdict`, which can also carry a pause the server asked for.
+///
+/// ```
+/// use retry_runtime::Verdict;
+/// use std::time::Duration;
+///
+/// assert_eq!(Verdict::from(true), Verdict::Retry);
+/// assert_eq!(Verdict::from(false), Verdict::Fail);
+/// let server_said = Verdict::RetryAfter(Duration::from_secs(30));
+/// assert!(server_said.is_retry());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// A passing failure: pause per the policy, then try again.
+    Retry,
+    /// A passing failure, and the server said how long to wait (HTTP `Retry-After`, gRPC
+    /// pushback): the next pause is at least this long. If it is longer than `max_delay`, or
+    /// would end past the deadline, the loop gives up at once instead.
+    RetryAfter(Duration),
+    /// Not worth another try: return the error at once.
+    Fail,
+}
+
+impl Verdict {
+    /// `true` for [`Retry`](Verdict::Retry) and [`RetryAfter`](Verdict::RetryAfter).
+    pub const fn is_retry(&self) -> bool {
+        !matches!(self, Verdict::Fail)
+    }
+
+    /// The pause the server asked for, if any.
+    pub const fn suggested_pause(&self) -> Option<Duration> {
+        match self {
+            Verdict::RetryAfter(pause) => Some(*pause),
+            _ => None,
+        }
+    }
+}
+
+impl From<bool> for Verdict {
+    fn from(transient: bool) -> Self {
+        if transient { Verdict::Retry } else { Verdict::Fail }
+    }
+}
 
 /// Says whether an error is passing, so that the same call may succeed after a pause.
 ///
@@ -36,17 +84,41 @@ use std::io;
 pub trait Transient {
     /// `true` if the same call may succeed after a pause.
     fn is_transient(&self) -> bool;
+
+    /// How long the server asked the caller to wait before the next call (HTTP `Retry-After`,
+    /// gRPC `grpc-retry-pushback-ms`), if it said so. The next pause is then at least this long.
+    fn retry_after(&self) -> Option<Duration> {
+        None
+    }
+
+    /// The classifier's answer for this error: [`Verdict::Fail`] when not transient, otherwise
+    /// [`Verdict::RetryAfter`] when the server suggested a pause, else [`Verdict::Retry`].
+    fn verdict(&self) -> Verdict {
+        match (self.is_transient(), self.retry_after()) {
+            (false, _) => Verdict::Fail,
+            (true, Some(pause)) => Verdict::RetryAfter(pause),
+            (true, None) => Verdict::Retry,
+        }
+    }
 }
 
 impl<E: Transient + ?Sized> Transient for &E {
     fn is_transient(&self) -> bool {
         (**self).is_transient()
     }
+
+    fn retry_after(&self) -> Option<Duration> {
+        (**self).retry_after()
+    }
 }
 
 impl<E: Transient + ?Sized> Transient for Box<E> {
     fn is_transient(&self) -> bool {
         (**self).is_transient()
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        (**self).retry_after()
     }
 }
 

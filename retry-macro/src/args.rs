@@ -20,7 +20,20 @@ pub(crate) const KEYS: &[&str] = &[
     "deadline",
     "jitter",
     "on",
+    "on_result",
+    "timeout",
+    "notify",
+    "on_give_up",
+    "policy",
+    "sleep",
+    "budget",
+    "breaker",
+    "nested",
 ];
+
+/// The keys that set timings, which `policy = ...` replaces.
+pub(crate) const TIMING_KEYS: &[&str] =
+    &["max", "attempts", "base", "factor", "backoff", "max_delay", "deadline", "jitter"];
 
 /// Names people bring from other retry libraries, and the key that does that job here.
 const ALIASES: &[(&str, &str)] = &[
@@ -41,6 +54,16 @@ const ALIASES: &[(&str, &str)] = &[
     ("max_elapsed", "deadline"),
     ("max_elapsed_time", "deadline"),
     ("total", "deadline"),
+    ("per_attempt_timeout", "timeout"),
+    ("attempt_timeout", "timeout"),
+    ("on_retry", "notify"),
+    ("before_sleep", "notify"),
+    ("callback", "notify"),
+    ("retry_if_result", "on_result"),
+    ("on_ok", "on_result"),
+    ("on_failure", "on_give_up"),
+    ("circuit_breaker", "breaker"),
+    ("throttle", "budget"),
     ("when", "on"),
     ("retry_if", "on"),
     ("predicate", "on"),
@@ -102,6 +125,24 @@ pub(crate) struct Args {
     pub deadline: Option<Setting<u64>>,
     pub jitter: Option<Setting<JitterForm>>,
     pub on: Option<Setting<Expr>>,
+    pub on_result: Option<Setting<Expr>>,
+    pub timeout: Option<Setting<u64>>,
+    pub notify: Option<Setting<Expr>>,
+    pub on_give_up: Option<Setting<Expr>>,
+    pub policy: Option<Setting<Expr>>,
+    pub sleep: Option<Setting<Expr>>,
+    pub budget: Option<Setting<Expr>>,
+    pub breaker: Option<Setting<Expr>>,
+    pub nested: Option<Setting<Nested>>,
+}
+
+/// `nested = retry | single`: what an annotated function does inside another that retries.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub(crate) enum Nested {
+    /// One attempt; the layer above retries (the default).
+    Single,
+    /// Its own retries as well.
+    Retry,
 }
 
 /// Parses the attribute's arguments, collecting every mistake.
@@ -137,6 +178,15 @@ impl Args {
             "deadline" => set(&mut self.deadline, arg, errors, duration_value),
             "jitter" => set_jitter(&mut self.jitter, arg, errors),
             "on" => set(&mut self.on, arg, errors, |_, v| Ok(v.clone())),
+            "on_result" => set(&mut self.on_result, arg, errors, |_, v| Ok(v.clone())),
+            "timeout" => set(&mut self.timeout, arg, errors, positive_duration),
+            "notify" => set(&mut self.notify, arg, errors, |_, v| Ok(v.clone())),
+            "on_give_up" => set(&mut self.on_give_up, arg, errors, |_, v| Ok(v.clone())),
+            "policy" => set(&mut self.policy, arg, errors, |_, v| Ok(v.clone())),
+            "sleep" => set(&mut self.sleep, arg, errors, |_, v| Ok(v.clone())),
+            "budget" => set(&mut self.budget, arg, errors, |_, v| Ok(v.clone())),
+            "breaker" => set(&mut self.breaker, arg, errors, |_, v| Ok(v.clone())),
+            "nested" => set(&mut self.nested, arg, errors, nested),
             _ => Err(syn::Error::new_spanned(&arg.key, unknown_key(&name))),
         };
         if let Err(e) = result {
@@ -220,6 +270,15 @@ fn example(key: &Ident) -> &'static str {
         "max_delay" => "\"30s\"",
         "deadline" => "\"10s\"",
         "on" => "is_transient",
+        "on_result" => "is_unavailable",
+        "timeout" => "\"2s\"",
+        "notify" => "log_retry",
+        "on_give_up" => "log_failure",
+        "policy" => "COVERAGE_POLICY",
+        "sleep" => "my_runtime::sleep",
+        "budget" => "COVERAGE_BUDGET",
+        "breaker" => "CONTRACT_BREAKER",
+        "nested" => "retry",
         _ => "...",
     }
 }
@@ -338,6 +397,27 @@ fn duration_value(key: &Ident, value: &Expr) -> syn::Result<u64> {
         _ => Err(syn::Error::new_spanned(
             value,
             format!("invalid `{key}`: {}", duration::ACCEPTED),
+        )),
+    }
+}
+
+fn positive_duration(key: &Ident, value: &Expr) -> syn::Result<u64> {
+    match duration_value(key, value)? {
+        0 => Err(syn::Error::new_spanned(
+            value,
+            format!("`{key} = \"0s\"` would cut off every attempt before it starts; give a duration longer than zero, like `{key} = \"2s\"`"),
+        )),
+        nanos => Ok(nanos),
+    }
+}
+
+fn nested(key: &Ident, value: &Expr) -> syn::Result<Nested> {
+    match ident_value(value).as_deref() {
+        Some("retry") => Ok(Nested::Retry),
+        Some("single") => Ok(Nested::Single),
+        _ => Err(syn::Error::new_spanned(
+            value,
+            format!("unknown `{key}`; expected `retry` (retry here even inside another retrying function) or `single` (one attempt there; the default)"),
         )),
     }
 }

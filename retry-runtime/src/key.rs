@@ -1,6 +1,7 @@
 //! The idempotency key: one value that every attempt of a non-idempotent call carries.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// A key that lets the receiver of a state-changing call recognise a repeat.
 ///
@@ -22,8 +23,9 @@ use std::fmt;
 /// assert_eq!(derived.to_string(), "claim-4711-payout-1");
 /// assert_eq!(IdempotencyKey::HEADER, "Idempotency-Key");
 /// ```
+/// Cloning is cheap (a shared, immutable string), so the key can travel with every attempt.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct IdempotencyKey(String);
+pub struct IdempotencyKey(Arc<str>);
 
 impl IdempotencyKey {
     /// The HTTP header that carries the key: `Idempotency-Key`.
@@ -46,7 +48,7 @@ impl IdempotencyKey {
             text.push(hex(byte >> 4));
             text.push(hex(byte & 0x0f));
         }
-        Self(text)
+        Self(text.into())
     }
 
     /// The key as text, ready for a header or a database column.
@@ -68,19 +70,31 @@ impl Default for IdempotencyKey {
 
 impl From<String> for IdempotencyKey {
     fn from(key: String) -> Self {
-        Self(key)
+        Self(key.into())
     }
 }
 
 impl From<&str> for IdempotencyKey {
     fn from(key: &str) -> Self {
-        Self(key.to_owned())
+        Self(key.into())
+    }
+}
+
+impl From<&IdempotencyKey> for IdempotencyKey {
+    fn from(key: &IdempotencyKey) -> Self {
+        key.clone()
+    }
+}
+
+impl From<&String> for IdempotencyKey {
+    fn from(key: &String) -> Self {
+        Self(key.as_str().into())
     }
 }
 
 impl From<IdempotencyKey> for String {
     fn from(key: IdempotencyKey) -> Self {
-        key.0
+        key.0.as_ref().to_owned()
     }
 }
 

@@ -77,17 +77,24 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod context;
+mod duration;
 mod key;
 mod policy;
 mod random;
 mod state;
+pub mod testing;
+mod timer;
 mod transient;
 
 #[doc(hidden)]
 pub mod __private;
 
+pub use context::{Attempt, attempt, scope};
 pub use key::IdempotencyKey;
-pub use policy::{Backoff, Jitter, Policy};
+pub use policy::{Backoff, Jitter, Policy, PolicyError};
+pub use state::RetryEvent;
+pub use timer::Elapsed;
 pub use transient::{Transient, Verdict};
 
 pub use retry_macro::{non_idempotent, retry};

@@ -293,6 +293,174 @@ impl Policy {
     }
 }
 
+/// A [`Policy`] string that could not be read; it names the part that is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyError {
+    part: String,
+    message: String,
+}
+
+impl PolicyError {
+    fn new(part: &str, message: impl Into<String>) -> Self {
+        PolicyError { part: part.trim().to_owned(), message: message.into() }
+    }
+
+    /// The part of the string that is wrong, such as `base=1 sec`.
+    pub fn part(&self) -> &str {
+        &self.part
+    }
+}
+
+impl std::fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invalid retry policy at `{}`: {}", self.part, self.message)
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+/// Reads a policy in the attribute's syntax, for policies loaded from configuration:
+/// `"max=3, base=1s, jitter=full"`. Keys: `max`, `attempts`, `base`, `factor`, `backoff`,
+/// `max_delay`, `deadline`, `jitter` (bare, a fraction, a duration, `full`, `equal`,
+/// `decorrelated`, `none`). Durations may be quoted or not. The attribute's rules apply.
+///
+/// ```
+/// use retry_runtime::{Jitter, Policy};
+/// use std::time::Duration;
+///
+/// let policy: Policy = "max=3, base=1s, jitter=full".parse()?;
+/// assert_eq!(policy.retries(), 3);
+/// assert_eq!(policy.jitter_form(), Jitter::Full);
+///
+/// let error = "max=3, base=1 sec".parse::<Policy>().unwrap_err();
+/// assert_eq!(error.part(), "base=1 sec");
+/// # Ok::<(), retry_runtime::PolicyError>(())
+/// ```
+impl std::str::FromStr for Policy {
+    type Err = PolicyError;
+
+    fn from_str(text: &str) -> Result<Self, PolicyError> {
+        let mut policy = Policy::new();
+        let mut seen: Vec<&str> = Vec::new();
+        let mut attempts_part = None;
+        let mut max_part = None;
+        let mut factor_part = None;
+        for part in text.split(',').filter(|p| !p.trim().is_empty()) {
+            let (key, value) = match part.split_once('=') {
+                Some((k, v)) => (k.trim(), Some(v.trim().trim_matches('"'))),
+                None => (part.trim(), None),
+            };
+            if seen.contains(&key) {
+                return Err(PolicyError::new(part, format!("`{key}` is given twice")));
+            }
+            seen.push(key);
+            fn need<'v>(part: &str, key: &str, v: Option<&'v str>) -> Result<&'v str, PolicyError> {
+                v.ok_or_else(|| PolicyError::new(part, format!("`{key}` needs a value")))
+            }
+            let duration = |v: Option<&str>| -> Result<Duration, PolicyError> {
+                crate::duration::parse(need(part, key, v)?)
+                    .map(Duration::from_nanos)
+                    .map_err(|m| PolicyError::new(part, m))
+            };
+            match key {
+                "max" => {
+                    let n = need(part, key, value)?.parse().map_err(|_| {
+                        PolicyError::new(part, "`max` is a whole number of retries, like `max=3`")
+                    })?;
+                    policy = policy.max_retries(n);
+                    max_part = Some(part);
+                }
+                "attempts" => {
+                    let n: u32 = need(part, key, value)?.parse().map_err(|_| {
+                        PolicyError::new(part, "`attempts` is a whole number of calls, like `attempts=4`")
+                    })?;
+                    if n == 0 {
+                        return Err(PolicyError::new(part, "`attempts` counts the first call too, so it is at least 1"));
+                    }
+                    policy = policy.max_retries(n - 1);
+                    attempts_part = Some(part);
+                }
+                "base" => policy = policy.base(duration(value)?),
+                "max_delay" => policy = policy.max_delay(duration(value)?),
+                "deadline" => policy = policy.deadline(duration(value)?),
+                "factor" => {
+                    let f: f64 = need(part, key, value)?.parse().map_err(|_| {
+                        PolicyError::new(part, "`factor` is a number ≥ 1, like `factor=2`")
+                    })?;
+                    if !(f >= 1.0 && f.is_finite()) {
+                        return Err(PolicyError::new(part, "`factor` must be a number ≥ 1"));
+                    }
+                    policy = policy.factor(f);
+                    factor_part = Some(part);
+                }
+                "backoff" => {
+                    policy = policy.backoff(match need(part, key, value)? {
+                        "exponential" => Backoff::Exponential,
+                        "linear" => Backoff::Linear,
+                        "constant" => Backoff::Constant,
+                        _ => {
+                            return Err(PolicyError::new(
+                                part,
+                                "expected `exponential`, `linear` or `constant`",
+                            ));
+                        }
+                    })
+                }
+                "jitter" => policy = policy.jitter(jitter_from_str(part, value)?),
+                _ => {
+                    return Err(PolicyError::new(
+                        part,
+                        format!("unknown key `{key}`; expected `max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `deadline` or `jitter`"),
+                    ));
+                }
+            }
+        }
+        if let (Some(_), Some(part)) = (max_part, attempts_part) {
+            return Err(PolicyError::new(part, "give `max` or `attempts`, not both"));
+        }
+        if let Some(part) = factor_part {
+            if policy.backoff != Backoff::Exponential {
+                return Err(PolicyError::new(part, "`factor` only applies to `backoff=exponential`"));
+            }
+        }
+        if let Some(cap) = policy.max_delay {
+            if cap < policy.base {
+                return Err(PolicyError::new(text, "`max_delay` is shorter than `base`"));
+            }
+        }
+        if let Some(deadline) = policy.deadline {
+            if policy.max_retries > 0 && deadline < policy.base {
+                return Err(PolicyError::new(text, "`deadline` is shorter than `base`, so no retry could happen"));
+            }
+        }
+        Ok(policy)
+    }
+}
+
+fn jitter_from_str(part: &str, value: Option<&str>) -> Result<Jitter, PolicyError> {
+    let Some(value) = value else { return Ok(Jitter::Proportional(0.5)) };
+    Ok(match value {
+        "none" => Jitter::None,
+        "full" => Jitter::Full,
+        "equal" => Jitter::Equal,
+        "decorrelated" => Jitter::Decorrelated,
+        v if v.starts_with(|c: char| c.is_ascii_digit()) && v.ends_with(|c: char| c.is_ascii_alphabetic()) => {
+            Jitter::Absolute(Duration::from_nanos(
+                crate::duration::parse(v).map_err(|m| PolicyError::new(part, m))?,
+            ))
+        }
+        v => match v.parse::<f64>() {
+            Ok(f) if f > 0.0 && f <= 1.0 => Jitter::Proportional(f),
+            _ => {
+                return Err(PolicyError::new(
+                    part,
+                    "expected a fraction in (0, 1], a duration, `full`, `equal`, `decorrelated` or `none`",
+                ));
+            }
+        },
+    })
+}
+
 /// `U[0, n)` from a `U[lo, hi]` source; zero when the range is empty.
 fn below(n: u64, draw: &mut dyn FnMut(u64, u64) -> u64) -> u64 {
     if n == 0 { 0 } else { draw(0, n - 1) }

@@ -1,92 +1,549 @@
 //! The loop's state machine: one decision per attempt outcome.
 
-use crate::Policy;
+use crate::context::{self, Enter, Frame, Scoped};
+use crate::timer::{Elapsed, FromElapsed, Sleeper, Timed};
+use crate::{IdempotencyKey, Policy, Verdict};
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
+/// A hook that was not given.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Unset;
+
+/// What `notify` hears before each pause.
+///
+/// ```
+/// use retry_runtime::{retry, RetryEvent};
+/// use std::io;
+/// use std::sync::Mutex;
+///
+/// static HEARD: Mutex<Vec<(u32, u128)>> = Mutex::new(Vec::new());
+///
+/// fn remember(_: &io::Error, event: &RetryEvent) {
+///     HEARD.lock().unwrap().push((event.attempt, event.pause.as_millis()));
+/// }
+///
+/// #[retry(max = 2, base = "1ms", jitter = none, notify = remember)]
+/// fn flaky() -> io::Result<()> {
+///     Err(io::ErrorKind::TimedOut.into())
+/// }
+///
+/// assert!(flaky().is_err());
+/// assert_eq!(*HEARD.lock().unwrap(), [(1, 1), (2, 2)]);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetryEvent {
+    /// The name of the annotated function.
+    pub function: &'static str,
+    /// The attempt that failed: 1 for the first call.
+    pub attempt: u32,
+    /// The pause about to be taken, jitter and any server-suggested pause included.
+    pub pause: Duration,
+    /// Time since the first call began, on the loop's clock.
+    pub elapsed: Duration,
+}
+
+/// `E: Debug` when the `tracing` feature logs errors; every type otherwise.
+#[cfg(feature = "tracing")]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` must implement `Debug` so that `#[retry]` can log failed attempts",
+    label = "`{Self}` does not implement `Debug`",
+    note = "add `#[derive(Debug)]` to `{Self}`, or turn off the `tracing` feature of `retry-runtime`"
+)]
+pub trait LoggableError: fmt::Debug {}
+#[cfg(feature = "tracing")]
+impl<E: fmt::Debug + ?Sized> LoggableError for E {}
+
+/// `E: Debug` when the `tracing` feature logs errors; every type otherwise.
+#[cfg(not(feature = "tracing"))]
+pub trait LoggableError {}
+#[cfg(not(feature = "tracing"))]
+impl<E: ?Sized> LoggableError for E {}
+
+/// `on_result`: is this `Ok` value a failure in disguise?
+pub trait ResultCheck<T> {
+    /// `true` to treat the value as a transient failure.
+    fn rejects(&self, value: &T) -> bool;
+}
+impl<T> ResultCheck<T> for Unset {
+    #[inline(always)]
+    fn rejects(&self, _: &T) -> bool {
+        false
+    }
+}
+impl<T, F: Fn(&T) -> bool> ResultCheck<T> for F {
+    fn rejects(&self, value: &T) -> bool {
+        self(value)
+    }
+}
+
+/// `notify`: called before each pause.
+pub trait NotifyHook<E> {
+    /// Hears the error and the pause about to be taken.
+    fn notify(&self, error: &E, event: &RetryEvent);
+}
+impl<E> NotifyHook<E> for Unset {
+    fn notify(&self, _: &E, _: &RetryEvent) {}
+}
+impl<E, F: Fn(&E, &RetryEvent)> NotifyHook<E> for F {
+    fn notify(&self, error: &E, event: &RetryEvent) {
+        self(error, event)
+    }
+}
+
+/// `on_give_up`: called once with the last error when the loop stops retrying it.
+pub trait GiveUpHook<E> {
+    /// Hears the error the function is about to return.
+    fn give_up(&self, error: &E);
+}
+impl<E> GiveUpHook<E> for Unset {
+    fn give_up(&self, _: &E) {}
+}
+impl<E, F: Fn(&E)> GiveUpHook<E> for F {
+    fn give_up(&self, error: &E) {
+        self(error)
+    }
+}
+
 /// The state of one call of an annotated function, across its attempts.
 ///
-/// The generated loop calls [`Retry::next`] once per attempt: `Break` carries the function's
-/// result, `Continue` the pause to take before the next attempt. Starting the loop reads no
-/// clock unless the policy has a deadline, and an `Ok` outcome is decided without any work.
-#[derive(Debug)]
-pub struct Retry<'p> {
+/// Built once per call with the function's return type, its classifier and any hooks; then
+/// each attempt runs through [`attempt`](Retry::attempt) or [`run`](Retry::run), and
+/// [`next`](Retry::next) decides what follows: `Break` carries the function's result,
+/// `Continue` the pause before the next attempt. Starting reads no clock unless the policy has
+/// a deadline or a hook needs the elapsed time, and an `Ok` outcome is decided without any work.
+pub struct Retry<'p, Out, C = Unset, S = Unset, R = Unset, N = Unset, G = Unset> {
+    core: Core<'p>,
+    classify: C,
+    sleeper: S,
+    on_result: R,
+    notify: N,
+    on_give_up: G,
+    timeout: Option<Timeout<Out>>,
+    _out: PhantomData<fn() -> Out>,
+}
+
+/// A per-attempt time limit, and how to turn its expiry into the function's error.
+type Timeout<Out> = (Duration, fn(Elapsed) -> Out);
+
+/// The part of the state that does not depend on the function's types.
+struct Core<'p> {
     policy: &'p Policy,
+    name: &'static str,
     /// Retries taken so far; the attempt that just ended is number `retries + 1`.
     retries: u32,
     previous_pause: Duration,
     started: Option<Instant>,
     clock: fn() -> Instant,
+    key: Option<IdempotencyKey>,
+    /// An enclosing annotated function or `scope::caller_retries` retries this work.
+    retried_above: bool,
+    /// `nested = retry`: retry even when a layer above does.
+    nested_retry: bool,
+    /// The attempt that just ended was cut off by the timeout.
+    timed_out: bool,
 }
 
-impl<'p> Retry<'p> {
-    /// For a sync function: the deadline is measured on [`Instant::now`].
+fn std_now() -> Instant {
+    crate::testing::virtual_now().unwrap_or_else(Instant::now)
+}
+
+#[cfg(feature = "tokio")]
+fn tokio_now() -> Instant {
+    crate::testing::virtual_now().unwrap_or_else(|| tokio::time::Instant::now().into_std())
+}
+
+impl<'p, T, E> Retry<'p, Result<T, E>> {
+    /// For a sync function: pauses with `std::thread::sleep`, and measures the deadline on
+    /// [`Instant::now`].
     #[inline]
-    pub fn start(policy: &'p Policy) -> Self {
-        Self::with_clock(policy, Instant::now)
+    pub fn start<C, V>(policy: &'p Policy, name: &'static str, classify: C) -> Retry<'p, Result<T, E>, C>
+    where
+        C: Fn(&E) -> V,
+        V: Into<Verdict>,
+    {
+        Retry::with_parts(Core::new(policy, name, std_now), classify, Unset)
     }
 
-    /// For an async function: the deadline is measured on tokio's clock, so a paused test clock
-    /// governs it.
+    /// For an async function: pauses with tokio's timer and measures the deadline on tokio's
+    /// clock, so a paused test clock governs both.
     #[cfg(feature = "tokio")]
     #[inline]
-    pub fn start_async(policy: &'p Policy) -> Self {
-        Self::with_clock(policy, || tokio::time::Instant::now().into_std())
+    pub fn start_async<C, V>(
+        policy: &'p Policy,
+        name: &'static str,
+        classify: C,
+    ) -> Retry<'p, Result<T, E>, C, crate::timer::TokioTimer>
+    where
+        C: Fn(&E) -> V,
+        V: Into<Verdict>,
+    {
+        Retry::with_parts(Core::new(policy, name, tokio_now), classify, crate::timer::TokioTimer)
     }
 
+    /// For an async function without the `tokio` feature: it needs `sleep = ...`.
+    #[cfg(not(feature = "tokio"))]
     #[inline]
-    fn with_clock(policy: &'p Policy, clock: fn() -> Instant) -> Self {
-        Self {
+    pub fn start_async<C, V>(
+        policy: &'p Policy,
+        name: &'static str,
+        classify: C,
+    ) -> Retry<'p, Result<T, E>, C, crate::timer::NoTimer>
+    where
+        C: Fn(&E) -> V,
+        V: Into<Verdict>,
+    {
+        Retry::with_parts(Core::new(policy, name, std_now), classify, crate::timer::NoTimer)
+    }
+}
+
+impl<'p> Core<'p> {
+    #[inline]
+    fn new(policy: &'p Policy, name: &'static str, clock: fn() -> Instant) -> Self {
+        Core {
             policy,
+            name,
             retries: 0,
             previous_pause: Duration::ZERO,
             started: policy.time_budget().map(|_| clock()),
             clock,
+            key: None,
+            retried_above: context::with_current(|frame| frame.is_some_and(|f| f.retried_above)),
+            nested_retry: false,
+            timed_out: false,
+        }
+    }
+
+    fn elapsed(&self) -> Duration {
+        self.started.map_or(Duration::ZERO, |t| (self.clock)().saturating_duration_since(t))
+    }
+
+    fn frame(&self) -> Option<Frame> {
+        Some(Frame {
+            attempt: self.retries + 1,
+            key: self.key.clone(),
+            retried_above: self.retried_above || self.policy.retries() > 0,
+        })
+    }
+}
+
+impl<'p, T, E, C, S> Retry<'p, Result<T, E>, C, S> {
+    fn with_parts(core: Core<'p>, classify: C, sleeper: S) -> Self {
+        Retry {
+            core,
+            classify,
+            sleeper,
+            on_result: Unset,
+            notify: Unset,
+            on_give_up: Unset,
+            timeout: None,
+            _out: PhantomData,
+        }
+    }
+}
+
+impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
+    /// `on_result = f`: an `Ok` value that `f` marks is treated as a transient failure; when the
+    /// retries run out, the last `Ok` value is returned.
+    pub fn on_result<F: Fn(&T) -> bool>(self, f: F) -> Retry<'p, Result<T, E>, C, S, F, N, G> {
+        Retry {
+            core: self.core,
+            classify: self.classify,
+            sleeper: self.sleeper,
+            on_result: f,
+            notify: self.notify,
+            on_give_up: self.on_give_up,
+            timeout: self.timeout,
+            _out: PhantomData,
+        }
+    }
+
+    /// `notify = f`: called before each pause with the error and a [`RetryEvent`].
+    pub fn notify<F: Fn(&E, &RetryEvent)>(mut self, f: F) -> Retry<'p, Result<T, E>, C, S, R, F, G> {
+        if self.core.started.is_none() {
+            self.core.started = Some((self.core.clock)());
+        }
+        Retry {
+            core: self.core,
+            classify: self.classify,
+            sleeper: self.sleeper,
+            on_result: self.on_result,
+            notify: f,
+            on_give_up: self.on_give_up,
+            timeout: self.timeout,
+            _out: PhantomData,
+        }
+    }
+
+    /// `on_give_up = f`: called once with the last error when the loop stops retrying a
+    /// transient failure (retries used up, deadline, a server-suggested pause too long).
+    pub fn on_give_up<F: Fn(&E)>(self, f: F) -> Retry<'p, Result<T, E>, C, S, R, N, F> {
+        Retry {
+            core: self.core,
+            classify: self.classify,
+            sleeper: self.sleeper,
+            on_result: self.on_result,
+            notify: self.notify,
+            on_give_up: f,
+            timeout: self.timeout,
+            _out: PhantomData,
+        }
+    }
+
+    /// `sleep = f`: pause with `f` instead of tokio's timer; the deadline is then measured on
+    /// [`Instant::now`].
+    pub fn sleep<F, Fut>(mut self, f: F) -> Retry<'p, Result<T, E>, C, F, R, N, G>
+    where
+        F: Fn(Duration) -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        self.core.clock = std_now;
+        Retry {
+            core: self.core,
+            classify: self.classify,
+            sleeper: f,
+            on_result: self.on_result,
+            notify: self.notify,
+            on_give_up: self.on_give_up,
+            timeout: self.timeout,
+            _out: PhantomData,
+        }
+    }
+
+    /// `timeout = "2s"`: each attempt is cut off after `limit` (clipped to the time left before
+    /// the deadline) and counts as a transient failure.
+    pub fn timeout(mut self, limit: Duration) -> Self
+    where
+        E: FromElapsed,
+    {
+        if self.core.started.is_none() && self.core.policy.time_budget().is_some() {
+            self.core.started = Some((self.core.clock)());
+        }
+        self.timeout = Some((limit, |elapsed| Err(E::from_elapsed(elapsed))));
+        self
+    }
+
+    /// The idempotency key of a `#[non_idempotent]` function, for [`attempt()`](crate::attempt).
+    pub fn key(mut self, key: impl Into<IdempotencyKey>) -> Self {
+        self.core.key = Some(key.into());
+        self
+    }
+
+    /// `nested = retry`: keep retrying even inside another retrying function.
+    pub fn nested_retry(mut self) -> Self {
+        self.core.nested_retry = true;
+        self
+    }
+
+    /// Runs one attempt of a sync function, with the attempt context in place.
+    #[inline]
+    pub fn attempt(&mut self, body: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        let mut frame = self.core.frame();
+        let _entered = Enter::new(&mut frame);
+        body()
+    }
+
+    /// Runs one attempt of an async function, with the attempt context in place on every poll
+    /// and the timeout, if any, racing it.
+    pub async fn run(&mut self, body: impl Future<Output = Result<T, E>>) -> Result<T, E>
+    where
+        S: Sleeper,
+    {
+        let attempt = Scoped::new(self.core.frame(), body);
+        let Some((limit, on_elapsed)) = self.timeout else {
+            return attempt.await;
+        };
+        let limit = match (self.core.policy.time_budget(), self.core.started) {
+            (Some(budget), Some(_)) => limit.min(budget.saturating_sub(self.core.elapsed())),
+            _ => limit,
+        };
+        self.core.timed_out = false;
+        match Timed::new(attempt, self.sleeper.sleep(limit), limit).await {
+            Ok(outcome) => outcome,
+            Err(elapsed) => {
+                self.core.timed_out = true;
+                on_elapsed(elapsed)
+            }
+        }
+    }
+
+    /// The pause of an async function.
+    pub async fn pause(&self, pause: Duration)
+    where
+        S: Sleeper,
+    {
+        if !crate::testing::record_pause(pause) {
+            self.sleeper.sleep(pause).await;
+        }
+    }
+
+    /// The pause of a sync function.
+    pub fn pause_blocking(&self, pause: Duration) {
+        if !crate::testing::record_pause(pause) {
+            std::thread::sleep(pause);
         }
     }
 
     /// Decides what follows an attempt: return its result, or pause and try again.
-    ///
-    /// `Ok` and non-transient errors end the loop at once; a transient error ends it when the
-    /// retries are used up or the next pause would end past the deadline.
     #[inline]
-    pub fn next<T, E>(
-        &mut self,
-        outcome: Result<T, E>,
-        is_transient: impl FnOnce(&E) -> bool,
-    ) -> ControlFlow<Result<T, E>, Duration> {
+    pub fn next<V>(&mut self, outcome: Result<T, E>) -> ControlFlow<Result<T, E>, Duration>
+    where
+        C: Fn(&E) -> V,
+        V: Into<Verdict>,
+        R: ResultCheck<T>,
+        N: NotifyHook<E>,
+        G: GiveUpHook<E>,
+        E: LoggableError,
+    {
         match outcome {
-            Ok(value) => ControlFlow::Break(Ok(value)),
-            Err(error) => match self.after_failure(is_transient(&error)) {
-                Some(pause) => ControlFlow::Continue(pause),
-                None => ControlFlow::Break(Err(error)),
+            Ok(value) if !self.on_result.rejects(&value) => ControlFlow::Break(Ok(value)),
+            Ok(value) => match self.after_failure(Verdict::Retry) {
+                Ok(pause) => {
+                    self.log_rejected_value(pause);
+                    ControlFlow::Continue(pause)
+                }
+                Err(_) => ControlFlow::Break(Ok(value)),
             },
+            Err(error) => self.after_error(error),
         }
     }
 
-    /// The pause before the next attempt, or `None` to give up.
     #[cold]
-    fn after_failure(&mut self, transient: bool) -> Option<Duration> {
-        if !transient || self.retries >= self.policy.retries() {
-            return None;
-        }
-        let retry = self.retries + 1;
-        let pause = self.policy.delay(retry, self.previous_pause);
-        if let (Some(budget), Some(started)) = (self.policy.time_budget(), self.started) {
-            let elapsed = (self.clock)().saturating_duration_since(started);
-            if elapsed.saturating_add(pause) > budget {
-                return None;
+    fn after_error<V>(&mut self, error: E) -> ControlFlow<Result<T, E>, Duration>
+    where
+        C: Fn(&E) -> V,
+        V: Into<Verdict>,
+        N: NotifyHook<E>,
+        G: GiveUpHook<E>,
+        E: LoggableError,
+    {
+        let verdict = if self.core.timed_out { Verdict::Retry } else { (self.classify)(&error).into() };
+        match self.after_failure(verdict) {
+            Ok(pause) => {
+                let event = RetryEvent {
+                    function: self.core.name,
+                    attempt: self.core.retries,
+                    pause,
+                    elapsed: self.core.elapsed(),
+                };
+                log_retry(&event, &error);
+                self.notify.notify(&error, &event);
+                ControlFlow::Continue(pause)
+            }
+            Err(GiveUp::Permanent) => ControlFlow::Break(Err(error)),
+            Err(reason) => {
+                log_give_up(self.core.name, self.core.retries + 1, reason, &error);
+                self.on_give_up.give_up(&error);
+                ControlFlow::Break(Err(error))
             }
         }
-        self.retries = retry;
-        self.previous_pause = pause;
-        Some(pause)
+    }
+
+    fn log_rejected_value(&self, _pause: Duration) {
+        #[cfg(feature = "tracing")]
+        tracing::info!(
+            function = self.core.name,
+            attempt = self.core.retries,
+            pause = ?_pause,
+            "result rejected by `on_result`; retrying"
+        );
+    }
+
+    /// The pause before the next attempt, or why there is none.
+    fn after_failure(&mut self, verdict: Verdict) -> Result<Duration, GiveUp> {
+        let core = &mut self.core;
+        if !verdict.is_retry() {
+            return Err(GiveUp::Permanent);
+        }
+        if core.retried_above && !core.nested_retry {
+            log_nested(core.name);
+            return Err(GiveUp::Nested);
+        }
+        if core.retries >= core.policy.retries() {
+            return Err(GiveUp::Exhausted);
+        }
+        let retry = core.retries + 1;
+        let mut pause = core.policy.delay(retry, core.previous_pause);
+        if let Some(asked) = verdict.suggested_pause() {
+            if asked > core.policy.delay_cap() {
+                return Err(GiveUp::SuggestedTooLong(asked));
+            }
+            pause = pause.max(asked);
+        }
+        if let Some(budget) = core.policy.time_budget() {
+            if core.elapsed().saturating_add(pause) > budget {
+                return Err(GiveUp::Deadline);
+            }
+        }
+        core.retries = retry;
+        core.previous_pause = pause;
+        Ok(pause)
     }
 
     /// Retries taken so far.
     pub fn retries(&self) -> u32 {
-        self.retries
+        self.core.retries
     }
+}
+
+/// Why the loop stopped retrying.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GiveUp {
+    /// Not a transient failure: returned at once, not logged as giving up.
+    Permanent,
+    Exhausted,
+    Deadline,
+    SuggestedTooLong(Duration),
+    Nested,
+}
+
+impl fmt::Display for GiveUp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GiveUp::Permanent => f.write_str("not transient"),
+            GiveUp::Exhausted => f.write_str("retries used up"),
+            GiveUp::Deadline => f.write_str("the next pause would end past the deadline"),
+            GiveUp::SuggestedTooLong(d) => write!(f, "the server asked for a {d:?} pause, longer than `max_delay`"),
+            GiveUp::Nested => f.write_str("a layer above retries"),
+        }
+    }
+}
+
+#[cfg(feature = "tracing")]
+fn log_retry<E: fmt::Debug>(event: &RetryEvent, error: &E) {
+    tracing::info!(
+        function = event.function,
+        attempt = event.attempt,
+        pause = ?event.pause,
+        error = ?error,
+        "attempt failed; retrying"
+    );
+}
+
+#[cfg(not(feature = "tracing"))]
+fn log_retry<E>(_: &RetryEvent, _: &E) {}
+
+#[cfg(feature = "tracing")]
+fn log_give_up<E: fmt::Debug>(function: &'static str, attempts: u32, reason: GiveUp, error: &E) {
+    if reason == GiveUp::Nested {
+        return; // logged at debug by `log_nested`; the layer above decides.
+    }
+    tracing::warn!(function, attempts, reason = %reason, error = ?error, "giving up");
+}
+
+#[cfg(not(feature = "tracing"))]
+fn log_give_up<E>(_: &'static str, _: u32, _: GiveUp, _: &E) {}
+
+fn log_nested(_function: &'static str) {
+    #[cfg(feature = "tracing")]
+    tracing::debug!(
+        function = _function,
+        "not retrying: a layer above retries this work (write `nested = retry` to retry here too)"
+    );
 }
 
 #[cfg(test)]
@@ -94,62 +551,53 @@ mod tests {
     use super::*;
     use crate::Jitter;
 
-    fn transient(_: &&str) -> bool {
+    fn transient(_: &&'static str) -> bool {
         true
     }
 
     #[test]
     fn ok_breaks_at_once() {
         let policy = Policy::new();
-        let mut retry = Retry::start(&policy);
-        assert_eq!(
-            retry.next(Ok::<_, &str>(1), transient),
-            ControlFlow::Break(Ok(1))
-        );
+        let mut retry = Retry::<Result<i32, &str>>::start(&policy, "f", transient);
+        assert_eq!(retry.next(Ok(1)), ControlFlow::Break(Ok(1)));
         assert_eq!(retry.retries(), 0);
     }
 
     #[test]
     fn transient_errors_pause_until_the_limit() {
         let policy = Policy::new().max_retries(2).jitter(Jitter::None);
-        let mut retry = Retry::start(&policy);
+        let mut retry = Retry::<Result<(), &str>>::start(&policy, "f", transient);
         let s = Duration::from_secs(1);
-        assert_eq!(
-            retry.next(Err::<(), _>("a"), transient),
-            ControlFlow::Continue(s)
-        );
-        assert_eq!(
-            retry.next(Err::<(), _>("b"), transient),
-            ControlFlow::Continue(2 * s)
-        );
-        assert_eq!(
-            retry.next(Err::<(), _>("c"), transient),
-            ControlFlow::Break(Err("c"))
-        );
+        assert_eq!(retry.next(Err("a")), ControlFlow::Continue(s));
+        assert_eq!(retry.next(Err("b")), ControlFlow::Continue(2 * s));
+        assert_eq!(retry.next(Err("c")), ControlFlow::Break(Err("c")));
     }
 
     #[test]
     fn permanent_errors_break_at_once() {
         let policy = Policy::new();
-        let mut retry = Retry::start(&policy);
-        assert_eq!(
-            retry.next(Err::<(), _>("no"), |_| false),
-            ControlFlow::Break(Err("no"))
-        );
+        let mut retry = Retry::<Result<(), &str>>::start(&policy, "f", |_: &&str| false);
+        assert_eq!(retry.next(Err("no")), ControlFlow::Break(Err("no")));
     }
 
     #[test]
     fn a_pause_past_the_deadline_is_not_taken() {
-        let policy = Policy::new()
-            .jitter(Jitter::None)
-            .deadline(Duration::from_millis(2500));
-        let mut retry = Retry::start(&policy);
-        // 1 s fits, 1 s + 2 s does not (the clock barely moves in this test).
-        assert!(retry.next(Err::<(), _>("a"), transient).is_continue());
-        retry.started = retry.started.map(|t| t - Duration::from_secs(1));
-        assert_eq!(
-            retry.next(Err::<(), _>("b"), transient),
-            ControlFlow::Break(Err("b"))
-        );
+        let policy = Policy::new().jitter(Jitter::None).deadline(Duration::from_millis(2500));
+        let mut retry = Retry::<Result<(), &str>>::start(&policy, "f", transient);
+        // 1 s fits; after 1 s more, 2 s does not.
+        assert!(retry.next(Err("a")).is_continue());
+        retry.core.started = retry.core.started.map(|t| t - Duration::from_secs(1));
+        assert_eq!(retry.next(Err("b")), ControlFlow::Break(Err("b")));
+    }
+
+    #[test]
+    fn a_suggested_pause_is_a_floor_and_too_long_gives_up() {
+        let policy = Policy::new().jitter(Jitter::None).max_delay(Duration::from_secs(10));
+        let suggest = |e: &Duration| Verdict::RetryAfter(*e);
+        let mut retry = Retry::<Result<(), Duration>>::start(&policy, "f", suggest);
+        let s = Duration::from_secs(1);
+        assert_eq!(retry.next(Err(3 * s)), ControlFlow::Continue(3 * s));
+        assert_eq!(retry.next(Err(Duration::ZERO)), ControlFlow::Continue(2 * s));
+        assert_eq!(retry.next(Err(11 * s)), ControlFlow::Break(Err(11 * s)));
     }
 }

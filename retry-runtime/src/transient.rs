@@ -204,7 +204,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn tokio_elapsed_is_transient() {
         let elapsed = tokio::time::timeout(
-            std::time::Duration::from_millis(1),
+            Duration::from_millis(1),
             std::future::pending::<()>(),
         )
         .await

@@ -1,0 +1,254 @@
+//! The attempt context: which attempt is running, with which idempotency key, and whether a
+//! layer above already retries this work.
+//!
+//! It lives in a thread-local that a sync attempt sets for its duration and an async attempt
+//! sets around each poll of its future, so it follows a task across `.await` points and
+//! threads, and nested annotated functions each see their own.
+
+use crate::IdempotencyKey;
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Frame {
+    /// The running attempt (1 for the first call); 0 outside an annotated function.
+    pub attempt: u32,
+    pub key: Option<IdempotencyKey>,
+    /// A layer above retries this work: an enclosing annotated function that is retrying, or
+    /// [`scope::caller_retries`].
+    pub retried_above: bool,
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Frame>> = const { RefCell::new(None) };
+}
+
+/// Reads the current frame.
+pub(crate) fn with_current<R>(f: impl FnOnce(Option<&Frame>) -> R) -> R {
+    CURRENT.with(|current| f(current.borrow().as_ref()))
+}
+
+/// Puts a frame in place until dropped, then puts the previous one back (also on panic).
+pub(crate) struct Enter<'a> {
+    slot: &'a mut Option<Frame>,
+}
+
+impl<'a> Enter<'a> {
+    /// Moves `slot`'s frame into the thread-local; the previous frame waits in `slot`.
+    pub(crate) fn new(slot: &'a mut Option<Frame>) -> Self {
+        CURRENT.with(|current| std::mem::swap(&mut *current.borrow_mut(), slot));
+        Enter { slot }
+    }
+}
+
+impl Drop for Enter<'_> {
+    fn drop(&mut self) {
+        CURRENT.with(|current| std::mem::swap(&mut *current.borrow_mut(), self.slot));
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future that runs with its frame in place on every poll.
+    #[doc(hidden)]
+    pub struct Scoped<F> {
+        frame: Option<Frame>,
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F> Scoped<F> {
+    pub(crate) fn new(frame: Option<Frame>, future: F) -> Self {
+        Scoped { frame, future }
+    }
+}
+
+impl<F: Future> Future for Scoped<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let _entered = Enter::new(this.frame);
+        this.future.poll(cx)
+    }
+}
+
+/// The attempt that is running, as seen from inside an annotated function's body.
+///
+/// ```
+/// use retry_runtime::{attempt, retry, IdempotencyKey, non_idempotent};
+/// use std::io;
+///
+/// #[non_idempotent]
+/// #[retry(max = 2, base = "1ms", jitter = none)]
+/// fn pay_out(key: &IdempotencyKey, log: &mut Vec<String>) -> io::Result<()> {
+///     let now = attempt();
+///     // What a client would send as `Idempotency-Key` and `Retry-Attempt` headers.
+///     log.push(format!("{} {}", now.key().map_or("", |k| k.as_str()), now.number()));
+///     if now.number() < 3 { Err(io::ErrorKind::ConnectionReset.into()) } else { Ok(()) }
+/// }
+///
+/// let key = IdempotencyKey::from("payout-4711");
+/// let mut log = Vec::new();
+/// pay_out(&key, &mut log).unwrap();
+/// assert_eq!(log, ["payout-4711 1", "payout-4711 2", "payout-4711 3"]);
+/// assert_eq!(attempt().number(), 1); // outside: a plain call is a first attempt
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    number: u32,
+    key: Option<IdempotencyKey>,
+}
+
+impl Attempt {
+    /// The attempt number: 1 for the first call, 2 for the first retry, and so on. Outside an
+    /// annotated function it is 1.
+    pub fn number(&self) -> u32 {
+        self.number
+    }
+
+    /// `true` from the second attempt on.
+    pub fn is_retry(&self) -> bool {
+        self.number > 1
+    }
+
+    /// The idempotency key of a `#[non_idempotent]` function: the same on every attempt.
+    pub fn key(&self) -> Option<&IdempotencyKey> {
+        self.key.as_ref()
+    }
+}
+
+/// The attempt that is running in the innermost annotated function on this thread (or in this
+/// task, for async functions). See [`Attempt`].
+pub fn attempt() -> Attempt {
+    with_current(|frame| match frame {
+        Some(frame) => Attempt { number: frame.attempt.max(1), key: frame.key.clone() },
+        None => Attempt { number: 1, key: None },
+    })
+}
+
+pub mod scope {
+    //! One retrying layer across processes: a service whose caller already retries runs its own
+    //! annotated functions with a single attempt each.
+    //!
+    //! A portal that retries 4 times a service that tries its database 3 times makes 12 database
+    //! calls from one request. Inside one process, nested annotated functions already leave the
+    //! retrying to the outermost one. Across a network hop, the caller says so with a header:
+    //!
+    //! ```
+    //! use retry_runtime::{attempt, retry, scope};
+    //! use std::cell::Cell;
+    //! use std::io;
+    //!
+    //! // Client side: every attempt sends `Retry-Attempt: <n>`.
+    //! let (name, value) = scope::AttemptHeader::DEFAULT.for_current_attempt();
+    //! assert_eq!((name, value.as_str()), ("Retry-Attempt", "1"));
+    //!
+    //! // Service side: a request that carries the header is retried by its caller.
+    //! #[retry(max = 3, base = "1ms")]
+    //! fn query_database(calls: &Cell<u32>) -> io::Result<()> {
+    //!     calls.set(calls.get() + 1);
+    //!     Err(io::ErrorKind::TimedOut.into())
+    //! }
+    //! let calls = Cell::new(0);
+    //! let header = Some("2");
+    //! let result = if scope::AttemptHeader::DEFAULT.caller_retries(header) {
+    //!     scope::caller_retries(|| query_database(&calls))
+    //! } else {
+    //!     query_database(&calls)
+    //! };
+    //! assert!(result.is_err());
+    //! assert_eq!(calls.get(), 1); // one attempt: the caller does the retrying
+    //! ```
+
+    use super::{Enter, Frame, Scoped, attempt, with_current};
+    use std::future::Future;
+
+    /// Runs `f` as work that a layer above retries: annotated functions called inside make one
+    /// attempt each (unless they say `nested = retry`).
+    pub fn caller_retries<R>(f: impl FnOnce() -> R) -> R {
+        let mut slot = Some(marked_frame());
+        let _entered = Enter::new(&mut slot);
+        f()
+    }
+
+    /// The async form of [`caller_retries`]: annotated functions awaited inside `future` make
+    /// one attempt each.
+    pub fn caller_retries_async<F: Future>(future: F) -> impl Future<Output = F::Output> {
+        Scoped::new(Some(marked_frame()), future)
+    }
+
+    fn marked_frame() -> Frame {
+        with_current(|frame| Frame { retried_above: true, ..frame.cloned().unwrap_or_default() })
+    }
+
+    /// An attempt-count header: the client writes the attempt number, the service reads it to
+    /// know that its caller retries.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct AttemptHeader {
+        name: &'static str,
+    }
+
+    impl AttemptHeader {
+        /// `Retry-Attempt`.
+        pub const DEFAULT: AttemptHeader = AttemptHeader::named("Retry-Attempt");
+
+        /// A header with another name, such as `X-Retry-Attempt`.
+        pub const fn named(name: &'static str) -> Self {
+            AttemptHeader { name }
+        }
+
+        /// The header's name.
+        pub const fn name(&self) -> &'static str {
+            self.name
+        }
+
+        /// The header to send with the current attempt: its name and the attempt number.
+        pub fn for_current_attempt(&self) -> (&'static str, String) {
+            (self.name, attempt().number().to_string())
+        }
+
+        /// Reads the header's value: the caller's attempt number, or `None` when it is not a
+        /// positive whole number.
+        pub fn parse(&self, value: &str) -> Option<u32> {
+            value.trim().parse().ok().filter(|n| *n >= 1)
+        }
+
+        /// `true` when the request carries a valid attempt number, so its caller is a
+        /// retrying client and this service should not retry on its behalf.
+        pub fn caller_retries(&self, value: Option<&str>) -> bool {
+            value.and_then(|v| self.parse(v)).is_some()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enter_restores_the_previous_frame() {
+        let mut outer = Some(Frame { attempt: 2, ..Frame::default() });
+        let _a = Enter::new(&mut outer);
+        {
+            let mut inner = Some(Frame { attempt: 5, ..Frame::default() });
+            let _b = Enter::new(&mut inner);
+            assert_eq!(attempt().number(), 5);
+        }
+        assert_eq!(attempt().number(), 2);
+    }
+
+    #[test]
+    fn header_parsing() {
+        let h = scope::AttemptHeader::DEFAULT;
+        assert_eq!(h.parse(" 3 "), Some(3));
+        assert_eq!(h.parse("0"), None);
+        assert_eq!(h.parse("-1"), None);
+        assert_eq!(h.parse("x"), None);
+        assert!(h.caller_retries(Some("1")));
+        assert!(!h.caller_retries(None));
+        assert_eq!(scope::AttemptHeader::named("X-Try").name(), "X-Try");
+    }
+}

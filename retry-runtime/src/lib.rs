@@ -77,6 +77,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod budget;
 mod key;
 mod policy;
 mod random;
@@ -86,6 +87,7 @@ mod transient;
 #[doc(hidden)]
 pub mod __private;
 
+pub use budget::RetryBudget;
 pub use key::IdempotencyKey;
 pub use policy::{Backoff, Jitter, Policy};
 pub use transient::{Transient, Verdict};

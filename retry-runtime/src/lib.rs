@@ -77,6 +77,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod breaker;
 mod budget;
 mod key;
 mod policy;
@@ -87,6 +88,7 @@ mod transient;
 #[doc(hidden)]
 pub mod __private;
 
+pub use breaker::{Admission, BreakerState, CircuitBreaker, CircuitOpen};
 pub use budget::RetryBudget;
 pub use key::IdempotencyKey;
 pub use policy::{Backoff, Jitter, Policy};

@@ -77,6 +77,8 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod breaker;
+mod budget;
 mod context;
 mod duration;
 mod key;
@@ -90,6 +92,8 @@ mod transient;
 #[doc(hidden)]
 pub mod __private;
 
+pub use breaker::{Admission, BreakerState, CircuitBreaker, CircuitOpen};
+pub use budget::RetryBudget;
 pub use context::{Attempt, attempt, scope};
 pub use key::IdempotencyKey;
 pub use policy::{Backoff, Jitter, Policy, PolicyError};

@@ -145,6 +145,23 @@ pub(crate) enum Nested {
     Retry,
 }
 
+impl Args {
+    /// Each timing key with the key's token if it was given.
+    pub(crate) fn timing_keys(&self) -> impl Iterator<Item = (&'static str, Option<&Ident>)> {
+        let keys = [
+            self.max.as_ref().map(|s| &s.key),
+            self.attempts.as_ref().map(|s| &s.key),
+            self.base.as_ref().map(|s| &s.key),
+            self.factor.as_ref().map(|s| &s.key),
+            self.backoff.as_ref().map(|s| &s.key),
+            self.max_delay.as_ref().map(|s| &s.key),
+            self.deadline.as_ref().map(|s| &s.key),
+            self.jitter.as_ref().map(|s| &s.key),
+        ];
+        TIMING_KEYS.iter().copied().zip(keys)
+    }
+}
+
 /// Parses the attribute's arguments, collecting every mistake.
 pub(crate) fn parse(tokens: TokenStream) -> syn::Result<Args> {
     let raw = syn::parse::Parser::parse2(

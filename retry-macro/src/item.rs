@@ -217,3 +217,14 @@ pub(crate) fn strip_key_marks(sig: &mut Signature) {
         }
     }
 }
+
+/// The parameter whose value is the idempotency key: the one marked `#[idempotency_key]`, else
+/// the first of type `IdempotencyKey`; `None` unless it is bound to a plain name.
+pub(crate) fn key_param(sig: &Signature) -> Option<syn::Ident> {
+    let params = key_params(sig);
+    let param = params.marked.first().or(params.typed.first())?;
+    match &*param.pat {
+        syn::Pat::Ident(p) => Some(p.ident.clone()),
+        _ => None,
+    }
+}

@@ -1,6 +1,6 @@
 //! Rules across the arguments and the function; produces the [`Plan`] that `expand` prints.
 
-use crate::args::{Args, BackoffForm, JitterForm, Setting};
+use crate::args::{Args, BackoffForm, JitterForm, Nested, Setting, TIMING_KEYS};
 use crate::errors::Errors;
 use crate::item::{self, RetryFn};
 use quote::ToTokens;
@@ -27,7 +27,19 @@ pub(crate) struct Plan {
     /// `Transient` impl is reported there.
     pub output_tokens: proc_macro2::TokenStream,
     pub policy: PolicySpec,
+    /// `policy = expr`, which replaces the literal timings.
+    pub policy_expr: Option<Expr>,
     pub on: Option<Expr>,
+    pub on_result: Option<Expr>,
+    pub notify: Option<Expr>,
+    pub on_give_up: Option<Expr>,
+    pub sleep: Option<Expr>,
+    pub budget: Option<Expr>,
+    pub breaker: Option<Expr>,
+    pub timeout: Option<u64>,
+    pub nested_retry: bool,
+    /// The parameter that carries the idempotency key, for `attempt().key()`.
+    pub key: Option<syn::Ident>,
 }
 
 const DEFAULT_BASE: u64 = 1_000_000_000;
@@ -37,7 +49,9 @@ pub(crate) fn plan(args: Args, mut func: RetryFn) -> syn::Result<Plan> {
     let mut errors = Errors::default();
     check_signature(&func, &mut errors);
     check_idempotency(&func, &mut errors);
+    check_function_kind(&args, &func, &mut errors);
     let policy = policy(&args, &mut errors);
+    let key = item::key_param(&func.sig);
     item::strip_key_marks(&mut func.sig);
 
     let (output, output_tokens) = match &func.sig.output {

@@ -2,6 +2,7 @@
 //! release; write `retry_runtime::Policy` and friends instead.
 
 pub use crate::state::{GiveUpHook, LoggableError, NotifyHook, ResultCheck, Retry, Unset};
+pub use crate::breaker::FromCircuitOpen;
 pub use crate::timer::{FromElapsed, NoTimer, Sleeper};
 pub use crate::{Backoff, Jitter, Policy, Verdict};
 pub use std::ops::ControlFlow;

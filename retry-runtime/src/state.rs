@@ -1,8 +1,9 @@
 //! The loop's state machine: one decision per attempt outcome.
 
 use crate::context::{self, Enter, Frame, Scoped};
+use crate::breaker::FromCircuitOpen;
 use crate::timer::{Elapsed, FromElapsed, Sleeper, Timed};
-use crate::{IdempotencyKey, Policy, Verdict};
+use crate::{Admission, CircuitBreaker, CircuitOpen, IdempotencyKey, Policy, RetryBudget, Verdict};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -124,6 +125,7 @@ pub struct Retry<'p, Out, C = Unset, S = Unset, R = Unset, N = Unset, G = Unset>
     notify: N,
     on_give_up: G,
     timeout: Option<Timeout<Out>>,
+    open_error: Option<fn(CircuitOpen) -> Out>,
     _out: PhantomData<fn() -> Out>,
 }
 
@@ -146,6 +148,12 @@ struct Core<'p> {
     nested_retry: bool,
     /// The attempt that just ended was cut off by the timeout.
     timed_out: bool,
+    budget: Option<&'p RetryBudget>,
+    breaker: Option<&'p CircuitBreaker>,
+    /// The breaker's permission for the attempt under way, recorded when it ends.
+    admission: Option<Admission<'p>>,
+    /// The breaker refused the attempt that just "ended": return its error at once.
+    refused: bool,
 }
 
 fn std_now() -> Instant {
@@ -215,6 +223,33 @@ impl<'p> Core<'p> {
             retried_above: context::with_current(|frame| frame.is_some_and(|f| f.retried_above)),
             nested_retry: false,
             timed_out: false,
+            budget: None,
+            breaker: None,
+            admission: None,
+            refused: false,
+        }
+    }
+
+    /// Asks the breaker, if any, to let the next attempt through.
+    fn admit(&mut self) -> Result<(), CircuitOpen> {
+        let Some(breaker) = self.breaker else { return Ok(()) };
+        match breaker.admit((self.clock)()) {
+            Ok(admission) => {
+                self.admission = Some(admission);
+                Ok(())
+            }
+            Err(open) => {
+                self.refused = true;
+                Err(open)
+            }
+        }
+    }
+
+    /// Tells the breaker, if any, how the attempt went: a transient failure counts against the
+    /// service; a success or a permanent error (the service answered) counts for it.
+    fn record(&mut self, service_failed: bool) {
+        if let Some(admission) = self.admission.take() {
+            admission.record(!service_failed, (self.clock)());
         }
     }
 
@@ -241,6 +276,7 @@ impl<'p, T, E, C, S> Retry<'p, Result<T, E>, C, S> {
             notify: Unset,
             on_give_up: Unset,
             timeout: None,
+            open_error: None,
             _out: PhantomData,
         }
     }
@@ -258,6 +294,7 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
             notify: self.notify,
             on_give_up: self.on_give_up,
             timeout: self.timeout,
+            open_error: self.open_error,
             _out: PhantomData,
         }
     }
@@ -275,6 +312,7 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
             notify: f,
             on_give_up: self.on_give_up,
             timeout: self.timeout,
+            open_error: self.open_error,
             _out: PhantomData,
         }
     }
@@ -290,6 +328,7 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
             notify: self.notify,
             on_give_up: f,
             timeout: self.timeout,
+            open_error: self.open_error,
             _out: PhantomData,
         }
     }
@@ -310,6 +349,7 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
             notify: self.notify,
             on_give_up: self.on_give_up,
             timeout: self.timeout,
+            open_error: self.open_error,
             _out: PhantomData,
         }
     }
@@ -333,6 +373,25 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
         self
     }
 
+    /// `budget = B`: retries draw from a shared [`RetryBudget`]; this call's first attempt
+    /// deposits into it. When it is empty the loop returns the current error at once.
+    pub fn budget(mut self, budget: &'p RetryBudget) -> Self {
+        budget.deposit();
+        self.core.budget = Some(budget);
+        self
+    }
+
+    /// `breaker = B`: while the [`CircuitBreaker`] is open, the function returns
+    /// `E::from(CircuitOpen)` at once without running the body; every attempt feeds it.
+    pub fn breaker(mut self, breaker: &'p CircuitBreaker) -> Self
+    where
+        E: FromCircuitOpen,
+    {
+        self.core.breaker = Some(breaker);
+        self.open_error = Some(|open| Err(E::from_circuit_open(open)));
+        self
+    }
+
     /// `nested = retry`: keep retrying even inside another retrying function.
     pub fn nested_retry(mut self) -> Self {
         self.core.nested_retry = true;
@@ -342,6 +401,9 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
     /// Runs one attempt of a sync function, with the attempt context in place.
     #[inline]
     pub fn attempt(&mut self, body: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        if let (Err(open), Some(open_error)) = (self.core.admit(), self.open_error) {
+            return open_error(open);
+        }
         let mut frame = self.core.frame();
         let _entered = Enter::new(&mut frame);
         body()
@@ -353,6 +415,9 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
     where
         S: Sleeper,
     {
+        if let (Err(open), Some(open_error)) = (self.core.admit(), self.open_error) {
+            return open_error(open);
+        }
         let attempt = Scoped::new(self.core.frame(), body);
         let Some((limit, on_elapsed)) = self.timeout else {
             return attempt.await;
@@ -399,9 +464,18 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
         G: GiveUpHook<E>,
         E: LoggableError,
     {
+        if self.core.refused {
+            return self.refused(outcome);
+        }
         match outcome {
-            Ok(value) if !self.on_result.rejects(&value) => ControlFlow::Break(Ok(value)),
-            Ok(value) => match self.after_failure(Verdict::Retry) {
+            Ok(value) if !self.on_result.rejects(&value) => {
+                self.core.record(false);
+                ControlFlow::Break(Ok(value))
+            }
+            Ok(value) => match {
+                self.core.record(true);
+                self.after_failure(Verdict::Retry)
+            } {
                 Ok(pause) => {
                     self.log_rejected_value(pause);
                     ControlFlow::Continue(pause)
@@ -410,6 +484,13 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
             },
             Err(error) => self.after_error(error),
         }
+    }
+
+    #[cold]
+    fn refused(&mut self, outcome: Result<T, E>) -> ControlFlow<Result<T, E>, Duration> {
+        #[cfg(feature = "tracing")]
+        tracing::warn!(function = self.core.name, "circuit open: not calling the service");
+        ControlFlow::Break(outcome)
     }
 
     #[cold]
@@ -422,6 +503,7 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
         E: LoggableError,
     {
         let verdict = if self.core.timed_out { Verdict::Retry } else { (self.classify)(&error).into() };
+        self.core.record(verdict.is_retry());
         match self.after_failure(verdict) {
             Ok(pause) => {
                 let event = RetryEvent {
@@ -479,6 +561,11 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
                 return Err(GiveUp::Deadline);
             }
         }
+        if let Some(budget) = core.budget {
+            if !budget.try_withdraw((core.clock)()) {
+                return Err(GiveUp::Budget);
+            }
+        }
         core.retries = retry;
         core.previous_pause = pause;
         Ok(pause)
@@ -499,6 +586,7 @@ enum GiveUp {
     Deadline,
     SuggestedTooLong(Duration),
     Nested,
+    Budget,
 }
 
 impl fmt::Display for GiveUp {
@@ -509,6 +597,7 @@ impl fmt::Display for GiveUp {
             GiveUp::Deadline => f.write_str("the next pause would end past the deadline"),
             GiveUp::SuggestedTooLong(d) => write!(f, "the server asked for a {d:?} pause, longer than `max_delay`"),
             GiveUp::Nested => f.write_str("a layer above retries"),
+            GiveUp::Budget => f.write_str("the retry budget is empty"),
         }
     }
 }

@@ -34,7 +34,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let Plan {
         func,
         output,
-        output_tokens,
+        error_type_tokens,
         policy,
         on,
     } = plan;
@@ -48,10 +48,21 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let body = &func.body;
     let classify = match on {
         Some(on) => quote!(#on),
-        // Spanned at the return type: a missing `Transient` impl is reported there.
-        None => quote_spanned!(span_of(&output_tokens)=> #rt::is_transient),
+        // Every token located at the error type, so a missing `Transient` impl is reported
+        // there rather than on the whole attribute; the macro's own context is kept, so lints
+        // (clippy's `redundant_closure`) know the code is generated. A closure rather than the
+        // bare function, so that the bound is checked once, inside it, and not again by
+        // `next`'s `FnOnce` bound.
+        None => quote_spanned! {Span::call_site().located_at(span_of(&error_type_tokens))=>
+            |__retry_error| ::retry_runtime::__private::is_transient(__retry_error)
+        },
     };
     let (start, attempt, sleep) = if func.sig.asyncness.is_some() {
+        // As the tail of the `async` block, a one-line body `{ Ok(x) }` would draw rustc's
+        // `unused_braces` on the user's code; braces with the macro's hygiene (and the body's
+        // location, for messages) are exempt.
+        let mut body = body.clone();
+        body.set_span(Span::call_site().located_at(body.span()));
         (
             quote!(#rt::Retry::start_async(&#policy_name)),
             quote!(async { if false { return #rt::output_type::<#output>(); } #body }.await),

@@ -46,7 +46,11 @@ impl Verdict {
 
 impl From<bool> for Verdict {
     fn from(transient: bool) -> Self {
-        if transient { Verdict::Retry } else { Verdict::Fail }
+        if transient {
+            Verdict::Retry
+        } else {
+            Verdict::Fail
+        }
     }
 }
 

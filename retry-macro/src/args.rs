@@ -32,8 +32,16 @@ pub(crate) const KEYS: &[&str] = &[
 ];
 
 /// The keys that set timings, which `policy = ...` replaces.
-pub(crate) const TIMING_KEYS: &[&str] =
-    &["max", "attempts", "base", "factor", "backoff", "max_delay", "deadline", "jitter"];
+pub(crate) const TIMING_KEYS: &[&str] = &[
+    "max",
+    "attempts",
+    "base",
+    "factor",
+    "backoff",
+    "max_delay",
+    "deadline",
+    "jitter",
+];
 
 /// Names people bring from other retry libraries, and the key that does that job here.
 const ALIASES: &[(&str, &str)] = &[
@@ -82,8 +90,14 @@ impl Parse for RawArg {
         let value = if input.peek(Token![=]) {
             input.parse::<Token![=]>()?;
             Some(input.parse()?)
-        } else {
+        } else if input.is_empty() || input.peek(Token![,]) {
             None
+        } else {
+            // `max: 3`, `max 3`, `max(3)`: say what belongs after the key.
+            return Err(input.error(format!(
+                "expected `=` after `{key}`, like `{key} = {}`",
+                example(&key)
+            )));
         };
         Ok(RawArg { key, value })
     }
@@ -91,7 +105,6 @@ impl Parse for RawArg {
 
 /// A value and the tokens it was written as, for errors that point at it.
 pub(crate) struct Setting<T> {
-    pub key: Ident,
     pub value: T,
     pub tokens: TokenStream,
 }
@@ -114,8 +127,12 @@ pub(crate) enum JitterForm {
 }
 
 /// `#[retry(...)]` as typed values. Durations are in nanoseconds.
+///
+/// A key whose value was rejected is `None` here but listed in `written`, so that the rules
+/// across arguments neither trust a default in its place nor miss a repeat.
 #[derive(Default)]
 pub(crate) struct Args {
+    written: Vec<Ident>,
     pub max: Option<Setting<u32>>,
     pub attempts: Option<Setting<u32>>,
     pub base: Option<Setting<u64>>,
@@ -146,46 +163,43 @@ pub(crate) enum Nested {
 }
 
 impl Args {
-    /// Each timing key with the key's token if it was given.
-    pub(crate) fn timing_keys(&self) -> impl Iterator<Item = (&'static str, Option<&Ident>)> {
-        let keys = [
-            self.max.as_ref().map(|s| &s.key),
-            self.attempts.as_ref().map(|s| &s.key),
-            self.base.as_ref().map(|s| &s.key),
-            self.factor.as_ref().map(|s| &s.key),
-            self.backoff.as_ref().map(|s| &s.key),
-            self.max_delay.as_ref().map(|s| &s.key),
-            self.deadline.as_ref().map(|s| &s.key),
-            self.jitter.as_ref().map(|s| &s.key),
-        ];
-        TIMING_KEYS.iter().copied().zip(keys)
+    /// Each timing key that was written, as written.
+    pub(crate) fn timing_keys(&self) -> impl Iterator<Item = &Ident> {
+        TIMING_KEYS.iter().filter_map(|key| self.written(key))
     }
 }
 
-/// Parses the attribute's arguments, collecting every mistake.
-pub(crate) fn parse(tokens: TokenStream) -> syn::Result<Args> {
-    let raw = syn::parse::Parser::parse2(
-        Punctuated::<RawArg, Token![,]>::parse_terminated,
-        tokens,
-    )
-    .map_err(|e| {
-        syn::Error::new(
+/// Parses the attribute's arguments, pushing every mistake to `errors`. The settings that are
+/// valid are kept, so the rules across arguments can still be checked in the same compile.
+pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
+    let mut args = Args::default();
+    let raw = syn::parse::Parser::parse2(Punctuated::<RawArg, Token![,]>::parse_terminated, tokens);
+    match raw {
+        Ok(raw) => raw.into_iter().for_each(|arg| args.take(arg, errors)),
+        Err(e) => errors.push(syn::Error::new(
             e.span(),
             format!("{e}; `#[retry]` takes `key = value` pairs separated by commas, like `#[retry(max = 3, base = \"1s\")]`"),
-        )
-    })?;
-    let mut args = Args::default();
-    let mut errors = Errors::default();
-    for arg in raw {
-        args.take(arg, &mut errors);
+        )),
     }
-    errors.or(args)
+    args
 }
 
 impl Args {
+    /// The key as written, if it was written at all (valid or not).
+    pub(crate) fn written(&self, key: &str) -> Option<&Ident> {
+        self.written.iter().find(|k| k.unraw() == key)
+    }
+
     fn take(&mut self, arg: RawArg, errors: &mut Errors) {
         let name = arg.key.unraw().to_string();
-        let result = match name.as_str() {
+        if KEYS.contains(&name.as_str()) {
+            if self.written(&name).is_some() {
+                errors.push(repeated(&arg.key));
+                return;
+            }
+            self.written.push(arg.key.clone());
+        }
+        match name.as_str() {
             "max" => set(&mut self.max, arg, errors, |key, v| integer(key, v, 0)),
             "attempts" => set(&mut self.attempts, arg, errors, |key, v| integer(key, v, 1)),
             "base" => set(&mut self.base, arg, errors, duration_value),
@@ -204,73 +218,50 @@ impl Args {
             "budget" => set(&mut self.budget, arg, errors, |_, v| Ok(v.clone())),
             "breaker" => set(&mut self.breaker, arg, errors, |_, v| Ok(v.clone())),
             "nested" => set(&mut self.nested, arg, errors, nested),
-            _ => Err(syn::Error::new_spanned(&arg.key, unknown_key(&name))),
-        };
-        if let Err(e) = result {
-            errors.push(e);
+            _ => errors.spanned(&arg.key, unknown_key(&name)),
         }
     }
 }
 
-/// Stores a `key = value` setting, rejecting a repeat or a missing value.
+/// Stores a `key = value` setting, or reports a missing or rejected value.
 fn set<T>(
     slot: &mut Option<Setting<T>>,
     arg: RawArg,
     errors: &mut Errors,
     read: impl FnOnce(&Ident, &Expr) -> syn::Result<T>,
-) -> syn::Result<()> {
+) {
     let Some(value) = &arg.value else {
-        return Err(syn::Error::new_spanned(
+        errors.spanned(
             &arg.key,
             format!(
                 "`{0}` needs a value: `{0} = {1}`",
                 arg.key,
                 example(&arg.key)
             ),
-        ));
+        );
+        return;
     };
-    if slot.is_some() {
-        return Err(repeated(&arg.key));
-    }
     match read(&arg.key, value) {
         Ok(read) => {
             *slot = Some(Setting {
-                key: arg.key,
                 value: read,
                 tokens: value.to_token_stream(),
-            });
-            Ok(())
-        }
-        Err(e) => {
-            errors.push(e);
-            Ok(())
-        }
-    }
-}
-
-fn set_jitter(
-    slot: &mut Option<Setting<JitterForm>>,
-    arg: RawArg,
-    errors: &mut Errors,
-) -> syn::Result<()> {
-    if slot.is_some() {
-        return Err(repeated(&arg.key));
-    }
-    let (form, tokens) = match &arg.value {
-        None => (Ok(JitterForm::Proportional(0.5)), arg.key.to_token_stream()),
-        Some(value) => (jitter(value), value.to_token_stream()),
-    };
-    match form {
-        Ok(value) => {
-            *slot = Some(Setting {
-                key: arg.key,
-                value,
-                tokens,
             })
         }
         Err(e) => errors.push(e),
     }
-    Ok(())
+}
+
+/// Like [`set`], but a bare `jitter` is valid: the default form.
+fn set_jitter(slot: &mut Option<Setting<JitterForm>>, arg: RawArg, errors: &mut Errors) {
+    let (form, tokens) = match &arg.value {
+        None => (Ok(JitterForm::Proportional(0.5)), arg.key.to_token_stream()),
+        Some(value) => (jitter(&arg.key, value), value.to_token_stream()),
+    };
+    match form {
+        Ok(value) => *slot = Some(Setting { value, tokens }),
+        Err(e) => errors.push(e),
+    }
 }
 
 fn repeated(key: &Ident) -> syn::Error {
@@ -366,18 +357,27 @@ fn integer(key: &Ident, value: &Expr, min: u32) -> syn::Result<u32> {
     let range = format!("expected a whole number from {min} to {}", u32::MAX);
     match lit(value) {
         Some(Lit::Int(int)) if int.suffix().is_empty() => {
-            let n: u32 = int
-                .base10_parse()
-                .map_err(|_| syn::Error::new_spanned(value, format!("`{key}` {what}; {range}")))?;
+            let n: u32 = int.base10_parse().map_err(|_| {
+                syn::Error::new_spanned(value, format!("`{key} = {int}` is too large; {range}"))
+            })?;
             if n < min {
                 let fix =
                     "`attempts = 1` makes a single call; to retry, write `attempts = 2` or more";
                 return Err(syn::Error::new_spanned(
                     value,
-                    format!("`{key}` {what}, so it must be at least {min}; {fix}"),
+                    format!("`{key}` {what}, so it must be at least {min}: {fix}"),
                 ));
             }
             Ok(n)
+        }
+        Some(Lit::Str(text)) if text.value().trim().parse::<u32>().is_ok() => {
+            Err(syn::Error::new_spanned(
+                value,
+                format!(
+                    "`{key}` is a number, not a string; write it without quotes: `{key} = {}`",
+                    text.value().trim()
+                ),
+            ))
         }
         _ if is_negative(value) => Err(syn::Error::new_spanned(
             value,
@@ -391,29 +391,23 @@ fn integer(key: &Ident, value: &Expr, min: u32) -> syn::Result<u32> {
 }
 
 fn duration_value(key: &Ident, value: &Expr) -> syn::Result<u64> {
+    let unquoted = |digits: &str, suffix: &str| {
+        let message = if suffix.is_empty() {
+            format!(
+                "`{key}` needs a unit: write `{key} = \"{digits}s\"` or `{key} = \"{digits}ms\"`"
+            )
+        } else {
+            format!("durations are written as strings: `{key} = \"{digits}{suffix}\"`")
+        };
+        Err(syn::Error::new_spanned(value, message))
+    };
     match lit(value) {
-        Some(Lit::Str(text)) => duration::parse(&text.value()).map_err(|message| {
-            syn::Error::new_spanned(value, format!("invalid `{key}`: {message}"))
-        }),
-        Some(Lit::Int(int)) if !int.suffix().is_empty() => Err(syn::Error::new_spanned(
-            value,
-            format!(
-                "durations are written as strings: `{key} = \"{}{}\"`",
-                int.base10_digits(),
-                int.suffix()
-            ),
-        )),
-        Some(Lit::Int(int)) => Err(syn::Error::new_spanned(
-            value,
-            format!(
-                "`{0}` needs a unit: write `{0} = \"{1}s\"` or `{0} = \"{1}ms\"`",
-                key,
-                int.base10_digits()
-            ),
-        )),
+        Some(Lit::Str(text)) => duration_string(key, value, &text.value()),
+        Some(Lit::Int(int)) => unquoted(int.base10_digits(), int.suffix()),
+        Some(Lit::Float(float)) => unquoted(float.base10_digits(), float.suffix()),
         _ => Err(syn::Error::new_spanned(
             value,
-            format!("invalid `{key}`: {}", duration::ACCEPTED),
+            format!("`{key}` takes a duration string; {}", duration::ACCEPTED),
         )),
     }
 }
@@ -422,7 +416,9 @@ fn positive_duration(key: &Ident, value: &Expr) -> syn::Result<u64> {
     match duration_value(key, value)? {
         0 => Err(syn::Error::new_spanned(
             value,
-            format!("`{key} = \"0s\"` would cut off every attempt before it starts; give a duration longer than zero, like `{key} = \"2s\"`"),
+            format!(
+                "`{key} = \"0s\"` would cut off every attempt before it starts; give a duration longer than zero, like `{key} = \"2s\"`"
+            ),
         )),
         nanos => Ok(nanos),
     }
@@ -434,9 +430,48 @@ fn nested(key: &Ident, value: &Expr) -> syn::Result<Nested> {
         Some("single") => Ok(Nested::Single),
         _ => Err(syn::Error::new_spanned(
             value,
-            format!("unknown `{key}`; expected `retry` (retry here even inside another retrying function) or `single` (one attempt there; the default)"),
+            format!(
+                "unknown `{key}`; expected `retry` (retry here even inside another retrying function) or `single` (one attempt there; the default)"
+            ),
         )),
     }
+}
+
+/// Parses a duration string, or says what is wrong and, where the intent is clear, what to write.
+fn duration_string(key: &Ident, value: &Expr, text: &str) -> syn::Result<u64> {
+    duration::parse(text).map_err(|message| {
+        let trimmed = text.trim();
+        let message = if trimmed.starts_with('-') {
+            format!("`{trimmed}` is negative; {}", duration::ACCEPTED)
+        } else if let Some(fixed) = duration_suggestion(text) {
+            format!("{message}; write `{key} = \"{fixed}\"`")
+        } else if trimmed.parse::<f64>().is_ok() {
+            format!("{message}; write `{key} = \"{trimmed}s\"` or `{key} = \"{trimmed}ms\"`")
+        } else {
+            message
+        };
+        syn::Error::new_spanned(value, format!("invalid `{key}`: {message}"))
+    })
+}
+
+/// The duration string someone who wrote `"1 sec"` or `"2 minutes"` meant.
+fn duration_suggestion(text: &str) -> Option<String> {
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let split = compact
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(compact.len());
+    let (number, unit) = compact.split_at(split);
+    let unit = match unit.to_lowercase().as_str() {
+        "ns" | "nsec" | "nanos" | "nanosecond" | "nanoseconds" => "ns",
+        "us" | "µs" | "μs" | "usec" | "micros" | "microsecond" | "microseconds" => "us",
+        "ms" | "msec" | "msecs" | "millis" | "millisecond" | "milliseconds" => "ms",
+        "s" | "sec" | "secs" | "second" | "seconds" => "s",
+        "m" | "min" | "mins" | "minute" | "minutes" => "m",
+        "h" | "hr" | "hrs" | "hour" | "hours" => "h",
+        _ => return None,
+    };
+    let fixed = format!("{number}{unit}");
+    duration::parse(&fixed).is_ok().then_some(fixed)
 }
 
 fn factor(key: &Ident, value: &Expr) -> syn::Result<f64> {
@@ -448,7 +483,14 @@ fn factor(key: &Ident, value: &Expr) -> syn::Result<f64> {
         _ => None,
     };
     match number {
-        Some(n) if n.is_finite() => Ok(n),
+        Some(n) if n.is_finite() && n >= 1.0 => Ok(n),
+        Some(n) if n.is_finite() => Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "`{key} = {}` would shrink each pause; expected a number ≥ 1 (`{key} = 1` keeps the pause constant, `{key} = 2` doubles it)",
+                value.to_token_stream()
+            ),
+        )),
         _ => Err(syn::Error::new_spanned(
             value,
             format!(
@@ -484,44 +526,52 @@ fn backoff(key: &Ident, value: &Expr) -> syn::Result<BackoffForm> {
 
 const JITTER_FORMS: &str = "expected bare `jitter`, a fraction in (0, 1] like `jitter = 0.5`, a duration string like `jitter = \"500ms\"`, or one of `full`, `equal`, `decorrelated`, `none`";
 
-fn jitter(value: &Expr) -> syn::Result<JitterForm> {
+fn jitter(key: &Ident, value: &Expr) -> syn::Result<JitterForm> {
+    let error = |message: String| Err(syn::Error::new_spanned(value, message));
     let fraction = |f: f64| {
         if f > 0.0 && f <= 1.0 {
             Ok(JitterForm::Proportional(f))
+        } else if f == 0.0 {
+            error(format!(
+                "`jitter = {}` adds no randomness; write `jitter = none` for that, or a fraction in (0, 1] like `jitter = 0.5`",
+                value.to_token_stream()
+            ))
         } else {
-            Err(syn::Error::new_spanned(
-                value,
-                format!(
-                    "a jitter fraction must be in (0, 1]: `jitter = {f}` adds up to {f}·d to each pause d; write `jitter = 0.5`, or `jitter = none` for no jitter"
-                ),
+            error(format!(
+                "a jitter fraction must be in (0, 1]: `jitter = {f}` would add up to {f}·d to each pause d; write a fraction like `jitter = 0.5`, a duration string like `jitter = \"500ms\"`, or `jitter = none` for no jitter"
             ))
         }
     };
     match lit(value) {
         Some(Lit::Float(f)) => match f.base10_parse::<f64>() {
             Ok(f) => fraction(f),
-            Err(_) => Err(syn::Error::new_spanned(value, JITTER_FORMS)),
+            Err(_) => error(format!("unknown `jitter`; {JITTER_FORMS}")),
         },
         Some(Lit::Int(i)) if i.suffix().is_empty() => match i.base10_parse::<f64>() {
             Ok(f) => fraction(f),
-            Err(_) => Err(syn::Error::new_spanned(value, JITTER_FORMS)),
+            Err(_) => error(format!("unknown `jitter`; {JITTER_FORMS}")),
         },
-        Some(Lit::Str(text)) => duration::parse(&text.value())
-            .map(JitterForm::Absolute)
-            .map_err(|message| syn::Error::new_spanned(value, format!("invalid `jitter`: {message}"))),
-        Some(Lit::Bool(b)) => Err(syn::Error::new_spanned(
-            value,
-            if b.value { "write bare `jitter` to add up to half of each pause at random" } else { "write `jitter = none` for pauses without randomness" },
+        Some(Lit::Int(i)) => error(format!(
+            "durations are written as strings: `jitter = \"{}{}\"`",
+            i.base10_digits(),
+            i.suffix()
         )),
-        _ if is_negative(value) => fraction(-1.0).map_err(|_| {
-            syn::Error::new_spanned(value, "a jitter fraction must be in (0, 1]; write `jitter = 0.5`, or `jitter = none` for no jitter")
-        }),
+        Some(Lit::Str(text)) => duration_string(key, value, &text.value()).map(JitterForm::Absolute),
+        Some(Lit::Bool(b)) if b.value => error(
+            "`jitter = true` is not a form of `jitter`; write bare `jitter` (the default) to add up to half of each pause at random".to_owned(),
+        ),
+        Some(Lit::Bool(_)) => error(
+            "`jitter = false` is not a form of `jitter`; write `jitter = none` for pauses without randomness".to_owned(),
+        ),
+        _ if is_negative(value) => error(
+            "a jitter fraction cannot be negative; write a fraction in (0, 1] like `jitter = 0.5`, or `jitter = none` for no jitter".to_owned(),
+        ),
         _ => match ident_value(value).as_deref() {
             Some("none") => Ok(JitterForm::None),
             Some("full") => Ok(JitterForm::Full),
             Some("equal") => Ok(JitterForm::Equal),
             Some("decorrelated") => Ok(JitterForm::Decorrelated),
-            _ => Err(syn::Error::new_spanned(value, format!("unknown `jitter`; {JITTER_FORMS}"))),
+            _ => error(format!("unknown `jitter`; {JITTER_FORMS}")),
         },
     }
 }

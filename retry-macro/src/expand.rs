@@ -3,12 +3,13 @@
 use crate::args::{BackoffForm, JitterForm};
 use crate::validate::{Plan, PolicySpec};
 use proc_macro2::{Ident, Literal, Span, TokenStream};
-use quote::{quote, quote_spanned};
+use quote::{ToTokens, quote, quote_spanned};
+use syn::ext::IdentExt;
 
 /// Input:
 ///
 /// ```text
-/// #[retry(max = 3, base = "1s")]
+/// #[retry(max = 3, base = "1s", notify = log_retry)]
 /// async fn check(claim: &Claim) -> Result<Coverage, ContractError> { body }
 /// ```
 ///
@@ -17,51 +18,102 @@ use quote::{quote, quote_spanned};
 /// ```text
 /// async fn check(claim: &Claim) -> Result<Coverage, ContractError> {
 ///     const __RETRY_POLICY: Policy = Policy::new().max_retries(3).base(Duration::from_secs(1));
-///     let mut __retry = Retry::start_async(&__RETRY_POLICY);
+///     let mut __retry = Retry::<Result<Coverage, ContractError>>::start_async(
+///         &__RETRY_POLICY, "check", |e| is_transient(e)).notify(log_retry);
 ///     loop {
-///         let __retry_outcome = async { if false { return output_type::<Result<..>>(); } { body } }.await;
-///         match __retry.next(__retry_outcome, is_transient) {
+///         let __retry_outcome = __retry.run(async { body }).await;
+///         match __retry.next(__retry_outcome) {
 ///             ControlFlow::Break(__retry_result) => return __retry_result,
-///             ControlFlow::Continue(__retry_pause) => sleep(__retry_pause).await,
+///             ControlFlow::Continue(__retry_pause) => __retry.pause(__retry_pause).await,
 ///         }
 ///     }
 /// }
 /// ```
 ///
-/// A sync function runs each attempt as `attempt(|| -> R { body })` and pauses with
-/// `sleep_blocking(__retry_pause)`.
+/// A sync function runs each attempt as `__retry.attempt(|| { body })` and pauses with
+/// `__retry.pause_blocking(__retry_pause)`. The return type in the turbofish lets the closure or
+/// `async` block infer what `?` and `return` in the body convert to.
 pub(crate) fn expand(plan: Plan) -> TokenStream {
-    let Plan {
-        func,
-        output,
-        output_tokens,
-        policy,
-        on,
-    } = plan;
     let rt = quote!(::retry_runtime::__private);
     let policy_name = Ident::new("__RETRY_POLICY", Span::call_site());
+    let policy_local = local("__retry_policy");
     let state = local("__retry");
     let outcome = local("__retry_outcome");
     let result = local("__retry_result");
     let pause = local("__retry_pause");
-    let policy_value = policy_expr(&policy);
+    let func = &plan.func;
     let body = &func.body;
-    let classify = match on {
-        Some(on) => quote!(#on),
-        // Spanned at the return type: a missing `Transient` impl is reported there.
-        None => quote_spanned!(span_of(&output_tokens)=> #rt::is_transient),
+    let output = &plan.output;
+    let is_async = func.sig.asyncness.is_some();
+
+    let (policy_item, policy_ref) = match &plan.policy_expr {
+        Some(expr) => (
+            quote!(let #policy_local = #expr;),
+            quote!(#rt::policy_ref(&#policy_local)),
+        ),
+        None => {
+            let value = policy_expr(&plan.policy);
+            (
+                quote!(const #policy_name: #rt::Policy = #value;),
+                quote!(&#policy_name),
+            )
+        }
     };
-    let (start, attempt, sleep) = if func.sig.asyncness.is_some() {
+    let classify = match &plan.on {
+        Some(on) => quote!(#on),
+        // Every token located at the error type, so a missing `Transient` impl is reported
+        // there rather than on the whole attribute; the macro's own context is kept, so lints
+        // (clippy's `redundant_closure`) know the code is generated.
+        None => quote_spanned! {at(&plan.error_type_tokens)=>
+            |__retry_error| ::retry_runtime::__private::is_transient(__retry_error)
+        },
+    };
+    let name = Literal::string(&func.sig.ident.unraw().to_string());
+    let start = if is_async {
+        quote!(start_async)
+    } else {
+        quote!(start)
+    };
+    let mut builder = quote!(#rt::Retry::<#output>::#start(#policy_ref, #name, #classify));
+    if let Some(f) = &plan.on_result {
+        builder.extend(quote!(.on_result(#f)));
+    }
+    if let Some(f) = &plan.notify {
+        builder.extend(quote!(.notify(#f)));
+    }
+    if let Some(f) = &plan.on_give_up {
+        builder.extend(quote!(.on_give_up(#f)));
+    }
+    if let Some(f) = &plan.sleep {
+        builder.extend(quote!(.sleep(#f)));
+    }
+    if let Some((nanos, tokens)) = &plan.timeout {
+        let limit = duration(*nanos);
+        // Located at the value, so a missing `From<Elapsed>` is reported there.
+        builder.extend(quote_spanned!(at(tokens)=> .timeout(#limit)));
+    }
+    if let Some(budget) = &plan.budget {
+        builder.extend(quote!(.budget(&#budget)));
+    }
+    if let Some(breaker) = &plan.breaker {
+        builder.extend(quote_spanned!(at(&breaker.to_token_stream())=> .breaker(&#breaker)));
+    }
+    if let Some(key) = &plan.key {
+        builder.extend(quote!(.key(&#key)));
+    }
+    if plan.nested_retry {
+        builder.extend(quote!(.nested_retry()));
+    }
+
+    let (attempt, sleep) = if is_async {
         (
-            quote!(#rt::Retry::start_async(&#policy_name)),
-            quote!(async { if false { return #rt::output_type::<#output>(); } #body }.await),
-            quote!(#rt::sleep(#pause).await),
+            quote!(#state.run(async #body).await),
+            quote!(#state.pause(#pause).await),
         )
     } else {
         (
-            quote!(#rt::Retry::start(&#policy_name)),
-            quote!(#rt::attempt(|| -> #output #body)),
-            quote!(#rt::sleep_blocking(#pause)),
+            quote!(#state.attempt(|| #body)),
+            quote!(#state.pause_blocking(#pause)),
         )
     };
     let attrs = &func.attrs;
@@ -70,18 +122,24 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     quote! {
         #(#attrs)*
         #vis #sig {
-            const #policy_name: #rt::Policy = #policy_value;
-            let mut #state = #start;
+            #policy_item
+            let mut #state = #builder;
             loop {
                 let #outcome = #attempt;
                 #[allow(unreachable_code)]
-                match #state.next(#outcome, #classify) {
+                match #state.next(#outcome) {
                     #rt::ControlFlow::Break(#result) => return #result,
                     #rt::ControlFlow::Continue(#pause) => #sleep,
                 }
             }
         }
     }
+}
+
+/// The macro's own span context at the location of `tokens`: errors point at the user's
+/// tokens, while lints still see generated code.
+fn at(tokens: &TokenStream) -> Span {
+    Span::call_site().located_at(span_of(tokens))
 }
 
 /// A generated local that the user's body cannot see or shadow.

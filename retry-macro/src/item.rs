@@ -27,7 +27,7 @@ impl Parse for RetryFn {
         if input.peek(Token![;]) {
             return Err(syn::Error::new_spanned(
                 &sig,
-                "this function has no body to retry; put the attribute on the function's implementation",
+                "this function has no body, so there is nothing to run again; put the attribute on the function's implementation (for a trait method, on the method in each `impl`)",
             ));
         }
         let body: Group = input.parse()?;
@@ -60,14 +60,36 @@ impl ToTokens for RetryFn {
 /// Parses the item, or says why it is not a function `#[attr]` can go on.
 pub(crate) fn parse(attr: &str, item: TokenStream) -> syn::Result<RetryFn> {
     syn::parse2::<RetryFn>(item.clone()).map_err(|error| match syn::parse2::<syn::Item>(item) {
-        Ok(syn::Item::Fn(_)) | Err(_) => error,
+        // A function, or a declaration without a body (`Verbatim`): `RetryFn` said what is wrong.
+        Ok(syn::Item::Fn(_) | syn::Item::Verbatim(_)) | Err(_) => error,
         Ok(other) => syn::Error::new_spanned(
             item_head(&other),
             format!(
-                "`#[{attr}]` goes on a function (`fn` or `async fn`) with a body, not on this item"
+                "`#[{attr}]` goes on a function (`fn` or `async fn`) with a body, not on {}",
+                item_kind(&other)
             ),
         ),
     })
+}
+
+fn item_kind(item: &syn::Item) -> &'static str {
+    use syn::Item::*;
+    match item {
+        Struct(_) => "a `struct`",
+        Enum(_) => "an `enum`",
+        Union(_) => "a `union`",
+        Const(_) => "a `const`",
+        Static(_) => "a `static`",
+        Trait(_) | TraitAlias(_) => "a `trait`; put it on a method with a body",
+        Impl(_) => "an `impl` block; put it on a method inside",
+        Mod(_) => "a module",
+        Type(_) => "a type alias",
+        Use(_) => "a `use` declaration",
+        ExternCrate(_) => "an `extern crate`",
+        ForeignMod(_) => "an `extern` block",
+        Macro(_) => "a macro",
+        _ => "this item",
+    }
 }
 
 /// The tokens up to an item's name, so the error underlines `struct Foo`, not the whole item.
@@ -126,6 +148,24 @@ pub(crate) fn result_type(output: &ReturnType) -> Option<&Type> {
             }
             _ => return None,
         }
+    }
+}
+
+/// `E` in `Result<T, E>` (or any `…Result<T, E>`); `None` for an alias such as `io::Result<T>`.
+pub(crate) fn error_type(output: &ReturnType) -> Option<&Type> {
+    let Type::Path(path) = result_type(output)? else {
+        return None;
+    };
+    let PathArguments::AngleBracketed(args) = &path.path.segments.last()?.arguments else {
+        return None;
+    };
+    let mut types = args.args.iter().filter_map(|arg| match arg {
+        GenericArgument::Type(ty) => Some(ty),
+        _ => None,
+    });
+    match (types.next(), types.next(), types.next()) {
+        (Some(_), Some(error), None) => Some(error),
+        _ => None,
     }
 }
 

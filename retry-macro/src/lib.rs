@@ -30,17 +30,17 @@ pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 fn retry_impl(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
-    let parsed_args = args::parse(args);
-    let parsed_item = item::parse("retry", item);
-    let (args, func) = match (parsed_args, parsed_item) {
-        (Ok(args), Ok(func)) => (args, func),
-        (Err(mut a), Err(b)) => {
-            a.combine(b);
-            return Err(a);
+    // Every mistake in one compile: argument errors, item errors and the rules across both.
+    let mut errors = errors::Errors::default();
+    let args = args::parse(args, &mut errors);
+    let func = match item::parse("retry", item) {
+        Ok(func) => func,
+        Err(e) => {
+            errors.push(e);
+            return errors.or(TokenStream2::new()); // `Err`: one was just pushed
         }
-        (Err(e), Ok(_)) | (Ok(_), Err(e)) => return Err(e),
     };
-    let plan = validate::plan(args, func)?;
+    let plan = validate::plan(args, func, errors)?;
     Ok(expand::expand(plan))
 }
 
@@ -67,6 +67,16 @@ fn non_idempotent_impl(args: TokenStream2, item: TokenStream2) -> syn::Result<To
             "`#[non_idempotent]` takes no arguments; write `#[non_idempotent]`",
         );
     }
+    // A declaration without a body, like a trait method: there is nothing to retry, so the mark
+    // only documents it.
+    if let Ok(mut decl) = syn::parse2::<syn::TraitItemFn>(item.clone()) {
+        if decl.default.is_none() && !decl.attrs.iter().any(|a| item::is_attr(a, "retry")) {
+            errors.finish()?;
+            item::strip_key_marks(&mut decl.sig);
+            decl.attrs.push(not_idempotent_doc());
+            return Ok(quote!(#decl));
+        }
+    }
     let parsed = item::parse("non_idempotent", item);
     let mut func = match parsed {
         Ok(func) => errors.or(func)?,
@@ -84,10 +94,14 @@ fn non_idempotent_impl(args: TokenStream2, item: TokenStream2) -> syn::Result<To
         return Ok(quote!(#func));
     }
     item::strip_key_marks(&mut func.sig);
-    func.attrs.push(syn::parse_quote! {
-        #[doc = "\n\n**Not idempotent**: a repeat would act twice. It is retried only with an idempotency key that every attempt sends."]
-    });
+    func.attrs.push(not_idempotent_doc());
     Ok(quote!(#func))
+}
+
+fn not_idempotent_doc() -> syn::Attribute {
+    syn::parse_quote! {
+        #[doc = "\n\n**Not idempotent**: a repeat would act twice. It is retried only with an idempotency key that every attempt sends."]
+    }
 }
 
 /// The error, and the function as it was, minus the `#[idempotency_key]` marks that rustc would

@@ -1,6 +1,6 @@
 //! Rules across the arguments and the function; produces the [`Plan`] that `expand` prints.
 
-use crate::args::{Args, BackoffForm, JitterForm, Nested, Setting, TIMING_KEYS};
+use crate::args::{Args, BackoffForm, JitterForm, Nested, Setting};
 use crate::errors::Errors;
 use crate::item::{self, RetryFn};
 use quote::ToTokens;
@@ -23,9 +23,10 @@ pub(crate) struct Plan {
     pub func: RetryFn,
     /// The return type with `impl Trait` erased, for the attempt's type annotation.
     pub output: Type,
-    /// The return type as written, whose span the default classifier takes so that a missing
-    /// `Transient` impl is reported there.
-    pub output_tokens: proc_macro2::TokenStream,
+    /// The error type as written (`E` in `Result<T, E>`, else the whole return type, as in
+    /// `io::Result<T>`), whose span the default classifier takes so that a missing `Transient`
+    /// impl is reported there.
+    pub error_type_tokens: proc_macro2::TokenStream,
     pub policy: PolicySpec,
     /// `policy = expr`, which replaces the literal timings.
     pub policy_expr: Option<Expr>,
@@ -36,7 +37,8 @@ pub(crate) struct Plan {
     pub sleep: Option<Expr>,
     pub budget: Option<Expr>,
     pub breaker: Option<Expr>,
-    pub timeout: Option<u64>,
+    /// `timeout`, and the value's tokens for the span of a missing `From<Elapsed>`.
+    pub timeout: Option<(u64, proc_macro2::TokenStream)>,
     pub nested_retry: bool,
     /// The parameter that carries the idempotency key, for `attempt().key()`.
     pub key: Option<syn::Ident>,
@@ -45,27 +47,86 @@ pub(crate) struct Plan {
 const DEFAULT_BASE: u64 = 1_000_000_000;
 const DEFAULT_RETRIES: u32 = 3;
 
-pub(crate) fn plan(args: Args, mut func: RetryFn) -> syn::Result<Plan> {
-    let mut errors = Errors::default();
+/// Checks the rules across the arguments and the function, adding to the `errors` that parsing
+/// found.
+pub(crate) fn plan(args: Args, mut func: RetryFn, mut errors: Errors) -> syn::Result<Plan> {
+    // In the order a reader meets them: the arguments, then the function.
+    let policy = policy(&args, &mut errors);
     check_signature(&func, &mut errors);
     check_idempotency(&func, &mut errors);
     check_function_kind(&args, &func, &mut errors);
-    let policy = policy(&args, &mut errors);
     let key = item::key_param(&func.sig);
     item::strip_key_marks(&mut func.sig);
 
-    let (output, output_tokens) = match &func.sig.output {
-        ReturnType::Type(_, ty) => (item::erase_impl_trait(ty), ty.to_token_stream()),
+    let (output, error_type_tokens) = match &func.sig.output {
+        ReturnType::Type(_, ty) => (
+            item::erase_impl_trait(ty),
+            item::error_type(&func.sig.output)
+                .unwrap_or(ty)
+                .to_token_stream(),
+        ),
         ReturnType::Default => (syn::parse_quote!(()), func.sig.ident.to_token_stream()),
     };
-    let on = args.on.map(|setting| setting.value);
+    let value = |setting: Option<Setting<Expr>>| setting.map(|s| s.value);
     errors.or(Plan {
         func,
         output,
-        output_tokens,
+        error_type_tokens,
         policy,
-        on,
+        policy_expr: value(args.policy),
+        on: value(args.on),
+        on_result: value(args.on_result),
+        notify: value(args.notify),
+        on_give_up: value(args.on_give_up),
+        sleep: value(args.sleep),
+        budget: value(args.budget),
+        breaker: value(args.breaker),
+        timeout: args.timeout.map(|s| (s.value, s.tokens)),
+        nested_retry: args.nested.is_some_and(|s| s.value == Nested::Retry),
+        key,
     })
+}
+
+/// Arguments that only make sense for async functions, and `policy` against literal timings.
+fn check_function_kind(args: &Args, func: &RetryFn, errors: &mut Errors) {
+    if func.sig.asyncness.is_none() {
+        if let Some(timeout) = args.written("timeout") {
+            errors.spanned(
+                timeout,
+                "`timeout` needs an `async fn`: a blocking call cannot be cut off from outside; give the call its own timeout (a socket read timeout, a client timeout), or make the function `async`",
+            );
+        }
+        if let Some(sleep) = args.written("sleep") {
+            errors.spanned(
+                sleep,
+                "`sleep` is for `async fn`s; a sync function pauses with `std::thread::sleep`, so remove `sleep`",
+            );
+        }
+    }
+    if let Some(policy) = &args.policy {
+        for key in args.timing_keys() {
+            errors.spanned(
+                key,
+                format!(
+                    "`{key}` cannot be combined with `policy = {}`: the policy sets every timing; set it in the policy (`Policy::new().{}(...)`), or remove `policy`",
+                    policy.tokens,
+                    builder_of(&key.to_string())
+                ),
+            );
+        }
+    }
+}
+
+fn builder_of(key: &str) -> &str {
+    match key {
+        "max" | "attempts" => "max_retries",
+        "base" => "base",
+        "factor" => "factor",
+        "backoff" => "backoff",
+        "max_delay" => "max_delay",
+        "deadline" => "deadline",
+        _ => "jitter",
+    }
 }
 
 fn check_signature(func: &RetryFn, errors: &mut Errors) {
@@ -126,12 +187,13 @@ fn check_idempotency(func: &RetryFn, errors: &mut Errors) {
     let sig = &func.sig;
     if params.marked.is_empty() && params.typed.is_empty() {
         let name = &sig.ident;
-        errors.spanned(
-            sig,
+        // At the parameter list, where the key is missing.
+        errors.push(syn::Error::new(
+            sig.paren_token.span.join(),
             format!(
-                "`{name}` is `#[non_idempotent]`, so retrying it without an idempotency key could act twice (a lost response, then a second payout); add a parameter `key: &IdempotencyKey` that the caller creates once with `IdempotencyKey::new()` and passes to every attempt, or mark an existing key parameter with `#[idempotency_key]`"
+                "`{name}` is `#[non_idempotent]`, so a retry without an idempotency key could act twice (the first call may have succeeded and only its response been lost); add a parameter `key: &IdempotencyKey` that the caller creates once with `IdempotencyKey::new()`, so that every attempt sends the same key, or mark the parameter that already carries a key with `#[idempotency_key]`"
             ),
-        );
+        ));
     } else if params.marked.is_empty() && params.typed.len() > 1 {
         errors.spanned(
             params.typed[1],
@@ -150,74 +212,74 @@ fn policy(args: &Args, errors: &mut Errors) -> PolicySpec {
         deadline: args.deadline.as_ref().map(|s| s.value),
         jitter: args.jitter.as_ref().map(|s| s.value),
     };
-    if let Some(attempts) = &args.attempts {
-        match &args.max {
-            Some(max) => errors.spanned(
-                &attempts.key,
-                format!(
-                    "give `max` (retries after the first call) or `attempts` (calls in all), not both: `max = {0}` is `attempts = {1}`",
+    // A key written with a rejected value has already been reported; the rules below compare
+    // only values that were read, never a default standing in for a rejected one.
+    match (args.written("max"), args.written("attempts")) {
+        (Some(_), Some(attempts)) => {
+            let same = match &args.max {
+                Some(max) => format!(
+                    ": `max = {}` is `attempts = {}`",
                     max.value,
                     u64::from(max.value) + 1
                 ),
-            ),
-            None => spec.max_retries = Some(attempts.value - 1),
+                None => String::new(),
+            };
+            errors.spanned(
+                attempts,
+                format!(
+                    "give `max` (retries after the first call) or `attempts` (calls in all), not both{same}"
+                ),
+            );
         }
+        (None, Some(_)) => spec.max_retries = args.attempts.as_ref().map(|s| s.value - 1),
+        _ => {}
     }
-    let retries = spec.max_retries.unwrap_or(DEFAULT_RETRIES);
-    let base = spec.base.unwrap_or(DEFAULT_BASE);
-    let base_text = written(&args.base, "base = \"1s\" (the default)");
+    let retries = match (args.written("max"), args.written("attempts")) {
+        (None, None) => Some(DEFAULT_RETRIES),
+        _ => spec.max_retries,
+    };
+    let base = match (&args.base, args.written("base")) {
+        (Some(base), _) => Some((base.value, format!("`base = {}`", base.tokens))),
+        (None, None) => Some((DEFAULT_BASE, "`base = \"1s\"` (the default)".to_owned())),
+        (None, Some(_)) => None,
+    };
 
-    if let Some(max_delay) = &args.max_delay {
-        if max_delay.value < base {
+    if let (Some(max_delay), Some((base, base_text))) = (&args.max_delay, &base) {
+        if max_delay.value < *base {
             errors.spanned(
                 &max_delay.tokens,
                 format!(
-                    "`max_delay = {}` is shorter than `{base_text}`: no pause may exceed `max_delay`, so the first one could not be taken; raise `max_delay` or lower `base`",
+                    "`max_delay = {}` is shorter than {base_text}: no pause may exceed `max_delay`, so not even the first pause could be taken; raise `max_delay` or set a shorter `base`",
                     max_delay.tokens
                 ),
             );
         }
     }
-    if let Some(deadline) = &args.deadline {
-        if retries > 0 && deadline.value < base {
+    if let (Some(deadline), Some((base, base_text)), Some(retries)) =
+        (&args.deadline, &base, retries)
+    {
+        if retries > 0 && deadline.value < *base {
             errors.spanned(
                 &deadline.tokens,
                 format!(
-                    "`deadline = {}` is shorter than `{base_text}`: the first pause would already end past the deadline, so no retry could happen; raise `deadline` or lower `base`",
+                    "`deadline = {}` is shorter than {base_text}: the first pause would already end past the deadline, so no retry could ever happen; raise `deadline`, set a shorter `base`, or write `max = 0` for a single call",
                     deadline.tokens
                 ),
             );
         }
     }
-    if let Some(factor) = &args.factor {
-        if factor.value < 1.0 {
-            errors.spanned(
-                &factor.tokens,
-                format!(
-                    "`factor = {}` would shrink each pause; expected a number ≥ 1 (`factor = 1` keeps the pause constant, `factor = 2` doubles it)",
-                    factor.tokens
-                ),
-            );
-        }
+    if let Some(factor) = args.written("factor") {
         match args.backoff.as_ref().map(|s| s.value) {
             Some(BackoffForm::Constant) => errors.spanned(
-                &factor.key,
-                "`factor` has no effect with `backoff = constant` (every pause is `base`); remove `factor`, or use `backoff = exponential`",
+                factor,
+                "`factor` has no effect with `backoff = constant` (every pause is `base`); remove `factor`, or write `backoff = exponential`",
             ),
             Some(BackoffForm::Linear) => errors.spanned(
-                &factor.key,
-                "`factor` has no effect with `backoff = linear` (pause n is `base·n`); remove `factor`, or use `backoff = exponential`",
+                factor,
+                "`factor` has no effect with `backoff = linear` (pause n is `base·n`); remove `factor`, or write `backoff = exponential`",
             ),
             _ => {}
         }
     }
     spec
-}
-
-/// `key = value` as the user wrote it, or the default's description.
-fn written<T>(setting: &Option<Setting<T>>, default: &str) -> String {
-    match setting {
-        Some(s) => format!("{} = {}", s.key, s.tokens),
-        None => default.to_owned(),
-    }
 }

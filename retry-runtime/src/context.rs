@@ -124,8 +124,14 @@ impl Attempt {
 /// task, for async functions). See [`Attempt`].
 pub fn attempt() -> Attempt {
     with_current(|frame| match frame {
-        Some(frame) => Attempt { number: frame.attempt.max(1), key: frame.key.clone() },
-        None => Attempt { number: 1, key: None },
+        Some(frame) => Attempt {
+            number: frame.attempt.max(1),
+            key: frame.key.clone(),
+        },
+        None => Attempt {
+            number: 1,
+            key: None,
+        },
     })
 }
 
@@ -181,7 +187,10 @@ pub mod scope {
     }
 
     fn marked_frame() -> Frame {
-        with_current(|frame| Frame { retried_above: true, ..frame.cloned().unwrap_or_default() })
+        with_current(|frame| Frame {
+            retried_above: true,
+            ..frame.cloned().unwrap_or_default()
+        })
     }
 
     /// An attempt-count header: the client writes the attempt number, the service reads it to
@@ -230,10 +239,16 @@ mod tests {
 
     #[test]
     fn enter_restores_the_previous_frame() {
-        let mut outer = Some(Frame { attempt: 2, ..Frame::default() });
+        let mut outer = Some(Frame {
+            attempt: 2,
+            ..Frame::default()
+        });
         let _a = Enter::new(&mut outer);
         {
-            let mut inner = Some(Frame { attempt: 5, ..Frame::default() });
+            let mut inner = Some(Frame {
+                attempt: 5,
+                ..Frame::default()
+            });
             let _b = Enter::new(&mut inner);
             assert_eq!(attempt().number(), 5);
         }

@@ -302,7 +302,10 @@ pub struct PolicyError {
 
 impl PolicyError {
     fn new(part: &str, message: impl Into<String>) -> Self {
-        PolicyError { part: part.trim().to_owned(), message: message.into() }
+        PolicyError {
+            part: part.trim().to_owned(),
+            message: message.into(),
+        }
     }
 
     /// The part of the string that is wrong, such as `base=1 sec`.
@@ -313,7 +316,11 @@ impl PolicyError {
 
 impl std::fmt::Display for PolicyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "invalid retry policy at `{}`: {}", self.part, self.message)
+        write!(
+            f,
+            "invalid retry policy at `{}`: {}",
+            self.part, self.message
+        )
     }
 }
 
@@ -372,10 +379,16 @@ impl std::str::FromStr for Policy {
                 }
                 "attempts" => {
                     let n: u32 = need(part, key, value)?.parse().map_err(|_| {
-                        PolicyError::new(part, "`attempts` is a whole number of calls, like `attempts=4`")
+                        PolicyError::new(
+                            part,
+                            "`attempts` is a whole number of calls, like `attempts=4`",
+                        )
                     })?;
                     if n == 0 {
-                        return Err(PolicyError::new(part, "`attempts` counts the first call too, so it is at least 1"));
+                        return Err(PolicyError::new(
+                            part,
+                            "`attempts` counts the first call too, so it is at least 1",
+                        ));
                     }
                     policy = policy.max_retries(n - 1);
                     attempts_part = Some(part);
@@ -410,7 +423,9 @@ impl std::str::FromStr for Policy {
                 _ => {
                     return Err(PolicyError::new(
                         part,
-                        format!("unknown key `{key}`; expected `max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `deadline` or `jitter`"),
+                        format!(
+                            "unknown key `{key}`; expected `max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `deadline` or `jitter`"
+                        ),
                     ));
                 }
             }
@@ -420,7 +435,10 @@ impl std::str::FromStr for Policy {
         }
         if let Some(part) = factor_part {
             if policy.backoff != Backoff::Exponential {
-                return Err(PolicyError::new(part, "`factor` only applies to `backoff=exponential`"));
+                return Err(PolicyError::new(
+                    part,
+                    "`factor` only applies to `backoff=exponential`",
+                ));
             }
         }
         if let Some(cap) = policy.max_delay {
@@ -430,7 +448,10 @@ impl std::str::FromStr for Policy {
         }
         if let Some(deadline) = policy.deadline {
             if policy.max_retries > 0 && deadline < policy.base {
-                return Err(PolicyError::new(text, "`deadline` is shorter than `base`, so no retry could happen"));
+                return Err(PolicyError::new(
+                    text,
+                    "`deadline` is shorter than `base`, so no retry could happen",
+                ));
             }
         }
         Ok(policy)
@@ -438,13 +459,17 @@ impl std::str::FromStr for Policy {
 }
 
 fn jitter_from_str(part: &str, value: Option<&str>) -> Result<Jitter, PolicyError> {
-    let Some(value) = value else { return Ok(Jitter::Proportional(0.5)) };
+    let Some(value) = value else {
+        return Ok(Jitter::Proportional(0.5));
+    };
     Ok(match value {
         "none" => Jitter::None,
         "full" => Jitter::Full,
         "equal" => Jitter::Equal,
         "decorrelated" => Jitter::Decorrelated,
-        v if v.starts_with(|c: char| c.is_ascii_digit()) && v.ends_with(|c: char| c.is_ascii_alphabetic()) => {
+        v if v.starts_with(|c: char| c.is_ascii_digit())
+            && v.ends_with(|c: char| c.is_ascii_alphabetic()) =>
+        {
             Jitter::Absolute(Duration::from_nanos(
                 crate::duration::parse(v).map_err(|m| PolicyError::new(part, m))?,
             ))

@@ -9,7 +9,11 @@ use rand::RngExt;
 /// recording's seeded generator is used instead.
 pub(crate) fn with<R>(f: impl FnOnce(&mut dyn FnMut(u64, u64) -> u64) -> R) -> R {
     fn draw(rng: &mut impl RngExt, lo: u64, hi: u64) -> u64 {
-        if lo >= hi { lo } else { rng.random_range(lo..=hi) }
+        if lo >= hi {
+            lo
+        } else {
+            rng.random_range(lo..=hi)
+        }
     }
     crate::testing::with_seeded(|seeded| match seeded {
         Some(rng) => f(&mut |lo, hi| draw(rng, lo, hi)),

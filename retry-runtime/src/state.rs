@@ -1,7 +1,7 @@
 //! The loop's state machine: one decision per attempt outcome.
 
-use crate::context::{self, Enter, Frame, Scoped};
 use crate::breaker::FromCircuitOpen;
+use crate::context::{self, Enter, Frame, Scoped};
 use crate::timer::{Elapsed, FromElapsed, Sleeper, Timed};
 use crate::{Admission, CircuitBreaker, CircuitOpen, IdempotencyKey, Policy, RetryBudget, Verdict};
 use std::fmt;
@@ -65,48 +65,47 @@ pub trait LoggableError {}
 #[cfg(not(feature = "tracing"))]
 impl<E: ?Sized> LoggableError for E {}
 
-/// `on_result`: is this `Ok` value a failure in disguise?
-pub trait ResultCheck<T> {
-    /// `true` to treat the value as a transient failure.
-    fn rejects(&self, value: &T) -> bool;
-}
-impl<T> ResultCheck<T> for Unset {
-    #[inline(always)]
-    fn rejects(&self, _: &T) -> bool {
-        false
-    }
-}
-impl<T, F: Fn(&T) -> bool> ResultCheck<T> for F {
-    fn rejects(&self, value: &T) -> bool {
-        self(value)
-    }
+/// The two sides of a function's `Result`, so the state can name them.
+pub trait Outcome {
+    /// `T` in `Result<T, E>`.
+    type Value;
+    /// `E` in `Result<T, E>`.
+    type Error;
 }
 
-/// `notify`: called before each pause.
-pub trait NotifyHook<E> {
-    /// Hears the error and the pause about to be taken.
-    fn notify(&self, error: &E, event: &RetryEvent);
-}
-impl<E> NotifyHook<E> for Unset {
-    fn notify(&self, _: &E, _: &RetryEvent) {}
-}
-impl<E, F: Fn(&E, &RetryEvent)> NotifyHook<E> for F {
-    fn notify(&self, error: &E, event: &RetryEvent) {
-        self(error, event)
-    }
+impl<T, E> Outcome for Result<T, E> {
+    type Value = T;
+    type Error = E;
 }
 
-/// `on_give_up`: called once with the last error when the loop stops retrying it.
-pub trait GiveUpHook<E> {
-    /// Hears the error the function is about to return.
-    fn give_up(&self, error: &E);
+/// A parameter that can carry the idempotency key: an [`IdempotencyKey`], a string, or a
+/// reference to one.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an idempotency key parameter",
+    note = "take the key as `&IdempotencyKey`, `IdempotencyKey`, `&str` or `String`"
+)]
+pub trait KeyParam {
+    /// The key, for `attempt().key()`.
+    fn to_key(&self) -> IdempotencyKey;
 }
-impl<E> GiveUpHook<E> for Unset {
-    fn give_up(&self, _: &E) {}
+impl KeyParam for IdempotencyKey {
+    fn to_key(&self) -> IdempotencyKey {
+        self.clone()
+    }
 }
-impl<E, F: Fn(&E)> GiveUpHook<E> for F {
-    fn give_up(&self, error: &E) {
-        self(error)
+impl KeyParam for str {
+    fn to_key(&self) -> IdempotencyKey {
+        IdempotencyKey::from(self)
+    }
+}
+impl KeyParam for String {
+    fn to_key(&self) -> IdempotencyKey {
+        IdempotencyKey::from(self.as_str())
+    }
+}
+impl<K: KeyParam + ?Sized> KeyParam for &K {
+    fn to_key(&self) -> IdempotencyKey {
+        (**self).to_key()
     }
 }
 
@@ -117,13 +116,21 @@ impl<E, F: Fn(&E)> GiveUpHook<E> for F {
 /// [`next`](Retry::next) decides what follows: `Break` carries the function's result,
 /// `Continue` the pause before the next attempt. Starting reads no clock unless the policy has
 /// a deadline or a hook needs the elapsed time, and an `Ok` outcome is decided without any work.
-pub struct Retry<'p, Out, C = Unset, S = Unset, R = Unset, N = Unset, G = Unset> {
+///
+/// Each user-supplied callable is stored with a function pointer that calls it, made where its
+/// bound is checked (in `start` and the builders): a mistyped classifier or hook is one error
+/// there, not a second one at every use.
+pub struct Retry<'p, Out: Outcome, C = Unset, S = Unset, R = Unset, N = Unset, G = Unset> {
     core: Core<'p>,
     classify: C,
+    judge: fn(&C, &Out::Error) -> Verdict,
     sleeper: S,
     on_result: R,
+    check_result: Option<fn(&R, &Out::Value) -> bool>,
     notify: N,
+    call_notify: Option<fn(&N, &Out::Error, &RetryEvent)>,
     on_give_up: G,
+    call_give_up: Option<fn(&G, &Out::Error)>,
     timeout: Option<Timeout<Out>>,
     open_error: Option<fn(CircuitOpen) -> Out>,
     _out: PhantomData<fn() -> Out>,
@@ -169,12 +176,21 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
     /// For a sync function: pauses with `std::thread::sleep`, and measures the deadline on
     /// [`Instant::now`].
     #[inline]
-    pub fn start<C, V>(policy: &'p Policy, name: &'static str, classify: C) -> Retry<'p, Result<T, E>, C>
+    pub fn start<C, V>(
+        policy: &'p Policy,
+        name: &'static str,
+        classify: C,
+    ) -> Retry<'p, Result<T, E>, C>
     where
         C: Fn(&E) -> V,
         V: Into<Verdict>,
     {
-        Retry::with_parts(Core::new(policy, name, std_now), classify, Unset)
+        Retry::with_parts(
+            Core::new(policy, name, std_now),
+            classify,
+            |c, e| c(e).into(),
+            Unset,
+        )
     }
 
     /// For an async function: pauses with tokio's timer and measures the deadline on tokio's
@@ -190,7 +206,12 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
         C: Fn(&E) -> V,
         V: Into<Verdict>,
     {
-        Retry::with_parts(Core::new(policy, name, tokio_now), classify, crate::timer::TokioTimer)
+        Retry::with_parts(
+            Core::new(policy, name, tokio_now),
+            classify,
+            |c, e| c(e).into(),
+            crate::timer::TokioTimer,
+        )
     }
 
     /// For an async function without the `tokio` feature: it needs `sleep = ...`.
@@ -205,7 +226,12 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
         C: Fn(&E) -> V,
         V: Into<Verdict>,
     {
-        Retry::with_parts(Core::new(policy, name, std_now), classify, crate::timer::NoTimer)
+        Retry::with_parts(
+            Core::new(policy, name, std_now),
+            classify,
+            |c, e| c(e).into(),
+            crate::timer::NoTimer,
+        )
     }
 }
 
@@ -232,7 +258,9 @@ impl<'p> Core<'p> {
 
     /// Asks the breaker, if any, to let the next attempt through.
     fn admit(&mut self) -> Result<(), CircuitOpen> {
-        let Some(breaker) = self.breaker else { return Ok(()) };
+        let Some(breaker) = self.breaker else {
+            return Ok(());
+        };
         match breaker.admit((self.clock)()) {
             Ok(admission) => {
                 self.admission = Some(admission);
@@ -254,7 +282,9 @@ impl<'p> Core<'p> {
     }
 
     fn elapsed(&self) -> Duration {
-        self.started.map_or(Duration::ZERO, |t| (self.clock)().saturating_duration_since(t))
+        self.started.map_or(Duration::ZERO, |t| {
+            (self.clock)().saturating_duration_since(t)
+        })
     }
 
     fn frame(&self) -> Option<Frame> {
@@ -267,14 +297,18 @@ impl<'p> Core<'p> {
 }
 
 impl<'p, T, E, C, S> Retry<'p, Result<T, E>, C, S> {
-    fn with_parts(core: Core<'p>, classify: C, sleeper: S) -> Self {
+    fn with_parts(core: Core<'p>, classify: C, judge: fn(&C, &E) -> Verdict, sleeper: S) -> Self {
         Retry {
             core,
             classify,
+            judge,
             sleeper,
             on_result: Unset,
+            check_result: None,
             notify: Unset,
+            call_notify: None,
             on_give_up: Unset,
+            call_give_up: None,
             timeout: None,
             open_error: None,
             _out: PhantomData,
@@ -289,10 +323,14 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
         Retry {
             core: self.core,
             classify: self.classify,
+            judge: self.judge,
             sleeper: self.sleeper,
             on_result: f,
+            check_result: Some(|f, value| f(value)),
             notify: self.notify,
+            call_notify: self.call_notify,
             on_give_up: self.on_give_up,
+            call_give_up: self.call_give_up,
             timeout: self.timeout,
             open_error: self.open_error,
             _out: PhantomData,
@@ -300,17 +338,24 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
     }
 
     /// `notify = f`: called before each pause with the error and a [`RetryEvent`].
-    pub fn notify<F: Fn(&E, &RetryEvent)>(mut self, f: F) -> Retry<'p, Result<T, E>, C, S, R, F, G> {
+    pub fn notify<F: Fn(&E, &RetryEvent)>(
+        mut self,
+        f: F,
+    ) -> Retry<'p, Result<T, E>, C, S, R, F, G> {
         if self.core.started.is_none() {
             self.core.started = Some((self.core.clock)());
         }
         Retry {
             core: self.core,
             classify: self.classify,
+            judge: self.judge,
             sleeper: self.sleeper,
             on_result: self.on_result,
+            check_result: self.check_result,
             notify: f,
+            call_notify: Some(|f, error, event| f(error, event)),
             on_give_up: self.on_give_up,
+            call_give_up: self.call_give_up,
             timeout: self.timeout,
             open_error: self.open_error,
             _out: PhantomData,
@@ -323,10 +368,14 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
         Retry {
             core: self.core,
             classify: self.classify,
+            judge: self.judge,
             sleeper: self.sleeper,
             on_result: self.on_result,
+            check_result: self.check_result,
             notify: self.notify,
+            call_notify: self.call_notify,
             on_give_up: f,
+            call_give_up: Some(|f, error| f(error)),
             timeout: self.timeout,
             open_error: self.open_error,
             _out: PhantomData,
@@ -344,10 +393,14 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
         Retry {
             core: self.core,
             classify: self.classify,
+            judge: self.judge,
             sleeper: f,
             on_result: self.on_result,
+            check_result: self.check_result,
             notify: self.notify,
+            call_notify: self.call_notify,
             on_give_up: self.on_give_up,
+            call_give_up: self.call_give_up,
             timeout: self.timeout,
             open_error: self.open_error,
             _out: PhantomData,
@@ -368,8 +421,8 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
     }
 
     /// The idempotency key of a `#[non_idempotent]` function, for [`attempt()`](crate::attempt).
-    pub fn key(mut self, key: impl Into<IdempotencyKey>) -> Self {
-        self.core.key = Some(key.into());
+    pub fn key<K: KeyParam + ?Sized>(mut self, key: &K) -> Self {
+        self.core.key = Some(key.to_key());
         self
     }
 
@@ -455,20 +508,15 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
 
     /// Decides what follows an attempt: return its result, or pause and try again.
     #[inline]
-    pub fn next<V>(&mut self, outcome: Result<T, E>) -> ControlFlow<Result<T, E>, Duration>
+    pub fn next(&mut self, outcome: Result<T, E>) -> ControlFlow<Result<T, E>, Duration>
     where
-        C: Fn(&E) -> V,
-        V: Into<Verdict>,
-        R: ResultCheck<T>,
-        N: NotifyHook<E>,
-        G: GiveUpHook<E>,
         E: LoggableError,
     {
         if self.core.refused {
             return self.refused(outcome);
         }
         match outcome {
-            Ok(value) if !self.on_result.rejects(&value) => {
+            Ok(value) if !self.rejects(&value) => {
                 self.core.record(false);
                 ControlFlow::Break(Ok(value))
             }
@@ -489,20 +537,29 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
     #[cold]
     fn refused(&mut self, outcome: Result<T, E>) -> ControlFlow<Result<T, E>, Duration> {
         #[cfg(feature = "tracing")]
-        tracing::warn!(function = self.core.name, "circuit open: not calling the service");
+        tracing::warn!(
+            function = self.core.name,
+            "circuit open: not calling the service"
+        );
         ControlFlow::Break(outcome)
     }
 
+    #[inline(always)]
+    fn rejects(&self, value: &T) -> bool {
+        self.check_result
+            .is_some_and(|check| check(&self.on_result, value))
+    }
+
     #[cold]
-    fn after_error<V>(&mut self, error: E) -> ControlFlow<Result<T, E>, Duration>
+    fn after_error(&mut self, error: E) -> ControlFlow<Result<T, E>, Duration>
     where
-        C: Fn(&E) -> V,
-        V: Into<Verdict>,
-        N: NotifyHook<E>,
-        G: GiveUpHook<E>,
         E: LoggableError,
     {
-        let verdict = if self.core.timed_out { Verdict::Retry } else { (self.classify)(&error).into() };
+        let verdict = if self.core.timed_out {
+            Verdict::Retry
+        } else {
+            (self.judge)(&self.classify, &error)
+        };
         self.core.record(verdict.is_retry());
         match self.after_failure(verdict) {
             Ok(pause) => {
@@ -513,13 +570,17 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
                     elapsed: self.core.elapsed(),
                 };
                 log_retry(&event, &error);
-                self.notify.notify(&error, &event);
+                if let Some(notify) = self.call_notify {
+                    notify(&self.notify, &error, &event);
+                }
                 ControlFlow::Continue(pause)
             }
             Err(GiveUp::Permanent) => ControlFlow::Break(Err(error)),
             Err(reason) => {
                 log_give_up(self.core.name, self.core.retries + 1, reason, &error);
-                self.on_give_up.give_up(&error);
+                if let Some(give_up) = self.call_give_up {
+                    give_up(&self.on_give_up, &error);
+                }
                 ControlFlow::Break(Err(error))
             }
         }
@@ -595,7 +656,10 @@ impl fmt::Display for GiveUp {
             GiveUp::Permanent => f.write_str("not transient"),
             GiveUp::Exhausted => f.write_str("retries used up"),
             GiveUp::Deadline => f.write_str("the next pause would end past the deadline"),
-            GiveUp::SuggestedTooLong(d) => write!(f, "the server asked for a {d:?} pause, longer than `max_delay`"),
+            GiveUp::SuggestedTooLong(d) => write!(
+                f,
+                "the server asked for a {d:?} pause, longer than `max_delay`"
+            ),
             GiveUp::Nested => f.write_str("a layer above retries"),
             GiveUp::Budget => f.write_str("the retry budget is empty"),
         }
@@ -671,7 +735,9 @@ mod tests {
 
     #[test]
     fn a_pause_past_the_deadline_is_not_taken() {
-        let policy = Policy::new().jitter(Jitter::None).deadline(Duration::from_millis(2500));
+        let policy = Policy::new()
+            .jitter(Jitter::None)
+            .deadline(Duration::from_millis(2500));
         let mut retry = Retry::<Result<(), &str>>::start(&policy, "f", transient);
         // 1 s fits; after 1 s more, 2 s does not.
         assert!(retry.next(Err("a")).is_continue());
@@ -681,12 +747,17 @@ mod tests {
 
     #[test]
     fn a_suggested_pause_is_a_floor_and_too_long_gives_up() {
-        let policy = Policy::new().jitter(Jitter::None).max_delay(Duration::from_secs(10));
+        let policy = Policy::new()
+            .jitter(Jitter::None)
+            .max_delay(Duration::from_secs(10));
         let suggest = |e: &Duration| Verdict::RetryAfter(*e);
         let mut retry = Retry::<Result<(), Duration>>::start(&policy, "f", suggest);
         let s = Duration::from_secs(1);
         assert_eq!(retry.next(Err(3 * s)), ControlFlow::Continue(3 * s));
-        assert_eq!(retry.next(Err(Duration::ZERO)), ControlFlow::Continue(2 * s));
+        assert_eq!(
+            retry.next(Err(Duration::ZERO)),
+            ControlFlow::Continue(2 * s)
+        );
         assert_eq!(retry.next(Err(11 * s)), ControlFlow::Break(Err(11 * s)));
     }
 }

@@ -40,7 +40,11 @@ pub(crate) struct Recorder {
 
 impl Recorder {
     fn new(seed: u64) -> Self {
-        Recorder { pauses: Vec::new(), rng: StdRng::seed_from_u64(seed), origin: Instant::now() }
+        Recorder {
+            pauses: Vec::new(),
+            rng: StdRng::seed_from_u64(seed),
+            origin: Instant::now(),
+        }
     }
 }
 
@@ -63,7 +67,10 @@ pub(crate) fn record_pause(pause: Duration) -> bool {
 pub(crate) fn virtual_now() -> Option<Instant> {
     RECORDER.with(|r| {
         r.borrow().as_ref().map(|rec| {
-            let slept = rec.pauses.iter().fold(Duration::ZERO, |a, p| a.saturating_add(*p));
+            let slept = rec
+                .pauses
+                .iter()
+                .fold(Duration::ZERO, |a, p| a.saturating_add(*p));
             rec.origin.checked_add(slept).unwrap_or(rec.origin)
         })
     })
@@ -136,7 +143,10 @@ pub fn record_async<F: Future>(future: F) -> Recording<F> {
 
 /// [`record_async`] with another seed for the jitter generator.
 pub fn record_async_seeded<F: Future>(seed: u64, future: F) -> Recording<F> {
-    Recording { recorder: Some(Recorder::new(seed)), future }
+    Recording {
+        recorder: Some(Recorder::new(seed)),
+        future,
+    }
 }
 
 pin_project_lite::pin_project! {
@@ -157,6 +167,11 @@ impl<F: Future> Future for Recording<F> {
             let _active = Active::new(this.recorder);
             this.future.poll(cx)
         };
-        poll.map(|output| (output, this.recorder.take().map(|r| r.pauses).unwrap_or_default()))
+        poll.map(|output| {
+            (
+                output,
+                this.recorder.take().map(|r| r.pauses).unwrap_or_default(),
+            )
+        })
     }
 }

@@ -134,7 +134,11 @@ pin_project_lite::pin_project! {
 
 impl<F, S> Timed<F, S> {
     pub(crate) fn new(attempt: F, timer: S, limit: Duration) -> Self {
-        Timed { attempt, timer, limit }
+        Timed {
+            attempt,
+            timer,
+            limit,
+        }
     }
 }
 

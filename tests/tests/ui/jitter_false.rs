@@ -1,0 +1,8 @@
+use retry_runtime::retry;
+
+#[retry(jitter = false)]
+fn read_tariffs() -> std::io::Result<String> {
+    std::fs::read_to_string("tariffs.csv")
+}
+
+fn main() {}

@@ -520,16 +520,7 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
                 self.core.record(false);
                 ControlFlow::Break(Ok(value))
             }
-            Ok(value) => match {
-                self.core.record(true);
-                self.after_failure(Verdict::Retry)
-            } {
-                Ok(pause) => {
-                    self.log_rejected_value(pause);
-                    ControlFlow::Continue(pause)
-                }
-                Err(_) => ControlFlow::Break(Ok(value)),
-            },
+            Ok(value) => self.after_rejected_value(value),
             Err(error) => self.after_error(error),
         }
     }
@@ -586,14 +577,24 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
         }
     }
 
-    fn log_rejected_value(&self, _pause: Duration) {
-        #[cfg(feature = "tracing")]
-        tracing::info!(
-            function = self.core.name,
-            attempt = self.core.retries,
-            pause = ?_pause,
-            "result rejected by `on_result`; retrying"
-        );
+    /// An `Ok` value that `on_result` marks: a transient failure, but when the loop stops, the
+    /// value is what the function returns.
+    #[cold]
+    fn after_rejected_value(&mut self, value: T) -> ControlFlow<Result<T, E>, Duration> {
+        self.core.record(true);
+        match self.after_failure(Verdict::Retry) {
+            Ok(_pause) => {
+                #[cfg(feature = "tracing")]
+                tracing::info!(
+                    function = self.core.name,
+                    attempt = self.core.retries,
+                    pause = ?_pause,
+                    "result rejected by `on_result`; retrying"
+                );
+                ControlFlow::Continue(_pause)
+            }
+            Err(_) => ControlFlow::Break(Ok(value)),
+        }
     }
 
     /// The pause before the next attempt, or why there is none.

@@ -475,6 +475,23 @@ impl fmt::Display for CircuitOpen {
 
 impl Error for CircuitOpen {}
 
+/// `E: From<CircuitOpen>`, with an error message that says so.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot say that the circuit is open, which `#[retry(breaker = ...)]` needs",
+    label = "`{Self}` does not implement `From<retry_runtime::CircuitOpen>`",
+    note = "add `impl From<retry_runtime::CircuitOpen> for {Self}` (a variant such as `Unavailable(CircuitOpen)`), or remove `breaker`"
+)]
+pub trait FromCircuitOpen {
+    /// The error for a call the open circuit refused.
+    fn from_circuit_open(open: CircuitOpen) -> Self;
+}
+
+impl<E: From<CircuitOpen>> FromCircuitOpen for E {
+    fn from_circuit_open(open: CircuitOpen) -> Self {
+        E::from(open)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -783,22 +800,5 @@ mod tests {
         let trial = CircuitOpen::new(None);
         assert!(trial.to_string().starts_with("circuit open: a trial call"));
         let _: &dyn Error = &trial;
-    }
-}
-
-/// `E: From<CircuitOpen>`, with an error message that says so.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot say that the circuit is open, which `#[retry(breaker = ...)]` needs",
-    label = "`{Self}` does not implement `From<retry_runtime::CircuitOpen>`",
-    note = "add `impl From<retry_runtime::CircuitOpen> for {Self}` (a variant such as `Unavailable(CircuitOpen)`), or remove `breaker`"
-)]
-pub trait FromCircuitOpen {
-    /// The error for a call the open circuit refused.
-    fn from_circuit_open(open: CircuitOpen) -> Self;
-}
-
-impl<E: From<CircuitOpen>> FromCircuitOpen for E {
-    fn from_circuit_open(open: CircuitOpen) -> Self {
-        E::from(open)
     }
 }

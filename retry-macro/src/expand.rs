@@ -2,7 +2,7 @@
 
 use crate::args::{BackoffForm, JitterForm};
 use crate::validate::{Plan, PolicySpec};
-use proc_macro2::{Ident, Literal, Span, TokenStream};
+use proc_macro2::{Delimiter, Group, Ident, Literal, Span, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
 use syn::ext::IdentExt;
 
@@ -119,9 +119,9 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let attrs = &func.attrs;
     let vis = &func.vis;
     let sig = &func.sig;
-    quote! {
-        #(#attrs)*
-        #vis #sig {
+    let mut loop_body = Group::new(
+        Delimiter::Brace,
+        quote! {
             #policy_item
             let mut #state = #builder;
             loop {
@@ -132,7 +132,15 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
                     #rt::ControlFlow::Continue(#pause) => #sleep,
                 }
             }
-        }
+        },
+    );
+    // The function's braces keep the user's span, so that rustc sees the item as written by
+    // hand: with the macro's span, an unused function drew no `dead_code` warning and an
+    // `unsafe fn` escaped `unsafe_code`.
+    loop_body.set_span(func.body.span());
+    quote! {
+        #(#attrs)*
+        #vis #sig #loop_body
     }
 }
 

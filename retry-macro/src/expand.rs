@@ -21,7 +21,7 @@ use syn::ext::IdentExt;
 ///     let mut __retry = Retry::<Result<Coverage, ContractError>>::start_async(
 ///         &__RETRY_POLICY, "check", |e| is_transient(e)).notify(log_retry);
 ///     loop {
-///         let __retry_outcome = __retry.run(async { body }).await;
+///         let __retry_outcome = __retry.run(async { if false { return output_type::<..>(); } { body } }).await;
 ///         match __retry.next(__retry_outcome) {
 ///             ControlFlow::Break(__retry_result) => return __retry_result,
 ///             ControlFlow::Continue(__retry_pause) => __retry.pause(__retry_pause).await,
@@ -106,8 +106,15 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     }
 
     let (attempt, sleep) = if is_async {
+        // The `if false { return ... }` fixes the `async` block's output type before its body,
+        // so that the body's tail coerces (`Ok(&self.name)` as `Result<&str, E>`) as it would
+        // in the function itself. The body's braces take the macro's context (keeping their
+        // location), or a one-line body `{ Ok(x) }` would draw `unused_braces`.
+        let mut body = body.clone();
+        body.set_span(Span::call_site().located_at(body.span()));
+        let output_type = quote!(if false { return #rt::output_type::<#output>(); });
         (
-            quote!(#state.run(async #body).await),
+            quote!(#state.run(async { #output_type #body }).await),
             quote!(#state.pause(#pause).await),
         )
     } else {

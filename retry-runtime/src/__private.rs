@@ -11,6 +11,12 @@ pub use std::time::Duration;
 #[cfg(feature = "tokio")]
 pub use crate::timer::TokioTimer;
 
+/// Fixes the output type of an async attempt: `if false { return output_type::<R>(); }` at
+/// the top of the `async` block lets the body's tail coerce to `R`. Never called.
+pub fn output_type<R>() -> R {
+    unreachable!("`output_type` is a type hint inside `if false`")
+}
+
 /// The default classifier: the error type's [`Transient`](crate::Transient) impl, with its
 /// server-suggested pause.
 #[inline]

@@ -249,12 +249,13 @@ impl Source for Flaky {
     }
 }
 
-/// The default classifier needs `S::Error: Transient`, stated in the where-clause.
+/// The default classifier needs `S::Error: Transient`, and the `tracing` feature's log needs
+/// `S::Error: Debug`, both stated in the where-clause.
 #[retry(max = 3, base = "1ms", jitter = none)]
 fn generic<S>(source: &S) -> Result<S::Item, S::Error>
 where
     S: Source,
-    S::Error: Transient,
+    S::Error: Transient + std::fmt::Debug,
 {
     source.fetch()
 }
@@ -263,7 +264,7 @@ where
 async fn generic_async<S>(source: &S) -> Result<S::Item, S::Error>
 where
     S: Source + ?Sized,
-    S::Error: Transient,
+    S::Error: Transient + std::fmt::Debug,
 {
     source.fetch()
 }

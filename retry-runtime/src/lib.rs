@@ -1,7 +1,7 @@
 //! Retry with backoff and jitter, written as an attribute on the function that may fail.
 //!
 //! ```
-//! use retry_runtime::{retry, Transient};
+//! use retry_runtime::retry;
 //!
 //! #[derive(Debug, PartialEq)]
 //! enum ContractError {
@@ -23,57 +23,202 @@
 //! assert_eq!(check_coverage(&mut answers), Ok("covered")); // failed once, then answered
 //! ```
 //!
-//! # When to retry, and when not
+//! The arguments, the rules and the code the attribute writes are documented on [`retry`].
 //!
-//! - **Only passing, technical errors.** An overloaded service, a dropped connection, a timeout.
-//!   A business answer ("not covered") is a valid result and belongs in `Ok`; invalid input or a
-//!   missing permission will not change by waiting. Say which errors are passing with
-//!   `on = predicate` or by implementing [`Transient`] for the error type.
-//! - **Growing, randomised pauses.** Without jitter, thousands of callers that failed together
-//!   come back together, at about 1, 3 and 7 s after the outage began. The default adds up to
-//!   half of each pause at random; see [`Jitter`] for the other forms.
-//! - **State-changing calls only with an idempotency key.** A payout whose response was lost
-//!   looks like a failure; a retry without a key pays twice. Mark such functions
-//!   `#[non_idempotent]` and `#[retry]` refuses to compile them without an [`IdempotencyKey`]
-//!   parameter.
-//! - **One retrying layer.** A portal retrying 4 times a service that tries its database 3 times
-//!   makes 12 database calls out of one request. Retry where the decision is made, not in every
-//!   layer.
-//! - **Not through a long outage.** Longer waits do not help a service that is down: fail fast
-//!   with a circuit breaker, or put the work in a queue.
+//! # When to retry
 //!
-//! # The attribute's arguments
+//! Retry only **technical, passing** failures: an overloaded service, a dropped connection, a
+//! timeout. Say which errors those are with `on = predicate`, or once for the error type with
+//! [`Transient`]. Everything else is returned at once.
 //!
-//! All optional, in any order, each at most once; every value is checked at compile time.
+//! ```
+//! use retry_runtime::{retry, testing, Transient};
 //!
-//! | key | value | meaning | default |
-//! |---|---|---|---|
-//! | `max` | integer ≥ 0 | retries after the first call: `max = 3` means at most 4 calls | 3 |
-//! | `attempts` | integer ≥ 1 | the same limit counted as total calls (`attempts = 4` ≡ `max = 3`) | — |
-//! | `base` | duration string | the pause before the first retry | `"1s"` |
-//! | `factor` | number ≥ 1 | growth of the pause per retry (exponential only) | 2 |
-//! | `backoff` | `exponential`, `linear`, `constant` | pause n: `base·factor^(n−1)`, `base·n`, `base` | `exponential` |
-//! | `max_delay` | duration string | no single pause is longer, jitter included | `"30s"`, or `base` if longer |
-//! | `deadline` | duration string | total time budget from the first call; a pause that would end past it is not taken | none |
-//! | `jitter` | `jitter`, a number in (0, 1], a duration string, `full`, `equal`, `decorrelated`, `none` | see [`Jitter`] | `jitter` (`d + U[0, d/2)`) |
-//! | `on` | an expression callable as `Fn(&E) -> bool` | which errors are worth retrying | [`Transient`] |
+//! #[derive(Debug, PartialEq)]
+//! enum ContractError {
+//!     Overloaded,     // passing: worth another try
+//!     InvalidClaim,   // will not change by waiting
+//!     Forbidden,      // will not change by waiting
+//! }
 //!
-//! Duration strings are an unsigned decimal number and a unit: `ns`, `us`, `µs`, `ms`, `s`, `m`
-//! or `h` (`"250ms"`, `"1.5s"`, `"2m"`).
+//! impl Transient for ContractError {
+//!     fn is_transient(&self) -> bool {
+//!         matches!(self, ContractError::Overloaded)
+//!     }
+//! }
 //!
-//! # What the attribute does to a function
+//! #[retry(max = 3, base = "1s")]
+//! fn check(answer: &dyn Fn() -> Result<bool, ContractError>) -> Result<bool, ContractError> {
+//!     answer()
+//! }
 //!
-//! It keeps the signature and rewrites only the body into a loop: each attempt runs the body,
-//! an `Ok` or a non-transient `Err` is returned at once, a transient `Err` pauses and runs the
-//! body again until the retries or the deadline run out, and then the last `Err` is returned
-//! unchanged. `?` and `return` in the body end the attempt, not the function. Each attempt
-//! borrows the parameters, so a retry clones nothing; a body that consumes an owned parameter
-//! does not compile (clone it inside the body, or take a reference).
+//! // Overloaded throughout: three pauses, then the last error.
+//! let (result, pauses) = testing::record(|| check(&|| Err(ContractError::Overloaded)));
+//! assert_eq!((result, pauses.len()), (Err(ContractError::Overloaded), 3));
 //!
-//! Sync functions pause with [`std::thread::sleep`]; async functions with tokio's timer
-//! (feature `tokio`, on by default), so `tokio::time::pause()` makes tests instant. When the
-//! first attempt succeeds the loop allocates nothing and reads no clock (unless `deadline` is
-//! set).
+//! // Invalid input: returned at once, no pause.
+//! let (result, pauses) = testing::record(|| check(&|| Err(ContractError::InvalidClaim)));
+//! assert_eq!((result, pauses.len()), (Err(ContractError::InvalidClaim), 0));
+//! ```
+//!
+//! # A business answer is not an error
+//!
+//! "Not covered" is a valid answer to "is claim 4711 covered?": return it in `Ok`, and it is never
+//! retried. Then the caller can tell the two outcomes apart, and never says "not covered" when the
+//! question could not be answered:
+//!
+//! ```
+//! # use retry_runtime::{retry, testing, Transient};
+//! # #[derive(Debug)] struct Overloaded;
+//! # impl Transient for Overloaded { fn is_transient(&self) -> bool { true } }
+//! #[derive(Debug, PartialEq)]
+//! enum Coverage {
+//!     Covered,
+//!     NotCovered,
+//! }
+//!
+//! #[retry(max = 3, base = "1s")]
+//! fn check_coverage(service_up: bool) -> Result<Coverage, Overloaded> {
+//!     if service_up { Ok(Coverage::NotCovered) } else { Err(Overloaded) }
+//! }
+//!
+//! fn tell_customer(result: Result<Coverage, Overloaded>) -> &'static str {
+//!     match result {
+//!         Ok(Coverage::Covered) => "Your claim is covered.",
+//!         Ok(Coverage::NotCovered) => "Your policy does not cover this claim.",
+//!         Err(_) => "The coverage check is not possible right now; your details are saved.",
+//!     }
+//! }
+//!
+//! let (down, _) = testing::record(|| check_coverage(false));
+//! assert_eq!(tell_customer(down), "The coverage check is not possible right now; your details are saved.");
+//! let (up, pauses) = testing::record(|| check_coverage(true));
+//! assert_eq!((tell_customer(up), pauses.len()), ("Your policy does not cover this claim.", 0));
+//! ```
+//!
+//! # Pauses that grow, with jitter
+//!
+//! Without jitter, thousands of callers that failed together come back together, at about 1, 3
+//! and 7 s after the outage began, and knock the service over again. The default pause is
+//! exponential (`base·2^(n−1)`) plus up to half of it at random; see [`Jitter`] for the other
+//! forms and [`Policy`] for the arithmetic.
+//!
+//! # Calls with a side effect: only with an idempotency key
+//!
+//! A payout whose response was lost looks like a failure to the caller; a retry without a key
+//! pays twice. Mark such functions `#[non_idempotent]`: `#[retry]` then refuses to compile them
+//! unless they take an [`IdempotencyKey`], which the caller creates once and every attempt sends,
+//! so the receiver recognises the repeat.
+//!
+//! ```
+//! use retry_runtime::{non_idempotent, retry, IdempotencyKey};
+//! use std::collections::HashMap;
+//! use std::io;
+//!
+//! struct PaymentService {
+//!     receipts: HashMap<String, u32>, // by idempotency key
+//!     payouts: u32,
+//!     lose_next_response: bool,
+//! }
+//!
+//! #[non_idempotent]
+//! #[retry(max = 2, base = "1ms", jitter = full)]
+//! fn pay_out(service: &mut PaymentService, key: &IdempotencyKey) -> io::Result<u32> {
+//!     let receipt = match service.receipts.get(key.as_str()) {
+//!         Some(receipt) => *receipt, // a repeat: answer again, pay nothing
+//!         None => {
+//!             service.payouts += 1;
+//!             service.receipts.insert(key.to_string(), service.payouts);
+//!             service.payouts
+//!         }
+//!     };
+//!     if std::mem::take(&mut service.lose_next_response) {
+//!         return Err(io::ErrorKind::ConnectionReset.into()); // paid, but the answer is lost
+//!     }
+//!     Ok(receipt)
+//! }
+//!
+//! let mut service = PaymentService { receipts: HashMap::new(), payouts: 0, lose_next_response: true };
+//! let key = IdempotencyKey::new();
+//! assert_eq!(pay_out(&mut service, &key).unwrap(), 1);
+//! assert_eq!(service.payouts, 1); // retried, paid once
+//! ```
+//!
+//! # One retrying layer
+//!
+//! A portal that retries 4 times a service that tries its database 3 times makes 12 database
+//! calls out of one request. An annotated function called inside another that is retrying makes
+//! a single attempt and leaves the retrying to the outer one (`nested = retry` to opt out); a
+//! service whose caller retries uses [`scope::caller_retries`].
+//!
+//! ```
+//! use retry_runtime::retry;
+//! use std::cell::Cell;
+//! use std::io;
+//!
+//! #[retry(max = 2, base = "1ms", jitter = none)]
+//! fn query_database(calls: &Cell<u32>) -> io::Result<()> {
+//!     calls.set(calls.get() + 1);
+//!     Err(io::ErrorKind::TimedOut.into())
+//! }
+//!
+//! #[retry(max = 3, base = "1ms", jitter = none)]
+//! fn handle_request(calls: &Cell<u32>) -> io::Result<()> {
+//!     query_database(calls)
+//! }
+//!
+//! let calls = Cell::new(0);
+//! assert!(handle_request(&calls).is_err());
+//! assert_eq!(calls.get(), 4); // not 4 × 3 = 12
+//! ```
+//!
+//! # Long outages: a circuit breaker, not longer waits
+//!
+//! Longer pauses do not help a service that is down; they only keep the customer waiting. A
+//! [`CircuitBreaker`] fails at once for a while after repeated failures, and a [`RetryBudget`]
+//! bounds retries to a share of the traffic, so retries cannot keep a struggling service down.
+//!
+//! ```
+//! use retry_runtime::{retry, CircuitBreaker, CircuitOpen};
+//! use std::time::Duration;
+//!
+//! #[derive(Debug, PartialEq)]
+//! enum ContractError {
+//!     Overloaded,
+//!     Unavailable(CircuitOpen),
+//! }
+//!
+//! impl From<CircuitOpen> for ContractError {
+//!     fn from(open: CircuitOpen) -> Self {
+//!         ContractError::Unavailable(open)
+//!     }
+//! }
+//!
+//! static CONTRACT_BREAKER: CircuitBreaker =
+//!     CircuitBreaker::new().consecutive_failures(2).open_for(Duration::from_secs(30));
+//!
+//! #[retry(max = 1, base = "1ms", on = |e| *e == ContractError::Overloaded, breaker = CONTRACT_BREAKER)]
+//! fn check_coverage() -> Result<(), ContractError> {
+//!     Err(ContractError::Overloaded)
+//! }
+//!
+//! assert_eq!(check_coverage(), Err(ContractError::Overloaded)); // two failures: the circuit opens
+//! assert!(matches!(check_coverage(), Err(ContractError::Unavailable(_)))); // at once, no call
+//! ```
+//!
+//! # Logging
+//!
+//! With the `tracing` feature (on by default), each failed attempt that will be retried is an
+//! `INFO` event with the function's name, the attempt, the pause and the error, and the final
+//! failure is one `WARN` event; nothing is logged when the first call succeeds. For your own
+//! reporting, `notify = f` hears every pause and `on_give_up = f` the final error.
+//!
+//! # Features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `tokio` | on | async functions pause with tokio's timer and read tokio's clock |
+//! | `tracing` | on | `INFO`/`WARN` events for failed attempts (requires `E: Debug`) |
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -101,4 +246,142 @@ pub use state::RetryEvent;
 pub use timer::Elapsed;
 pub use transient::{Transient, Verdict};
 
-pub use retry_macro::{non_idempotent, retry};
+/// Turns a function that returns `Result` into a retry loop with backoff and jitter.
+///
+/// ```
+/// use retry_runtime::retry;
+/// use std::io;
+///
+/// #[retry(max = 2, base = "50ms")]
+/// fn read_tariffs(path: &std::path::Path) -> io::Result<String> {
+///     std::fs::read_to_string(path)
+/// }
+///
+/// // NotFound is not transient (see `Transient for io::Error`): returned after one call.
+/// assert!(read_tariffs("no/such/file".as_ref()).is_err());
+/// ```
+///
+/// # Arguments
+///
+/// All optional, in any order, each at most once. Values are checked when the macro expands: a
+/// bad value is a compile error pointing at it.
+///
+/// | key | value | meaning | default |
+/// |---|---|---|---|
+/// | `max` | integer ≥ 0 | retries after the first call: `max = 3` means at most 4 calls | 3 |
+/// | `attempts` | integer ≥ 1 | the same limit counted as total calls (`attempts = 4` ≡ `max = 3`) | — |
+/// | `base` | duration string | the pause before the first retry | `"1s"` |
+/// | `factor` | number ≥ 1 | growth of the pause per retry (exponential only) | 2 |
+/// | `backoff` | `exponential`, `linear`, `constant` | pause n: `base·factor^(n−1)`, `base·n`, `base` | `exponential` |
+/// | `max_delay` | duration string | no single pause is longer, jitter included (cap applied last) | `"30s"`, or `base` if longer |
+/// | `deadline` | duration string | total time budget from the first call; a pause that would end past it is not taken | none |
+/// | `jitter` | `jitter`, a number in (0, 1], a duration string, `full`, `equal`, `decorrelated`, `none` | see [`Jitter`] | `jitter` (`d + U[0, d/2)`) |
+/// | `on` | `Fn(&E) -> bool` or `Fn(&E) -> Verdict` | which errors are worth retrying | [`Transient`] |
+/// | `on_result` | `Fn(&T) -> bool` | an `Ok` value it marks is a transient failure; the last one is returned when retries run out | — |
+/// | `timeout` | duration string (async only) | each attempt is cut off and counts as transient; clipped to the time left before `deadline`; needs `E: From<Elapsed>` | — |
+/// | `notify` | `Fn(&E, &RetryEvent)` | called before each pause | — |
+/// | `on_give_up` | `Fn(&E)` | called once when the loop stops retrying a transient failure | — |
+/// | `policy` | a [`Policy`] or `&Policy` expression | timings chosen at run time; excludes the timing keys above | — |
+/// | `sleep` | `Fn(Duration) -> impl Future<Output = ()>` (async only) | another runtime's timer | tokio's |
+/// | `budget` | a [`RetryBudget`] | retries draw from a shared bucket; empty: return the error at once | — |
+/// | `breaker` | a [`CircuitBreaker`] | while open, return `E::from(CircuitOpen)` at once; needs `E: From<CircuitOpen>` | — |
+/// | `nested` | `retry` or `single` | inside another retrying annotated function: retry here too, or make one attempt | `single` |
+///
+/// Duration strings are an unsigned decimal number and a unit: `ns`, `us`, `µs`, `ms`, `s`, `m`
+/// or `h` (`"250ms"`, `"1.5s"`, `"2m"`).
+///
+/// Each of these is a compile error at the offending token: `max` with `attempts`; `max_delay`
+/// below `base`; `deadline` below `base` when `max > 0`; `factor` below 1; a jitter number
+/// outside (0, 1]; `factor` with `backoff = constant` or `linear`; `timeout` or `sleep` on a sync
+/// function; `policy` with a timing key; an unknown or repeated key.
+///
+/// # Semantics
+///
+/// It keeps the signature and rewrites only the body: each attempt runs the body; `Ok` and a
+/// non-transient `Err` are returned at once; a transient `Err` pauses and runs the body again
+/// until the retries or the deadline run out, and then the last `Err` is returned unchanged. `?`
+/// and `return` in the body end the attempt, not the function. Each attempt borrows the
+/// parameters, so a retry clones nothing; a body that consumes an owned parameter does not
+/// compile (clone it at the top of the body, or take a reference). Sync functions pause with
+/// [`std::thread::sleep`], async functions with tokio's timer; dropping the future during a pause
+/// stops it. When the first call succeeds nothing is allocated and no clock is read (unless
+/// `deadline` is set).
+///
+/// Return types: `Result<T, E>`, or any path whose last segment ends in `Result` (`io::Result<T>`,
+/// an alias). `const fn`, `extern "C" fn` and other return types are compile errors.
+///
+/// # What it writes
+///
+/// ```text
+/// #[retry(max = 3, base = "1s", jitter, on = is_transient)]
+/// async fn check_coverage(client: &ContractClient, claim: &Claim) -> Result<Coverage, ContractError> {
+///     client.coverage(claim).await
+/// }
+/// ```
+///
+/// becomes (as `cargo expand` prints it, the type hint shortened)
+///
+/// ```text
+/// async fn check_coverage(client: &ContractClient, claim: &Claim) -> Result<Coverage, ContractError> {
+///     const __RETRY_POLICY: ::retry_runtime::__private::Policy = ::retry_runtime::__private::Policy::new()
+///         .max_retries(3)
+///         .base(::retry_runtime::__private::Duration::from_secs(1))
+///         .jitter(::retry_runtime::__private::Jitter::Proportional(0.5));
+///     let mut __retry = ::retry_runtime::__private::Retry::<
+///         Result<Coverage, ContractError>,
+///     >::start_async(&__RETRY_POLICY, "check_coverage", is_transient);
+///     loop {
+///         let __retry_outcome = __retry.run(async { /* type hint */ { client.coverage(claim).await } }).await;
+///         #[allow(unreachable_code)]
+///         match __retry.next(__retry_outcome) {
+///             ::retry_runtime::__private::ControlFlow::Break(__retry_result) => {
+///                 return __retry_result;
+///             }
+///             ::retry_runtime::__private::ControlFlow::Continue(__retry_pause) => {
+///                 __retry.pause(__retry_pause).await
+///             }
+///         }
+///     }
+/// }
+/// ```
+#[doc(inline)]
+pub use retry_macro::retry;
+
+/// Marks a function whose repetition would have a second effect: a payment, an email.
+///
+/// On its own it only adds a line to the function's documentation. Together with [`retry`], in
+/// either order, the function must take an idempotency key that every attempt sends: a
+/// parameter of type [`IdempotencyKey`] (by value or by reference, any path ending in
+/// `IdempotencyKey`), or any parameter marked `#[idempotency_key]`. Otherwise it does not
+/// compile: a lost response followed by a retry must not pay twice.
+///
+/// ```
+/// use retry_runtime::{non_idempotent, retry, IdempotencyKey};
+/// use std::io;
+///
+/// #[non_idempotent]
+/// #[retry(max = 2, base = "500ms", jitter = full)]
+/// fn pay_out(claim: u32, key: &IdempotencyKey) -> io::Result<String> {
+///     Ok(format!("paid claim {claim} once under key {key}"))
+/// }
+///
+/// #[non_idempotent]
+/// #[retry(max = 2, base = "500ms")]
+/// fn send_email(to: &str, #[idempotency_key] message_id: &str) -> io::Result<()> {
+///     let _ = (to, message_id);
+///     Ok(())
+/// }
+///
+/// let key = IdempotencyKey::new();
+/// assert!(pay_out(4711, &key).is_ok());
+/// ```
+///
+/// ```compile_fail
+/// use retry_runtime::{non_idempotent, retry};
+///
+/// #[non_idempotent]
+/// #[retry(max = 2)]
+/// fn pay_out(claim: u32) -> std::io::Result<()> { Ok(()) } // error: no idempotency key
+/// ```
+#[doc(inline)]
+pub use retry_macro::non_idempotent;

@@ -566,7 +566,9 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
                 }
                 ControlFlow::Continue(pause)
             }
-            Err(GiveUp::Permanent) => ControlFlow::Break(Err(error)),
+            // Not giving up: a permanent error is an answer, and under a retrying layer that
+            // layer decides (`log_nested` said so at debug).
+            Err(GiveUp::Permanent | GiveUp::Nested) => ControlFlow::Break(Err(error)),
             Err(reason) => {
                 log_give_up(self.core.name, self.core.retries + 1, reason, &error);
                 if let Some(give_up) = self.call_give_up {
@@ -683,9 +685,6 @@ fn log_retry<E>(_: &RetryEvent, _: &E) {}
 
 #[cfg(feature = "tracing")]
 fn log_give_up<E: fmt::Debug>(function: &'static str, attempts: u32, reason: GiveUp, error: &E) {
-    if reason == GiveUp::Nested {
-        return; // logged at debug by `log_nested`; the layer above decides.
-    }
     tracing::warn!(function, attempts, reason = %reason, error = ?error, "giving up");
 }
 

@@ -1,0 +1,60 @@
+use retry_runtime::{retry, CircuitBreaker, CircuitOpen, Elapsed, RetryBudget, RetryEvent, Verdict};
+
+#[derive(Debug)]
+enum ContractError {
+    Overloaded,
+    TimedOut(Elapsed),
+    Unavailable(CircuitOpen),
+}
+
+impl From<Elapsed> for ContractError {
+    fn from(e: Elapsed) -> Self {
+        ContractError::TimedOut(e)
+    }
+}
+
+impl From<CircuitOpen> for ContractError {
+    fn from(e: CircuitOpen) -> Self {
+        ContractError::Unavailable(e)
+    }
+}
+
+fn classify(error: &ContractError) -> Verdict {
+    match error {
+        ContractError::Overloaded | ContractError::TimedOut(_) => Verdict::Retry,
+        ContractError::Unavailable(_) => Verdict::Fail,
+    }
+}
+
+fn log_retry(_: &ContractError, _: &RetryEvent) {}
+fn log_failure(_: &ContractError) {}
+fn is_pending(status: &u16) -> bool {
+    *status == 202
+}
+
+static BUDGET: RetryBudget = RetryBudget::new();
+static BREAKER: CircuitBreaker = CircuitBreaker::new();
+
+#[retry(
+    max = 4,
+    base = "250ms",
+    factor = 1.5,
+    backoff = exponential,
+    max_delay = "5s",
+    deadline = "20s",
+    jitter = decorrelated,
+    on = classify,
+    on_result = is_pending,
+    timeout = "2s",
+    notify = log_retry,
+    on_give_up = log_failure,
+    budget = BUDGET,
+    breaker = BREAKER,
+    nested = retry
+)]
+async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
+    let _ = claim;
+    Ok(200)
+}
+
+fn main() {}

@@ -92,8 +92,8 @@ fn sync_a_marked_str_parameter_is_the_key() {
 
 #[retry(max = 2, base = "1ms", jitter = none)]
 fn panics_on_first(seen: &RefCell<Vec<(u32, Option<String>)>>) -> io::Result<u32> {
-    let n = note(seen, 99).unwrap_err();
-    panic!("attempt failed: {n}");
+    let error = note(seen, 99).expect_err("the first attempt fails");
+    panic!("attempt failed: {error}");
 }
 
 #[test]
@@ -223,7 +223,7 @@ async fn async_pay_out(key: IdempotencyKey, keys: &Mutex<Vec<(u32, String)>>) ->
         .key()
         .expect("a key inside a #[non_idempotent] function");
     keys.lock()
-        .unwrap()
+        .expect("not poisoned")
         .push((now.number(), key.as_str().to_owned()));
     Err(reset())
 }
@@ -251,7 +251,7 @@ async fn async_outer(outer: &Mutex<Vec<u32>>, inner: &Mutex<Vec<u32>>) -> io::Re
     let result = async_inner(inner).await;
     tokio::task::yield_now().await;
     assert_eq!(attempt().number(), before);
-    outer.lock().unwrap().push(before);
+    outer.lock().expect("not poisoned").push(before);
     result
 }
 

@@ -69,7 +69,8 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         },
     };
     let name = Literal::string(&func.sig.ident.unraw().to_string());
-    let start = if is_async {
+    // With `sleep = f` the function needs no default timer: `start`, then `.sleep(f)`.
+    let start = if is_async && plan.sleep.is_none() {
         quote!(start_async)
     } else {
         quote!(start)

@@ -3,7 +3,7 @@
 
 pub use crate::breaker::FromCircuitOpen;
 pub use crate::state::{KeyParam, LoggableError, Outcome, Retry, Unset};
-pub use crate::timer::{FromElapsed, NoTimer, Sleeper};
+pub use crate::timer::{FromElapsed, NoTimer, Sleeper, TimerFor};
 pub use crate::{Backoff, Jitter, Policy, Verdict};
 pub use std::ops::ControlFlow;
 pub use std::time::Duration;

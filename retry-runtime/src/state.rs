@@ -214,7 +214,8 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
         )
     }
 
-    /// For an async function without the `tokio` feature: it needs `sleep = ...`.
+    /// For an async function without the `tokio` feature: a compile error that asks for the
+    /// feature or `sleep = ...` (with `sleep`, the expansion calls [`start`](Retry::start)).
     #[cfg(not(feature = "tokio"))]
     #[inline]
     pub fn start_async<C, V>(
@@ -225,6 +226,7 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
     where
         C: Fn(&E) -> V,
         V: Into<Verdict>,
+        crate::timer::NoTimer: crate::timer::TimerFor<T>,
     {
         Retry::with_parts(
             Core::new(policy, name, std_now),

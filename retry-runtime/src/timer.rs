@@ -8,11 +8,6 @@ use std::time::Duration;
 
 /// Something that can pause an async function: tokio's timer by default, or any
 /// `Fn(Duration) -> impl Future<Output = ()>` named with `#[retry(sleep = ...)]`.
-#[diagnostic::on_unimplemented(
-    message = "this async `#[retry]` function has no timer to pause with",
-    label = "no timer",
-    note = "enable the `tokio` feature of `retry-runtime` (on by default), or name a sleep function for your runtime: `#[retry(sleep = my_runtime::sleep)]` with `fn sleep(Duration) -> impl Future<Output = ()>`"
-)]
 pub trait Sleeper {
     /// The future of one pause.
     type Sleep: Future<Output = ()>;
@@ -44,9 +39,28 @@ impl Sleeper for TokioTimer {
     }
 }
 
-/// No timer: the `tokio` feature is off and no `sleep = ...` was given.
+/// No timer: the `tokio` feature is off and no `sleep = ...` was given. `start_async` then
+/// requires [`TimerFor`], which nothing implements, so the function does not compile; the
+/// `Sleeper` impl only keeps that the one error.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoTimer;
+
+impl Sleeper for NoTimer {
+    type Sleep = std::future::Ready<()>;
+    fn sleep(&self, _: Duration) -> Self::Sleep {
+        std::future::ready(())
+    }
+}
+
+/// A timer for async functions returning `Result<T, _>`; not implemented by [`NoTimer`], so an
+/// async `#[retry]` function without the `tokio` feature and without `sleep = ...` is an error
+/// that says which to add.
+#[diagnostic::on_unimplemented(
+    message = "this async `#[retry]` function has no timer to pause with",
+    label = "no timer",
+    note = "enable the `tokio` feature of `retry-runtime` (on by default), or name a sleep function for your runtime: `#[retry(sleep = my_runtime::sleep)]` with `fn sleep(Duration) -> impl Future<Output = ()>`"
+)]
+pub trait TimerFor<T> {}
 
 /// The error of an attempt cut off by `#[retry(timeout = ...)]`.
 ///

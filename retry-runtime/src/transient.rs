@@ -205,6 +205,7 @@ mod tests {
         assert!(Box::new(io::Error::from(TimedOut)).is_transient());
     }
 
+    #[cfg(feature = "tokio")]
     #[tokio::test(start_paused = true)]
     async fn tokio_elapsed_is_transient() {
         let elapsed = tokio::time::timeout(Duration::from_millis(1), std::future::pending::<()>())

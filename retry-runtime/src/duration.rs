@@ -1,7 +1,7 @@
 //! Duration strings: `"250ms"`, `"1.5s"`, `"2m"`.
 //!
 //! The same grammar as the macro's `retry-macro/src/duration.rs`, which cannot depend on this
-//! crate (this crate depends on it); `tests/tests/policy_from_str.rs` checks that both agree.
+//! crate (this crate depends on it); `tests/tests/policy.rs` checks that both agree.
 
 /// The forms a newcomer should see when a duration is wrong.
 pub(crate) const ACCEPTED: &str = "expected a duration like `\"250ms\"`, `\"1.5s\"` or `\"2m\"`: an unsigned decimal number followed by `ns`, `us`, `µs`, `ms`, `s`, `m` or `h`";

@@ -352,6 +352,8 @@ impl std::str::FromStr for Policy {
         let mut attempts_part = None;
         let mut max_part = None;
         let mut factor_part = None;
+        let mut max_delay_part = None;
+        let mut deadline_part = None;
         for part in text.split(',').filter(|p| !p.trim().is_empty()) {
             let (key, value) = match part.split_once('=') {
                 Some((k, v)) => (k.trim(), Some(v.trim().trim_matches('"'))),
@@ -394,8 +396,14 @@ impl std::str::FromStr for Policy {
                     attempts_part = Some(part);
                 }
                 "base" => policy = policy.base(duration(value)?),
-                "max_delay" => policy = policy.max_delay(duration(value)?),
-                "deadline" => policy = policy.deadline(duration(value)?),
+                "max_delay" => {
+                    policy = policy.max_delay(duration(value)?);
+                    max_delay_part = Some(part);
+                }
+                "deadline" => {
+                    policy = policy.deadline(duration(value)?);
+                    deadline_part = Some(part);
+                }
                 "factor" => {
                     let f: f64 = need(part, key, value)?.parse().map_err(|_| {
                         PolicyError::new(part, "`factor` is a number ≥ 1, like `factor=2`")
@@ -441,15 +449,15 @@ impl std::str::FromStr for Policy {
                 ));
             }
         }
-        if let Some(cap) = policy.max_delay {
+        if let (Some(cap), Some(part)) = (policy.max_delay, max_delay_part) {
             if cap < policy.base {
-                return Err(PolicyError::new(text, "`max_delay` is shorter than `base`"));
+                return Err(PolicyError::new(part, "`max_delay` is shorter than `base`"));
             }
         }
-        if let Some(deadline) = policy.deadline {
+        if let (Some(deadline), Some(part)) = (policy.deadline, deadline_part) {
             if policy.max_retries > 0 && deadline < policy.base {
                 return Err(PolicyError::new(
-                    text,
+                    part,
                     "`deadline` is shorter than `base`, so no retry could happen",
                 ));
             }

@@ -46,7 +46,11 @@ impl Verdict {
 
 impl From<bool> for Verdict {
     fn from(transient: bool) -> Self {
-        if transient { Verdict::Retry } else { Verdict::Fail }
+        if transient {
+            Verdict::Retry
+        } else {
+            Verdict::Fail
+        }
     }
 }
 
@@ -203,12 +207,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn tokio_elapsed_is_transient() {
-        let elapsed = tokio::time::timeout(
-            std::time::Duration::from_millis(1),
-            std::future::pending::<()>(),
-        )
-        .await
-        .unwrap_err();
+        let elapsed = tokio::time::timeout(Duration::from_millis(1), std::future::pending::<()>())
+            .await
+            .unwrap_err();
         assert!(elapsed.is_transient());
     }
 }

@@ -83,6 +83,8 @@ mod random;
 mod state;
 mod transient;
 
+pub mod http;
+
 #[doc(hidden)]
 pub mod __private;
 

@@ -21,7 +21,9 @@
 //! assert_eq!(verdict, Verdict::RetryAfter(Duration::from_secs(120)));
 //! ```
 //!
-//! This module needs no dependency.
+//! This module needs no dependency. With the feature `http`, [`crate::integrations`] adds a
+//! classifier for `http::StatusCode` and `http::Response` that reads the header from the
+//! response.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -93,6 +95,16 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     }
     let date = http_date(value.as_bytes(), now)?;
     Some(time_until(date, now))
+}
+
+/// Transient by status code: the table of the `http` integration.
+///
+/// 408 Request Timeout, 429 Too Many Requests, 500 Internal Server Error, 502 Bad Gateway,
+/// 503 Service Unavailable and 504 Gateway Timeout say "not now"; every other status either
+/// succeeded or will answer the same way to the same request.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+pub(crate) const fn transient_status(code: u16) -> bool {
+    matches!(code, 408 | 429 | 500 | 502 | 503 | 504)
 }
 
 /// `1*DIGIT`, saturating.
@@ -570,6 +582,18 @@ mod tests {
         for days in (-800_000..800_000).step_by(97) {
             let (y, m, d) = civil_from_days(days);
             assert_eq!(days_from_civil(y, m, d), days);
+        }
+    }
+
+    #[test]
+    fn status_table() {
+        for transient in [408, 429, 500, 502, 503, 504] {
+            assert!(transient_status(transient), "{transient}");
+        }
+        for not in [
+            100, 200, 204, 304, 400, 401, 403, 404, 409, 422, 501, 505, 511,
+        ] {
+            assert!(!transient_status(not), "{not}");
         }
     }
 

@@ -84,6 +84,7 @@ mod state;
 mod transient;
 
 pub mod http;
+pub mod integrations;
 
 #[doc(hidden)]
 pub mod __private;

@@ -97,12 +97,12 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     Some(time_until(date, now))
 }
 
-/// Transient by status code: the table of the `http` integration.
+/// Transient by status code: the table shared by the `http` and `reqwest` integrations.
 ///
 /// 408 Request Timeout, 429 Too Many Requests, 500 Internal Server Error, 502 Bad Gateway,
 /// 503 Service Unavailable and 504 Gateway Timeout say "not now"; every other status either
 /// succeeded or will answer the same way to the same request.
-#[cfg_attr(not(feature = "http"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "http", feature = "reqwest")), allow(dead_code))]
 pub(crate) const fn transient_status(code: u16) -> bool {
     matches!(code, 408 | 429 | 500 | 502 | 503 | 504)
 }

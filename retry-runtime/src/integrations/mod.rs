@@ -1,4 +1,4 @@
-//! Which errors of real clients are worth another try: `http` and `reqwest`.
+//! Which errors of real clients are worth another try: `http`, `reqwest` and `tonic`.
 //!
 //! Each is an optional feature, off by default, so that a user of one client compiles none of
 //! the others:
@@ -15,6 +15,7 @@
 //! |---|---|---|---|---|
 //! | `http` | `http::StatusCode`, and `http::Response` through `http::response_verdict` | 408, 429, 500, 502, 503, 504 | every other status: 1xx–3xx, the other 4xx, 501 and 505–511 | `Retry-After`, in seconds or as a date, read from a response's headers |
 //! | `reqwest` | `reqwest::Error` | connect errors (DNS included), timeouts, status errors with a transient status (the `http` row), a connection closed mid-message, a request or body error caused by a transient [`std::io::Error`] | builder, redirect, decode and upgrade errors, status errors with any other status, every other request or body error | none: a `reqwest::Error` keeps no headers (read `Retry-After` from the response before `error_for_status`) |
+//! | `tonic` | `tonic::Status`, `tonic::Code` | `Unavailable`, `ResourceExhausted`, `Aborted`, `DeadlineExceeded` | every other code, `Unknown` and `Internal` among them | `grpc-retry-pushback-ms` in the status's metadata; a negative or unreadable value means "do not retry" |
 //!
 //! Each module below explains its choices. The tables agree: reqwest's status errors use the
 //! `http` row, and the `tokio` timeout and [`std::io::Error`] tables are on
@@ -32,3 +33,5 @@
 pub mod http;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;
+#[cfg(feature = "tonic")]
+pub mod tonic;

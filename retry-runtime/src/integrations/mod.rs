@@ -23,7 +23,8 @@
 //!
 //! The modules are tested against the real crates: reqwest's errors come from real requests on
 //! loopback (a closed port, a listener that never answers, a server that answers 503 or closes
-//! the connection).
+//! the connection). `cargo test --workspace` builds them with every feature on, because the
+//! workspace's test crate asks for them.
 //!
 //! `http` is also the name of a module that is always there, [`crate::http`], which parses
 //! `Retry-After` without any dependency; the feature `http` only adds what needs the `http`

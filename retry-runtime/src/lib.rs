@@ -234,6 +234,9 @@ pub mod testing;
 mod timer;
 mod transient;
 
+pub mod http;
+pub mod integrations;
+
 #[doc(hidden)]
 pub mod __private;
 

@@ -1,0 +1,238 @@
+//! Feature `http`: which HTTP statuses are worth another try, and the pause a response asks for.
+//!
+//! | status | transient | why |
+//! |---|---|---|
+//! | 408 Request Timeout | yes | the server gave up waiting for the request; a new connection may be faster |
+//! | 429 Too Many Requests | yes | a rate limit: later is the point (it often says when, in `Retry-After`) |
+//! | 500 Internal Server Error | yes | often a passing fault behind the server (a restarting dependency); a bug that answers 500 every time is bounded by the attempt limit |
+//! | 502 Bad Gateway, 503 Service Unavailable, 504 Gateway Timeout | yes | an overloaded or unreachable server behind a proxy: the textbook transient failures |
+//! | 1xx, 2xx, 3xx | no | not failures |
+//! | every other 4xx (400, 401, 403, 404, 409, 422, …) | no | the request itself is wrong, and will be wrong again |
+//! | 501, 505–511 (Not Implemented, Version Not Supported, Insufficient Storage, Loop Detected, …) | no | a property of the server or the request, not of the moment |
+//!
+//! 409 Conflict is not transient here. A service that answers 409 while a request with the
+//! same `Idempotency-Key` is still running (the IETF Idempotency-Key draft) does want it
+//! retried: say so with `#[retry(on = ...)]`, which can call [`status_is_transient`] for the
+//! rest.
+//!
+//! ```
+//! use http::StatusCode;
+//! use retry_runtime::integrations::http::status_is_transient;
+//! use retry_runtime::{retry, Transient};
+//!
+//! assert!(status_is_transient(StatusCode::SERVICE_UNAVAILABLE));
+//! assert!(!StatusCode::NOT_FOUND.is_transient()); // the same table, through `Transient`
+//!
+//! // A status can be the error type itself.
+//! # let mut answers = vec![StatusCode::OK, StatusCode::BAD_GATEWAY];
+//! #[retry(max = 2, base = "1ms")]
+//! fn fetch(answers: &mut Vec<StatusCode>) -> Result<&'static str, StatusCode> {
+//!     match answers.pop() {
+//!         Some(status) if status.is_success() => Ok("body"),
+//!         Some(status) => Err(status),
+//!         None => Err(StatusCode::INTERNAL_SERVER_ERROR),
+//!     }
+//! }
+//! assert_eq!(fetch(&mut answers), Ok("body")); // 502 first, then 200
+//! ```
+
+use crate::{Transient, Verdict};
+use ::http::{HeaderMap, Response, StatusCode, header};
+use std::time::{Duration, SystemTime};
+
+/// `true` for 408, 429, 500, 502, 503 and 504; see the [module's table](self).
+///
+/// ```
+/// use http::StatusCode;
+/// use retry_runtime::integrations::http::status_is_transient;
+///
+/// assert!(status_is_transient(StatusCode::TOO_MANY_REQUESTS));
+/// assert!(status_is_transient(StatusCode::GATEWAY_TIMEOUT));
+/// assert!(!status_is_transient(StatusCode::BAD_REQUEST));
+/// assert!(!status_is_transient(StatusCode::NOT_IMPLEMENTED));
+/// assert!(!status_is_transient(StatusCode::OK));
+/// ```
+pub fn status_is_transient(status: StatusCode) -> bool {
+    crate::http::transient_status(status.as_u16())
+}
+
+/// The pause asked for by the first `Retry-After` header, counted from `now`; `None` when there
+/// is none, or when its value is not valid (see [`parse_retry_after`](crate::http::parse_retry_after)
+/// for what is accepted). A date that has passed gives [`Duration::ZERO`].
+///
+/// ```
+/// use http::HeaderMap;
+/// use retry_runtime::integrations::http::retry_after_from_headers;
+/// use std::time::{Duration, SystemTime};
+///
+/// let mut headers = HeaderMap::new();
+/// assert_eq!(retry_after_from_headers(&headers, SystemTime::now()), None);
+///
+/// headers.insert("retry-after", "120".parse().unwrap());
+/// assert_eq!(
+///     retry_after_from_headers(&headers, SystemTime::now()),
+///     Some(Duration::from_secs(120)),
+/// );
+/// ```
+pub fn retry_after_from_headers(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let value = headers.get(header::RETRY_AFTER)?.to_str().ok()?;
+    crate::http::parse_retry_after(value, now)
+}
+
+/// Whether a response is worth another request: [`Verdict::Retry`] for a transient status, or
+/// [`Verdict::RetryAfter`] when it also carries a valid `Retry-After` (read against the system
+/// clock); [`Verdict::Fail`] for every other status.
+///
+/// `Fail` means "this response is the answer": a success, or an error that will not change by
+/// waiting. It is the verdict a result predicate wants for a client whose 503 comes back as an
+/// `Ok(response)`: retry the transient ones, keep the rest as they are.
+///
+/// ```
+/// use http::Response;
+/// use retry_runtime::integrations::http::response_verdict;
+/// use retry_runtime::Verdict;
+/// use std::time::Duration;
+///
+/// let busy = Response::builder().status(503).header("Retry-After", "2").body(()).unwrap();
+/// assert_eq!(response_verdict(&busy), Verdict::RetryAfter(Duration::from_secs(2)));
+///
+/// let limited = Response::builder().status(429).body(()).unwrap();
+/// assert_eq!(response_verdict(&limited), Verdict::Retry);
+///
+/// let ok = Response::builder().status(200).header("Retry-After", "2").body(()).unwrap();
+/// assert_eq!(response_verdict(&ok), Verdict::Fail); // the answer: nothing to retry
+///
+/// let missing = Response::builder().status(404).body(()).unwrap();
+/// assert_eq!(response_verdict(&missing), Verdict::Fail);
+/// ```
+pub fn response_verdict<B>(response: &Response<B>) -> Verdict {
+    if !status_is_transient(response.status()) {
+        return Verdict::Fail;
+    }
+    match retry_after_from_headers(response.headers(), SystemTime::now()) {
+        Some(pause) => Verdict::RetryAfter(pause),
+        None => Verdict::Retry,
+    }
+}
+
+/// The [`status_is_transient`] table. A bare status carries no headers, so
+/// [`retry_after`](Transient::retry_after) is `None`: use [`response_verdict`] to honour
+/// `Retry-After`.
+impl Transient for StatusCode {
+    fn is_transient(&self) -> bool {
+        status_is_transient(*self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ::http::HeaderValue;
+
+    fn response(status: u16, retry_after: &[&'static str]) -> Response<()> {
+        let mut response = Response::new(());
+        *response.status_mut() = StatusCode::from_u16(status).unwrap();
+        for value in retry_after {
+            response
+                .headers_mut()
+                .append(header::RETRY_AFTER, HeaderValue::from_static(value));
+        }
+        response
+    }
+
+    #[test]
+    fn every_status_follows_the_table() {
+        for code in 100..=999 {
+            let status = StatusCode::from_u16(code).unwrap();
+            let expected = matches!(code, 408 | 429 | 500 | 502 | 503 | 504);
+            assert_eq!(status_is_transient(status), expected, "{code}");
+            assert_eq!(status.is_transient(), expected, "{code}");
+            assert_eq!(status.retry_after(), None);
+            assert_eq!(status.verdict(), Verdict::from(expected), "{code}");
+        }
+    }
+
+    #[test]
+    fn retry_after_in_both_forms() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_777 - 30);
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::RETRY_AFTER,
+            HeaderValue::from_static("Sun, 06 Nov 1994 08:49:37 GMT"),
+        );
+        assert_eq!(
+            retry_after_from_headers(&headers, now),
+            Some(Duration::from_secs(30))
+        );
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("45"));
+        assert_eq!(
+            retry_after_from_headers(&headers, now),
+            Some(Duration::from_secs(45))
+        );
+    }
+
+    #[test]
+    fn the_mixed_case_constant_finds_the_header() {
+        // `http::HeaderMap` lowercases names it is given as text, so `RETRY_AFTER` works too.
+        let mut headers = HeaderMap::new();
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("7"));
+        assert_eq!(
+            headers.get(crate::http::RETRY_AFTER),
+            Some(&HeaderValue::from_static("7"))
+        );
+    }
+
+    #[test]
+    fn a_bad_or_missing_retry_after_is_no_pause() {
+        let now = SystemTime::now();
+        let mut headers = HeaderMap::new();
+        assert_eq!(retry_after_from_headers(&headers, now), None);
+        for bad in ["", "-1", "1.5", "tomorrow"] {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from_static(bad));
+            assert_eq!(retry_after_from_headers(&headers, now), None, "{bad:?}");
+        }
+        // Not text: a header value may hold bytes that are not visible ASCII.
+        headers.insert(
+            header::RETRY_AFTER,
+            HeaderValue::from_bytes(b"12\xff").unwrap(),
+        );
+        assert_eq!(retry_after_from_headers(&headers, now), None);
+    }
+
+    #[test]
+    fn the_first_of_several_retry_after_headers_counts() {
+        let response = response(503, &["3", "60"]);
+        assert_eq!(
+            retry_after_from_headers(response.headers(), SystemTime::now()),
+            Some(Duration::from_secs(3))
+        );
+    }
+
+    #[test]
+    fn response_verdicts() {
+        assert_eq!(
+            response_verdict(&response(503, &["3"])),
+            Verdict::RetryAfter(Duration::from_secs(3))
+        );
+        assert_eq!(
+            response_verdict(&response(429, &["Fri, 31 Dec 9999 23:59:59 GMT"]))
+                .suggested_pause()
+                .map(|pause| pause > Duration::from_secs(200 * 365 * 86_400)),
+            Some(true)
+        );
+        assert_eq!(
+            response_verdict(&response(503, &["Sun, 06 Nov 1994 08:49:37 GMT"])),
+            Verdict::RetryAfter(Duration::ZERO),
+            "a date that has passed: retry now"
+        );
+        assert_eq!(response_verdict(&response(502, &[])), Verdict::Retry);
+        assert_eq!(response_verdict(&response(504, &["soon"])), Verdict::Retry);
+        for kept in [200, 201, 204, 301, 304, 400, 404, 409, 501] {
+            assert_eq!(
+                response_verdict(&response(kept, &["3"])),
+                Verdict::Fail,
+                "{kept}"
+            );
+        }
+    }
+}

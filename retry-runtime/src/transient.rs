@@ -114,6 +114,10 @@ impl<E: Transient + ?Sized> Transient for &E {
     fn retry_after(&self) -> Option<Duration> {
         (**self).retry_after()
     }
+
+    fn verdict(&self) -> Verdict {
+        (**self).verdict()
+    }
 }
 
 impl<E: Transient + ?Sized> Transient for Box<E> {
@@ -123,6 +127,10 @@ impl<E: Transient + ?Sized> Transient for Box<E> {
 
     fn retry_after(&self) -> Option<Duration> {
         (**self).retry_after()
+    }
+
+    fn verdict(&self) -> Verdict {
+        (**self).verdict()
     }
 }
 

@@ -597,7 +597,18 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
                 );
                 ControlFlow::Continue(_pause)
             }
-            Err(_) => ControlFlow::Break(Ok(value)),
+            Err(_reason) => {
+                #[cfg(feature = "tracing")]
+                if _reason != GiveUp::Nested {
+                    tracing::warn!(
+                        function = self.core.name,
+                        attempts = self.core.retries + 1,
+                        reason = %_reason,
+                        "giving up; returning the last result rejected by `on_result`"
+                    );
+                }
+                ControlFlow::Break(Ok(value))
+            }
         }
     }
 

@@ -17,13 +17,20 @@
 //!    [`IdempotencyKey`], the service recognises it and answers with the stored receipt, and the
 //!    claim is paid exactly once.
 //!
+//! What the output shows comes from the runtime, not from bookkeeping of the portal's own: each
+//! attempt prints its number from [`retry_runtime::attempt()`], and the `notify` hook announces
+//! each pause, with the jitter already drawn, before the pause is taken.
+//!
 //! The contract service is a stand-in written with plain tokio: a `TcpListener` on a loopback
-//! port and a one-line protocol, in [`contract_service`]. Everything that a real portal would
-//! contain is in [`coverage`] and [`payout`].
+//! port and a one-line protocol, in [`contract_service`]. It counts the requests it gets, which
+//! is what the asserts check. Everything that a real portal would contain is in [`coverage`] and
+//! [`payout`].
 
-use retry_runtime::IdempotencyKey;
+use retry_runtime::{IdempotencyKey, RetryEvent};
 use std::error::Error;
 use std::fmt;
+use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
 
 use contract_client::ContractClient;
 use contract_service::ContractService;
@@ -41,42 +48,39 @@ async fn main() -> Result<(), Box<dyn Error>> {
         .await
         .map_err(|e| format!("cannot start the contract service on a loopback port: {e}"))?;
     println!("Contract service listening on {}", service.addr());
+    let client = ContractClient::new(service.addr());
 
     scene(
         "1",
         "a storm: the contract service is overloaded for a moment",
     );
-    // A fresh client per scene, so that its attempt log counts from 1 again.
-    let client = ContractClient::new(service.addr());
     service.overload_next_checks(2).await;
     println!("  is claim {STORM_ROOF} covered? (at most 4 calls, pauses of about 1 s, 2 s, 4 s)");
     let answer = check_coverage(&client, STORM_ROOF).await;
     tell_customer(STORM_ROOF, &answer);
     assert!(matches!(answer, Ok(Coverage::Covered)));
-    assert_eq!(client.log.attempts(), 3);
+    // Two "overloaded", then the answer.
+    assert_eq!(service.coverage_checks(STORM_ROOF).await, 3);
 
     scene("2", "the storm goes on: the service stays overloaded");
-    let client = ContractClient::new(service.addr());
     service.overload_next_checks(u32::MAX).await;
     println!("  is claim {STORM_FENCE} covered?");
     let answer = check_coverage(&client, STORM_FENCE).await;
     tell_customer(STORM_FENCE, &answer);
     // `max = 3`: the first call and three retries, then the last error, unchanged.
     assert!(matches!(answer, Err(ContractError::Overloaded)));
-    assert_eq!(client.log.attempts(), 4);
+    assert_eq!(service.coverage_checks(STORM_FENCE).await, 4);
     service.overload_next_checks(0).await;
 
     scene("3", "a claim that is not covered");
-    let client = ContractClient::new(service.addr());
     println!("  is claim {GARDEN_SHED} covered?");
     let answer = check_coverage(&client, GARDEN_SHED).await;
     tell_customer(GARDEN_SHED, &answer);
     // A business answer is an `Ok`: nothing to retry.
     assert!(matches!(answer, Ok(Coverage::NotCovered)));
-    assert_eq!(client.log.attempts(), 1);
+    assert_eq!(service.coverage_checks(GARDEN_SHED).await, 1);
 
     scene("4", "a payout whose response is lost");
-    let client = ContractClient::new(service.addr());
     service.lose_next_payout_response().await;
     // One key per payout, made before the first attempt. Being a parameter, it is the same for
     // every attempt, which is what lets the service recognise a repeat.
@@ -87,8 +91,11 @@ async fn main() -> Result<(), Box<dyn Error>> {
         Ok(receipt) => println!("  Portal: paid {amount} for claim {STORM_ROOF}, {receipt}."),
         Err(e) => println!("  Portal: the payout for claim {STORM_ROOF} did not go through: {e}."),
     }
+    let requests = service.payout_requests().await;
     let executed = service.payouts_executed().await;
-    println!("  payouts executed by the contract service: {executed}");
+    println!("  payouts executed by the contract service: {executed} (of {requests} requests)");
+    // The lost response, then the repeat that the key turns into a lookup.
+    assert_eq!(requests, 2);
     assert_eq!(
         executed, 1,
         "the lost response must not lead to a second payout"
@@ -96,8 +103,35 @@ async fn main() -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
+/// When the current scene began. The attempts print their time from it, so that the output
+/// shows the pauses as they were really taken, next to the pauses `notify` announced.
+static SCENE_STARTED: Mutex<Option<Instant>> = Mutex::new(None);
+
 fn scene(number: &str, title: &str) {
     println!("\nScene {number}: {title}");
+    *SCENE_STARTED.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+}
+
+/// Seconds since [`scene`] was last called.
+fn scene_time() -> f64 {
+    let started = *SCENE_STARTED.lock().unwrap_or_else(PoisonError::into_inner);
+    started.map_or(0.0, |started| started.elapsed().as_secs_f64())
+}
+
+/// The `notify` hook of both retried functions. The loop calls it after a transient failure and
+/// before the pause, so the line appears while the portal waits, and the pause it names is the
+/// one about to be taken, jitter included.
+fn announce_pause<E: fmt::Display>(error: &E, event: &RetryEvent) {
+    println!(
+        "      {error} (transient); next attempt in {:.2} s",
+        event.pause.as_secs_f64()
+    );
+}
+
+/// The `on_give_up` hook: the last attempt failed transiently and no retry is left. The error
+/// itself goes back to the caller unchanged; this line only tells the story.
+fn announce_give_up<E: fmt::Display>(error: &E) {
+    println!("      {error} (transient); no retries left, giving up");
 }
 
 /// What the customer reads. The match is the point of the whole design: "not covered" can only
@@ -136,9 +170,9 @@ impl fmt::Display for Cents {
 
 /// The portal's question: does the policy cover this claim?
 mod coverage {
-    use super::ClaimId;
+    use super::{ClaimId, announce_give_up, announce_pause, scene_time};
     use crate::contract_client::ContractClient;
-    use retry_runtime::retry;
+    use retry_runtime::{attempt, retry};
     use std::{fmt, io};
 
     /// The service's answer. Both variants are answers, so both are `Ok`.
@@ -169,26 +203,31 @@ mod coverage {
         )
     }
 
-    /// Asks the contract service whether `claim` is covered.
+    /// Asks the contract service whether `claim` is covered: `COVERAGE 4711` over the wire,
+    /// answered by one line.
     ///
     /// Up to 3 retries, so at most 4 calls, with pauses of about 1 s, 2 s and 4 s, each
     /// lengthened by up to half at random so that portals that failed together do not come back
     /// together.
-    #[retry(max = 3, base = "1s", jitter, on = is_transient)]
+    #[retry(
+        max = 3,
+        base = "1s",
+        jitter,
+        on = is_transient,
+        notify = announce_pause,
+        on_give_up = announce_give_up,
+    )]
     pub async fn check_coverage(
         client: &ContractClient,
         claim: ClaimId,
     ) -> Result<Coverage, ContractError> {
-        // The body runs once per attempt, so its locals start afresh each time; the client's log
-        // is what remembers earlier attempts and prints the pause between them.
-        let attempt = client.log.start();
-        let answer = ask(client, claim).await;
-        client.log.end(attempt, &answer, is_transient);
-        answer
-    }
-
-    /// One coverage check over the wire: `COVERAGE 4711` answered by one line.
-    async fn ask(client: &ContractClient, claim: ClaimId) -> Result<Coverage, ContractError> {
+        // The body runs once per attempt; the runtime tells it which one this is.
+        println!(
+            "    attempt {} at {:5.2} s",
+            attempt().number(),
+            scene_time()
+        );
+        // `?` ends this attempt, not the call: a lost connection is retried like "overloaded".
         let line = client
             .request(&format!("COVERAGE {claim}"))
             .await
@@ -227,9 +266,9 @@ mod coverage {
 
 /// The portal's payout: a call that changes state, so a repeat must not pay twice.
 mod payout {
-    use super::{Cents, ClaimId};
+    use super::{Cents, ClaimId, announce_give_up, announce_pause, scene_time};
     use crate::contract_client::ContractClient;
-    use retry_runtime::{IdempotencyKey, non_idempotent, retry};
+    use retry_runtime::{IdempotencyKey, attempt, non_idempotent, retry};
     use std::{fmt, io};
 
     /// The service's confirmation of a payout.
@@ -253,32 +292,36 @@ mod payout {
         matches!(error, PayError::ConnectionLost(_))
     }
 
-    /// Pays `amount` for `claim`.
+    /// Pays `amount` for `claim`: `PAY 4711 125000 <key>` over the wire, answered by one line.
     ///
     /// `#[non_idempotent]` makes `#[retry]` insist on the `key` parameter: without it this would
     /// not compile, because a retry after a lost response would pay a second time. Full jitter
     /// (a pause anywhere in 0–500 ms) because here the pause is not the point; the key is.
     #[non_idempotent]
-    #[retry(max = 2, base = "500ms", jitter = full, on = is_transient)]
+    #[retry(
+        max = 2,
+        base = "500ms",
+        jitter = full,
+        on = is_transient,
+        notify = announce_pause,
+        on_give_up = announce_give_up,
+    )]
     pub async fn pay_out(
         client: &ContractClient,
         claim: ClaimId,
         amount: Cents,
         key: &IdempotencyKey,
     ) -> Result<Receipt, PayError> {
-        let attempt = client.log.start();
-        let answer = send(client, claim, amount, key).await;
-        client.log.end(attempt, &answer, is_transient);
-        answer
-    }
-
-    /// One payout request over the wire: `PAY 4711 125000 <key>` answered by one line.
-    async fn send(
-        client: &ContractClient,
-        claim: ClaimId,
-        amount: Cents,
-        key: &IdempotencyKey,
-    ) -> Result<Receipt, PayError> {
+        // The attempt carries the key parameter, so code below the annotated function (an HTTP
+        // layer setting the header, a log line) can reach it without being handed it.
+        let now = attempt();
+        let sent_key = now.key().map_or("none", IdempotencyKey::as_str);
+        println!(
+            "    attempt {} at {:5.2} s, {}: {sent_key}",
+            now.number(),
+            scene_time(),
+            IdempotencyKey::HEADER,
+        );
         let line = client
             .request(&format!("PAY {claim} {} {key}", amount.0))
             .await
@@ -311,26 +354,18 @@ mod payout {
 
 /// The portal's side of the wire: one connection per request, one line each way.
 mod contract_client {
-    use std::fmt::Display;
     use std::io;
     use std::net::SocketAddr;
-    use std::sync::{Mutex, PoisonError};
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     use tokio::net::TcpStream;
-    use tokio::time::Instant;
 
     pub struct ContractClient {
         addr: SocketAddr,
-        /// Prints one line per attempt. Only this example needs it.
-        pub log: AttemptLog,
     }
 
     impl ContractClient {
         pub fn new(addr: SocketAddr) -> Self {
-            Self {
-                addr,
-                log: AttemptLog::default(),
-            }
+            Self { addr }
         }
 
         /// Sends one request line and reads one answer line.
@@ -349,77 +384,6 @@ mod contract_client {
             Ok(answer.trim_end().to_owned())
         }
     }
-
-    /// Numbers the attempts of one call and measures the pauses between them.
-    ///
-    /// `#[retry]` does not tell the body which attempt it is in, and the pause happens in the
-    /// library, between two runs of the body, so the pause is measured here as the gap between
-    /// the end of one attempt and the start of the next.
-    #[derive(Default)]
-    pub struct AttemptLog {
-        // A std mutex, never held across an `.await`, so the annotated futures stay `Send`.
-        state: Mutex<LogState>,
-    }
-
-    #[derive(Default)]
-    struct LogState {
-        attempts: u32,
-        first_start: Option<Instant>,
-        last_end: Option<Instant>,
-    }
-
-    /// Handed from [`AttemptLog::start`] to [`AttemptLog::end`].
-    pub struct Attempt {
-        number: u32,
-        started: Instant,
-    }
-
-    impl AttemptLog {
-        pub fn start(&self) -> Attempt {
-            let mut state = self.lock();
-            state.attempts += 1;
-            let started = Instant::now();
-            state.first_start.get_or_insert(started);
-            Attempt {
-                number: state.attempts,
-                started,
-            }
-        }
-
-        pub fn end<T: Display, E: Display>(
-            &self,
-            attempt: Attempt,
-            answer: &Result<T, E>,
-            is_transient: fn(&E) -> bool,
-        ) {
-            let mut state = self.lock();
-            let since_first = attempt.started - *state.first_start.get_or_insert(attempt.started);
-            let waited = match state.last_end {
-                Some(end) => format!("waited {:.2} s", (attempt.started - end).as_secs_f64()),
-                None => String::new(),
-            };
-            state.last_end = Some(Instant::now());
-            let outcome = match answer {
-                Ok(value) => format!("{value}"),
-                Err(e) if is_transient(e) => format!("{e} (transient)"),
-                Err(e) => format!("{e} (permanent)"),
-            };
-            println!(
-                "  attempt {} at {:>5.2} s  {waited:<14}  -> {outcome}",
-                attempt.number,
-                since_first.as_secs_f64(),
-            );
-        }
-
-        pub fn attempts(&self) -> u32 {
-            self.lock().attempts
-        }
-
-        fn lock(&self) -> std::sync::MutexGuard<'_, LogState> {
-            // A panic while printing leaves nothing half-updated that matters here.
-            self.state.lock().unwrap_or_else(PoisonError::into_inner)
-        }
-    }
 }
 
 /// A stand-in for the insurer's contract service, on a loopback port.
@@ -430,6 +394,9 @@ mod contract_client {
 /// - `PAY <claim> <cents> <key>` is answered `PAID <receipt>` or `UNKNOWN_CLAIM`, or not at all
 ///   when the response is lost.
 /// - Anything else is answered `BAD_REQUEST`.
+///
+/// It counts what arrives, so that `main` can check the number of attempts from the receiving
+/// end, where a retry that should not have happened would show.
 mod contract_service {
     use super::{ClaimId, GARDEN_SHED, STORM_FENCE, STORM_ROOF};
     use std::collections::HashMap;
@@ -440,7 +407,8 @@ mod contract_service {
     use tokio::net::{TcpListener, TcpStream};
     use tokio::sync::Mutex;
 
-    /// The handle `main` keeps: where the service listens, and knobs to make it misbehave.
+    /// The handle `main` keeps: where the service listens, knobs to make it misbehave, and
+    /// its counts.
     pub struct ContractService {
         addr: SocketAddr,
         state: Arc<Mutex<State>>,
@@ -454,6 +422,9 @@ mod contract_service {
         lose_next_payout_response: bool,
         /// Receipts by idempotency key: a repeat gets the stored receipt, not a second payout.
         receipts: HashMap<String, String>,
+        /// Coverage checks received, per claim, whatever the answer.
+        coverage_checks: HashMap<ClaimId, u32>,
+        payout_requests: u32,
         payouts_executed: u32,
     }
 
@@ -477,6 +448,15 @@ mod contract_service {
 
         pub async fn lose_next_payout_response(&self) {
             self.state.lock().await.lose_next_payout_response = true;
+        }
+
+        pub async fn coverage_checks(&self, claim: ClaimId) -> u32 {
+            let state = self.state.lock().await;
+            state.coverage_checks.get(&claim).copied().unwrap_or(0)
+        }
+
+        pub async fn payout_requests(&self) -> u32 {
+            self.state.lock().await.payout_requests
         }
 
         pub async fn payouts_executed(&self) -> u32 {
@@ -519,11 +499,15 @@ mod contract_service {
     }
 
     fn coverage(state: &mut State, claim: &str) -> Option<String> {
+        let claim = parse_claim(claim);
+        if let Some(claim) = claim {
+            *state.coverage_checks.entry(claim).or_default() += 1;
+        }
         if state.overloaded_checks > 0 {
             state.overloaded_checks -= 1;
             return Some("OVERLOADED".to_owned());
         }
-        let answer = match parse_claim(claim) {
+        let answer = match claim {
             Some(STORM_ROOF | STORM_FENCE) => "COVERED",
             Some(GARDEN_SHED) => "NOT_COVERED",
             _ => "UNKNOWN_CLAIM",
@@ -533,9 +517,10 @@ mod contract_service {
 
     /// `None` means: close the connection instead of answering.
     fn pay(state: &mut State, claim: &str, cents: &str, key: &str) -> Option<String> {
+        state.payout_requests += 1;
         if let Some(receipt) = state.receipts.get(key) {
             println!(
-                "    [service] key seen before: answering with the stored {receipt}, paying nothing"
+                "      [service] key seen before: answering with the stored {receipt}, paying nothing"
             );
             return Some(format!("PAID {receipt}"));
         }
@@ -544,10 +529,10 @@ mod contract_service {
         }
         state.payouts_executed += 1;
         let receipt = format!("R-{}", state.payouts_executed);
-        println!("    [service] payout of {cents} cents for claim {claim} executed ({receipt})");
+        println!("      [service] payout of {cents} cents for claim {claim} executed ({receipt})");
         state.receipts.insert(key.to_owned(), receipt.clone());
         if std::mem::take(&mut state.lose_next_payout_response) {
-            println!("    [service] ...and the response is lost on the way back");
+            println!("      [service] ...and the response is lost on the way back");
             return None;
         }
         Some(format!("PAID {receipt}"))

@@ -35,7 +35,8 @@
 //! - **State-changing calls only with an idempotency key.** A payout whose response was lost
 //!   looks like a failure; a retry without a key pays twice. Mark such functions
 //!   `#[non_idempotent]` and `#[retry]` refuses to compile them without an [`IdempotencyKey`]
-//!   parameter.
+//!   parameter. The receiving service's side, which executes once per key and answers a
+//!   repeat with the stored response, is the module `store` (feature `idempotency-store`).
 //! - **One retrying layer.** A portal retrying 4 times a service that tries its database 3 times
 //!   makes 12 database calls out of one request. Retry where the decision is made, not in every
 //!   layer.
@@ -85,6 +86,8 @@ mod key;
 mod policy;
 mod random;
 mod state;
+#[cfg(feature = "idempotency-store")]
+pub mod store;
 pub mod testing;
 mod timer;
 mod transient;

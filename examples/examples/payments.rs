@@ -525,8 +525,8 @@ mod payment_service {
     ///
     /// There is no `.await` between counting the payout and returning, so the handler cannot
     /// be cancelled after the money moved but before the guard completes. A real bank call can
-    /// be, so a real service runs it in a task that outlives the connection (`tokio::spawn`)
-    /// and completes the guard there.
+    /// be, so a real service runs `begin`, the bank call and `complete` in a task that
+    /// outlives the connection (`tokio::spawn`) and awaits that task in the handler.
     async fn execute(service: &Service, key: &IdempotencyKey, order: &PayoutRequest) -> Stored {
         let delay = lock(&service.slow_bank).take();
         if let Some(delay) = delay {

@@ -157,6 +157,12 @@ impl<R> Begin<'_, R> {
 /// completing it releases the key, so that a handler that fails, panics or is cancelled
 /// halfway does not leave the key blocked: the client's retry executes afresh.
 ///
+/// That is also what happens when the handler is cancelled *after* its side effect and before
+/// `complete`, for instance by a client hanging up during the bank call: the retry would pay
+/// again. Where the side effect cannot be undone, run the whole `begin`, execute, `complete`
+/// sequence in a task that the connection does not own (`tokio::spawn` with an `Arc` of the
+/// store) and await its result in the handler.
+///
 /// ```
 /// use retry_runtime::IdempotencyKey;
 /// use retry_runtime::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore};

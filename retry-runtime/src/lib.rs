@@ -108,7 +108,9 @@
 //! A payout whose response was lost looks like a failure to the caller; a retry without a key
 //! pays twice. Mark such functions `#[non_idempotent]`: `#[retry]` then refuses to compile them
 //! unless they take an [`IdempotencyKey`], which the caller creates once and every attempt sends,
-//! so the receiver recognises the repeat.
+//! so the receiver recognises the repeat. The receiving service's side, which executes once per
+//! key and answers a repeat with the stored response, is the module `store` (feature
+//! `idempotency-store`).
 //!
 //! ```
 //! use retry_runtime::{non_idempotent, retry, IdempotencyKey};
@@ -219,6 +221,10 @@
 //! |---|---|---|
 //! | `tokio` | on | async functions pause with tokio's timer and read tokio's clock |
 //! | `tracing` | on | `INFO`/`WARN` events for failed attempts (requires `E: Debug`) |
+//! | `http` | off | [`integrations::http`]: a classifier for `http::StatusCode` and responses, with `Retry-After` |
+//! | `reqwest` | off | `Transient for reqwest::Error` |
+//! | `tonic` | off | `Transient for tonic::Status`, with `grpc-retry-pushback-ms` |
+//! | `idempotency-store` | off | `store`: the receiving side of `Idempotency-Key` |
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -230,6 +236,8 @@ mod key;
 mod policy;
 mod random;
 mod state;
+#[cfg(feature = "idempotency-store")]
+pub mod store;
 pub mod testing;
 mod timer;
 mod transient;

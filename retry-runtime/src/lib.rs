@@ -221,7 +221,7 @@
 //! |---|---|---|
 //! | `tokio` | on | async functions pause with tokio's timer and read tokio's clock |
 //! | `tracing` | on | `INFO`/`WARN` events for failed attempts (requires `E: Debug`) |
-//! | `http` | off | [`integrations::http`]: a classifier for `http::StatusCode` and responses, with `Retry-After` |
+//! | `http` | off | `integrations::http`: a classifier for `http::StatusCode` and responses, with `Retry-After` |
 //! | `reqwest` | off | `Transient for reqwest::Error` |
 //! | `tonic` | off | `Transient for tonic::Status`, with `grpc-retry-pushback-ms` |
 //! | `idempotency-store` | off | `store`: the receiving side of `Idempotency-Key` |

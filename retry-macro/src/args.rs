@@ -213,7 +213,7 @@ impl Args {
             "timeout" => set(&mut self.timeout, arg, errors, positive_duration),
             "notify" => set(&mut self.notify, arg, errors, |_, v| Ok(v.clone())),
             "on_give_up" => set(&mut self.on_give_up, arg, errors, |_, v| Ok(v.clone())),
-            "policy" => set(&mut self.policy, arg, errors, |_, v| Ok(v.clone())),
+            "policy" => set(&mut self.policy, arg, errors, policy),
             "sleep" => set(&mut self.sleep, arg, errors, |_, v| Ok(v.clone())),
             "budget" => set(&mut self.budget, arg, errors, |_, v| Ok(v.clone())),
             "breaker" => set(&mut self.breaker, arg, errors, |_, v| Ok(v.clone())),
@@ -417,11 +417,45 @@ fn positive_duration(key: &Ident, value: &Expr) -> syn::Result<u64> {
         0 => Err(syn::Error::new_spanned(
             value,
             format!(
-                "`{key} = \"0s\"` would cut off every attempt before it starts; give a duration longer than zero, like `{key} = \"2s\"`"
+                "`{key} = {}` would cut off every attempt before it starts; give a duration longer than zero, like `{key} = \"2s\"`",
+                value.to_token_stream()
             ),
         )),
         nanos => Ok(nanos),
     }
+}
+
+/// `policy = expr`, but not the string syntax of `Policy::from_str`, which is for run time.
+fn policy(key: &Ident, value: &Expr) -> syn::Result<Expr> {
+    match lit(value) {
+        Some(Lit::Str(text)) => Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "`{key}` takes a `Policy` expression, not a string; write the keys in the attribute instead, `#[retry({})]`, or parse the string at start-up (`\"...\".parse::<Policy>()`) and name the result: `{key} = MY_POLICY`",
+                as_attribute_args(&text.value())
+            ),
+        )),
+        _ => Ok(value.clone()),
+    }
+}
+
+/// `max=3, base=1s` as the attribute spells it: `max = 3, base = "1s"`.
+fn as_attribute_args(text: &str) -> String {
+    let is_duration = |v: &str| {
+        v.starts_with(|c: char| c.is_ascii_digit()) && v.ends_with(|c: char| c.is_alphabetic())
+    };
+    text.split(',')
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .map(|part| match part.split_once('=') {
+            Some((key, value)) if is_duration(value.trim()) => {
+                format!("{} = \"{}\"", key.trim(), value.trim())
+            }
+            Some((key, value)) => format!("{} = {}", key.trim(), value.trim()),
+            None => part.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn nested(key: &Ident, value: &Expr) -> syn::Result<Nested> {

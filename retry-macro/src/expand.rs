@@ -47,9 +47,11 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let is_async = func.sig.asyncness.is_some();
 
     let (policy_item, policy_ref) = match &plan.policy_expr {
+        // Located at the expression, so a value that is not a `Policy` is reported there.
         Some(expr) => (
             quote!(let #policy_local = #expr;),
-            quote!(#rt::policy_ref(&#policy_local)),
+            quote_spanned!(at(&expr.to_token_stream())=>
+                ::retry_runtime::__private::policy_ref(&#policy_local)),
         ),
         None => {
             let value = policy_expr(&plan.policy);
@@ -71,11 +73,19 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let name = Literal::string(&func.sig.ident.unraw().to_string());
     // With `sleep = f` the function needs no default timer: `start`, then `.sleep(f)`.
     let start = if is_async && plan.sleep.is_none() {
-        quote!(start_async)
+        "start_async"
     } else {
-        quote!(start)
+        "start"
     };
-    let mut builder = quote!(#rt::Retry::<#output>::#start(#policy_ref, #name, #classify));
+    // Located at `on`'s value if given, so a classifier that returns neither `bool` nor
+    // `Verdict` is reported there.
+    let start_span = plan
+        .on
+        .as_ref()
+        .map_or_else(Span::call_site, |on| at(&on.to_token_stream()));
+    let start = Ident::new(start, start_span);
+    let mut builder = quote_spanned!(start_span=>
+        ::retry_runtime::__private::Retry::<#output>::#start(#policy_ref, #name, #classify));
     if let Some(f) = &plan.on_result {
         builder.extend(quote!(.on_result(#f)));
     }

@@ -2,8 +2,8 @@
 //! release; write `retry_runtime::Policy` and friends instead.
 
 pub use crate::breaker::FromCircuitOpen;
-pub use crate::state::{KeyParam, LoggableError, Outcome, Retry, Unset};
-pub use crate::timer::{FromElapsed, NoTimer, Sleeper, TimerFor};
+pub use crate::state::{IntoVerdict, KeyParam, LoggableError, Outcome, Retry, Unset};
+pub use crate::timer::{FromElapsed, NoTimer, SleepFuture, Sleeper, TimerFor};
 pub use crate::{Backoff, Jitter, Policy, Verdict};
 pub use std::ops::ControlFlow;
 pub use std::time::Duration;
@@ -26,6 +26,24 @@ pub fn is_transient<E: crate::Transient + ?Sized>(error: &E) -> Verdict {
 
 /// `policy = expr` accepts a `Policy` or a `&Policy`.
 #[inline]
-pub fn policy_ref<P: std::borrow::Borrow<Policy> + ?Sized>(policy: &P) -> &Policy {
-    policy.borrow()
+pub fn policy_ref<P: AsPolicy + ?Sized>(policy: &P) -> &Policy {
+    policy.as_policy()
+}
+
+/// A `Policy`, or something that lends one (`&Policy`, `Box<Policy>`, ...), with an error
+/// message for everything else.
+#[diagnostic::on_unimplemented(
+    message = "`policy = ...` needs a `retry_runtime::Policy` or a `&Policy`, not `{Self}`",
+    label = "not a `Policy`",
+    note = "build one with `Policy::new()` and its builders, as a `const`; or read a string once at start-up with `\"max=3, base=1s\".parse::<Policy>()` and name the result"
+)]
+pub trait AsPolicy {
+    /// The policy.
+    fn as_policy(&self) -> &Policy;
+}
+
+impl<P: std::borrow::Borrow<Policy> + ?Sized> AsPolicy for P {
+    fn as_policy(&self) -> &Policy {
+        self.borrow()
+    }
 }

@@ -2,7 +2,7 @@
 
 use crate::breaker::FromCircuitOpen;
 use crate::context::{self, Enter, Frame, Scoped};
-use crate::timer::{Elapsed, FromElapsed, Sleeper, Timed};
+use crate::timer::{Elapsed, FromElapsed, SleepFuture, Sleeper, Timed};
 use crate::{Admission, CircuitBreaker, CircuitOpen, IdempotencyKey, Policy, RetryBudget, Verdict};
 use std::fmt;
 use std::future::Future;
@@ -64,6 +64,30 @@ impl<E: fmt::Debug + ?Sized> LoggableError for E {}
 pub trait LoggableError {}
 #[cfg(not(feature = "tracing"))]
 impl<E: ?Sized> LoggableError for E {}
+
+/// What a classifier (`on = ...`) may return: `bool` or a [`Verdict`], with an error message
+/// that says so.
+#[diagnostic::on_unimplemented(
+    message = "`on = ...` must return `bool` or `retry_runtime::Verdict`, not `{Self}`",
+    label = "this classifier returns `{Self}`",
+    note = "return `true` to retry the error and `false` to return it at once, or a `Verdict`: `Retry`, `RetryAfter(pause)` or `Fail`"
+)]
+pub trait IntoVerdict {
+    /// The classifier's answer as a [`Verdict`].
+    fn into_verdict(self) -> Verdict;
+}
+
+impl IntoVerdict for bool {
+    fn into_verdict(self) -> Verdict {
+        Verdict::from(self)
+    }
+}
+
+impl IntoVerdict for Verdict {
+    fn into_verdict(self) -> Verdict {
+        self
+    }
+}
 
 /// The two sides of a function's `Result`, so the state can name them.
 pub trait Outcome {
@@ -183,12 +207,12 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
     ) -> Retry<'p, Result<T, E>, C>
     where
         C: Fn(&E) -> V,
-        V: Into<Verdict>,
+        V: IntoVerdict,
     {
         Retry::with_parts(
             Core::new(policy, name, std_now),
             classify,
-            |c, e| c(e).into(),
+            |c, e| c(e).into_verdict(),
             Unset,
         )
     }
@@ -204,12 +228,12 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
     ) -> Retry<'p, Result<T, E>, C, crate::timer::TokioTimer>
     where
         C: Fn(&E) -> V,
-        V: Into<Verdict>,
+        V: IntoVerdict,
     {
         Retry::with_parts(
             Core::new(policy, name, tokio_now),
             classify,
-            |c, e| c(e).into(),
+            |c, e| c(e).into_verdict(),
             crate::timer::TokioTimer,
         )
     }
@@ -225,13 +249,13 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
     ) -> Retry<'p, Result<T, E>, C, crate::timer::NoTimer>
     where
         C: Fn(&E) -> V,
-        V: Into<Verdict>,
+        V: IntoVerdict,
         crate::timer::NoTimer: crate::timer::TimerFor<T>,
     {
         Retry::with_parts(
             Core::new(policy, name, std_now),
             classify,
-            |c, e| c(e).into(),
+            |c, e| c(e).into_verdict(),
             crate::timer::NoTimer,
         )
     }
@@ -389,7 +413,7 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
     pub fn sleep<F, Fut>(mut self, f: F) -> Retry<'p, Result<T, E>, C, F, R, N, G>
     where
         F: Fn(Duration) -> Fut,
-        Fut: Future<Output = ()>,
+        Fut: SleepFuture,
     {
         self.core.clock = std_now;
         Retry {

@@ -26,6 +26,16 @@ where
     }
 }
 
+/// What `sleep = f` returns: a future, with an error message that says so.
+#[diagnostic::on_unimplemented(
+    message = "`sleep = ...` must return a future, but it returns `{Self}`",
+    label = "returns `{Self}`, not a future",
+    note = "name an async sleep function, `fn(Duration) -> impl Future<Output = ()>`, such as `async_std::task::sleep` or `futures_timer::Delay::new`; a blocking `std::thread::sleep` would stop the executor's thread"
+)]
+pub trait SleepFuture: Future<Output = ()> {}
+
+impl<F: Future<Output = ()>> SleepFuture for F {}
+
 /// tokio's timer.
 #[cfg(feature = "tokio")]
 #[derive(Clone, Copy, Debug, Default)]

@@ -1,6 +1,8 @@
 //! PNG line charts with plotters' bitmap backend. Text is drawn with an embedded DejaVu Sans,
 //! so a machine without any system font renders the same picture.
 
+use plotters::coord::ranged1d::ValueFormatter;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::{FontStyle, register_font};
 use std::error::Error;
@@ -45,6 +47,10 @@ pub struct Chart {
     pub lines: Vec<Line>,
     /// A labelled band of x values shaded grey behind the lines, such as an outage.
     pub band: Option<(f64, f64, String)>,
+    /// A logarithmic y axis, for lines that differ by orders of magnitude.
+    pub log_y: bool,
+    /// Where the legend goes.
+    pub legend: SeriesLabelPosition,
 }
 
 fn register_embedded_font() -> Result<(), Box<dyn Error>> {
@@ -82,14 +88,39 @@ where
     DB::ErrorType: 'static,
 {
     let points = chart.lines.iter().flat_map(|l| &l.points);
-    let x_max = points.clone().map(|p| p.0).fold(0.0, f64::max);
-    let y_max = points.map(|p| p.1).fold(0.0, f64::max);
-    let mut ctx = ChartBuilder::on(area)
+    let x_max = points.clone().map(|p| p.0).fold(0.0, f64::max).max(1.0);
+    let y_max = points.clone().map(|p| p.1).fold(0.0, f64::max).max(1.0);
+    let mut builder = ChartBuilder::on(area);
+    builder
         .caption(&chart.title, (FONT, 24))
         .margin(16)
         .x_label_area_size(48)
-        .y_label_area_size(72)
-        .build_cartesian_2d(0.0..x_max.max(1.0), 0.0..(y_max * 1.05).max(1.0))?;
+        .y_label_area_size(72);
+    if chart.log_y {
+        let y_min = points
+            .map(|p| p.1)
+            .filter(|y| *y > 0.0)
+            .fold(y_max, f64::min);
+        let ctx =
+            builder.build_cartesian_2d(0.0..x_max, (y_min * 0.8..y_max * 1.25).log_scale())?;
+        draw_into(ctx, chart, y_min * 0.8)
+    } else {
+        let ctx = builder.build_cartesian_2d(0.0..x_max, 0.0..y_max * 1.05)?;
+        draw_into(ctx, chart, 0.0)
+    }
+}
+
+/// The mesh, the band, the lines and the legend, on linear or logarithmic y.
+fn draw_into<'a, DB, Y>(
+    mut ctx: ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+    chart: &Chart,
+    y_bottom: f64,
+) -> Result<(), Box<dyn Error>>
+where
+    DB: DrawingBackend + 'a,
+    DB::ErrorType: 'static,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
     let y_top = ctx.y_range().end;
     ctx.configure_mesh()
         .x_label_formatter(&number)
@@ -102,9 +133,12 @@ where
         .draw()?;
     if let Some((from, to, label)) = &chart.band {
         let grey = RGBColor(228, 228, 228);
-        ctx.draw_series([Rectangle::new([(*from, 0.0), (*to, y_top)], grey.filled())])?
-            .label(label.as_str())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 24, y + 6)], grey.filled()));
+        ctx.draw_series([Rectangle::new(
+            [(*from, y_bottom), (*to, y_top)],
+            grey.filled(),
+        )])?
+        .label(label.as_str())
+        .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 24, y + 6)], grey.filled()));
     }
     for (i, line) in chart.lines.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
@@ -116,7 +150,7 @@ where
         .legend(move |(x, y)| PathElement::new([(x, y), (x + 24, y)], color.stroke_width(4)));
     }
     ctx.configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(chart.legend.clone())
         .label_font((FONT, 18))
         .background_style(WHITE.mix(0.9))
         .border_style(BLACK)

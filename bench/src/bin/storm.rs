@@ -4,6 +4,7 @@
 //! 1,000 customers' checks hit a contract service that is overloaded for the first 5 s, through
 //! `#[retry(max = 3, base = "1s")]` with each jitter form in turn, on tokio's paused clock.
 
+use plotters::chart::SeriesLabelPosition;
 use retry_bench::cli::Flags;
 use retry_bench::plot::{self, Chart, Line};
 use retry_bench::storm::{self, BUCKET, Config, Form, Outcome};
@@ -86,5 +87,7 @@ fn chart(title: String, outcomes: &[Outcome]) -> Chart {
         y_label: "calls to the service per 100 ms".to_owned(),
         lines,
         band: None,
+        log_y: false,
+        legend: SeriesLabelPosition::UpperRight,
     }
 }

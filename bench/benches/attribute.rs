@@ -4,6 +4,8 @@
 //! Every variant is `#[inline(never)]`, so each iteration makes one real call and none of them is
 //! folded into the benchmark loop. `tokio-retry` has no sync form; its rows are async only.
 
+mod common;
+
 use backon::{BlockingRetryable, ConstantBuilder, ExponentialBuilder, Retryable};
 use criterion::{Criterion, criterion_group, criterion_main};
 use retry_runtime::{Transient, retry};
@@ -145,6 +147,9 @@ fn happy_path(c: &mut Criterion) {
         b.iter(|| sync::attribute(black_box(7)))
     });
     g.bench_function("backon", |b| b.iter(|| sync::backon(black_box(7))));
+    // The compiler folds `sync::attribute` into `sync::plain` (identical code, one address), so
+    // measuring plain once more shows how much of any difference is the harness's noise.
+    g.bench_function("plain, again", |b| b.iter(|| sync::plain(black_box(7))));
     g.finish();
 
     let rt = runtime();
@@ -204,10 +209,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 criterion_group! {
     name = benches;
-    // Short runs: each benchmark is a few nanoseconds, so 3 s gives millions of samples.
-    config = Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
+    config = common::config();
     targets = happy_path, failure_path
 }
 criterion_main!(benches);

@@ -1,5 +1,7 @@
 //! The pause computation alone, per jitter form: `cargo bench -p retry-bench --bench delay`.
 
+mod common;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use retry_runtime::{Jitter, Policy};
 use std::hint::black_box;
@@ -30,10 +32,7 @@ fn delay(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    // Short runs: each benchmark is a few nanoseconds, so 3 s gives millions of samples.
-    config = Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
+    config = common::config();
     targets = delay
 }
 criterion_main!(benches);

@@ -6,6 +6,8 @@
 //! size, not the work done, sets the happy path's cost (a 192-byte dummy future in place of
 //! `Sleep` costs the same). Sizes are printed before the measurements.
 
+mod common;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use retry_runtime::__private as rt;
 use retry_runtime::{Transient, retry};
@@ -13,7 +15,6 @@ use std::future::Future;
 use std::hint::black_box;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 #[derive(Debug)]
 struct Busy;
@@ -130,10 +131,7 @@ fn future_size(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    // Short runs: each benchmark is a few nanoseconds, so 3 s gives millions of samples.
-    config = Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
+    config = common::config();
     targets = future_size
 }
 criterion_main!(benches);

@@ -1,8 +1,21 @@
 //! A minimal `--flag value` reader, so the binaries need no argument-parsing dependency.
 
 use std::collections::HashMap;
+use std::error::Error;
 use std::fmt::Display;
+use std::process::ExitCode;
 use std::str::FromStr;
+
+/// Runs a binary's `run`, printing its error and failing the process if there is one.
+pub fn exit_code(run: impl FnOnce() -> Result<(), Box<dyn Error>>) -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
 
 /// The command line as `--name value` pairs.
 #[derive(Debug)]

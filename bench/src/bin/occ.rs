@@ -15,13 +15,7 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: occ [--runs 100] [--seed 2015] [--csv occ.csv] [--plot occ.png]";
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{e}");
-            ExitCode::FAILURE
-        }
-    }
+    retry_bench::cli::exit_code(run)
 }
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {

@@ -16,13 +16,7 @@ const USAGE: &str = "usage: storm [--customers 1000] [--outage 5 (seconds)] \
 [--capacity CALLS_PER_100MS] [--plot storm.png] [--csv storm.csv]";
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{e}");
-            ExitCode::FAILURE
-        }
-    }
+    retry_bench::cli::exit_code(run)
 }
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {

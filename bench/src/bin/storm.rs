@@ -1,8 +1,14 @@
 //! `cargo run --release -p retry-bench --bin storm -- [--customers 1000] [--outage 5]
-//! [--capacity N] [--plot docs/storm.png] [--csv docs/storm.csv]`
+//! [--capacity N] [--plot docs/storm.png] [--csv docs/storm.csv] [--long-outage 60]
+//! [--arrive-over 90] [--plot-protection docs/storm-protection.png]
+//! [--csv-protection docs/storm-protection.csv]`
 //!
 //! 1,000 customers' checks hit a contract service that is overloaded for the first 5 s, through
 //! `#[retry(max = 3, base = "1s")]` with each jitter form in turn, on tokio's paused clock.
+//!
+//! Then the long outage: the same customers arrive one after another over 90 s while the service
+//! is down for the first 60 s, through `#[retry(max = 3, base = "1s")]` (default jitter) plain,
+//! with a shared `RetryBudget`, with a `CircuitBreaker`, and with both.
 
 use plotters::chart::SeriesLabelPosition;
 use retry_bench::cli::Flags;
@@ -13,18 +19,33 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 const USAGE: &str = "usage: storm [--customers 1000] [--outage 5 (seconds)] \
-[--capacity CALLS_PER_100MS] [--plot storm.png] [--csv storm.csv]";
+[--capacity CALLS_PER_100MS] [--plot storm.png] [--csv storm.csv] \
+[--long-outage 60 (seconds)] [--arrive-over 90 (seconds)] \
+[--plot-protection storm-protection.png] [--csv-protection storm-protection.csv]";
 
 fn main() -> ExitCode {
     retry_bench::cli::exit_code(run)
 }
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let flags = Flags::parse(&["customers", "outage", "capacity", "plot", "csv"], USAGE)?;
+    let flags = Flags::parse(
+        &[
+            "customers",
+            "outage",
+            "capacity",
+            "plot",
+            "csv",
+            "long-outage",
+            "arrive-over",
+            "plot-protection",
+            "csv-protection",
+        ],
+        USAGE,
+    )?;
     let outage: f64 = flags.get("outage", 5.0)?;
     let config = Config {
         customers: flags.get("customers", 1000)?,
-        outage: Duration::try_from_secs_f64(outage).map_err(|e| format!("`--outage`: {e}"))?,
+        outage: seconds(outage, "outage")?,
         capacity: flags.optional("capacity")?,
     };
     let outcomes = Form::ALL
@@ -54,7 +75,45 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         plot::draw(&path, (1600, 800), &[chart])?;
         println!("wrote {}", path.display());
     }
+
+    let long_outage: f64 = flags.get("long-outage", 60.0)?;
+    let arrive_over: f64 = flags.get("arrive-over", 90.0)?;
+    let long = protection::Scenario {
+        customers: config.customers,
+        outage: seconds(long_outage, "long-outage")?,
+        arrive_over: seconds(arrive_over, "arrive-over")?,
+        capacity: config.capacity,
+    };
+    let runs = protection::Variant::ALL
+        .into_iter()
+        .map(|variant| protection::run(variant, long))
+        .collect::<Result<Vec<_>, _>>()?;
+    println!(
+        "\nLong outage: {} customers arriving evenly over the first {arrive_over} s, service \
+         down for the first {long_outage} s, capacity {capacity}; \
+         #[retry(max = 3, base = \"1s\", ...)] with the default jitter, \
+         budget = RetryBudget::new() (ratio 0.1, reserve 10 / s), \
+         breaker = CircuitBreaker::new().consecutive_failures(5).open_for(10 s)\n",
+        long.customers
+    );
+    print!("{}", protection::table(&runs, long.outage));
+    if let Some(path) = flags.optional::<PathBuf>("csv-protection")? {
+        std::fs::write(&path, protection::csv(&runs))?;
+        println!("\nwrote {}", path.display());
+    }
+    if let Some(path) = flags.optional::<PathBuf>("plot-protection")? {
+        plot::draw(
+            &path,
+            (2100, 800),
+            &protection::charts(&runs, long_outage, arrive_over, long.customers),
+        )?;
+        println!("wrote {}", path.display());
+    }
     Ok(())
+}
+
+fn seconds(value: f64, flag: &str) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(value).map_err(|e| format!("`--{flag}`: {e}"))
 }
 
 fn chart(title: String, outcomes: &[Outcome]) -> Chart {
@@ -62,16 +121,7 @@ fn chart(title: String, outcomes: &[Outcome]) -> Chart {
         .iter()
         .map(|o| Line {
             label: format!("jitter = {}", o.form.name()),
-            // Each bucket drawn as a flat step, so a one-bucket spike reads as a bar.
-            points: o
-                .calls
-                .iter()
-                .enumerate()
-                .flat_map(|(b, &n)| {
-                    let t = b as f64 * BUCKET.as_secs_f64();
-                    [(t, f64::from(n)), (t + BUCKET.as_secs_f64(), f64::from(n))]
-                })
-                .collect(),
+            points: steps(&o.calls, BUCKET),
             width: if o.form == Form::None { 3 } else { 2 },
         })
         .collect();
@@ -83,5 +133,373 @@ fn chart(title: String, outcomes: &[Outcome]) -> Chart {
         band: None,
         log_y: false,
         legend: SeriesLabelPosition::UpperRight,
+    }
+}
+
+/// Each bucket drawn as a flat step, so a one-bucket spike reads as a bar.
+fn steps(counts: &[u32], width: Duration) -> Vec<(f64, f64)> {
+    let width = width.as_secs_f64();
+    counts
+        .iter()
+        .enumerate()
+        .flat_map(|(b, &n)| {
+            let t = b as f64 * width;
+            [(t, f64::from(n)), (t + width, f64::from(n))]
+        })
+        .collect()
+}
+
+/// The long outage: customers keep arriving while the service is down for a long time, and a
+/// retry budget and a circuit breaker decide how many of their calls reach it.
+mod protection {
+    use super::steps;
+    use plotters::chart::SeriesLabelPosition;
+    use retry_bench::plot::{Chart, Line};
+    use retry_bench::storm::BUCKET;
+    use retry_runtime::{CircuitBreaker, CircuitOpen, RetryBudget, Transient, retry};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::{Arc, Mutex, PoisonError};
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    /// What the long outage is run with.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Scenario {
+        /// Customers, arriving evenly spaced from t = 0.
+        pub customers: u32,
+        /// Every call before this time fails.
+        pub outage: Duration,
+        /// The last customer arrives just before this time.
+        pub arrive_over: Duration,
+        /// After the outage, calls beyond this many in one 100 ms bucket fail too.
+        pub capacity: Option<u32>,
+    }
+
+    /// What protects the service, on top of `#[retry(max = 3, base = "1s")]`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Variant {
+        Plain,
+        Budget,
+        Breaker,
+        Both,
+    }
+
+    impl Variant {
+        pub const ALL: [Variant; 4] = [
+            Variant::Plain,
+            Variant::Budget,
+            Variant::Breaker,
+            Variant::Both,
+        ];
+
+        pub fn name(self) -> &'static str {
+            match self {
+                Variant::Plain => "plain retries",
+                Variant::Budget => "budget",
+                Variant::Breaker => "breaker",
+                Variant::Both => "budget + breaker",
+            }
+        }
+
+        async fn check(self, service: &Service, calls: &AtomicU32) -> Result<(), Refusal> {
+            match self {
+                Variant::Plain => check_plain(service, calls).await,
+                Variant::Budget => check_budget(service, calls).await,
+                Variant::Breaker => check_breaker(service, calls).await,
+                Variant::Both => check_both(service, calls).await,
+            }
+        }
+    }
+
+    /// Each variant has its own budget and breaker, so runs do not share state; each is run
+    /// once per process.
+    static BUDGET: RetryBudget = RetryBudget::new();
+    static BOTH_BUDGET: RetryBudget = RetryBudget::new();
+    const OPEN_FOR: Duration = Duration::from_secs(10);
+    static BREAKER: CircuitBreaker = CircuitBreaker::new()
+        .consecutive_failures(5)
+        .open_for(OPEN_FOR);
+    static BOTH_BREAKER: CircuitBreaker = CircuitBreaker::new()
+        .consecutive_failures(5)
+        .open_for(OPEN_FOR);
+
+    /// Why a customer's check did not succeed.
+    #[derive(Debug)]
+    enum Refusal {
+        /// The service answered "overloaded".
+        Overloaded,
+        /// The breaker was open: the service was not called.
+        Open,
+    }
+
+    impl Transient for Refusal {
+        fn is_transient(&self) -> bool {
+            matches!(self, Refusal::Overloaded)
+        }
+    }
+
+    impl From<CircuitOpen> for Refusal {
+        fn from(_: CircuitOpen) -> Self {
+            Refusal::Open
+        }
+    }
+
+    macro_rules! checks {
+        ($($name:ident => [$($protection:tt)*];)*) => {$(
+            #[retry(max = 3, base = "1s" $($protection)*)]
+            async fn $name(service: &Service, calls: &AtomicU32) -> Result<(), Refusal> {
+                let retry = calls.fetch_add(1, Ordering::Relaxed) > 0;
+                service.call(retry)
+            }
+        )*};
+    }
+
+    checks! {
+        check_plain => [];
+        check_budget => [, budget = BUDGET];
+        check_breaker => [, breaker = BREAKER];
+        check_both => [, budget = BOTH_BUDGET, breaker = BOTH_BREAKER];
+    }
+
+    /// The contract service: counts the calls that reach it per bucket, fails them during the
+    /// outage and beyond its capacity.
+    #[derive(Debug)]
+    struct Service {
+        started: Instant,
+        scenario: Scenario,
+        histogram: Mutex<(Vec<u32>, Vec<u32>)>,
+    }
+
+    impl Service {
+        fn call(&self, retry: bool) -> Result<(), Refusal> {
+            let now = self.started.elapsed();
+            let bucket = usize::try_from(now.as_nanos() / BUCKET.as_nanos()).unwrap_or(usize::MAX);
+            let mut h = self
+                .histogram
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let (calls, retries) = &mut *h;
+            if calls.len() <= bucket {
+                calls.resize(bucket + 1, 0);
+                retries.resize(bucket + 1, 0);
+            }
+            calls[bucket] += 1;
+            retries[bucket] += u32::from(retry);
+            let overloaded = now < self.scenario.outage
+                || self.scenario.capacity.is_some_and(|c| calls[bucket] > c);
+            if overloaded {
+                Err(Refusal::Overloaded)
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    /// What one variant saw.
+    #[derive(Clone, Debug)]
+    pub struct Run {
+        pub variant: Variant,
+        /// Calls that reached the service in each 100 ms bucket from t = 0.
+        pub calls: Vec<u32>,
+        /// The retries among those calls.
+        pub retries: Vec<u32>,
+        /// Attempts the breaker refused without calling the service (each ends its customer's
+        /// check, so this is also the customers told "not possible" by the breaker).
+        pub refused: u32,
+        pub succeeded: u32,
+        pub not_possible: u32,
+        pub last_answer: Duration,
+    }
+
+    impl Run {
+        fn total(counts: &[u32]) -> u64 {
+            counts.iter().map(|&n| u64::from(n)).sum()
+        }
+
+        /// Calls that reached the service before `until`.
+        fn calls_before(&self, until: Duration) -> u64 {
+            let buckets = (until.as_nanos() / BUCKET.as_nanos()) as usize;
+            Self::total(&self.calls[..buckets.min(self.calls.len())])
+        }
+
+        /// The most calls in any one second before `until`.
+        fn peak_per_second_before(&self, until: Duration) -> u32 {
+            let seconds = usize::try_from(until.as_secs()).unwrap_or(usize::MAX);
+            self.per_second()
+                .into_iter()
+                .take(seconds)
+                .max()
+                .unwrap_or(0)
+        }
+
+        /// Calls per second: ten buckets each.
+        fn per_second(&self) -> Vec<u32> {
+            let per = (Duration::from_secs(1).as_nanos() / BUCKET.as_nanos()) as usize;
+            self.calls.chunks(per).map(|c| c.iter().sum()).collect()
+        }
+    }
+
+    /// Runs the long outage once for `variant`, on its own paused-clock runtime.
+    pub fn run(variant: Variant, scenario: Scenario) -> std::io::Result<Run> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()?;
+        runtime.block_on(async {
+            tokio::time::pause();
+            let started = Instant::now();
+            let service = Arc::new(Service {
+                started,
+                scenario,
+                histogram: Mutex::new((Vec::new(), Vec::new())),
+            });
+            let spacing = scenario.arrive_over / scenario.customers.max(1);
+            let customers: Vec<_> = (0..scenario.customers)
+                .map(|i| {
+                    let service = Arc::clone(&service);
+                    tokio::spawn(async move {
+                        tokio::time::sleep_until(started + spacing * i).await;
+                        let calls = AtomicU32::new(0);
+                        let answer = variant.check(&service, &calls).await;
+                        (answer, service.started.elapsed())
+                    })
+                })
+                .collect();
+            let mut run = Run {
+                variant,
+                calls: Vec::new(),
+                retries: Vec::new(),
+                refused: 0,
+                succeeded: 0,
+                not_possible: 0,
+                last_answer: Duration::ZERO,
+            };
+            for customer in customers {
+                let (answer, answered) = customer.await?;
+                match answer {
+                    Ok(()) => run.succeeded += 1,
+                    Err(refusal) => {
+                        run.not_possible += 1;
+                        run.refused += u32::from(matches!(refusal, Refusal::Open));
+                    }
+                }
+                run.last_answer = run.last_answer.max(answered);
+            }
+            let mut h = service
+                .histogram
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            run.calls = std::mem::take(&mut h.0);
+            run.retries = std::mem::take(&mut h.1);
+            Ok(run)
+        })
+    }
+
+    /// The table, one row per variant.
+    pub fn table(runs: &[Run], outage: Duration) -> String {
+        let mut out = format!(
+            "| protection | calls reaching the service | of which during the {} s outage | retries | refused by the breaker | peak calls / s during the outage | succeeded | not possible right now | last answer |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+            outage.as_secs_f64()
+        );
+        for r in runs {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} s |\n",
+                r.variant.name(),
+                Run::total(&r.calls),
+                r.calls_before(outage),
+                Run::total(&r.retries),
+                r.refused,
+                r.peak_per_second_before(outage),
+                r.succeeded,
+                r.not_possible,
+                r.last_answer.as_secs_f64(),
+            ));
+        }
+        out
+    }
+
+    /// Calls reaching the service per 100 ms: `t_s` and one column per variant.
+    pub fn csv(runs: &[Run]) -> String {
+        let mut out = String::from("t_s");
+        for r in runs {
+            out.push(',');
+            out.push_str(&r.variant.name().replace(' ', "_"));
+        }
+        out.push('\n');
+        let buckets = runs.iter().map(|r| r.calls.len()).max().unwrap_or(0);
+        for b in 0..buckets {
+            out.push_str(&format!("{:.1}", b as f64 * BUCKET.as_secs_f64()));
+            for r in runs {
+                out.push_str(&format!(",{}", r.calls.get(b).copied().unwrap_or(0)));
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Two panels: calls reaching the service per second, and their running total.
+    pub fn charts(runs: &[Run], outage: f64, arrive_over: f64, customers: u32) -> Vec<Chart> {
+        let band = Some((0.0, outage, "outage: every call fails".to_owned()));
+        // The breaker alone is drawn wide, so that "budget + breaker" on top of it stays
+        // visible where the two coincide.
+        let width = |r: &Run| match r.variant {
+            Variant::Plain => 3,
+            Variant::Breaker => 7,
+            Variant::Budget | Variant::Both => 2,
+        };
+        let same_as_breaker = runs
+            .iter()
+            .find(|r| r.variant == Variant::Breaker)
+            .map(|b| &b.calls);
+        let label = |r: &Run| {
+            if r.variant == Variant::Both && same_as_breaker == Some(&r.calls) {
+                format!("{} (= breaker)", r.variant.name())
+            } else {
+                r.variant.name().to_owned()
+            }
+        };
+        let per_second = Chart {
+            title: format!(
+                "{customers} customers arriving over {arrive_over} s: calls reaching the service per second"
+            ),
+            x_label: "seconds since the outage began".to_owned(),
+            y_label: "calls to the service per second".to_owned(),
+            lines: runs
+                .iter()
+                .map(|r| Line {
+                    label: label(r),
+                    points: steps(&r.per_second(), Duration::from_secs(1)),
+                    width: width(r),
+                })
+                .collect(),
+            band: band.clone(),
+            log_y: false,
+            legend: SeriesLabelPosition::UpperRight,
+        };
+        let cumulative = Chart {
+            title: "calls reaching the service so far".to_owned(),
+            x_label: "seconds since the outage began".to_owned(),
+            y_label: "calls to the service, running total".to_owned(),
+            lines: runs
+                .iter()
+                .map(|r| {
+                    let mut total = 0u64;
+                    let mut points = vec![(0.0, 0.0)];
+                    for (b, &n) in r.calls.iter().enumerate() {
+                        total += u64::from(n);
+                        points.push(((b + 1) as f64 * BUCKET.as_secs_f64(), total as f64));
+                    }
+                    Line {
+                        label: label(r),
+                        points,
+                        width: width(r),
+                    }
+                })
+                .collect(),
+            band,
+            log_y: false,
+            legend: SeriesLabelPosition::UpperLeft,
+        };
+        vec![per_second, cumulative]
     }
 }

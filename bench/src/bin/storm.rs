@@ -309,6 +309,8 @@ mod protection {
         pub succeeded: u32,
         pub not_possible: u32,
         pub last_answer: Duration,
+        /// Summed over the customers told "not possible right now": from arrival to that answer.
+        pub waited_for_no: Duration,
     }
 
     impl Run {
@@ -358,9 +360,10 @@ mod protection {
                     let service = Arc::clone(&service);
                     tokio::spawn(async move {
                         tokio::time::sleep_until(started + spacing * i).await;
+                        let arrived = Instant::now();
                         let calls = AtomicU32::new(0);
                         let answer = variant.check(&service, &calls).await;
-                        (answer, service.started.elapsed())
+                        (answer, service.started.elapsed(), arrived.elapsed())
                     })
                 })
                 .collect();
@@ -372,13 +375,15 @@ mod protection {
                 succeeded: 0,
                 not_possible: 0,
                 last_answer: Duration::ZERO,
+                waited_for_no: Duration::ZERO,
             };
             for customer in customers {
-                let (answer, answered) = customer.await?;
+                let (answer, answered, waited) = customer.await?;
                 match answer {
                     Ok(()) => run.succeeded += 1,
                     Err(refusal) => {
                         run.not_possible += 1;
+                        run.waited_for_no += waited;
                         run.refused += u32::from(matches!(refusal, Refusal::Open));
                     }
                 }
@@ -397,13 +402,13 @@ mod protection {
     /// The table, one row per variant.
     pub fn table(runs: &[Run], outage: Duration) -> String {
         let mut out = format!(
-            "| protection | calls reaching the service | of which during the {} s outage | retries | refused by the breaker | peak calls / s during the outage | succeeded | not possible right now | last answer |\n\
-             |---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+            "| protection | calls reaching the service | of which during the {} s outage | retries | refused by the breaker | peak calls / s during the outage | succeeded | not possible right now | mean wait for \"not possible\" | last answer |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
             outage.as_secs_f64()
         );
         for r in runs {
             out.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} s |\n",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} s | {:.1} s |\n",
                 r.variant.name(),
                 Run::total(&r.calls),
                 r.calls_before(outage),
@@ -412,6 +417,7 @@ mod protection {
                 r.peak_per_second_before(outage),
                 r.succeeded,
                 r.not_possible,
+                r.waited_for_no.as_secs_f64() / f64::from(r.not_possible.max(1)),
                 r.last_answer.as_secs_f64(),
             ));
         }

@@ -125,7 +125,11 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         body.set_span(Span::call_site().located_at(body.span()));
         let output_type = quote!(if false { return #rt::output_type::<#output>(); });
         (
-            quote!(#state.run(async { #output_type #body }).await),
+            if plan.timeout.is_some() {
+                quote!(#state.run_timed(async { #output_type #body }).await)
+            } else {
+                quote!(#state.run(async { #output_type #body }).await)
+            },
             quote!(#state.pause(#pause).await),
         )
     } else {

@@ -6,46 +6,63 @@
 //! threads, and nested annotated functions each see their own.
 
 use crate::IdempotencyKey;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
-#[derive(Clone, Debug, Default)]
+/// What an attempt puts in place: small and `Copy`, so entering and leaving an attempt is two
+/// plain thread-local writes. The key lives in its own slot, touched only by functions that
+/// have one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Frame {
     /// The running attempt (1 for the first call); 0 outside an annotated function.
     pub attempt: u32,
-    pub key: Option<IdempotencyKey>,
+    /// This attempt's function has an idempotency key, in the `KEY` slot.
+    pub has_key: bool,
     /// A layer above retries this work: an enclosing annotated function that is retrying, or
     /// [`scope::caller_retries`].
     pub retried_above: bool,
 }
 
 thread_local! {
-    static CURRENT: RefCell<Option<Frame>> = const { RefCell::new(None) };
+    static CURRENT: Cell<Frame> = const { Cell::new(Frame { attempt: 0, has_key: false, retried_above: false }) };
+    static KEY: RefCell<Option<IdempotencyKey>> = const { RefCell::new(None) };
 }
 
-/// Reads the current frame.
-pub(crate) fn with_current<R>(f: impl FnOnce(Option<&Frame>) -> R) -> R {
-    CURRENT.with(|current| f(current.borrow().as_ref()))
+/// The current frame.
+#[inline]
+pub(crate) fn current() -> Frame {
+    CURRENT.with(Cell::get)
 }
 
-/// Puts a frame in place until dropped, then puts the previous one back (also on panic).
+/// Puts a frame (and its key, if it has one) in place until dropped, then puts the previous
+/// ones back (also on panic).
 pub(crate) struct Enter<'a> {
-    slot: &'a mut Option<Frame>,
+    previous: Frame,
+    key: Option<&'a mut Option<IdempotencyKey>>,
 }
 
 impl<'a> Enter<'a> {
-    /// Moves `slot`'s frame into the thread-local; the previous frame waits in `slot`.
-    pub(crate) fn new(slot: &'a mut Option<Frame>) -> Self {
-        CURRENT.with(|current| std::mem::swap(&mut *current.borrow_mut(), slot));
-        Enter { slot }
+    /// Enters `frame`; a `key` is swapped into the key slot for the duration and back out
+    /// afterwards. Without one the key slot is left alone.
+    #[inline]
+    pub(crate) fn new(frame: Frame, mut key: Option<&'a mut Option<IdempotencyKey>>) -> Self {
+        let previous = CURRENT.with(|c| c.replace(frame));
+        if let Some(key) = key.as_deref_mut() {
+            KEY.with(|slot| std::mem::swap(&mut *slot.borrow_mut(), key));
+        }
+        Enter { previous, key }
     }
 }
 
 impl Drop for Enter<'_> {
+    #[inline]
     fn drop(&mut self) {
-        CURRENT.with(|current| std::mem::swap(&mut *current.borrow_mut(), self.slot));
+        CURRENT.with(|c| c.set(self.previous));
+        if let Some(key) = self.key.as_deref_mut() {
+            KEY.with(|slot| std::mem::swap(&mut *slot.borrow_mut(), key));
+        }
     }
 }
 
@@ -53,15 +70,16 @@ pin_project_lite::pin_project! {
     /// A future that runs with its frame in place on every poll.
     #[doc(hidden)]
     pub struct Scoped<F> {
-        frame: Option<Frame>,
+        frame: Frame,
+        key: Option<IdempotencyKey>,
         #[pin]
         future: F,
     }
 }
 
 impl<F> Scoped<F> {
-    pub(crate) fn new(frame: Option<Frame>, future: F) -> Self {
-        Scoped { frame, future }
+    pub(crate) fn new(frame: Frame, key: Option<IdempotencyKey>, future: F) -> Self {
+        Scoped { frame, key, future }
     }
 }
 
@@ -70,7 +88,12 @@ impl<F: Future> Future for Scoped<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let _entered = Enter::new(this.frame);
+        let key = if this.frame.has_key {
+            Some(this.key)
+        } else {
+            None
+        };
+        let _entered = Enter::new(*this.frame, key);
         this.future.poll(cx)
     }
 }
@@ -123,16 +146,16 @@ impl Attempt {
 /// The attempt that is running in the innermost annotated function on this thread (or in this
 /// task, for async functions). See [`Attempt`].
 pub fn attempt() -> Attempt {
-    with_current(|frame| match frame {
-        Some(frame) => Attempt {
-            number: frame.attempt.max(1),
-            key: frame.key.clone(),
-        },
-        None => Attempt {
-            number: 1,
-            key: None,
-        },
-    })
+    let frame = current();
+    let key = if frame.has_key {
+        KEY.with(|slot| slot.borrow().clone())
+    } else {
+        None
+    };
+    Attempt {
+        number: frame.attempt.max(1),
+        key,
+    }
 }
 
 pub mod scope {
@@ -169,28 +192,29 @@ pub mod scope {
     //! assert_eq!(calls.get(), 1); // one attempt: the caller does the retrying
     //! ```
 
-    use super::{Enter, Frame, Scoped, attempt, with_current};
+    use super::{Enter, Frame, Scoped, attempt, current};
     use std::future::Future;
 
     /// Runs `f` as work that a layer above retries: annotated functions called inside make one
     /// attempt each (unless they say `nested = retry`).
     pub fn caller_retries<R>(f: impl FnOnce() -> R) -> R {
-        let mut slot = Some(marked_frame());
-        let _entered = Enter::new(&mut slot);
+        let _entered = Enter::new(marked_frame(), None);
         f()
     }
 
     /// The async form of [`caller_retries`]: annotated functions awaited inside `future` make
     /// one attempt each.
     pub fn caller_retries_async<F: Future>(future: F) -> impl Future<Output = F::Output> {
-        Scoped::new(Some(marked_frame()), future)
+        Scoped::new(marked_frame(), None, future)
     }
 
+    /// The current frame, marked as retried above; it keeps the attempt number and whether a
+    /// key is in place, and leaves the key slot alone.
     fn marked_frame() -> Frame {
-        with_current(|frame| Frame {
+        Frame {
             retried_above: true,
-            ..frame.cloned().unwrap_or_default()
-        })
+            ..current()
+        }
     }
 
     /// An attempt-count header: the client writes the attempt number, the service reads it to
@@ -238,21 +262,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn enter_restores_the_previous_frame() {
-        let mut outer = Some(Frame {
+    fn enter_restores_the_previous_frame_and_key() {
+        let mut outer_key = Some(IdempotencyKey::from("outer"));
+        let outer = Frame {
             attempt: 2,
+            has_key: true,
             ..Frame::default()
-        });
-        let _a = Enter::new(&mut outer);
+        };
+        let _a = Enter::new(outer, Some(&mut outer_key));
         {
-            let mut inner = Some(Frame {
-                attempt: 5,
-                ..Frame::default()
-            });
-            let _b = Enter::new(&mut inner);
-            assert_eq!(attempt().number(), 5);
+            let _b = Enter::new(
+                Frame {
+                    attempt: 5,
+                    ..Frame::default()
+                },
+                None,
+            );
+            assert_eq!(
+                attempt(),
+                Attempt {
+                    number: 5,
+                    key: None
+                }
+            );
         }
         assert_eq!(attempt().number(), 2);
+        assert_eq!(attempt().key().map(IdempotencyKey::as_str), Some("outer"));
     }
 
     #[test]

@@ -272,7 +272,7 @@ impl<'p> Core<'p> {
             started: policy.time_budget().map(|_| clock()),
             clock,
             key: None,
-            retried_above: context::with_current(|frame| frame.is_some_and(|f| f.retried_above)),
+            retried_above: context::current().retried_above,
             nested_retry: false,
             timed_out: false,
             budget: None,
@@ -283,6 +283,7 @@ impl<'p> Core<'p> {
     }
 
     /// Asks the breaker, if any, to let the next attempt through.
+    #[inline]
     fn admit(&mut self) -> Result<(), CircuitOpen> {
         let Some(breaker) = self.breaker else {
             return Ok(());
@@ -301,6 +302,7 @@ impl<'p> Core<'p> {
 
     /// Tells the breaker, if any, how the attempt went: a transient failure counts against the
     /// service; a success or a permanent error (the service answered) counts for it.
+    #[inline]
     fn record(&mut self, service_failed: bool) {
         if let Some(admission) = self.admission.take() {
             admission.record(!service_failed, (self.clock)());
@@ -313,12 +315,13 @@ impl<'p> Core<'p> {
         })
     }
 
-    fn frame(&self) -> Option<Frame> {
-        Some(Frame {
+    #[inline]
+    fn frame(&self) -> Frame {
+        Frame {
             attempt: self.retries + 1,
-            key: self.key.clone(),
+            has_key: self.key.is_some(),
             retried_above: self.retried_above || self.policy.retries() > 0,
-        })
+        }
     }
 }
 
@@ -483,21 +486,35 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
         if let (Err(open), Some(open_error)) = (self.core.admit(), self.open_error) {
             return open_error(open);
         }
-        let mut frame = self.core.frame();
-        let _entered = Enter::new(&mut frame);
+        let frame = self.core.frame();
+        let key = if frame.has_key {
+            Some(&mut self.core.key)
+        } else {
+            None
+        };
+        let _entered = Enter::new(frame, key);
         body()
     }
 
-    /// Runs one attempt of an async function, with the attempt context in place on every poll
-    /// and the timeout, if any, racing it.
-    pub async fn run(&mut self, body: impl Future<Output = Result<T, E>>) -> Result<T, E>
+    /// Runs one attempt of an async function, with the attempt context in place on every poll.
+    pub async fn run(&mut self, body: impl Future<Output = Result<T, E>>) -> Result<T, E> {
+        if let (Err(open), Some(open_error)) = (self.core.admit(), self.open_error) {
+            return open_error(open);
+        }
+        Scoped::new(self.core.frame(), self.core.key.clone(), body).await
+    }
+
+    /// [`run`](Retry::run) with `timeout`: the attempt races the timer, whose limit is clipped to
+    /// the time left before the deadline. A separate method, so that a function without a
+    /// timeout does not carry a timer in its future.
+    pub async fn run_timed(&mut self, body: impl Future<Output = Result<T, E>>) -> Result<T, E>
     where
         S: Sleeper,
     {
         if let (Err(open), Some(open_error)) = (self.core.admit(), self.open_error) {
             return open_error(open);
         }
-        let attempt = Scoped::new(self.core.frame(), body);
+        let attempt = Scoped::new(self.core.frame(), self.core.key.clone(), body);
         let Some((limit, on_elapsed)) = self.timeout else {
             return attempt.await;
         };
@@ -515,19 +532,23 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
         }
     }
 
-    /// The pause of an async function.
+    /// The pause of an async function. The timer is boxed: it is only needed once an attempt
+    /// has failed, and inline it would make every call's future several times larger, which
+    /// costs the happy path. A zero pause is not slept (tokio's timer would round it up to its
+    /// 1 ms tick).
     pub async fn pause(&self, pause: Duration)
     where
         S: Sleeper,
     {
-        if !crate::testing::record_pause(pause) {
-            self.sleeper.sleep(pause).await;
+        if crate::testing::record_pause(pause) || pause.is_zero() {
+            return;
         }
+        Box::pin(self.sleeper.sleep(pause)).await;
     }
 
     /// The pause of a sync function.
     pub fn pause_blocking(&self, pause: Duration) {
-        if !crate::testing::record_pause(pause) {
+        if !crate::testing::record_pause(pause) && !pause.is_zero() {
             std::thread::sleep(pause);
         }
     }

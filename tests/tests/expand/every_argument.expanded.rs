@@ -75,7 +75,7 @@ async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
         .nested_retry();
     loop {
         let __retry_outcome = __retry
-            .run(async {
+            .run_timed(async {
                 if false {
                     return ::retry_runtime::__private::output_type::<
                         Result<u16, ContractError>,

@@ -25,21 +25,39 @@ pub(crate) struct Frame {
     pub retried_above: bool,
 }
 
+impl Frame {
+    /// One `u64`, so that entering and leaving are single whole-word loads and stores: a frame
+    /// stored field by field and loaded whole would stall the load on every call.
+    #[inline]
+    const fn pack(self) -> u64 {
+        self.attempt as u64 | (self.has_key as u64) << 32 | (self.retried_above as u64) << 33
+    }
+
+    #[inline]
+    const fn unpack(bits: u64) -> Frame {
+        Frame {
+            attempt: bits as u32,
+            has_key: bits & (1 << 32) != 0,
+            retried_above: bits & (1 << 33) != 0,
+        }
+    }
+}
+
 thread_local! {
-    static CURRENT: Cell<Frame> = const { Cell::new(Frame { attempt: 0, has_key: false, retried_above: false }) };
+    static CURRENT: Cell<u64> = const { Cell::new(0) };
     static KEY: RefCell<Option<IdempotencyKey>> = const { RefCell::new(None) };
 }
 
 /// The current frame.
 #[inline]
 pub(crate) fn current() -> Frame {
-    CURRENT.with(Cell::get)
+    Frame::unpack(CURRENT.with(Cell::get))
 }
 
 /// Puts a frame (and its key, if it has one) in place until dropped, then puts the previous
 /// ones back (also on panic).
 pub(crate) struct Enter<'a> {
-    previous: Frame,
+    previous: u64,
     key: Option<&'a mut Option<IdempotencyKey>>,
 }
 
@@ -48,7 +66,7 @@ impl<'a> Enter<'a> {
     /// afterwards. Without one the key slot is left alone.
     #[inline]
     pub(crate) fn new(frame: Frame, mut key: Option<&'a mut Option<IdempotencyKey>>) -> Self {
-        let previous = CURRENT.with(|c| c.replace(frame));
+        let previous = CURRENT.with(|c| c.replace(frame.pack()));
         if let Some(key) = key.as_deref_mut() {
             KEY.with(|slot| std::mem::swap(&mut *slot.borrow_mut(), key));
         }

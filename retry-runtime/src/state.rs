@@ -3,7 +3,7 @@
 use crate::breaker::FromCircuitOpen;
 use crate::context::{self, Enter, Frame, Scoped};
 use crate::timer::{Elapsed, FromElapsed, SleepFuture, Sleeper, Timed};
-use crate::{Admission, CircuitBreaker, CircuitOpen, IdempotencyKey, Policy, RetryBudget, Verdict};
+use crate::{CircuitBreaker, CircuitOpen, IdempotencyKey, Policy, RetryBudget, Verdict};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -181,8 +181,10 @@ struct Core<'p> {
     timed_out: bool,
     budget: Option<&'p RetryBudget>,
     breaker: Option<&'p CircuitBreaker>,
-    /// The breaker's permission for the attempt under way, recorded when it ends.
-    admission: Option<Admission<'p>>,
+    /// The breaker's permission for the attempt under way (its generation, and whether it is
+    /// the half-open trial), recorded when the attempt ends. Plain data rather than an
+    /// `Option<Admission>`, which made every call copy an uninitialised word and stall.
+    ticket: Option<(u64, bool)>,
     /// The breaker refused the attempt that just "ended": return its error at once.
     refused: bool,
 }
@@ -261,6 +263,16 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
     }
 }
 
+impl Drop for Core<'_> {
+    /// A call dropped during its half-open trial (cancelled) counts as a failed trial, so the
+    /// breaker is not left waiting for an outcome that never comes.
+    fn drop(&mut self) {
+        if let (Some((generation, true)), Some(breaker)) = (self.ticket, self.breaker) {
+            breaker.outcome(generation, true, false, None);
+        }
+    }
+}
+
 impl<'p> Core<'p> {
     #[inline]
     fn new(policy: &'p Policy, name: &'static str, clock: fn() -> Instant) -> Self {
@@ -277,7 +289,7 @@ impl<'p> Core<'p> {
             timed_out: false,
             budget: None,
             breaker: None,
-            admission: None,
+            ticket: None,
             refused: false,
         }
     }
@@ -290,7 +302,7 @@ impl<'p> Core<'p> {
         };
         match breaker.admit((self.clock)()) {
             Ok(admission) => {
-                self.admission = Some(admission);
+                self.ticket = Some(admission.into_ticket());
                 Ok(())
             }
             Err(open) => {
@@ -304,8 +316,8 @@ impl<'p> Core<'p> {
     /// service; a success or a permanent error (the service answered) counts for it.
     #[inline]
     fn record(&mut self, service_failed: bool) {
-        if let Some(admission) = self.admission.take() {
-            admission.record(!service_failed, (self.clock)());
+        if let (Some((generation, trial)), Some(breaker)) = (self.ticket.take(), self.breaker) {
+            breaker.outcome(generation, trial, !service_failed, Some((self.clock)()));
         }
     }
 

@@ -201,7 +201,7 @@ fn tokio_now() -> Instant {
 impl<'p, T, E> Retry<'p, Result<T, E>> {
     /// For a sync function: pauses with `std::thread::sleep`, and measures the deadline on
     /// [`Instant::now`].
-    #[inline]
+    #[inline(always)]
     pub fn start<C, V>(
         policy: &'p Policy,
         name: &'static str,
@@ -222,7 +222,7 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
     /// For an async function: pauses with tokio's timer and measures the deadline on tokio's
     /// clock, so a paused test clock governs both.
     #[cfg(feature = "tokio")]
-    #[inline]
+    #[inline(always)]
     pub fn start_async<C, V>(
         policy: &'p Policy,
         name: &'static str,
@@ -274,7 +274,7 @@ impl Drop for Core<'_> {
 }
 
 impl<'p> Core<'p> {
-    #[inline]
+    #[inline(always)]
     fn new(policy: &'p Policy, name: &'static str, clock: fn() -> Instant) -> Self {
         Core {
             policy,
@@ -338,6 +338,7 @@ impl<'p> Core<'p> {
 }
 
 impl<'p, T, E, C, S> Retry<'p, Result<T, E>, C, S> {
+    #[inline(always)]
     fn with_parts(core: Core<'p>, classify: C, judge: fn(&C, &E) -> Verdict, sleeper: S) -> Self {
         Retry {
             core,
@@ -493,7 +494,7 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
     }
 
     /// Runs one attempt of a sync function, with the attempt context in place.
-    #[inline]
+    #[inline(always)]
     pub fn attempt(&mut self, body: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
         if let (Err(open), Some(open_error)) = (self.core.admit(), self.open_error) {
             return open_error(open);
@@ -566,7 +567,7 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
     }
 
     /// Decides what follows an attempt: return its result, or pause and try again.
-    #[inline]
+    #[inline(always)]
     pub fn next(&mut self, outcome: Result<T, E>) -> ControlFlow<Result<T, E>, Duration>
     where
         E: LoggableError,

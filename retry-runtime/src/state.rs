@@ -172,7 +172,8 @@ struct Core<'p> {
     previous_pause: Duration,
     started: Option<Instant>,
     clock: fn() -> Instant,
-    key: Option<IdempotencyKey>,
+    /// The function's key parameter, turned into an [`IdempotencyKey`] only while an attempt runs.
+    key: Option<&'p (dyn KeyParam + Sync)>,
     /// An enclosing annotated function or `scope::caller_retries` retries this work.
     retried_above: bool,
     /// `nested = retry`: retry even when a layer above does.
@@ -184,7 +185,7 @@ struct Core<'p> {
     /// The breaker's permission for the attempt under way (its generation, and whether it is
     /// the half-open trial), recorded when the attempt ends. Plain data rather than an
     /// `Option<Admission>`, which made every call copy an uninitialised word and stall.
-    ticket: Option<(u64, bool)>,
+    ticket: Option<Ticket<'p>>,
     /// The breaker refused the attempt that just "ended": return its error at once.
     refused: bool,
 }
@@ -263,12 +264,20 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
     }
 }
 
-impl Drop for Core<'_> {
-    /// A call dropped during its half-open trial (cancelled) counts as a failed trial, so the
-    /// breaker is not left waiting for an outcome that never comes.
+/// The breaker's permission for the attempt under way: its generation, and whether it is the
+/// half-open trial. Plain data rather than an `Admission` kept inside the loop state; dropped
+/// unrecorded during a trial (the call was cancelled), it reports a failed trial, so the
+/// breaker is not left waiting for an outcome that never comes.
+struct Ticket<'p> {
+    breaker: &'p CircuitBreaker,
+    generation: u64,
+    trial: bool,
+}
+
+impl Drop for Ticket<'_> {
     fn drop(&mut self) {
-        if let (Some((generation, true)), Some(breaker)) = (self.ticket, self.breaker) {
-            breaker.outcome(generation, true, false, None);
+        if self.trial {
+            self.breaker.outcome(self.generation, true, false, None);
         }
     }
 }
@@ -302,7 +311,12 @@ impl<'p> Core<'p> {
         };
         match breaker.admit((self.clock)()) {
             Ok(admission) => {
-                self.ticket = Some(admission.into_ticket());
+                let (generation, trial) = admission.into_ticket();
+                self.ticket = Some(Ticket {
+                    breaker,
+                    generation,
+                    trial,
+                });
                 Ok(())
             }
             Err(open) => {
@@ -316,8 +330,12 @@ impl<'p> Core<'p> {
     /// service; a success or a permanent error (the service answered) counts for it.
     #[inline]
     fn record(&mut self, service_failed: bool) {
-        if let (Some((generation, trial)), Some(breaker)) = (self.ticket.take(), self.breaker) {
-            breaker.outcome(generation, trial, !service_failed, Some((self.clock)()));
+        if let Some(mut ticket) = self.ticket.take() {
+            let trial = std::mem::take(&mut ticket.trial);
+            let now = (self.clock)();
+            ticket
+                .breaker
+                .outcome(ticket.generation, trial, !service_failed, Some(now));
         }
     }
 
@@ -463,8 +481,8 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
     }
 
     /// The idempotency key of a `#[non_idempotent]` function, for [`attempt()`](crate::attempt).
-    pub fn key<K: KeyParam + ?Sized>(mut self, key: &K) -> Self {
-        self.core.key = Some(key.to_key());
+    pub fn key<K: KeyParam + Sync>(mut self, key: &'p K) -> Self {
+        self.core.key = Some(key);
         self
     }
 
@@ -500,8 +518,9 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
             return open_error(open);
         }
         let frame = self.core.frame();
+        let mut owned_key = self.core.key.map(KeyParam::to_key);
         let key = if frame.has_key {
-            Some(&mut self.core.key)
+            Some(&mut owned_key)
         } else {
             None
         };
@@ -514,7 +533,7 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
         if let (Err(open), Some(open_error)) = (self.core.admit(), self.open_error) {
             return open_error(open);
         }
-        Scoped::new(self.core.frame(), self.core.key.clone(), body).await
+        Scoped::new(self.core.frame(), self.core.key.map(KeyParam::to_key), body).await
     }
 
     /// [`run`](Retry::run) with `timeout`: the attempt races the timer, whose limit is clipped to
@@ -527,7 +546,7 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
         if let (Err(open), Some(open_error)) = (self.core.admit(), self.open_error) {
             return open_error(open);
         }
-        let attempt = Scoped::new(self.core.frame(), self.core.key.clone(), body);
+        let attempt = Scoped::new(self.core.frame(), self.core.key.map(KeyParam::to_key), body);
         let Some((limit, on_elapsed)) = self.timeout else {
             return attempt.await;
         };

@@ -267,13 +267,7 @@ impl CircuitBreaker {
         }
     }
 
-    pub(crate) fn outcome(
-        &self,
-        generation: u64,
-        trial: bool,
-        success: bool,
-        now: Option<Instant>,
-    ) {
+    fn outcome(&self, generation: u64, trial: bool, success: bool, now: Option<Instant>) {
         let mut inner = self.lock();
         if let Some(now) = now {
             inner.observe(now);
@@ -405,13 +399,6 @@ impl Admission<'_> {
     /// Whether this is the half-open circuit's single trial call.
     pub fn is_trial(&self) -> bool {
         self.trial
-    }
-
-    /// The admission as plain data, for the retry loop, which then owes the breaker an
-    /// [`outcome`](CircuitBreaker::outcome) (and, for a trial dropped unrecorded, a failure).
-    pub(crate) fn into_ticket(mut self) -> (u64, bool) {
-        self.recorded = true;
-        (self.generation, self.trial)
     }
 }
 

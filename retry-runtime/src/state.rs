@@ -3,7 +3,7 @@
 use crate::breaker::FromCircuitOpen;
 use crate::context::{self, Enter, Frame, Scoped};
 use crate::timer::{Elapsed, FromElapsed, SleepFuture, Sleeper, Timed};
-use crate::{CircuitBreaker, CircuitOpen, IdempotencyKey, Policy, RetryBudget, Verdict};
+use crate::{Admission, CircuitBreaker, CircuitOpen, IdempotencyKey, Policy, RetryBudget, Verdict};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -182,10 +182,9 @@ struct Core<'p> {
     timed_out: bool,
     budget: Option<&'p RetryBudget>,
     breaker: Option<&'p CircuitBreaker>,
-    /// The breaker's permission for the attempt under way (its generation, and whether it is
-    /// the half-open trial), recorded when the attempt ends. Plain data rather than an
-    /// `Option<Admission>`, which made every call copy an uninitialised word and stall.
-    ticket: Option<Ticket<'p>>,
+    /// The breaker's permission for the attempt under way, recorded when the attempt ends; a
+    /// trial dropped unrecorded (a cancelled call) counts as failed, by `Admission`'s own drop.
+    admission: Option<Admission<'p>>,
     /// The breaker refused the attempt that just "ended": return its error at once.
     refused: bool,
 }
@@ -212,12 +211,7 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
         C: Fn(&E) -> V,
         V: IntoVerdict,
     {
-        Retry::with_parts(
-            Core::new(policy, name, std_now),
-            classify,
-            |c, e| c(e).into_verdict(),
-            Unset,
-        )
+        Retry::with_parts(Core::new(policy, name, std_now), classify, Unset)
     }
 
     /// For an async function: pauses with tokio's timer and measures the deadline on tokio's
@@ -236,7 +230,6 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
         Retry::with_parts(
             Core::new(policy, name, tokio_now),
             classify,
-            |c, e| c(e).into_verdict(),
             crate::timer::TokioTimer,
         )
     }
@@ -258,27 +251,8 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
         Retry::with_parts(
             Core::new(policy, name, std_now),
             classify,
-            |c, e| c(e).into_verdict(),
             crate::timer::NoTimer,
         )
-    }
-}
-
-/// The breaker's permission for the attempt under way: its generation, and whether it is the
-/// half-open trial. Plain data rather than an `Admission` kept inside the loop state; dropped
-/// unrecorded during a trial (the call was cancelled), it reports a failed trial, so the
-/// breaker is not left waiting for an outcome that never comes.
-struct Ticket<'p> {
-    breaker: &'p CircuitBreaker,
-    generation: u64,
-    trial: bool,
-}
-
-impl Drop for Ticket<'_> {
-    fn drop(&mut self) {
-        if self.trial {
-            self.breaker.outcome(self.generation, true, false, None);
-        }
     }
 }
 
@@ -298,7 +272,7 @@ impl<'p> Core<'p> {
             timed_out: false,
             budget: None,
             breaker: None,
-            ticket: None,
+            admission: None,
             refused: false,
         }
     }
@@ -311,12 +285,7 @@ impl<'p> Core<'p> {
         };
         match breaker.admit((self.clock)()) {
             Ok(admission) => {
-                let (generation, trial) = admission.into_ticket();
-                self.ticket = Some(Ticket {
-                    breaker,
-                    generation,
-                    trial,
-                });
+                self.admission = Some(admission);
                 Ok(())
             }
             Err(open) => {
@@ -330,12 +299,8 @@ impl<'p> Core<'p> {
     /// service; a success or a permanent error (the service answered) counts for it.
     #[inline]
     fn record(&mut self, service_failed: bool) {
-        if let Some(mut ticket) = self.ticket.take() {
-            let trial = std::mem::take(&mut ticket.trial);
-            let now = (self.clock)();
-            ticket
-                .breaker
-                .outcome(ticket.generation, trial, !service_failed, Some(now));
+        if let Some(admission) = self.admission.take() {
+            admission.record(!service_failed, (self.clock)());
         }
     }
 
@@ -357,11 +322,17 @@ impl<'p> Core<'p> {
 
 impl<'p, T, E, C, S> Retry<'p, Result<T, E>, C, S> {
     #[inline(always)]
-    fn with_parts(core: Core<'p>, classify: C, judge: fn(&C, &E) -> Verdict, sleeper: S) -> Self {
+    /// `classify`'s bound is checked here, once, and turned into `judge`, which `next` calls
+    /// without a bound of its own.
+    fn with_parts<V>(core: Core<'p>, classify: C, sleeper: S) -> Self
+    where
+        C: Fn(&E) -> V,
+        V: IntoVerdict,
+    {
         Retry {
             core,
             classify,
-            judge,
+            judge: |c, e| c(e).into_verdict(),
             sleeper,
             on_result: Unset,
             check_result: None,

@@ -2,7 +2,10 @@
 //! release; write `retry_runtime::Policy` and friends instead.
 
 pub use crate::breaker::FromCircuitOpen;
-pub use crate::state::{IntoVerdict, KeyParam, LoggableError, Outcome, Retry, Unset};
+pub use crate::state::{
+    ErrorHook, Extras, IntoVerdict, KeyParam, LoggableError, MaybeExtras, Notify, OnGiveUp,
+    OnResult, Outcome, ResultCheck, Retry, Run, Unset, WithKey,
+};
 pub use crate::timer::{FromElapsed, NoTimer, SleepFuture, Sleeper, TimerFor};
 pub use crate::{Backoff, Jitter, Policy, Verdict};
 pub use std::ops::ControlFlow;

@@ -84,34 +84,52 @@ impl Drop for Enter<'_> {
     }
 }
 
+/// Where an attempt keeps its idempotency key while it is not in the thread-local slot:
+/// `Option<IdempotencyKey>` for a function that has one, `()` (nothing at all) for the rest.
+pub trait KeySlot {
+    /// The key to swap into the thread-local slot while the attempt runs, if there is one.
+    fn slot(&mut self) -> Option<&mut Option<IdempotencyKey>>;
+}
+
+impl KeySlot for () {
+    #[inline(always)]
+    fn slot(&mut self) -> Option<&mut Option<IdempotencyKey>> {
+        None
+    }
+}
+
+impl KeySlot for Option<IdempotencyKey> {
+    #[inline(always)]
+    fn slot(&mut self) -> Option<&mut Option<IdempotencyKey>> {
+        if self.is_some() { Some(self) } else { None }
+    }
+}
+
 pin_project_lite::pin_project! {
     /// A future that runs with its frame in place on every poll.
     #[doc(hidden)]
-    pub struct Scoped<F> {
+    pub struct Scoped<F, K = ()> {
         frame: Frame,
-        key: Option<IdempotencyKey>,
+        key: K,
         #[pin]
         future: F,
     }
 }
 
-impl<F> Scoped<F> {
-    pub(crate) fn new(frame: Frame, key: Option<IdempotencyKey>, future: F) -> Self {
+impl<F, K> Scoped<F, K> {
+    #[inline(always)]
+    pub(crate) fn new(frame: Frame, key: K, future: F) -> Self {
         Scoped { frame, key, future }
     }
 }
 
-impl<F: Future> Future for Scoped<F> {
+impl<F: Future, K: KeySlot> Future for Scoped<F, K> {
     type Output = F::Output;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let key = if this.frame.has_key {
-            Some(this.key)
-        } else {
-            None
-        };
-        let _entered = Enter::new(*this.frame, key);
+        let _entered = Enter::new(*this.frame, this.key.slot());
         this.future.poll(cx)
     }
 }
@@ -223,7 +241,7 @@ pub mod scope {
     /// The async form of [`caller_retries`]: annotated functions awaited inside `future` make
     /// one attempt each.
     pub fn caller_retries_async<F: Future>(future: F) -> impl Future<Output = F::Output> {
-        Scoped::new(marked_frame(), None, future)
+        Scoped::new(marked_frame(), (), future)
     }
 
     /// The current frame, marked as retried above; it keeps the attempt number and whether a

@@ -1,13 +1,14 @@
 //! The loop's state machine: one decision per attempt outcome.
 
 use crate::breaker::FromCircuitOpen;
-use crate::context::{self, Enter, Frame, Scoped};
+use crate::context::{self, Enter, Frame, KeySlot, Scoped};
 use crate::timer::{Elapsed, FromElapsed, SleepFuture, Sleeper, Timed};
 use crate::{Admission, CircuitBreaker, CircuitOpen, IdempotencyKey, Policy, RetryBudget, Verdict};
 use std::fmt;
 use std::future::Future;
-use std::marker::PhantomData;
 use std::ops::ControlFlow;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
 /// A hook that was not given.
@@ -141,52 +142,254 @@ impl<K: KeyParam + ?Sized> KeyParam for &K {
 /// `Continue` the pause before the next attempt. Starting reads no clock unless the policy has
 /// a deadline or a hook needs the elapsed time, and an `Ok` outcome is decided without any work.
 ///
+/// The happy path is what the layout serves. Everything an option adds lives in a type
+/// parameter that is the zero-sized [`Unset`] when the option is not written (`R`, `N`, `G` for
+/// the hooks, `X` for timeout, key, budget, breaker and `nested`), so a function that uses none
+/// of them carries only the policy, its name, the classifier and two small words of progress.
+/// The decision after a failure is out of line and takes that progress by value, so on the
+/// happy path it stays in registers and the compiler folds every constant.
+///
 /// Each user-supplied callable is stored with a function pointer that calls it, made where its
 /// bound is checked (in `start` and the builders): a mistyped classifier or hook is one error
 /// there, not a second one at every use.
-pub struct Retry<'p, Out: Outcome, C = Unset, S = Unset, R = Unset, N = Unset, G = Unset> {
-    core: Core<'p>,
+pub struct Retry<'p, Out: Outcome, C = Unset, S = Unset, R = Unset, N = Unset, G = Unset, X = Unset>
+{
+    site: Site<'p>,
+    progress: Progress,
     classify: C,
     judge: fn(&C, &Out::Error) -> Verdict,
     sleeper: S,
     on_result: R,
-    check_result: Option<fn(&R, &Out::Value) -> bool>,
     notify: N,
-    call_notify: Option<fn(&N, &Out::Error, &RetryEvent)>,
     on_give_up: G,
-    call_give_up: Option<fn(&G, &Out::Error)>,
+    extras: X,
+}
+
+/// What is fixed for the whole call.
+#[derive(Clone, Copy)]
+struct Site<'p> {
+    policy: &'p Policy,
+    name: &'static str,
+    clock: fn() -> Instant,
+}
+
+/// What changes from attempt to attempt: small and `Copy`, handed by value to the decision after
+/// a failure and back, so that nothing of the loop state has to live in memory on the happy
+/// path.
+#[derive(Clone, Copy)]
+struct Progress {
+    /// Retries taken so far; the attempt that just ended is number `retries + 1`.
+    retries: u32,
+    /// An enclosing annotated function or `scope::caller_retries` retries this work.
+    retried_above: bool,
+    /// The last pause in nanoseconds (for decorrelated jitter): eight bytes, not a `Duration`'s
+    /// sixteen, because an async function's future holds this across every attempt.
+    previous_pause: u64,
+    started: Option<Instant>,
+}
+
+impl Progress {
+    fn elapsed(&self, clock: fn() -> Instant) -> Duration {
+        self.started
+            .map_or(Duration::ZERO, |t| clock().saturating_duration_since(t))
+    }
+}
+
+/// The options that have no hook of their own: `timeout`, the idempotency key, `budget`,
+/// `breaker` and `nested = retry`, with the state they need. Present only when one of them is
+/// written; otherwise the loop carries [`Unset`] in its place.
+pub struct Extras<'p, Out> {
+    /// A per-attempt time limit, and how to turn its expiry into the function's error.
     timeout: Option<Timeout<Out>>,
-    open_error: Option<fn(CircuitOpen) -> Out>,
-    _out: PhantomData<fn() -> Out>,
+    /// The function's key parameter, turned into an [`IdempotencyKey`] only while an attempt runs.
+    key: Option<&'p (dyn KeyParam + Sync)>,
+    budget: Option<&'p RetryBudget>,
+    /// The breaker, and how to turn its refusal into the function's error.
+    breaker: Option<Guard<'p, Out>>,
+    /// The breaker's permission for the attempt under way, recorded when the attempt ends; a
+    /// trial dropped unrecorded (a cancelled call) counts as failed, by `Admission`'s own drop.
+    admission: Option<Admission<'p>>,
+    /// `nested = retry`: retry even when a layer above does.
+    nested_retry: bool,
+    /// The attempt that just ended was cut off by the timeout.
+    timed_out: bool,
+    /// The breaker refused the attempt that just "ended": return its error at once.
+    refused: bool,
 }
 
 /// A per-attempt time limit, and how to turn its expiry into the function's error.
 type Timeout<Out> = (Duration, fn(Elapsed) -> Out);
 
-/// The part of the state that does not depend on the function's types.
-struct Core<'p> {
-    policy: &'p Policy,
-    name: &'static str,
-    /// Retries taken so far; the attempt that just ended is number `retries + 1`.
-    retries: u32,
-    previous_pause: Duration,
-    started: Option<Instant>,
-    clock: fn() -> Instant,
-    /// The function's key parameter, turned into an [`IdempotencyKey`] only while an attempt runs.
-    key: Option<&'p (dyn KeyParam + Sync)>,
-    /// An enclosing annotated function or `scope::caller_retries` retries this work.
-    retried_above: bool,
-    /// `nested = retry`: retry even when a layer above does.
-    nested_retry: bool,
-    /// The attempt that just ended was cut off by the timeout.
-    timed_out: bool,
-    budget: Option<&'p RetryBudget>,
-    breaker: Option<&'p CircuitBreaker>,
-    /// The breaker's permission for the attempt under way, recorded when the attempt ends; a
-    /// trial dropped unrecorded (a cancelled call) counts as failed, by `Admission`'s own drop.
-    admission: Option<Admission<'p>>,
-    /// The breaker refused the attempt that just "ended": return its error at once.
-    refused: bool,
+/// A circuit breaker, and how to turn its refusal into the function's error.
+type Guard<'p, Out> = (&'p CircuitBreaker, fn(CircuitOpen) -> Out);
+
+impl<Out> Default for Extras<'_, Out> {
+    fn default() -> Self {
+        Extras {
+            timeout: None,
+            key: None,
+            budget: None,
+            breaker: None,
+            admission: None,
+            nested_retry: false,
+            timed_out: false,
+            refused: false,
+        }
+    }
+}
+
+impl<'p, Out> Extras<'p, Out> {
+    /// Asks the breaker, if any, to let the next attempt through; its refusal as the function's
+    /// result.
+    #[inline]
+    fn admit(&mut self, clock: fn() -> Instant) -> Result<(), Out> {
+        let Some((breaker, open_error)) = self.breaker else {
+            return Ok(());
+        };
+        match breaker.admit(clock()) {
+            Ok(admission) => {
+                self.admission = Some(admission);
+                Ok(())
+            }
+            Err(open) => {
+                self.refused = true;
+                Err(open_error(open))
+            }
+        }
+    }
+
+    /// Tells the breaker, if any, how the attempt went: a transient failure counts against the
+    /// service; a success or a permanent error (the service answered) counts for it.
+    #[inline]
+    fn record(&mut self, service_failed: bool, clock: fn() -> Instant) {
+        if let Some(admission) = self.admission.take() {
+            admission.record(!service_failed, clock());
+        }
+    }
+}
+
+/// [`Unset`] or [`Extras`]: the loop asks for the extras through this, so an unset one is
+/// `None` at compile time and costs nothing.
+pub trait MaybeExtras<'p, Out>: WithKey {
+    /// The extras, if any option put them in place.
+    fn get(&self) -> Option<&Extras<'p, Out>>;
+    /// The extras, mutably.
+    fn get_mut(&mut self) -> Option<&mut Extras<'p, Out>>;
+    /// The extras, made if none were yet.
+    fn into_extras(self) -> Extras<'p, Out>;
+}
+
+/// Where an attempt keeps the key: `()` without extras, so a function without a key carries
+/// nothing for it. Apart from [`MaybeExtras`] and without its lifetime, so that an async
+/// function's future, whose lifetimes the compiler erases, can still name the key's type.
+pub trait WithKey {
+    /// `()` or `Option<IdempotencyKey>`.
+    type Key: KeySlot;
+    /// The key for the next attempt.
+    fn key(&self) -> Self::Key;
+}
+
+impl WithKey for Unset {
+    type Key = ();
+    #[inline(always)]
+    fn key(&self) {}
+}
+
+impl<Out> WithKey for Extras<'_, Out> {
+    type Key = Option<IdempotencyKey>;
+    #[inline]
+    fn key(&self) -> Option<IdempotencyKey> {
+        self.key.map(KeyParam::to_key)
+    }
+}
+
+impl<'p, Out> MaybeExtras<'p, Out> for Unset {
+    #[inline(always)]
+    fn get(&self) -> Option<&Extras<'p, Out>> {
+        None
+    }
+    #[inline(always)]
+    fn get_mut(&mut self) -> Option<&mut Extras<'p, Out>> {
+        None
+    }
+    fn into_extras(self) -> Extras<'p, Out> {
+        Extras::default()
+    }
+}
+
+impl<'p, Out> MaybeExtras<'p, Out> for Extras<'p, Out> {
+    #[inline(always)]
+    fn get(&self) -> Option<&Extras<'p, Out>> {
+        Some(self)
+    }
+    #[inline(always)]
+    fn get_mut(&mut self) -> Option<&mut Extras<'p, Out>> {
+        Some(self)
+    }
+    fn into_extras(self) -> Extras<'p, Out> {
+        self
+    }
+}
+
+/// `on_result = f`, with the pointer that calls it.
+pub struct OnResult<F, T> {
+    f: F,
+    call: fn(&F, &T) -> bool,
+}
+
+/// [`Unset`] or [`OnResult`]: whether an `Ok` value is to be treated as a failure.
+pub trait ResultCheck<T> {
+    /// `true` when `on_result` marks the value.
+    fn rejects(&self, value: &T) -> bool;
+}
+
+impl<T> ResultCheck<T> for Unset {
+    #[inline(always)]
+    fn rejects(&self, _: &T) -> bool {
+        false
+    }
+}
+
+impl<F, T> ResultCheck<T> for OnResult<F, T> {
+    #[inline(always)]
+    fn rejects(&self, value: &T) -> bool {
+        (self.call)(&self.f, value)
+    }
+}
+
+/// `notify = f`, with the pointer that calls it.
+pub struct Notify<F, E> {
+    f: F,
+    call: fn(&F, &E, &RetryEvent),
+}
+
+/// `on_give_up = f`, with the pointer that calls it.
+pub struct OnGiveUp<F, E> {
+    f: F,
+    call: fn(&F, &E),
+}
+
+/// [`Unset`], [`Notify`] or [`OnGiveUp`]: a hook called with the error.
+pub trait ErrorHook<E, A> {
+    /// Calls the hook, if there is one.
+    fn call(&self, error: &E, with: A);
+}
+
+impl<E, A> ErrorHook<E, A> for Unset {
+    #[inline(always)]
+    fn call(&self, _: &E, _: A) {}
+}
+
+impl<F, E> ErrorHook<E, &RetryEvent> for Notify<F, E> {
+    fn call(&self, error: &E, event: &RetryEvent) {
+        (self.call)(&self.f, error, event)
+    }
+}
+
+impl<F, E> ErrorHook<E, ()> for OnGiveUp<F, E> {
+    fn call(&self, error: &E, (): ()) {
+        (self.call)(&self.f, error)
+    }
 }
 
 fn std_now() -> Instant {
@@ -211,7 +414,7 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
         C: Fn(&E) -> V,
         V: IntoVerdict,
     {
-        Retry::with_parts(Core::new(policy, name, std_now), classify, Unset)
+        Retry::with_parts(policy, name, std_now, classify, Unset)
     }
 
     /// For an async function: pauses with tokio's timer and measures the deadline on tokio's
@@ -227,11 +430,7 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
         C: Fn(&E) -> V,
         V: IntoVerdict,
     {
-        Retry::with_parts(
-            Core::new(policy, name, tokio_now),
-            classify,
-            crate::timer::TokioTimer,
-        )
+        Retry::with_parts(policy, name, tokio_now, classify, crate::timer::TokioTimer)
     }
 
     /// For an async function without the `tokio` feature: a compile error that asks for the
@@ -248,123 +447,103 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
         V: IntoVerdict,
         crate::timer::NoTimer: crate::timer::TimerFor<T>,
     {
-        Retry::with_parts(
-            Core::new(policy, name, std_now),
-            classify,
-            crate::timer::NoTimer,
-        )
-    }
-}
-
-impl<'p> Core<'p> {
-    #[inline(always)]
-    fn new(policy: &'p Policy, name: &'static str, clock: fn() -> Instant) -> Self {
-        Core {
-            policy,
-            name,
-            retries: 0,
-            previous_pause: Duration::ZERO,
-            started: policy.time_budget().map(|_| clock()),
-            clock,
-            key: None,
-            retried_above: context::current().retried_above,
-            nested_retry: false,
-            timed_out: false,
-            budget: None,
-            breaker: None,
-            admission: None,
-            refused: false,
-        }
-    }
-
-    /// Asks the breaker, if any, to let the next attempt through.
-    #[inline]
-    fn admit(&mut self) -> Result<(), CircuitOpen> {
-        let Some(breaker) = self.breaker else {
-            return Ok(());
-        };
-        match breaker.admit((self.clock)()) {
-            Ok(admission) => {
-                self.admission = Some(admission);
-                Ok(())
-            }
-            Err(open) => {
-                self.refused = true;
-                Err(open)
-            }
-        }
-    }
-
-    /// Tells the breaker, if any, how the attempt went: a transient failure counts against the
-    /// service; a success or a permanent error (the service answered) counts for it.
-    #[inline]
-    fn record(&mut self, service_failed: bool) {
-        if let Some(admission) = self.admission.take() {
-            admission.record(!service_failed, (self.clock)());
-        }
-    }
-
-    fn elapsed(&self) -> Duration {
-        self.started.map_or(Duration::ZERO, |t| {
-            (self.clock)().saturating_duration_since(t)
-        })
-    }
-
-    #[inline]
-    fn frame(&self) -> Frame {
-        Frame {
-            attempt: self.retries + 1,
-            has_key: self.key.is_some(),
-            retried_above: self.retried_above || self.policy.retries() > 0,
-        }
+        Retry::with_parts(policy, name, std_now, classify, crate::timer::NoTimer)
     }
 }
 
 impl<'p, T, E, C, S> Retry<'p, Result<T, E>, C, S> {
-    #[inline(always)]
     /// `classify`'s bound is checked here, once, and turned into `judge`, which `next` calls
     /// without a bound of its own.
-    fn with_parts<V>(core: Core<'p>, classify: C, sleeper: S) -> Self
+    #[inline(always)]
+    fn with_parts<V>(
+        policy: &'p Policy,
+        name: &'static str,
+        clock: fn() -> Instant,
+        classify: C,
+        sleeper: S,
+    ) -> Self
     where
         C: Fn(&E) -> V,
         V: IntoVerdict,
     {
         Retry {
-            core,
+            site: Site {
+                policy,
+                name,
+                clock,
+            },
+            progress: Progress {
+                retries: 0,
+                retried_above: context::current().retried_above,
+                previous_pause: 0,
+                started: policy.time_budget().map(|_| clock()),
+            },
             classify,
             judge: |c, e| c(e).into_verdict(),
             sleeper,
             on_result: Unset,
-            check_result: None,
             notify: Unset,
-            call_notify: None,
             on_give_up: Unset,
-            call_give_up: None,
-            timeout: None,
-            open_error: None,
-            _out: PhantomData,
+            extras: Unset,
         }
     }
 }
 
-impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
+// The builders' return types spell out the state's type parameters; an alias would only hide them.
+#[allow(clippy::type_complexity)]
+impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, R, N, G, X> {
+    /// The state with its extras in place, to set one of them.
+    #[inline(always)]
+    fn extended(self) -> Retry<'p, Result<T, E>, C, S, R, N, G, Extras<'p, Result<T, E>>>
+    where
+        X: MaybeExtras<'p, Result<T, E>>,
+    {
+        let Retry {
+            site,
+            progress,
+            classify,
+            judge,
+            sleeper,
+            on_result,
+            notify,
+            on_give_up,
+            extras,
+        } = self;
+        Retry {
+            site,
+            progress,
+            classify,
+            judge,
+            sleeper,
+            on_result,
+            notify,
+            on_give_up,
+            extras: extras.into_extras(),
+        }
+    }
+
     /// `on_result = f`: an `Ok` value that `f` marks is treated as a transient failure; when the
     /// retries run out, the last `Ok` value is returned.
-    pub fn on_result<F: Fn(&T) -> bool>(self, f: F) -> Retry<'p, Result<T, E>, C, S, F, N, G> {
+    pub fn on_result<F: Fn(&T) -> bool>(
+        self,
+        f: F,
+    ) -> Retry<'p, Result<T, E>, C, S, OnResult<F, T>, N, G, X> {
+        let hook = OnResult {
+            f,
+            call: |f, value| f(value),
+        };
+        let (sleeper, notify, on_give_up, extras) =
+            (self.sleeper, self.notify, self.on_give_up, self.extras);
         Retry {
-            core: self.core,
+            site: self.site,
+            progress: self.progress,
             classify: self.classify,
             judge: self.judge,
-            sleeper: self.sleeper,
-            on_result: f,
-            check_result: Some(|f, value| f(value)),
-            notify: self.notify,
-            call_notify: self.call_notify,
-            on_give_up: self.on_give_up,
-            call_give_up: self.call_give_up,
-            timeout: self.timeout,
-            open_error: self.open_error,
-            _out: PhantomData,
+            sleeper,
+            on_result: hook,
+            notify,
+            on_give_up,
+            extras,
         }
     }
 
@@ -372,139 +551,197 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
     pub fn notify<F: Fn(&E, &RetryEvent)>(
         mut self,
         f: F,
-    ) -> Retry<'p, Result<T, E>, C, S, R, F, G> {
-        if self.core.started.is_none() {
-            self.core.started = Some((self.core.clock)());
+    ) -> Retry<'p, Result<T, E>, C, S, R, Notify<F, E>, G, X> {
+        if self.progress.started.is_none() {
+            self.progress.started = Some((self.site.clock)());
         }
+        let hook = Notify {
+            f,
+            call: |f, error, event| f(error, event),
+        };
+        let (sleeper, on_result, on_give_up, extras) =
+            (self.sleeper, self.on_result, self.on_give_up, self.extras);
         Retry {
-            core: self.core,
+            site: self.site,
+            progress: self.progress,
             classify: self.classify,
             judge: self.judge,
-            sleeper: self.sleeper,
-            on_result: self.on_result,
-            check_result: self.check_result,
-            notify: f,
-            call_notify: Some(|f, error, event| f(error, event)),
-            on_give_up: self.on_give_up,
-            call_give_up: self.call_give_up,
-            timeout: self.timeout,
-            open_error: self.open_error,
-            _out: PhantomData,
+            sleeper,
+            on_result,
+            notify: hook,
+            on_give_up,
+            extras,
         }
     }
 
     /// `on_give_up = f`: called once with the last error when the loop stops retrying a
     /// transient failure (retries used up, deadline, a server-suggested pause too long).
-    pub fn on_give_up<F: Fn(&E)>(self, f: F) -> Retry<'p, Result<T, E>, C, S, R, N, F> {
+    pub fn on_give_up<F: Fn(&E)>(
+        self,
+        f: F,
+    ) -> Retry<'p, Result<T, E>, C, S, R, N, OnGiveUp<F, E>, X> {
+        let hook = OnGiveUp {
+            f,
+            call: |f, error| f(error),
+        };
+        let (sleeper, on_result, notify, extras) =
+            (self.sleeper, self.on_result, self.notify, self.extras);
         Retry {
-            core: self.core,
+            site: self.site,
+            progress: self.progress,
             classify: self.classify,
             judge: self.judge,
-            sleeper: self.sleeper,
-            on_result: self.on_result,
-            check_result: self.check_result,
-            notify: self.notify,
-            call_notify: self.call_notify,
-            on_give_up: f,
-            call_give_up: Some(|f, error| f(error)),
-            timeout: self.timeout,
-            open_error: self.open_error,
-            _out: PhantomData,
+            sleeper,
+            on_result,
+            notify,
+            on_give_up: hook,
+            extras,
         }
     }
 
     /// `sleep = f`: pause with `f` instead of tokio's timer; the deadline is then measured on
     /// [`Instant::now`].
-    pub fn sleep<F, Fut>(mut self, f: F) -> Retry<'p, Result<T, E>, C, F, R, N, G>
+    pub fn sleep<F, Fut>(mut self, f: F) -> Retry<'p, Result<T, E>, C, F, R, N, G, X>
     where
         F: Fn(Duration) -> Fut,
         Fut: SleepFuture,
     {
-        self.core.clock = std_now;
+        self.site.clock = std_now;
+        if self.progress.started.is_some() {
+            self.progress.started = Some(std_now());
+        }
         Retry {
-            core: self.core,
+            site: self.site,
+            progress: self.progress,
             classify: self.classify,
             judge: self.judge,
             sleeper: f,
             on_result: self.on_result,
-            check_result: self.check_result,
             notify: self.notify,
-            call_notify: self.call_notify,
             on_give_up: self.on_give_up,
-            call_give_up: self.call_give_up,
-            timeout: self.timeout,
-            open_error: self.open_error,
-            _out: PhantomData,
+            extras: self.extras,
         }
     }
 
     /// `timeout = "2s"`: each attempt is cut off after `limit` (clipped to the time left before
     /// the deadline) and counts as a transient failure.
-    pub fn timeout(mut self, limit: Duration) -> Self
+    pub fn timeout(
+        self,
+        limit: Duration,
+    ) -> Retry<'p, Result<T, E>, C, S, R, N, G, Extras<'p, Result<T, E>>>
     where
         E: FromElapsed,
+        X: MaybeExtras<'p, Result<T, E>>,
     {
-        if self.core.started.is_none() && self.core.policy.time_budget().is_some() {
-            self.core.started = Some((self.core.clock)());
-        }
-        self.timeout = Some((limit, |elapsed| Err(E::from_elapsed(elapsed))));
-        self
+        let mut this = self.extended();
+        this.extras.timeout = Some((limit, |elapsed| Err(E::from_elapsed(elapsed))));
+        this
     }
 
     /// The idempotency key of a `#[non_idempotent]` function, for [`attempt()`](crate::attempt).
-    pub fn key<K: KeyParam + Sync>(mut self, key: &'p K) -> Self {
-        self.core.key = Some(key);
-        self
+    pub fn key<K: KeyParam + Sync>(
+        self,
+        key: &'p K,
+    ) -> Retry<'p, Result<T, E>, C, S, R, N, G, Extras<'p, Result<T, E>>>
+    where
+        X: MaybeExtras<'p, Result<T, E>>,
+    {
+        let mut this = self.extended();
+        this.extras.key = Some(key);
+        this
     }
 
     /// `budget = B`: retries draw from a shared [`RetryBudget`]; this call's first attempt
     /// deposits into it. When it is empty the loop returns the current error at once.
-    pub fn budget(mut self, budget: &'p RetryBudget) -> Self {
+    pub fn budget(
+        self,
+        budget: &'p RetryBudget,
+    ) -> Retry<'p, Result<T, E>, C, S, R, N, G, Extras<'p, Result<T, E>>>
+    where
+        X: MaybeExtras<'p, Result<T, E>>,
+    {
         budget.deposit();
-        self.core.budget = Some(budget);
-        self
+        let mut this = self.extended();
+        this.extras.budget = Some(budget);
+        this
     }
 
     /// `breaker = B`: while the [`CircuitBreaker`] is open, the function returns
     /// `E::from(CircuitOpen)` at once without running the body; every attempt feeds it.
-    pub fn breaker(mut self, breaker: &'p CircuitBreaker) -> Self
+    pub fn breaker(
+        self,
+        breaker: &'p CircuitBreaker,
+    ) -> Retry<'p, Result<T, E>, C, S, R, N, G, Extras<'p, Result<T, E>>>
     where
         E: FromCircuitOpen,
+        X: MaybeExtras<'p, Result<T, E>>,
     {
-        self.core.breaker = Some(breaker);
-        self.open_error = Some(|open| Err(E::from_circuit_open(open)));
-        self
+        let mut this = self.extended();
+        this.extras.breaker = Some((breaker, |open| Err(E::from_circuit_open(open))));
+        this
     }
 
     /// `nested = retry`: keep retrying even inside another retrying function.
-    pub fn nested_retry(mut self) -> Self {
-        self.core.nested_retry = true;
-        self
+    pub fn nested_retry(self) -> Retry<'p, Result<T, E>, C, S, R, N, G, Extras<'p, Result<T, E>>>
+    where
+        X: MaybeExtras<'p, Result<T, E>>,
+    {
+        let mut this = self.extended();
+        this.extras.nested_retry = true;
+        this
+    }
+
+    /// The frame the next attempt runs in, with its key if the function has one; or the
+    /// breaker's refusal.
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    fn enter(&mut self) -> Result<(Frame, X::Key), Result<T, E>>
+    where
+        X: MaybeExtras<'p, Result<T, E>>,
+    {
+        if let Some(extras) = self.extras.get_mut() {
+            extras.admit(self.site.clock)?;
+        }
+        let mut key = self.extras.key();
+        let frame = Frame {
+            attempt: self.progress.retries + 1,
+            has_key: key.slot().is_some(),
+            retried_above: self.progress.retried_above || self.site.policy.retries() > 0,
+        };
+        Ok((frame, key))
     }
 
     /// Runs one attempt of a sync function, with the attempt context in place.
     #[inline(always)]
-    pub fn attempt(&mut self, body: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
-        if let (Err(open), Some(open_error)) = (self.core.admit(), self.open_error) {
-            return open_error(open);
-        }
-        let frame = self.core.frame();
-        let mut owned_key = self.core.key.map(KeyParam::to_key);
-        let key = if frame.has_key {
-            Some(&mut owned_key)
-        } else {
-            None
+    pub fn attempt(&mut self, body: impl FnOnce() -> Result<T, E>) -> Result<T, E>
+    where
+        X: MaybeExtras<'p, Result<T, E>>,
+    {
+        let (frame, mut key) = match self.enter() {
+            Ok(entered) => entered,
+            Err(refused) => return refused,
         };
-        let _entered = Enter::new(frame, key);
+        let _entered = Enter::new(frame, key.slot());
         body()
     }
 
     /// Runs one attempt of an async function, with the attempt context in place on every poll.
-    pub async fn run(&mut self, body: impl Future<Output = Result<T, E>>) -> Result<T, E> {
-        if let (Err(open), Some(open_error)) = (self.core.admit(), self.open_error) {
-            return open_error(open);
+    /// The returned future holds only the frame, the key if there is one, and the body's
+    /// future, not the loop state.
+    #[inline(always)]
+    pub fn run<F>(&mut self, body: F) -> Run<F, X::Key, Result<T, E>>
+    where
+        F: Future<Output = Result<T, E>>,
+        X: MaybeExtras<'p, Result<T, E>>,
+    {
+        match self.enter() {
+            Ok((frame, key)) => Run::Attempt {
+                scoped: Scoped::new(frame, key, body),
+            },
+            Err(refused) => Run::Refused {
+                outcome: Some(refused),
+            },
         }
-        Scoped::new(self.core.frame(), self.core.key.map(KeyParam::to_key), body).await
     }
 
     /// [`run`](Retry::run) with `timeout`: the attempt races the timer, whose limit is clipped to
@@ -513,40 +750,50 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
     pub async fn run_timed(&mut self, body: impl Future<Output = Result<T, E>>) -> Result<T, E>
     where
         S: Sleeper,
+        X: MaybeExtras<'p, Result<T, E>>,
     {
-        if let (Err(open), Some(open_error)) = (self.core.admit(), self.open_error) {
-            return open_error(open);
-        }
-        let attempt = Scoped::new(self.core.frame(), self.core.key.map(KeyParam::to_key), body);
-        let Some((limit, on_elapsed)) = self.timeout else {
+        let (frame, key) = match self.enter() {
+            Ok(entered) => entered,
+            Err(refused) => return refused,
+        };
+        let attempt = Scoped::new(frame, key, body);
+        let Some((limit, on_elapsed)) = self.extras.get().and_then(|x| x.timeout) else {
             return attempt.await;
         };
-        let limit = match (self.core.policy.time_budget(), self.core.started) {
-            (Some(budget), Some(_)) => limit.min(budget.saturating_sub(self.core.elapsed())),
+        let limit = match (self.site.policy.time_budget(), self.progress.started) {
+            (Some(budget), Some(_)) => {
+                limit.min(budget.saturating_sub(self.progress.elapsed(self.site.clock)))
+            }
             _ => limit,
         };
-        self.core.timed_out = false;
-        match Timed::new(attempt, self.sleeper.sleep(limit), limit).await {
-            Ok(outcome) => outcome,
-            Err(elapsed) => {
-                self.core.timed_out = true;
-                on_elapsed(elapsed)
-            }
+        let outcome = match Timed::new(attempt, self.sleeper.sleep(limit), limit).await {
+            Ok(outcome) => Ok(outcome),
+            Err(elapsed) => Err(on_elapsed(elapsed)),
+        };
+        if let Some(extras) = self.extras.get_mut() {
+            extras.timed_out = outcome.is_err();
         }
+        outcome.unwrap_or_else(|timed_out| timed_out)
     }
 
-    /// The pause of an async function. The timer is boxed: it is only needed once an attempt
-    /// has failed, and inline it would make every call's future several times larger, which
-    /// costs the happy path. A zero pause is not slept (tokio's timer would round it up to its
-    /// 1 ms tick).
-    pub async fn pause(&self, pause: Duration)
+    /// The pause of an async function. The timer is boxed and the future holds nothing else:
+    /// it is only needed once an attempt has failed, and anything inline would make every
+    /// call's future larger, which costs the happy path. A zero pause is not slept (tokio's
+    /// timer would round it up to its 1 ms tick).
+    ///
+    /// The future is opaque, so that a `sleep = f` that is not an async sleep is one error, at
+    /// `sleep`, and not a second one here.
+    pub fn pause(
+        &self,
+        pause: Duration,
+    ) -> impl Future<Output = ()> + use<'p, T, E, C, S, R, N, G, X>
     where
         S: Sleeper,
     {
         if crate::testing::record_pause(pause) || pause.is_zero() {
-            return;
+            return Pause(None);
         }
-        Box::pin(self.sleeper.sleep(pause)).await;
+        Pause(Some(Box::pin(self.sleeper.sleep(pause))))
     }
 
     /// The pause of a sync function.
@@ -557,149 +804,235 @@ impl<'p, T, E, C, S, R, N, G> Retry<'p, Result<T, E>, C, S, R, N, G> {
     }
 
     /// Decides what follows an attempt: return its result, or pause and try again.
+    ///
+    /// An accepted `Ok` is decided here, inline; anything else goes to [`decide`], out of line,
+    /// which gets the progress by value and hands it back.
     #[inline(always)]
     pub fn next(&mut self, outcome: Result<T, E>) -> ControlFlow<Result<T, E>, Duration>
     where
         E: LoggableError,
+        R: ResultCheck<T>,
+        N: for<'e> ErrorHook<E, &'e RetryEvent>,
+        G: ErrorHook<E, ()>,
+        X: MaybeExtras<'p, Result<T, E>>,
     {
-        if self.core.refused {
-            return self.refused(outcome);
-        }
+        let refused = self.extras.get().is_some_and(|x| x.refused);
         match outcome {
-            Ok(value) if !self.rejects(&value) => {
-                self.core.record(false);
+            Ok(value) if !refused && !self.on_result.rejects(&value) => {
+                if let Some(extras) = self.extras.get_mut() {
+                    extras.record(false, self.site.clock);
+                }
                 ControlFlow::Break(Ok(value))
             }
-            Ok(value) => self.after_rejected_value(value),
-            Err(error) => self.after_error(error),
-        }
-    }
-
-    #[cold]
-    fn refused(&mut self, outcome: Result<T, E>) -> ControlFlow<Result<T, E>, Duration> {
-        #[cfg(feature = "tracing")]
-        tracing::warn!(
-            function = self.core.name,
-            "circuit open: not calling the service"
-        );
-        ControlFlow::Break(outcome)
-    }
-
-    #[inline(always)]
-    fn rejects(&self, value: &T) -> bool {
-        self.check_result
-            .is_some_and(|check| check(&self.on_result, value))
-    }
-
-    #[cold]
-    fn after_error(&mut self, error: E) -> ControlFlow<Result<T, E>, Duration>
-    where
-        E: LoggableError,
-    {
-        let verdict = if self.core.timed_out {
-            Verdict::Retry
-        } else {
-            (self.judge)(&self.classify, &error)
-        };
-        self.core.record(verdict.is_retry());
-        match self.after_failure(verdict) {
-            Ok(pause) => {
-                let event = RetryEvent {
-                    function: self.core.name,
-                    attempt: self.core.retries,
-                    pause,
-                    elapsed: self.core.elapsed(),
+            outcome => {
+                let hooks = Hooks {
+                    classify: &self.classify,
+                    judge: self.judge,
+                    notify: &self.notify,
+                    on_give_up: &self.on_give_up,
                 };
-                log_retry(&event, &error);
-                if let Some(notify) = self.call_notify {
-                    notify(&self.notify, &error, &event);
-                }
-                ControlFlow::Continue(pause)
-            }
-            // Not giving up: a permanent error is an answer, and under a retrying layer that
-            // layer decides (`log_nested` said so at debug).
-            Err(GiveUp::Permanent | GiveUp::Nested) => ControlFlow::Break(Err(error)),
-            Err(reason) => {
-                log_give_up(self.core.name, self.core.retries + 1, reason, &error);
-                if let Some(give_up) = self.call_give_up {
-                    give_up(&self.on_give_up, &error);
-                }
-                ControlFlow::Break(Err(error))
-            }
-        }
-    }
-
-    /// An `Ok` value that `on_result` marks: a transient failure, but when the loop stops, the
-    /// value is what the function returns.
-    #[cold]
-    fn after_rejected_value(&mut self, value: T) -> ControlFlow<Result<T, E>, Duration> {
-        self.core.record(true);
-        match self.after_failure(Verdict::Retry) {
-            Ok(_pause) => {
-                #[cfg(feature = "tracing")]
-                tracing::info!(
-                    function = self.core.name,
-                    attempt = self.core.retries,
-                    pause = ?_pause,
-                    "result rejected by `on_result`; retrying"
+                let (progress, flow) = decide(
+                    self.site,
+                    self.progress,
+                    hooks,
+                    self.extras.get_mut(),
+                    outcome,
                 );
-                ControlFlow::Continue(_pause)
-            }
-            Err(_reason) => {
-                #[cfg(feature = "tracing")]
-                if _reason != GiveUp::Nested {
-                    tracing::warn!(
-                        function = self.core.name,
-                        attempts = self.core.retries + 1,
-                        reason = %_reason,
-                        "giving up; returning the last result rejected by `on_result`"
-                    );
-                }
-                ControlFlow::Break(Ok(value))
+                self.progress = progress;
+                flow
             }
         }
-    }
-
-    /// The pause before the next attempt, or why there is none.
-    fn after_failure(&mut self, verdict: Verdict) -> Result<Duration, GiveUp> {
-        let core = &mut self.core;
-        if !verdict.is_retry() {
-            return Err(GiveUp::Permanent);
-        }
-        if core.retried_above && !core.nested_retry {
-            log_nested(core.name);
-            return Err(GiveUp::Nested);
-        }
-        if core.retries >= core.policy.retries() {
-            return Err(GiveUp::Exhausted);
-        }
-        let retry = core.retries + 1;
-        let mut pause = core.policy.delay(retry, core.previous_pause);
-        if let Some(asked) = verdict.suggested_pause() {
-            if asked > core.policy.delay_cap() {
-                return Err(GiveUp::SuggestedTooLong(asked));
-            }
-            pause = pause.max(asked);
-        }
-        if let Some(budget) = core.policy.time_budget() {
-            if core.elapsed().saturating_add(pause) > budget {
-                return Err(GiveUp::Deadline);
-            }
-        }
-        if let Some(budget) = core.budget {
-            if !budget.try_withdraw((core.clock)()) {
-                return Err(GiveUp::Budget);
-            }
-        }
-        core.retries = retry;
-        core.previous_pause = pause;
-        Ok(pause)
     }
 
     /// Retries taken so far.
     pub fn retries(&self) -> u32 {
-        self.core.retries
+        self.progress.retries
     }
+}
+
+pin_project_lite::pin_project! {
+    /// One attempt of an async function: the body with its frame in place, or the breaker's
+    /// refusal, returned without running the body.
+    #[project = RunProj]
+    #[allow(missing_docs)] // the fields are described with their variants
+    pub enum Run<F, K, Out> {
+        /// The body runs.
+        Attempt { #[pin] scoped: Scoped<F, K> },
+        /// The breaker refused; its refusal as the function's result, until it is returned.
+        Refused { outcome: Option<Out> },
+    }
+}
+
+impl<F: Future<Output = Out>, K: KeySlot, Out> Future for Run<F, K, Out> {
+    type Output = Out;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Out> {
+        match self.project() {
+            RunProj::Attempt { scoped } => scoped.poll(cx),
+            RunProj::Refused { outcome } => match outcome.take() {
+                Some(outcome) => Poll::Ready(outcome),
+                None => Poll::Pending,
+            },
+        }
+    }
+}
+
+/// The pause of an async function: a boxed timer, or nothing for a pause that is not slept.
+pub struct Pause<F>(Option<Pin<Box<F>>>);
+
+impl<F: Future<Output = ()>> Future for Pause<F> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<()> {
+        match &mut self.0 {
+            Some(sleep) => sleep.as_mut().poll(cx),
+            None => Poll::Ready(()),
+        }
+    }
+}
+
+/// The user's callables, borrowed for a decision.
+struct Hooks<'h, C, E, N, G> {
+    classify: &'h C,
+    judge: fn(&C, &E) -> Verdict,
+    notify: &'h N,
+    on_give_up: &'h G,
+}
+
+/// What follows an attempt that did not end in an accepted `Ok`: the breaker refused it, it
+/// failed, or `on_result` rejected its value. Out of line and cold: the happy path never
+/// comes here, and the progress it takes and returns by value needs no memory there.
+#[cold]
+#[inline(never)]
+fn decide<'p, T, E, C, N, G>(
+    site: Site<'p>,
+    mut progress: Progress,
+    hooks: Hooks<'_, C, E, N, G>,
+    mut extras: Option<&mut Extras<'p, Result<T, E>>>,
+    outcome: Result<T, E>,
+) -> (Progress, ControlFlow<Result<T, E>, Duration>)
+where
+    E: LoggableError,
+    N: for<'e> ErrorHook<E, &'e RetryEvent>,
+    G: ErrorHook<E, ()>,
+{
+    if extras.as_ref().is_some_and(|x| x.refused) {
+        #[cfg(feature = "tracing")]
+        tracing::warn!(
+            function = site.name,
+            "circuit open: not calling the service"
+        );
+        return (progress, ControlFlow::Break(outcome));
+    }
+    let error = match outcome {
+        Err(error) => error,
+        // `on_result` marked the value: a transient failure, but when the loop stops, the
+        // value is what the function returns.
+        Ok(value) => {
+            if let Some(extras) = extras.as_deref_mut() {
+                extras.record(true, site.clock);
+            }
+            let flow = match after_failure(site, &mut progress, extras, Verdict::Retry) {
+                Ok(_pause) => {
+                    #[cfg(feature = "tracing")]
+                    tracing::info!(
+                        function = site.name,
+                        attempt = progress.retries,
+                        pause = ?_pause,
+                        "result rejected by `on_result`; retrying"
+                    );
+                    ControlFlow::Continue(_pause)
+                }
+                Err(_reason) => {
+                    #[cfg(feature = "tracing")]
+                    if _reason != GiveUp::Nested {
+                        tracing::warn!(
+                            function = site.name,
+                            attempts = progress.retries + 1,
+                            reason = %_reason,
+                            "giving up; returning the last result rejected by `on_result`"
+                        );
+                    }
+                    ControlFlow::Break(Ok(value))
+                }
+            };
+            return (progress, flow);
+        }
+    };
+    let timed_out = extras.as_ref().is_some_and(|x| x.timed_out);
+    let verdict = if timed_out {
+        Verdict::Retry
+    } else {
+        (hooks.judge)(hooks.classify, &error)
+    };
+    if let Some(extras) = extras.as_deref_mut() {
+        extras.record(verdict.is_retry(), site.clock);
+    }
+    let flow = match after_failure(site, &mut progress, extras, verdict) {
+        Ok(pause) => {
+            let event = RetryEvent {
+                function: site.name,
+                attempt: progress.retries,
+                pause,
+                elapsed: progress.elapsed(site.clock),
+            };
+            log_retry(&event, &error);
+            hooks.notify.call(&error, &event);
+            ControlFlow::Continue(pause)
+        }
+        // Not giving up: a permanent error is an answer, and under a retrying layer that
+        // layer decides (`log_nested` said so at debug).
+        Err(GiveUp::Permanent | GiveUp::Nested) => ControlFlow::Break(Err(error)),
+        Err(reason) => {
+            log_give_up(site.name, progress.retries + 1, reason, &error);
+            hooks.on_give_up.call(&error, ());
+            ControlFlow::Break(Err(error))
+        }
+    };
+    (progress, flow)
+}
+
+/// The pause before the next attempt, or why there is none.
+fn after_failure<Out>(
+    site: Site<'_>,
+    progress: &mut Progress,
+    extras: Option<&mut Extras<'_, Out>>,
+    verdict: Verdict,
+) -> Result<Duration, GiveUp> {
+    let policy = site.policy;
+    if !verdict.is_retry() {
+        return Err(GiveUp::Permanent);
+    }
+    let nested_retry = extras.as_ref().is_some_and(|x| x.nested_retry);
+    if progress.retried_above && !nested_retry {
+        log_nested(site.name);
+        return Err(GiveUp::Nested);
+    }
+    if progress.retries >= policy.retries() {
+        return Err(GiveUp::Exhausted);
+    }
+    let retry = progress.retries + 1;
+    let mut pause = policy.delay(retry, Duration::from_nanos(progress.previous_pause));
+    if let Some(asked) = verdict.suggested_pause() {
+        if asked > policy.delay_cap() {
+            return Err(GiveUp::SuggestedTooLong(asked));
+        }
+        pause = pause.max(asked);
+    }
+    if let Some(budget) = policy.time_budget() {
+        if progress.elapsed(site.clock).saturating_add(pause) > budget {
+            return Err(GiveUp::Deadline);
+        }
+    }
+    if let Some(budget) = extras.and_then(|x| x.budget) {
+        if !budget.try_withdraw((site.clock)()) {
+            return Err(GiveUp::Budget);
+        }
+    }
+    progress.retries = retry;
+    progress.previous_pause = u64::try_from(pause.as_nanos()).unwrap_or(u64::MAX);
+    Ok(pause)
 }
 
 /// Why the loop stopped retrying.
@@ -802,7 +1135,7 @@ mod tests {
         let mut retry = Retry::<Result<(), &str>>::start(&policy, "f", transient);
         // 1 s fits; after 1 s more, 2 s does not.
         assert!(retry.next(Err("a")).is_continue());
-        retry.core.started = retry.core.started.map(|t| t - Duration::from_secs(1));
+        retry.progress.started = retry.progress.started.map(|t| t - Duration::from_secs(1));
         assert_eq!(retry.next(Err("b")), ControlFlow::Break(Err("b")));
     }
 

@@ -525,7 +525,11 @@ mod log {
     }
 }
 
+#[path = "common/callsites.rs"]
+mod callsites;
+
 fn logged(f: impl FnOnce()) -> Vec<String> {
+    callsites::keep_open();
     let capture = log::Capture::default();
     tracing::subscriber::with_default(capture.clone(), || testing::record(f));
     capture.lines()

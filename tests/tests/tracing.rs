@@ -71,8 +71,12 @@ impl tracing::Subscriber for Capture {
     fn exit(&self, _: &span::Id) {}
 }
 
+#[path = "common/callsites.rs"]
+mod callsites;
+
 /// Runs `f` with every event on this thread captured; returns them in order.
 fn capture<R>(f: impl FnOnce() -> R) -> (R, Vec<Captured>) {
+    callsites::keep_open();
     let capture = Capture::default();
     let result = tracing::subscriber::with_default(capture.clone(), f);
     let events = capture.0.lock().expect("not poisoned").clone();

@@ -22,17 +22,19 @@ use syn::ext::IdentExt;
 ///         &__RETRY_POLICY, "check", |e| is_transient(e)).notify(log_retry);
 ///     loop {
 ///         let __retry_outcome = __retry.run(async { if false { return output_type::<..>(); } { body } }).await;
-///         match __retry.next(__retry_outcome) {
+///         __retry = match __retry.next(__retry_outcome) {
 ///             ControlFlow::Break(__retry_result) => return __retry_result,
-///             ControlFlow::Continue(__retry_pause) => __retry.pause(__retry_pause).await,
-///         }
+///             ControlFlow::Continue(__retry_next) => __retry_next,
+///         };
+///         __retry.pause().await;
 ///     }
 /// }
 /// ```
 ///
 /// A sync function runs each attempt as `__retry.attempt(|| { body })` and pauses with
-/// `__retry.pause_blocking(__retry_pause)`. The return type in the turbofish lets the closure or
-/// `async` block infer what `?` and `return` in the body convert to.
+/// `__retry.pause_blocking()`. The return type in the turbofish lets the closure or `async`
+/// block infer what `?` and `return` in the body convert to. `next` takes the loop state by
+/// value and gives it back for the next attempt, so that the compiler can keep it in registers.
 pub(crate) fn expand(plan: Plan) -> TokenStream {
     let rt = quote!(::retry_runtime::__private);
     let policy_name = Ident::new("__RETRY_POLICY", Span::call_site());
@@ -40,7 +42,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let state = local("__retry");
     let outcome = local("__retry_outcome");
     let result = local("__retry_result");
-    let pause = local("__retry_pause");
+    let next = local("__retry_next");
     let func = &plan.func;
     let body = &func.body;
     let output = &plan.output;
@@ -130,12 +132,12 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
             } else {
                 quote!(#state.run(async { #output_type #body }).await)
             },
-            quote!(#state.pause(#pause).await),
+            quote!(#state.pause().await),
         )
     } else {
         (
             quote!(#state.attempt(|| #body)),
-            quote!(#state.pause_blocking(#pause)),
+            quote!(#state.pause_blocking()),
         )
     };
     let attrs = &func.attrs;
@@ -149,9 +151,12 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
             loop {
                 let #outcome = #attempt;
                 #[allow(unreachable_code)]
-                match #state.next(#outcome) {
-                    #rt::ControlFlow::Break(#result) => return #result,
-                    #rt::ControlFlow::Continue(#pause) => #sleep,
+                {
+                    #state = match #state.next(#outcome) {
+                        #rt::ControlFlow::Break(#result) => return #result,
+                        #rt::ControlFlow::Continue(#next) => #next,
+                    };
+                    #sleep;
                 }
             }
         },

@@ -233,17 +233,21 @@ impl Policy {
     /// ```
     pub fn nominal_delay(&self, retry: u32) -> Duration {
         let cap = nanos(self.delay_cap());
-        Duration::from_nanos(self.nominal_nanos(retry).min(cap))
+        Duration::from_nanos(self.nominal_nanos(retry, cap))
     }
 
-    fn nominal_nanos(&self, retry: u32) -> u64 {
+    /// Pause `retry` in nanoseconds, capped at `cap` (the cap in nanoseconds, computed once by
+    /// the caller).
+    #[inline]
+    fn nominal_nanos(&self, retry: u32, cap: u64) -> u64 {
         let base = nanos(self.base);
         let n = retry.max(1);
-        match self.backoff {
+        let d = match self.backoff {
             Backoff::Constant => base,
             Backoff::Linear => base.saturating_mul(u64::from(n)),
-            Backoff::Exponential => exponential(base, self.factor, n - 1, nanos(self.delay_cap())),
-        }
+            Backoff::Exponential => exponential(base, self.factor, n - 1, cap),
+        };
+        d.min(cap)
     }
 
     /// The pause before retry `retry` (counting from 1), jitter included, capped at
@@ -267,7 +271,7 @@ impl Policy {
         draw: &mut dyn FnMut(u64, u64) -> u64,
     ) -> Duration {
         let cap = nanos(self.delay_cap());
-        let d = self.nominal_nanos(retry).min(cap);
+        let d = self.nominal_nanos(retry, cap);
         let jittered = match self.jitter {
             Jitter::None => d,
             Jitter::Proportional(f) => {
@@ -510,7 +514,8 @@ fn exponential(base: u64, factor: f64, exp: u32, cap: u64) -> u64 {
     if base == 0 || exp == 0 || factor == 1.0 {
         return base;
     }
-    if factor.fract() == 0.0 && factor < u64::MAX as f64 {
+    // Whole without `f64::fract`, which is a call to libm's `trunc` on baseline x86-64.
+    if factor < u64::MAX as f64 && (factor as u64) as f64 == factor {
         let factor = factor as u64;
         let mut d = base;
         for _ in 0..exp {

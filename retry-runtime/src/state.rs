@@ -182,8 +182,9 @@ struct Progress {
     retries: u32,
     /// An enclosing annotated function or `scope::caller_retries` retries this work.
     retried_above: bool,
-    /// The last pause in nanoseconds (for decorrelated jitter): eight bytes, not a `Duration`'s
-    /// sixteen, because an async function's future holds this across every attempt.
+    /// The pause `next` decided last, in nanoseconds: the one to take now, and the previous one
+    /// for decorrelated jitter. Eight bytes, not a `Duration`'s sixteen, because an async
+    /// function's future holds this across every attempt.
     previous_pause: u64,
     started: Option<Instant>,
 }
@@ -783,32 +784,39 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, R, N, G, X> {
     ///
     /// The future is opaque, so that a `sleep = f` that is not an async sleep is one error, at
     /// `sleep`, and not a second one here.
-    pub fn pause(
-        &self,
-        pause: Duration,
-    ) -> impl Future<Output = ()> + use<'p, T, E, C, S, R, N, G, X>
+    pub fn pause(&self) -> impl Future<Output = ()> + use<'p, T, E, C, S, R, N, G, X>
     where
         S: Sleeper,
     {
+        let pause = self.decided_pause();
         if crate::testing::record_pause(pause) || pause.is_zero() {
             return Pause(None);
         }
         Pause(Some(Box::pin(self.sleeper.sleep(pause))))
     }
 
+    /// The pause before the next attempt, as `next` decided it.
+    fn decided_pause(&self) -> Duration {
+        Duration::from_nanos(self.progress.previous_pause)
+    }
+
     /// The pause of a sync function.
-    pub fn pause_blocking(&self, pause: Duration) {
+    pub fn pause_blocking(&self) {
+        let pause = self.decided_pause();
         if !crate::testing::record_pause(pause) && !pause.is_zero() {
             std::thread::sleep(pause);
         }
     }
 
-    /// Decides what follows an attempt: return its result, or pause and try again.
+    /// Decides what follows an attempt: `Break` with the function's result, or `Continue` with
+    /// the state for the next attempt, whose [`pause`](Retry::pause) is then taken.
     ///
-    /// An accepted `Ok` is decided here, inline; anything else goes to [`decide`], out of line,
-    /// which gets the progress by value and hands it back.
+    /// The state is taken and given back by value. An accepted `Ok` is decided here, inline;
+    /// anything else goes to `decide`, out of line, with the state taken apart into separate
+    /// locals on that branch alone. Nothing of the state has its address taken on the happy path,
+    /// so the compiler keeps it in registers and constants instead of storing it up front.
     #[inline(always)]
-    pub fn next(&mut self, outcome: Result<T, E>) -> ControlFlow<Result<T, E>, Duration>
+    pub fn next(mut self, outcome: Result<T, E>) -> ControlFlow<Result<T, E>, Self>
     where
         E: LoggableError,
         R: ResultCheck<T>,
@@ -824,23 +832,54 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, R, N, G, X> {
                 }
                 ControlFlow::Break(Ok(value))
             }
-            outcome => {
-                let hooks = Hooks {
-                    classify: &self.classify,
-                    judge: self.judge,
-                    notify: &self.notify,
-                    on_give_up: &self.on_give_up,
-                };
-                let (progress, flow) = decide(
-                    self.site,
-                    self.progress,
-                    hooks,
-                    self.extras.get_mut(),
-                    outcome,
-                );
-                self.progress = progress;
-                flow
-            }
+            outcome => self.after(outcome),
+        }
+    }
+
+    /// `next` for anything but an accepted `Ok`.
+    #[inline(always)]
+    fn after(self, outcome: Result<T, E>) -> ControlFlow<Result<T, E>, Self>
+    where
+        E: LoggableError,
+        N: for<'e> ErrorHook<E, &'e RetryEvent>,
+        G: ErrorHook<E, ()>,
+        X: MaybeExtras<'p, Result<T, E>>,
+    {
+        let Retry {
+            site,
+            mut progress,
+            classify,
+            judge,
+            sleeper,
+            on_result,
+            notify,
+            on_give_up,
+            mut extras,
+        } = self;
+        let flow = decide(
+            site.policy,
+            site.name,
+            site.clock,
+            &mut progress,
+            (&classify, judge),
+            &notify,
+            &on_give_up,
+            extras.get_mut(),
+            outcome,
+        );
+        match flow {
+            ControlFlow::Break(result) => ControlFlow::Break(result),
+            ControlFlow::Continue(()) => ControlFlow::Continue(Retry {
+                site,
+                progress,
+                classify,
+                judge,
+                sleeper,
+                on_result,
+                notify,
+                on_give_up,
+                extras,
+            }),
         }
     }
 
@@ -892,38 +931,41 @@ impl<F: Future<Output = ()>> Future for Pause<F> {
     }
 }
 
-/// The user's callables, borrowed for a decision.
-struct Hooks<'h, C, E, N, G> {
-    classify: &'h C,
-    judge: fn(&C, &E) -> Verdict,
-    notify: &'h N,
-    on_give_up: &'h G,
-}
-
 /// What follows an attempt that did not end in an accepted `Ok`: the breaker refused it, it
-/// failed, or `on_result` rejected its value. Out of line and cold: the happy path never
-/// comes here, and the progress it takes and returns by value needs no memory there.
+/// failed, or `on_result` rejected its value. Out of line and cold: the happy path never comes
+/// here. Its arguments are separate words rather than one struct, so that they travel in
+/// registers and nothing of the loop state has to be stored in memory before the first attempt.
 #[cold]
 #[inline(never)]
+#[allow(clippy::too_many_arguments)]
 fn decide<'p, T, E, C, N, G>(
-    site: Site<'p>,
-    mut progress: Progress,
-    hooks: Hooks<'_, C, E, N, G>,
+    policy: &'p Policy,
+    name: &'static str,
+    clock: fn() -> Instant,
+    progress: &mut Progress,
+    (classify, judge): (&C, fn(&C, &E) -> Verdict),
+    notify: &N,
+    on_give_up: &G,
     mut extras: Option<&mut Extras<'p, Result<T, E>>>,
     outcome: Result<T, E>,
-) -> (Progress, ControlFlow<Result<T, E>, Duration>)
+) -> ControlFlow<Result<T, E>>
 where
     E: LoggableError,
     N: for<'e> ErrorHook<E, &'e RetryEvent>,
     G: ErrorHook<E, ()>,
 {
+    let site = Site {
+        policy,
+        name,
+        clock,
+    };
     if extras.as_ref().is_some_and(|x| x.refused) {
         #[cfg(feature = "tracing")]
         tracing::warn!(
             function = site.name,
             "circuit open: not calling the service"
         );
-        return (progress, ControlFlow::Break(outcome));
+        return ControlFlow::Break(outcome);
     }
     let error = match outcome {
         Err(error) => error,
@@ -933,7 +975,7 @@ where
             if let Some(extras) = extras.as_deref_mut() {
                 extras.record(true, site.clock);
             }
-            let flow = match after_failure(site, &mut progress, extras, Verdict::Retry) {
+            return match after_failure(&site, progress, extras, Verdict::Retry) {
                 Ok(_pause) => {
                     #[cfg(feature = "tracing")]
                     tracing::info!(
@@ -942,7 +984,7 @@ where
                         pause = ?_pause,
                         "result rejected by `on_result`; retrying"
                     );
-                    ControlFlow::Continue(_pause)
+                    ControlFlow::Continue(())
                 }
                 Err(_reason) => {
                     #[cfg(feature = "tracing")]
@@ -957,19 +999,18 @@ where
                     ControlFlow::Break(Ok(value))
                 }
             };
-            return (progress, flow);
         }
     };
     let timed_out = extras.as_ref().is_some_and(|x| x.timed_out);
     let verdict = if timed_out {
         Verdict::Retry
     } else {
-        (hooks.judge)(hooks.classify, &error)
+        judge(classify, &error)
     };
     if let Some(extras) = extras.as_deref_mut() {
         extras.record(verdict.is_retry(), site.clock);
     }
-    let flow = match after_failure(site, &mut progress, extras, verdict) {
+    match after_failure(&site, progress, extras, verdict) {
         Ok(pause) => {
             let event = RetryEvent {
                 function: site.name,
@@ -978,24 +1019,23 @@ where
                 elapsed: progress.elapsed(site.clock),
             };
             log_retry(&event, &error);
-            hooks.notify.call(&error, &event);
-            ControlFlow::Continue(pause)
+            notify.call(&error, &event);
+            ControlFlow::Continue(())
         }
         // Not giving up: a permanent error is an answer, and under a retrying layer that
         // layer decides (`log_nested` said so at debug).
         Err(GiveUp::Permanent | GiveUp::Nested) => ControlFlow::Break(Err(error)),
         Err(reason) => {
             log_give_up(site.name, progress.retries + 1, reason, &error);
-            hooks.on_give_up.call(&error, ());
+            on_give_up.call(&error, ());
             ControlFlow::Break(Err(error))
         }
-    };
-    (progress, flow)
+    }
 }
 
 /// The pause before the next attempt, or why there is none.
 fn after_failure<Out>(
-    site: Site<'_>,
+    site: &Site<'_>,
     progress: &mut Progress,
     extras: Option<&mut Extras<'_, Out>>,
     verdict: Verdict,
@@ -1102,29 +1142,63 @@ mod tests {
         true
     }
 
+    /// The pause before the next attempt and the state for it, or the function's result.
+    type Step<'p, T, E, C, S> =
+        ControlFlow<Result<T, E>, (Duration, Retry<'p, Result<T, E>, C, S>)>;
+
+    /// What the expansion does with `next`: the pause before the next attempt and the state
+    /// for it, or the function's result.
+    fn step<T, E: LoggableError, C, S>(
+        retry: Retry<'_, Result<T, E>, C, S>,
+        outcome: Result<T, E>,
+    ) -> Step<'_, T, E, C, S> {
+        match retry.next(outcome) {
+            ControlFlow::Break(result) => ControlFlow::Break(result),
+            ControlFlow::Continue(retry) => ControlFlow::Continue((retry.decided_pause(), retry)),
+        }
+    }
+
+    /// The pause `step` decided; panics on `Break`.
+    fn paused<T: fmt::Debug, E: LoggableError + fmt::Debug, C, S>(
+        flow: Step<'_, T, E, C, S>,
+    ) -> (Duration, Retry<'_, Result<T, E>, C, S>) {
+        match flow {
+            ControlFlow::Continue(next) => next,
+            ControlFlow::Break(result) => panic!("expected a pause, got {result:?}"),
+        }
+    }
+
     #[test]
     fn ok_breaks_at_once() {
         let policy = Policy::new();
-        let mut retry = Retry::<Result<i32, &str>>::start(&policy, "f", transient);
-        assert_eq!(retry.next(Ok(1)), ControlFlow::Break(Ok(1)));
+        let retry = Retry::<Result<i32, &str>>::start(&policy, "f", transient);
         assert_eq!(retry.retries(), 0);
+        assert!(matches!(step(retry, Ok(1)), ControlFlow::Break(Ok(1))));
     }
 
     #[test]
     fn transient_errors_pause_until_the_limit() {
         let policy = Policy::new().max_retries(2).jitter(Jitter::None);
-        let mut retry = Retry::<Result<(), &str>>::start(&policy, "f", transient);
+        let retry = Retry::<Result<(), &str>>::start(&policy, "f", transient);
         let s = Duration::from_secs(1);
-        assert_eq!(retry.next(Err("a")), ControlFlow::Continue(s));
-        assert_eq!(retry.next(Err("b")), ControlFlow::Continue(2 * s));
-        assert_eq!(retry.next(Err("c")), ControlFlow::Break(Err("c")));
+        let (pause, retry) = paused(step(retry, Err("a")));
+        assert_eq!((pause, retry.retries()), (s, 1));
+        let (pause, retry) = paused(step(retry, Err("b")));
+        assert_eq!((pause, retry.retries()), (2 * s, 2));
+        assert!(matches!(
+            step(retry, Err("c")),
+            ControlFlow::Break(Err("c"))
+        ));
     }
 
     #[test]
     fn permanent_errors_break_at_once() {
         let policy = Policy::new();
-        let mut retry = Retry::<Result<(), &str>>::start(&policy, "f", |_: &&str| false);
-        assert_eq!(retry.next(Err("no")), ControlFlow::Break(Err("no")));
+        let retry = Retry::<Result<(), &str>>::start(&policy, "f", |_: &&str| false);
+        assert!(matches!(
+            step(retry, Err("no")),
+            ControlFlow::Break(Err("no"))
+        ));
     }
 
     #[test]
@@ -1132,11 +1206,14 @@ mod tests {
         let policy = Policy::new()
             .jitter(Jitter::None)
             .deadline(Duration::from_millis(2500));
-        let mut retry = Retry::<Result<(), &str>>::start(&policy, "f", transient);
+        let retry = Retry::<Result<(), &str>>::start(&policy, "f", transient);
         // 1 s fits; after 1 s more, 2 s does not.
-        assert!(retry.next(Err("a")).is_continue());
+        let (_, mut retry) = paused(step(retry, Err("a")));
         retry.progress.started = retry.progress.started.map(|t| t - Duration::from_secs(1));
-        assert_eq!(retry.next(Err("b")), ControlFlow::Break(Err("b")));
+        assert!(matches!(
+            step(retry, Err("b")),
+            ControlFlow::Break(Err("b"))
+        ));
     }
 
     #[test]
@@ -1145,13 +1222,12 @@ mod tests {
             .jitter(Jitter::None)
             .max_delay(Duration::from_secs(10));
         let suggest = |e: &Duration| Verdict::RetryAfter(*e);
-        let mut retry = Retry::<Result<(), Duration>>::start(&policy, "f", suggest);
+        let retry = Retry::<Result<(), Duration>>::start(&policy, "f", suggest);
         let s = Duration::from_secs(1);
-        assert_eq!(retry.next(Err(3 * s)), ControlFlow::Continue(3 * s));
-        assert_eq!(
-            retry.next(Err(Duration::ZERO)),
-            ControlFlow::Continue(2 * s)
-        );
-        assert_eq!(retry.next(Err(11 * s)), ControlFlow::Break(Err(11 * s)));
+        let (pause, retry) = paused(step(retry, Err(3 * s)));
+        assert_eq!(pause, 3 * s);
+        let (pause, retry) = paused(step(retry, Err(Duration::ZERO)));
+        assert_eq!(pause, 2 * s);
+        assert!(matches!(step(retry, Err(11 * s)), ControlFlow::Break(Err(e)) if e == 11 * s));
     }
 }

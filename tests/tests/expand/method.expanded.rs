@@ -24,13 +24,16 @@ impl Tariffs {
                     Ok(self.reads)
                 });
             #[allow(unreachable_code)]
-            match __retry.next(__retry_outcome) {
-                ::retry_runtime::__private::ControlFlow::Break(__retry_result) => {
-                    return __retry_result;
-                }
-                ::retry_runtime::__private::ControlFlow::Continue(__retry_pause) => {
-                    __retry.pause_blocking(__retry_pause)
-                }
+            {
+                __retry = match __retry.next(__retry_outcome) {
+                    ::retry_runtime::__private::ControlFlow::Break(__retry_result) => {
+                        return __retry_result;
+                    }
+                    ::retry_runtime::__private::ControlFlow::Continue(__retry_next) => {
+                        __retry_next
+                    }
+                };
+                __retry.pause_blocking();
             }
         }
     }

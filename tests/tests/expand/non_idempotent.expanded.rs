@@ -36,13 +36,16 @@ async fn pay_out(claim: u32, amount: u64, key: &IdempotencyKey) -> io::Result<St
             })
             .await;
         #[allow(unreachable_code)]
-        match __retry.next(__retry_outcome) {
-            ::retry_runtime::__private::ControlFlow::Break(__retry_result) => {
-                return __retry_result;
-            }
-            ::retry_runtime::__private::ControlFlow::Continue(__retry_pause) => {
-                __retry.pause(__retry_pause).await
-            }
+        {
+            __retry = match __retry.next(__retry_outcome) {
+                ::retry_runtime::__private::ControlFlow::Break(__retry_result) => {
+                    return __retry_result;
+                }
+                ::retry_runtime::__private::ControlFlow::Continue(__retry_next) => {
+                    __retry_next
+                }
+            };
+            __retry.pause().await;
         }
     }
 }

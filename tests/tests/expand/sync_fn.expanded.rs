@@ -13,13 +13,16 @@ fn read_tariffs(path: &std::path::Path) -> std::io::Result<String> {
     loop {
         let __retry_outcome = __retry.attempt(|| { std::fs::read_to_string(path) });
         #[allow(unreachable_code)]
-        match __retry.next(__retry_outcome) {
-            ::retry_runtime::__private::ControlFlow::Break(__retry_result) => {
-                return __retry_result;
-            }
-            ::retry_runtime::__private::ControlFlow::Continue(__retry_pause) => {
-                __retry.pause_blocking(__retry_pause)
-            }
+        {
+            __retry = match __retry.next(__retry_outcome) {
+                ::retry_runtime::__private::ControlFlow::Break(__retry_result) => {
+                    return __retry_result;
+                }
+                ::retry_runtime::__private::ControlFlow::Continue(__retry_next) => {
+                    __retry_next
+                }
+            };
+            __retry.pause_blocking();
         }
     }
 }

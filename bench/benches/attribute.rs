@@ -75,6 +75,13 @@ mod sync {
         (|| answer(x)).retry(BACKON).when(is_busy).call()
     }
 
+    /// The floor under `#[retry]`: the attempt context alone (what `attempt()` and nested
+    /// functions read), put in place around the body as every attempt does, without the loop.
+    #[inline(never)]
+    pub fn context_alone(x: u64) -> Result<u64, Busy> {
+        retry_runtime::scope::caller_retries(|| answer(x))
+    }
+
     /// The baseline of the failure path: the loop a careful programmer writes by hand.
     #[inline(never)]
     pub fn hand_written(calls: &Cell<u64>) -> Result<u64, Busy> {
@@ -118,6 +125,13 @@ mod not_sync {
         (|| async { answer(x) }).retry(BACKON).when(is_busy).await
     }
 
+    /// The floor under `#[retry]`: the attempt context alone, in place around every poll of
+    /// the body, without the loop.
+    #[inline(never)]
+    pub async fn context_alone(x: u64) -> Result<u64, Busy> {
+        retry_runtime::scope::caller_retries_async(async { answer(x) }).await
+    }
+
     #[inline(never)]
     pub async fn tokio_retry(x: u64) -> Result<u64, Busy> {
         // tokio-retry without its `rand` feature has no jitter; the happy path never draws.
@@ -153,8 +167,11 @@ fn happy_path(c: &mut Criterion) {
         b.iter(|| sync::attribute(black_box(7)))
     });
     g.bench_function("backon", |b| b.iter(|| sync::backon(black_box(7))));
-    // The compiler folds `sync::attribute` into `sync::plain` (identical code, one address), so
-    // measuring plain once more shows how much of any difference is the harness's noise.
+    g.bench_function("attempt context alone", |b| {
+        b.iter(|| sync::context_alone(black_box(7)))
+    });
+    // Measuring plain once more shows how much of any difference is the harness's noise (the
+    // same code at another address).
     g.bench_function("plain, again", |b| b.iter(|| sync::plain(black_box(7))));
     g.finish();
 
@@ -171,6 +188,10 @@ fn happy_path(c: &mut Criterion) {
     });
     g.bench_function("tokio-retry", |b| {
         b.to_async(&rt).iter(|| not_sync::tokio_retry(black_box(7)))
+    });
+    g.bench_function("attempt context alone", |b| {
+        b.to_async(&rt)
+            .iter(|| not_sync::context_alone(black_box(7)))
     });
     g.finish();
 }

@@ -344,13 +344,16 @@ pub use transient::{Transient, Verdict};
 ///     loop {
 ///         let __retry_outcome = __retry.run(async { /* type hint */ { client.coverage(claim).await } }).await;
 ///         #[allow(unreachable_code)]
-///         match __retry.next(__retry_outcome) {
-///             ::retry_runtime::__private::ControlFlow::Break(__retry_result) => {
-///                 return __retry_result;
-///             }
-///             ::retry_runtime::__private::ControlFlow::Continue(__retry_pause) => {
-///                 __retry.pause(__retry_pause).await
-///             }
+///         {
+///             __retry = match __retry.next(__retry_outcome) {
+///                 ::retry_runtime::__private::ControlFlow::Break(__retry_result) => {
+///                     return __retry_result;
+///                 }
+///                 ::retry_runtime::__private::ControlFlow::Continue(__retry_next) => {
+///                     __retry_next
+///                 }
+///             };
+///             __retry.pause().await;
 ///         }
 ///     }
 /// }

@@ -493,34 +493,40 @@ impl<'p, T, E, C, S> Retry<'p, Result<T, E>, C, S> {
 // The builders' return types spell out the state's type parameters; an alias would only hide them.
 #[allow(clippy::type_complexity)]
 impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, R, N, G, X> {
+    /// The same state with its option parts (sleeper, hooks, extras) replaced by `f`: the one
+    /// place that lists every field, for the builders.
+    #[inline(always)]
+    fn with_options<S2, R2, N2, G2, X2>(
+        self,
+        f: impl FnOnce(S, R, N, G, X) -> (S2, R2, N2, G2, X2),
+    ) -> Retry<'p, Result<T, E>, C, S2, R2, N2, G2, X2> {
+        let (sleeper, on_result, notify, on_give_up, extras) = f(
+            self.sleeper,
+            self.on_result,
+            self.notify,
+            self.on_give_up,
+            self.extras,
+        );
+        Retry {
+            site: self.site,
+            progress: self.progress,
+            classify: self.classify,
+            judge: self.judge,
+            sleeper,
+            on_result,
+            notify,
+            on_give_up,
+            extras,
+        }
+    }
+
     /// The state with its extras in place, to set one of them.
     #[inline(always)]
     fn extended(self) -> Retry<'p, Result<T, E>, C, S, R, N, G, Extras<'p, Result<T, E>>>
     where
         X: MaybeExtras<'p, Result<T, E>>,
     {
-        let Retry {
-            site,
-            progress,
-            classify,
-            judge,
-            sleeper,
-            on_result,
-            notify,
-            on_give_up,
-            extras,
-        } = self;
-        Retry {
-            site,
-            progress,
-            classify,
-            judge,
-            sleeper,
-            on_result,
-            notify,
-            on_give_up,
-            extras: extras.into_extras(),
-        }
+        self.with_options(|s, r, n, g, x| (s, r, n, g, x.into_extras()))
     }
 
     /// `on_result = f`: an `Ok` value that `f` marks is treated as a transient failure; when the
@@ -533,19 +539,7 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, R, N, G, X> {
             f,
             call: |f, value| f(value),
         };
-        let (sleeper, notify, on_give_up, extras) =
-            (self.sleeper, self.notify, self.on_give_up, self.extras);
-        Retry {
-            site: self.site,
-            progress: self.progress,
-            classify: self.classify,
-            judge: self.judge,
-            sleeper,
-            on_result: hook,
-            notify,
-            on_give_up,
-            extras,
-        }
+        self.with_options(|s, _, n, g, x| (s, hook, n, g, x))
     }
 
     /// `notify = f`: called before each pause with the error and a [`RetryEvent`].
@@ -560,19 +554,7 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, R, N, G, X> {
             f,
             call: |f, error, event| f(error, event),
         };
-        let (sleeper, on_result, on_give_up, extras) =
-            (self.sleeper, self.on_result, self.on_give_up, self.extras);
-        Retry {
-            site: self.site,
-            progress: self.progress,
-            classify: self.classify,
-            judge: self.judge,
-            sleeper,
-            on_result,
-            notify: hook,
-            on_give_up,
-            extras,
-        }
+        self.with_options(|s, r, _, g, x| (s, r, hook, g, x))
     }
 
     /// `on_give_up = f`: called once with the last error when the loop stops retrying a
@@ -585,19 +567,7 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, R, N, G, X> {
             f,
             call: |f, error| f(error),
         };
-        let (sleeper, on_result, notify, extras) =
-            (self.sleeper, self.on_result, self.notify, self.extras);
-        Retry {
-            site: self.site,
-            progress: self.progress,
-            classify: self.classify,
-            judge: self.judge,
-            sleeper,
-            on_result,
-            notify,
-            on_give_up: hook,
-            extras,
-        }
+        self.with_options(|s, r, n, _, x| (s, r, n, hook, x))
     }
 
     /// `sleep = f`: pause with `f` instead of tokio's timer; the deadline is then measured on
@@ -611,17 +581,7 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, R, N, G, X> {
         if self.progress.started.is_some() {
             self.progress.started = Some(std_now());
         }
-        Retry {
-            site: self.site,
-            progress: self.progress,
-            classify: self.classify,
-            judge: self.judge,
-            sleeper: f,
-            on_result: self.on_result,
-            notify: self.notify,
-            on_give_up: self.on_give_up,
-            extras: self.extras,
-        }
+        self.with_options(|_, r, n, g, x| (f, r, n, g, x))
     }
 
     /// `timeout = "2s"`: each attempt is cut off after `limit` (clipped to the time left before

@@ -39,7 +39,7 @@ pub struct Strategy {
 
 const fn backoff(jitter: Jitter) -> Policy {
     Policy::new()
-        .max_retries(u32::MAX)
+        .max(u32::MAX)
         .base(BASE)
         .max_delay(CAP)
         .jitter(jitter)

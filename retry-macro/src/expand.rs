@@ -17,7 +17,7 @@ use syn::ext::IdentExt;
 ///
 /// ```text
 /// async fn check(claim: &Claim) -> Result<Coverage, ContractError> {
-///     const __RETRY_POLICY: Policy = Policy::new().max_retries(3).base(Duration::from_secs(1));
+///     const __RETRY_POLICY: Policy = Policy::new().max(3).base(Duration::from_secs(1));
 ///     let mut __retry = Retry::<Result<Coverage, ContractError>>::start_async(
 ///         &__RETRY_POLICY, "check", |e| is_transient(e)).notify(log_retry);
 ///     loop {
@@ -196,7 +196,7 @@ fn policy_expr(spec: &PolicySpec) -> TokenStream {
     let mut calls = TokenStream::new();
     if let Some(n) = spec.max_retries {
         let n = Literal::u32_unsuffixed(n);
-        calls.extend(quote!(.max_retries(#n)));
+        calls.extend(quote!(.max(#n)));
     }
     if let Some(base) = spec.base {
         let d = duration(base);

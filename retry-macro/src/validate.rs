@@ -119,7 +119,7 @@ fn check_function_kind(args: &Args, func: &RetryFn, errors: &mut Errors) {
 
 fn builder_of(key: &str) -> &str {
     match key {
-        "max" | "attempts" => "max_retries",
+        "max" | "attempts" => "max",
         "base" => "base",
         "factor" => "factor",
         "backoff" => "backoff",

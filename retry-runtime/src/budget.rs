@@ -87,9 +87,9 @@ impl RetryBudget {
     /// use retry_runtime::RetryBudget;
     ///
     /// static BUDGET: RetryBudget = RetryBudget::new();
-    /// assert_eq!(BUDGET.deposit_ratio(), 0.1);
-    /// assert_eq!(BUDGET.reserve_per_second(), 10);
-    /// assert_eq!(BUDGET.capacity(), 100);
+    /// assert_eq!(BUDGET.get_ratio(), 0.1);
+    /// assert_eq!(BUDGET.get_min_per_second(), 10);
+    /// assert_eq!(BUDGET.get_max_tokens(), 100);
     /// assert_eq!(BUDGET.available(), 0.0);
     /// ```
     pub const fn new() -> Self {
@@ -133,8 +133,8 @@ impl RetryBudget {
         self
     }
 
-    /// Records a first attempt: adds [`deposit_ratio`](RetryBudget::deposit_ratio) of a token,
-    /// up to [`capacity`](RetryBudget::capacity). Call it once per call of the function, not
+    /// Records a first attempt: adds [`get_ratio`](RetryBudget::get_ratio) of a token,
+    /// up to [`get_max_tokens`](RetryBudget::get_max_tokens). Call it once per call of the function, not
     /// per attempt.
     pub fn deposit(&self) {
         if self.deposit == 0 {
@@ -209,17 +209,17 @@ impl RetryBudget {
     }
 
     /// The fraction of a token each first attempt deposits.
-    pub const fn deposit_ratio(&self) -> f64 {
+    pub const fn get_ratio(&self) -> f64 {
         self.deposit as f64 / SCALE as f64
     }
 
     /// Retries per second that need no token.
-    pub const fn reserve_per_second(&self) -> u32 {
+    pub const fn get_min_per_second(&self) -> u32 {
         self.reserve
     }
 
     /// The most tokens the bucket holds.
-    pub const fn capacity(&self) -> u32 {
+    pub const fn get_max_tokens(&self) -> u32 {
         (self.cap / SCALE) as u32
     }
 
@@ -242,9 +242,9 @@ fn unpack(window: u64) -> (u32, u32) {
 impl fmt::Debug for RetryBudget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryBudget")
-            .field("ratio", &self.deposit_ratio())
+            .field("ratio", &self.get_ratio())
             .field("min_per_second", &self.reserve)
-            .field("max_tokens", &self.capacity())
+            .field("max_tokens", &self.get_max_tokens())
             .field("available", &self.available())
             .finish()
     }
@@ -262,9 +262,9 @@ mod tests {
 
     #[test]
     fn a_static_budget_starts_empty_with_the_defaults() {
-        assert_eq!(BUDGET.deposit_ratio(), 0.1);
-        assert_eq!(BUDGET.reserve_per_second(), 10);
-        assert_eq!(BUDGET.capacity(), 100);
+        assert_eq!(BUDGET.get_ratio(), 0.1);
+        assert_eq!(BUDGET.get_min_per_second(), 10);
+        assert_eq!(BUDGET.get_max_tokens(), 100);
         assert_eq!(BUDGET.available(), 0.0);
     }
 
@@ -368,11 +368,14 @@ mod tests {
 
     #[test]
     fn the_ratio_is_clamped() {
-        assert_eq!(RetryBudget::new().ratio(-1.0).deposit_ratio(), 0.0);
-        assert_eq!(RetryBudget::new().ratio(f64::NAN).deposit_ratio(), 0.0);
-        assert_eq!(RetryBudget::new().ratio(1e9).deposit_ratio(), 1000.0);
-        assert_eq!(RetryBudget::new().ratio(0.25).deposit_ratio(), 0.25);
-        assert_eq!(RetryBudget::new().max_tokens(u32::MAX).capacity(), u32::MAX);
+        assert_eq!(RetryBudget::new().ratio(-1.0).get_ratio(), 0.0);
+        assert_eq!(RetryBudget::new().ratio(f64::NAN).get_ratio(), 0.0);
+        assert_eq!(RetryBudget::new().ratio(1e9).get_ratio(), 1000.0);
+        assert_eq!(RetryBudget::new().ratio(0.25).get_ratio(), 0.25);
+        assert_eq!(
+            RetryBudget::new().max_tokens(u32::MAX).get_max_tokens(),
+            u32::MAX
+        );
     }
 
     #[test]

@@ -335,7 +335,7 @@ pub use transient::{Transient, Verdict};
 /// ```text
 /// async fn check_coverage(client: &ContractClient, claim: &Claim) -> Result<Coverage, ContractError> {
 ///     const __RETRY_POLICY: ::retry_runtime::__private::Policy = ::retry_runtime::__private::Policy::new()
-///         .max_retries(3)
+///         .max(3)
 ///         .base(::retry_runtime::__private::Duration::from_secs(1))
 ///         .jitter(::retry_runtime::__private::Jitter::Proportional(0.5));
 ///     let mut __retry = ::retry_runtime::__private::Retry::<

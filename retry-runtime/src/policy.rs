@@ -90,7 +90,7 @@ pub enum Jitter {
 /// use std::time::Duration;
 ///
 /// const COVERAGE: Policy = Policy::new()
-///     .max_retries(3)
+///     .max(3)
 ///     .base(Duration::from_secs(1))
 ///     .jitter(Jitter::None);
 ///
@@ -99,7 +99,7 @@ pub enum Jitter {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Policy {
-    max_retries: u32,
+    max: u32,
     base: Duration,
     factor: f64,
     backoff: Backoff,
@@ -119,7 +119,7 @@ impl Policy {
     /// at 30 s, no deadline, and [`Jitter::Proportional(0.5)`](Jitter::Proportional).
     pub const fn new() -> Self {
         Self {
-            max_retries: 3,
+            max: 3,
             base: Duration::from_secs(1),
             factor: 2.0,
             backoff: Backoff::Exponential,
@@ -129,9 +129,9 @@ impl Policy {
         }
     }
 
-    /// Retries after the first call: `max_retries(3)` allows at most 4 calls.
-    pub const fn max_retries(mut self, retries: u32) -> Self {
-        self.max_retries = retries;
+    /// Retries after the first call: `max(3)` allows at most 4 calls.
+    pub const fn max(mut self, retries: u32) -> Self {
+        self.max = retries;
         self
     }
 
@@ -183,37 +183,37 @@ impl Policy {
     }
 
     /// Retries after the first call.
-    pub const fn retries(&self) -> u32 {
-        self.max_retries
+    pub const fn get_max(&self) -> u32 {
+        self.max
     }
 
     /// The pause before the first retry, before jitter.
-    pub const fn base_delay(&self) -> Duration {
+    pub const fn get_base(&self) -> Duration {
         self.base
     }
 
     /// The growth factor of [`Backoff::Exponential`].
-    pub const fn growth(&self) -> f64 {
+    pub const fn get_factor(&self) -> f64 {
         self.factor
     }
 
     /// The backoff form.
-    pub const fn backoff_form(&self) -> Backoff {
+    pub const fn get_backoff(&self) -> Backoff {
         self.backoff
     }
 
     /// The jitter form.
-    pub const fn jitter_form(&self) -> Jitter {
+    pub const fn get_jitter(&self) -> Jitter {
         self.jitter
     }
 
     /// The time budget, if any.
-    pub const fn time_budget(&self) -> Option<Duration> {
+    pub const fn get_deadline(&self) -> Option<Duration> {
         self.deadline
     }
 
     /// The cap on every pause: `max_delay` if set, otherwise 30 s or `base`, whichever is longer.
-    pub const fn delay_cap(&self) -> Duration {
+    pub const fn get_max_delay(&self) -> Duration {
         match self.max_delay {
             Some(cap) => cap,
             None if self.base.as_nanos() > DEFAULT_MAX_DELAY.as_nanos() => self.base,
@@ -221,18 +221,18 @@ impl Policy {
         }
     }
 
-    /// Pause `retry` (counting from 1) of the backoff form, capped at [`delay_cap`](Self::delay_cap),
+    /// Pause `retry` (counting from 1) of the backoff form, capped at [`get_max_delay`](Self::get_max_delay),
     /// before jitter.
     ///
     /// ```
     /// use retry_runtime::Policy;
     /// use std::time::Duration;
     ///
-    /// let p = Policy::new().max_retries(1000).factor(10.0);
+    /// let p = Policy::new().max(1000).factor(10.0);
     /// assert_eq!(p.nominal_delay(1000), Duration::from_secs(30)); // saturates at the cap
     /// ```
     pub fn nominal_delay(&self, retry: u32) -> Duration {
-        let cap = nanos(self.delay_cap());
+        let cap = nanos(self.get_max_delay());
         Duration::from_nanos(self.nominal_nanos(retry, cap))
     }
 
@@ -251,7 +251,7 @@ impl Policy {
     }
 
     /// The pause before retry `retry` (counting from 1), jitter included, capped at
-    /// [`delay_cap`](Self::delay_cap). `previous` is the pause taken before the previous retry
+    /// [`get_max_delay`](Self::get_max_delay). `previous` is the pause taken before the previous retry
     /// (ignored except by [`Jitter::Decorrelated`], which starts from `base` when it is zero).
     ///
     /// Randomness comes from a per-thread generator seeded by the operating system.
@@ -270,7 +270,7 @@ impl Policy {
         previous: Duration,
         draw: &mut dyn FnMut(u64, u64) -> u64,
     ) -> Duration {
-        let cap = nanos(self.delay_cap());
+        let cap = nanos(self.get_max_delay());
         let d = self.nominal_nanos(retry, cap);
         let jittered = match self.jitter {
             Jitter::None => d,
@@ -340,8 +340,8 @@ impl std::error::Error for PolicyError {}
 /// use std::time::Duration;
 ///
 /// let policy: Policy = "max=3, base=1s, jitter=full".parse()?;
-/// assert_eq!(policy.retries(), 3);
-/// assert_eq!(policy.jitter_form(), Jitter::Full);
+/// assert_eq!(policy.get_max(), 3);
+/// assert_eq!(policy.get_jitter(), Jitter::Full);
 ///
 /// let error = "max=3, base=1 sec".parse::<Policy>().unwrap_err();
 /// assert_eq!(error.part(), "base=1 sec");
@@ -380,7 +380,7 @@ impl std::str::FromStr for Policy {
                     let n = need(part, key, value)?.parse().map_err(|_| {
                         PolicyError::new(part, "`max` is a whole number of retries, like `max=3`")
                     })?;
-                    policy = policy.max_retries(n);
+                    policy = policy.max(n);
                     max_part = Some(part);
                 }
                 "attempts" => {
@@ -396,7 +396,7 @@ impl std::str::FromStr for Policy {
                             "`attempts` counts the first call too, so it is at least 1",
                         ));
                     }
-                    policy = policy.max_retries(n - 1);
+                    policy = policy.max(n - 1);
                     attempts_part = Some(part);
                 }
                 "base" => policy = policy.base(duration(value)?),
@@ -459,7 +459,7 @@ impl std::str::FromStr for Policy {
             }
         }
         if let (Some(deadline), Some(part)) = (policy.deadline, deadline_part) {
-            if policy.max_retries > 0 && deadline < policy.base {
+            if policy.max > 0 && deadline < policy.base {
                 return Err(PolicyError::new(
                     part,
                     "`deadline` is shorter than `base`, so no retry could happen",
@@ -577,8 +577,8 @@ mod tests {
     #[test]
     fn default_cap_is_base_when_base_is_longer() {
         let p = Policy::new().base(Duration::from_secs(60));
-        assert_eq!(p.delay_cap(), Duration::from_secs(60));
-        assert_eq!(Policy::new().delay_cap(), 30 * S);
+        assert_eq!(p.get_max_delay(), Duration::from_secs(60));
+        assert_eq!(Policy::new().get_max_delay(), 30 * S);
     }
 
     #[test]
@@ -593,12 +593,12 @@ mod tests {
 
     #[test]
     fn builders_clamp_out_of_range_values() {
-        assert_eq!(Policy::new().factor(0.5).growth(), 1.0);
-        assert_eq!(Policy::new().factor(f64::NAN).growth(), 1.0);
+        assert_eq!(Policy::new().factor(0.5).get_factor(), 1.0);
+        assert_eq!(Policy::new().factor(f64::NAN).get_factor(), 1.0);
         let p = Policy::new().jitter(Jitter::Proportional(7.0));
-        assert_eq!(p.jitter_form(), Jitter::Proportional(1.0));
+        assert_eq!(p.get_jitter(), Jitter::Proportional(1.0));
         let p = Policy::new().jitter(Jitter::Proportional(f64::NAN));
-        assert_eq!(p.jitter_form(), Jitter::Proportional(0.0));
+        assert_eq!(p.get_jitter(), Jitter::Proportional(0.0));
     }
 
     #[test]

@@ -477,7 +477,7 @@ impl<'p, T, E, C, S> Retry<'p, Result<T, E>, C, S> {
                 retries: 0,
                 retried_above: context::current().retried_above,
                 previous_pause: 0,
-                started: policy.time_budget().map(|_| clock()),
+                started: policy.get_deadline().map(|_| clock()),
             },
             classify,
             judge: |c, e| c(e).into_verdict(),
@@ -667,7 +667,7 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, R, N, G, X> {
         let frame = Frame {
             attempt: self.progress.retries + 1,
             has_key: key.slot().is_some(),
-            retried_above: self.progress.retried_above || self.site.policy.retries() > 0,
+            retried_above: self.progress.retried_above || self.site.policy.get_max() > 0,
         };
         Ok((frame, key))
     }
@@ -721,7 +721,7 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, R, N, G, X> {
         let Some((limit, on_elapsed)) = self.extras.get().and_then(|x| x.timeout) else {
             return attempt.await;
         };
-        let limit = match (self.site.policy.time_budget(), self.progress.started) {
+        let limit = match (self.site.policy.get_deadline(), self.progress.started) {
             (Some(budget), Some(_)) => {
                 limit.min(budget.saturating_sub(self.progress.elapsed(self.site.clock)))
             }
@@ -1009,18 +1009,18 @@ fn after_failure<Out>(
         log_nested(site.name);
         return Err(GiveUp::Nested);
     }
-    if progress.retries >= policy.retries() {
+    if progress.retries >= policy.get_max() {
         return Err(GiveUp::Exhausted);
     }
     let retry = progress.retries + 1;
     let mut pause = policy.delay(retry, Duration::from_nanos(progress.previous_pause));
     if let Some(asked) = verdict.suggested_pause() {
-        if asked > policy.delay_cap() {
+        if asked > policy.get_max_delay() {
             return Err(GiveUp::SuggestedTooLong(asked));
         }
         pause = pause.max(asked);
     }
-    if let Some(budget) = policy.time_budget() {
+    if let Some(budget) = policy.get_deadline() {
         if progress.elapsed(site.clock).saturating_add(pause) > budget {
             return Err(GiveUp::Deadline);
         }
@@ -1138,7 +1138,7 @@ mod tests {
 
     #[test]
     fn transient_errors_pause_until_the_limit() {
-        let policy = Policy::new().max_retries(2).jitter(Jitter::None);
+        let policy = Policy::new().max(2).jitter(Jitter::None);
         let retry = Retry::<Result<(), &str>>::start(&policy, "f", transient);
         let s = Duration::from_secs(1);
         let (pause, retry) = paused(step(retry, Err("a")));

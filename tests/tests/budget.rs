@@ -92,8 +92,8 @@ where
 
 #[tokio::test(start_paused = true)]
 async fn a_storm_of_callers_adds_only_the_ratio_plus_the_reserve() {
-    assert_eq!(STORM_BUDGET.deposit_ratio(), 0.1);
-    assert_eq!(STORM_BUDGET.capacity(), 100);
+    assert_eq!(STORM_BUDGET.get_ratio(), 0.1);
+    assert_eq!(STORM_BUDGET.get_max_tokens(), 100);
 
     let service = Arc::new(Service::default());
     let t0 = Instant::now();
@@ -102,7 +102,7 @@ async fn a_storm_of_callers_adds_only_the_ratio_plus_the_reserve() {
     // Every call made its first attempt; the retries stayed within one reserve window (the
     // storm took 21 ms: a first attempt, one 1 ms pause, one retry), so the bound is
     // min(0.1 · 1,000 + 0 banked, 100) + 5 = 105.
-    let bound = (STORM_BUDGET.deposit_ratio() * f64::from(CALLERS)) as u32 + RESERVE;
+    let bound = (STORM_BUDGET.get_ratio() * f64::from(CALLERS)) as u32 + RESERVE;
     assert_eq!(service.first(), CALLERS);
     assert_eq!(bound, 105);
     assert!(service.retries() <= bound);

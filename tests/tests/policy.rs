@@ -31,7 +31,7 @@ fn fail(calls: &Cell<u32>) -> Result<(), Busy> {
 // ---- a `const` policy -----------------------------------------------------------------------------
 
 const COVERAGE: Policy = Policy::new()
-    .max_retries(2)
+    .max(2)
     .base(Duration::from_millis(300))
     .backoff(Backoff::Linear)
     .jitter(Jitter::None);
@@ -50,7 +50,7 @@ async fn a_const_policy_sets_every_timing() {
 }
 
 static SHARED: Policy = Policy::new()
-    .max_retries(1)
+    .max(1)
     .base(Duration::from_secs(5))
     .jitter(Jitter::None);
 
@@ -195,21 +195,21 @@ fn the_string_reads_every_key() {
         "max=5, base=\"250ms\", factor=3, max_delay=10s, deadline=1m, jitter=equal"
             .parse()
             .unwrap();
-    assert_eq!(policy.retries(), 5);
-    assert_eq!(policy.base_delay(), 250 * MS);
-    assert_eq!(policy.growth(), 3.0);
-    assert_eq!(policy.backoff_form(), Backoff::Exponential);
-    assert_eq!(policy.delay_cap(), 10 * S);
-    assert_eq!(policy.time_budget(), Some(60 * S));
-    assert_eq!(policy.jitter_form(), Jitter::Equal);
+    assert_eq!(policy.get_max(), 5);
+    assert_eq!(policy.get_base(), 250 * MS);
+    assert_eq!(policy.get_factor(), 3.0);
+    assert_eq!(policy.get_backoff(), Backoff::Exponential);
+    assert_eq!(policy.get_max_delay(), 10 * S);
+    assert_eq!(policy.get_deadline(), Some(60 * S));
+    assert_eq!(policy.get_jitter(), Jitter::Equal);
 
     assert_eq!(Policy::from_str("").unwrap(), Policy::new());
     assert_eq!(Policy::from_str(" , ").unwrap(), Policy::new());
     assert_eq!(
-        Policy::from_str("jitter").unwrap().jitter_form(),
+        Policy::from_str("jitter").unwrap().get_jitter(),
         Jitter::Proportional(0.5)
     );
-    assert_eq!(Policy::from_str("attempts=1").unwrap().retries(), 0);
+    assert_eq!(Policy::from_str("attempts=1").unwrap().get_max(), 0);
 }
 
 // ---- errors name the part -------------------------------------------------------------------------

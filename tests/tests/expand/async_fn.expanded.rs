@@ -29,7 +29,7 @@ async fn check_coverage(
     claim: &Claim,
 ) -> Result<Coverage, ContractError> {
     const __RETRY_POLICY: ::retry_runtime::__private::Policy = ::retry_runtime::__private::Policy::new()
-        .max_retries(3)
+        .max(3)
         .base(::retry_runtime::__private::Duration::from_secs(1))
         .jitter(::retry_runtime::__private::Jitter::Proportional(0.5));
     let mut __retry = ::retry_runtime::__private::Retry::<

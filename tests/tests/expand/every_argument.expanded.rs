@@ -56,7 +56,7 @@ static BUDGET: RetryBudget = RetryBudget::new();
 static BREAKER: CircuitBreaker = CircuitBreaker::new();
 async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
     const __RETRY_POLICY: ::retry_runtime::__private::Policy = ::retry_runtime::__private::Policy::new()
-        .max_retries(4)
+        .max(4)
         .base(::retry_runtime::__private::Duration::from_millis(250))
         .factor(1.5)
         .backoff(::retry_runtime::__private::Backoff::Exponential)

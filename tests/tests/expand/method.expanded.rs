@@ -6,7 +6,7 @@ struct Tariffs {
 impl Tariffs {
     fn reload(&mut self) -> io::Result<u32> {
         const __RETRY_POLICY: ::retry_runtime::__private::Policy = ::retry_runtime::__private::Policy::new()
-            .max_retries(2)
+            .max(2)
             .base(::retry_runtime::__private::Duration::from_millis(100))
             .backoff(::retry_runtime::__private::Backoff::Linear)
             .jitter(::retry_runtime::__private::Jitter::None);

@@ -5,7 +5,7 @@ use std::io;
 **Not idempotent**: a repeat would act twice. It is retried only with an idempotency key that every attempt sends.*/
 async fn pay_out(claim: u32, amount: u64, key: &IdempotencyKey) -> io::Result<String> {
     const __RETRY_POLICY: ::retry_runtime::__private::Policy = ::retry_runtime::__private::Policy::new()
-        .max_retries(2)
+        .max(2)
         .base(::retry_runtime::__private::Duration::from_millis(500))
         .jitter(::retry_runtime::__private::Jitter::Full);
     let mut __retry = ::retry_runtime::__private::Retry::<

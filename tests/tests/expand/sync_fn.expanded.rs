@@ -1,7 +1,7 @@
 use retry_runtime::retry;
 fn read_tariffs(path: &std::path::Path) -> std::io::Result<String> {
     const __RETRY_POLICY: ::retry_runtime::__private::Policy = ::retry_runtime::__private::Policy::new()
-        .max_retries(2)
+        .max(2)
         .base(::retry_runtime::__private::Duration::from_millis(50));
     let mut __retry = ::retry_runtime::__private::Retry::<
         std::io::Result<String>,

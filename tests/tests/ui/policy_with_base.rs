@@ -2,7 +2,7 @@ use retry_runtime::{retry, Policy};
 use std::io;
 use std::time::Duration;
 
-const COVERAGE: Policy = Policy::new().max_retries(3);
+const COVERAGE: Policy = Policy::new().max(3);
 
 // The policy sets every timing; `base` would be silently ignored or silently win.
 #[retry(policy = COVERAGE, base = "500ms", on = |_: &io::Error| true)]

@@ -8,7 +8,6 @@
 #![forbid(unsafe_code)]
 
 mod args;
-mod duration;
 mod errors;
 mod expand;
 mod item;
@@ -16,7 +15,7 @@ mod validate;
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
-use quote::quote;
+use quote::{ToTokens, quote};
 
 /// Turns a function returning `Result` into a retry loop with backoff and jitter.
 ///
@@ -56,7 +55,7 @@ pub fn non_idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// Input: `#[non_idempotent] #[retry(...)] fn pay(...)`. Output: `#[retry(...)]
-/// #[::retry_runtime::non_idempotent] fn pay(...)`, so that `#[retry]`, which does the checking,
+/// #[::retry_runtime::non_idempotent] fn pay(...)` (or the `crate = path` of `#[retry]`), so that `#[retry]`, which does the checking,
 /// sees the mark whichever order the two were written in. Without `#[retry]` it only documents
 /// the function.
 fn non_idempotent_impl(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
@@ -87,10 +86,20 @@ fn non_idempotent_impl(args: TokenStream2, item: TokenStream2) -> syn::Result<To
             }));
         }
     };
-    if func.attrs.iter().any(|a| item::is_attr(a, "retry")) {
-        // After the existing attributes, so `#[retry]` expands first and sees it.
+    if let Some(retry) = func.attrs.iter().find(|a| item::is_attr(a, "retry")) {
+        // After the existing attributes, so `#[retry]` expands first and sees it; reached
+        // where `#[retry(crate = ...)]` says the runtime is.
+        let runtime = match &retry.meta {
+            syn::Meta::List(list) => {
+                args::parse(list.tokens.clone(), &mut errors::Errors::default())
+                    .krate()
+                    .map(ToTokens::to_token_stream)
+            }
+            _ => None,
+        }
+        .unwrap_or_else(|| quote!(::retry_runtime));
         func.attrs
-            .push(syn::parse_quote!(#[::retry_runtime::non_idempotent]));
+            .push(syn::parse_quote!(#[#runtime::non_idempotent]));
         return Ok(quote!(#func));
     }
     item::strip_key_marks(&mut func.sig);

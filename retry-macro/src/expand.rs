@@ -40,6 +40,7 @@ use syn::ext::IdentExt;
 /// value and gives it back for the next attempt, so that the compiler can keep it in registers.
 pub(crate) fn expand(plan: Plan) -> TokenStream {
     let rt = Ident::new("__retry_rt", Span::call_site());
+    // `crate = path`, or the runtime's own name.
     let runtime = match plan.args.krate() {
         Some(path) => path.to_token_stream(),
         None => quote!(::retry_runtime),

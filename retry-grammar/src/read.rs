@@ -326,22 +326,32 @@ impl Read<'_> {
     }
 
     fn jitter(&self) -> Result<Jitter, Problem> {
-        let forms = "expected bare `jitter`, a fraction in (0, 1] like `jitter = 0.5`, a duration string like `jitter = \"500ms\"`, or one of `full`, `equal`, `decorrelated`, `none`";
+        let key = self.key.name;
+        let words = list(
+            JITTER_FORMS
+                .iter()
+                .filter_map(|f| f.word)
+                .map(|w| format!("`{w}`")),
+            ", ",
+        );
+        let forms = format!(
+            "expected bare `{key}`, a fraction in (0, 1] like `{key} = 0.5`, a duration string like `{key} = \"500ms\"`, or one of {words}"
+        );
         let fraction = |f: f64| {
             if f > 0.0 && f <= 1.0 {
                 Ok(Jitter::Proportional(f))
             } else if f == 0.0 {
                 self.problem(format!(
-                    "`jitter = {}` adds no randomness; write `jitter = none` for that, or a fraction in (0, 1] like `jitter = 0.5`",
+                    "`{key} = {}` adds no randomness; write `{key} = none` for that, or a fraction in (0, 1] like `{key} = 0.5`",
                     self.written
                 ))
             } else {
                 self.problem(format!(
-                    "a jitter fraction must be in (0, 1]: `jitter = {f}` would add up to {f}·d to each pause d; write a fraction like `jitter = 0.5`, a duration string like `jitter = \"500ms\"`, or `jitter = none` for no jitter"
+                    "a {key} fraction must be in (0, 1]: `{key} = {f}` would add up to {f}·d to each pause d; write a fraction like `{key} = 0.5`, a duration string like `{key} = \"500ms\"`, or `{key} = none` for no {key}"
                 ))
             }
         };
-        let unknown = || self.problem(format!("unknown `jitter`; {forms}"));
+        let unknown = || self.problem(format!("unknown `{key}`; {forms}"));
         match self.value {
             Value::Float { digits, suffix } if suffix.is_empty() || suffix == "f64" => {
                 match digits.parse::<f64>() {
@@ -354,21 +364,21 @@ impl Read<'_> {
                 Err(_) => unknown(),
             },
             Value::Int { digits, suffix } => self.problem(format!(
-                "durations are written as strings: `jitter = \"{digits}{suffix}\"`"
+                "durations are written as strings: `{key} = \"{digits}{suffix}\"`"
             )),
             Value::Str(text) => match jitter_word(text.trim()) {
                 Some(form) => Ok(form),
                 None => self.duration_string(text).map(Jitter::Absolute),
             },
-            Value::Bool(true) => self.problem(
-                "`jitter = true` is not a form of `jitter`; write bare `jitter` (the default) to add up to half of each pause at random",
-            ),
-            Value::Bool(false) => self.problem(
-                "`jitter = false` is not a form of `jitter`; write `jitter = none` for pauses without randomness",
-            ),
-            Value::Negative => self.problem(
-                "a jitter fraction cannot be negative; write a fraction in (0, 1] like `jitter = 0.5`, or `jitter = none` for no jitter",
-            ),
+            Value::Bool(true) => self.problem(format!(
+                "`{key} = true` is not a form of `{key}`; write bare `{key}` (the default) to add up to half of each pause at random"
+            )),
+            Value::Bool(false) => self.problem(format!(
+                "`{key} = false` is not a form of `{key}`; write `{key} = none` for pauses without randomness"
+            )),
+            Value::Negative => self.problem(format!(
+                "a {key} fraction cannot be negative; write a fraction in (0, 1] like `{key} = 0.5`, or `{key} = none` for no {key}"
+            )),
             Value::Word(word) => jitter_word(word).map_or_else(unknown, Ok),
             _ => unknown(),
         }

@@ -39,7 +39,6 @@ use syn::ext::IdentExt;
 /// block infer what `?` and `return` in the body convert to. `next` takes the loop state by
 /// value and gives it back for the next attempt, so that the compiler can keep it in registers.
 pub(crate) fn expand(plan: Plan) -> TokenStream {
-    let rt = Ident::new("__retry_rt", Span::call_site());
     // `crate = path`, or the runtime's own name.
     let runtime = match plan.args.krate() {
         Some(path) => path.to_token_stream(),
@@ -66,7 +65,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         None => {
             let value = policy_expr(args);
             (
-                quote!(const #policy_name: #rt::Policy = #value;),
+                quote!(const #policy_name: __retry_rt::Policy = #value;),
                 quote!(&#policy_name),
             )
         }
@@ -107,7 +106,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         // location), or a one-line body `{ Ok(x) }` would draw `unused_braces`.
         let mut body = body.clone();
         body.set_span(Span::call_site().located_at(body.span()));
-        let output_type = quote!(if false { return #rt::output_type::<#output>(); });
+        let output_type = quote!(if false { return __retry_rt::output_type::<#output>(); });
         (
             if args.accepted(&grammar::TIMEOUT).is_some() {
                 quote!(#state.run_timed(async { #output_type #body }).await)
@@ -128,7 +127,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let mut loop_body = Group::new(
         Delimiter::Brace,
         quote! {
-            use #runtime::__private as #rt;
+            use #runtime::__private as __retry_rt;
             #policy_item
             let mut #state = #builder;
             loop {
@@ -136,8 +135,8 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
                 #[allow(unreachable_code)]
                 {
                     #state = match #state.next(#outcome) {
-                        #rt::ControlFlow::Break(#result) => return #result,
-                        #rt::ControlFlow::Continue(#next) => #next,
+                        __retry_rt::ControlFlow::Break(#result) => return #result,
+                        __retry_rt::ControlFlow::Continue(#next) => #next,
                     };
                     #sleep;
                 }

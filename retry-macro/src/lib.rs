@@ -2,8 +2,9 @@
 //!
 //! Use them through [`retry-runtime`](https://docs.rs/retry-runtime), which re-exports them and
 //! holds the loop's logic; the documentation of each attribute lives there. The stages: [`args`]
-//! parses the attribute, [`item`] the function, [`validate`] checks rules across both, and
-//! [`expand`] prints the result. On any error the original function is emitted beside the error,
+//! parses the attribute with the grammar it shares with `Policy::from_str` (`retry-grammar`:
+//! the key table, the value grammars, the rules across keys), [`item`] the function,
+//! [`validate`] checks rules across both, and [`expand`] prints the result. On any error the original function is emitted beside the error,
 //! so the IDE keeps seeing it.
 #![forbid(unsafe_code)]
 

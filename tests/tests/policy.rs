@@ -309,3 +309,26 @@ fn a_key_of_the_attribute_that_is_not_a_timing_says_where_it_belongs() {
         "{message}"
     );
 }
+
+/// The grammar is shared: a policy string gets the attribute's own message, word for word.
+#[test]
+fn the_string_and_the_attribute_say_the_same() {
+    let attribute = [
+        include_str!("ui/combined_errors.stderr"),
+        include_str!("ui/deadline_below_base.stderr"),
+        include_str!("ui/max_delay_long_fraction.stderr"),
+    ]
+    .concat();
+    for text in [
+        r#"base = "1 sec""#,
+        r#"max = 2, base = "5s", deadline = "1s""#,
+        r#"max_delay = "1.999999999999999999999999999999s""#,
+    ] {
+        let error = text.parse::<Policy>().expect_err(text).to_string();
+        let (_, message) = error.split_once("`: ").expect("the part, then the message");
+        assert!(
+            attribute.contains(&format!("error: {message}\n")),
+            "`{text}`: {message}"
+        );
+    }
+}

@@ -126,3 +126,38 @@ fn with_original(error: syn::Error, item: TokenStream2) -> TokenStream2 {
         Err(_) => quote!(#errors #item),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::retry_impl;
+    use proptest::prelude::*;
+    use quote::quote;
+
+    proptest! {
+        /// Any arguments, through every stage (parse, validate, expand), sync and async: an
+        /// error or a function, never a panic.
+        #[test]
+        fn any_arguments_expand_or_say_why(
+            key in prop::sample::select(
+                retry_grammar::KEYS.iter().map(|k| k.name).chain(["colour", "retries"]).collect::<Vec<_>>(),
+            ),
+            value in prop_oneof![
+                ".*".prop_map(|s| format!("{s:?}")),
+                "-?[0-9]{1,40}(\\.[0-9]{0,40})?",
+                "[a-z_]{1,12}(::[a-z_]{1,8})?",
+            ],
+            rest in prop_oneof![Just(""), Just(", max = 2"), Just(", base = \"1s\", deadline = \"1ms\"")],
+            is_async: bool,
+        ) {
+            let Ok(args) = format!("{key} = {value}{rest}").parse() else {
+                return Ok(());
+            };
+            let item = if is_async {
+                quote!(async fn f() -> Result<(), E> { Ok(()) })
+            } else {
+                quote!(fn f() -> Result<(), E> { Ok(()) })
+            };
+            let _ = retry_impl(args, item);
+        }
+    }
+}

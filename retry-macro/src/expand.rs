@@ -1,9 +1,10 @@
 //! Prints the [`Plan`]: the signature as written, and a body that loops over attempts.
 
-use crate::args::{BackoffForm, JitterForm};
-use crate::validate::{Plan, PolicySpec};
+use crate::args::Args;
+use crate::validate::Plan;
 use proc_macro2::{Delimiter, Group, Ident, Literal, Span, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
+use retry_grammar::{self as grammar, Backoff, Jitter, KEYS, Kind, Pass, Setting};
 use syn::ext::IdentExt;
 
 /// Input:
@@ -17,9 +18,10 @@ use syn::ext::IdentExt;
 ///
 /// ```text
 /// async fn check(claim: &Claim) -> Result<Coverage, ContractError> {
-///     const __RETRY_POLICY: Policy = Policy::new().max(3).base(Duration::from_secs(1));
-///     let mut __retry = Retry::<Result<Coverage, ContractError>>::start_async(
-///         &__RETRY_POLICY, "check", |e| is_transient(e)).notify(log_retry);
+///     use ::retry_runtime::__private as __retry_rt;
+///     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new().max(3).base(__retry_rt::Duration::from_secs(1));
+///     let mut __retry = __retry_rt::Retry::<Result<Coverage, ContractError>>::start_async(
+///         &__RETRY_POLICY, "check", |e| __retry_rt::is_transient(e)).notify(log_retry);
 ///     loop {
 ///         let __retry_outcome = __retry.run(async { if false { return output_type::<..>(); } { body } }).await;
 ///         __retry = match __retry.next(__retry_outcome) {
@@ -31,12 +33,17 @@ use syn::ext::IdentExt;
 /// }
 /// ```
 ///
-/// A sync function runs each attempt as `__retry.attempt(|| { body })` and pauses with
+/// The runtime is named once, in the `use` (`crate = path` replaces `::retry_runtime`). A sync
+/// function runs each attempt as `__retry.attempt(|| { body })` and pauses with
 /// `__retry.pause_blocking()`. The return type in the turbofish lets the closure or `async`
 /// block infer what `?` and `return` in the body convert to. `next` takes the loop state by
 /// value and gives it back for the next attempt, so that the compiler can keep it in registers.
 pub(crate) fn expand(plan: Plan) -> TokenStream {
-    let rt = quote!(::retry_runtime::__private);
+    // `crate = path`, or the runtime's own name.
+    let runtime = match plan.args.krate() {
+        Some(path) => path.to_token_stream(),
+        None => quote!(::retry_runtime),
+    };
     let policy_name = Ident::new("__RETRY_POLICY", Span::call_site());
     let policy_local = local("__retry_policy");
     let state = local("__retry");
@@ -46,76 +53,50 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let func = &plan.func;
     let body = &func.body;
     let output = &plan.output;
+    let args = &plan.args;
     let is_async = func.sig.asyncness.is_some();
 
-    let (policy_item, policy_ref) = match &plan.policy_expr {
+    let (policy_item, policy_ref) = match args.expr(&grammar::POLICY) {
         // Located at the expression, so a value that is not a `Policy` is reported there.
         Some(expr) => (
             quote!(let #policy_local = #expr;),
-            quote_spanned!(at(&expr.to_token_stream())=>
-                ::retry_runtime::__private::policy_ref(&#policy_local)),
+            quote_spanned!(at(&expr.to_token_stream())=> __retry_rt::policy_ref(&#policy_local)),
         ),
         None => {
-            let value = policy_expr(&plan.policy);
+            let value = policy_expr(args);
             (
-                quote!(const #policy_name: #rt::Policy = #value;),
+                quote!(const #policy_name: __retry_rt::Policy = #value;),
                 quote!(&#policy_name),
             )
         }
     };
-    let classify = match &plan.on {
+    let classify = match args.expr(&grammar::ON) {
         Some(on) => quote!(#on),
         // Every token located at the error type, so a missing `Transient` impl is reported
         // there rather than on the whole attribute; the macro's own context is kept, so lints
         // (clippy's `redundant_closure`) know the code is generated.
         None => quote_spanned! {at(&plan.error_type_tokens)=>
-            |__retry_error| ::retry_runtime::__private::is_transient(__retry_error)
+            |__retry_error| __retry_rt::is_transient(__retry_error)
         },
     };
     let name = Literal::string(&func.sig.ident.unraw().to_string());
     // With `sleep = f` the function needs no default timer: `start`, then `.sleep(f)`.
-    let start = if is_async && plan.sleep.is_none() {
+    let start = if is_async && args.accepted(&grammar::SLEEP).is_none() {
         "start_async"
     } else {
         "start"
     };
     // Located at `on`'s value if given, so a classifier that returns neither `bool` nor
     // `Verdict` is reported there.
-    let start_span = plan
-        .on
-        .as_ref()
+    let start_span = args
+        .expr(&grammar::ON)
         .map_or_else(Span::call_site, |on| at(&on.to_token_stream()));
     let start = Ident::new(start, start_span);
     let mut builder = quote_spanned!(start_span=>
-        ::retry_runtime::__private::Retry::<#output>::#start(#policy_ref, #name, #classify));
-    if let Some(f) = &plan.on_result {
-        builder.extend(quote!(.on_result(#f)));
-    }
-    if let Some(f) = &plan.notify {
-        builder.extend(quote!(.notify(#f)));
-    }
-    if let Some(f) = &plan.on_give_up {
-        builder.extend(quote!(.on_give_up(#f)));
-    }
-    if let Some(f) = &plan.sleep {
-        builder.extend(quote!(.sleep(#f)));
-    }
-    if let Some((nanos, tokens)) = &plan.timeout {
-        let limit = duration(*nanos);
-        // Located at the value, so a missing `From<Elapsed>` is reported there.
-        builder.extend(quote_spanned!(at(tokens)=> .timeout(#limit)));
-    }
-    if let Some(budget) = &plan.budget {
-        builder.extend(quote!(.budget(&#budget)));
-    }
-    if let Some(breaker) = &plan.breaker {
-        builder.extend(quote_spanned!(at(&breaker.to_token_stream())=> .breaker(&#breaker)));
-    }
+        __retry_rt::Retry::<#output>::#start(#policy_ref, #name, #classify));
+    builder.extend(pass_through(args));
     if let Some(key) = &plan.key {
         builder.extend(quote!(.key(&#key)));
-    }
-    if plan.nested_retry {
-        builder.extend(quote!(.nested_retry()));
     }
 
     let (attempt, sleep) = if is_async {
@@ -125,9 +106,9 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         // location), or a one-line body `{ Ok(x) }` would draw `unused_braces`.
         let mut body = body.clone();
         body.set_span(Span::call_site().located_at(body.span()));
-        let output_type = quote!(if false { return #rt::output_type::<#output>(); });
+        let output_type = quote!(if false { return __retry_rt::output_type::<#output>(); });
         (
-            if plan.timeout.is_some() {
+            if args.accepted(&grammar::TIMEOUT).is_some() {
                 quote!(#state.run_timed(async { #output_type #body }).await)
             } else {
                 quote!(#state.run(async { #output_type #body }).await)
@@ -146,6 +127,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let mut loop_body = Group::new(
         Delimiter::Brace,
         quote! {
+            use #runtime::__private as __retry_rt;
             #policy_item
             let mut #state = #builder;
             loop {
@@ -153,8 +135,8 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
                 #[allow(unreachable_code)]
                 {
                     #state = match #state.next(#outcome) {
-                        #rt::ControlFlow::Break(#result) => return #result,
-                        #rt::ControlFlow::Continue(#next) => #next,
+                        __retry_rt::ControlFlow::Break(#result) => return #result,
+                        __retry_rt::ControlFlow::Continue(#next) => #next,
                     };
                     #sleep;
                 }
@@ -190,61 +172,130 @@ fn span_of(tokens: &TokenStream) -> Span {
         .map_or_else(Span::call_site, |t| t.span())
 }
 
-/// `Policy::new()` followed by a builder call for each value the user wrote, and nothing else.
-fn policy_expr(spec: &PolicySpec) -> TokenStream {
-    let rt = quote!(::retry_runtime::__private);
+/// Input: `notify = log_retry, timeout = "2s", budget = BUDGET, nested = retry`.
+/// Output: `.timeout(__retry_rt::Duration::from_secs(2)).notify(log_retry).budget(&BUDGET)
+/// .nested_retry()`, one builder call per pass-through key given, in the table's order, each
+/// located at its value so that an unmet bound of the builder (`E: From<Elapsed>` for
+/// `timeout`, `E: From<CircuitOpen>` for `breaker`) is reported there.
+fn pass_through(args: &Args) -> TokenStream {
     let mut calls = TokenStream::new();
-    if let Some(n) = spec.max_retries {
+    for key in KEYS {
+        let Some((arg, setting)) = args.accepted(key) else {
+            continue;
+        };
+        // `sleep`'s bound is required again by `pause()`, at the attribute; at the same place,
+        // rustc reports it once.
+        let span = if key.is(&grammar::SLEEP) {
+            Span::call_site()
+        } else {
+            at(&arg.value.to_token_stream())
+        };
+        let value = || match (setting, &arg.value) {
+            (Setting::Expr, Some(expr)) => expr.to_token_stream(),
+            (setting, _) => setting_tokens(setting),
+        };
+        match key.pass {
+            Pass::Value => {
+                let (builder, value) = (Ident::new(key.name, span), value());
+                calls.extend(quote_spanned!(span=> .#builder(#value)));
+            }
+            Pass::Ref => {
+                let (builder, value) = (Ident::new(key.name, span), value());
+                calls.extend(quote_spanned!(span=> .#builder(&#value)));
+            }
+            Pass::Switch(builder) => {
+                let on = matches!((key.kind, setting), (Kind::Words([first, ..]), Setting::Word(word)) if first == word);
+                if on {
+                    let builder = Ident::new(builder, span);
+                    calls.extend(quote_spanned!(span=> .#builder()));
+                }
+            }
+            Pass::Policy(_) | Pass::Macro => {}
+        }
+    }
+    calls
+}
+
+/// `Policy::new()` followed by a builder call for each timing the user wrote, and nothing else.
+fn policy_expr(args: &Args) -> TokenStream {
+    let timings = args.settings.timings();
+    let mut calls = TokenStream::new();
+    if let Some(n) = timings.max {
         let n = Literal::u32_unsuffixed(n);
         calls.extend(quote!(.max(#n)));
     }
-    if let Some(base) = spec.base {
+    if let Some(base) = timings.base {
         let d = duration(base);
         calls.extend(quote!(.base(#d)));
     }
-    if let Some(factor) = spec.factor {
+    if let Some(factor) = timings.factor {
         let f = Literal::f64_unsuffixed(factor);
         calls.extend(quote!(.factor(#f)));
     }
-    if let Some(backoff) = spec.backoff {
-        let form = match backoff {
-            BackoffForm::Exponential => quote!(Exponential),
-            BackoffForm::Linear => quote!(Linear),
-            BackoffForm::Constant => quote!(Constant),
-        };
-        calls.extend(quote!(.backoff(#rt::Backoff::#form)));
+    if let Some(backoff) = timings.backoff {
+        let form = setting_tokens(Setting::Backoff(backoff));
+        calls.extend(quote!(.backoff(#form)));
     }
-    if let Some(max_delay) = spec.max_delay {
+    if let Some(max_delay) = timings.max_delay {
         let d = duration(max_delay);
         calls.extend(quote!(.max_delay(#d)));
     }
-    if let Some(deadline) = spec.deadline {
+    if let Some(deadline) = timings.deadline {
         let d = duration(deadline);
         calls.extend(quote!(.deadline(#d)));
     }
-    if let Some(jitter) = spec.jitter {
-        let form = match jitter {
-            JitterForm::None => quote!(None),
-            JitterForm::Proportional(f) => {
-                let f = Literal::f64_unsuffixed(f);
-                quote!(Proportional(#f))
-            }
-            JitterForm::Absolute(nanos) => {
-                let d = duration(nanos);
-                quote!(Absolute(#d))
-            }
-            JitterForm::Full => quote!(Full),
-            JitterForm::Equal => quote!(Equal),
-            JitterForm::Decorrelated => quote!(Decorrelated),
-        };
-        calls.extend(quote!(.jitter(#rt::Jitter::#form)));
+    if let Some(jitter) = timings.jitter {
+        let form = setting_tokens(Setting::Jitter(jitter));
+        calls.extend(quote!(.jitter(#form)));
     }
-    quote!(#rt::Policy::new() #calls)
+    quote!(__retry_rt::Policy::new() #calls)
+}
+
+/// A value the grammar read, as the runtime's type: `__retry_rt::Duration::from_secs(2)`,
+/// `__retry_rt::Jitter::Full`, a word's [`Word::value`](grammar::Word::value).
+fn setting_tokens(setting: Setting) -> TokenStream {
+    match setting {
+        Setting::Count(n) => Literal::u32_unsuffixed(n).into_token_stream(),
+        Setting::Duration(nanos) => duration(nanos),
+        Setting::Factor(f) => Literal::f64_unsuffixed(f).into_token_stream(),
+        Setting::Backoff(form) => {
+            let variant = match form {
+                Backoff::Exponential => quote!(Exponential),
+                Backoff::Linear => quote!(Linear),
+                Backoff::Constant => quote!(Constant),
+            };
+            quote!(__retry_rt::Backoff::#variant)
+        }
+        Setting::Jitter(form) => {
+            let variant = match form {
+                Jitter::None => quote!(None),
+                Jitter::Proportional(f) => {
+                    let f = Literal::f64_unsuffixed(f);
+                    quote!(Proportional(#f))
+                }
+                Jitter::Absolute(nanos) => {
+                    let d = duration(nanos);
+                    quote!(Absolute(#d))
+                }
+                Jitter::Full => quote!(Full),
+                Jitter::Equal => quote!(Equal),
+                Jitter::Decorrelated => quote!(Decorrelated),
+            };
+            quote!(__retry_rt::Jitter::#variant)
+        }
+        Setting::Word(word) => match word.value.parse::<TokenStream>() {
+            Ok(value) => quote!(__retry_rt::#value),
+            Err(_) => quote!(::core::compile_error!(
+                "a word of the key table is not an expression"
+            )),
+        },
+        // An expression is passed as written, by the caller.
+        Setting::Expr => TokenStream::new(),
+    }
 }
 
 /// The most readable exact constructor: `from_secs(1)` rather than `from_nanos(1000000000)`.
 fn duration(nanos: u64) -> TokenStream {
-    let rt = quote!(::retry_runtime::__private);
     let (constructor, n) = if nanos == 0 {
         ("ZERO", 0)
     } else if nanos % 1_000_000_000 == 0 {
@@ -258,8 +309,8 @@ fn duration(nanos: u64) -> TokenStream {
     };
     let constructor = Ident::new(constructor, Span::call_site());
     if nanos == 0 {
-        return quote!(#rt::Duration::#constructor);
+        return quote!(__retry_rt::Duration::#constructor);
     }
     let n = Literal::u64_unsuffixed(n);
-    quote!(#rt::Duration::#constructor(#n))
+    quote!(__retry_rt::Duration::#constructor(#n))
 }

@@ -2,13 +2,13 @@
 //!
 //! Use them through [`retry-runtime`](https://docs.rs/retry-runtime), which re-exports them and
 //! holds the loop's logic; the documentation of each attribute lives there. The stages: [`args`]
-//! parses the attribute, [`item`] the function, [`validate`] checks rules across both, and
-//! [`expand`] prints the result. On any error the original function is emitted beside the error,
+//! parses the attribute with the grammar it shares with `Policy::from_str` (`retry-grammar`:
+//! the key table, the value grammars, the rules across keys), [`item`] the function,
+//! [`validate`] checks rules across both, and [`expand`] prints the result. On any error the original function is emitted beside the error,
 //! so the IDE keeps seeing it.
 #![forbid(unsafe_code)]
 
 mod args;
-mod duration;
 mod errors;
 mod expand;
 mod item;
@@ -16,7 +16,7 @@ mod validate;
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
-use quote::quote;
+use quote::{ToTokens, quote};
 
 /// Turns a function returning `Result` into a retry loop with backoff and jitter.
 ///
@@ -56,7 +56,7 @@ pub fn non_idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// Input: `#[non_idempotent] #[retry(...)] fn pay(...)`. Output: `#[retry(...)]
-/// #[::retry_runtime::non_idempotent] fn pay(...)`, so that `#[retry]`, which does the checking,
+/// #[::retry_runtime::non_idempotent] fn pay(...)` (or the `crate = path` of `#[retry]`), so that `#[retry]`, which does the checking,
 /// sees the mark whichever order the two were written in. Without `#[retry]` it only documents
 /// the function.
 fn non_idempotent_impl(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
@@ -87,10 +87,20 @@ fn non_idempotent_impl(args: TokenStream2, item: TokenStream2) -> syn::Result<To
             }));
         }
     };
-    if func.attrs.iter().any(|a| item::is_attr(a, "retry")) {
-        // After the existing attributes, so `#[retry]` expands first and sees it.
+    if let Some(retry) = func.attrs.iter().find(|a| item::is_attr(a, "retry")) {
+        // After the existing attributes, so `#[retry]` expands first and sees it; reached
+        // where `#[retry(crate = ...)]` says the runtime is.
+        let runtime = match &retry.meta {
+            syn::Meta::List(list) => {
+                args::parse(list.tokens.clone(), &mut errors::Errors::default())
+                    .krate()
+                    .map(ToTokens::to_token_stream)
+            }
+            _ => None,
+        }
+        .unwrap_or_else(|| quote!(::retry_runtime));
         func.attrs
-            .push(syn::parse_quote!(#[::retry_runtime::non_idempotent]));
+            .push(syn::parse_quote!(#[#runtime::non_idempotent]));
         return Ok(quote!(#func));
     }
     item::strip_key_marks(&mut func.sig);
@@ -114,5 +124,40 @@ fn with_original(error: syn::Error, item: TokenStream2) -> TokenStream2 {
             quote!(#errors #func)
         }
         Err(_) => quote!(#errors #item),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::retry_impl;
+    use proptest::prelude::*;
+    use quote::quote;
+
+    proptest! {
+        /// Any arguments, through every stage (parse, validate, expand), sync and async: an
+        /// error or a function, never a panic.
+        #[test]
+        fn any_arguments_expand_or_say_why(
+            key in prop::sample::select(
+                retry_grammar::KEYS.iter().map(|k| k.name).chain(["colour", "retries"]).collect::<Vec<_>>(),
+            ),
+            value in prop_oneof![
+                ".*".prop_map(|s| format!("{s:?}")),
+                "-?[0-9]{1,40}(\\.[0-9]{0,40})?",
+                "[a-z_]{1,12}(::[a-z_]{1,8})?",
+            ],
+            rest in prop_oneof![Just(""), Just(", max = 2"), Just(", base = \"1s\", deadline = \"1ms\"")],
+            is_async: bool,
+        ) {
+            let Ok(args) = format!("{key} = {value}{rest}").parse() else {
+                return Ok(());
+            };
+            let item = if is_async {
+                quote!(async fn f() -> Result<(), E> { Ok(()) })
+            } else {
+                quote!(fn f() -> Result<(), E> { Ok(()) })
+            };
+            let _ = retry_impl(args, item);
+        }
     }
 }

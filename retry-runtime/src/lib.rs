@@ -231,7 +231,8 @@
 mod breaker;
 mod budget;
 mod context;
-mod duration;
+#[cfg(test)]
+mod doc_tables;
 mod key;
 mod policy;
 mod random;
@@ -279,32 +280,44 @@ pub use transient::{Transient, Verdict};
 ///
 /// | key | value | meaning | default |
 /// |---|---|---|---|
-/// | `max` | integer ≥ 0 | retries after the first call: `max = 3` means at most 4 calls | 3 |
-/// | `attempts` | integer ≥ 1 | the same limit counted as total calls (`attempts = 4` ≡ `max = 3`) | — |
+/// | `max` | integer ≥ 0 | retries after the first call: `max = 3` means at most 4 calls, pauses ≈ 1 s, 2 s, 4 s with `base = "1s"` | 3 |
+/// | `attempts` | integer ≥ 1 | the same limit counted as total calls (`attempts = 4` ≡ `max = 3`); giving both is an error | — |
 /// | `base` | duration string | the pause before the first retry | `"1s"` |
 /// | `factor` | number ≥ 1 | growth of the pause per retry (exponential only) | 2 |
-/// | `backoff` | `exponential`, `linear`, `constant` | pause n: `base·factor^(n−1)`, `base·n`, `base` | `exponential` |
-/// | `max_delay` | duration string | no single pause is longer, jitter included (cap applied last) | `"30s"`, or `base` if longer |
-/// | `deadline` | duration string | total time budget from the first call; a pause that would end past it is not taken | none |
-/// | `jitter` | `jitter`, a number in (0, 1], a duration string, `full`, `equal`, `decorrelated`, `none` | see [`Jitter`] | `jitter` (`d + U[0, d/2)`) |
-/// | `on` | `Fn(&E) -> bool` or `Fn(&E) -> Verdict` | which errors are worth retrying | [`Transient`] |
-/// | `on_result` | `Fn(&T) -> bool` | an `Ok` value it marks is a transient failure; the last one is returned when retries run out | — |
-/// | `timeout` | duration string (async only) | each attempt is cut off and counts as transient; clipped to the time left before `deadline`; needs `E: From<Elapsed>` | — |
-/// | `notify` | `Fn(&E, &RetryEvent)` | called before each pause | — |
-/// | `on_give_up` | `Fn(&E)` | called once when the loop stops retrying a transient failure | — |
-/// | `policy` | a [`Policy`] or `&Policy` expression | timings chosen at run time; excludes the timing keys above | — |
-/// | `sleep` | `Fn(Duration) -> impl Future<Output = ()>` (async only) | another runtime's timer | tokio's |
-/// | `budget` | a [`RetryBudget`] | retries draw from a shared bucket; empty: return the error at once | — |
-/// | `breaker` | a [`CircuitBreaker`] | while open, return `E::from(CircuitOpen)` at once; needs `E: From<CircuitOpen>` | — |
-/// | `nested` | `retry` or `single` | inside another retrying annotated function: retry here too, or make one attempt | `single` |
+/// | `backoff` | `exponential`, `linear`, `constant` | pause n (n = 1, 2, …): `base·factor^(n−1)`, `base·n`, `base` | `exponential` |
+/// | `max_delay` | duration string | no single pause is ever longer, jitter and server-suggested pauses included (cap applied last) | `"30s"`, or `base` if that is longer |
+/// | `deadline` | duration string | total time budget from the first call, calls and pauses included, on a monotonic clock (tokio's for async functions); a pause that would end past it is not taken and the last error is returned at once | none |
+/// | `jitter` | bare `jitter`, a number in (0, 1], a duration string, `full`, `equal`, `decorrelated`, `none` | randomises each pause; the forms are in the [`Jitter`] table | bare `jitter` (`d + U[0, d/2)`) |
+/// | `policy` | an expression giving a [`Policy`] or `&Policy` | timings chosen at run time (a `const`, or a string from configuration read with `Policy::from_str`); excludes the timing keys above | — |
+/// | `on` | an expression callable as `Fn(&E) -> bool` or `Fn(&E) -> Verdict` | which errors are worth retrying; everything else is returned at once | the error type's [`Transient`] impl |
+/// | `on_result` | `Fn(&T) -> bool` | an `Ok` value it marks is a transient failure (an HTTP 503 that arrives as `Ok(response)`); when the retries run out the last `Ok` is returned | — |
+/// | `timeout` | duration string > 0, `async fn` only | each attempt is cut off after this long (clipped to the time left before `deadline`) and counts as a transient failure; needs `E: From<retry_runtime::Elapsed>` | — |
+/// | `notify` | `Fn(&E, &RetryEvent)` | called before each pause with the error, the attempt number, the real pause (jitter included) and the time since the first call | — |
+/// | `on_give_up` | `Fn(&E)` | called once with the last error when the loop stops retrying a transient failure | — |
+/// | `sleep` | `Fn(Duration) -> impl Future<Output = ()>`, `async fn` only | pause with another runtime's timer | tokio's |
+/// | `budget` | a [`RetryBudget`] (usually a `static`) | retries draw from a shared token bucket; when it is empty the current error is returned at once | — |
+/// | `breaker` | a [`CircuitBreaker`] (usually a `static`) | while open, the function returns `E::from(CircuitOpen)` at once without calling the body; needs `E: From<retry_runtime::CircuitOpen>` | — |
+/// | `nested` | `retry` or `single` | inside another annotated function that retries: retry here too, or make one attempt | `single` |
+/// | `crate` | a path | where the runtime is, for a renamed dependency (`rt = { package = "retry-runtime", ... }`, then `crate = rt`) or one re-exported by another crate; every generated path goes through it | `::retry_runtime` |
 ///
 /// Duration strings are an unsigned decimal number and a unit: `ns`, `us`, `µs`, `ms`, `s`, `m`
-/// or `h` (`"250ms"`, `"1.5s"`, `"2m"`).
+/// or `h` (`"250ms"`, `"1.5s"`, `"2m"`), exact to the nanosecond: a finer value (`"1.5ns"`) is
+/// refused rather than rounded.
 ///
-/// Each of these is a compile error at the offending token: `max` with `attempts`; `max_delay`
-/// below `base`; `deadline` below `base` when `max > 0`; `factor` below 1; a jitter number
-/// outside (0, 1]; `factor` with `backoff = constant` or `linear`; `timeout` or `sleep` on a sync
-/// function; `policy` with a timing key; an unknown or repeated key.
+/// Each of these is a compile error pointing at the offending token, and
+/// [`Policy::from_str`](std::str::FromStr) refuses the same in a policy string:
+///
+/// | refused | the error points at |
+/// |---|---|
+/// | `max` with `attempts` | `attempts` |
+/// | `max_delay` below `base` | `max_delay`'s value |
+/// | `deadline` below `base` when `max > 0` | `deadline`'s value |
+/// | `factor` with `backoff = linear` or `backoff = constant` | `factor` |
+/// | `policy` with a timing key (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `deadline`, `jitter`) | the timing key |
+/// | `timeout` or `sleep` on a sync function | the key |
+/// | a value its key does not take: `factor` below 1, a jitter number outside (0, 1], `timeout = "0s"`, a duration finer than a nanosecond, a string where a number belongs | the value |
+/// | an unknown key (the message lists the valid keys and suggests the closest, or the one that does that job: `retries` → `max`) | the key |
+/// | a repeated key | the second one |
 ///
 /// # Semantics
 ///
@@ -330,28 +343,32 @@ pub use transient::{Transient, Verdict};
 /// }
 /// ```
 ///
-/// becomes (as `cargo expand` prints it, the type hint shortened)
+/// becomes (as `cargo expand` prints it)
 ///
 /// ```text
 /// async fn check_coverage(client: &ContractClient, claim: &Claim) -> Result<Coverage, ContractError> {
-///     const __RETRY_POLICY: ::retry_runtime::__private::Policy = ::retry_runtime::__private::Policy::new()
+///     use ::retry_runtime::__private as __retry_rt;
+///     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
 ///         .max(3)
-///         .base(::retry_runtime::__private::Duration::from_secs(1))
-///         .jitter(::retry_runtime::__private::Jitter::Proportional(0.5));
-///     let mut __retry = ::retry_runtime::__private::Retry::<
+///         .base(__retry_rt::Duration::from_secs(1))
+///         .jitter(__retry_rt::Jitter::Proportional(0.5));
+///     let mut __retry = __retry_rt::Retry::<
 ///         Result<Coverage, ContractError>,
 ///     >::start_async(&__RETRY_POLICY, "check_coverage", is_transient);
 ///     loop {
-///         let __retry_outcome = __retry.run(async { /* type hint */ { client.coverage(claim).await } }).await;
+///         let __retry_outcome = __retry
+///             .run(async {
+///                 if false {
+///                     return __retry_rt::output_type::<Result<Coverage, ContractError>>();
+///                 }
+///                 { client.coverage(claim).await }
+///             })
+///             .await;
 ///         #[allow(unreachable_code)]
 ///         {
 ///             __retry = match __retry.next(__retry_outcome) {
-///                 ::retry_runtime::__private::ControlFlow::Break(__retry_result) => {
-///                     return __retry_result;
-///                 }
-///                 ::retry_runtime::__private::ControlFlow::Continue(__retry_next) => {
-///                     __retry_next
-///                 }
+///                 __retry_rt::ControlFlow::Break(__retry_result) => return __retry_result,
+///                 __retry_rt::ControlFlow::Continue(__retry_next) => __retry_next,
 ///             };
 ///             __retry.pause().await;
 ///         }

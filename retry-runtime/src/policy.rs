@@ -1,19 +1,20 @@
 //! The retry policy: how many retries, how long each pause is, and how it is randomised.
 
+use retry_grammar as grammar;
 use std::time::Duration;
 
 /// The longest pause when neither `max_delay` nor a longer `base` says otherwise.
-const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(30);
+const DEFAULT_MAX_DELAY: Duration = Duration::from_nanos(grammar::DEFAULT_MAX_DELAY);
 
 /// How the nominal pause grows from one retry to the next.
 ///
 /// Pause `n` (the pause before retry `n`, counting from 1):
 ///
-/// | form | pause `n` |
-/// |---|---|
-/// | [`Exponential`](Backoff::Exponential) | `base·factor^(n−1)` |
-/// | [`Linear`](Backoff::Linear) | `base·n` |
-/// | [`Constant`](Backoff::Constant) | `base` |
+/// | form | pause `n` | `#[retry]` |
+/// |---|---|---|
+/// | [`Exponential`](Backoff::Exponential) | `base·factor^(n−1)` | `backoff = exponential` |
+/// | [`Linear`](Backoff::Linear) | `base·n` | `backoff = linear` |
+/// | [`Constant`](Backoff::Constant) | `base` | `backoff = constant` |
 ///
 /// ```
 /// use retry_runtime::{Backoff, Jitter, Policy};
@@ -26,6 +27,7 @@ const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(30);
 /// assert_eq!(LINEAR.nominal_delay(3), Duration::from_millis(300));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Backoff {
     /// `base·factor^(n−1)`: 1 s, 2 s, 4 s, … with the defaults.
     Exponential,
@@ -41,16 +43,14 @@ pub enum Backoff {
 /// uniform random draw. Whatever the form, the result is capped at `max_delay` again, so no pause
 /// is ever longer than `max_delay`.
 ///
-/// | form | pause | `#[retry]` spelling |
+/// | form | pause | `#[retry]` |
 /// |---|---|---|
-/// | [`Proportional(f)`](Jitter::Proportional) | `d + U[0, f·d)` | `jitter` (f = 0.5, the default), `jitter = 0.2` |
-/// | [`Absolute(j)`](Jitter::Absolute) | `d + U[0, j)` | `jitter = "500ms"` |
+/// | [`Proportional(f)`](Jitter::Proportional) | `d + U[0, f·d)`: with the default, 1 s becomes about 1.2 or 1.4 s | bare `jitter` (the default: `f` = 0.5), or a number `f` in (0, 1] like `jitter = 0.2` |
+/// | [`Absolute(j)`](Jitter::Absolute) | `d + U[0, j)` (an absolute addition, as in "0–500 ms") | a duration string `j` like `jitter = "500ms"` |
 /// | [`Full`](Jitter::Full) | `U[0, d]` | `jitter = full` |
 /// | [`Equal`](Jitter::Equal) | `d/2 + U[0, d/2]` | `jitter = equal` |
-/// | [`Decorrelated`](Jitter::Decorrelated) | `min(max_delay, U[base, 3·previous])`, `previous` starting at `base` | `jitter = decorrelated` |
-/// | [`None`](Jitter::None) | `d` | `jitter = none` |
-///
-/// `Decorrelated` ignores the [`Backoff`] form: each pause is drawn from the previous one.
+/// | [`Decorrelated`](Jitter::Decorrelated) | `min(max_delay, U[base, 3·previous])`, starting from `previous = base` (ignores the backoff form) | `jitter = decorrelated` |
+/// | [`None`](Jitter::None) | exactly `d`, for deterministic behaviour | `jitter = none` |
 ///
 /// ```
 /// use retry_runtime::{Jitter, Policy};
@@ -62,6 +62,7 @@ pub enum Backoff {
 /// }
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum Jitter {
     /// Exactly the nominal pause: deterministic, and the cause of retry storms when many
     /// callers fail together.
@@ -77,6 +78,31 @@ pub enum Jitter {
     /// `min(max_delay, U[base, 3·previous])`: each pause drawn from the previous one
     /// ("decorrelated jitter").
     Decorrelated,
+}
+
+impl Backoff {
+    /// The grammar's form, which the attribute and policy strings read.
+    const fn from_grammar(form: grammar::Backoff) -> Backoff {
+        match form {
+            grammar::Backoff::Exponential => Backoff::Exponential,
+            grammar::Backoff::Linear => Backoff::Linear,
+            grammar::Backoff::Constant => Backoff::Constant,
+        }
+    }
+}
+
+impl Jitter {
+    /// The grammar's form, which the attribute and policy strings read.
+    const fn from_grammar(form: grammar::Jitter) -> Jitter {
+        match form {
+            grammar::Jitter::None => Jitter::None,
+            grammar::Jitter::Proportional(f) => Jitter::Proportional(f),
+            grammar::Jitter::Absolute(nanos) => Jitter::Absolute(Duration::from_nanos(nanos)),
+            grammar::Jitter::Full => Jitter::Full,
+            grammar::Jitter::Equal => Jitter::Equal,
+            grammar::Jitter::Decorrelated => Jitter::Decorrelated,
+        }
+    }
 }
 
 /// When and how often to retry: the limit, the pauses, and the time budget.
@@ -119,13 +145,13 @@ impl Policy {
     /// at 30 s, no deadline, and [`Jitter::Proportional(0.5)`](Jitter::Proportional).
     pub const fn new() -> Self {
         Self {
-            max: 3,
-            base: Duration::from_secs(1),
-            factor: 2.0,
-            backoff: Backoff::Exponential,
+            max: grammar::DEFAULT_MAX,
+            base: Duration::from_nanos(grammar::DEFAULT_BASE),
+            factor: grammar::DEFAULT_FACTOR,
+            backoff: Backoff::from_grammar(grammar::DEFAULT_BACKOFF),
             max_delay: None,
             deadline: None,
-            jitter: Jitter::Proportional(0.5),
+            jitter: Jitter::from_grammar(grammar::DEFAULT_JITTER),
         }
     }
 
@@ -331,13 +357,16 @@ impl std::fmt::Display for PolicyError {
 impl std::error::Error for PolicyError {}
 
 /// Reads a policy in the attribute's syntax, for policies loaded from configuration:
-/// `"max=3, base=1s, jitter=full"`. Keys: `max`, `attempts`, `base`, `factor`, `backoff`,
-/// `max_delay`, `deadline`, `jitter` (bare, a fraction, a duration, `full`, `equal`,
-/// `decorrelated`, `none`). Durations may be quoted or not. The attribute's rules apply.
+/// `"max=3, base=1s, jitter=full"`.
+///
+/// The keys are the timing keys of [`#[retry]`](crate::retry) (`max`, `attempts`, `base`,
+/// `factor`, `backoff`, `max_delay`, `deadline`, `jitter`), read by the same grammar as the
+/// attribute's, with its defaults and its rules across keys, and refused with the same
+/// messages. Values may be quoted or not (`base=1s` or `base="1s"`), and spaces around `=` and
+/// `,` do not matter.
 ///
 /// ```
 /// use retry_runtime::{Jitter, Policy};
-/// use std::time::Duration;
 ///
 /// let policy: Policy = "max=3, base=1s, jitter=full".parse()?;
 /// assert_eq!(policy.get_max(), 3);
@@ -345,157 +374,74 @@ impl std::error::Error for PolicyError {}
 ///
 /// let error = "max=3, base=1 sec".parse::<Policy>().unwrap_err();
 /// assert_eq!(error.part(), "base=1 sec");
+/// assert_eq!(
+///     error.to_string(),
+///     "invalid retry policy at `base=1 sec`: invalid `base`: unknown unit `sec` in `1 sec`; \
+///      expected a duration like `\"250ms\"`, `\"1.5s\"` or `\"2m\"`: an unsigned decimal number \
+///      followed by `ns`, `us`, `µs`, `ms`, `s`, `m` or `h`; write `base = \"1s\"`",
+/// );
 /// # Ok::<(), retry_runtime::PolicyError>(())
 /// ```
 impl std::str::FromStr for Policy {
     type Err = PolicyError;
 
     fn from_str(text: &str) -> Result<Self, PolicyError> {
-        let mut policy = Policy::new();
-        let mut seen: Vec<&str> = Vec::new();
-        let mut attempts_part = None;
-        let mut max_part = None;
-        let mut factor_part = None;
-        let mut max_delay_part = None;
-        let mut deadline_part = None;
+        let mut settings = grammar::Settings::new(grammar::Scope::PolicyString);
+        // Each key read, with the part of the text that wrote it.
+        let mut parts: Vec<(&grammar::Key, &str)> = Vec::new();
         for part in text.split(',').filter(|p| !p.trim().is_empty()) {
-            let (key, value) = match part.split_once('=') {
-                Some((k, v)) => (k.trim(), Some(v.trim().trim_matches('"'))),
+            let (name, value) = match part.split_once('=') {
+                Some((name, value)) => (name.trim(), Some(value.trim())),
                 None => (part.trim(), None),
             };
-            if seen.contains(&key) {
-                return Err(PolicyError::new(part, format!("`{key}` is given twice")));
-            }
-            seen.push(key);
-            fn need<'v>(part: &str, key: &str, v: Option<&'v str>) -> Result<&'v str, PolicyError> {
-                v.ok_or_else(|| PolicyError::new(part, format!("`{key}` needs a value")))
-            }
-            let duration = |v: Option<&str>| -> Result<Duration, PolicyError> {
-                crate::duration::parse(need(part, key, v)?)
-                    .map(Duration::from_nanos)
-                    .map_err(|m| PolicyError::new(part, m))
-            };
-            match key {
-                "max" => {
-                    let n = need(part, key, value)?.parse().map_err(|_| {
-                        PolicyError::new(part, "`max` is a whole number of retries, like `max=3`")
-                    })?;
-                    policy = policy.max(n);
-                    max_part = Some(part);
-                }
-                "attempts" => {
-                    let n: u32 = need(part, key, value)?.parse().map_err(|_| {
-                        PolicyError::new(
-                            part,
-                            "`attempts` is a whole number of calls, like `attempts=4`",
-                        )
-                    })?;
-                    if n == 0 {
-                        return Err(PolicyError::new(
-                            part,
-                            "`attempts` counts the first call too, so it is at least 1",
-                        ));
-                    }
-                    policy = policy.max(n - 1);
-                    attempts_part = Some(part);
-                }
-                "base" => policy = policy.base(duration(value)?),
-                "max_delay" => {
-                    policy = policy.max_delay(duration(value)?);
-                    max_delay_part = Some(part);
-                }
-                "deadline" => {
-                    policy = policy.deadline(duration(value)?);
-                    deadline_part = Some(part);
-                }
-                "factor" => {
-                    let f: f64 = need(part, key, value)?.parse().map_err(|_| {
-                        PolicyError::new(part, "`factor` is a number ≥ 1, like `factor=2`")
-                    })?;
-                    if !(f >= 1.0 && f.is_finite()) {
-                        return Err(PolicyError::new(part, "`factor` must be a number ≥ 1"));
-                    }
-                    policy = policy.factor(f);
-                    factor_part = Some(part);
-                }
-                "backoff" => {
-                    policy = policy.backoff(match need(part, key, value)? {
-                        "exponential" => Backoff::Exponential,
-                        "linear" => Backoff::Linear,
-                        "constant" => Backoff::Constant,
-                        _ => {
-                            return Err(PolicyError::new(
-                                part,
-                                "expected `exponential`, `linear` or `constant`",
-                            ));
-                        }
-                    })
-                }
-                "jitter" => policy = policy.jitter(jitter_from_str(part, value)?),
-                _ => {
-                    return Err(PolicyError::new(
-                        part,
-                        format!(
-                            "unknown key `{key}`; expected `max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `deadline` or `jitter`"
-                        ),
-                    ));
-                }
+            let parsed = value.map(grammar::Value::from_text);
+            match settings.read(name, parsed.as_ref(), value.unwrap_or("")) {
+                Ok(key) => parts.push((key, part)),
+                Err(problem) => return Err(PolicyError::new(part, problem.message)),
             }
         }
-        if let (Some(_), Some(part)) = (max_part, attempts_part) {
-            return Err(PolicyError::new(part, "give `max` or `attempts`, not both"));
+        if let Some(violation) = settings
+            .check(&grammar::Context::default())
+            .into_iter()
+            .next()
+        {
+            let part = parts
+                .iter()
+                .find(|(key, _)| key.is(violation.key))
+                .map_or(text, |(_, part)| part);
+            return Err(PolicyError::new(part, violation.problem.message));
         }
-        if let Some(part) = factor_part {
-            if policy.backoff != Backoff::Exponential {
-                return Err(PolicyError::new(
-                    part,
-                    "`factor` only applies to `backoff=exponential`",
-                ));
-            }
-        }
-        if let (Some(cap), Some(part)) = (policy.max_delay, max_delay_part) {
-            if cap < policy.base {
-                return Err(PolicyError::new(part, "`max_delay` is shorter than `base`"));
-            }
-        }
-        if let (Some(deadline), Some(part)) = (policy.deadline, deadline_part) {
-            if policy.max > 0 && deadline < policy.base {
-                return Err(PolicyError::new(
-                    part,
-                    "`deadline` is shorter than `base`, so no retry could happen",
-                ));
-            }
-        }
-        Ok(policy)
+        Ok(Policy::from_timings(settings.timings()))
     }
 }
 
-fn jitter_from_str(part: &str, value: Option<&str>) -> Result<Jitter, PolicyError> {
-    let Some(value) = value else {
-        return Ok(Jitter::Proportional(0.5));
-    };
-    Ok(match value {
-        "none" => Jitter::None,
-        "full" => Jitter::Full,
-        "equal" => Jitter::Equal,
-        "decorrelated" => Jitter::Decorrelated,
-        v if v.starts_with(|c: char| c.is_ascii_digit())
-            && v.ends_with(|c: char| c.is_ascii_alphabetic()) =>
-        {
-            Jitter::Absolute(Duration::from_nanos(
-                crate::duration::parse(v).map_err(|m| PolicyError::new(part, m))?,
-            ))
+impl Policy {
+    /// The defaults with each timing that was written.
+    fn from_timings(timings: grammar::Timings) -> Policy {
+        let mut policy = Policy::new();
+        if let Some(max) = timings.max {
+            policy = policy.max(max);
         }
-        v => match v.parse::<f64>() {
-            Ok(f) if f > 0.0 && f <= 1.0 => Jitter::Proportional(f),
-            _ => {
-                return Err(PolicyError::new(
-                    part,
-                    "expected a fraction in (0, 1], a duration, `full`, `equal`, `decorrelated` or `none`",
-                ));
-            }
-        },
-    })
+        if let Some(base) = timings.base {
+            policy = policy.base(Duration::from_nanos(base));
+        }
+        if let Some(factor) = timings.factor {
+            policy = policy.factor(factor);
+        }
+        if let Some(backoff) = timings.backoff {
+            policy = policy.backoff(Backoff::from_grammar(backoff));
+        }
+        if let Some(max_delay) = timings.max_delay {
+            policy = policy.max_delay(Duration::from_nanos(max_delay));
+        }
+        if let Some(deadline) = timings.deadline {
+            policy = policy.deadline(Duration::from_nanos(deadline));
+        }
+        if let Some(jitter) = timings.jitter {
+            policy = policy.jitter(Jitter::from_grammar(jitter));
+        }
+        policy
+    }
 }
 
 /// `U[0, n)` from a `U[lo, hi]` source; zero when the range is empty.
@@ -694,6 +640,31 @@ mod tests {
 
             let got = p.jitter(Jitter::Decorrelated).delay_with(retry, previous, &mut draw);
             prop_assert!(got >= base && got <= previous.max(base) * 3);
+        }
+
+        /// Any text is a policy or an error that names a part of it, never a panic.
+        #[test]
+        fn any_text_parses_or_names_its_part(text in ".*") {
+            if let Err(error) = text.parse::<Policy>() {
+                prop_assert!(text.contains(error.part()));
+            }
+        }
+
+        /// Any value for any timing key, numbers of any length included.
+        #[test]
+        fn any_value_of_a_timing_key_parses_or_names_its_part(
+            key in prop::sample::select(
+                grammar::KEYS.iter().filter(|k| k.is_timing()).map(|k| k.name).collect::<Vec<_>>(),
+            ),
+            value in prop_oneof![
+                ".*",
+                "-?[0-9]{1,60}(\\.[0-9]{0,60})?(ns|us|µs|ms|s|m|h)?",
+            ],
+        ) {
+            let text = format!("{key}={value}");
+            if let Err(error) = text.parse::<Policy>() {
+                prop_assert!(text.contains(error.part()));
+            }
         }
 
         #[test]

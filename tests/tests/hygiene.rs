@@ -8,6 +8,8 @@ mod core {}
 mod std {}
 mod retry_runtime {}
 mod tokio {}
+// Named like the alias the expansion gives the runtime inside the function.
+mod __retry_rt {}
 
 // With a local `retry_runtime` module, a relative `use retry_runtime::…` would be ambiguous.
 use ::retry_runtime::{IdempotencyKey, Transient, non_idempotent, retry};

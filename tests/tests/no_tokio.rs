@@ -7,7 +7,8 @@ use std::process::{Command, Output};
 
 fn check(bin: &str) -> Output {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target = root.join("../target/no-tokio");
+    // Shared with the other fixtures, which build the runtime with the same features.
+    let target = root.join("../target/fixtures");
     Command::new(env!("CARGO"))
         .args([
             "check",

@@ -282,3 +282,53 @@ fn the_part_is_the_one_written_even_with_spaces_and_quotes() {
     let (part, _) = error("  max = 3 ,  base = \"1 minute\"  ");
     assert_eq!(part, "base = \"1 minute\"");
 }
+
+/// Issue 13, defect 4: thirty fraction digits overflowed the arithmetic and panicked with
+/// "attempt to multiply with overflow" in debug builds.
+#[test]
+fn a_long_fraction_is_refused_not_a_panic() {
+    let (part, message) = error("max=2, max_delay=1.999999999999999999999999999999s");
+    assert_eq!(part, "max_delay=1.999999999999999999999999999999s");
+    assert_eq!(
+        message,
+        "invalid retry policy at `max_delay=1.999999999999999999999999999999s`: invalid \
+         `max_delay`: `1.999999999999999999999999999999s` is finer than a nanosecond; round it \
+         to whole nanoseconds, or use a smaller unit"
+    );
+    // Zeros past the nanosecond add no precision, so they are read.
+    let policy: Policy = "base=1.500000000000000000000000000000s".parse().unwrap();
+    assert_eq!(policy.get_base(), 1500 * MS);
+}
+
+#[test]
+fn a_key_of_the_attribute_that_is_not_a_timing_says_where_it_belongs() {
+    let (part, message) = error("max=3, notify=log_retry");
+    assert_eq!(part, "notify=log_retry");
+    assert!(
+        message.ends_with("give `notify` in the attribute"),
+        "{message}"
+    );
+}
+
+/// The grammar is shared: a policy string gets the attribute's own message, word for word.
+#[test]
+fn the_string_and_the_attribute_say_the_same() {
+    let attribute = [
+        include_str!("ui/combined_errors.stderr"),
+        include_str!("ui/deadline_below_base.stderr"),
+        include_str!("ui/max_delay_long_fraction.stderr"),
+    ]
+    .concat();
+    for text in [
+        r#"base = "1 sec""#,
+        r#"max = 2, base = "5s", deadline = "1s""#,
+        r#"max_delay = "1.999999999999999999999999999999s""#,
+    ] {
+        let error = text.parse::<Policy>().expect_err(text).to_string();
+        let (_, message) = error.split_once("`: ").expect("the part, then the message");
+        assert!(
+            attribute.contains(&format!("error: {message}\n")),
+            "`{text}`: {message}"
+        );
+    }
+}

@@ -28,20 +28,19 @@ async fn check_coverage(
     client: &ContractClient,
     claim: &Claim,
 ) -> Result<Coverage, ContractError> {
-    const __RETRY_POLICY: ::retry_runtime::__private::Policy = ::retry_runtime::__private::Policy::new()
+    use ::retry_runtime::__private as __retry_rt;
+    const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(3)
-        .base(::retry_runtime::__private::Duration::from_secs(1))
-        .jitter(::retry_runtime::__private::Jitter::Proportional(0.5));
-    let mut __retry = ::retry_runtime::__private::Retry::<
+        .base(__retry_rt::Duration::from_secs(1))
+        .jitter(__retry_rt::Jitter::Proportional(0.5));
+    let mut __retry = __retry_rt::Retry::<
         Result<Coverage, ContractError>,
     >::start_async(&__RETRY_POLICY, "check_coverage", is_transient);
     loop {
         let __retry_outcome = __retry
             .run(async {
                 if false {
-                    return ::retry_runtime::__private::output_type::<
-                        Result<Coverage, ContractError>,
-                    >();
+                    return __retry_rt::output_type::<Result<Coverage, ContractError>>();
                 }
                 { client.coverage(claim).await }
             })
@@ -49,12 +48,8 @@ async fn check_coverage(
         #[allow(unreachable_code)]
         {
             __retry = match __retry.next(__retry_outcome) {
-                ::retry_runtime::__private::ControlFlow::Break(__retry_result) => {
-                    return __retry_result;
-                }
-                ::retry_runtime::__private::ControlFlow::Continue(__retry_next) => {
-                    __retry_next
-                }
+                __retry_rt::ControlFlow::Break(__retry_result) => return __retry_result,
+                __retry_rt::ControlFlow::Continue(__retry_next) => __retry_next,
             };
             __retry.pause().await;
         }

@@ -55,21 +55,22 @@ fn is_pending(status: &u16) -> bool {
 static BUDGET: RetryBudget = RetryBudget::new();
 static BREAKER: CircuitBreaker = CircuitBreaker::new();
 async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
-    const __RETRY_POLICY: ::retry_runtime::__private::Policy = ::retry_runtime::__private::Policy::new()
+    use ::retry_runtime::__private as __retry_rt;
+    const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(4)
-        .base(::retry_runtime::__private::Duration::from_millis(250))
+        .base(__retry_rt::Duration::from_millis(250))
         .factor(1.5)
-        .backoff(::retry_runtime::__private::Backoff::Exponential)
-        .max_delay(::retry_runtime::__private::Duration::from_secs(5))
-        .deadline(::retry_runtime::__private::Duration::from_secs(20))
-        .jitter(::retry_runtime::__private::Jitter::Decorrelated);
-    let mut __retry = ::retry_runtime::__private::Retry::<
+        .backoff(__retry_rt::Backoff::Exponential)
+        .max_delay(__retry_rt::Duration::from_secs(5))
+        .deadline(__retry_rt::Duration::from_secs(20))
+        .jitter(__retry_rt::Jitter::Decorrelated);
+    let mut __retry = __retry_rt::Retry::<
         Result<u16, ContractError>,
     >::start_async(&__RETRY_POLICY, "check_coverage", classify)
         .on_result(is_pending)
+        .timeout(__retry_rt::Duration::from_secs(2))
         .notify(log_retry)
         .on_give_up(log_failure)
-        .timeout(::retry_runtime::__private::Duration::from_secs(2))
         .budget(&BUDGET)
         .breaker(&BREAKER)
         .nested_retry();
@@ -77,9 +78,7 @@ async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
         let __retry_outcome = __retry
             .run_timed(async {
                 if false {
-                    return ::retry_runtime::__private::output_type::<
-                        Result<u16, ContractError>,
-                    >();
+                    return __retry_rt::output_type::<Result<u16, ContractError>>();
                 }
                 {
                     let _ = claim;
@@ -90,12 +89,8 @@ async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
         #[allow(unreachable_code)]
         {
             __retry = match __retry.next(__retry_outcome) {
-                ::retry_runtime::__private::ControlFlow::Break(__retry_result) => {
-                    return __retry_result;
-                }
-                ::retry_runtime::__private::ControlFlow::Continue(__retry_next) => {
-                    __retry_next
-                }
+                __retry_rt::ControlFlow::Break(__retry_result) => return __retry_result,
+                __retry_rt::ControlFlow::Continue(__retry_next) => __retry_next,
             };
             __retry.pause().await;
         }

@@ -5,17 +5,18 @@ struct Tariffs {
 }
 impl Tariffs {
     fn reload(&mut self) -> io::Result<u32> {
-        const __RETRY_POLICY: ::retry_runtime::__private::Policy = ::retry_runtime::__private::Policy::new()
+        use ::retry_runtime::__private as __retry_rt;
+        const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
             .max(2)
-            .base(::retry_runtime::__private::Duration::from_millis(100))
-            .backoff(::retry_runtime::__private::Backoff::Linear)
-            .jitter(::retry_runtime::__private::Jitter::None);
-        let mut __retry = ::retry_runtime::__private::Retry::<
+            .base(__retry_rt::Duration::from_millis(100))
+            .backoff(__retry_rt::Backoff::Linear)
+            .jitter(__retry_rt::Jitter::None);
+        let mut __retry = __retry_rt::Retry::<
             io::Result<u32>,
         >::start(
             &__RETRY_POLICY,
             "reload",
-            |__retry_error| ::retry_runtime::__private::is_transient(__retry_error),
+            |__retry_error| __retry_rt::is_transient(__retry_error),
         );
         loop {
             let __retry_outcome = __retry
@@ -26,12 +27,10 @@ impl Tariffs {
             #[allow(unreachable_code)]
             {
                 __retry = match __retry.next(__retry_outcome) {
-                    ::retry_runtime::__private::ControlFlow::Break(__retry_result) => {
+                    __retry_rt::ControlFlow::Break(__retry_result) => {
                         return __retry_result;
                     }
-                    ::retry_runtime::__private::ControlFlow::Continue(__retry_next) => {
-                        __retry_next
-                    }
+                    __retry_rt::ControlFlow::Continue(__retry_next) => __retry_next,
                 };
                 __retry.pause_blocking();
             }

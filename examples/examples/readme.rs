@@ -1,0 +1,290 @@
+//! The README's Rust code, compiled: each ```` ```rust ```` block of `README.md` appears here
+//! verbatim, with the few types it leaves out (a client, a claim, an error) defined around it,
+//! and the tests below fail when a block is not here word for word. The README's expansion is
+//! checked against its snapshot (`tests/tests/expand/async_fn.expanded.rs`) too.
+//!
+//! ```text
+//! cargo run --example readme    # runs the README's first example once
+//! cargo test --example readme   # checks that every README block is compiled here
+//! ```
+
+/// What the README's types stand for: a service that answers at once. Not every error is made
+/// here, only named by the README's classifiers.
+#[allow(dead_code)]
+mod service {
+    #[derive(Debug)]
+    pub struct ContractClient;
+    #[derive(Debug)]
+    pub struct Claim(pub u32);
+    #[derive(Debug, PartialEq)]
+    pub enum Coverage {
+        Covered,
+    }
+    #[derive(Debug)]
+    pub enum ContractError {
+        Overloaded,
+        ConnectionLost,
+        TimedOut,
+        Unavailable,
+    }
+
+    impl ContractClient {
+        pub async fn coverage(&self, claim: &Claim) -> Result<Coverage, ContractError> {
+            let _ = claim;
+            Ok(Coverage::Covered)
+        }
+    }
+
+    impl From<retry_runtime::Elapsed> for ContractError {
+        fn from(_: retry_runtime::Elapsed) -> Self {
+            ContractError::TimedOut
+        }
+    }
+
+    impl From<retry_runtime::CircuitOpen> for ContractError {
+        fn from(_: retry_runtime::CircuitOpen) -> Self {
+            ContractError::Unavailable
+        }
+    }
+
+    pub fn is_transient(error: &ContractError) -> bool {
+        matches!(
+            error,
+            ContractError::Overloaded | ContractError::ConnectionLost
+        )
+    }
+}
+
+/// "Retry with backoff and jitter, written as an attribute on the function that may fail".
+#[rustfmt::skip]
+mod intro {
+use crate::service::{is_transient, Claim, ContractClient, ContractError, Coverage};
+
+use retry_runtime::retry;
+
+// The claims portal asks the contract service whether a policy covers a storm claim.
+// "overloaded" and a dropped connection are worth retrying; "not covered" is an answer (Ok), never retried.
+#[retry(max = 3, base = "1s", jitter, on = is_transient)]
+async fn check_coverage(client: &ContractClient, claim: &Claim) -> Result<Coverage, ContractError> {
+    client.coverage(claim).await
+}
+
+pub async fn answer() -> Result<Coverage, ContractError> {
+    check_coverage(&ContractClient, &Claim(4711)).await
+}
+}
+
+/// "The expansion": what `cargo expand` prints for the first example.
+#[rustfmt::skip]
+#[allow(dead_code, unused_braces)]
+mod expansion {
+use crate::service::{is_transient, Claim, ContractClient, ContractError, Coverage};
+
+async fn check_coverage(
+    client: &ContractClient,
+    claim: &Claim,
+) -> Result<Coverage, ContractError> {
+    use ::retry_runtime::__private as __retry_rt;
+    const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
+        .max(3)
+        .base(__retry_rt::Duration::from_secs(1))
+        .jitter(__retry_rt::Jitter::Proportional(0.5));
+    let mut __retry = __retry_rt::Retry::<
+        Result<Coverage, ContractError>,
+    >::start_async(&__RETRY_POLICY, "check_coverage", is_transient);
+    loop {
+        let __retry_outcome = __retry
+            .run(async {
+                if false {
+                    return __retry_rt::output_type::<Result<Coverage, ContractError>>();
+                }
+                { client.coverage(claim).await }
+            })
+            .await;
+        #[allow(unreachable_code)]
+        {
+            __retry = match __retry.next(__retry_outcome) {
+                __retry_rt::ControlFlow::Break(__retry_result) => return __retry_result,
+                __retry_rt::ControlFlow::Continue(__retry_next) => __retry_next,
+            };
+            __retry.pause().await;
+        }
+    }
+}
+}
+
+/// "Which errors are transient".
+#[rustfmt::skip]
+mod transient {
+use crate::service::ContractError;
+use retry_runtime::Transient;
+use std::time::Duration;
+
+impl Transient for ContractError {
+    fn is_transient(&self) -> bool {
+        matches!(self, ContractError::Overloaded | ContractError::ConnectionLost)
+    }
+    // Optional: a pause the server asked for (HTTP Retry-After, gRPC pushback).
+    fn retry_after(&self) -> Option<Duration> { None }
+}
+}
+
+/// "Non-idempotent calls".
+#[rustfmt::skip]
+#[allow(dead_code)]
+mod non_idempotent {
+pub struct PaymentClient;
+#[derive(Clone, Copy)]
+pub struct ClaimId(u32);
+#[derive(Clone, Copy)]
+pub struct Cents(u64);
+pub struct Receipt;
+pub type PayError = std::io::Error;
+
+impl PaymentClient {
+    async fn pay(&self, claim: ClaimId, amount: Cents, key: &IdempotencyKey) -> Result<Receipt, PayError> {
+        let _ = (claim.0, amount.0, key);
+        Ok(Receipt)
+    }
+}
+
+fn is_transient(error: &PayError) -> bool {
+    error.kind() == std::io::ErrorKind::ConnectionReset
+}
+
+use retry_runtime::{non_idempotent, retry, IdempotencyKey};
+
+#[non_idempotent]
+#[retry(max = 2, base = "500ms", jitter = full, on = is_transient)]
+async fn pay_out(client: &PaymentClient, claim: ClaimId, amount: Cents, key: &IdempotencyKey) -> Result<Receipt, PayError> {
+    client.pay(claim, amount, key).await
+}
+
+async fn settle(client: &PaymentClient, claim: ClaimId, amount: Cents) -> Result<Receipt, PayError> {
+    let key = IdempotencyKey::new();           // 128 random bits as a UUID v4, created once
+    pay_out(client, claim, amount, &key).await // every attempt sends the same key
+}
+}
+
+/// "Control over each attempt".
+#[rustfmt::skip]
+#[allow(dead_code)]
+mod control {
+use crate::service::{Claim, ContractError, Coverage};
+
+pub struct ContractClient;
+
+impl ContractClient {
+    async fn coverage(&self, claim: &Claim, attempt: u32) -> Result<Coverage, ContractError> {
+        let _ = (claim, attempt);
+        Ok(Coverage::Covered)
+    }
+}
+
+use retry_runtime::{retry, RetryEvent};
+
+fn log_retry(error: &ContractError, event: &RetryEvent) {
+    eprintln!("{} attempt {} failed ({error:?}); next in {:?}", event.function, event.attempt, event.pause);
+}
+
+#[retry(max = 3, base = "1s", timeout = "2s", deadline = "10s", notify = log_retry)]
+async fn check_coverage(client: &ContractClient, claim: &Claim) -> Result<Coverage, ContractError> {
+    let attempt = retry_runtime::attempt();   // 1 on the first call
+    client.coverage(claim, attempt.number()).await
+}
+}
+
+/// "Protecting the service that is called".
+#[rustfmt::skip]
+#[allow(dead_code)]
+mod protecting {
+use crate::service::{Claim, ContractClient, ContractError, Coverage};
+
+use retry_runtime::{retry, CircuitBreaker, RetryBudget};
+use std::time::Duration;
+
+static COVERAGE_BUDGET: RetryBudget = RetryBudget::new();          // retries ≤ 10 % of first calls + a reserve
+static CONTRACT_BREAKER: CircuitBreaker = CircuitBreaker::new()     // open after 5 failures in a row,
+    .open_for(Duration::from_secs(30));                             // for 30 s, then one trial call
+
+#[retry(max = 3, base = "1s", budget = COVERAGE_BUDGET, breaker = CONTRACT_BREAKER)]
+async fn check_coverage(client: &ContractClient, claim: &Claim) -> Result<Coverage, ContractError> {
+    client.coverage(claim).await
+}
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let answer = intro::answer().await;
+    println!("claim 4711: {answer:?}");
+}
+
+#[cfg(test)]
+mod tests {
+    const README: &str = include_str!("../../README.md");
+    const HERE: &str = include_str!("readme.rs");
+
+    /// The ```` ```rust ```` blocks of a Markdown text (not `rust,ignore` or `text`).
+    fn rust_blocks(markdown: &str) -> Vec<String> {
+        let mut blocks = Vec::new();
+        let mut current: Option<String> = None;
+        for line in markdown.lines() {
+            match (&mut current, line) {
+                (None, "```rust") => current = Some(String::new()),
+                (Some(block), "```") => {
+                    blocks.push(std::mem::take(block));
+                    current = None;
+                }
+                (Some(block), line) => {
+                    block.push_str(line);
+                    block.push('\n');
+                }
+                (None, _) => {}
+            }
+        }
+        blocks
+    }
+
+    #[test]
+    fn every_rust_block_of_the_readme_is_compiled_here() {
+        let blocks = rust_blocks(README);
+        assert!(blocks.len() >= 6, "found only {} blocks", blocks.len());
+        for block in blocks {
+            assert!(
+                HERE.contains(&block),
+                "this README block is not in examples/examples/readme.rs word for word; copy it \
+                 there (inside a `#[rustfmt::skip]` module with the types it needs):\n{block}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_expansion_in_the_readme_is_its_snapshot() {
+        let snapshot = include_str!("../../tests/tests/expand/async_fn.expanded.rs");
+        let expansion = rust_blocks(README)
+            .into_iter()
+            .find(|block| block.contains("__retry_rt"))
+            .expect("the README shows the expansion");
+        assert!(
+            snapshot.contains(&expansion),
+            "the README's expansion differs from tests/tests/expand/async_fn.expanded.rs; copy \
+             the function from the snapshot"
+        );
+    }
+
+    #[test]
+    fn the_compile_error_in_the_readme_is_the_one_rustc_prints() {
+        let stderr =
+            include_str!("../../tests/tests/ui/non_idempotent_after_retry_without_key.stderr");
+        let start = README
+            .find("```text\nerror: `pay_out` is `#[non_idempotent]`")
+            .expect("the README shows the error")
+            + "```text\n".len();
+        let end = start + README[start..].find("```").expect("the block ends");
+        assert!(
+            stderr.contains(README[start..end].trim_end()),
+            "the README's compile error differs from \
+             tests/tests/ui/non_idempotent_after_retry_without_key.stderr"
+        );
+    }
+}

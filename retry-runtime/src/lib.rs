@@ -256,7 +256,7 @@ pub use key::IdempotencyKey;
 pub use policy::{Backoff, Jitter, Policy, PolicyError};
 pub use state::RetryEvent;
 pub use timer::Elapsed;
-pub use transient::{Transient, Verdict};
+pub use transient::{Transient, Verdict, has_transient_io_cause};
 
 /// Turns a function that returns `Result` into a retry loop with backoff and jitter.
 ///

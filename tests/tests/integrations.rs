@@ -114,6 +114,16 @@ async fn reqwest_refused_connections_are_retried() {
 }
 
 #[tokio::test]
+async fn reqwest_body_cut_off_mid_message_is_retried() {
+    // `content-length: 100`, 5 bytes, and the connection closes: `.text()` fails with a decode
+    // error whose cause is hyper's incomplete body. The connection broke; the next may not.
+    const CUT_OFF: &str = "HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nhello";
+    let (url, served) = serve(&[CUT_OFF, PAID]).await;
+    assert_eq!(fetch(&client(), &url).await.unwrap(), "paid");
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
 async fn reqwest_decode_errors_are_not_retried() {
     let (url, served) = serve(&[
         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 8\r\n\r\nnot json",

@@ -9,9 +9,8 @@
 //! | a status error (`error_for_status`) | by status: 408, 429, 500, 502, 503, 504 | the [`http` table](crate::integrations) |
 //! | a builder error (bad URL, bad header) | no | the request cannot be built, now or later |
 //! | a redirect error (a loop, too many hops) | no | the server will send the same redirects |
-//! | a decode error (a body that is not the expected JSON, …) | no | the same bytes will not decode better |
 //! | an upgrade error | no | the server refused the protocol |
-//! | any other request or body error | when its cause is: hyper's "connection closed before message completed" or "request canceled" (the server closed a kept-alive connection), or an [`std::io::Error`] that is transient by [`Transient`]'s I/O table (reset, broken pipe, …) | a connection that died under the request; other causes are not passing |
+//! | any other error: a request, body or decode error | when its cause is a connection that died under it: an [`std::io::Error`] anywhere in the chain that is transient by [`Transient`]'s I/O table (reset, broken pipe, a body cut off before its `content-length`, which hyper reports as `UnexpectedEof`), see [`has_transient_io_cause`](crate::has_transient_io_cause); or hyper's "connection closed before message completed" or "request canceled" (the server closed a kept-alive connection) | the next connection may hold. A decode error of a body that arrived whole (not the expected JSON, …) is not transient: the same bytes will not decode better |
 //!
 //! [`retry_after`](Transient::retry_after) is always `None`: a `reqwest::Error` keeps the status
 //! but not the headers, so a `Retry-After` must be read from the response before
@@ -72,8 +71,8 @@ use crate::Transient;
 use std::error::Error as _;
 
 /// The [module's table](self): timeouts and connect errors are transient, status errors by
-/// status, builder, redirect, decode and upgrade errors are not, and any other request or body
-/// error by its cause.
+/// status, builder, redirect and upgrade errors are not, and request, body and decode errors
+/// by their cause (a connection that broke is transient, a body that does not parse is not).
 ///
 /// ```
 /// use retry_runtime::Transient;
@@ -92,27 +91,29 @@ impl Transient for ::reqwest::Error {
         if let Some(status) = self.status() {
             return crate::http::transient_status(status.as_u16());
         }
-        if self.is_builder() || self.is_redirect() || self.is_decode() || self.is_upgrade() {
+        if self.is_builder() || self.is_redirect() || self.is_upgrade() {
             return false;
         }
-        dropped_connection(self)
+        // Request, body and decode errors, by their cause: `.text()` and `.json()` report a body
+        // that stopped arriving as a decode error too, and that is the connection's fault, not
+        // the bytes'.
+        connection_broke(self)
     }
 }
 
-/// Whether the cause of a request or body error is a connection that died under it.
-fn dropped_connection(error: &::reqwest::Error) -> bool {
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        if let Some(hyper) = error.downcast_ref::<::hyper::Error>() {
-            if hyper.is_incomplete_message() || hyper.is_canceled() {
-                return true;
-            }
-        } else if let Some(io) = error.downcast_ref::<std::io::Error>() {
-            return io.is_transient();
-        }
-        cause = error.source();
+/// Whether a connection died under the request: a transient I/O error in the chain (reset,
+/// broken pipe, a body cut off, which hyper reports as `UnexpectedEof`), or hyper's own "closed
+/// before the message completed" or "request canceled" (a kept-alive connection the server
+/// closed).
+fn connection_broke(error: &::reqwest::Error) -> bool {
+    if crate::has_transient_io_cause(error) {
+        return true;
     }
-    false
+    // Bounded as `has_transient_io_cause` is, against a chain that loops.
+    std::iter::successors(error.source(), |&cause| cause.source())
+        .take(64)
+        .filter_map(|cause| cause.downcast_ref::<::hyper::Error>())
+        .any(|hyper| hyper.is_incomplete_message() || hyper.is_canceled())
 }
 
 #[cfg(test)]
@@ -231,6 +232,16 @@ mod tests {
         let error = client().get(url).send().await.unwrap_err();
         assert!(error.is_request(), "{error:?}");
         assert!(!error.is_connect() && !error.is_timeout(), "{error:?}");
+        assert!(error.is_transient(), "{error:?}");
+    }
+
+    #[tokio::test]
+    async fn a_body_cut_off_mid_message_is_transient() {
+        // 5 of the 100 bytes promised, then the server closes the connection.
+        let url = serve(Some("HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nhello")).await;
+        let response = client().get(url).send().await.unwrap();
+        let error = response.text().await.unwrap_err();
+        assert!(error.is_decode(), "{error:?}");
         assert!(error.is_transient(), "{error:?}");
     }
 

@@ -221,7 +221,7 @@
 //! |---|---|---|
 //! | `tokio` | on | async functions pause with tokio's timer and read tokio's clock |
 //! | `tracing` | on | `INFO`/`WARN` events for failed attempts (requires `E: Debug`) |
-//! | `http` | off | `integrations::http`: a classifier for `http::StatusCode` and responses, with `Retry-After` |
+//! | `http` | off | in `integrations::http`, a classifier for `http::StatusCode` and `http::Response`, with `Retry-After` (the header's parser is there without the feature) |
 //! | `reqwest` | off | `Transient for reqwest::Error` |
 //! | `tonic` | off | `Transient for tonic::Status`, with `grpc-retry-pushback-ms` |
 //! | `idempotency-store` | off | `store`: the receiving side of `Idempotency-Key` |
@@ -243,7 +243,6 @@ pub mod testing;
 mod timer;
 mod transient;
 
-pub mod http;
 pub mod integrations;
 
 #[doc(hidden)]

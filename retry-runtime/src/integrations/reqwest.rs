@@ -1,6 +1,7 @@
-//! Feature `reqwest`: which `reqwest::Error`s are worth another try.
+//! Feature `reqwest`: which `reqwest::Error`s are worth another try, and which
+//! `reqwest::Response`s ([`response_verdict`]).
 //!
-//! The checks run in this order; the first that applies decides:
+//! For an error, the checks run in this order; the first that applies decides:
 //!
 //! | the error | transient | why |
 //! |---|---|---|
@@ -13,18 +14,18 @@
 //! | any other error: a request, body or decode error | when its cause is a connection that died under it: an [`std::io::Error`] anywhere in the chain that is transient by [`Transient`]'s I/O table (reset, broken pipe, a body cut off before its `content-length`, which hyper reports as `UnexpectedEof`), see [`has_transient_io_cause`](crate::has_transient_io_cause); or hyper's "connection closed before message completed" or "request canceled" (the server closed a kept-alive connection) | the next connection may hold. A decode error of a body that arrived whole (not the expected JSON, …) is not transient: the same bytes will not decode better |
 //!
 //! [`retry_after`](Transient::retry_after) is always `None`: a `reqwest::Error` keeps the status
-//! but not the headers, so a `Retry-After` must be read from the response before
-//! `error_for_status` turns it into an error:
+//! but not the headers. A `503` or `429` with `Retry-After` arrives as an `Ok(response)`; judge
+//! the response with [`response_verdict`] before `error_for_status` turns it into an error,
+//! which reads the status (the same table) and the header:
 //!
 //! ```no_run
-//! use retry_runtime::http::{parse_retry_after, RETRY_AFTER};
-//! use retry_runtime::{retry, Transient};
-//! use std::time::{Duration, SystemTime};
+//! use retry_runtime::integrations::reqwest::response_verdict;
+//! use retry_runtime::{retry, Transient, Verdict};
 //!
 //! #[derive(Debug)]
 //! enum QuoteError {
-//!     /// The service said when to come back.
-//!     Busy(Option<Duration>),
+//!     /// The service is busy; the verdict carries the pause it asked for, if any.
+//!     Busy(Verdict),
 //!     Http(reqwest::Error),
 //! }
 //!
@@ -36,15 +37,12 @@
 //!
 //! impl Transient for QuoteError {
 //!     fn is_transient(&self) -> bool {
-//!         match self {
-//!             QuoteError::Busy(_) => true,
-//!             QuoteError::Http(error) => error.is_transient(),
-//!         }
+//!         self.verdict().is_retry()
 //!     }
-//!     fn retry_after(&self) -> Option<Duration> {
+//!     fn verdict(&self) -> Verdict {
 //!         match self {
-//!             QuoteError::Busy(pause) => *pause,
-//!             QuoteError::Http(_) => None,
+//!             QuoteError::Busy(verdict) => *verdict,
+//!             QuoteError::Http(error) => error.verdict(),
 //!         }
 //!     }
 //! }
@@ -52,23 +50,45 @@
 //! #[retry(max = 3, base = "200ms")]
 //! async fn quote(client: &reqwest::Client, url: &str) -> Result<String, QuoteError> {
 //!     let response = client.get(url).send().await?;
-//!     if matches!(response.status().as_u16(), 429 | 503) {
-//!         let pause = response
-//!             .headers()
-//!             .get(RETRY_AFTER)
-//!             .and_then(|value| value.to_str().ok())
-//!             .and_then(|value| parse_retry_after(value, SystemTime::now()));
-//!         return Err(QuoteError::Busy(pause));
+//!     match response_verdict(&response) {
+//!         // The answer: a success, or an error status that waiting will not change.
+//!         Verdict::Fail => Ok(response.error_for_status()?.text().await?),
+//!         busy => Err(QuoteError::Busy(busy)),
 //!     }
-//!     Ok(response.error_for_status()?.text().await?)
 //! }
 //! ```
-//!
-//! With the feature `http` too, `retry_after_from_headers(response.headers(), now)` in
-//! [`crate::integrations`]' `http` module does the header lookup in one call.
 
-use crate::Transient;
+use crate::{Transient, Verdict};
 use std::error::Error as _;
+
+/// Whether a response is worth another request: [`Verdict::Retry`] for a transient status (408,
+/// 429, 500, 502, 503, 504), or [`Verdict::RetryAfter`] when it also carries a valid
+/// `Retry-After` (seconds or a date, read against the system clock, see
+/// [`parse_retry_after`](crate::integrations::http::parse_retry_after)); [`Verdict::Fail`] for
+/// every other status.
+///
+/// `Fail` means "this response is the answer": a success, or an error that will not change by
+/// waiting. It is what the `http` integration's
+/// [`response_verdict`](crate::integrations::http::response_verdict) answers for an
+/// `http::Response`, for reqwest's own response type.
+///
+/// ```no_run
+/// use retry_runtime::integrations::reqwest::response_verdict;
+/// use retry_runtime::Verdict;
+///
+/// # async fn f() -> Result<(), reqwest::Error> {
+/// let response = reqwest::get("http://127.0.0.1:8080/quote").await?;
+/// match response_verdict(&response) {
+///     Verdict::Fail => println!("the answer: {}", response.status()),
+///     Verdict::RetryAfter(pause) => println!("busy: come back in {pause:?}"),
+///     _ => println!("busy"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
+pub fn response_verdict(response: &::reqwest::Response) -> Verdict {
+    crate::integrations::http::verdict_of(response.status().as_u16(), response.headers())
+}
 
 /// The [module's table](self): timeouts and connect errors are transient, status errors by
 /// status, builder, redirect and upgrade errors are not, and request, body and decode errors
@@ -89,7 +109,7 @@ impl Transient for ::reqwest::Error {
             return true;
         }
         if let Some(status) = self.status() {
-            return crate::http::transient_status(status.as_u16());
+            return crate::integrations::http::transient_status(status.as_u16());
         }
         if self.is_builder() || self.is_redirect() || self.is_upgrade() {
             return false;
@@ -233,6 +253,47 @@ mod tests {
         assert!(error.is_request(), "{error:?}");
         assert!(!error.is_connect() && !error.is_timeout(), "{error:?}");
         assert!(error.is_transient(), "{error:?}");
+    }
+
+    async fn verdict_of(answer: &'static str) -> Verdict {
+        let url = serve(Some(answer)).await;
+        response_verdict(&client().get(url).send().await.unwrap())
+    }
+
+    #[tokio::test]
+    async fn response_verdicts_read_the_status_and_retry_after() {
+        assert_eq!(
+            verdict_of(
+                "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 2\r\ncontent-length: 0\r\n\r\n"
+            )
+            .await,
+            Verdict::RetryAfter(Duration::from_secs(2))
+        );
+        assert_eq!(
+            verdict_of("HTTP/1.1 429 Too Many Requests\r\nretry-after: Sun, 06 Nov 1994 08:49:37 GMT\r\ncontent-length: 0\r\n\r\n")
+                .await,
+            Verdict::RetryAfter(Duration::ZERO),
+            "a date that has passed: retry now"
+        );
+        assert_eq!(
+            verdict_of("HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n").await,
+            Verdict::Retry
+        );
+        assert_eq!(
+            verdict_of(
+                "HTTP/1.1 504 Gateway Timeout\r\nRetry-After: soon\r\ncontent-length: 0\r\n\r\n"
+            )
+            .await,
+            Verdict::Retry,
+            "an unreadable Retry-After is ignored"
+        );
+        for answer in [
+            "HTTP/1.1 200 OK\r\nRetry-After: 2\r\ncontent-length: 0\r\n\r\n",
+            "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n",
+            "HTTP/1.1 501 Not Implemented\r\nRetry-After: 2\r\ncontent-length: 0\r\n\r\n",
+        ] {
+            assert_eq!(verdict_of(answer).await, Verdict::Fail, "{answer:?}");
+        }
     }
 
     #[tokio::test]

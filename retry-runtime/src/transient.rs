@@ -83,7 +83,8 @@ impl From<bool> for Verdict {
 #[diagnostic::on_unimplemented(
     message = "`#[retry]` cannot tell which `{Self}` errors are worth retrying",
     label = "`{Self}` does not implement `retry_runtime::Transient`",
-    note = "implement `retry_runtime::Transient` for `{Self}`, or name a classifier in the attribute: `#[retry(on = is_transient)]` with `fn is_transient(error: &{Self}) -> bool`"
+    note = "either name a classifier in the attribute, which works for any error type: `#[retry(on = is_transient)]` with `fn is_transient(error: &{Self}) -> bool`",
+    note = "or, if `{Self}` is defined in your crate, implement `retry_runtime::Transient` for it; a type from another crate cannot implement it in yours (E0117), so wrap such a type in an error type of your own"
 )]
 pub trait Transient {
     /// `true` if the same call may succeed after a pause.

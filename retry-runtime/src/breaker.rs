@@ -411,7 +411,25 @@ impl Drop for Admission<'_> {
 }
 
 /// The state of a [`CircuitBreaker`], from [`CircuitBreaker::state`].
+///
+/// Later versions may add states (`#[non_exhaustive]`), so a `match` outside this crate needs a
+/// `_` arm:
+///
+/// ```
+/// use retry_runtime::{BreakerState, CircuitBreaker};
+/// use std::time::Instant;
+///
+/// let breaker = CircuitBreaker::new();
+/// let gauge = match breaker.state(Instant::now()) {
+///     BreakerState::Closed => 0,
+///     BreakerState::HalfOpen => 1,
+///     BreakerState::Open { .. } => 2,
+///     _ => 3,
+/// };
+/// assert_eq!(gauge, 0);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum BreakerState {
     /// Calls go through; their outcomes are counted.
     Closed,

@@ -239,6 +239,7 @@ mod random;
 mod state;
 #[cfg(feature = "idempotency-store")]
 pub mod store;
+mod sync;
 pub mod testing;
 mod timer;
 mod transient;

@@ -702,7 +702,8 @@ mod tests {
     }
 }
 
-#[cfg(all(test, feature = "http"))]
+#[cfg(test)]
+#[cfg(feature = "http")]
 mod http_crate_tests {
     use super::*;
     use crate::Transient;

@@ -249,6 +249,11 @@ pub mod integrations;
 #[doc(hidden)]
 pub mod __private;
 
+/// The examples of the registry page (`README.md` beside this crate's manifest) compile.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub use breaker::{Admission, BreakerState, CircuitBreaker, CircuitOpen};
 pub use budget::RetryBudget;
 pub use context::{Attempt, attempt, scope};

@@ -541,6 +541,9 @@ mod tests {
         assert!(!records.is_empty());
         assert!(records.iter().all(|r| r.len() == 5), "{text}");
         let calls: u64 = records.iter().map(|r| r[1].parse::<u64>().unwrap()).sum();
-        assert_eq!(calls, runs[0].calls.iter().map(|&n| u64::from(n)).sum());
+        assert_eq!(
+            calls,
+            runs[0].calls.iter().map(|&n| u64::from(n)).sum::<u64>()
+        );
     }
 }

@@ -1,9 +1,11 @@
 //! Load simulations of `#[retry]` and what they need in common: the `storm` and `occ` binaries
-//! are thin wrappers around [`storm`] and [`occ`], and draw with [`plot`].
+//! are thin wrappers around [`storm`] and [`occ`], draw with [`plot`], and write CSV with
+//! [`records`].
 //!
 //! Not published: this package exists to produce the numbers and pictures in `RESULTS.md`.
 
 pub mod cli;
 pub mod occ;
 pub mod plot;
+pub mod records;
 pub mod storm;

@@ -202,9 +202,41 @@ pub fn point(policy: &Policy, clients: u32, runs: u32, seed: u64) -> Point {
     }
 }
 
+/// The points as CSV, one row per strategy and client count: `clients`, `strategy`, `calls`,
+/// `completion_ms`. `results[s][i]` is strategy `s` of [`STRATEGIES`] at its `i`-th point.
+pub fn csv(results: &[Vec<Point>]) -> Result<String, Box<dyn std::error::Error>> {
+    let rows = STRATEGIES.iter().zip(results).flat_map(|(s, points)| {
+        points.iter().map(|p| {
+            vec![
+                p.clients.to_string(),
+                s.name.to_owned(),
+                format!("{:.1}", p.calls),
+                format!("{:.1}", p.completion_ms),
+            ]
+        })
+    });
+    crate::records::csv(&["clients", "strategy", "calls", "completion_ms"], rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_csv_keeps_a_name_with_a_comma_in_one_field() {
+        // The default's name, `default (d + U[0, d/2))`, holds a comma.
+        let results: Vec<Vec<Point>> = STRATEGIES
+            .iter()
+            .map(|s| vec![point(&s.policy, 10, 2, 1), point(&s.policy, 20, 2, 1)])
+            .collect();
+        let (header, records) = crate::records::read(&csv(&results).unwrap()).unwrap();
+        assert_eq!(header, ["clients", "strategy", "calls", "completion_ms"]);
+        assert_eq!(records.len(), 2 * STRATEGIES.len());
+        assert!(records.iter().all(|r| r.len() == 4));
+        let names: Vec<&str> = records.iter().map(|r| r[1].as_str()).collect();
+        assert!(names.contains(&"default (d + U[0, d/2))"), "{names:?}");
+        assert_eq!(records[1][0], "20");
+    }
 
     #[test]
     fn every_client_writes_once_and_a_lone_client_needs_one_call() {

@@ -251,22 +251,21 @@ pub fn table(outcomes: &[Outcome]) -> String {
 }
 
 /// The histograms as CSV: `t_s` (the bucket's start) and one column of calls per form.
-pub fn csv(outcomes: &[Outcome]) -> String {
-    let mut out = String::from("t_s");
-    for o in outcomes {
-        out.push(',');
-        out.push_str(o.form.name());
-    }
-    out.push('\n');
+pub fn csv(outcomes: &[Outcome]) -> Result<String, Box<dyn std::error::Error>> {
+    let header: Vec<&str> = std::iter::once("t_s")
+        .chain(outcomes.iter().map(|o| o.form.name()))
+        .collect();
     let buckets = outcomes.iter().map(|o| o.calls.len()).max().unwrap_or(0);
-    for b in 0..buckets {
-        out.push_str(&format!("{:.1}", b as f64 * BUCKET.as_secs_f64()));
-        for o in outcomes {
-            out.push_str(&format!(",{}", o.calls.get(b).copied().unwrap_or(0)));
-        }
-        out.push('\n');
-    }
-    out
+    let rows = (0..buckets).map(|b| {
+        std::iter::once(format!("{:.1}", b as f64 * BUCKET.as_secs_f64()))
+            .chain(
+                outcomes
+                    .iter()
+                    .map(|o| o.calls.get(b).copied().unwrap_or(0).to_string()),
+            )
+            .collect::<Vec<_>>()
+    });
+    crate::records::csv(&header, rows)
 }
 
 #[cfg(test)]
@@ -306,6 +305,25 @@ mod tests {
         };
         let o = run(Form::None, config).unwrap();
         assert_eq!((o.succeeded, o.not_possible), (20, 30));
+    }
+
+    #[test]
+    fn the_csv_has_a_column_per_form_and_reads_back() {
+        let outcomes = [
+            run(Form::None, SMALL).unwrap(),
+            run(Form::Full, SMALL).unwrap(),
+        ];
+        let (header, records) = crate::records::read(&csv(&outcomes).unwrap()).unwrap();
+        assert_eq!(header, ["t_s", "none", "full"]);
+        assert_eq!(
+            records.len(),
+            outcomes[0].calls.len().max(outcomes[1].calls.len())
+        );
+        assert!(records.iter().all(|r| r.len() == 3));
+        assert_eq!(
+            records[10],
+            ["1.0", "50", &outcomes[1].calls[10].to_string()]
+        );
     }
 
     #[test]

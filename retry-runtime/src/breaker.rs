@@ -1,9 +1,9 @@
 //! A circuit breaker: stop calling a service that keeps failing, and test it with one call
 //! before letting the traffic back.
 
+use crate::sync::{Mutex, MutexGuard};
 use std::error::Error;
 use std::fmt;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 /// The most recent calls the failure-rate window can hold: one bit each in a `u128`.
@@ -74,6 +74,16 @@ struct Config {
     open_for: Duration,
 }
 
+impl Config {
+    const DEFAULT: Config = Config {
+        consecutive_failures: 5,
+        failure_rate: None,
+        window: 20,
+        min_calls: None,
+        open_for: Duration::from_secs(30),
+    };
+}
+
 #[derive(Debug)]
 struct Inner {
     phase: Phase,
@@ -119,23 +129,20 @@ impl CircuitBreaker {
     /// static BREAKER: CircuitBreaker = CircuitBreaker::new();
     /// assert_eq!(BREAKER.state(Instant::now()), BreakerState::Closed);
     /// ```
+    #[cfg(not(all(test, loom)))]
     pub const fn new() -> Self {
         Self {
-            config: Config {
-                consecutive_failures: 5,
-                failure_rate: None,
-                window: 20,
-                min_calls: None,
-                open_for: Duration::from_secs(30),
-            },
-            inner: Mutex::new(Inner {
-                phase: Phase::Closed,
-                generation: 0,
-                consecutive: 0,
-                history: 0,
-                len: 0,
-                latest: None,
-            }),
+            config: Config::DEFAULT,
+            inner: Mutex::new(Inner::START),
+        }
+    }
+
+    /// The same breaker, built in a loom model, whose `Mutex::new` is not `const`.
+    #[cfg(all(test, loom))]
+    pub fn new() -> Self {
+        Self {
+            config: Config::DEFAULT,
+            inner: Mutex::new(Inner::START),
         }
     }
 
@@ -326,12 +333,20 @@ impl CircuitBreaker {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        // Nothing panics while the lock is held; if something did, the state is still whole.
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.inner)
     }
 }
 
 impl Inner {
+    const START: Inner = Inner {
+        phase: Phase::Closed,
+        generation: 0,
+        consecutive: 0,
+        history: 0,
+        len: 0,
+        latest: None,
+    };
+
     fn observe(&mut self, now: Instant) {
         if self.latest.is_none_or(|latest| now > latest) {
             self.latest = Some(now);
@@ -411,7 +426,25 @@ impl Drop for Admission<'_> {
 }
 
 /// The state of a [`CircuitBreaker`], from [`CircuitBreaker::state`].
+///
+/// Later versions may add states (`#[non_exhaustive]`), so a `match` outside this crate needs a
+/// `_` arm:
+///
+/// ```
+/// use retry_runtime::{BreakerState, CircuitBreaker};
+/// use std::time::Instant;
+///
+/// let breaker = CircuitBreaker::new();
+/// let gauge = match breaker.state(Instant::now()) {
+///     BreakerState::Closed => 0,
+///     BreakerState::HalfOpen => 1,
+///     BreakerState::Open { .. } => 2,
+///     _ => 3,
+/// };
+/// assert_eq!(gauge, 0);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum BreakerState {
     /// Calls go through; their outcomes are counted.
     Closed,
@@ -492,7 +525,9 @@ impl<E: From<CircuitOpen>> FromCircuitOpen for E {
     }
 }
 
+// Under loom, `new` is not `const`, so these (with their `static` breakers) are not built.
 #[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
     use std::sync::Barrier;
@@ -800,5 +835,182 @@ mod tests {
         let trial = CircuitOpen::new(None);
         assert!(trial.to_string().starts_with("circuit open: a trial call"));
         let _: &dyn Error = &trial;
+    }
+}
+
+/// Model checks with loom: every interleaving of two or three threads (see `crate::sync`).
+/// `RUSTFLAGS="--cfg loom" cargo test -p retry-runtime --release --lib loom`.
+#[cfg(all(test, loom))]
+mod loom {
+    use super::*;
+    use ::loom::model;
+    use ::loom::sync::Arc;
+    use ::loom::thread;
+
+    const OPEN_FOR: Duration = Duration::from_secs(30);
+
+    /// How the trial call ends.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum End {
+        Success,
+        Failure,
+        Dropped,
+    }
+
+    const ENDS: [End; 3] = [End::Success, End::Failure, End::Dropped];
+
+    /// What one caller got.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Seen {
+        /// The trial; it ended as the model says.
+        Trial,
+        /// An ordinary call, which succeeded.
+        Admitted,
+        /// Refused while the trial was outstanding.
+        RefusedDuringTrial,
+        /// Refused by an open circuit, with the time left.
+        RefusedOpen(Duration),
+    }
+
+    /// One caller at `now`: if it is the trial, it ends as `end` says; an ordinary call succeeds.
+    fn call(breaker: &CircuitBreaker, now: Instant, end: End) -> Seen {
+        match breaker.admit(now) {
+            Ok(trial) if trial.is_trial() => {
+                match end {
+                    End::Success => trial.record(true, now),
+                    End::Failure => trial.record(false, now),
+                    End::Dropped => drop(trial),
+                }
+                Seen::Trial
+            }
+            Ok(call) => {
+                call.record(true, now);
+                Seen::Admitted
+            }
+            Err(open) => match open.remaining() {
+                None => Seen::RefusedDuringTrial,
+                Some(left) => Seen::RefusedOpen(left),
+            },
+        }
+    }
+
+    /// A breaker that opened at `t0` after one failure; its open time is over at the instant
+    /// returned second.
+    fn opened() -> (Arc<CircuitBreaker>, Instant) {
+        let breaker = Arc::new(
+            CircuitBreaker::new()
+                .consecutive_failures(1)
+                .open_for(OPEN_FOR),
+        );
+        let t0 = Instant::now();
+        breaker.admit(t0).expect("closed").record(false, t0);
+        (breaker, t0 + OPEN_FOR)
+    }
+
+    #[test]
+    fn loom_exactly_one_of_three_callers_is_the_trial_however_it_ends() {
+        for end in ENDS {
+            model(move || {
+                let (breaker, half_open) = opened();
+                let others: Vec<_> = (0..2)
+                    .map(|_| {
+                        let breaker = Arc::clone(&breaker);
+                        thread::spawn(move || call(&breaker, half_open, end))
+                    })
+                    .collect();
+                let mut seen = vec![call(&breaker, half_open, end)];
+                seen.extend(others.into_iter().map(|t| t.join().expect("no panic")));
+
+                let count = |what: Seen| seen.iter().filter(|&&s| s == what).count();
+                assert_eq!(count(Seen::Trial), 1, "{end:?}: {seen:?}");
+                if end == End::Success {
+                    // After the trial: closed, and the later callers go through.
+                    assert!(
+                        seen.iter().all(|s| !matches!(s, Seen::RefusedOpen(_))),
+                        "{seen:?}"
+                    );
+                    assert_eq!(breaker.state(half_open), BreakerState::Closed);
+                } else {
+                    // After the trial: open for another `open_for`, from the trial's time.
+                    assert_eq!(count(Seen::Admitted), 0, "{end:?}: {seen:?}");
+                    assert!(
+                        seen.iter().all(|s| match s {
+                            Seen::RefusedOpen(left) => *left == OPEN_FOR,
+                            _ => true,
+                        }),
+                        "{end:?}: {seen:?}"
+                    );
+                    assert_eq!(
+                        breaker.state(half_open),
+                        BreakerState::Open {
+                            remaining: OPEN_FOR
+                        }
+                    );
+                }
+            });
+        }
+    }
+
+    #[test]
+    fn loom_a_late_outcome_from_before_the_opening_never_decides_the_trial() {
+        for end in ENDS {
+            for late_success in [true, false] {
+                model(move || {
+                    let breaker = Arc::new(
+                        CircuitBreaker::new()
+                            .consecutive_failures(1)
+                            .open_for(OPEN_FOR),
+                    );
+                    let t0 = Instant::now();
+                    let half_open = t0 + OPEN_FOR;
+                    let slow = breaker.admit(t0).expect("closed");
+                    breaker.admit(t0).expect("closed").record(false, t0); // opens
+                    let trial = {
+                        let breaker = Arc::clone(&breaker);
+                        thread::spawn(move || call(&breaker, half_open, end))
+                    };
+                    slow.record(late_success, half_open); // races with the trial
+                    assert_eq!(trial.join().expect("no panic"), Seen::Trial);
+                    let expected = match end {
+                        End::Success => BreakerState::Closed,
+                        End::Failure | End::Dropped => BreakerState::Open {
+                            remaining: OPEN_FOR,
+                        },
+                    };
+                    assert_eq!(breaker.state(half_open), expected, "{end:?}");
+                });
+            }
+        }
+    }
+
+    #[test]
+    fn loom_concurrent_failures_while_closed_are_all_counted() {
+        model(|| {
+            let breaker = Arc::new(
+                CircuitBreaker::new()
+                    .consecutive_failures(3)
+                    .open_for(OPEN_FOR),
+            );
+            let t0 = Instant::now();
+            let failing: Vec<_> = (0..2)
+                .map(|_| {
+                    let breaker = Arc::clone(&breaker);
+                    thread::spawn(move || {
+                        breaker.admit(t0).expect("closed").record(false, t0);
+                    })
+                })
+                .collect();
+            breaker.admit(t0).expect("closed").record(false, t0);
+            for thread in failing {
+                thread.join().expect("no panic");
+            }
+            // Three failures in a row, whatever their order: open, once, from t0.
+            assert_eq!(
+                breaker.state(t0),
+                BreakerState::Open {
+                    remaining: OPEN_FOR
+                }
+            );
+        });
     }
 }

@@ -1,8 +1,7 @@
 //! A retry budget: a token bucket that bounds retries to a fraction of first attempts.
 
+use crate::sync::{AtomicU64, OnceInstant, Ordering};
 use std::fmt;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// Tokens are kept in millionths, so that a ratio like 0.1 deposits an exact integer and the
@@ -70,7 +69,7 @@ pub struct RetryBudget {
     /// word, so that moving to a new second and counting a use is one compare-and-swap.
     window: AtomicU64,
     /// The time of the first withdrawal: second 0 of the reserve's windows.
-    epoch: OnceLock<Instant>,
+    epoch: OnceInstant,
 }
 
 impl Default for RetryBudget {
@@ -92,6 +91,7 @@ impl RetryBudget {
     /// assert_eq!(BUDGET.get_max_tokens(), 100);
     /// assert_eq!(BUDGET.available(), 0.0);
     /// ```
+    #[cfg(not(all(test, loom)))]
     pub const fn new() -> Self {
         Self {
             deposit: SCALE / 10,
@@ -99,7 +99,20 @@ impl RetryBudget {
             reserve: 10,
             tokens: AtomicU64::new(0),
             window: AtomicU64::new(0),
-            epoch: OnceLock::new(),
+            epoch: OnceInstant::new(),
+        }
+    }
+
+    /// The same budget, built in a loom model, whose atomics' `new` is not `const`.
+    #[cfg(all(test, loom))]
+    pub fn new() -> Self {
+        Self {
+            deposit: SCALE / 10,
+            cap: 100 * SCALE,
+            reserve: 10,
+            tokens: AtomicU64::new(0),
+            window: AtomicU64::new(0),
+            epoch: OnceInstant::new(),
         }
     }
 
@@ -225,7 +238,7 @@ impl RetryBudget {
 
     /// The reserve window that contains `now`, in whole seconds since the first withdrawal.
     fn second(&self, now: Instant) -> u32 {
-        let epoch = *self.epoch.get_or_init(|| now);
+        let epoch = self.epoch.get_or_init(now);
         let seconds = now.saturating_duration_since(epoch).as_secs();
         u32::try_from(seconds).unwrap_or(u32::MAX)
     }
@@ -250,7 +263,9 @@ impl fmt::Debug for RetryBudget {
     }
 }
 
+// Under loom, `new` is not `const`, so these (with their `static` budget) are not built.
 #[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
     use std::sync::Barrier;
@@ -439,5 +454,112 @@ mod tests {
         });
         assert_eq!(retries.into_inner(), 110);
         assert_eq!(budget.available(), 0.0);
+    }
+}
+
+/// Model checks with loom: every interleaving of two or three threads (see `crate::sync`).
+/// `RUSTFLAGS="--cfg loom" cargo test -p retry-runtime --release --lib loom`.
+#[cfg(all(test, loom))]
+mod loom {
+    use super::*;
+    use ::loom::model;
+    use ::loom::sync::Arc;
+    use ::loom::thread;
+    use std::time::Duration;
+
+    /// Runs `f` on `threads` threads (the model's own thread among them) over one budget, and
+    /// returns each thread's answer.
+    fn on_threads<T: Send + 'static>(
+        budget: &Arc<RetryBudget>,
+        threads: usize,
+        f: impl Fn(&RetryBudget, usize) -> T + Send + Sync + 'static,
+    ) -> Vec<T> {
+        let f = Arc::new(f);
+        let others: Vec<_> = (1..threads)
+            .map(|i| {
+                let (budget, f) = (Arc::clone(budget), Arc::clone(&f));
+                thread::spawn(move || f(&budget, i))
+            })
+            .collect();
+        let mut answers = vec![f(budget, 0)];
+        answers.extend(others.into_iter().map(|t| t.join().expect("no panic")));
+        answers
+    }
+
+    #[test]
+    fn loom_three_callers_never_take_more_retries_than_tokens() {
+        model(|| {
+            let budget = Arc::new(RetryBudget::new().ratio(1.0).min_per_second(0));
+            budget.deposit();
+            budget.deposit(); // two tokens, no reserve
+            let t0 = Instant::now();
+            let taken = on_threads(&budget, 3, move |budget, _| budget.try_withdraw(t0));
+            assert_eq!(taken.iter().filter(|&&t| t).count(), 2, "{taken:?}");
+            assert_eq!(budget.available(), 0.0);
+        });
+    }
+
+    #[test]
+    fn loom_no_deposit_is_lost_and_the_cap_holds() {
+        for (max_tokens, expected) in [(100, 1.5), (1, 1.0)] {
+            model(move || {
+                let budget = Arc::new(
+                    RetryBudget::new()
+                        .ratio(0.5)
+                        .max_tokens(max_tokens)
+                        .min_per_second(0),
+                );
+                on_threads(&budget, 3, |budget, _| budget.deposit());
+                assert_eq!(budget.available(), expected, "max_tokens {max_tokens}");
+            });
+        }
+    }
+
+    #[test]
+    fn loom_deposits_racing_withdrawals_leave_exactly_the_rest() {
+        model(|| {
+            let budget = Arc::new(RetryBudget::new().ratio(1.0).min_per_second(0));
+            let t0 = Instant::now();
+            let taken = on_threads(&budget, 2, move |budget, i| {
+                if i == 0 {
+                    budget.deposit();
+                    budget.deposit();
+                    0
+                } else {
+                    (0..2).filter(|_| budget.try_withdraw(t0)).count()
+                }
+            });
+            let taken: usize = taken.iter().sum();
+            assert!(taken <= 2, "{taken}");
+            assert_eq!(budget.available(), (2 - taken) as f64);
+        });
+    }
+
+    #[test]
+    fn loom_the_first_withdrawals_race_to_start_the_reserve_once() {
+        model(|| {
+            // No tokens: only the reserve, one retry per second. Both first withdrawals race to
+            // fix the start of the one-second windows.
+            let budget = Arc::new(RetryBudget::new().ratio(0.0).min_per_second(1));
+            let t0 = Instant::now();
+            let t1 = t0 + Duration::from_secs(1);
+            let taken = on_threads(&budget, 2, move |budget, _| budget.try_withdraw(t0));
+            assert_eq!(taken.iter().filter(|&&t| t).count(), 1, "{taken:?}");
+            assert_eq!((budget.reserve_left(t0), budget.reserve_left(t1)), (0, 1));
+        });
+    }
+
+    #[test]
+    fn loom_three_callers_share_a_seconds_reserve_exactly() {
+        model(|| {
+            // A reserve of 3 per second, one already used (which started the windows): 3 callers
+            // race for the 2 left.
+            let budget = Arc::new(RetryBudget::new().ratio(0.0).min_per_second(3));
+            let t0 = Instant::now();
+            assert!(budget.try_withdraw(t0));
+            let taken = on_threads(&budget, 3, move |budget, _| budget.try_withdraw(t0));
+            assert_eq!(taken.iter().filter(|&&t| t).count(), 2, "{taken:?}");
+            assert_eq!(budget.reserve_left(t0), 0);
+        });
     }
 }

@@ -221,7 +221,7 @@
 //! |---|---|---|
 //! | `tokio` | on | async functions pause with tokio's timer and read tokio's clock |
 //! | `tracing` | on | `INFO`/`WARN` events for failed attempts (requires `E: Debug`) |
-//! | `http` | off | `integrations::http`: a classifier for `http::StatusCode` and responses, with `Retry-After` |
+//! | `http` | off | in `integrations::http`, a classifier for `http::StatusCode` and `http::Response`, with `Retry-After` (the header's parser is there without the feature) |
 //! | `reqwest` | off | `Transient for reqwest::Error` |
 //! | `tonic` | off | `Transient for tonic::Status`, with `grpc-retry-pushback-ms` |
 //! | `idempotency-store` | off | `store`: the receiving side of `Idempotency-Key` |
@@ -239,15 +239,20 @@ mod random;
 mod state;
 #[cfg(feature = "idempotency-store")]
 pub mod store;
+mod sync;
 pub mod testing;
 mod timer;
 mod transient;
 
-pub mod http;
 pub mod integrations;
 
 #[doc(hidden)]
 pub mod __private;
+
+/// The examples of the registry page (`README.md` beside this crate's manifest) compile.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 pub use breaker::{Admission, BreakerState, CircuitBreaker, CircuitOpen};
 pub use budget::RetryBudget;
@@ -256,7 +261,7 @@ pub use key::IdempotencyKey;
 pub use policy::{Backoff, Jitter, Policy, PolicyError};
 pub use state::RetryEvent;
 pub use timer::Elapsed;
-pub use transient::{Transient, Verdict};
+pub use transient::{Transient, Verdict, has_transient_io_cause};
 
 /// Turns a function that returns `Result` into a retry loop with backoff and jitter.
 ///

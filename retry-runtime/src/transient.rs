@@ -83,7 +83,8 @@ impl From<bool> for Verdict {
 #[diagnostic::on_unimplemented(
     message = "`#[retry]` cannot tell which `{Self}` errors are worth retrying",
     label = "`{Self}` does not implement `retry_runtime::Transient`",
-    note = "implement `retry_runtime::Transient` for `{Self}`, or name a classifier in the attribute: `#[retry(on = is_transient)]` with `fn is_transient(error: &{Self}) -> bool`"
+    note = "either name a classifier in the attribute, which works for any error type: `#[retry(on = is_transient)]` with `fn is_transient(error: &{Self}) -> bool`",
+    note = "or, if `{Self}` is defined in your crate, implement `retry_runtime::Transient` for it; a type from another crate cannot implement it in yours (E0117), so wrap such a type in an error type of your own"
 )]
 pub trait Transient {
     /// `true` if the same call may succeed after a pause.
@@ -174,6 +175,80 @@ impl Transient for io::ErrorKind {
     }
 }
 
+/// Whether `error`, or any error in its [`source`](std::error::Error::source) chain, is an
+/// [`io::Error`] that is transient by the I/O table on [`Transient`]'s page: a connection
+/// reset, refused or closed mid-answer, a timeout, a broken pipe, …
+///
+/// Client libraries wrap the I/O failure that ended a call in their own error types, often
+/// several layers deep (a database driver's error holding a connection error holding the
+/// `io::Error`). Their error type is foreign to your crate, so you cannot implement
+/// [`Transient`] for it; this answers the common question "did the connection fail under the
+/// call?" for any of them, and the `reqwest` and `tonic` integrations use it too.
+///
+/// The walk also looks inside an `io::Error` that wraps another error (`io::Error::other(e)`,
+/// [`io::Error::get_ref`]), whose `source()` skips the wrapped error itself. It stops after 64
+/// levels, so a chain that loops back on itself ends.
+///
+/// ```
+/// use retry_runtime::{has_transient_io_cause, retry};
+/// use std::{error::Error, fmt, io};
+///
+/// /// A driver's error, as a crate you depend on defines it.
+/// #[derive(Debug)]
+/// struct DriverError {
+///     cause: Option<io::Error>,
+/// }
+///
+/// impl fmt::Display for DriverError {
+///     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+///         f.write_str("query failed")
+///     }
+/// }
+///
+/// impl Error for DriverError {
+///     fn source(&self) -> Option<&(dyn Error + 'static)> {
+///         self.cause.as_ref().map(|cause| cause as _)
+///     }
+/// }
+///
+/// let reset = DriverError { cause: Some(io::ErrorKind::ConnectionReset.into()) };
+/// let missing = DriverError { cause: Some(io::ErrorKind::NotFound.into()) };
+/// let syntax = DriverError { cause: None };
+/// assert!(has_transient_io_cause(&reset));
+/// assert!(!has_transient_io_cause(&missing));
+/// assert!(!has_transient_io_cause(&syntax));
+///
+/// // As the classifier of a function whose error type is the driver's.
+/// #[retry(max = 2, base = "1ms", on = |e: &DriverError| has_transient_io_cause(e))]
+/// fn query(answers: &mut Vec<DriverError>) -> Result<u32, DriverError> {
+///     answers.pop().map_or(Ok(7), Err)
+/// }
+/// let mut answers = vec![DriverError { cause: Some(io::ErrorKind::TimedOut.into()) }];
+/// assert_eq!(query(&mut answers).ok(), Some(7)); // retried once, then answered
+/// ```
+pub fn has_transient_io_cause(error: &(dyn std::error::Error + 'static)) -> bool {
+    // Deeper chains exist only by mistake (a cycle); their end says nothing useful.
+    const MAX_DEPTH: usize = 64;
+    let mut next = Some(error);
+    for _ in 0..MAX_DEPTH {
+        let Some(error) = next else {
+            return false;
+        };
+        if let Some(io) = error.downcast_ref::<io::Error>() {
+            if io.is_transient() {
+                return true;
+            }
+            // `io::Error::source` is the wrapped error's source, not the wrapped error.
+            if let Some(wrapped) = io.get_ref() {
+                next = Some(wrapped);
+                continue;
+            }
+        }
+        next = error.source();
+    }
+    false
+}
+
 /// A tokio timeout always counts as transient: the next call may be faster.
 #[cfg(feature = "tokio")]
 impl Transient for tokio::time::error::Elapsed {
@@ -211,6 +286,72 @@ mod tests {
         let e = io::Error::from(TimedOut);
         assert!(Transient::is_transient(&&e));
         assert!(Box::new(io::Error::from(TimedOut)).is_transient());
+    }
+
+    #[derive(Debug)]
+    struct Layer(Option<Box<dyn std::error::Error + Send + Sync + 'static>>);
+
+    impl std::fmt::Display for Layer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("layer")
+        }
+    }
+
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.0.as_ref().map(|e| &**e as _)
+        }
+    }
+
+    fn layers(depth: usize, bottom: io::Error) -> Layer {
+        (0..depth).fold(Layer(Some(Box::new(bottom))), |inner, _| {
+            Layer(Some(Box::new(inner)))
+        })
+    }
+
+    #[test]
+    fn a_transient_io_error_anywhere_in_the_chain_is_found() {
+        assert!(has_transient_io_cause(&io::Error::from(ConnectionReset)));
+        assert!(has_transient_io_cause(&layers(0, ConnectionReset.into())));
+        assert!(has_transient_io_cause(&layers(10, TimedOut.into())));
+        assert!(!has_transient_io_cause(&layers(10, NotFound.into())));
+        assert!(!has_transient_io_cause(&Layer(None)));
+        assert!(!has_transient_io_cause(&std::fmt::Error));
+    }
+
+    #[test]
+    fn inside_an_io_error_that_wraps_another() {
+        // `Other` is not transient itself, but what it wraps says the connection broke.
+        let wrapped = io::Error::other(layers(2, UnexpectedEof.into()));
+        assert!(has_transient_io_cause(&wrapped));
+        assert!(has_transient_io_cause(&layers(3, wrapped)));
+        let wrapped = io::Error::other(layers(2, InvalidData.into()));
+        assert!(!has_transient_io_cause(&layers(1, wrapped)));
+        // A transient kind decides even when what it wraps is not I/O (hyper's IncompleteBody).
+        let eof = io::Error::new(UnexpectedEof, Layer(None));
+        assert!(has_transient_io_cause(&layers(1, eof)));
+    }
+
+    #[test]
+    fn a_chain_that_loops_ends() {
+        #[derive(Debug)]
+        struct Loop;
+        impl std::fmt::Display for Loop {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("loop")
+            }
+        }
+        impl std::error::Error for Loop {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&Loop)
+            }
+        }
+        assert!(!has_transient_io_cause(&Loop));
+        let deep = layers(100, ConnectionReset.into());
+        assert!(
+            !has_transient_io_cause(&deep),
+            "past 64 levels: not searched"
+        );
     }
 
     #[cfg(feature = "tokio")]

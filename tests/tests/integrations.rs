@@ -3,8 +3,9 @@
 //! tables in `retry_runtime::integrations`. reqwest's errors are real, on loopback.
 
 use retry_runtime::integrations::http::{response_verdict, status_is_transient};
+use retry_runtime::integrations::reqwest::response_verdict as reqwest_response_verdict;
 use retry_runtime::integrations::tonic::GRPC_RETRY_PUSHBACK_MS;
-use retry_runtime::{Transient, Verdict, retry};
+use retry_runtime::{Transient, Verdict, retry, testing};
 use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -114,6 +115,16 @@ async fn reqwest_refused_connections_are_retried() {
 }
 
 #[tokio::test]
+async fn reqwest_body_cut_off_mid_message_is_retried() {
+    // `content-length: 100`, 5 bytes, and the connection closes: `.text()` fails with a decode
+    // error whose cause is hyper's incomplete body. The connection broke; the next may not.
+    const CUT_OFF: &str = "HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nhello";
+    let (url, served) = serve(&[CUT_OFF, PAID]).await;
+    assert_eq!(fetch(&client(), &url).await.unwrap(), "paid");
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
 async fn reqwest_decode_errors_are_not_retried() {
     let (url, served) = serve(&[
         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 8\r\n\r\nnot json",
@@ -128,6 +139,60 @@ async fn reqwest_decode_errors_are_not_retried() {
     let error = decode(&client(), &url).await.unwrap_err();
     assert!(error.is_decode(), "{error:?}");
     assert!(!error.is_transient());
+    assert_eq!(served.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn reqwest_response_verdict_honours_retry_after() {
+    // A 503 that says "come back in 3 s" arrives as `Ok(response)`; `response_verdict` turns it
+    // into the error's verdict. The pause is recorded, not slept.
+    #[derive(Debug)]
+    enum QuoteError {
+        Busy(Verdict),
+        Http(reqwest::Error),
+    }
+
+    impl From<reqwest::Error> for QuoteError {
+        fn from(error: reqwest::Error) -> Self {
+            QuoteError::Http(error)
+        }
+    }
+
+    impl Transient for QuoteError {
+        fn is_transient(&self) -> bool {
+            self.verdict().is_retry()
+        }
+        fn verdict(&self) -> Verdict {
+            match self {
+                QuoteError::Busy(verdict) => *verdict,
+                QuoteError::Http(error) => error.verdict(),
+            }
+        }
+    }
+
+    #[retry(max = 3, base = "1ms", jitter = none)]
+    async fn quote(client: &reqwest::Client, url: &str) -> Result<String, QuoteError> {
+        let response = client.get(url).send().await?;
+        match reqwest_response_verdict(&response) {
+            Verdict::Fail => Ok(response.error_for_status()?.text().await?),
+            busy => Err(QuoteError::Busy(busy)),
+        }
+    }
+
+    const BUSY: &str =
+        "HTTP/1.1 503 Service Unavailable\r\nretry-after: 3\r\ncontent-length: 0\r\n\r\n";
+    let (url, served) = serve(&[BUSY, PAID]).await;
+    let (answer, pauses) = testing::record_async(quote(&client(), &url)).await;
+    assert_eq!(answer.unwrap(), "paid");
+    assert_eq!(pauses, [Duration::from_secs(3)]);
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+
+    let (url, served) = serve(&[NOT_FOUND, PAID]).await;
+    let (answer, pauses) = testing::record_async(quote(&client(), &url)).await;
+    assert!(
+        matches!(answer, Err(QuoteError::Http(e)) if e.status() == Some(reqwest::StatusCode::NOT_FOUND))
+    );
+    assert!(pauses.is_empty());
     assert_eq!(served.load(Ordering::SeqCst), 1);
 }
 

@@ -8,7 +8,6 @@ use plotters::chart::SeriesLabelPosition;
 use retry_bench::cli::Flags;
 use retry_bench::occ::{self, Point, STRATEGIES};
 use retry_bench::plot::{self, Chart, Line};
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -49,17 +48,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     if let Some(path) = flags.optional::<PathBuf>("csv")? {
-        let mut csv = String::from("clients,strategy,calls,completion_ms\n");
-        for (s, points) in STRATEGIES.iter().zip(&results) {
-            for p in points {
-                writeln!(
-                    csv,
-                    "{},{},{:.1},{:.1}",
-                    p.clients, s.name, p.calls, p.completion_ms
-                )?;
-            }
-        }
-        std::fs::write(&path, csv)?;
+        std::fs::write(&path, occ::csv(&results)?)?;
         println!("\nwrote {}", path.display());
     }
     if let Some(path) = flags.optional::<PathBuf>("plot")? {

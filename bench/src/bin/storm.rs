@@ -62,7 +62,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     );
     print!("{}", storm::table(&outcomes));
     if let Some(path) = flags.optional::<PathBuf>("csv")? {
-        std::fs::write(&path, storm::csv(&outcomes))?;
+        std::fs::write(&path, storm::csv(&outcomes)?)?;
         println!("\nwrote {}", path.display());
     }
     if let Some(path) = flags.optional::<PathBuf>("plot")? {
@@ -98,7 +98,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     );
     print!("{}", protection::table(&runs, long.outage));
     if let Some(path) = flags.optional::<PathBuf>("csv-protection")? {
-        std::fs::write(&path, protection::csv(&runs))?;
+        std::fs::write(&path, protection::csv(&runs)?)?;
         println!("\nwrote {}", path.display());
     }
     if let Some(path) = flags.optional::<PathBuf>("plot-protection")? {
@@ -425,22 +425,24 @@ mod protection {
     }
 
     /// Calls reaching the service per 100 ms: `t_s` and one column per variant.
-    pub fn csv(runs: &[Run]) -> String {
-        let mut out = String::from("t_s");
-        for r in runs {
-            out.push(',');
-            out.push_str(&r.variant.name().replace(' ', "_"));
-        }
-        out.push('\n');
+    pub fn csv(runs: &[Run]) -> Result<String, Box<dyn std::error::Error>> {
+        let names: Vec<String> = runs
+            .iter()
+            .map(|r| r.variant.name().replace(' ', "_"))
+            .collect();
+        let header: Vec<&str> = std::iter::once("t_s")
+            .chain(names.iter().map(String::as_str))
+            .collect();
         let buckets = runs.iter().map(|r| r.calls.len()).max().unwrap_or(0);
-        for b in 0..buckets {
-            out.push_str(&format!("{:.1}", b as f64 * BUCKET.as_secs_f64()));
-            for r in runs {
-                out.push_str(&format!(",{}", r.calls.get(b).copied().unwrap_or(0)));
-            }
-            out.push('\n');
-        }
-        out
+        let rows = (0..buckets).map(|b| {
+            std::iter::once(format!("{:.1}", b as f64 * BUCKET.as_secs_f64()))
+                .chain(
+                    runs.iter()
+                        .map(|r| r.calls.get(b).copied().unwrap_or(0).to_string()),
+                )
+                .collect::<Vec<_>>()
+        });
+        retry_bench::records::csv(&header, rows)
     }
 
     /// Two panels: calls reaching the service per second, and their running total.
@@ -507,5 +509,41 @@ mod protection {
             legend: SeriesLabelPosition::UpperLeft,
         };
         vec![per_second, cumulative]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::protection::{self, Scenario, Variant};
+    use std::time::Duration;
+
+    #[test]
+    fn the_protection_csv_has_a_column_per_variant_and_reads_back() {
+        let scenario = Scenario {
+            customers: 40,
+            outage: Duration::from_secs(2),
+            arrive_over: Duration::from_secs(4),
+            capacity: None,
+        };
+        let runs = Variant::ALL.map(|v| protection::run(v, scenario).unwrap());
+        let text = protection::csv(&runs).unwrap();
+        let (header, records) = retry_bench::records::read(&text).unwrap();
+        assert_eq!(
+            header,
+            [
+                "t_s",
+                "plain_retries",
+                "budget",
+                "breaker",
+                "budget_+_breaker"
+            ]
+        );
+        assert!(!records.is_empty());
+        assert!(records.iter().all(|r| r.len() == 5), "{text}");
+        let calls: u64 = records.iter().map(|r| r[1].parse::<u64>().unwrap()).sum();
+        assert_eq!(
+            calls,
+            runs[0].calls.iter().map(|&n| u64::from(n)).sum::<u64>()
+        );
     }
 }

@@ -14,23 +14,25 @@
 //! | feature | for | transient | not transient | pause the server asked for |
 //! |---|---|---|---|---|
 //! | `http` | `http::StatusCode`, and `http::Response` through `http::response_verdict` | 408, 429, 500, 502, 503, 504 | every other status: 1xx–3xx, the other 4xx, 501 and 505–511 | `Retry-After`, in seconds or as a date, read from a response's headers |
-//! | `reqwest` | `reqwest::Error` | connect errors (DNS included), timeouts, status errors with a transient status (the `http` row), a connection closed mid-message, a request or body error caused by a transient [`std::io::Error`] | builder, redirect, decode and upgrade errors, status errors with any other status, every other request or body error | none: a `reqwest::Error` keeps no headers (read `Retry-After` from the response before `error_for_status`) |
-//! | `tonic` | `tonic::Status`, `tonic::Code` | `Unavailable`, `ResourceExhausted`, `Aborted`, `DeadlineExceeded` | every other code, `Unknown` and `Internal` among them | `grpc-retry-pushback-ms` in the status's metadata; a negative or unreadable value means "do not retry" |
+//! | `reqwest` | `reqwest::Error`, and `reqwest::Response` through `reqwest::response_verdict` | connect errors (DNS included), timeouts, status errors with a transient status (the `http` row), a connection closed mid-message, a request, body or decode error caused by a transient [`std::io::Error`] (a body cut off before its `content-length` among them) | builder, redirect and upgrade errors, status errors with any other status, a body that arrived whole but does not decode, every other request or body error | `Retry-After` through `response_verdict`; none for an error: a `reqwest::Error` keeps no headers (judge the response before `error_for_status`) |
+//! | `tonic` | `tonic::Status`, `tonic::Code` | `Unavailable`, `ResourceExhausted`, `Aborted`, `DeadlineExceeded`, and any status made from a transient [`std::io::Error`] | every other code, `Unknown` and `Internal` among them | `grpc-retry-pushback-ms` in the status's metadata; a negative or unreadable value means "do not retry" |
 //!
 //! Each module below explains its choices. The tables agree: reqwest's status errors use the
 //! `http` row, and the `tokio` timeout and [`std::io::Error`] tables are on
 //! [`Transient`](crate::Transient)'s page.
+//!
+//! The `reqwest` and `tonic` rows look for the I/O error under a client's own error with
+//! [`has_transient_io_cause`](crate::has_transient_io_cause), which is public for the same
+//! question about any other client's error.
 //!
 //! The modules are tested against the real crates: reqwest's errors come from real requests on
 //! loopback (a closed port, a listener that never answers, a server that answers 503 or closes
 //! the connection). `cargo test --workspace` builds them with every feature on, because the
 //! workspace's test crate asks for them.
 //!
-//! `http` is also the name of a module that is always there, [`crate::http`], which parses
-//! `Retry-After` without any dependency; the feature `http` only adds what needs the `http`
-//! crate's types.
+//! One part of `http` needs no feature: [`http::parse_retry_after`] reads a `Retry-After` value
+//! for a client of any HTTP library.
 
-#[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;

@@ -1,6 +1,7 @@
-//! Feature `reqwest`: which `reqwest::Error`s are worth another try.
+//! Feature `reqwest`: which `reqwest::Error`s are worth another try, and which
+//! `reqwest::Response`s ([`response_verdict`]).
 //!
-//! The checks run in this order; the first that applies decides:
+//! For an error, the checks run in this order; the first that applies decides:
 //!
 //! | the error | transient | why |
 //! |---|---|---|
@@ -9,23 +10,22 @@
 //! | a status error (`error_for_status`) | by status: 408, 429, 500, 502, 503, 504 | the [`http` table](crate::integrations) |
 //! | a builder error (bad URL, bad header) | no | the request cannot be built, now or later |
 //! | a redirect error (a loop, too many hops) | no | the server will send the same redirects |
-//! | a decode error (a body that is not the expected JSON, …) | no | the same bytes will not decode better |
 //! | an upgrade error | no | the server refused the protocol |
-//! | any other request or body error | when its cause is: hyper's "connection closed before message completed" or "request canceled" (the server closed a kept-alive connection), or an [`std::io::Error`] that is transient by [`Transient`]'s I/O table (reset, broken pipe, …) | a connection that died under the request; other causes are not passing |
+//! | any other error: a request, body or decode error | when its cause is a connection that died under it: an [`std::io::Error`] anywhere in the chain that is transient by [`Transient`]'s I/O table (reset, broken pipe, a body cut off before its `content-length`, which hyper reports as `UnexpectedEof`), see [`has_transient_io_cause`](crate::has_transient_io_cause); or hyper's "connection closed before message completed" or "request canceled" (the server closed a kept-alive connection) | the next connection may hold. A decode error of a body that arrived whole (not the expected JSON, …) is not transient: the same bytes will not decode better |
 //!
 //! [`retry_after`](Transient::retry_after) is always `None`: a `reqwest::Error` keeps the status
-//! but not the headers, so a `Retry-After` must be read from the response before
-//! `error_for_status` turns it into an error:
+//! but not the headers. A `503` or `429` with `Retry-After` arrives as an `Ok(response)`; judge
+//! the response with [`response_verdict`] before `error_for_status` turns it into an error,
+//! which reads the status (the same table) and the header:
 //!
 //! ```no_run
-//! use retry_runtime::http::{parse_retry_after, RETRY_AFTER};
-//! use retry_runtime::{retry, Transient};
-//! use std::time::{Duration, SystemTime};
+//! use retry_runtime::integrations::reqwest::response_verdict;
+//! use retry_runtime::{retry, Transient, Verdict};
 //!
 //! #[derive(Debug)]
 //! enum QuoteError {
-//!     /// The service said when to come back.
-//!     Busy(Option<Duration>),
+//!     /// The service is busy; the verdict carries the pause it asked for, if any.
+//!     Busy(Verdict),
 //!     Http(reqwest::Error),
 //! }
 //!
@@ -37,15 +37,12 @@
 //!
 //! impl Transient for QuoteError {
 //!     fn is_transient(&self) -> bool {
-//!         match self {
-//!             QuoteError::Busy(_) => true,
-//!             QuoteError::Http(error) => error.is_transient(),
-//!         }
+//!         self.verdict().is_retry()
 //!     }
-//!     fn retry_after(&self) -> Option<Duration> {
+//!     fn verdict(&self) -> Verdict {
 //!         match self {
-//!             QuoteError::Busy(pause) => *pause,
-//!             QuoteError::Http(_) => None,
+//!             QuoteError::Busy(verdict) => *verdict,
+//!             QuoteError::Http(error) => error.verdict(),
 //!         }
 //!     }
 //! }
@@ -53,27 +50,49 @@
 //! #[retry(max = 3, base = "200ms")]
 //! async fn quote(client: &reqwest::Client, url: &str) -> Result<String, QuoteError> {
 //!     let response = client.get(url).send().await?;
-//!     if matches!(response.status().as_u16(), 429 | 503) {
-//!         let pause = response
-//!             .headers()
-//!             .get(RETRY_AFTER)
-//!             .and_then(|value| value.to_str().ok())
-//!             .and_then(|value| parse_retry_after(value, SystemTime::now()));
-//!         return Err(QuoteError::Busy(pause));
+//!     match response_verdict(&response) {
+//!         // The answer: a success, or an error status that waiting will not change.
+//!         Verdict::Fail => Ok(response.error_for_status()?.text().await?),
+//!         busy => Err(QuoteError::Busy(busy)),
 //!     }
-//!     Ok(response.error_for_status()?.text().await?)
 //! }
 //! ```
-//!
-//! With the feature `http` too, `retry_after_from_headers(response.headers(), now)` in
-//! [`crate::integrations`]' `http` module does the header lookup in one call.
 
-use crate::Transient;
+use crate::{Transient, Verdict};
 use std::error::Error as _;
 
+/// Whether a response is worth another request: [`Verdict::Retry`] for a transient status (408,
+/// 429, 500, 502, 503, 504), or [`Verdict::RetryAfter`] when it also carries a valid
+/// `Retry-After` (seconds or a date, read against the system clock, see
+/// [`parse_retry_after`](crate::integrations::http::parse_retry_after)); [`Verdict::Fail`] for
+/// every other status.
+///
+/// `Fail` means "this response is the answer": a success, or an error that will not change by
+/// waiting. It is what the `http` integration's
+/// [`response_verdict`](crate::integrations::http::response_verdict) answers for an
+/// `http::Response`, for reqwest's own response type.
+///
+/// ```no_run
+/// use retry_runtime::integrations::reqwest::response_verdict;
+/// use retry_runtime::Verdict;
+///
+/// # async fn f() -> Result<(), reqwest::Error> {
+/// let response = reqwest::get("http://127.0.0.1:8080/quote").await?;
+/// match response_verdict(&response) {
+///     Verdict::Fail => println!("the answer: {}", response.status()),
+///     Verdict::RetryAfter(pause) => println!("busy: come back in {pause:?}"),
+///     _ => println!("busy"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
+pub fn response_verdict(response: &::reqwest::Response) -> Verdict {
+    crate::integrations::http::verdict_of(response.status().as_u16(), response.headers())
+}
+
 /// The [module's table](self): timeouts and connect errors are transient, status errors by
-/// status, builder, redirect, decode and upgrade errors are not, and any other request or body
-/// error by its cause.
+/// status, builder, redirect and upgrade errors are not, and request, body and decode errors
+/// by their cause (a connection that broke is transient, a body that does not parse is not).
 ///
 /// ```
 /// use retry_runtime::Transient;
@@ -90,29 +109,31 @@ impl Transient for ::reqwest::Error {
             return true;
         }
         if let Some(status) = self.status() {
-            return crate::http::transient_status(status.as_u16());
+            return crate::integrations::http::transient_status(status.as_u16());
         }
-        if self.is_builder() || self.is_redirect() || self.is_decode() || self.is_upgrade() {
+        if self.is_builder() || self.is_redirect() || self.is_upgrade() {
             return false;
         }
-        dropped_connection(self)
+        // Request, body and decode errors, by their cause: `.text()` and `.json()` report a body
+        // that stopped arriving as a decode error too, and that is the connection's fault, not
+        // the bytes'.
+        connection_broke(self)
     }
 }
 
-/// Whether the cause of a request or body error is a connection that died under it.
-fn dropped_connection(error: &::reqwest::Error) -> bool {
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        if let Some(hyper) = error.downcast_ref::<::hyper::Error>() {
-            if hyper.is_incomplete_message() || hyper.is_canceled() {
-                return true;
-            }
-        } else if let Some(io) = error.downcast_ref::<std::io::Error>() {
-            return io.is_transient();
-        }
-        cause = error.source();
+/// Whether a connection died under the request: a transient I/O error in the chain (reset,
+/// broken pipe, a body cut off, which hyper reports as `UnexpectedEof`), or hyper's own "closed
+/// before the message completed" or "request canceled" (a kept-alive connection the server
+/// closed).
+fn connection_broke(error: &::reqwest::Error) -> bool {
+    if crate::has_transient_io_cause(error) {
+        return true;
     }
-    false
+    // Bounded as `has_transient_io_cause` is, against a chain that loops.
+    std::iter::successors(error.source(), |&cause| cause.source())
+        .take(64)
+        .filter_map(|cause| cause.downcast_ref::<::hyper::Error>())
+        .any(|hyper| hyper.is_incomplete_message() || hyper.is_canceled())
 }
 
 #[cfg(test)]
@@ -231,6 +252,57 @@ mod tests {
         let error = client().get(url).send().await.unwrap_err();
         assert!(error.is_request(), "{error:?}");
         assert!(!error.is_connect() && !error.is_timeout(), "{error:?}");
+        assert!(error.is_transient(), "{error:?}");
+    }
+
+    async fn verdict_of(answer: &'static str) -> Verdict {
+        let url = serve(Some(answer)).await;
+        response_verdict(&client().get(url).send().await.unwrap())
+    }
+
+    #[tokio::test]
+    async fn response_verdicts_read_the_status_and_retry_after() {
+        assert_eq!(
+            verdict_of(
+                "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 2\r\ncontent-length: 0\r\n\r\n"
+            )
+            .await,
+            Verdict::RetryAfter(Duration::from_secs(2))
+        );
+        assert_eq!(
+            verdict_of("HTTP/1.1 429 Too Many Requests\r\nretry-after: Sun, 06 Nov 1994 08:49:37 GMT\r\ncontent-length: 0\r\n\r\n")
+                .await,
+            Verdict::RetryAfter(Duration::ZERO),
+            "a date that has passed: retry now"
+        );
+        assert_eq!(
+            verdict_of("HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n").await,
+            Verdict::Retry
+        );
+        assert_eq!(
+            verdict_of(
+                "HTTP/1.1 504 Gateway Timeout\r\nRetry-After: soon\r\ncontent-length: 0\r\n\r\n"
+            )
+            .await,
+            Verdict::Retry,
+            "an unreadable Retry-After is ignored"
+        );
+        for answer in [
+            "HTTP/1.1 200 OK\r\nRetry-After: 2\r\ncontent-length: 0\r\n\r\n",
+            "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n",
+            "HTTP/1.1 501 Not Implemented\r\nRetry-After: 2\r\ncontent-length: 0\r\n\r\n",
+        ] {
+            assert_eq!(verdict_of(answer).await, Verdict::Fail, "{answer:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_body_cut_off_mid_message_is_transient() {
+        // 5 of the 100 bytes promised, then the server closes the connection.
+        let url = serve(Some("HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nhello")).await;
+        let response = client().get(url).send().await.unwrap();
+        let error = response.text().await.unwrap_err();
+        assert!(error.is_decode(), "{error:?}");
         assert!(error.is_transient(), "{error:?}");
     }
 

@@ -11,6 +11,13 @@
 //! | `Cancelled` | no | the caller itself cancelled |
 //! | `InvalidArgument`, `NotFound`, `AlreadyExists`, `PermissionDenied`, `Unauthenticated`, `FailedPrecondition`, `OutOfRange`, `Unimplemented`, `DataLoss`, `Ok` | no | the request or the system's state must change first |
 //!
+//! **A connection that broke is transient, whatever the code.** When the connection dies under
+//! a call (reset, closed mid-message), tonic makes the status on the client from the transport's
+//! error, usually with code `Unknown`, and keeps that error as the status's
+//! [`source`](std::error::Error::source). A status whose source chain holds a transient
+//! [`std::io::Error`] ([`has_transient_io_cause`](crate::has_transient_io_cause)) is transient.
+//! A status the server sent never has a source, so this changes nothing for a server's answer.
+//!
 //! **`DeadlineExceeded` is transient, with a risk.** The deadline expired on the way, which says
 //! nothing about whether the server did the work: it may have finished it just after the
 //! client stopped waiting. Retrying is then safe only for an idempotent call, or one that
@@ -77,8 +84,9 @@ impl Transient for Code {
     }
 }
 
-/// By [code](Code), unless the server's pushback says not to retry; the pushback's pause is the
-/// [`retry_after`](Transient::retry_after). See the [module](self).
+/// By [code](Code), or by a broken connection in its source chain, unless the server's pushback
+/// says not to retry; the pushback's pause is the [`retry_after`](Transient::retry_after). See
+/// the [module](self).
 ///
 /// `verdict` is written out so that the metadata is read once, and `is_transient` also answers
 /// `false` for a "do not retry" pushback, so that a caller that only asks `is_transient` (or
@@ -106,7 +114,7 @@ impl Transient for Status {
     }
 
     fn verdict(&self) -> Verdict {
-        if !self.code().is_transient() {
+        if !self.code().is_transient() && !crate::has_transient_io_cause(self) {
             return Verdict::Fail;
         }
         match pushback(self) {
@@ -253,6 +261,25 @@ mod tests {
         trailers.insert(GRPC_RETRY_PUSHBACK_MS, "-1".parse().unwrap());
         let status = Status::from_header_map(&trailers).unwrap();
         assert_eq!(status.verdict(), Verdict::Fail);
+    }
+
+    #[test]
+    fn a_status_made_from_a_broken_connection_is_transient() {
+        // What tonic makes of a transport error it has no code for: `Unknown`, the error kept
+        // as the source.
+        let reset = Status::from_error(Box::new(std::io::Error::from(
+            std::io::ErrorKind::ConnectionReset,
+        )));
+        assert_eq!(reset.code(), Code::Unknown);
+        assert!(reset.is_transient());
+        assert_eq!(reset.verdict(), Verdict::Retry);
+
+        let bad_data = Status::from_error(Box::new(std::io::Error::from(
+            std::io::ErrorKind::InvalidData,
+        )));
+        assert_eq!(bad_data.code(), Code::Unknown);
+        assert!(!bad_data.is_transient());
+        assert!(!Status::unknown("panicked").is_transient());
     }
 
     #[test]

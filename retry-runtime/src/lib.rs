@@ -224,9 +224,20 @@
 //! | `http` | off | `integrations::http`: a classifier for `http::StatusCode` and responses, with `Retry-After` |
 //! | `reqwest` | off | `Transient for reqwest::Error` |
 //! | `tonic` | off | `Transient for tonic::Status`, with `grpc-retry-pushback-ms` |
-//! | `idempotency-store` | off | `store`: the receiving side of `Idempotency-Key` |
+//! | `idempotency-store` | off | `store`: the receiving side of `Idempotency-Key`, the `IdempotencyStore` trait and `MemoryStore` |
+//! | `store-sqlite` | off | `store::SqliteStore`: keys in a SQLite file, with the handler's writes in one transaction (sqlx, bundled SQLite) |
+//! | `store-postgres` | off | `store::PostgresStore`: keys in one PostgreSQL database shared by every replica (sqlx) |
+//! | `sqlx` | off | `Transient for sqlx::Error`, by SQLSTATE, SQLite result code and kind |
+//! | `tokio-postgres` | off | `Transient for tokio_postgres::Error`: SQLSTATE, closed connection, I/O cause |
+//!
+//! The database features build on sqlx 0.9, which needs Rust 1.94; the rest of the crate builds
+//! on Rust 1.85.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+// The stores retry their own statements with `#[retry]`, whose expansion names this crate.
+#[cfg(any(feature = "store-sqlite", feature = "store-postgres"))]
+extern crate self as retry_runtime;
 
 mod breaker;
 mod budget;

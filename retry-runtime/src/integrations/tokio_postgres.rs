@@ -5,7 +5,7 @@
 //!
 //! | the error | transient | why |
 //! |---|---|---|
-//! | a database error with a SQLSTATE ([`code`](::tokio_postgres::Error::code)) | by the [SQLSTATE table](super::sqlstate_is_transient): `40001`, `40P01`, class `08`, `57P01`–`57P03`, `53300` | as for `sqlx` (see [its table](super::sqlx)) |
+//! | a database error with a SQLSTATE ([`code`](::tokio_postgres::Error::code)) | by the [SQLSTATE table](super::sqlstate_is_transient): `40001`, `40P01`, class `08`, `57P01`–`57P03`, `53300` | a conflict or a server restarting: the same transaction may commit next time (the `sqlx` feature reads the same table) |
 //! | the connection is closed ([`is_closed`](::tokio_postgres::Error::is_closed)) | yes | the server ended the session (a restart, an idle timeout); a new connection may work |
 //! | an [`std::io::Error`] anywhere in the [`source`](std::error::Error::source) chain (connect, read, write) | by [`Transient`]'s I/O table: refused, reset, aborted, broken pipe, unexpected end of file, timed out, ... | a connection that could not be made or died under the statement |
 //! | anything else: a constraint violation, a syntax or permission error, a row count, a conversion (`ToSql`, `FromSql`), a bad configuration, an authentication failure | no | the same call fails the same way |

@@ -47,6 +47,7 @@ impl Settings {
     }
 
     /// Now, in milliseconds since the Unix epoch, from the injected clock or the system's.
+    #[cfg(feature = "store-sqlite")]
     pub(super) fn now_ms(&self) -> i64 {
         millis(
             self.clock
@@ -56,6 +57,7 @@ impl Settings {
     }
 
     /// Now from the injected clock, if there is one; `None` lets the database read its own.
+    #[cfg(feature = "store-postgres")]
     pub(super) fn injected_now_ms(&self) -> Option<i64> {
         self.clock.as_ref().map(|clock| millis(clock()))
     }

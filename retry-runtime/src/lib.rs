@@ -109,8 +109,9 @@
 //! pays twice. Mark such functions `#[non_idempotent]`: `#[retry]` then refuses to compile them
 //! unless they take an [`IdempotencyKey`], which the caller creates once and every attempt sends,
 //! so the receiver recognises the repeat. The receiving service's side, which executes once per
-//! key and answers a repeat with the stored response, is the module `store` (feature
-//! `idempotency-store`).
+//! key and answers a repeat with the stored response, is the module `store`: in memory (feature
+//! `idempotency-store`), in a SQLite file (`store-sqlite`) or in PostgreSQL (`store-postgres`),
+//! where the service's own writes and the key's completion commit in one transaction.
 //!
 //! ```
 //! use retry_runtime::{non_idempotent, retry, IdempotencyKey};

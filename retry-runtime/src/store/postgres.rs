@@ -651,3 +651,62 @@ where
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A pool on a fresh schema of the server in `RETRY_TEST_POSTGRES_URL` (`.ci/postgres.sh`),
+    /// or `None` after saying how to run the test (a failure when `CI` is set).
+    async fn fresh_schema(test: &str) -> Option<PgPool> {
+        let Ok(url) = std::env::var("RETRY_TEST_POSTGRES_URL") else {
+            let message = format!(
+                "{test} needs PostgreSQL: run it with \
+                 `.ci/postgres.sh run cargo test -p retry-runtime --all-features --lib {test}`"
+            );
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI is set, so a skip is a failure: {message}"
+            );
+            let _ = writeln!(std::io::stderr(), "skipped: {message}");
+            return None;
+        };
+        let schema = format!("unit_{}", IdempotencyKey::new().as_str().replace('-', ""));
+        let admin = PgPool::connect(&url).await.unwrap();
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+            .execute(&admin)
+            .await
+            .unwrap();
+        let options: sqlx::postgres::PgConnectOptions = url.parse().unwrap();
+        Some(PgPool::connect_lazy_with(
+            options.options([("search_path", schema.as_str())]),
+        ))
+    }
+
+    #[tokio::test]
+    async fn a_claim_retried_with_its_token_is_recognised_as_its_own() {
+        let Some(pool) = fresh_schema("a_claim_retried_with_its_token").await else {
+            return;
+        };
+        let store = PostgresStore::<()>::new(pool);
+        store.migrate().await.unwrap();
+        let row = ClaimRow {
+            scope: "",
+            key: "k",
+            fingerprint: 7,
+            token: 42,
+            now: Some(1_000),
+            lease: 60_000,
+            ttl: 86_400_000,
+        };
+        let mine = |claimed| matches!(claimed, Claimed::Mine(1));
+        assert!(mine(claim_row(store.pool(), &row).await.unwrap()));
+        // The answer to the first statement was lost: the same statement again is still ours.
+        assert!(mine(claim_row(store.pool(), &row).await.unwrap()));
+        // Another request's token does not get it.
+        let other = ClaimRow { token: 43, ..row };
+        let claimed = claim_row(store.pool(), &other).await.unwrap();
+        assert!(matches!(claimed, Claimed::Other(7, ref state, None) if state == "running"));
+    }
+}

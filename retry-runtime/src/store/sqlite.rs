@@ -638,3 +638,32 @@ where
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_claim_retried_with_its_token_is_recognised_as_its_own() {
+        let dir = std::env::temp_dir().join(format!("retry-claim-{}", IdempotencyKey::new()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = SqliteStore::<()>::open(dir.join("store.db")).await.unwrap();
+        store.migrate().await.unwrap();
+        let row = ClaimRow {
+            scope: "",
+            key: "k",
+            fingerprint: 7,
+            token: 42,
+            now: 1_000,
+            lease: 60_000,
+            ttl: 86_400_000,
+        };
+        assert_eq!(claim_row(store.pool(), &row).await.unwrap(), Some(1));
+        // The answer to the first statement was lost: the same statement again is still ours.
+        assert_eq!(claim_row(store.pool(), &row).await.unwrap(), Some(1));
+        // Another request's token does not get it.
+        let other = ClaimRow { token: 43, ..row };
+        assert_eq!(claim_row(store.pool(), &other).await.unwrap(), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -511,7 +511,10 @@ impl<'s, R, T: Send> Guard<'s, R, T> {
     }
 
     /// Extends the lease to a full lease from now. A handler that may run longer than the
-    /// lease calls it between its steps.
+    /// lease calls it between its steps, before it opens its [`transaction`](Guard::transaction):
+    /// the renewal is written on a connection of its own, and on SQLite it would wait for the
+    /// write lock that the open transaction holds (nobody can take the key over meanwhile
+    /// either, since that is a write too).
     ///
     /// # Errors
     ///

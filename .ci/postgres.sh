@@ -3,6 +3,7 @@
 # local connections, no fsync. CI and developers use the same script.
 #
 #   .ci/postgres.sh run cargo test --workspace   # start, run the command with the env, stop
+#                                                # (a cluster already running is used and kept)
 #   eval "$(.ci/postgres.sh start)"              # start (or reuse) and print the exports
 #   .ci/postgres.sh env                          # print the exports of the running cluster
 #   .ci/postgres.sh stop                         # stop it and delete its directory
@@ -161,8 +162,10 @@ case "${1:-}" in
     run)
         shift
         [[ $# -gt 0 ]] || { echo "usage: .ci/postgres.sh run COMMAND [ARGS...]" >&2; exit 2; }
-        trap stop EXIT
-        eval "$(start)"
+        # Stop the cluster afterwards only if this command started it.
+        running || trap stop EXIT
+        cluster_env="$(start)"
+        eval "$cluster_env"
         "$@"
         ;;
     *)

@@ -92,7 +92,8 @@
 //! `begin` returns `Err(StoreError)` when the database cannot be reached or refuses the
 //! statement. Execute nothing then: answer 503 with `Retry-After` ([`StoreError::status`]), which
 //! a client's `#[retry]` treats as a passing failure. The SQL stores retry their own statements
-//! twice on a passing failure ([`Transient`](crate::Transient) for `sqlx::Error`) before giving up.
+//! twice on a passing failure ([`Transient`](crate::Transient) for `sqlx::Error`) before giving
+//! up, except a pool timeout and SQLite's busy, which have already waited their whole timeout.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]

@@ -161,10 +161,17 @@ pub(super) fn db(error: sqlx::Error) -> StoreError {
     }
 }
 
-/// The classifier of the stores' own statements: what is transient, except a pool timeout,
-/// which has already waited the pool's whole `acquire_timeout`.
+/// The classifier of the stores' own statements: what is transient, except what has already
+/// waited its whole budget: a pool timeout (the pool's `acquire_timeout`) and SQLite's busy
+/// (the connection's busy timeout).
 pub(super) fn retry_own_statement(error: &sqlx::Error) -> bool {
-    !matches!(error, sqlx::Error::PoolTimedOut) && error.is_transient()
+    const SQLITE_BUSY: u32 = 5;
+    let busy = error
+        .as_database_error()
+        .and_then(|e| e.code())
+        .and_then(|code| code.parse::<u32>().ok())
+        .is_some_and(|code| code & 0xff == SQLITE_BUSY);
+    !busy && !matches!(error, sqlx::Error::PoolTimedOut) && error.is_transient()
 }
 
 /// The error for a database whose schema is newer than this library.

@@ -411,8 +411,8 @@ mod payment_service {
             let listener = TcpListener::bind("127.0.0.1:0").await?;
             let url = format!("http://{}", listener.local_addr()?);
             let service = Arc::new(Service {
-                // A day, as payment APIs keep their keys.
-                store: MemoryStore::new(Duration::from_secs(24 * 60 * 60)),
+                // Keys kept a day (the default), as payment APIs keep theirs.
+                store: MemoryStore::new(),
                 executed: Mutex::default(),
                 lose_next_response: AtomicBool::new(false),
                 slow_bank: Mutex::default(),
@@ -487,14 +487,17 @@ mod payment_service {
         );
         // The fingerprint covers the whole body: the same key for another claim or amount is
         // a different request.
-        match service.store.begin(&key, Fingerprint::of(&body)) {
-            Begin::Execute(guard) => {
+        match service.store.begin(&key, Fingerprint::of(&body)).await {
+            Ok(Begin::Execute(guard)) => {
                 println!(
                     "{log} new, paying {} for claim {}",
                     order.cents, order.claim
                 );
                 let stored = execute(&service, &key, &order).await;
-                guard.complete(stored.clone());
+                if let Err(e) = guard.complete(&stored).await {
+                    println!("{log} paid, but the response could not be stored: {e}");
+                    return problem(status(e.status()), &e.to_string());
+                }
                 if service.lose_next_response.swap(false, Ordering::SeqCst) {
                     println!("{log} paid and stored; the response is lost on the way back");
                     return lost_response();
@@ -502,23 +505,39 @@ mod payment_service {
                 println!("{log} paid and stored");
                 stored.into_response()
             }
-            Begin::Replay(stored) => {
+            Ok(Begin::Replay(stored)) => {
                 println!("{log} completed before: the stored response, nothing paid");
                 stored.into_response()
             }
-            Begin::InProgress => {
+            Ok(Begin::InProgress) => {
                 println!("{log} still running: 409, Retry-After: 1");
                 let mut response = problem(StatusCode::CONFLICT, "this payout is in progress");
                 let headers = response.headers_mut();
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
                 response
             }
-            Begin::Mismatch => {
+            Ok(Begin::Mismatch) => {
                 println!("{log} used for another payout: 422");
                 let detail = "this key was used for a different payout";
                 problem(StatusCode::UNPROCESSABLE_ENTITY, detail)
             }
+            Ok(other) => {
+                let code = other.rejection_status().unwrap_or(500);
+                problem(status(code), "the payout cannot be made now")
+            }
+            // Nothing executes without a record: a passing failure for the client's retry.
+            Err(e) => {
+                println!("{log} the store is unavailable: {}", e.status());
+                let mut response = problem(status(e.status()), &e.to_string());
+                let headers = response.headers_mut();
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                response
+            }
         }
+    }
+
+    fn status(code: u16) -> StatusCode {
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
 
     /// The payout itself: the bank call, then the receipt.

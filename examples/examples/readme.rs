@@ -166,6 +166,56 @@ async fn settle(client: &PaymentClient, claim: ClaimId, amount: Cents) -> Result
 }
 }
 
+/// "Idempotency that survives a restart: the stores".
+#[rustfmt::skip]
+#[allow(dead_code)]
+mod stores {
+use retry_runtime::IdempotencyKey;
+use retry_runtime::store::{Begin, Fingerprint, IdempotencyStore, SqliteStore, StoreError};
+
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct Receipt {
+    key: String,
+    cents: i64,
+}
+
+/// What the handler answers instead of a receipt.
+pub enum Answer {
+    Status(u16),
+}
+
+impl From<StoreError> for Answer {
+    fn from(error: StoreError) -> Self {
+        Answer::Status(error.status())
+    }
+}
+
+impl From<sqlx::Error> for Answer {
+    fn from(_: sqlx::Error) -> Self {
+        Answer::Status(500)
+    }
+}
+
+async fn pay(store: &SqliteStore<Receipt>, key: &IdempotencyKey, body: &[u8], cents: i64) -> Result<Receipt, Answer> {
+    match store.begin(key, Fingerprint::of(body)).await {
+        Ok(Begin::Execute(mut guard)) => {
+            let receipt = Receipt { key: key.to_string(), cents };
+            let tx = guard.transaction().await?;
+            sqlx::query("INSERT INTO ledger (key, cents) VALUES (?, ?)")
+                .bind(key.as_str())
+                .bind(cents)
+                .execute(&mut **tx)
+                .await?;
+            guard.complete(&receipt).await?; // the ledger row and the completed key commit together
+            Ok(receipt)
+        }
+        Ok(Begin::Replay(receipt)) => Ok(receipt), // answered again; nothing is paid
+        Ok(refused) => Err(Answer::Status(refused.rejection_status().unwrap_or(500))), // 409, 422
+        Err(unavailable) => Err(Answer::Status(unavailable.status())), // 503: nothing executed
+    }
+}
+}
+
 /// "Control over each attempt".
 #[rustfmt::skip]
 #[allow(dead_code)]

@@ -109,8 +109,9 @@
 //! pays twice. Mark such functions `#[non_idempotent]`: `#[retry]` then refuses to compile them
 //! unless they take an [`IdempotencyKey`], which the caller creates once and every attempt sends,
 //! so the receiver recognises the repeat. The receiving service's side, which executes once per
-//! key and answers a repeat with the stored response, is the module `store` (feature
-//! `idempotency-store`).
+//! key and answers a repeat with the stored response, is the module `store`: in memory (feature
+//! `idempotency-store`), in a SQLite file (`store-sqlite`) or in PostgreSQL (`store-postgres`),
+//! where the service's own writes and the key's completion commit in one transaction.
 //!
 //! ```
 //! use retry_runtime::{non_idempotent, retry, IdempotencyKey};
@@ -224,9 +225,20 @@
 //! | `http` | off | in `integrations::http`, a classifier for `http::StatusCode` and `http::Response`, with `Retry-After` (the header's parser is there without the feature) |
 //! | `reqwest` | off | `Transient for reqwest::Error` |
 //! | `tonic` | off | `Transient for tonic::Status`, with `grpc-retry-pushback-ms` |
-//! | `idempotency-store` | off | `store`: the receiving side of `Idempotency-Key` |
+//! | `idempotency-store` | off | `store`: the receiving side of `Idempotency-Key`, the `IdempotencyStore` trait and `MemoryStore` |
+//! | `store-sqlite` | off | `store::SqliteStore`: keys in a SQLite file, with the handler's writes in one transaction (sqlx, bundled SQLite) |
+//! | `store-postgres` | off | `store::PostgresStore`: keys in one PostgreSQL database shared by every replica (sqlx) |
+//! | `sqlx` | off | `Transient for sqlx::Error`, by SQLSTATE, SQLite result code and kind |
+//! | `tokio-postgres` | off | `Transient for tokio_postgres::Error`: SQLSTATE, closed connection, I/O cause |
+//!
+//! The database features build on sqlx 0.9, which needs Rust 1.94; the rest of the crate builds
+//! on Rust 1.85.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+// The stores retry their own statements with `#[retry]`, whose expansion names this crate.
+#[cfg(any(feature = "store-sqlite", feature = "store-postgres"))]
+extern crate self as retry_runtime;
 
 mod breaker;
 mod budget;

@@ -56,7 +56,7 @@ impl Service {
 /// Starts the service on a free loopback port; returns its `/payouts` URL.
 async fn start() -> (String, Arc<Service>) {
     let service = Arc::new(Service {
-        store: Some(MemoryStore::new(Duration::from_secs(60))),
+        store: Some(MemoryStore::new().ttl(Duration::from_secs(60))),
         ..Service::default()
     });
     let listener = TcpListener::bind("127.0.0.1:0")
@@ -88,8 +88,8 @@ async fn pay(State(service): State<Arc<Service>>, headers: HeaderMap, body: Byte
         Ok(key) => key,
         Err(e) => return (status(e.status()), e.to_string()).into_response(),
     };
-    match service.store().begin(&key, Fingerprint::of(&body)) {
-        Begin::Execute(guard) => {
+    match service.store().begin(&key, Fingerprint::of(&body)).await {
+        Ok(Begin::Execute(guard)) => {
             if service.hold_next.swap(false, Ordering::SeqCst) {
                 service.held.notify_one();
                 service.release.notified().await;
@@ -101,25 +101,26 @@ async fn pay(State(service): State<Arc<Service>>, headers: HeaderMap, body: Byte
             }
             let number = service.executed.fetch_add(1, Ordering::SeqCst) + 1;
             let stored: Stored = (StatusCode::CREATED, format!("receipt P-{number}").into());
-            guard.complete(stored.clone());
+            guard.complete(&stored).await.expect("a MemoryStore stores");
             service.completed.notify_one();
             if service.lose_next.swap(false, Ordering::SeqCst) {
                 return lost_response();
             }
             stored.into_response()
         }
-        Begin::Replay(stored) => stored.into_response(),
-        Begin::InProgress if service.release_on_conflict.swap(false, Ordering::SeqCst) => {
+        Ok(Begin::Replay(stored)) => stored.into_response(),
+        Ok(Begin::InProgress) if service.release_on_conflict.swap(false, Ordering::SeqCst) => {
             service.release.notify_one();
             service.completed.notified().await;
             (StatusCode::CONFLICT, "in progress").into_response()
         }
-        rejected => {
+        Ok(rejected) => {
             let code = rejected
                 .rejection_status()
                 .expect("Execute and Replay are matched above");
             (status(code), format!("{rejected:?}")).into_response()
         }
+        Err(e) => (status(e.status()), e.to_string()).into_response(),
     }
 }
 
@@ -151,10 +152,14 @@ async fn the_first_request_executes_and_stores_its_response() {
     let answer = post_payout(&url, Some("\"k-1\""), PAYOUT).await;
     assert_eq!(answer, (201, "receipt P-1".to_owned()));
     assert_eq!(service.executed.load(Ordering::SeqCst), 1);
-    let stored = service.store().begin(
-        &IdempotencyKey::from("k-1"),
-        Fingerprint::of(PAYOUT.as_bytes()),
-    );
+    let stored = service
+        .store()
+        .begin(
+            &IdempotencyKey::from("k-1"),
+            Fingerprint::of(PAYOUT.as_bytes()),
+        )
+        .await
+        .unwrap();
     assert_eq!(
         stored,
         Begin::Replay((StatusCode::CREATED, "receipt P-1".into()))

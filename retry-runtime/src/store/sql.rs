@@ -1,0 +1,224 @@
+//! What the SQLite and PostgreSQL stores share: their settings, the response codec, the answer
+//! for a key that was not claimed, the classification of their errors, and the retry of their
+//! own statements.
+
+use super::{DEFAULT_LEASE, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TTL, Fingerprint, StoreError};
+use crate::Transient;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The schema version `migrate` brings a database to.
+pub(super) const SCHEMA_VERSION: i64 = 1;
+
+/// Rows one purge statement deletes at most, so that no statement holds the table for long.
+pub(super) const PURGE_BATCH: i64 = 1000;
+
+/// How often `begin` claims again when the row it could not claim vanished before it was read
+/// (released or purged in between). After that it answers `InProgress`, which is safe.
+pub(super) const CLAIM_ROUNDS: usize = 4;
+
+/// Longer durations count as forever: about 36 million years in milliseconds, far from `i64`
+/// overflow when a lease and a TTL are added to the time.
+const FOREVER_MS: i64 = 1 << 60;
+
+/// A clock the tests move by hand.
+pub(super) type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+
+/// The settings of a SQL store.
+#[derive(Clone)]
+pub(super) struct Settings {
+    pub(super) ttl: Duration,
+    pub(super) lease: Duration,
+    pub(super) max_response_bytes: usize,
+    pub(super) clock: Option<Clock>,
+}
+
+impl Settings {
+    pub(super) fn new() -> Self {
+        Settings {
+            ttl: DEFAULT_TTL,
+            lease: DEFAULT_LEASE,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            clock: None,
+        }
+    }
+
+    /// Now, in milliseconds since the Unix epoch, from the injected clock or the system's.
+    #[cfg(feature = "store-sqlite")]
+    pub(super) fn now_ms(&self) -> i64 {
+        millis(
+            self.clock
+                .as_ref()
+                .map_or_else(SystemTime::now, |clock| clock()),
+        )
+    }
+
+    /// Now from the injected clock, if there is one; `None` lets the database read its own.
+    #[cfg(feature = "store-postgres")]
+    pub(super) fn injected_now_ms(&self) -> Option<i64> {
+        self.clock.as_ref().map(|clock| millis(clock()))
+    }
+
+    pub(super) fn lease_ms(&self) -> i64 {
+        capped_ms(self.lease)
+    }
+
+    pub(super) fn ttl_ms(&self) -> i64 {
+        capped_ms(self.ttl)
+    }
+}
+
+impl fmt::Debug for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Settings")
+            .field("ttl", &self.ttl)
+            .field("lease", &self.lease)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .field(
+                "clock",
+                &if self.clock.is_some() {
+                    "injected"
+                } else {
+                    "system"
+                },
+            )
+            .finish()
+    }
+}
+
+fn capped_ms(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).map_or(FOREVER_MS, |ms| ms.min(FOREVER_MS))
+}
+
+fn millis(time: SystemTime) -> i64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, capped_ms)
+}
+
+/// A fresh claim token: random, so that it names one claim across processes and restarts.
+pub(super) fn new_token() -> i64 {
+    use rand::Rng;
+    rand::rng().next_u64() as i64
+}
+
+/// The response as stored: its JSON, refused past `limit` bytes.
+pub(super) fn encode<R: Serialize>(response: &R, limit: usize) -> Result<Vec<u8>, StoreError> {
+    let bytes = serde_json::to_vec(response).map_err(|e| StoreError::Codec(Box::new(e)))?;
+    if bytes.len() > limit {
+        return Err(StoreError::TooLarge {
+            len: bytes.len(),
+            limit,
+        });
+    }
+    Ok(bytes)
+}
+
+/// What `begin` answers for a key it did not claim.
+pub(super) enum Decision<R> {
+    Replay(R),
+    InProgress,
+    Mismatch,
+}
+
+/// The answer for a row that another claim holds or completed.
+pub(super) fn decide<R: DeserializeOwned>(
+    fingerprint: Fingerprint,
+    stored_fingerprint: i64,
+    state: &str,
+    response: Option<&[u8]>,
+) -> Result<Decision<R>, StoreError> {
+    if stored_fingerprint != fingerprint.as_u64() as i64 {
+        return Ok(Decision::Mismatch);
+    }
+    match (state, response) {
+        ("completed", Some(bytes)) => serde_json::from_slice(bytes)
+            .map(Decision::Replay)
+            .map_err(|e| StoreError::Codec(Box::new(e))),
+        _ => Ok(Decision::InProgress),
+    }
+}
+
+/// A driver error as the store reports it: a missing table says to migrate; every other error
+/// is a database error, classified.
+pub(super) fn db(error: sqlx::Error) -> StoreError {
+    if let sqlx::Error::Database(database) = &error {
+        let message = database.message();
+        let missing_table =
+            database.code().as_deref() == Some("42P01") || message.starts_with("no such table");
+        if missing_table && message.contains("retry_idempotency") {
+            return StoreError::Schema(format!(
+                "the idempotency store's table is missing ({message}): call `store.migrate().await` \
+                 once at startup; it is idempotent and safe to run from every replica"
+            ));
+        }
+    }
+    let transient = error.is_transient();
+    StoreError::Database {
+        source: Box::new(error),
+        transient,
+    }
+}
+
+/// The classifier of the stores' own statements: what is transient, except what has already
+/// waited its whole budget: a pool timeout (the pool's `acquire_timeout`) and SQLite's busy
+/// (the connection's busy timeout).
+pub(super) fn retry_own_statement(error: &sqlx::Error) -> bool {
+    const SQLITE_BUSY: u32 = 5;
+    let busy = error
+        .as_database_error()
+        .and_then(|e| e.code())
+        .and_then(|code| code.parse::<u32>().ok())
+        .is_some_and(|code| code & 0xff == SQLITE_BUSY);
+    !busy && !matches!(error, sqlx::Error::PoolTimedOut) && error.is_transient()
+}
+
+/// The error for a database whose schema is newer than this library.
+pub(super) fn newer_schema(found: i64) -> StoreError {
+    StoreError::Schema(format!(
+        "the idempotency store's schema is version {found}, newer than version {SCHEMA_VERSION} \
+         that this retry-runtime knows: upgrade retry-runtime in this service, or run it \
+         against another database"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_capped_far_from_overflow() {
+        assert_eq!(capped_ms(Duration::from_millis(1500)), 1500);
+        assert_eq!(capped_ms(Duration::MAX), FOREVER_MS);
+        assert!(
+            FOREVER_MS.checked_mul(3).is_some(),
+            "now + lease + ttl fits"
+        );
+        assert_eq!(millis(UNIX_EPOCH - Duration::from_secs(1)), 0);
+    }
+
+    #[test]
+    fn responses_past_the_limit_are_refused() {
+        let text = "x".repeat(10);
+        assert_eq!(encode(&text, 12).unwrap(), b"\"xxxxxxxxxx\"");
+        assert!(matches!(
+            encode(&text, 11),
+            Err(StoreError::TooLarge { len: 12, limit: 11 })
+        ));
+    }
+
+    #[test]
+    fn a_stored_response_of_another_shape_is_a_codec_error() {
+        let fingerprint = Fingerprint::of(b"pay");
+        let stored = fingerprint.as_u64() as i64;
+        let answer = decide::<u32>(fingerprint, stored, "completed", Some(b"\"text\""));
+        assert!(matches!(answer, Err(StoreError::Codec(_))));
+        let answer = decide::<u32>(fingerprint, stored, "completed", Some(b"7"));
+        assert!(matches!(answer, Ok(Decision::Replay(7))));
+        let answer = decide::<u32>(fingerprint, stored + 1, "completed", Some(b"7"));
+        assert!(matches!(answer, Ok(Decision::Mismatch)));
+        let answer = decide::<u32>(fingerprint, stored, "running", None);
+        assert!(matches!(answer, Ok(Decision::InProgress)));
+    }
+}

@@ -153,6 +153,17 @@ mod not_sync {
             .await
     }
 
+    /// backon with a sleep that returns at once: `#[retry]` does not sleep a zero pause at all,
+    /// and with tokio's timer backon's row measures the timer's 1 ms tick, not the decision.
+    #[inline(never)]
+    pub async fn backon_flaky_no_sleep(calls: &Cell<u64>) -> Result<u64, Busy> {
+        (|| async { flaky(calls) })
+            .retry(BACKON_ZERO)
+            .sleep(|_: Duration| std::future::ready(()))
+            .when(is_busy)
+            .await
+    }
+
     #[inline(never)]
     pub async fn tokio_retry_flaky(calls: &Cell<u64>) -> Result<u64, Busy> {
         let strategy = FixedInterval::new(Duration::ZERO).take(3);
@@ -219,6 +230,10 @@ fn failure_path(c: &mut Criterion) {
     g.bench_function("backon", |b| {
         b.to_async(&rt)
             .iter(|| not_sync::backon_flaky(black_box(&calls)))
+    });
+    g.bench_function("backon, a sleep that returns at once", |b| {
+        b.to_async(&rt)
+            .iter(|| not_sync::backon_flaky_no_sleep(black_box(&calls)))
     });
     g.bench_function("tokio-retry", |b| {
         b.to_async(&rt)

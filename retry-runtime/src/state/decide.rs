@@ -1,0 +1,329 @@
+//! The decision after an attempt that did not end in an accepted `Ok`: pause and retry, return
+//! the outcome, or give up (and why); the hooks that hear it, and the logging.
+
+use super::options::Classify;
+use super::{Attempted, Extras, Hooks, MaybeExtras, Progress, Retry, Site, Slot};
+use crate::{RetryBudget, Verdict};
+use std::fmt;
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+/// What `notify` hears before each pause.
+///
+/// ```
+/// use retry_runtime::{retry, RetryEvent};
+/// use std::io;
+/// use std::sync::Mutex;
+///
+/// static HEARD: Mutex<Vec<(u32, u128)>> = Mutex::new(Vec::new());
+///
+/// fn remember(_: &io::Error, event: &RetryEvent) {
+///     HEARD.lock().unwrap().push((event.attempt, event.pause.as_millis()));
+/// }
+///
+/// #[retry(max = 2, base = "1ms", jitter = none, notify = remember)]
+/// fn flaky() -> io::Result<()> {
+///     Err(io::ErrorKind::TimedOut.into())
+/// }
+///
+/// assert!(flaky().is_err());
+/// assert_eq!(*HEARD.lock().unwrap(), [(1, 1), (2, 2)]);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetryEvent {
+    /// The name of the annotated function.
+    pub function: &'static str,
+    /// The attempt that failed: 1 for the first call.
+    pub attempt: u32,
+    /// The pause about to be taken, jitter and any server-suggested pause included.
+    pub pause: Duration,
+    /// Time since the first call began, on the loop's clock.
+    pub elapsed: Duration,
+}
+
+/// `E: Debug` when the `tracing` feature logs errors; every type otherwise.
+#[cfg(feature = "tracing")]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` must implement `Debug` so that `#[retry]` can log failed attempts",
+    label = "`{Self}` does not implement `Debug`",
+    note = "add `#[derive(Debug)]` to `{Self}`, or turn off the `tracing` feature of `retry-runtime`"
+)]
+pub trait LoggableError: fmt::Debug {}
+#[cfg(feature = "tracing")]
+impl<E: fmt::Debug + ?Sized> LoggableError for E {}
+
+/// `E: Debug` when the `tracing` feature logs errors; every type otherwise.
+#[cfg(not(feature = "tracing"))]
+pub trait LoggableError {}
+#[cfg(not(feature = "tracing"))]
+impl<E: ?Sized> LoggableError for E {}
+
+impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G>, X> {
+    /// `next` for anything but an accepted `Ok`: the state taken apart into separate locals on
+    /// this branch alone, [`decide`] out of line, and the state put back together to go on.
+    #[inline(always)]
+    pub(super) fn after_failure(self, attempted: Attempted<T, E>) -> ControlFlow<Result<T, E>, Self>
+    where
+        E: LoggableError,
+        N: Slot<E, RetryEvent>,
+        G: Slot<E>,
+        X: MaybeExtras<'p, E>,
+    {
+        let Retry {
+            site,
+            mut progress,
+            classify,
+            sleeper,
+            hooks,
+            mut extras,
+        } = self;
+        let flow = decide(
+            site.policy,
+            site.name,
+            site.clock,
+            &mut progress,
+            &classify,
+            &hooks,
+            extras.get_mut(),
+            attempted,
+        );
+        match flow {
+            ControlFlow::Break(result) => ControlFlow::Break(result),
+            ControlFlow::Continue(()) => ControlFlow::Continue(Retry {
+                site,
+                progress,
+                classify,
+                sleeper,
+                hooks,
+                extras,
+            }),
+        }
+    }
+}
+
+/// What follows an attempt that did not end in an accepted `Ok`: the breaker refused it, the
+/// timeout cut it off, it failed, or `on_result` rejected its value. Out of line and cold: the
+/// happy path never comes here. Its arguments are separate words rather than one struct, so that
+/// they travel in registers and nothing of the loop state has to be stored in memory before the
+/// first attempt.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn decide<'p, T, E, C, R, N, G>(
+    policy: &'p crate::Policy,
+    name: &'static str,
+    clock: fn() -> std::time::Instant,
+    progress: &mut Progress,
+    classify: &Classify<C, E>,
+    hooks: &Hooks<R, N, G>,
+    mut extras: Option<&mut Extras<'p, E>>,
+    attempted: Attempted<T, E>,
+) -> ControlFlow<Result<T, E>>
+where
+    E: LoggableError,
+    N: Slot<E, RetryEvent>,
+    G: Slot<E>,
+{
+    let site = Site {
+        policy,
+        name,
+        clock,
+    };
+    // The outcome to return if the loop stops here, and whether it may be retried.
+    let (outcome, verdict) = match attempted {
+        Attempted::Refused(refusal) => {
+            log_refused(name);
+            return ControlFlow::Break(Err(refusal));
+        }
+        Attempted::TimedOut(error) => (Err(error), Verdict::Retry),
+        Attempted::Completed(Err(error)) => {
+            let verdict = classify.call(&error, &());
+            (Err(error), verdict)
+        }
+        // `on_result` marked the value: a transient failure, but when the loop stops, the
+        // value is what the function returns.
+        Attempted::Completed(Ok(value)) => (Ok(value), Verdict::Retry),
+    };
+    if let Some(extras) = extras.as_deref_mut() {
+        extras.record(verdict.is_retry(), clock);
+    }
+    let nested_retry = extras.as_ref().is_some_and(|x| x.nested_retry);
+    let budget = extras.and_then(|x| x.budget);
+    match schedule(&site, progress, verdict, nested_retry, budget) {
+        Step::Pause(pause) => {
+            log_retry(name, progress.retries, pause, &outcome);
+            // The event and the elapsed time only for a `notify` that hears them.
+            if N::SET {
+                if let Err(error) = &outcome {
+                    let event = RetryEvent {
+                        function: name,
+                        attempt: progress.retries,
+                        pause,
+                        elapsed: progress.elapsed(clock),
+                    };
+                    hooks.notify.call(error, &event);
+                }
+            }
+            ControlFlow::Continue(())
+        }
+        // Not giving up: a permanent error is an answer, and under a retrying layer that
+        // layer decides (`log_nested` said so at debug).
+        Step::Return => ControlFlow::Break(outcome),
+        Step::GiveUp(why) => {
+            log_give_up(name, progress.retries + 1, why, &outcome);
+            if let Err(error) = &outcome {
+                hooks.on_give_up.call(error, &());
+            }
+            ControlFlow::Break(outcome)
+        }
+    }
+}
+
+/// What follows a failure, by the policy and the limits.
+enum Step {
+    /// Retry after this pause.
+    Pause(Duration),
+    /// Return the outcome as it is: the failure is permanent, or a layer above retries.
+    Return,
+    /// Stop retrying a failure that could have been retried.
+    GiveUp(GiveUp),
+}
+
+/// The pause before the next attempt, or why there is none; on a pause, `progress` counts the
+/// retry and remembers the pause.
+fn schedule(
+    site: &Site<'_>,
+    progress: &mut Progress,
+    verdict: Verdict,
+    nested_retry: bool,
+    budget: Option<&RetryBudget>,
+) -> Step {
+    let policy = site.policy;
+    if !verdict.is_retry() {
+        return Step::Return;
+    }
+    if progress.retried_above && !nested_retry {
+        log_nested(site.name);
+        return Step::Return;
+    }
+    if progress.retries >= policy.get_max() {
+        return Step::GiveUp(GiveUp::Exhausted);
+    }
+    let retry = progress.retries + 1;
+    let mut pause = policy.delay(retry, Duration::from_nanos(progress.previous_pause));
+    if let Some(asked) = verdict.suggested_pause() {
+        if asked > policy.get_max_delay() {
+            return Step::GiveUp(GiveUp::SuggestedTooLong(asked));
+        }
+        pause = pause.max(asked);
+    }
+    if let Some(deadline) = policy.get_deadline() {
+        if progress.elapsed(site.clock).saturating_add(pause) > deadline {
+            return Step::GiveUp(GiveUp::Deadline);
+        }
+    }
+    if let Some(budget) = budget {
+        if !budget.try_withdraw((site.clock)()) {
+            return Step::GiveUp(GiveUp::Budget);
+        }
+    }
+    progress.retries = retry;
+    progress.previous_pause = u64::try_from(pause.as_nanos()).unwrap_or(u64::MAX);
+    Step::Pause(pause)
+}
+
+/// Why the loop stopped retrying a failure that it could have retried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GiveUp {
+    /// The retries were used up.
+    Exhausted,
+    /// The next pause would end past the deadline.
+    Deadline,
+    /// The server asked for a pause longer than `max_delay`.
+    SuggestedTooLong(Duration),
+    /// The retry budget is empty.
+    Budget,
+}
+
+impl fmt::Display for GiveUp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GiveUp::Exhausted => f.write_str("retries used up"),
+            GiveUp::Deadline => f.write_str("the next pause would end past the deadline"),
+            GiveUp::SuggestedTooLong(d) => write!(
+                f,
+                "the server asked for a {d:?} pause, longer than `max_delay`"
+            ),
+            GiveUp::Budget => f.write_str("the retry budget is empty"),
+        }
+    }
+}
+
+fn log_refused(_function: &'static str) {
+    #[cfg(feature = "tracing")]
+    tracing::warn!(
+        function = _function,
+        "circuit open: not calling the service"
+    );
+}
+
+/// A failure that will be retried: `INFO`.
+#[cfg(feature = "tracing")]
+fn log_retry<T, E: fmt::Debug>(
+    function: &'static str,
+    attempt: u32,
+    pause: Duration,
+    outcome: &Result<T, E>,
+) {
+    match outcome {
+        Err(error) => tracing::info!(
+            function,
+            attempt,
+            pause = ?pause,
+            error = ?error,
+            "attempt failed; retrying"
+        ),
+        Ok(_) => tracing::info!(
+            function,
+            attempt,
+            pause = ?pause,
+            "result rejected by `on_result`; retrying"
+        ),
+    }
+}
+
+#[cfg(not(feature = "tracing"))]
+fn log_retry<T, E>(_: &'static str, _: u32, _: Duration, _: &Result<T, E>) {}
+
+/// The end of the retries: `WARN`.
+#[cfg(feature = "tracing")]
+fn log_give_up<T, E: fmt::Debug>(
+    function: &'static str,
+    attempts: u32,
+    why: GiveUp,
+    outcome: &Result<T, E>,
+) {
+    match outcome {
+        Err(error) => {
+            tracing::warn!(function, attempts, reason = %why, error = ?error, "giving up")
+        }
+        Ok(_) => tracing::warn!(
+            function,
+            attempts,
+            reason = %why,
+            "giving up; returning the last result rejected by `on_result`"
+        ),
+    }
+}
+
+#[cfg(not(feature = "tracing"))]
+fn log_give_up<T, E>(_: &'static str, _: u32, _: GiveUp, _: &Result<T, E>) {}
+
+fn log_nested(_function: &'static str) {
+    #[cfg(feature = "tracing")]
+    tracing::debug!(
+        function = _function,
+        "not retrying: a layer above retries this work (write `nested = retry` to retry here too)"
+    );
+}

@@ -3,6 +3,7 @@
 
 use super::options::Classify;
 use super::{Attempted, Extras, Hooks, MaybeExtras, Progress, Retry, Site, Slot};
+use crate::policy::nanos;
 use crate::{RetryBudget, Verdict};
 use std::fmt;
 use std::ops::ControlFlow;
@@ -159,7 +160,7 @@ where
                     let event = RetryEvent {
                         function: name,
                         attempt: progress.retries,
-                        pause,
+                        pause: Duration::from_nanos(pause),
                         elapsed: progress.elapsed(clock),
                     };
                     hooks.notify.call(error, &event);
@@ -182,8 +183,8 @@ where
 
 /// What follows a failure, by the policy and the limits.
 enum Step {
-    /// Retry after this pause.
-    Pause(Duration),
+    /// Retry after this pause, in nanoseconds.
+    Pause(u64),
     /// Return the outcome as it is: the failure is permanent, or a layer above retries.
     Return,
     /// Stop retrying a failure that could have been retried.
@@ -211,15 +212,19 @@ fn schedule(
         return Step::GiveUp(GiveUp::Exhausted);
     }
     let retry = progress.retries + 1;
-    let mut pause = policy.delay(retry, Duration::from_nanos(progress.previous_pause));
+    // In nanoseconds, as the progress keeps it: a `Duration` only where one is compared.
+    let mut pause = policy.delay_nanos(retry, progress.previous_pause);
     if let Some(asked) = verdict.suggested_pause() {
         if asked > policy.get_max_delay() {
             return Step::GiveUp(GiveUp::SuggestedTooLong(asked));
         }
-        pause = pause.max(asked);
+        pause = pause.max(nanos(asked));
     }
     if let Some(deadline) = policy.get_deadline() {
-        if progress.elapsed(site.clock).saturating_add(pause) > deadline {
+        let end = progress
+            .elapsed(site.clock)
+            .saturating_add(Duration::from_nanos(pause));
+        if end > deadline {
             return Step::GiveUp(GiveUp::Deadline);
         }
     }
@@ -229,7 +234,7 @@ fn schedule(
         }
     }
     progress.retries = retry;
-    progress.previous_pause = u64::try_from(pause.as_nanos()).unwrap_or(u64::MAX);
+    progress.previous_pause = pause;
     Step::Pause(pause)
 }
 
@@ -273,28 +278,29 @@ fn log_refused(_function: &'static str) {
 fn log_retry<T, E: fmt::Debug>(
     function: &'static str,
     attempt: u32,
-    pause: Duration,
+    pause: u64,
     outcome: &Result<T, E>,
 ) {
+    // The field values are made only when the event is enabled.
     match outcome {
         Err(error) => tracing::info!(
             function,
             attempt,
-            pause = ?pause,
+            pause = ?Duration::from_nanos(pause),
             error = ?error,
             "attempt failed; retrying"
         ),
         Ok(_) => tracing::info!(
             function,
             attempt,
-            pause = ?pause,
+            pause = ?Duration::from_nanos(pause),
             "result rejected by `on_result`; retrying"
         ),
     }
 }
 
 #[cfg(not(feature = "tracing"))]
-fn log_retry<T, E>(_: &'static str, _: u32, _: Duration, _: &Result<T, E>) {}
+fn log_retry<T, E>(_: &'static str, _: u32, _: u64, _: &Result<T, E>) {}
 
 /// The end of the retries: `WARN`.
 #[cfg(feature = "tracing")]

@@ -56,13 +56,14 @@ thread_local! {
     static RECORDING: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Records `pause` if a recording is active; `true` means "do not sleep".
+/// Whether a recording is active on this thread.
 #[inline]
-pub(crate) fn record_pause(pause: Duration) -> bool {
-    RECORDING.with(Cell::get) && record_pause_slow(pause)
+pub(crate) fn recording() -> bool {
+    RECORDING.with(Cell::get)
 }
 
-fn record_pause_slow(pause: Duration) -> bool {
+/// Records `pause` if a recording is active; `true` means "do not sleep".
+pub(crate) fn record_pause(pause: Duration) -> bool {
     RECORDER.with(|r| match r.borrow_mut().as_mut() {
         Some(recorder) => {
             recorder.pauses.push(pause);
@@ -74,7 +75,7 @@ fn record_pause_slow(pause: Duration) -> bool {
 
 /// The virtual clock of an active recording: its start plus every recorded pause.
 pub(crate) fn virtual_now() -> Option<Instant> {
-    if !RECORDING.with(Cell::get) {
+    if !recording() {
         return None;
     }
     RECORDER.with(|r| {
@@ -90,7 +91,7 @@ pub(crate) fn virtual_now() -> Option<Instant> {
 
 /// Runs `f` with the recording's seeded generator if a recording is active, else with `None`.
 pub(crate) fn with_seeded<R>(f: impl FnOnce(Option<&mut StdRng>) -> R) -> R {
-    if !RECORDING.with(Cell::get) {
+    if !recording() {
         return f(None);
     }
     RECORDER.with(|r| f(r.borrow_mut().as_mut().map(|recorder| &mut recorder.rng)))

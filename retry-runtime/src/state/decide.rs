@@ -62,7 +62,12 @@ impl<E: ?Sized> LoggableError for E {}
 
 impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G>, X> {
     /// `next` for anything but an accepted `Ok`: the state taken apart into separate locals on
-    /// this branch alone, [`decide`] out of line, and the state put back together to go on.
+    /// this branch alone, [`decide`], and the state put back together with the retry counted.
+    ///
+    /// Nothing of the state has its address taken: an async function keeps its state in its
+    /// future, written field by field, and a reference would make the compiler copy the state
+    /// out of the future in wider words (padding included), each load of which waits for the
+    /// narrower stores to finish. Taken apart, each field is read as it was written.
     #[inline(always)]
     pub(super) fn after_failure(self, attempted: Attempted<T, E>) -> ControlFlow<Result<T, E>, Self>
     where
@@ -73,17 +78,15 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G>, X
     {
         let Retry {
             site,
-            mut progress,
+            progress,
             classify,
             sleeper,
             hooks,
             mut extras,
         } = self;
         let flow = decide(
-            site.policy,
-            site.name,
-            site.clock,
-            &mut progress,
+            site,
+            progress,
             &classify,
             &hooks,
             extras.get_mut(),
@@ -91,9 +94,9 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G>, X
         );
         match flow {
             ControlFlow::Break(result) => ControlFlow::Break(result),
-            ControlFlow::Continue(()) => ControlFlow::Continue(Retry {
+            ControlFlow::Continue(pause) => ControlFlow::Continue(Retry {
                 site,
-                progress,
+                progress: progress.retried_after(pause),
                 classify,
                 sleeper,
                 hooks,
@@ -104,33 +107,31 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G>, X
 }
 
 /// What follows an attempt that did not end in an accepted `Ok`: the breaker refused it, the
-/// timeout cut it off, it failed, or `on_result` rejected its value. Out of line and cold: the
-/// happy path never comes here. Its arguments are separate words rather than one struct, so that
-/// they travel in registers and nothing of the loop state has to be stored in memory before the
-/// first attempt.
-#[cold]
-#[inline(never)]
-#[allow(clippy::too_many_arguments)]
+/// timeout cut it off, it failed, or `on_result` rejected its value. `Break` with the function's
+/// result, or `Continue` with the pause before the next attempt, in nanoseconds.
+///
+/// Inline in the annotated function, where the policy is a constant: the compiler folds the
+/// policy's arithmetic, the hooks that are not set and the limits that are not written, so a
+/// sync failure with a constant policy costs a few dozen instructions. It is per function
+/// anyway (generic over the classifier's type), so inlining it adds no code; the happy path
+/// stays the comparison at its start (`next`). The progress is only read: the caller counts
+/// the retry, so that it keeps its progress in registers rather than reading back what this
+/// function wrote (a store of one width read back at another stalls the load).
+#[inline(always)]
 fn decide<'p, T, E, C, R, N, G>(
-    policy: &'p crate::Policy,
-    name: &'static str,
-    clock: fn() -> std::time::Instant,
-    progress: &mut Progress,
+    site: Site<'p>,
+    progress: Progress,
     classify: &Classify<C, E>,
     hooks: &Hooks<R, N, G>,
     mut extras: Option<&mut Extras<'p, E>>,
     attempted: Attempted<T, E>,
-) -> ControlFlow<Result<T, E>>
+) -> ControlFlow<Result<T, E>, u64>
 where
     E: LoggableError,
     N: Slot<E, RetryEvent>,
     G: Slot<E>,
 {
-    let site = Site {
-        policy,
-        name,
-        clock,
-    };
+    let Site { name, clock, .. } = site;
     // The outcome to return if the loop stops here, and whether it may be retried.
     let (outcome, verdict) = match attempted {
         Attempted::Refused(refusal) => {
@@ -151,28 +152,30 @@ where
     }
     let nested_retry = extras.as_ref().is_some_and(|x| x.nested_retry);
     let budget = extras.and_then(|x| x.budget);
-    match schedule(&site, progress, verdict, nested_retry, budget) {
+    // The attempt that just ended.
+    let attempt = progress.retries + 1;
+    match schedule(&site, &progress, verdict, nested_retry, budget) {
         Step::Pause(pause) => {
-            log_retry(name, progress.retries, pause, &outcome);
+            log_retry(name, attempt, pause, &outcome);
             // The event and the elapsed time only for a `notify` that hears them.
             if N::SET {
                 if let Err(error) = &outcome {
                     let event = RetryEvent {
                         function: name,
-                        attempt: progress.retries,
+                        attempt,
                         pause: Duration::from_nanos(pause),
                         elapsed: progress.elapsed(clock),
                     };
                     hooks.notify.call(error, &event);
                 }
             }
-            ControlFlow::Continue(())
+            ControlFlow::Continue(pause)
         }
         // Not giving up: a permanent error is an answer, and under a retrying layer that
         // layer decides (`log_nested` said so at debug).
         Step::Return => ControlFlow::Break(outcome),
         Step::GiveUp(why) => {
-            log_give_up(name, progress.retries + 1, why, &outcome);
+            log_give_up(name, attempt, why, &outcome);
             if let Err(error) = &outcome {
                 hooks.on_give_up.call(error, &());
             }
@@ -191,11 +194,12 @@ enum Step {
     GiveUp(GiveUp),
 }
 
-/// The pause before the next attempt, or why there is none; on a pause, `progress` counts the
-/// retry and remembers the pause.
+/// The pause before the next attempt, or why there is none. Inline in `decide`: a call of its
+/// own would cost as much as the work on the common path.
+#[inline(always)]
 fn schedule(
     site: &Site<'_>,
-    progress: &mut Progress,
+    progress: &Progress,
     verdict: Verdict,
     nested_retry: bool,
     budget: Option<&RetryBudget>,
@@ -233,8 +237,6 @@ fn schedule(
             return Step::GiveUp(GiveUp::Budget);
         }
     }
-    progress.retries = retry;
-    progress.previous_pause = pause;
     Step::Pause(pause)
 }
 
@@ -265,6 +267,7 @@ impl fmt::Display for GiveUp {
     }
 }
 
+#[cold]
 fn log_refused(_function: &'static str) {
     #[cfg(feature = "tracing")]
     tracing::warn!(
@@ -273,9 +276,25 @@ fn log_refused(_function: &'static str) {
     );
 }
 
-/// A failure that will be retried: `INFO`.
+/// A failure that will be retried: `INFO`. Tracing's first check (the global maximum level,
+/// `OFF` without a subscriber) inline; the event out of line.
 #[cfg(feature = "tracing")]
+#[inline(always)]
 fn log_retry<T, E: fmt::Debug>(
+    function: &'static str,
+    attempt: u32,
+    pause: u64,
+    outcome: &Result<T, E>,
+) {
+    if tracing::level_enabled!(tracing::Level::INFO) {
+        log_retry_event(function, attempt, pause, outcome);
+    }
+}
+
+#[cfg(feature = "tracing")]
+#[cold]
+#[inline(never)]
+fn log_retry_event<T, E: fmt::Debug>(
     function: &'static str,
     attempt: u32,
     pause: u64,
@@ -304,6 +323,7 @@ fn log_retry<T, E>(_: &'static str, _: u32, _: u64, _: &Result<T, E>) {}
 
 /// The end of the retries: `WARN`.
 #[cfg(feature = "tracing")]
+#[cold]
 fn log_give_up<T, E: fmt::Debug>(
     function: &'static str,
     attempts: u32,
@@ -326,6 +346,7 @@ fn log_give_up<T, E: fmt::Debug>(
 #[cfg(not(feature = "tracing"))]
 fn log_give_up<T, E>(_: &'static str, _: u32, _: GiveUp, _: &Result<T, E>) {}
 
+#[cold]
 fn log_nested(_function: &'static str) {
     #[cfg(feature = "tracing")]
     tracing::debug!(

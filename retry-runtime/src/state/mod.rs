@@ -99,8 +99,9 @@ impl<T, E> Outcome for Result<T, E> {
 /// the zero-sized [`Unset`] when the option is not written (`H` holds the hooks, one
 /// [`Slot`] each; `X` holds `timeout`, the key, `budget`, `breaker` and `nested`), so a function
 /// that uses none of them carries only the policy, its name, the clock, the classifier and two
-/// small words of progress. The decision after a failure is out of line and takes that progress
-/// by value, so on the happy path it stays in registers and the compiler folds every constant.
+/// small words of progress. The decision after a failure takes the state apart by value on its
+/// own branch, so the state stays in registers and the compiler folds every constant: on the
+/// happy path, and in the decision itself, where the policy's arithmetic folds too.
 ///
 /// Each user-supplied callable is a [`Hook`]: stored with a function pointer that calls it, made
 /// where its bound is checked (in `start` and the builders), so that a mistyped classifier or
@@ -140,6 +141,16 @@ struct Progress {
 }
 
 impl Progress {
+    /// The progress after a retry with this pause (in nanoseconds) was decided.
+    #[inline(always)]
+    fn retried_after(self, pause: u64) -> Progress {
+        Progress {
+            retries: self.retries + 1,
+            previous_pause: pause,
+            ..self
+        }
+    }
+
     fn elapsed(&self, clock: fn() -> Instant) -> Duration {
         self.started
             .map_or(Duration::ZERO, |t| clock().saturating_duration_since(t))
@@ -408,11 +419,10 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G>, X
     /// Decides what follows an attempt: `Break` with the function's result, or `Continue` with
     /// the state for the next attempt, whose [`pause`](Retry::pause) is then taken.
     ///
-    /// The state is taken and given back by value. An accepted `Ok` is decided here, inline;
-    /// anything else goes to the decision after a failure, out of line, with the state taken
-    /// apart into separate locals on that branch alone. Nothing of the state has its address
-    /// taken on the happy path, so the compiler keeps it in registers and constants instead of
-    /// storing it up front.
+    /// The state is taken and given back by value. An accepted `Ok` is decided at once;
+    /// anything else goes to the decision after a failure, with the state taken apart into
+    /// separate locals on that branch alone. Nothing of the state has its address taken, so the
+    /// compiler keeps it in registers and constants instead of storing it up front.
     #[inline(always)]
     pub fn next(mut self, attempted: Attempted<T, E>) -> ControlFlow<Result<T, E>, Self>
     where
@@ -443,11 +453,22 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G>, X
         Duration::from_nanos(self.progress.previous_pause)
     }
 
+    /// Whether the decided pause is to be slept: not inside a recording (which records it
+    /// instead), and not when it is zero.
+    #[inline(always)]
+    fn sleeps(&self) -> bool {
+        if crate::testing::recording() {
+            crate::testing::record_pause(self.decided_pause());
+            return false;
+        }
+        self.progress.previous_pause != 0
+    }
+
     /// The pause of a sync function.
+    #[inline]
     pub fn pause_blocking(&self) {
-        let pause = self.decided_pause();
-        if !crate::testing::record_pause(pause) && !pause.is_zero() {
-            std::thread::sleep(pause);
+        if self.sleeps() {
+            std::thread::sleep(self.decided_pause());
         }
     }
 
@@ -458,15 +479,15 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G>, X
     ///
     /// The future is opaque, so that a `sleep = f` that is not an async sleep is one error, at
     /// `sleep`, and not a second one here.
+    #[inline]
     pub fn pause(&self) -> impl Future<Output = ()> + use<'p, T, E, C, S, R, N, G, X>
     where
         S: Sleeper,
     {
-        let pause = self.decided_pause();
-        if crate::testing::record_pause(pause) || pause.is_zero() {
+        if !self.sleeps() {
             return Pause(None);
         }
-        Pause(Some(Box::pin(self.sleeper.sleep(pause))))
+        Pause(Some(Box::pin(self.sleeper.sleep(self.decided_pause()))))
     }
 }
 

@@ -151,7 +151,11 @@ impl Progress {
         }
     }
 
-    fn elapsed(&self, clock: fn() -> Instant) -> Duration {
+    /// Time since the first attempt started, or zero if the clock was not read then. By value
+    /// and inline: a reference would put the progress in memory, copied there padding and all
+    /// in odd-sized words whose loads stall on the narrower stores of its fields.
+    #[inline(always)]
+    fn elapsed(self, clock: fn() -> Instant) -> Duration {
         self.started
             .map_or(Duration::ZERO, |t| clock().saturating_duration_since(t))
     }

@@ -579,13 +579,75 @@ mod tests {
         ));
     }
 
+    thread_local! {
+        static CLOCK_READS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    }
+
+    /// A clock that counts how often it is read on this thread.
+    fn counted_clock() -> Instant {
+        CLOCK_READS.with(|reads| reads.set(reads.get() + 1));
+        Instant::now()
+    }
+
+    fn clock_reads() -> u32 {
+        CLOCK_READS.with(std::cell::Cell::get)
+    }
+
+    /// The state of a function that returns `Result<(), &str>` and retries every error.
+    type Plain<'p> = Retry<'p, Result<(), &'static str>, fn(&&'static str) -> bool>;
+
+    /// `start` with the counting clock.
+    fn counted(policy: &Policy) -> Plain<'_> {
+        CLOCK_READS.with(|reads| reads.set(0));
+        Retry::with_parts(policy, "f", counted_clock, transient, Unset)
+    }
+
     #[test]
-    fn no_clock_is_read_before_the_first_attempt() {
+    fn the_happy_path_reads_no_clock_without_deadline_or_notify() {
+        let policy = Policy::new();
+        let mut retry = counted(&policy).on_result(|_| false).on_give_up(|_| {});
+        let attempted = retry.attempt(|| Ok(()));
+        assert!(matches!(retry.next(attempted), ControlFlow::Break(Ok(()))));
+        assert_eq!(clock_reads(), 0);
+    }
+
+    #[test]
+    fn a_deadline_reads_the_clock_once_as_the_first_attempt_starts() {
         let policy = Policy::new().deadline(Duration::from_secs(10));
-        let mut retry = Retry::<Result<(), &str>>::start(&policy, "f", transient);
-        assert!(retry.progress.started.is_none());
-        let _ = retry.attempt(|| Ok(()));
+        let mut retry = counted(&policy);
+        assert_eq!((clock_reads(), retry.progress.started), (0, None));
+        let attempted = retry.attempt(|| Ok(()));
+        assert_eq!(clock_reads(), 1);
         assert!(retry.progress.started.is_some());
+        assert!(matches!(retry.next(attempted), ControlFlow::Break(Ok(()))));
+        assert_eq!(clock_reads(), 1);
+    }
+
+    #[test]
+    fn notify_reads_the_clock_once_as_the_first_attempt_starts() {
+        let policy = Policy::new();
+        let mut retry = counted(&policy).notify(|_, _| {});
+        assert_eq!(clock_reads(), 0, "the builder reads no clock");
+        let attempted = retry.attempt(|| Ok(()));
+        assert!(matches!(retry.next(attempted), ControlFlow::Break(Ok(()))));
+        assert_eq!(clock_reads(), 1);
+    }
+
+    #[test]
+    fn the_budget_gets_its_deposit_as_the_first_attempt_starts() {
+        static BUDGET: RetryBudget = RetryBudget::new().ratio(1.0);
+        let policy = Policy::new().jitter(Jitter::None);
+        let mut retry = Retry::<Result<(), &str>>::start(&policy, "f", transient).budget(&BUDGET);
+        assert_eq!(BUDGET.available(), 0.0, "the builder deposits nothing");
+        let attempted = retry.attempt(|| Err("busy"));
+        assert_eq!(BUDGET.available(), 1.0);
+        // The retry takes this second's reserve, not the token; the second attempt deposits
+        // nothing more.
+        let ControlFlow::Continue(mut retry) = retry.next(attempted) else {
+            panic!("expected a retry");
+        };
+        let _ = retry.attempt(|| Ok(()));
+        assert_eq!(BUDGET.available(), 1.0);
     }
 
     #[test]

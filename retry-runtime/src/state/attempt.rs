@@ -25,11 +25,11 @@ where
     N: Slot<E, RetryEvent>,
     X: MaybeExtras<'p, E>,
 {
-    /// The call starts with its first attempt: the clock is read once if a deadline or `notify`
-    /// will need the elapsed time, and the budget gets this call's deposit.
+    /// The first attempt starts: `notify` gets the time the call started (`start` read it
+    /// already if the policy has a deadline), and the budget gets this call's deposit.
     #[inline(always)]
     fn begin(&mut self) {
-        if self.site.policy.get_deadline().is_some() || N::SET {
+        if N::SET && self.progress.started.is_none() {
             self.progress.started = Some((self.site.clock)());
         }
         if let Some(budget) = self.extras.get().and_then(|x| x.budget) {

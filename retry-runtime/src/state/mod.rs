@@ -93,8 +93,8 @@ impl<T, E> Outcome for Result<T, E> {
 /// The builders read no clock and deposit nothing. The call reads the clock once as it starts
 /// if the policy has a deadline (in `start`) or `notify` is set (as the first attempt starts,
 /// for [`RetryEvent::elapsed`]), and `budget` gets this call's deposit from the first attempt. A
-/// `breaker` reads the clock as each attempt starts and ends; a `budget` or a deadline reads it
-/// after a failure.
+/// `breaker` reads the clock as each attempt starts and ends, a `timeout` with a deadline as
+/// each attempt starts (to clip it), a `budget` or a deadline after a failure.
 ///
 /// The happy path is what the layout serves. Every option lives in a type parameter that is
 /// the zero-sized [`Unset`] when the option is not written (`H` holds the hooks, one
@@ -102,7 +102,7 @@ impl<T, E> Outcome for Result<T, E> {
 /// that uses none of them carries only the policy, its name, the clock, the classifier and two
 /// small words of progress. The decision after a failure takes the state apart by value on its
 /// own branch, so the state stays in registers and the compiler folds every constant: on the
-/// happy path, and in the decision itself, where the policy's arithmetic folds too.
+/// happy path, and in the decision itself, where a sync function's constant policy folds too.
 ///
 /// Each user-supplied callable is a [`Hook`]: stored with a function pointer that calls it, made
 /// where its bound is checked (in `start` and the builders), so that a mistyped classifier or

@@ -271,8 +271,8 @@ pub use budget::RetryBudget;
 pub use context::{Attempt, attempt, scope};
 pub use key::IdempotencyKey;
 pub use policy::{Backoff, Jitter, Policy, PolicyError};
-pub use state::RetryEvent;
-pub use timer::Elapsed;
+pub use state::{GiveUp, GiveUpReason, RetryEvent};
+pub use timer::{Elapsed, Sleeper};
 pub use transient::{Transient, Verdict, has_transient_io_cause};
 
 /// Turns a function that returns `Result` into a retry loop with backoff and jitter.
@@ -303,18 +303,20 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 /// | `factor` | number ≥ 1 | growth of the pause per retry (exponential only) | 2 |
 /// | `backoff` | `exponential`, `linear`, `constant` | pause n (n = 1, 2, …): `base·factor^(n−1)`, `base·n`, `base` | `exponential` |
 /// | `max_delay` | duration string | no single pause is ever longer, jitter and server-suggested pauses included (cap applied last) | `"30s"`, or `base` if that is longer |
-/// | `deadline` | duration string | total time budget from the first call, calls and pauses included, on a monotonic clock (tokio's for async functions); a pause that would end past it is not taken and the last error is returned at once | none |
+/// | `deadline` | duration string | total time budget from the first call, calls and pauses included, on the clock of the pauses: tokio's for async functions (so a paused test clock governs both), `std::time::Instant` for sync ones and for `sleep = f`, a [`Sleeper`] type's own; a pause that would end past it is not taken and the loop gives up with the last error at once | none |
 /// | `jitter` | bare `jitter`, a number in (0, 1], a duration string, `full`, `equal`, `decorrelated`, `none` | randomises each pause; the forms are in the [`Jitter`] table | bare `jitter` (`d + U[0, d/2)`) |
 /// | `policy` | an expression giving a [`Policy`] or `&Policy` | timings chosen at run time (a `const`, or a string from configuration read with `Policy::from_str`); excludes the timing keys above | — |
 /// | `on` | an expression callable as `Fn(&E) -> bool` or `Fn(&E) -> Verdict` | which errors are worth retrying; everything else is returned at once | the error type's [`Transient`] impl |
-/// | `on_result` | `Fn(&T) -> bool` | an `Ok` value it marks is a transient failure (an HTTP 503 that arrives as `Ok(response)`); when the retries run out the last `Ok` is returned | — |
+/// | `on_result` | `Fn(&T) -> bool` or `Fn(&T) -> Verdict` | an `Ok` value it marks (`true`, or a [`Verdict`] that retries) is a transient failure, an HTTP 503 that arrives as `Ok(response)`; `RetryAfter` is honoured as for errors; when the loop gives up the last `Ok` is returned | — |
 /// | `timeout` | duration string > 0, `async fn` only | each attempt is cut off after this long (clipped to the time left before `deadline`) and counts as a transient failure; needs `E: From<retry_runtime::Elapsed>` | — |
-/// | `notify` | `Fn(&E, &RetryEvent)` | called before each pause with the error, the attempt number, the real pause (jitter included) and the time since the first call | — |
-/// | `on_give_up` | `Fn(&E)` | called once with the last error when the loop stops retrying a transient failure | — |
-/// | `sleep` | `Fn(Duration) -> impl Future<Output = ()>`, `async fn` only | pause with another runtime's timer | tokio's |
-/// | `budget` | a [`RetryBudget`] (usually a `static`) | retries draw from a shared token bucket; when it is empty the current error is returned at once | — |
-/// | `breaker` | a [`CircuitBreaker`] (usually a `static`) | while open, the function returns `E::from(CircuitOpen)` at once without calling the body; needs `E: From<retry_runtime::CircuitOpen>` | — |
+/// | `notify` | `Fn(&E, &RetryEvent)` or `Fn(Result<&T, &E>, &RetryEvent)` | called before each pause with the error (or, in the second form, the outcome, which also carries an `Ok` that `on_result` rejected), the attempt number, the real pause (jitter included) and the time since the first call | — |
+/// | `on_give_up` | `Fn(&E)`, `Fn(&E, &GiveUp)` or `Fn(Result<&T, &E>, &GiveUp)` | called once when the loop gives up on a failure it could have retried (retries used up, deadline, a server-suggested pause too long, the budget empty, the breaker open), with the last error (or outcome) and, in the two-argument forms, why, the attempts and the time spent | — |
+/// | `sleep` | `Fn(Duration) -> impl Future<Output = ()>` or a [`Sleeper`] type, `async fn` only | pause with another runtime's timer; the deadline is then measured on its clock (`Sleeper::now`; `std::time::Instant` for a function) | tokio's |
+/// | `budget` | a [`RetryBudget`] (usually a `static`) | retries draw from a shared token bucket; when it is empty the loop gives up with the current error at once | — |
+/// | `breaker` | a [`CircuitBreaker`] (usually a `static`) | while open, the function returns `E::from(CircuitOpen)` at once without calling the body; a failure after which it is open ends the loop at once with that failure, without a pause; needs `E: From<retry_runtime::CircuitOpen>` | — |
 /// | `nested` | `retry` or `single` | inside another annotated function that retries: retry here too, or make one attempt | `single` |
+/// | `fallback` | `FnOnce(E, GiveUp) -> Result<T, E>`; in an `async fn` also async | called once with the last error and why (a [`GiveUp`]) when the loop gives up; what it returns is the function's result. Not called for `Ok`, a permanent error, a dropped future, or under a layer that retries | — |
+/// | `log_level` | `error`, `warn`, `info`, `debug` or `trace` | with the `tracing` feature, the level of the one event logged when a call fails after retrying or the loop gives up | `"error"` |
 /// | `crate` | a path | where the runtime is, for a renamed dependency (`rt = { package = "retry-runtime", ... }`, then `crate = rt`) or one re-exported by another crate; every generated path goes through it | `::retry_runtime` |
 ///
 /// Duration strings are an unsigned decimal number and a unit: `ns`, `us`, `µs`, `ms`, `s`, `m`

@@ -55,7 +55,7 @@ fn is_pending(status: &u16) -> bool {
 static BUDGET: RetryBudget = RetryBudget::new();
 static BREAKER: CircuitBreaker = CircuitBreaker::new();
 async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
-    use ::retry_runtime::__private as __retry_rt;
+    use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(4)
         .base(__retry_rt::Duration::from_millis(250))

@@ -4,7 +4,7 @@ use std::io;
 
 **Not idempotent**: a repeat would act twice. It is retried only with an idempotency key that every attempt sends.*/
 async fn pay_out(claim: u32, amount: u64, key: &IdempotencyKey) -> io::Result<String> {
-    use ::retry_runtime::__private as __retry_rt;
+    use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(2)
         .base(__retry_rt::Duration::from_millis(500))

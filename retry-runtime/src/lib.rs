@@ -209,19 +209,56 @@
 //! assert!(matches!(check_coverage(), Err(ContractError::Unavailable(_)))); // at once, no call
 //! ```
 //!
+//! # Fallback: after the last attempt
+//!
+//! `fallback = f` decides what the caller gets once the loop gives up: `f(last_error, why)` is
+//! called, with a [`GiveUp`] that says why (retries used up, the deadline, a server's pause beyond
+//! `max_delay`, the budget empty, the breaker open), and its result is the function's. It is not
+//! called for `Ok`, for a permanent error (an answer the caller must see), when the future is
+//! dropped, or in a nested function that makes a single attempt. The expression is evaluated
+//! inside the function, so a closure can use the parameters; in an `async fn` it may be async.
+//!
+//! ```
+//! use retry_runtime::{retry, testing, GiveUp, GiveUpReason};
+//! use std::io;
+//!
+//! /// Keeps the claim for later and tells the customer so.
+//! fn save_for_later(saved: &mut Vec<u32>, claim: u32, why: GiveUp) -> io::Result<&'static str> {
+//!     assert_eq!(why.reason, GiveUpReason::Exhausted);
+//!     saved.push(claim);
+//!     Ok("your details are saved")
+//! }
+//!
+//! #[retry(max = 2, base = "1s", fallback = |_error, why| save_for_later(saved, claim, why))]
+//! fn check_coverage(claim: u32, saved: &mut Vec<u32>) -> io::Result<&'static str> {
+//!     Err(io::ErrorKind::ConnectionReset.into())
+//! }
+//!
+//! let mut saved = Vec::new();
+//! let (answer, _) = testing::record(|| check_coverage(4711, &mut saved));
+//! assert_eq!(answer.unwrap(), "your details are saved");
+//! assert_eq!(saved, [4711]);
+//! ```
+//!
 //! # Logging
 //!
 //! With the `tracing` feature (on by default), each failed attempt that will be retried is an
-//! `INFO` event with the function's name, the attempt, the pause and the error, and the final
-//! failure is one `WARN` event; nothing is logged when the first call succeeds. For your own
-//! reporting, `notify = f` hears every pause and `on_give_up = f` the final error.
+//! `INFO` event with the function's name, the attempt, the pause and the error. A call that fails
+//! after at least one retry ends with exactly one more event, whatever ended it (the limit, the
+//! deadline, a permanent error, the breaker, the budget), at `ERROR` or the level
+//! `log_level = "warn"` names; so does a call the loop gives up on at its first attempt. A
+//! permanent error on the first call, and a call that succeeds, log nothing. The error is shown
+//! with `Debug`, or by its type name when it has none: the attribute adds no `Debug` bound, not
+//! even to a generic error type. For your own reporting, `notify = f` hears every pause and
+//! `on_give_up = f` the give-up, each the error or, in their outcome forms, an `Ok` that
+//! `on_result` rejected as well.
 //!
 //! # Features
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
 //! | `tokio` | on | async functions pause with tokio's timer and read tokio's clock |
-//! | `tracing` | on | `INFO`/`WARN` events for failed attempts (requires `E: Debug`) |
+//! | `tracing` | on | an `INFO` event per retried failure and one final event (`ERROR` by default) for a call that failed after retrying; errors without `Debug` are shown by their type name |
 //! | `http` | off | in `integrations::http`, a classifier for `http::StatusCode` and `http::Response`, with `Retry-After` (the header's parser is there without the feature) |
 //! | `reqwest` | off | `Transient for reqwest::Error` |
 //! | `tonic` | off | `Transient for tonic::Status`, with `grpc-retry-pushback-ms` |
@@ -342,15 +379,18 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 ///
 /// It keeps the signature and rewrites only the body: each attempt runs the body; `Ok` and a
 /// non-transient `Err` are returned at once; a transient `Err` pauses and runs the body again
-/// until the retries or the deadline run out, and then the last `Err` is returned unchanged. `?`
+/// until the loop gives up (the retries or the deadline run out, a server's pause beyond
+/// `max_delay`, the budget empty, the breaker open), and then the last `Err` is returned
+/// unchanged, or what `fallback` makes of it. `?`
 /// and `return` in the body end the attempt, not the function. Each attempt borrows the
 /// parameters, so a retry clones nothing; a body that consumes an owned parameter does not
 /// compile (clone it at the top of the body, or take a reference). Sync functions pause with
 /// [`std::thread::sleep`], async functions with tokio's timer; dropping the future during a pause
 /// stops it. When the first call succeeds nothing is allocated, and no clock is read unless
-/// `deadline` or `notify` is set (either reads it once, as the call starts, and `timeout` with a
-/// `deadline` again as each attempt starts, to clip it) or `breaker` is (it reads it as each
-/// attempt starts and ends).
+/// `deadline` is set (read once, as the call starts), or a hook that hears the time (`notify`,
+/// `fallback`, or `on_give_up` taking a [`GiveUp`]: read once, as the first attempt starts), or
+/// `breaker` (as each attempt starts and ends); `timeout` with a `deadline` reads it again as
+/// each attempt starts, to clip it. The clock is the one of the pauses ([`Sleeper::now`]).
 ///
 /// Return types: `Result<T, E>`, or any path whose last segment ends in `Result` (`io::Result<T>`,
 /// an alias). `const fn`, `extern "C" fn` and other return types are compile errors.
@@ -368,7 +408,7 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 ///
 /// ```text
 /// async fn check_coverage(client: &ContractClient, claim: &Claim) -> Result<Coverage, ContractError> {
-///     use ::retry_runtime::__private as __retry_rt;
+///     use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
 ///     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
 ///         .max(3)
 ///         .base(__retry_rt::Duration::from_secs(1))

@@ -327,8 +327,11 @@ impl Policy {
     }
 
     /// [`delay`](Self::delay) in whole nanoseconds, for the loop, which keeps its pauses so:
-    /// no `Duration` is made or taken apart on the way.
-    #[inline]
+    /// no `Duration` is made or taken apart on the way. Always inline, so that a constant
+    /// policy folds in the decision (`jitter = none` to a few instructions): left to the
+    /// inliner, it stayed a call once the decision grew (98 instructions for a sync failure
+    /// against 48).
+    #[inline(always)]
     pub(crate) fn delay_nanos(&self, retry: u32, previous: u64) -> u64 {
         if self.jitter == Jitter::None {
             return self.nominal_nanos(retry, nanos(self.get_max_delay()));

@@ -415,6 +415,52 @@ fn notify_the_events_on_give_up_and_the_fallback_come_in_this_order() {
     );
 }
 
+#[retry(
+    max = 2,
+    base = "1ms",
+    jitter = none,
+    notify = |e: &ContractError, event: &RetryEvent| note(journal, format!("notify {} {e:?}", event.attempt)),
+    on_give_up = |e: &ContractError, why: &GiveUp| note(journal, format!("on_give_up {e:?} {}", why.reason)),
+    fallback = |e, why: GiveUp| async move {
+        tokio::time::sleep(MS).await;
+        note(journal, format!("fallback {e:?} {}", why.attempts));
+        Ok(Coverage::Saved { claim: 0 })
+    },
+)]
+async fn check_journaled_async(
+    contract: &Contract,
+    journal: &Journal,
+) -> Result<Coverage, ContractError> {
+    contract.check()
+}
+
+#[test]
+fn async_notify_the_events_on_give_up_and_the_fallback_come_in_this_order() {
+    let journal = Journal::default();
+    let contract = Contract::new(&[overloaded]);
+    let result = journaled(&journal, || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("a runtime")
+            .block_on(check_journaled_async(&contract, &journal))
+    });
+    assert_eq!(result, Ok(Coverage::Saved { claim: 0 }));
+    assert_eq!(
+        *journal.lock().expect("not poisoned"),
+        [
+            "INFO attempt failed; retrying",
+            "notify 1 Overloaded(1)",
+            "INFO attempt failed; retrying",
+            "notify 2 Overloaded(2)",
+            "ERROR giving up",
+            "on_give_up Overloaded(3) retries used up",
+            "fallback Overloaded(3) 3",
+        ]
+    );
+}
+
 /// Runs `f` with the events of this thread written to `journal` as `LEVEL message`.
 fn journaled<R>(journal: &Journal, f: impl FnOnce() -> R) -> R {
     callsites::keep_open();

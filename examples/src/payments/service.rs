@@ -246,7 +246,7 @@ pub async fn run(config: Config) -> Result<(), Box<dyn Error>> {
                 .lease(config.lease);
             store.migrate().await?;
             create_sqlite_ledger(store.pool()).await?;
-            serve(bind(config.listen).await?, store, options).await?;
+            serve(listening(config.listen).await?, store, options).await?;
         }
         Database::Postgres(url) => {
             let pool = PgPoolOptions::new()
@@ -255,10 +255,20 @@ pub async fn run(config: Config) -> Result<(), Box<dyn Error>> {
             let store = PostgresStore::<Receipt>::new(pool).lease(config.lease);
             store.migrate().await?;
             create_postgres_ledger(store.pool()).await?;
-            serve(bind(config.listen).await?, store, options).await?;
+            serve(listening(config.listen).await?, store, options).await?;
         }
     }
     Ok(())
+}
+
+/// Binds `addr` and prints `listening on http://ADDR:PORT`: from here on, connections wait in
+/// the listener's queue until the service accepts them.
+async fn listening(addr: SocketAddr) -> io::Result<TcpListener> {
+    let listener = bind(addr).await?;
+    let mut out = io::stdout().lock();
+    writeln!(out, "{LISTENING} http://{}", listener.local_addr()?)?;
+    out.flush()?;
+    Ok(listener)
 }
 
 /// Binds `addr`. A service restarted on the port it had waits for the port to be free (up to
@@ -454,13 +464,13 @@ impl<S> App<S> {
 }
 
 /// Serves `POST /payouts` on `listener` with `store` until the process ends. Generic over the
-/// store, so that the benchmark runs the same handler with other stores.
+/// store, so that the benchmark runs the same handler with other stores. The ledger table must
+/// be there ([`create_sqlite_ledger`], [`create_postgres_ledger`]).
 pub async fn serve<S>(listener: TcpListener, store: S, options: Options) -> io::Result<()>
 where
     S: IdempotencyStore<Receipt> + 'static,
     S::Transaction: LedgerTransaction,
 {
-    let url = format!("http://{}", listener.local_addr()?);
     let app = Arc::new(App {
         store,
         bank: options.bank,
@@ -476,11 +486,6 @@ where
         .route("/payouts", post(pay::<S>))
         .with_state(app);
     let listener = Listener::new(listener, options.faults);
-    {
-        let mut out = io::stdout().lock();
-        writeln!(out, "{LISTENING} {url}")?;
-        out.flush()?;
-    }
     axum::serve(
         listener,
         router.into_make_service_with_connect_info::<Peer>(),

@@ -162,9 +162,7 @@ impl Config {
     /// `--database-url` is not given.
     pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
         let mut config = Config::default();
-        if let Ok(url) = std::env::var("DATABASE_URL") {
-            config.database = url.parse()?;
-        }
+        let mut database = None;
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
             let mut value = || {
@@ -183,7 +181,7 @@ impl Config {
                         .parse()
                         .map_err(|_| format!("`--listen` takes ADDR:PORT, not `{text}`"))?;
                 }
-                "--database-url" => config.database = value()?.parse()?,
+                "--database-url" => database = Some(value()?.parse()?),
                 "--bank-url" => config.bank = Some(value()?),
                 "--lease-ms" => config.lease = millis(value()?)?,
                 "--db-timeout-ms" => config.db_timeout = millis(value()?)?,
@@ -194,6 +192,11 @@ impl Config {
                 _ => return Err(format!("unknown argument `{arg}`\n{USAGE}")),
             }
         }
+        config.database = match (database, std::env::var("DATABASE_URL")) {
+            (Some(database), _) => database,
+            (None, Ok(url)) => url.parse()?,
+            (None, Err(_)) => Database::default_sqlite(),
+        };
         Ok(config)
     }
 

@@ -270,7 +270,7 @@ async fn every_step(databases: Databases) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_a_kill_at_every_step_pays_once() {
-    every_step(Databases::sqlite("sqlite_every_step")).await;
+    every_step(Databases::sqlite("sqlite_a_kill_at_every_step_pays_once")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -366,7 +366,7 @@ async fn random_steps(databases: Databases) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_kills_at_random_steps_pay_once() {
-    random_steps(Databases::sqlite("sqlite_random_steps")).await;
+    random_steps(Databases::sqlite("sqlite_kills_at_random_steps_pay_once")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -380,7 +380,10 @@ async fn postgres_kills_at_random_steps_pay_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_two_replicas_and_a_hundred_clients_with_one_key_pay_once() {
-    let Some(databases) = Databases::postgres("postgres_two_replicas").await else {
+    let Some(databases) =
+        Databases::postgres("postgres_two_replicas_and_a_hundred_clients_with_one_key_pay_once")
+            .await
+    else {
         return;
     };
     let database = databases.for_run(0);
@@ -460,7 +463,8 @@ async fn postgres_two_replicas_and_a_hundred_clients_with_one_key_pay_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_restarting_in_the_middle_of_two_hundred_payouts_loses_and_doubles_nothing() {
-    const TEST: &str = "postgres_restarting_in_the_middle_of_two_hundred_payouts";
+    const TEST: &str =
+        "postgres_restarting_in_the_middle_of_two_hundred_payouts_loses_and_doubles_nothing";
     if !std::env::var("RETRY_TEST_PG_BIN").is_ok_and(|bin| Path::new(&bin).join("pg_ctl").exists())
     {
         databases::skip_or_fail(TEST, "PostgreSQL's server binaries", RUN_HINT);

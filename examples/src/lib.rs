@@ -1,1 +1,5 @@
-//! Runnable examples: `cargo run --example portal`.
+//! Runnable examples: `cargo run --example portal`, and what its processes share with the fault
+//! tests (`examples/tests/queue_*.rs`): the portal's durable job queue, and crash points.
+
+pub mod crash;
+pub mod queue;

@@ -6,7 +6,7 @@
 //! cargo run --example portal -- --database-url postgres://...   # or in PostgreSQL
 //! ```
 //!
-//! The run takes about twenty seconds, because the pauses are real. Five scenes:
+//! The run takes fifteen to twenty seconds, because the pauses are real. Five scenes:
 //!
 //! 1. The contract service is overloaded for a moment: it answers "overloaded" to the first two
 //!    coverage checks, and the third attempt, after pauses of about 1 s and 2 s, gets "covered".

@@ -1,164 +1,15 @@
 //! The attribute's own cost, against a plain function and the same retry written with `backon`
-//! and `tokio-retry`: `cargo bench -p retry-bench --bench attribute`.
-//!
-//! Every variant is `#[inline(never)]`, so each iteration makes one real call and none of them is
-//! folded into the benchmark loop. `tokio-retry` has no sync form; its rows are async only.
+//! and `tokio-retry`: `cargo bench -p retry-bench --bench attribute`. The variants are in
+//! `common/variants.rs`.
 
 mod common;
+#[path = "common/variants.rs"]
+mod variants;
 
-use backon::{BlockingRetryable, ConstantBuilder, ExponentialBuilder, Retryable};
 use criterion::{Criterion, criterion_group, criterion_main};
-use retry_runtime::{Transient, retry};
 use std::cell::Cell;
 use std::hint::black_box;
-use std::time::Duration;
-use tokio_retry::RetryIf;
-use tokio_retry::strategy::FixedInterval;
-
-#[derive(Debug)]
-struct Busy;
-
-impl Transient for Busy {
-    fn is_transient(&self) -> bool {
-        true
-    }
-}
-
-fn is_busy(_: &Busy) -> bool {
-    true
-}
-
-/// The work of every happy-path variant. It can fail (the benchmark never passes 0), so the
-/// compiler has to keep each variant's failure path: a body that cannot fail would let it
-/// delete the retry loop altogether and measure nothing.
-#[inline(always)]
-fn answer(x: u64) -> Result<u64, Busy> {
-    if x == 0 {
-        Err(Busy)
-    } else {
-        Ok(x.wrapping_mul(3))
-    }
-}
-
-/// The work of every failure-path variant: odd calls fail, even calls succeed, so each call of
-/// a retrying function fails once and then succeeds.
-#[inline(always)]
-fn flaky(calls: &Cell<u64>) -> Result<u64, Busy> {
-    let n = calls.get();
-    calls.set(n + 1);
-    if n % 2 == 0 { Err(Busy) } else { Ok(n) }
-}
-
-// The same retry everywhere: up to 3 retries, exponential from 1 s, with jitter where the crate
-// has it. On the happy path the policy's numbers never matter; building it does.
-const BACKON: ExponentialBuilder = ExponentialBuilder::new().with_max_times(3).with_jitter();
-const BACKON_ZERO: ConstantBuilder = ConstantBuilder::new()
-    .with_delay(Duration::ZERO)
-    .with_max_times(3);
-
-mod sync {
-    use super::*;
-
-    #[inline(never)]
-    pub fn plain(x: u64) -> Result<u64, Busy> {
-        answer(x)
-    }
-
-    #[inline(never)]
-    #[retry(max = 3, base = "1s")]
-    pub fn attribute(x: u64) -> Result<u64, Busy> {
-        answer(x)
-    }
-
-    #[inline(never)]
-    pub fn backon(x: u64) -> Result<u64, Busy> {
-        (|| answer(x)).retry(BACKON).when(is_busy).call()
-    }
-
-    /// The floor under `#[retry]`: the attempt context alone (what `attempt()` and nested
-    /// functions read), put in place around the body as every attempt does, without the loop.
-    #[inline(never)]
-    pub fn context_alone(x: u64) -> Result<u64, Busy> {
-        retry_runtime::scope::caller_retries(|| answer(x))
-    }
-
-    /// The baseline of the failure path: the loop a careful programmer writes by hand.
-    #[inline(never)]
-    pub fn hand_written(calls: &Cell<u64>) -> Result<u64, Busy> {
-        let mut retries = 0;
-        loop {
-            match flaky(calls) {
-                Err(e) if e.is_transient() && retries < 3 => retries += 1,
-                outcome => return outcome,
-            }
-        }
-    }
-
-    #[inline(never)]
-    #[retry(max = 3, base = "0ns", jitter = none)]
-    pub fn attribute_flaky(calls: &Cell<u64>) -> Result<u64, Busy> {
-        flaky(calls)
-    }
-
-    #[inline(never)]
-    pub fn backon_flaky(calls: &Cell<u64>) -> Result<u64, Busy> {
-        (|| flaky(calls)).retry(BACKON_ZERO).when(is_busy).call()
-    }
-}
-
-mod not_sync {
-    use super::*;
-
-    #[inline(never)]
-    pub async fn plain(x: u64) -> Result<u64, Busy> {
-        answer(x)
-    }
-
-    #[inline(never)]
-    #[retry(max = 3, base = "1s")]
-    pub async fn attribute(x: u64) -> Result<u64, Busy> {
-        answer(x)
-    }
-
-    #[inline(never)]
-    pub async fn backon(x: u64) -> Result<u64, Busy> {
-        (|| async { answer(x) }).retry(BACKON).when(is_busy).await
-    }
-
-    /// The floor under `#[retry]`: the attempt context alone, in place around every poll of
-    /// the body, without the loop.
-    #[inline(never)]
-    pub async fn context_alone(x: u64) -> Result<u64, Busy> {
-        retry_runtime::scope::caller_retries_async(async { answer(x) }).await
-    }
-
-    #[inline(never)]
-    pub async fn tokio_retry(x: u64) -> Result<u64, Busy> {
-        // tokio-retry without its `rand` feature has no jitter; the happy path never draws.
-        let strategy = FixedInterval::from_millis(1000).take(3);
-        RetryIf::start(strategy, || async { answer(x) }, is_busy).await
-    }
-
-    #[inline(never)]
-    #[retry(max = 3, base = "0ns", jitter = none)]
-    pub async fn attribute_flaky(calls: &Cell<u64>) -> Result<u64, Busy> {
-        flaky(calls)
-    }
-
-    #[inline(never)]
-    pub async fn backon_flaky(calls: &Cell<u64>) -> Result<u64, Busy> {
-        (|| async { flaky(calls) })
-            .retry(BACKON_ZERO)
-            .when(is_busy)
-            .await
-    }
-
-    #[inline(never)]
-    pub async fn tokio_retry_flaky(calls: &Cell<u64>) -> Result<u64, Busy> {
-        let strategy = FixedInterval::new(Duration::ZERO).take(3);
-        RetryIf::start(strategy, || async { flaky(calls) }, is_busy).await
-    }
-}
+use variants::{not_sync, sync};
 
 fn happy_path(c: &mut Criterion) {
     let mut g = c.benchmark_group("happy/sync");
@@ -219,6 +70,10 @@ fn failure_path(c: &mut Criterion) {
     g.bench_function("backon", |b| {
         b.to_async(&rt)
             .iter(|| not_sync::backon_flaky(black_box(&calls)))
+    });
+    g.bench_function("backon, a sleep that returns at once", |b| {
+        b.to_async(&rt)
+            .iter(|| not_sync::backon_flaky_no_sleep(black_box(&calls)))
     });
     g.bench_function("tokio-retry", |b| {
         b.to_async(&rt)

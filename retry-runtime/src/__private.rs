@@ -3,8 +3,8 @@
 
 pub use crate::breaker::FromCircuitOpen;
 pub use crate::state::{
-    ErrorHook, Extras, IntoVerdict, KeyParam, LoggableError, MaybeExtras, Notify, OnGiveUp,
-    OnResult, Outcome, ResultCheck, Retry, Run, Unset, WithKey,
+    Attempted, Extras, Hook, Hooks, IntoError, IntoVerdict, KeyParam, LoggableError, MaybeExtras,
+    NoRefusal, Outcome, PerAttempt, Refusal, Retry, Run, Slot, Unset,
 };
 pub use crate::timer::{FromElapsed, NoTimer, SleepFuture, Sleeper, TimerFor};
 pub use crate::{Backoff, Jitter, Policy, Verdict};

@@ -345,8 +345,10 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 /// parameters, so a retry clones nothing; a body that consumes an owned parameter does not
 /// compile (clone it at the top of the body, or take a reference). Sync functions pause with
 /// [`std::thread::sleep`], async functions with tokio's timer; dropping the future during a pause
-/// stops it. When the first call succeeds nothing is allocated and no clock is read (unless
-/// `deadline` is set).
+/// stops it. When the first call succeeds nothing is allocated, and no clock is read unless
+/// `deadline` or `notify` is set (either reads it once, as the call starts, and `timeout` with a
+/// `deadline` again as each attempt starts, to clip it) or `breaker` is (it reads it as each
+/// attempt starts and ends).
 ///
 /// Return types: `Result<T, E>`, or any path whose last segment ends in `Result` (`io::Result<T>`,
 /// an alias). `const fn`, `extern "C" fn` and other return types are compile errors.

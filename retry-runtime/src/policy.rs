@@ -242,7 +242,13 @@ impl Policy {
     pub const fn get_max_delay(&self) -> Duration {
         match self.max_delay {
             Some(cap) => cap,
-            None if self.base.as_nanos() > DEFAULT_MAX_DELAY.as_nanos() => self.base,
+            // Seconds first, as `Duration`'s order does; not `as_nanos`, a 128-bit product.
+            None if self.base.as_secs() > DEFAULT_MAX_DELAY.as_secs()
+                || (self.base.as_secs() == DEFAULT_MAX_DELAY.as_secs()
+                    && self.base.subsec_nanos() > DEFAULT_MAX_DELAY.subsec_nanos()) =>
+            {
+                self.base
+            }
             None => DEFAULT_MAX_DELAY,
         }
     }
@@ -282,20 +288,27 @@ impl Policy {
     ///
     /// Randomness comes from a per-thread generator seeded by the operating system.
     pub fn delay(&self, retry: u32, previous: Duration) -> Duration {
+        Duration::from_nanos(self.delay_nanos(retry, nanos(previous)))
+    }
+
+    /// [`delay`](Self::delay) in whole nanoseconds, for the loop, which keeps its pauses so:
+    /// no `Duration` is made or taken apart on the way.
+    #[inline]
+    pub(crate) fn delay_nanos(&self, retry: u32, previous: u64) -> u64 {
         if self.jitter == Jitter::None {
-            return self.nominal_delay(retry);
+            return self.nominal_nanos(retry, nanos(self.get_max_delay()));
         }
         crate::random::with(|draw| self.delay_with(retry, previous, draw))
     }
 
-    /// The delay arithmetic with the random source as a parameter: `draw(lo, hi)` returns a
-    /// uniform value in `[lo, hi]`.
+    /// The delay arithmetic in nanoseconds, with the random source as a parameter:
+    /// `draw(lo, hi)` returns a uniform value in `[lo, hi]`.
     pub(crate) fn delay_with(
         &self,
         retry: u32,
-        previous: Duration,
+        previous: u64,
         draw: &mut dyn FnMut(u64, u64) -> u64,
-    ) -> Duration {
+    ) -> u64 {
         let cap = nanos(self.get_max_delay());
         let d = self.nominal_nanos(retry, cap);
         let jittered = match self.jitter {
@@ -314,12 +327,12 @@ impl Policy {
             }
             Jitter::Decorrelated => {
                 let base = nanos(self.base).min(cap);
-                let previous = nanos(previous).max(base);
+                let previous = previous.max(base);
                 let high = previous.saturating_mul(3);
                 draw(base, high.max(base))
             }
         };
-        Duration::from_nanos(jittered.min(cap))
+        jittered.min(cap)
     }
 }
 
@@ -449,9 +462,14 @@ fn below(n: u64, draw: &mut dyn FnMut(u64, u64) -> u64) -> u64 {
     if n == 0 { 0 } else { draw(0, n - 1) }
 }
 
-/// A duration in whole nanoseconds, saturating at `u64::MAX` (about 584 years).
+/// A duration in whole nanoseconds, saturating at `u64::MAX` (about 584 years). In 64 bits
+/// with an overflow check, not through `as_nanos`'s 128-bit product.
+#[inline]
 pub(crate) fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+    d.as_secs()
+        .checked_mul(1_000_000_000)
+        .and_then(|n| n.checked_add(u64::from(d.subsec_nanos())))
+        .unwrap_or(u64::MAX)
 }
 
 /// `base·factor^exp`, saturating at `cap`. Whole factors use integer arithmetic, so `1s·2^k` is
@@ -486,6 +504,16 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use rand::{RngExt, SeedableRng, rngs::SmallRng};
+
+    /// `delay_with` in `Duration`s, as the properties are written.
+    fn with_draw(
+        p: &Policy,
+        retry: u32,
+        previous: Duration,
+        draw: &mut dyn FnMut(u64, u64) -> u64,
+    ) -> Duration {
+        Duration::from_nanos(p.delay_with(retry, nanos(previous), draw))
+    }
 
     const S: Duration = Duration::from_secs(1);
 
@@ -552,7 +580,7 @@ mod tests {
         let p = Policy::new();
         let mut draw = seeded(1);
         let samples: Vec<_> = (0..10_000)
-            .map(|_| p.delay_with(1, Duration::ZERO, &mut draw))
+            .map(|_| Duration::from_nanos(p.delay_with(1, 0, &mut draw)))
             .collect();
         assert!(samples.iter().all(|d| *d >= S && *d < S + S / 2));
         // A real spread, not a constant: both ends of the range are reached.
@@ -605,7 +633,7 @@ mod tests {
                 .factor(factor)
                 .backoff(backoff)
                 .jitter(jitter);
-            let d = p.delay_with(retry, Duration::from_nanos(previous), &mut seeded(seed));
+            let d = Duration::from_nanos(p.delay_with(retry, previous, &mut seeded(seed)));
             prop_assert!(d <= Duration::from_nanos(cap));
         }
 
@@ -622,23 +650,23 @@ mod tests {
             let d = p.jitter(Jitter::None).nominal_delay(retry);
             let mut draw = seeded(seed);
 
-            let got = p.jitter(Jitter::None).delay_with(retry, previous, &mut draw);
+            let got = with_draw(&p.jitter(Jitter::None), retry, previous, &mut draw);
             prop_assert_eq!(got, d);
 
-            let got = p.jitter(Jitter::Proportional(0.3)).delay_with(retry, previous, &mut draw);
+            let got = with_draw(&p.jitter(Jitter::Proportional(0.3)), retry, previous, &mut draw);
             prop_assert!(got >= d && got.as_nanos() < d.as_nanos() + (d.as_nanos() * 3 / 10).max(1));
 
             let j = Duration::from_millis(500);
-            let got = p.jitter(Jitter::Absolute(j)).delay_with(retry, previous, &mut draw);
+            let got = with_draw(&p.jitter(Jitter::Absolute(j)), retry, previous, &mut draw);
             prop_assert!(got >= d && got < d + j);
 
-            let got = p.jitter(Jitter::Full).delay_with(retry, previous, &mut draw);
+            let got = with_draw(&p.jitter(Jitter::Full), retry, previous, &mut draw);
             prop_assert!(got <= d);
 
-            let got = p.jitter(Jitter::Equal).delay_with(retry, previous, &mut draw);
+            let got = with_draw(&p.jitter(Jitter::Equal), retry, previous, &mut draw);
             prop_assert!(got >= d / 2 && got <= d);
 
-            let got = p.jitter(Jitter::Decorrelated).delay_with(retry, previous, &mut draw);
+            let got = with_draw(&p.jitter(Jitter::Decorrelated), retry, previous, &mut draw);
             prop_assert!(got >= base && got <= previous.max(base) * 3);
         }
 

@@ -23,7 +23,7 @@
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -50,6 +50,16 @@ impl Recorder {
 
 thread_local! {
     static RECORDER: RefCell<Option<Recorder>> = const { RefCell::new(None) };
+    /// Whether `RECORDER` holds a recorder: a plain flag, so that the loop's every pause and
+    /// clock read asks it with one load, without the state check of a thread-local that has a
+    /// destructor and the `RefCell`'s borrow.
+    static RECORDING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether a recording is active on this thread.
+#[inline]
+pub(crate) fn recording() -> bool {
+    RECORDING.with(Cell::get)
 }
 
 /// Records `pause` if a recording is active; `true` means "do not sleep".
@@ -65,6 +75,9 @@ pub(crate) fn record_pause(pause: Duration) -> bool {
 
 /// The virtual clock of an active recording: its start plus every recorded pause.
 pub(crate) fn virtual_now() -> Option<Instant> {
+    if !recording() {
+        return None;
+    }
     RECORDER.with(|r| {
         r.borrow().as_ref().map(|rec| {
             let slept = rec
@@ -78,6 +91,9 @@ pub(crate) fn virtual_now() -> Option<Instant> {
 
 /// Runs `f` with the recording's seeded generator if a recording is active, else with `None`.
 pub(crate) fn with_seeded<R>(f: impl FnOnce(Option<&mut StdRng>) -> R) -> R {
+    if !recording() {
+        return f(None);
+    }
     RECORDER.with(|r| f(r.borrow_mut().as_mut().map(|recorder| &mut recorder.rng)))
 }
 
@@ -88,15 +104,24 @@ struct Active<'a> {
 
 impl<'a> Active<'a> {
     fn new(slot: &'a mut Option<Recorder>) -> Self {
-        RECORDER.with(|r| std::mem::swap(&mut *r.borrow_mut(), slot));
+        swap_recorder(slot);
         Active { slot }
     }
 }
 
 impl Drop for Active<'_> {
     fn drop(&mut self) {
-        RECORDER.with(|r| std::mem::swap(&mut *r.borrow_mut(), self.slot));
+        swap_recorder(self.slot);
     }
+}
+
+/// Swaps `slot` with the thread's recorder, and keeps `RECORDING` in step.
+fn swap_recorder(slot: &mut Option<Recorder>) {
+    RECORDER.with(|r| {
+        let mut current = r.borrow_mut();
+        std::mem::swap(&mut *current, slot);
+        RECORDING.with(|flag| flag.set(current.is_some()));
+    });
 }
 
 /// Runs `f` with pauses recorded instead of slept and jitter drawn from a generator seeded with

@@ -1,0 +1,144 @@
+//! Running one attempt: the breaker's permission, the attempt context around the body, the
+//! timeout; and what happened to the attempt, as a value for the decision.
+
+use super::options::IntoError;
+use super::{Hooks, MaybeExtras, Retry, RetryEvent, Slot};
+use crate::context::{Enter, Frame, KeySlot, Scoped};
+use crate::timer::{Sleeper, Timed};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+
+/// What happened to one attempt.
+pub enum Attempted<T, E> {
+    /// The body ran to its end.
+    Completed(Result<T, E>),
+    /// The circuit breaker refused the attempt and the body did not run: its refusal, as the
+    /// function's error.
+    Refused(E),
+    /// `timeout` cut the body off: its expiry, as the function's error.
+    TimedOut(E),
+}
+
+impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G>, X>
+where
+    N: Slot<E, RetryEvent>,
+    X: MaybeExtras<'p, E>,
+{
+    /// The first attempt starts: `notify` gets the time the call started (`start` read it
+    /// already if the policy has a deadline), and the budget gets this call's deposit.
+    #[inline(always)]
+    fn begin(&mut self) {
+        if N::SET && self.progress.started.is_none() {
+            self.progress.started = Some((self.site.clock)());
+        }
+        if let Some(budget) = self.extras.get().and_then(|x| x.budget) {
+            budget.deposit();
+        }
+    }
+
+    /// The frame the next attempt runs in, with its key if the function has one; or the
+    /// breaker's refusal.
+    #[inline(always)]
+    fn enter(&mut self) -> Result<(Frame, X::Key), X::Refusal> {
+        if self.progress.retries == 0 {
+            self.begin();
+        }
+        self.extras.admit(self.site.clock)?;
+        let mut key = self.extras.key();
+        let frame = Frame {
+            attempt: self.progress.retries + 1,
+            has_key: key.slot().is_some(),
+            retried_above: self.progress.retried_above || self.site.policy.get_max() > 0,
+        };
+        Ok((frame, key))
+    }
+
+    /// Runs one attempt of a sync function, with the attempt context in place.
+    #[inline(always)]
+    pub fn attempt(&mut self, body: impl FnOnce() -> Result<T, E>) -> Attempted<T, E> {
+        let (frame, mut key) = match self.enter() {
+            Ok(entered) => entered,
+            Err(refusal) => return Attempted::Refused(refusal.into_error()),
+        };
+        let _entered = Enter::new(frame, key.slot());
+        Attempted::Completed(body())
+    }
+
+    /// Runs one attempt of an async function, with the attempt context in place on every poll.
+    /// The returned future holds only the frame, the key if there is one, and the body's
+    /// future, not the loop state.
+    #[inline(always)]
+    pub fn run<F>(&mut self, body: F) -> Run<F, X::Key, X::Refusal>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        match self.enter() {
+            Ok((frame, key)) => Run::Attempt {
+                scoped: Scoped::new(frame, key, body),
+            },
+            Err(refusal) => Run::Refused { refusal },
+        }
+    }
+
+    /// [`run`](Retry::run) with `timeout`: the attempt races the timer, whose limit is clipped to
+    /// the time left before the deadline. A separate method, so that a function without a
+    /// timeout does not carry a timer in its future.
+    pub async fn run_timed(&mut self, body: impl Future<Output = Result<T, E>>) -> Attempted<T, E>
+    where
+        S: Sleeper,
+    {
+        let (frame, key) = match self.enter() {
+            Ok(entered) => entered,
+            Err(refusal) => return Attempted::Refused(refusal.into_error()),
+        };
+        let attempt = Scoped::new(frame, key, body);
+        let Some(timeout) = self.extras.get().and_then(|x| x.timeout) else {
+            return Attempted::Completed(attempt.await);
+        };
+        let limit = match (self.site.policy.get_deadline(), self.progress.started) {
+            (Some(deadline), Some(_)) => timeout
+                .limit
+                .min(deadline.saturating_sub(self.progress.elapsed(self.site.clock))),
+            _ => timeout.limit,
+        };
+        match Timed::new(attempt, self.sleeper.sleep(limit), limit).await {
+            Ok(outcome) => Attempted::Completed(outcome),
+            Err(elapsed) => Attempted::TimedOut((timeout.error)(elapsed)),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// One attempt of an async function: the body with its frame in place, or the breaker's
+    /// refusal, returned without running the body.
+    #[project = RunProj]
+    #[allow(missing_docs)] // the fields are described with their variants
+    pub enum Run<F, K, Ref> {
+        /// The body runs.
+        Attempt { #[pin] scoped: Scoped<F, K> },
+        /// The breaker refused: its refusal, turned into the function's error when polled. A
+        /// function without a breaker has [`NoRefusal`](super::options::NoRefusal) here, so
+        /// this variant takes no room in its future.
+        Refused { refusal: Ref },
+    }
+}
+
+impl<T, E, F, K, Ref> Future for Run<F, K, Ref>
+where
+    F: Future<Output = Result<T, E>>,
+    K: KeySlot,
+    Ref: IntoError<E> + Copy,
+{
+    type Output = Attempted<T, E>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Attempted<T, E>> {
+        match self.project() {
+            RunProj::Attempt { scoped } => scoped.poll(cx).map(Attempted::Completed),
+            RunProj::Refused { refusal } => {
+                Poll::Ready(Attempted::Refused((*refusal).into_error()))
+            }
+        }
+    }
+}

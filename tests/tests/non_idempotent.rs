@@ -335,6 +335,16 @@ mod any_display {
         service.pay(&sent_key(), 100)
     }
 
+    /// A key that is not `Sync`: a sync function asks nothing more of it than `Display`.
+    #[non_idempotent]
+    #[retry(max = 3, base = "1ms", jitter = none)]
+    pub(super) fn by_rc(
+        service: &PayService,
+        #[idempotency_key] reference: std::rc::Rc<str>,
+    ) -> Result<String, PayError> {
+        service.pay(&sent_key(), 100)
+    }
+
     #[non_idempotent]
     #[retry(max = 2, base = "500ms", jitter = full)]
     pub(super) async fn by_order_number_async(
@@ -414,6 +424,10 @@ fn a_type_of_the_callers_own_with_a_lifetime_is_a_key() {
     let service = PayService::losing(1);
     assert!(any_display::by_generic(&service, 17u8).is_ok());
     service.assert_once("17", 2);
+
+    let service = PayService::losing(1);
+    assert!(any_display::by_rc(&service, std::rc::Rc::from("req-22")).is_ok());
+    service.assert_once("req-22", 2);
 }
 
 #[tokio::test(start_paused = true)]

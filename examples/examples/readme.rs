@@ -146,6 +146,11 @@ impl PaymentClient {
         let _ = (claim.0, amount.0, key);
         Ok(Receipt)
     }
+
+    async fn charge(&self, order: u64, amount: Cents) -> Result<Receipt, PayError> {
+        let _ = (order, amount.0);
+        Ok(Receipt)
+    }
 }
 
 fn is_transient(error: &PayError) -> bool {
@@ -163,6 +168,12 @@ async fn pay_out(client: &PaymentClient, claim: ClaimId, amount: Cents, key: &Id
 async fn settle(client: &PaymentClient, claim: ClaimId, amount: Cents) -> Result<Receipt, PayError> {
     let key = IdempotencyKey::new();           // 128 random bits as a UUID v4, created once
     pay_out(client, claim, amount, &key).await // every attempt sends the same key
+}
+
+#[non_idempotent]
+#[retry(max = 2, base = "500ms", on = is_transient)]
+async fn charge(client: &PaymentClient, #[idempotency_key] order: u64, amount: Cents) -> Result<Receipt, PayError> {
+    client.charge(order, amount).await // the service keys the charge by the order number
 }
 }
 

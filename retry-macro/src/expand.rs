@@ -35,7 +35,8 @@ use syn::ext::IdentExt;
 ///
 /// The runtime is named once, in the `use` (`crate = path` replaces `::retry_runtime`). A sync
 /// function runs each attempt as `__retry.attempt(|| { body })` and pauses with
-/// `__retry.pause_blocking()`. The return type in the turbofish lets the closure or `async`
+/// `__retry.pause_blocking()`. A function with an idempotency key lends it to each attempt:
+/// `__retry.run_keyed(&key, async { body })`, `attempt_keyed(&key, || { body })`. The return type in the turbofish lets the closure or `async`
 /// block infer what `?` and `return` in the body convert to. `next` takes the loop state by
 /// value and gives it back for the next attempt, so that the compiler can keep it in registers.
 pub(crate) fn expand(plan: Plan) -> TokenStream {
@@ -95,9 +96,19 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let mut builder = quote_spanned!(start_span=>
         __retry_rt::Retry::<#output>::#start(#policy_ref, #name, #classify));
     builder.extend(pass_through(args));
-    if let Some(key) = &plan.key {
-        builder.extend(quote!(.key(&#key)));
-    }
+    // A function with an idempotency key lends it to each attempt: `attempt_keyed(&key, ...)`,
+    // `run_keyed`, `run_timed_keyed`. Located at the parameter's type (past any `&`), so that a
+    // type without `Display` is reported there.
+    let (suffix, key, key_at) = match &plan.key {
+        Some(key) => {
+            let at = at(&referent(&key.ty).to_token_stream());
+            let mut name = key.name.clone();
+            name.set_span(at);
+            ("_keyed", quote_spanned!(at=> &#name,), at)
+        }
+        None => ("", TokenStream::new(), Span::call_site()),
+    };
+    let method = |plain: &str| Ident::new(&format!("{plain}{suffix}"), key_at);
 
     let (attempt, sleep) = if is_async {
         // The `if false { return ... }` fixes the `async` block's output type before its body,
@@ -107,17 +118,19 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         let mut body = body.clone();
         body.set_span(Span::call_site().located_at(body.span()));
         let output_type = quote!(if false { return __retry_rt::output_type::<#output>(); });
+        let run = if args.accepted(&grammar::TIMEOUT).is_some() {
+            method("run_timed")
+        } else {
+            method("run")
+        };
         (
-            if args.accepted(&grammar::TIMEOUT).is_some() {
-                quote!(#state.run_timed(async { #output_type #body }).await)
-            } else {
-                quote!(#state.run(async { #output_type #body }).await)
-            },
+            quote!(#state.#run(#key async { #output_type #body }).await),
             quote!(#state.pause().await),
         )
     } else {
+        let attempt = method("attempt");
         (
-            quote!(#state.attempt(|| #body)),
+            quote!(#state.#attempt(#key || #body)),
             quote!(#state.pause_blocking()),
         )
     };
@@ -162,6 +175,16 @@ fn at(tokens: &TokenStream) -> Span {
 /// A generated local that the user's body cannot see or shadow.
 fn local(name: &str) -> Ident {
     Ident::new(name, Span::mixed_site())
+}
+
+/// The type a reference points to (through any number of `&`), else the type itself.
+fn referent(ty: &syn::Type) -> &syn::Type {
+    match ty {
+        syn::Type::Reference(r) => referent(&r.elem),
+        syn::Type::Paren(p) => referent(&p.elem),
+        syn::Type::Group(g) => referent(&g.elem),
+        _ => ty,
+    }
 }
 
 fn span_of(tokens: &TokenStream) -> Span {

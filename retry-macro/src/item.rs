@@ -259,12 +259,22 @@ pub(crate) fn strip_key_marks(sig: &mut Signature) {
 }
 
 /// The parameter whose value is the idempotency key: the one marked `#[idempotency_key]`, else
-/// the first of type `IdempotencyKey`; `None` unless it is bound to a plain name.
-pub(crate) fn key_param(sig: &Signature) -> Option<syn::Ident> {
+/// the first of type `IdempotencyKey`; `None` unless it is bound to a plain name (a marked one
+/// that is not is an error, see `validate`).
+pub(crate) fn key_param(sig: &Signature) -> Option<KeyParam> {
     let params = key_params(sig);
     let param = params.marked.first().or(params.typed.first())?;
     match &*param.pat {
-        syn::Pat::Ident(p) => Some(p.ident.clone()),
+        syn::Pat::Ident(p) => Some(KeyParam {
+            name: p.ident.clone(),
+            ty: (*param.ty).clone(),
+        }),
         _ => None,
     }
+}
+
+/// The key parameter: its name, and its type, where a type that cannot be a key is reported.
+pub(crate) struct KeyParam {
+    pub name: syn::Ident,
+    pub ty: Type,
 }

@@ -18,8 +18,9 @@ pub(crate) struct Plan {
     pub error_type_tokens: proc_macro2::TokenStream,
     /// The arguments, every one accepted.
     pub args: Args,
-    /// The parameter that carries the idempotency key, for `attempt().key()`.
-    pub key: Option<syn::Ident>,
+    /// The parameter that carries the idempotency key, which each attempt lends to
+    /// `attempt().key()`.
+    pub key: Option<item::KeyParam>,
 }
 
 /// Checks the rules across the arguments and the function, adding to the `errors` that parsing
@@ -105,6 +106,14 @@ fn check_idempotency(func: &RetryFn, errors: &mut Errors) {
             "only one parameter can be the `#[idempotency_key]`: every attempt sends the same single key; remove the mark from all but one",
         );
     }
+    if let Some(marked) = params.marked.first() {
+        if !matches!(&*marked.pat, syn::Pat::Ident(_)) {
+            errors.spanned(
+                &marked.pat,
+                "the `#[idempotency_key]` parameter must be a plain name, so that every attempt can lend it to `attempt().key()`; write a name in place of the pattern, like `order: OrderNumber`, and take the value apart in the body",
+            );
+        }
+    }
     let non_idempotent = func
         .attrs
         .iter()
@@ -119,7 +128,7 @@ fn check_idempotency(func: &RetryFn, errors: &mut Errors) {
         errors.push(syn::Error::new(
             sig.paren_token.span.join(),
             format!(
-                "`{name}` is `#[non_idempotent]`, so a retry without an idempotency key could act twice (the first call may have succeeded and only its response been lost); add a parameter `key: &IdempotencyKey` that the caller creates once with `IdempotencyKey::new()`, so that every attempt sends the same key, or mark the parameter that already carries a key with `#[idempotency_key]`"
+                "`{name}` is `#[non_idempotent]`, so a retry without an idempotency key could act twice (the first call may have succeeded and only its response been lost); add a parameter `key: &IdempotencyKey` that the caller creates once with `IdempotencyKey::new()`, so that every attempt sends the same key, or mark the parameter that already identifies the operation with `#[idempotency_key]` (any type that implements `Display`, like an order number or a `Uuid`)"
             ),
         ));
     } else if params.marked.is_empty() && params.typed.len() > 1 {

@@ -17,9 +17,10 @@
 //! - here: the state and its entry points: `start`, the builders (one per option, named by its
 //!   key, which store what they are given and do nothing else, so their order does not matter),
 //!   `next` and the pause;
-//! - [`options`]: the option slots (hooks, `timeout`, the key, `budget`, `breaker`, `nested`):
-//!   what each option stores, and how the loop asks for it;
-//! - [`attempt`]: running one attempt, which returns what happened to it ([`Attempted`]);
+//! - [`options`]: the option slots (hooks, `timeout`, `budget`, `breaker`, `nested`): what each
+//!   option stores, and how the loop asks for it;
+//! - [`attempt`]: running one attempt, which returns what happened to it ([`Attempted`]), with
+//!   the idempotency key lent to it if the function has one;
 //! - [`decide`]: the decision after an attempt that did not end in an accepted `Ok`: pause and
 //!   retry, return, or give up (and why), with the logging.
 
@@ -98,7 +99,7 @@ impl<T, E> Outcome for Result<T, E> {
 ///
 /// The happy path is what the layout serves. Every option lives in a type parameter that is
 /// the zero-sized [`Unset`] when the option is not written (`H` holds the hooks, one
-/// [`Slot`] each; `X` holds `timeout`, the key, `budget`, `breaker` and `nested`), so a function
+/// [`Slot`] each; `X` holds `timeout`, `budget`, `breaker` and `nested`), so a function
 /// that uses none of them carries only the policy, its name, the clock, the classifier and two
 /// small words of progress. The decision after a failure takes the state apart by value on its
 /// own branch, so the state stays in registers and the compiler folds every constant: on the
@@ -319,17 +320,6 @@ impl<'p, T, E, C, S, H, X> Retry<'p, Result<T, E>, C, S, H, X> {
             error: E::from_elapsed,
         };
         self.with_extra(|x| x.timeout = Some(timeout))
-    }
-
-    /// The idempotency key of a `#[non_idempotent]` function, for [`attempt()`](crate::attempt).
-    pub fn key<K: KeyParam + Sync>(
-        self,
-        key: &'p K,
-    ) -> Retry<'p, Result<T, E>, C, S, H, Extras<'p, E>>
-    where
-        X: MaybeExtras<'p, E>,
-    {
-        self.with_extra(|x| x.key = Some(key))
     }
 
     /// `budget = B`: retries draw from a shared [`RetryBudget`]; this call's first attempt

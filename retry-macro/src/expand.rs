@@ -1,6 +1,7 @@
 //! Prints the [`Plan`]: the signature as written, and a body that loops over attempts.
 
 use crate::args::Args;
+use crate::item;
 use crate::validate::Plan;
 use proc_macro2::{Delimiter, Group, Ident, Literal, Span, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
@@ -101,10 +102,13 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     // type without `Display` is reported there.
     let (suffix, key, key_at) = match &plan.key {
         Some(key) => {
-            let at = at(&referent(&key.ty).to_token_stream());
+            let at = at(&item::referent(&key.ty).to_token_stream());
             let mut name = key.name.clone();
             name.set_span(at);
-            ("_keyed", quote_spanned!(at=> &#name,), at)
+            // Past the parameter's own references (`&*key` for `key: &str`), so that the runtime
+            // lends the key's type itself, which must borrow nothing.
+            let derefs = (0..item::references(&key.ty)).map(|_| quote_spanned!(at=> *));
+            ("_keyed", quote_spanned!(at=> &#(#derefs)*#name,), at)
         }
         None => ("", TokenStream::new(), Span::call_site()),
     };
@@ -178,15 +182,6 @@ fn local(name: &str) -> Ident {
 }
 
 /// The type a reference points to (through any number of `&`), else the type itself.
-fn referent(ty: &syn::Type) -> &syn::Type {
-    match ty {
-        syn::Type::Reference(r) => referent(&r.elem),
-        syn::Type::Paren(p) => referent(&p.elem),
-        syn::Type::Group(g) => referent(&g.elem),
-        _ => ty,
-    }
-}
-
 fn span_of(tokens: &TokenStream) -> Span {
     tokens
         .clone()

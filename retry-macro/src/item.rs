@@ -278,3 +278,23 @@ pub(crate) struct KeyParam {
     pub name: syn::Ident,
     pub ty: Type,
 }
+
+/// How many references the type is behind: 1 for `&str`, 0 for `u64`.
+pub(crate) fn references(ty: &Type) -> usize {
+    match ty {
+        Type::Reference(r) => 1 + references(&r.elem),
+        Type::Paren(p) => references(&p.elem),
+        Type::Group(g) => references(&g.elem),
+        _ => 0,
+    }
+}
+
+/// The type past its references: `str` for `&str`.
+pub(crate) fn referent(ty: &Type) -> &Type {
+    match ty {
+        Type::Reference(r) => referent(&r.elem),
+        Type::Paren(p) => referent(&p.elem),
+        Type::Group(g) => referent(&g.elem),
+        _ => ty,
+    }
+}

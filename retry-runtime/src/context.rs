@@ -20,8 +20,8 @@ use std::task::{Context as TaskContext, Poll};
 pub(crate) struct Frame {
     /// The running attempt (1 for the first call); 0 outside an annotated function.
     pub attempt: u32,
-    /// This attempt's function has an idempotency key, lent to the `KEY` slot.
-    pub has_key: bool,
+    /// Where this attempt's function lends its idempotency key, if it has one.
+    pub key: KeyKind,
     /// A layer above retries this work: an enclosing annotated function that is retrying, or
     /// [`scope::caller_retries`].
     pub retried_above: bool,
@@ -32,15 +32,19 @@ impl Frame {
     /// stored field by field and loaded whole would stall the load on every call.
     #[inline]
     const fn pack(self) -> u64 {
-        self.attempt as u64 | (self.has_key as u64) << 32 | (self.retried_above as u64) << 33
+        self.attempt as u64 | (self.key as u64) << 32 | (self.retried_above as u64) << 34
     }
 
     #[inline]
     const fn unpack(bits: u64) -> Frame {
         Frame {
             attempt: bits as u32,
-            has_key: bits & (1 << 32) != 0,
-            retried_above: bits & (1 << 33) != 0,
+            key: match (bits >> 32) & 0b11 {
+                1 => KeyKind::Display,
+                2 => KeyKind::Text,
+                _ => KeyKind::None,
+            },
+            retried_above: bits & (1 << 34) != 0,
         }
     }
 }
@@ -49,12 +53,40 @@ thread_local! {
     static CURRENT: Cell<u64> = const { Cell::new(0) };
 }
 
+/// Which slot holds the running attempt's idempotency key.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KeyKind {
+    /// The function has no key.
+    #[default]
+    None = 0,
+    /// A key of a sized type (`u64`, `Uuid`, `String`, `IdempotencyKey`, ...), in `KEY`.
+    Display = 1,
+    /// A `str` key (a `&str` parameter), in `KEY_TEXT`.
+    Text = 2,
+}
+
 // The key parameter of the running attempt, borrowed for as long as the attempt runs (sync) or is
 // polled (async), and put back as it was afterwards, also on panic. A borrow, not a copy: the
 // key is rendered only when `attempt()` asks for it, so a keyed function's attempts neither
-// allocate nor format. A thread-local cannot hold a borrow safely by itself; `scoped-tls-hkt`
-// holds it for exactly the span of a closure.
-scoped_tls_hkt::scoped_thread_local!(static KEY: for<'a> &'a (dyn Display + 'a));
+// allocate nor format. A thread-local cannot hold a borrow by itself; `scoped-tls-hkt`'s
+// `ScopedKey` holds it for exactly the span of a closure, with its `unsafe` inside that crate
+// (the plain form of its macro expands to safe code here, which `forbid(unsafe_code)` keeps so).
+// A trait object needs a sized type behind it, so a `str` key has a slot of its own.
+scoped_tls_hkt::scoped_thread_local!(static KEY: dyn Display);
+scoped_tls_hkt::scoped_thread_local!(static KEY_TEXT: str);
+
+/// Lends a sized key to the attempt that `f` runs.
+#[inline]
+pub(crate) fn lend_key<R>(key: &(dyn Display + 'static), f: impl FnOnce() -> R) -> R {
+    KEY.set(key, f)
+}
+
+/// Lends a `str` key to the attempt that `f` runs.
+#[inline]
+pub(crate) fn lend_text_key<R>(key: &str, f: impl FnOnce() -> R) -> R {
+    KEY_TEXT.set(key, f)
+}
 
 /// The current frame.
 #[inline]
@@ -86,25 +118,27 @@ impl Drop for Enter {
 /// What an attempt lends to `attempt().key()`: nothing at all (`()`) for a function without an
 /// idempotency key, a reference to the key parameter for one that has it.
 pub trait KeySlot: Copy {
-    /// Whether there is a key: a constant, so a function without one never looks.
-    const PRESENT: bool;
+    /// Whether there is a key, and in which slot: a constant, so a function without one never
+    /// looks.
+    #[doc(hidden)]
+    const KIND: KeyKind;
     /// Runs `f` with the key, if there is one, in the thread-local slot.
     fn lend<R>(self, f: impl FnOnce() -> R) -> R;
 }
 
 impl KeySlot for () {
-    const PRESENT: bool = false;
+    const KIND: KeyKind = KeyKind::None;
     #[inline(always)]
     fn lend<R>(self, f: impl FnOnce() -> R) -> R {
         f()
     }
 }
 
-impl<K: KeyParam> KeySlot for &K {
-    const PRESENT: bool = true;
+impl<K: KeyParam + ?Sized> KeySlot for &K {
+    const KIND: KeyKind = K::KIND;
     #[inline]
     fn lend<R>(self, f: impl FnOnce() -> R) -> R {
-        KEY.set(self, f)
+        self.lend(f)
     }
 }
 
@@ -196,10 +230,10 @@ impl Attempt {
 /// calls `attempt()` pays nothing for its key.
 pub fn attempt() -> Attempt {
     let frame = current();
-    let key = if frame.has_key && KEY.is_set() {
-        Some(KEY.with(IdempotencyKey::render))
-    } else {
-        None
+    let key = match frame.key {
+        KeyKind::Display if KEY.is_set() => Some(KEY.with(IdempotencyKey::render)),
+        KeyKind::Text if KEY_TEXT.is_set() => Some(KEY_TEXT.with(|key: &str| IdempotencyKey::from(key))),
+        _ => None,
     };
     Attempt {
         number: frame.attempt.max(1),
@@ -315,11 +349,11 @@ mod tests {
         let outer_key = IdempotencyKey::from("outer");
         let outer = Frame {
             attempt: 2,
-            has_key: true,
+            key: KeyKind::Display,
             ..Frame::default()
         };
         let _a = Enter::new(outer);
-        (&outer_key).lend(|| {
+        KeySlot::lend(&outer_key, || {
             {
                 // An inner function without a key: its frame says so, the slot is left alone.
                 let _b = Enter::new(Frame {
@@ -336,11 +370,23 @@ mod tests {
                 // An inner function with a key of another type: its own, rendered.
                 let _c = Enter::new(Frame {
                     attempt: 1,
-                    has_key: true,
+                    key: KeyKind::Display,
                     ..Frame::default()
                 });
-                (&4711u64).lend(|| {
+                KeySlot::lend(&4711u64, || {
                     assert_eq!(attempt().key().map(IdempotencyKey::as_str), Some("4711"));
+                    // Deeper, a `str` key in the other slot: the innermost frame says which.
+                    let _d = Enter::new(Frame {
+                        attempt: 3,
+                        key: KeyKind::Text,
+                        ..Frame::default()
+                    });
+                    KeySlot::lend("text-key", || {
+                        assert_eq!(
+                            attempt().key().map(IdempotencyKey::as_str),
+                            Some("text-key")
+                        );
+                    });
                 });
             }
             assert_eq!(attempt().number(), 2);
@@ -353,10 +399,10 @@ mod tests {
     #[test]
     fn a_panic_under_a_lent_key_puts_the_slot_back() {
         let caught = std::panic::catch_unwind(|| {
-            (&"claim-1").lend(|| -> () { panic!("the body panicked") })
+            KeySlot::lend("claim-1", || -> () { panic!("the body panicked") })
         });
         assert!(caught.is_err());
-        assert!(!KEY.is_set());
+        assert!(!KEY_TEXT.is_set());
     }
 
     #[test]

@@ -56,7 +56,7 @@ impl IdempotencyKey {
     }
 
     /// A key parameter's text, as its `Display` writes it, for `attempt().key()`.
-    pub(crate) fn render(key: &dyn fmt::Display) -> Self {
+    pub(crate) fn render(key: &(dyn fmt::Display + 'static)) -> Self {
         Self(key.to_string().into())
     }
 

@@ -407,9 +407,10 @@ pub use retry_macro::retry;
 /// - a parameter of type [`IdempotencyKey`] (by value or by reference, any path ending in
 ///   `IdempotencyKey`), which counts without a mark; with two of them, mark the one to send;
 /// - or a parameter marked `#[idempotency_key]`, of any type that implements
-///   [`Display`](std::fmt::Display), by value or by reference: an order number (`u64`), a
-///   `Uuid`, a `&str` or `String`, a type of your own. Its text is the key. The mark needs a
-///   plain name (`order: Order`, not a pattern), and one parameter at most carries it.
+///   [`Display`](std::fmt::Display) and owns its data (no lifetime of its own), by value or by
+///   reference: an order number (`u64`), a `Uuid`, a `&str` or `String`, a type of your own.
+///   Its text is the key. The mark needs a plain name (`order: Order`, not a pattern), and one
+///   parameter at most carries it.
 ///
 /// Otherwise it does not compile: a lost response followed by a retry must not pay twice. A
 /// marked parameter whose type has no `Display` is a compile error that names the rule.

@@ -3,7 +3,7 @@
 
 use super::options::{IntoError, KeyParam};
 use super::{Hooks, MaybeExtras, Retry, RetryEvent, Slot};
-use crate::context::{Enter, Frame, KeySlot, Scoped};
+use crate::context::{Enter, Frame, KeyKind, KeySlot, Scoped};
 use crate::timer::{Sleeper, Timed};
 use std::future::Future;
 use std::pin::Pin;
@@ -40,14 +40,14 @@ where
     /// The frame the next attempt runs in (which says whether it has a key); or the breaker's
     /// refusal.
     #[inline(always)]
-    fn enter(&mut self, has_key: bool) -> Result<Frame, X::Refusal> {
+    fn enter(&mut self, key: KeyKind) -> Result<Frame, X::Refusal> {
         if self.progress.retries == 0 {
             self.begin();
         }
         self.extras.admit(self.site.clock)?;
         Ok(Frame {
             attempt: self.progress.retries + 1,
-            has_key,
+            key,
             retried_above: self.progress.retried_above || self.site.policy.get_max() > 0,
         })
     }
@@ -61,7 +61,7 @@ where
     /// [`attempt`](Retry::attempt) for a function with an idempotency key: the attempt borrows
     /// `key` for [`attempt()`](crate::attempt)`.key()`, which renders it only if the body asks.
     #[inline(always)]
-    pub fn attempt_keyed<K: KeyParam>(
+    pub fn attempt_keyed<K: KeyParam + ?Sized>(
         &mut self,
         key: &K,
         body: impl FnOnce() -> Result<T, E>,
@@ -75,7 +75,7 @@ where
         key: K,
         body: impl FnOnce() -> Result<T, E>,
     ) -> Attempted<T, E> {
-        let frame = match self.enter(K::PRESENT) {
+        let frame = match self.enter(K::KIND) {
             Ok(frame) => frame,
             Err(refusal) => return Attempted::Refused(refusal.into_error()),
         };
@@ -98,7 +98,7 @@ where
     #[inline(always)]
     pub fn run_keyed<'k, K, F>(&mut self, key: &'k K, body: F) -> Run<F, &'k K, X::Refusal>
     where
-        K: KeyParam,
+        K: KeyParam + ?Sized,
         F: Future<Output = Result<T, E>>,
     {
         self.run_lending(key, body)
@@ -109,7 +109,7 @@ where
     where
         F: Future<Output = Result<T, E>>,
     {
-        match self.enter(K::PRESENT) {
+        match self.enter(K::KIND) {
             Ok(frame) => Run::Attempt {
                 scoped: Scoped::new(frame, key, body),
             },
@@ -133,7 +133,7 @@ where
 
     /// [`run_timed`](Retry::run_timed) for a function with an idempotency key.
     #[inline(always)]
-    pub fn run_timed_keyed<K: KeyParam>(
+    pub fn run_timed_keyed<K: KeyParam + ?Sized>(
         &mut self,
         key: &K,
         body: impl Future<Output = Result<T, E>>,
@@ -152,7 +152,7 @@ where
     where
         S: Sleeper,
     {
-        let frame = match self.enter(K::PRESENT) {
+        let frame = match self.enter(K::KIND) {
             Ok(frame) => frame,
             Err(refusal) => return Attempted::Refused(refusal.into_error()),
         };

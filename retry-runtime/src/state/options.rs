@@ -5,6 +5,7 @@
 //! given and do nothing else.
 
 use super::RetryEvent;
+use crate::context::{self, KeyKind};
 use crate::timer::Elapsed;
 use crate::{Admission, CircuitBreaker, CircuitOpen, RetryBudget, Verdict};
 use std::fmt::Display;
@@ -277,8 +278,10 @@ impl<E> IntoError<E> for Refusal<E> {
     }
 }
 
-/// A parameter that can be the idempotency key: any type that implements [`Display`], by value
-/// or by reference, so that the key can be sent as text.
+/// A parameter that can be the idempotency key: any type that implements [`Display`] and borrows
+/// nothing itself (`u64`, `Uuid`, `str`, `String`, [`IdempotencyKey`](crate::IdempotencyKey),
+/// ...), by value or behind references, so that the key can be sent as text. The expansion
+/// passes the parameter past its references (`&*key` for `key: &str`).
 ///
 /// Each attempt borrows the parameter for `attempt().key()`, which renders it only when the body
 /// asks; the attempts themselves neither copy nor render it.
@@ -288,6 +291,28 @@ impl<E> IntoError<E> for Refusal<E> {
     note = "every attempt sends the key as text, and `attempt().key()` renders it with `Display`: an order number (`u64`), a `Uuid`, a `&str` or `String` and an `IdempotencyKey` all can be keys",
     note = "implement `std::fmt::Display` for the type (writing the text every attempt sends), or make the key a parameter of its own, like `#[idempotency_key] order_number: u64`"
 )]
-pub trait KeyParam: Display {}
+pub trait KeyParam: Display + 'static {
+    /// Which slot of the attempt context the key goes to.
+    #[doc(hidden)]
+    const KIND: KeyKind;
+    /// Runs `f` with the key lent to the attempt context.
+    #[doc(hidden)]
+    fn lend<R>(&self, f: impl FnOnce() -> R) -> R;
+}
 
-impl<K: Display + ?Sized> KeyParam for K {}
+impl<K: Display + 'static> KeyParam for K {
+    const KIND: KeyKind = KeyKind::Display;
+    #[inline]
+    fn lend<R>(&self, f: impl FnOnce() -> R) -> R {
+        context::lend_key(self, f)
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl KeyParam for str {
+    const KIND: KeyKind = KeyKind::Text;
+    #[inline]
+    fn lend<R>(&self, f: impl FnOnce() -> R) -> R {
+        context::lend_text_key(self, f)
+    }
+}

@@ -19,7 +19,7 @@ async fn pay_out(claim: u32, amount: u64, key: &IdempotencyKey) -> io::Result<St
     loop {
         let __retry_outcome = __retry
             .run_keyed(
-                &key,
+                &*key,
                 async {
                     if false {
                         return __retry_rt::output_type::<io::Result<String>>();

@@ -71,3 +71,49 @@ fn options_pay_for_what_they_use() {
     // The key, the breaker and its admission are carried only by the function that uses them.
     assert!(extended > annotated, "{extended} against {annotated}");
 }
+
+#[retry(max = 3, base = "1s")]
+async fn by_reference(x: u64, reference: &str) -> Result<u64, Busy> {
+    Ok(x * reference.len() as u64)
+}
+
+#[retry(max = 3, base = "1s")]
+async fn keyed_by_reference(x: u64, #[idempotency_key] reference: &str) -> Result<u64, Busy> {
+    Ok(x * reference.len() as u64)
+}
+
+#[retry(max = 3, base = "1s")]
+async fn by_number(x: u64, order: u64) -> Result<u64, Busy> {
+    Ok(x * order)
+}
+
+#[retry(max = 3, base = "1s")]
+async fn keyed_by_number(x: u64, #[idempotency_key] order: u64) -> Result<u64, Busy> {
+    Ok(x * order)
+}
+
+#[test]
+fn an_idempotency_key_costs_one_reference() {
+    // The attempt borrows the key for `attempt().key()`: one reference in its future, and no
+    // copy of the key. The reference goes to the key's own type, past the parameter's
+    // references, so a `&str` key is lent as the `str` itself: a reference with its length.
+    let pointer = size_of::<usize>();
+    let (plain, keyed) = (
+        size_of_val(&by_reference(1, "k")),
+        size_of_val(&keyed_by_reference(1, "k")),
+    );
+    assert_eq!(
+        keyed,
+        plain + size_of::<&str>(),
+        "a `&str` key: {keyed} against {plain}"
+    );
+    let (plain, keyed) = (
+        size_of_val(&by_number(1, 2)),
+        size_of_val(&keyed_by_number(1, 2)),
+    );
+    assert_eq!(
+        keyed,
+        plain + pointer,
+        "a `u64` key: {keyed} against {plain}"
+    );
+}

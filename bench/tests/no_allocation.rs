@@ -1,11 +1,12 @@
-//! The loop allocates nothing when the first call succeeds, nor when it retries without jitter.
+//! The loop allocates nothing when the first call succeeds, nor when it retries without jitter,
+//! with or without an idempotency key.
 //!
 //! `allocation-counter` installs a counting global allocator (its `unsafe` stays in that crate)
 //! and counts only the current thread's allocations, so tests running in parallel threads do not
 //! disturb each other's counts.
 
 use allocation_counter::measure;
-use retry_runtime::{Transient, retry};
+use retry_runtime::{IdempotencyKey, Transient, attempt, non_idempotent, retry};
 use std::cell::Cell;
 use std::hint::black_box;
 use std::pin::pin;
@@ -48,6 +49,72 @@ fn sync_fails_twice_with_default_jitter(calls: &Cell<u32>) -> Result<u32, Busy> 
     } else {
         Ok(calls.get())
     }
+}
+
+// Keyed functions: the attempts borrow the key parameter; only `attempt().key()` renders it.
+
+#[non_idempotent]
+#[retry(max = 3, base = "1s")]
+fn sync_with_key(x: u64, key: &IdempotencyKey) -> Result<u64, Busy> {
+    Ok(x + key.as_str().len() as u64)
+}
+
+#[non_idempotent]
+#[retry(max = 3, base = "1s")]
+fn sync_with_str_key(x: u64, #[idempotency_key] key: &str) -> Result<u64, Busy> {
+    Ok(x + key.len() as u64)
+}
+
+#[non_idempotent]
+#[retry(max = 3, base = "1s")]
+fn sync_with_order_number(x: u64, #[idempotency_key] order: u64) -> Result<u64, Busy> {
+    Ok(x + order)
+}
+
+#[non_idempotent]
+#[retry(max = 3, base = "1s")]
+async fn async_with_key(x: u64, key: &IdempotencyKey) -> Result<u64, Busy> {
+    Ok(x + key.as_str().len() as u64)
+}
+
+#[non_idempotent]
+#[retry(max = 3, base = "1s")]
+async fn async_with_str_key(x: u64, #[idempotency_key] key: &str) -> Result<u64, Busy> {
+    Ok(x + key.len() as u64)
+}
+
+#[non_idempotent]
+#[retry(max = 3, base = "1s")]
+async fn async_with_order_number(x: u64, #[idempotency_key] order: u64) -> Result<u64, Busy> {
+    Ok(x + order)
+}
+
+#[non_idempotent]
+#[retry(max = 3, base = "0ns", jitter = none)]
+fn sync_with_str_key_fails_twice(
+    calls: &Cell<u32>,
+    #[idempotency_key] key: &str,
+) -> Result<u32, Busy> {
+    calls.set(calls.get() + 1);
+    if calls.get() <= 2 {
+        Err(Busy)
+    } else {
+        Ok(calls.get() + key.len() as u32)
+    }
+}
+
+#[non_idempotent]
+#[retry(max = 3, base = "1s")]
+fn sync_asks_for_its_key(#[idempotency_key] order: u64) -> Result<String, Busy> {
+    let _ = order;
+    Ok(attempt().key().map(ToString::to_string).unwrap_or_default())
+}
+
+/// Polls an async call once, by hand, with a waker that does nothing: no runtime, so nothing
+/// else allocates.
+fn poll_once<F: Future>(call: F) -> Poll<F::Output> {
+    let mut call = pin!(call);
+    call.as_mut().poll(&mut Context::from_waker(Waker::noop()))
 }
 
 #[test]
@@ -99,4 +166,46 @@ fn jitter_allocates_only_the_threads_generator_once() {
     let later = measure(|| answer = Some(sync_fails_twice_with_default_jitter(black_box(&calls))));
     assert_eq!(answer, Some(Ok(3)));
     assert_eq!(later.count_total, 0, "{later:?}");
+}
+
+#[test]
+fn a_keyed_first_call_that_succeeds_allocates_nothing() {
+    let key = IdempotencyKey::from("claim-4711-payout-1");
+    let mut answers = Vec::with_capacity(6);
+    let counted = measure(|| {
+        answers.push(Poll::Ready(sync_with_key(black_box(1), &key)));
+        answers.push(Poll::Ready(sync_with_str_key(black_box(1), "claim-4711")));
+        answers.push(Poll::Ready(sync_with_order_number(black_box(1), 4711)));
+        answers.push(poll_once(async_with_key(black_box(1), &key)));
+        answers.push(poll_once(async_with_str_key(black_box(1), "claim-4711")));
+        answers.push(poll_once(async_with_order_number(black_box(1), 4711)));
+    });
+    assert_eq!(
+        answers,
+        [20, 11, 4712, 20, 11, 4712].map(|n| Poll::Ready(Ok(n)))
+    );
+    assert_eq!(counted.count_total, 0, "{counted:?}");
+}
+
+#[test]
+fn a_retried_keyed_call_without_jitter_allocates_nothing() {
+    let calls = Cell::new(0);
+    let mut answer = None;
+    let counted = measure(|| {
+        answer = Some(sync_with_str_key_fails_twice(
+            black_box(&calls),
+            "claim-4711",
+        ))
+    });
+    assert_eq!(answer, Some(Ok(13)));
+    assert_eq!(counted.count_total, 0, "{counted:?}");
+}
+
+#[test]
+fn the_key_is_built_when_the_body_asks_for_it() {
+    // The counter proves that it counts here too: asking for the key is what builds it.
+    let mut answer = None;
+    let counted = measure(|| answer = Some(sync_asks_for_its_key(black_box(4711))));
+    assert_eq!(answer, Some(Ok("4711".to_owned())));
+    assert!(counted.count_total > 0, "{counted:?}");
 }

@@ -1,40 +1,55 @@
 //! A claims portal that asks a contract service about storm claims, with `#[retry]` deciding
-//! when to ask again.
+//! when to ask again, and a durable queue for the checks that cannot be made now.
 //!
 //! ```text
-//! cargo run --example portal
+//! cargo run --example portal                                   # the queue in a SQLite file
+//! cargo run --example portal -- --database-url postgres://...   # or in PostgreSQL
 //! ```
 //!
-//! The run takes about fifteen seconds, because the pauses are real. Four scenes:
+//! The run takes fifteen to twenty seconds, because the pauses are real. Five scenes:
 //!
 //! 1. The contract service is overloaded for a moment: it answers "overloaded" to the first two
 //!    coverage checks, and the third attempt, after pauses of about 1 s and 2 s, gets "covered".
-//! 2. The service stays overloaded: after 4 calls the portal gives up and tells the customer that
-//!    the check is not possible right now. It never says "not covered", because that is a
-//!    business answer, and the service never gave it.
+//! 2. The service stays overloaded: after 4 calls the portal gives up. It never says "not
+//!    covered", because that is a business answer, and the service never gave it. The fallback
+//!    saves the claim and queues its check: the customer is told that the details are saved and
+//!    the result will come by e-mail.
 //! 3. A claim that is not covered: the answer is an `Ok`, so it is returned after one call.
 //! 4. A payout whose response is lost on the way back. The retry carries the same
 //!    [`IdempotencyKey`], the service recognises it and answers with the stored receipt, and the
 //!    claim is paid exactly once.
+//! 5. A long outage. Six customers report claims while the service is down; five failures in a
+//!    row open the circuit breaker, which then refuses every call at once, and the fallback saves
+//!    each claim and queues its check under the claim's idempotency key. When the service is
+//!    back, a worker drains the queue through the same `#[retry]` function, budget and breaker,
+//!    at most 2 checks at a time and 10 a second; a claim the service does not know goes to the
+//!    dead-letter state with its error; every other result is e-mailed.
 //!
 //! What the output shows comes from the runtime, not from bookkeeping of the portal's own: each
 //! attempt prints its number from [`retry_runtime::attempt()`], and the `notify` hook announces
 //! each pause, with the jitter already drawn, before the pause is taken.
 //!
-//! The contract service is a stand-in written with plain tokio: a `TcpListener` on a loopback
-//! port and a one-line protocol, in [`contract_service`]. It counts the requests it gets, which
-//! is what the asserts check. Everything that a real portal would contain is in [`coverage`] and
-//! [`payout`].
+//! The portal's code is in the `retry_examples` library, because the fault tests run it as
+//! processes of their own (`claims-portal`): the coverage check and its fallback in
+//! `portal::coverage`, the saved claims, the queued checks and the e-mails in `portal::later`,
+//! the queue in `queue`, and a stand-in for the contract service (a `TcpListener` on a loopback
+//! port and a one-line protocol, which counts the requests it gets) in `portal::contract`. Only
+//! the payout of scene 4 is here, in [`payout`].
 
-use retry_runtime::{IdempotencyKey, RetryEvent};
+use futures_util::future::join_all;
+use retry_examples::portal::coverage::{
+    CONTRACT_BREAKER, ContractError, Coverage, GiveUp, check_or_save,
+};
+use retry_examples::portal::later::{self, CoverageJob};
+use retry_examples::portal::story::{scene, scene_time};
+use retry_examples::portal::{Claim, ClaimId, ContractClient, ContractService};
+use retry_examples::queue::{Engine, Job, Location, Queue, State, Worker};
+use retry_runtime::{BreakerState, IdempotencyKey, Policy};
 use std::error::Error;
 use std::fmt;
-use std::sync::{Mutex, PoisonError};
-use std::time::Instant;
+use std::time::Duration;
+use tokio::time::Instant;
 
-use contract_client::ContractClient;
-use contract_service::ContractService;
-use coverage::{ContractError, Coverage, check_coverage};
 use payout::pay_out;
 
 /// The claims in the contract service's records.
@@ -44,6 +59,7 @@ const GARDEN_SHED: ClaimId = ClaimId(4713); // a shed the policy does not includ
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
+    let queue = open_queue().await?;
     let service = ContractService::start()
         .await
         .map_err(|e| format!("cannot start the contract service on a loopback port: {e}"))?;
@@ -55,8 +71,10 @@ async fn main() -> Result<(), Box<dyn Error>> {
         "a storm: the contract service is overloaded for a moment",
     );
     service.overload_next_checks(2).await;
+    let roof = Claim::new(STORM_ROOF.0, "alma@example.com");
     println!("  is claim {STORM_ROOF} covered? (at most 4 calls, pauses of about 1 s, 2 s, 4 s)");
-    let answer = check_coverage(&client, STORM_ROOF).await;
+    // One key per check, made before the first attempt: the service records each check once.
+    let answer = check_or_save(&client, &queue, &roof, &IdempotencyKey::new()).await;
     tell_customer(STORM_ROOF, &answer);
     assert!(matches!(answer, Ok(Coverage::Covered)));
     // Two "overloaded", then the answer.
@@ -64,17 +82,24 @@ async fn main() -> Result<(), Box<dyn Error>> {
 
     scene("2", "the storm goes on: the service stays overloaded");
     service.overload_next_checks(u32::MAX).await;
+    let fence = Claim::new(STORM_FENCE.0, "bruno@example.com");
     println!("  is claim {STORM_FENCE} covered?");
-    let answer = check_coverage(&client, STORM_FENCE).await;
+    let answer = check_or_save(&client, &queue, &fence, &IdempotencyKey::new()).await;
     tell_customer(STORM_FENCE, &answer);
-    // `max = 3`: the first call and three retries, then the last error, unchanged.
-    assert!(matches!(answer, Err(ContractError::Overloaded)));
+    // `max = 3`: the first call and three retries; then the fallback saved the claim, with the
+    // last error kept as the cause.
+    assert!(matches!(
+        &answer,
+        Err(ContractError::Deferred { why: GiveUp::Exhausted, cause, .. })
+            if matches!(**cause, ContractError::Overloaded)
+    ));
     assert_eq!(service.coverage_checks(STORM_FENCE).await, 4);
     service.overload_next_checks(0).await;
 
     scene("3", "a claim that is not covered");
+    let shed = Claim::new(GARDEN_SHED.0, "carla@example.com");
     println!("  is claim {GARDEN_SHED} covered?");
-    let answer = check_coverage(&client, GARDEN_SHED).await;
+    let answer = check_or_save(&client, &queue, &shed, &IdempotencyKey::new()).await;
     tell_customer(GARDEN_SHED, &answer);
     // A business answer is an `Ok`: nothing to retry.
     assert!(matches!(answer, Ok(Coverage::NotCovered)));
@@ -100,62 +125,177 @@ async fn main() -> Result<(), Box<dyn Error>> {
         executed, 1,
         "the lost response must not lead to a second payout"
     );
+
+    scene(
+        "5",
+        "a long outage: the breaker opens, and the checks wait in the queue",
+    );
+    long_outage(&service, &client, &queue).await?;
     Ok(())
 }
 
-/// When the current scene began. The attempts print their time from it, so that the output
-/// shows the pauses as they were really taken, next to the pauses `notify` announced.
-static SCENE_STARTED: Mutex<Option<Instant>> = Mutex::new(None);
-
-fn scene(number: &str, title: &str) {
-    println!("\nScene {number}: {title}");
-    *SCENE_STARTED.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
-}
-
-/// Seconds since [`scene`] was last called.
-fn scene_time() -> f64 {
-    let started = *SCENE_STARTED.lock().unwrap_or_else(PoisonError::into_inner);
-    started.map_or(0.0, |started| started.elapsed().as_secs_f64())
-}
-
-/// The `notify` hook of both retried functions. The loop calls it after a transient failure and
-/// before the pause, so the line appears while the portal waits, and the pause it names is the
-/// one about to be taken, jitter included.
-fn announce_pause<E: fmt::Display>(error: &E, event: &RetryEvent) {
+/// Scene 5.
+async fn long_outage(
+    service: &ContractService,
+    client: &ContractClient,
+    queue: &Queue,
+) -> Result<(), Box<dyn Error>> {
+    service.overload_next_checks(u32::MAX).await;
+    let customers = [
+        Claim::new(4714, "dana@example.com"),
+        Claim::new(4715, "emil@example.com"),
+        Claim::new(4716, "fatma@example.com"),
+        Claim::new(4717, "goran@example.com"),
+        Claim::new(4718, "hanna@example.com"),
+        // A typo: the service has no claim 4791.
+        Claim::new(4791, "ivo@example.com"),
+    ];
     println!(
-        "      {error} (transient); next attempt in {:.2} s",
-        event.pause.as_secs_f64()
+        "  the contract service is down; {} customers report claims, 50 ms apart",
+        customers.len()
     );
+    let reports = customers.iter().zip(0u32..).map(|(claim, i)| async move {
+        tokio::time::sleep(Duration::from_millis(50) * i).await;
+        let answer = check_or_save(client, queue, claim, &IdempotencyKey::new()).await;
+        if let Err(e @ ContractError::Deferred { .. }) = &answer {
+            println!("    claim {} at {:5.2} s: {e}", claim.id, scene_time());
+        }
+        tell_customer(claim.id, &answer);
+        answer
+    });
+    let answers = join_all(reports).await;
+    // The first five calls failed and opened the breaker; after that no call reached the
+    // service: each customer's next attempt was refused at once, and every claim was saved.
+    let reached: u32 = join_all(customers.iter().map(|c| service.coverage_checks(c.id)))
+        .await
+        .into_iter()
+        .sum();
+    println!("  calls that reached the service during the outage: {reached}");
+    assert_eq!(reached, 5);
+    assert!(answers.iter().all(|answer| matches!(
+        answer,
+        Err(ContractError::Deferred {
+            why: GiveUp::BreakerOpen,
+            ..
+        })
+    )));
+
+    service.overload_next_checks(0).await;
+    println!(
+        "\n  the contract service is back; a worker drains the queue (2 at a time, 10 a second)"
+    );
+    if let BreakerState::Open { remaining } = CONTRACT_BREAKER.state(Instant::now().into_std()) {
+        println!(
+            "  the breaker stays open for another {:.2} s: the worker claims nothing until then",
+            remaining.as_secs_f64()
+        );
+    }
+    let worker = Worker::new("portal-example")
+        .concurrency(2)
+        .per_second(10.0)
+        .lease(Duration::from_secs(10))
+        .poll(Duration::from_millis(100))
+        .backoff(Policy::new().base(Duration::from_millis(500)))
+        .breaker(&CONTRACT_BREAKER)
+        .until_empty();
+    let (worker_client, worker_queue) = (client.clone(), queue.clone());
+    let drained = worker
+        .run(queue, move |job: Job<CoverageJob>| {
+            later::check_later(worker_client.clone(), worker_queue.clone(), job)
+        })
+        .await?;
+
+    println!(
+        "  drained: {} done, {} dead, {} retried",
+        drained.done, drained.dead, drained.retried
+    );
+    println!("\n  delivered later by e-mail:");
+    let emails = later::outbox(queue).await?;
+    for email in &emails {
+        println!("    to {}: {}", email.to, email.message);
+    }
+    println!("  in the dead-letter state:");
+    let jobs = queue.jobs().await?;
+    for job in jobs.iter().filter(|job| job.state == State::Dead) {
+        let error = job.last_error.as_deref().unwrap_or("no error kept");
+        println!(
+            "    job {} after {} attempt(s): {error}",
+            job.id, job.attempts
+        );
+    }
+    // Scene 2's claim and the five known ones of this scene, each checked once by the service.
+    assert_eq!(emails.len(), 6);
+    assert_eq!((drained.done, drained.dead), (6, 1));
+    for job in &jobs {
+        assert_eq!(service.executions(&job.key).await, 1, "job {}", job.id);
+    }
+    Ok(())
 }
 
-/// The `on_give_up` hook: the last attempt failed transiently and no retry is left. The error
-/// itself goes back to the caller unchanged; this line only tells the story.
-fn announce_give_up<E: fmt::Display>(error: &E) {
-    println!("      {error} (transient); no retries left, giving up");
+/// The queue of checks that cannot be made now: in PostgreSQL given `--database-url URL` or
+/// `DATABASE_URL`, otherwise in a SQLite file made afresh for this run.
+async fn open_queue() -> Result<Queue, Box<dyn Error>> {
+    let mut args = std::env::args().skip(1);
+    let given = match (args.next().as_deref(), args.next()) {
+        (Some("--database-url"), Some(url)) => Some(url),
+        (None, _) => std::env::var("DATABASE_URL")
+            .ok()
+            .filter(|url| !url.is_empty()),
+        _ => return Err("usage: portal [--database-url postgres://...]".into()),
+    };
+    let (database, queue_name) = match given {
+        Some(url)
+            if Location::parse(&url).engine() == Engine::Postgres || url.starts_with("sqlite:") =>
+        {
+            // A shared database may hold jobs of earlier runs: this run's go in a queue of its own.
+            let run = IdempotencyKey::new();
+            let name = format!("{}-{}", later::QUEUE, &run.as_str()[..8]);
+            (url, name)
+        }
+        Some(url) => {
+            return Err(format!(
+                "the database URL must start with postgres://, postgresql:// or sqlite:, not {url:?}"
+            )
+            .into());
+        }
+        None => {
+            let dir = std::env::temp_dir().join("retry-portal-example");
+            std::fs::create_dir_all(&dir)?;
+            let file = dir.join("portal.db");
+            for stale in ["portal.db", "portal.db-wal", "portal.db-shm"] {
+                let _ = std::fs::remove_file(dir.join(stale));
+            }
+            (file.display().to_string(), later::QUEUE.to_owned())
+        }
+    };
+    let queue = Queue::open(&database, &queue_name)
+        .await
+        .map_err(|e| format!("cannot open the job queue at {database}: {e}"))?;
+    later::migrate(&queue).await?;
+    match queue.engine() {
+        Engine::Sqlite => println!("Job queue: SQLite file {database}, queue {queue_name}"),
+        Engine::Postgres => println!("Job queue: PostgreSQL, queue {queue_name}"),
+    }
+    Ok(queue)
 }
 
 /// What the customer reads. The match is the point of the whole design: "not covered" can only
-/// come from an `Ok`, so an outage can never be mistaken for a refusal.
+/// come from an `Ok`, so an outage can never be mistaken for a refusal, and "your details are
+/// saved" only from the fallback, once they are.
 fn tell_customer(claim: ClaimId, answer: &Result<Coverage, ContractError>) {
     let message = match answer {
         Ok(Coverage::Covered) => format!("Claim {claim} is covered; we will arrange the payout."),
         Ok(Coverage::NotCovered) => format!("Claim {claim} is not covered by your policy."),
-        Err(e) if coverage::is_transient(e) => {
-            "The coverage check is not possible right now; your details are saved.".to_owned()
+        Err(ContractError::Deferred { .. }) => "The coverage check is not possible right now; \
+             your details are saved and you will get the result by e-mail."
+            .to_owned(),
+        // The fallback could not save the claim (its database failed): nothing is promised.
+        Err(e) if GiveUp::of(e).is_some() => {
+            "The coverage check is not possible right now; please try again later.".to_owned()
         }
         Err(e) => format!("We cannot check claim {claim}: {e}."),
     };
-    println!("  Portal: {message}");
-}
-
-/// A claim number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ClaimId(u32);
-
-impl fmt::Display for ClaimId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
-    }
+    println!("  Portal ({claim}): {message}");
 }
 
 /// An amount of money in euro cents, so that no payout is ever rounded.
@@ -168,106 +308,11 @@ impl fmt::Display for Cents {
     }
 }
 
-/// The portal's question: does the policy cover this claim?
-mod coverage {
-    use super::{ClaimId, announce_give_up, announce_pause, scene_time};
-    use crate::contract_client::ContractClient;
-    use retry_runtime::{attempt, retry};
-    use std::{fmt, io};
-
-    /// The service's answer. Both variants are answers, so both are `Ok`.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub enum Coverage {
-        Covered,
-        NotCovered,
-    }
-
-    /// Why there is no answer.
-    #[derive(Debug)]
-    pub enum ContractError {
-        /// The service is busy and said so: worth another try.
-        Overloaded,
-        /// The connection broke before the answer arrived: worth another try.
-        ConnectionLost(io::Error),
-        /// The service does not know the claim. Asking again will not change that.
-        InvalidClaim(ClaimId),
-        /// The service answered something this portal does not understand. Nor that.
-        Protocol(String),
-    }
-
-    /// The `on = ...` of [`check_coverage`]: which errors pass by themselves.
-    pub fn is_transient(error: &ContractError) -> bool {
-        matches!(
-            error,
-            ContractError::Overloaded | ContractError::ConnectionLost(_)
-        )
-    }
-
-    /// Asks the contract service whether `claim` is covered: `COVERAGE 4711` over the wire,
-    /// answered by one line.
-    ///
-    /// Up to 3 retries, so at most 4 calls, with pauses of about 1 s, 2 s and 4 s, each
-    /// lengthened by up to half at random so that portals that failed together do not come back
-    /// together.
-    #[retry(
-        max = 3,
-        base = "1s",
-        jitter,
-        on = is_transient,
-        notify = announce_pause,
-        on_give_up = announce_give_up,
-    )]
-    pub async fn check_coverage(
-        client: &ContractClient,
-        claim: ClaimId,
-    ) -> Result<Coverage, ContractError> {
-        // The body runs once per attempt; the runtime tells it which one this is.
-        println!(
-            "    attempt {} at {:5.2} s",
-            attempt().number(),
-            scene_time()
-        );
-        // `?` ends this attempt, not the call: a lost connection is retried like "overloaded".
-        let line = client
-            .request(&format!("COVERAGE {claim}"))
-            .await
-            .map_err(ContractError::ConnectionLost)?;
-        match line.as_str() {
-            "COVERED" => Ok(Coverage::Covered),
-            "NOT_COVERED" => Ok(Coverage::NotCovered),
-            "OVERLOADED" => Err(ContractError::Overloaded),
-            "UNKNOWN_CLAIM" => Err(ContractError::InvalidClaim(claim)),
-            _ => Err(ContractError::Protocol(line)),
-        }
-    }
-
-    impl fmt::Display for Coverage {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str(match self {
-                Coverage::Covered => "covered",
-                Coverage::NotCovered => "not covered",
-            })
-        }
-    }
-
-    impl fmt::Display for ContractError {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            match self {
-                ContractError::Overloaded => f.write_str("the contract service is overloaded"),
-                ContractError::ConnectionLost(e) => write!(f, "connection lost: {e}"),
-                ContractError::InvalidClaim(claim) => write!(f, "no claim {claim} on record"),
-                ContractError::Protocol(line) => write!(f, "unexpected answer {line:?}"),
-            }
-        }
-    }
-
-    impl std::error::Error for ContractError {}
-}
-
 /// The portal's payout: a call that changes state, so a repeat must not pay twice.
 mod payout {
-    use super::{Cents, ClaimId, announce_give_up, announce_pause, scene_time};
-    use crate::contract_client::ContractClient;
+    use super::Cents;
+    use retry_examples::portal::story::{announce_give_up, announce_pause, scene_time};
+    use retry_examples::portal::{ClaimId, ContractClient};
     use retry_runtime::{IdempotencyKey, attempt, non_idempotent, retry};
     use std::{fmt, io};
 
@@ -350,195 +395,4 @@ mod payout {
     }
 
     impl std::error::Error for PayError {}
-}
-
-/// The portal's side of the wire: one connection per request, one line each way.
-mod contract_client {
-    use std::io;
-    use std::net::SocketAddr;
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    use tokio::net::TcpStream;
-
-    pub struct ContractClient {
-        addr: SocketAddr,
-    }
-
-    impl ContractClient {
-        pub fn new(addr: SocketAddr) -> Self {
-            Self { addr }
-        }
-
-        /// Sends one request line and reads one answer line.
-        pub async fn request(&self, request: &str) -> io::Result<String> {
-            let mut stream = TcpStream::connect(self.addr).await?;
-            stream.write_all(format!("{request}\n").as_bytes()).await?;
-            let mut answer = String::new();
-            if BufReader::new(stream).read_line(&mut answer).await? == 0 {
-                // The service closed the connection without a word: the request may or may not
-                // have been carried out, which is exactly the case an idempotency key is for.
-                return Err(io::Error::new(
-                    io::ErrorKind::ConnectionAborted,
-                    "closed without an answer",
-                ));
-            }
-            Ok(answer.trim_end().to_owned())
-        }
-    }
-}
-
-/// A stand-in for the insurer's contract service, on a loopback port.
-///
-/// The protocol: the client connects, sends one line, reads one line, and the connection ends.
-///
-/// - `COVERAGE <claim>` is answered `COVERED`, `NOT_COVERED`, `OVERLOADED` or `UNKNOWN_CLAIM`.
-/// - `PAY <claim> <cents> <key>` is answered `PAID <receipt>` or `UNKNOWN_CLAIM`, or not at all
-///   when the response is lost.
-/// - Anything else is answered `BAD_REQUEST`.
-///
-/// It counts what arrives, so that `main` can check the number of attempts from the receiving
-/// end, where a retry that should not have happened would show.
-mod contract_service {
-    use super::{ClaimId, GARDEN_SHED, STORM_FENCE, STORM_ROOF};
-    use std::collections::HashMap;
-    use std::io;
-    use std::net::SocketAddr;
-    use std::sync::Arc;
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    use tokio::net::{TcpListener, TcpStream};
-    use tokio::sync::Mutex;
-
-    /// The handle `main` keeps: where the service listens, knobs to make it misbehave, and
-    /// its counts.
-    pub struct ContractService {
-        addr: SocketAddr,
-        state: Arc<Mutex<State>>,
-    }
-
-    #[derive(Default)]
-    struct State {
-        /// How many of the next coverage checks to answer with `OVERLOADED`.
-        overloaded_checks: u32,
-        /// Whether to close the connection instead of answering the next new payout.
-        lose_next_payout_response: bool,
-        /// Receipts by idempotency key: a repeat gets the stored receipt, not a second payout.
-        receipts: HashMap<String, String>,
-        /// Coverage checks received, per claim, whatever the answer.
-        coverage_checks: HashMap<ClaimId, u32>,
-        payout_requests: u32,
-        payouts_executed: u32,
-    }
-
-    impl ContractService {
-        /// Listens on a free loopback port and serves in a background task.
-        pub async fn start() -> io::Result<Self> {
-            let listener = TcpListener::bind("127.0.0.1:0").await?;
-            let addr = listener.local_addr()?;
-            let state = Arc::new(Mutex::new(State::default()));
-            tokio::spawn(serve(listener, Arc::clone(&state)));
-            Ok(Self { addr, state })
-        }
-
-        pub fn addr(&self) -> SocketAddr {
-            self.addr
-        }
-
-        pub async fn overload_next_checks(&self, count: u32) {
-            self.state.lock().await.overloaded_checks = count;
-        }
-
-        pub async fn lose_next_payout_response(&self) {
-            self.state.lock().await.lose_next_payout_response = true;
-        }
-
-        pub async fn coverage_checks(&self, claim: ClaimId) -> u32 {
-            let state = self.state.lock().await;
-            state.coverage_checks.get(&claim).copied().unwrap_or(0)
-        }
-
-        pub async fn payout_requests(&self) -> u32 {
-            self.state.lock().await.payout_requests
-        }
-
-        pub async fn payouts_executed(&self) -> u32 {
-            self.state.lock().await.payouts_executed
-        }
-    }
-
-    async fn serve(listener: TcpListener, state: Arc<Mutex<State>>) {
-        loop {
-            match listener.accept().await {
-                Ok((stream, _)) => {
-                    let state = Arc::clone(&state);
-                    tokio::spawn(async move {
-                        if let Err(e) = handle(stream, &state).await {
-                            eprintln!("    [service] connection failed: {e}");
-                        }
-                    });
-                }
-                // Running out of file descriptors, for instance: the next accept may succeed.
-                Err(e) => eprintln!("    [service] accept failed: {e}"),
-            }
-        }
-    }
-
-    async fn handle(stream: TcpStream, state: &Mutex<State>) -> io::Result<()> {
-        let mut stream = BufReader::new(stream);
-        let mut request = String::new();
-        stream.read_line(&mut request).await?;
-        let words: Vec<&str> = request.split_whitespace().collect();
-        let answer = match words.as_slice() {
-            ["COVERAGE", claim] => coverage(&mut *state.lock().await, claim),
-            ["PAY", claim, cents, key] => pay(&mut *state.lock().await, claim, cents, key),
-            _ => Some("BAD_REQUEST".to_owned()),
-        };
-        match answer {
-            Some(answer) => stream.write_all(format!("{answer}\n").as_bytes()).await,
-            // Dropping the stream closes the connection without a word.
-            None => Ok(()),
-        }
-    }
-
-    fn coverage(state: &mut State, claim: &str) -> Option<String> {
-        let claim = parse_claim(claim);
-        if let Some(claim) = claim {
-            *state.coverage_checks.entry(claim).or_default() += 1;
-        }
-        if state.overloaded_checks > 0 {
-            state.overloaded_checks -= 1;
-            return Some("OVERLOADED".to_owned());
-        }
-        let answer = match claim {
-            Some(STORM_ROOF | STORM_FENCE) => "COVERED",
-            Some(GARDEN_SHED) => "NOT_COVERED",
-            _ => "UNKNOWN_CLAIM",
-        };
-        Some(answer.to_owned())
-    }
-
-    /// `None` means: close the connection instead of answering.
-    fn pay(state: &mut State, claim: &str, cents: &str, key: &str) -> Option<String> {
-        state.payout_requests += 1;
-        if let Some(receipt) = state.receipts.get(key) {
-            println!(
-                "      [service] key seen before: answering with the stored {receipt}, paying nothing"
-            );
-            return Some(format!("PAID {receipt}"));
-        }
-        if !matches!(parse_claim(claim), Some(STORM_ROOF | STORM_FENCE)) {
-            return Some("UNKNOWN_CLAIM".to_owned());
-        }
-        state.payouts_executed += 1;
-        let receipt = format!("R-{}", state.payouts_executed);
-        println!("      [service] payout of {cents} cents for claim {claim} executed ({receipt})");
-        state.receipts.insert(key.to_owned(), receipt.clone());
-        if std::mem::take(&mut state.lose_next_payout_response) {
-            println!("      [service] ...and the response is lost on the way back");
-            return None;
-        }
-        Some(format!("PAID {receipt}"))
-    }
-
-    fn parse_claim(claim: &str) -> Option<ClaimId> {
-        claim.parse().ok().map(ClaimId)
-    }
 }

@@ -148,6 +148,11 @@ impl PaymentClient {
         let _ = (claim.0, amount.0, key);
         Ok(Receipt)
     }
+
+    async fn charge(&self, order: u64, amount: Cents) -> Result<Receipt, PayError> {
+        let _ = (order, amount.0);
+        Ok(Receipt)
+    }
 }
 
 fn is_transient(error: &PayError) -> bool {
@@ -165,6 +170,12 @@ async fn pay_out(client: &PaymentClient, claim: ClaimId, amount: Cents, key: &Id
 async fn settle(client: &PaymentClient, claim: ClaimId, amount: Cents) -> Result<Receipt, PayError> {
     let key = IdempotencyKey::new();           // 128 random bits as a UUID v4, created once
     pay_out(client, claim, amount, &key).await // every attempt sends the same key
+}
+
+#[non_idempotent]
+#[retry(max = 2, base = "500ms", on = is_transient)]
+async fn charge(client: &PaymentClient, #[idempotency_key] order: u64, amount: Cents) -> Result<Receipt, PayError> {
+    client.charge(order, amount).await // the service keys the charge by the order number
 }
 }
 
@@ -322,6 +333,41 @@ async fn the_readme_fallback_defers_the_check() {
         retry_runtime::testing::record_async(check_coverage(&ContractClient, &Queue, &Claim(4711))).await;
     assert!(matches!(answer, Ok(Coverage::Pending { job: 4711 })), "{answer:?}");
     assert_eq!(pauses.len(), 3);
+}
+}
+
+/// "When the outage outlasts the customer: a fallback and a durable queue".
+#[rustfmt::skip]
+#[allow(dead_code)]
+mod queue {
+use retry_examples::portal::coverage::{check_coverage, ContractError, Coverage, GiveUp, CONTRACT_BREAKER};
+use retry_examples::portal::later::{check_later, save_for_later, CoverageJob};
+use retry_examples::portal::{Claim, ContractClient};
+use retry_examples::queue::{Job, Queue, QueueError, Worker};
+use retry_runtime::IdempotencyKey;
+use std::time::Duration;
+
+// The form: the check, or where its loop gave up, the claim saved and its check queued.
+async fn check_or_save(client: &ContractClient, queue: &Queue, claim: &Claim, key: &IdempotencyKey) -> Result<Coverage, ContractError> {
+    match check_coverage(client, claim, key).await {
+        Err(error) => match GiveUp::of(&error) {            // transient, or the breaker's refusal
+            Some(why) => save_for_later(queue, claim, key, error, why).await, // Err(Deferred { job, .. })
+            None => Err(error),                              // an answer about the claim: shown as it is
+        },
+        answer => answer,
+    }
+}
+
+// Every portal replica: a worker that drains the queue through the same function, budget and breaker.
+async fn drain(client: ContractClient, queue: Queue) -> Result<(), QueueError> {
+    let worker = Worker::new("portal-1")
+        .concurrency(2)                      // at most 2 checks at a time
+        .per_second(10.0)                    // and 10 a second: a steady stream, not a burst
+        .lease(Duration::from_secs(30))      // renewed while a check runs; a dead worker's job comes back
+        .breaker(&CONTRACT_BREAKER);         // nothing claimed while the breaker is open
+    let jobs = queue.clone();
+    worker.run(&queue, move |job: Job<CoverageJob>| check_later(client.clone(), jobs.clone(), job)).await?;
+    Ok(())
 }
 }
 

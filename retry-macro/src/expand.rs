@@ -1,6 +1,7 @@
 //! Prints the [`Plan`]: the signature as written, and a body that loops over attempts.
 
 use crate::args::Args;
+use crate::item;
 use crate::validate::Plan;
 use proc_macro2::{Delimiter, Group, Ident, Literal, Span, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
@@ -39,7 +40,8 @@ use syn::ext::IdentExt;
 /// `Debug` or by its type name without a bound on the function. With an async `fallback`, the
 /// `Break` arm is `return __retry_rt::finish(__retry_result).await`. A sync
 /// function runs each attempt as `__retry.attempt(|| { body })` and pauses with
-/// `__retry.pause_blocking()`. The return type in the turbofish lets the closure or `async`
+/// `__retry.pause_blocking()`. A function with an idempotency key lends it to each attempt:
+/// `__retry.run_keyed(&key, async { body })`, `attempt_keyed(&key, || { body })`. The return type in the turbofish lets the closure or `async`
 /// block infer what `?` and `return` in the body convert to. `next` takes the loop state by
 /// value and gives it back for the next attempt, so that the compiler can keep it in registers.
 pub(crate) fn expand(plan: Plan) -> TokenStream {
@@ -99,9 +101,22 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let mut builder = quote_spanned!(start_span=>
         __retry_rt::Retry::<#output>::#start(#policy_ref, #name, #classify));
     builder.extend(pass_through(args));
-    if let Some(key) = &plan.key {
-        builder.extend(quote!(.key(&#key)));
-    }
+    // A function with an idempotency key lends it to each attempt: `attempt_keyed(&key, ...)`,
+    // `run_keyed`, `run_timed_keyed`. Located at the parameter's type (past any `&`), so that a
+    // type without `Display` is reported there.
+    let (suffix, key, key_at) = match &plan.key {
+        Some(key) => {
+            let at = at(&item::referent(&key.ty).to_token_stream());
+            let mut name = key.name.clone();
+            name.set_span(at);
+            // Past the parameter's own references (`&*key` for `key: &str`), so that the runtime
+            // lends the key's type itself, which must borrow nothing.
+            let derefs = (0..item::references(&key.ty)).map(|_| quote_spanned!(at=> *));
+            ("_keyed", quote_spanned!(at=> &#(#derefs)*#name,), at)
+        }
+        None => ("", TokenStream::new(), Span::call_site()),
+    };
+    let method = |plain: &str| Ident::new(&format!("{plain}{suffix}"), key_at);
 
     let (attempt, sleep) = if is_async {
         // The `if false { return ... }` fixes the `async` block's output type before its body,
@@ -111,22 +126,33 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         let mut body = body.clone();
         body.set_span(Span::call_site().located_at(body.span()));
         let output_type = quote!(if false { return __retry_rt::output_type::<#output>(); });
+        let run = if args.accepted(&grammar::TIMEOUT).is_some() {
+            method("run_timed")
+        } else {
+            method("run")
+        };
         (
-            if args.accepted(&grammar::TIMEOUT).is_some() {
-                quote!(#state.run_timed(async { #output_type #body }).await)
-            } else {
-                quote!(#state.run(async { #output_type #body }).await)
-            },
+            quote!(#state.#run(#key async { #output_type #body }).await),
             quote!(#state.pause().await),
         )
     } else {
+        let attempt = method("attempt");
         (
-            quote!(#state.attempt(|| #body)),
+            quote!(#state.#attempt(#key || #body)),
             quote!(#state.pause_blocking()),
         )
     };
     // An async fallback is awaited when the loop ends (a sync one is wrapped in a ready future).
-    let finish = if is_async && args.accepted(&grammar::FALLBACK).is_some() {
+    // A fallback runs with the key lent to it too, so `next` takes it: `next_keyed(&key, ..)`.
+    // Without a fallback nothing after the attempts needs the key.
+    let has_fallback = args.accepted(&grammar::FALLBACK).is_some();
+    let decision = if has_fallback {
+        let next = method("next");
+        quote!(#state.#next(#key #outcome))
+    } else {
+        quote!(#state.next(#outcome))
+    };
+    let finish = if is_async && has_fallback {
         quote!(__retry_rt::finish(#result).await)
     } else {
         quote!(#result)
@@ -146,7 +172,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
                 let #outcome = #attempt;
                 #[allow(unreachable_code)]
                 {
-                    #state = match #state.next(#outcome) {
+                    #state = match #decision {
                         __retry_rt::ControlFlow::Break(#result) => return #finish,
                         __retry_rt::ControlFlow::Continue(#next) => #next,
                     };
@@ -176,6 +202,7 @@ fn local(name: &str) -> Ident {
     Ident::new(name, Span::mixed_site())
 }
 
+/// The type a reference points to (through any number of `&`), else the type itself.
 fn span_of(tokens: &TokenStream) -> Span {
     tokens
         .clone()

@@ -259,12 +259,42 @@ pub(crate) fn strip_key_marks(sig: &mut Signature) {
 }
 
 /// The parameter whose value is the idempotency key: the one marked `#[idempotency_key]`, else
-/// the first of type `IdempotencyKey`; `None` unless it is bound to a plain name.
-pub(crate) fn key_param(sig: &Signature) -> Option<syn::Ident> {
+/// the first of type `IdempotencyKey`; `None` unless it is bound to a plain name (a marked one
+/// that is not is an error, see `validate`).
+pub(crate) fn key_param(sig: &Signature) -> Option<KeyParam> {
     let params = key_params(sig);
     let param = params.marked.first().or(params.typed.first())?;
     match &*param.pat {
-        syn::Pat::Ident(p) => Some(p.ident.clone()),
+        syn::Pat::Ident(p) => Some(KeyParam {
+            name: p.ident.clone(),
+            ty: (*param.ty).clone(),
+        }),
         _ => None,
+    }
+}
+
+/// The key parameter: its name, and its type, where a type that cannot be a key is reported.
+pub(crate) struct KeyParam {
+    pub name: syn::Ident,
+    pub ty: Type,
+}
+
+/// How many references the type is behind: 1 for `&str`, 0 for `u64`.
+pub(crate) fn references(ty: &Type) -> usize {
+    match ty {
+        Type::Reference(r) => 1 + references(&r.elem),
+        Type::Paren(p) => references(&p.elem),
+        Type::Group(g) => references(&g.elem),
+        _ => 0,
+    }
+}
+
+/// The type past its references: `str` for `&str`.
+pub(crate) fn referent(ty: &Type) -> &Type {
+    match ty {
+        Type::Reference(r) => referent(&r.elem),
+        Type::Paren(p) => referent(&p.elem),
+        Type::Group(g) => referent(&g.elem),
+        _ => ty,
     }
 }

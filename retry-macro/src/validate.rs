@@ -18,8 +18,9 @@ pub(crate) struct Plan {
     pub error_type_tokens: proc_macro2::TokenStream,
     /// The arguments, every one accepted.
     pub args: Args,
-    /// The parameter that carries the idempotency key, for `attempt().key()`.
-    pub key: Option<syn::Ident>,
+    /// The parameter that carries the idempotency key, which each attempt lends to
+    /// `attempt().key()`.
+    pub key: Option<item::KeyParam>,
 }
 
 /// Checks the rules across the arguments and the function, adding to the `errors` that parsing
@@ -105,6 +106,26 @@ fn check_idempotency(func: &RetryFn, errors: &mut Errors) {
             "only one parameter can be the `#[idempotency_key]`: every attempt sends the same single key; remove the mark from all but one",
         );
     }
+    if let Some(key) = params.marked.first().or(params.typed.first()) {
+        let referent = item::referent(&key.ty);
+        if let Some(borrow) = borrowed_part(referent.to_token_stream()) {
+            errors.spanned(
+                referent,
+                format!(
+                    "`{}` cannot be an idempotency key because it borrows (`{borrow}`): each attempt lends the key to `attempt().key()` through a thread-local, which holds only a type that owns its data; take the key as a type that owns its text (`u64`, `Uuid`, `String`, `IdempotencyKey`), or a reference to one (`&str`, `&IdempotencyKey`)",
+                    referent.to_token_stream().to_string().replace(" < ", "<").replace(" >", ">").replace("< ", "<").replace(" ,", ",")
+                ),
+            );
+        }
+    }
+    if let Some(marked) = params.marked.first() {
+        if !matches!(&*marked.pat, syn::Pat::Ident(_)) {
+            errors.spanned(
+                &marked.pat,
+                "the `#[idempotency_key]` parameter must be a plain name, so that every attempt can lend it to `attempt().key()`; write a name in place of the pattern, like `order: OrderNumber`, and take the value apart in the body",
+            );
+        }
+    }
     let non_idempotent = func
         .attrs
         .iter()
@@ -119,7 +140,7 @@ fn check_idempotency(func: &RetryFn, errors: &mut Errors) {
         errors.push(syn::Error::new(
             sig.paren_token.span.join(),
             format!(
-                "`{name}` is `#[non_idempotent]`, so a retry without an idempotency key could act twice (the first call may have succeeded and only its response been lost); add a parameter `key: &IdempotencyKey` that the caller creates once with `IdempotencyKey::new()`, so that every attempt sends the same key, or mark the parameter that already carries a key with `#[idempotency_key]`"
+                "`{name}` is `#[non_idempotent]`, so a retry without an idempotency key could act twice (the first call may have succeeded and only its response been lost); add a parameter `key: &IdempotencyKey` that the caller creates once with `IdempotencyKey::new()`, so that every attempt sends the same key, or mark the parameter that already identifies the operation with `#[idempotency_key]` (any type that implements `Display`, like an order number or a `Uuid`)"
             ),
         ));
     } else if params.marked.is_empty() && params.typed.len() > 1 {
@@ -128,4 +149,34 @@ fn check_idempotency(func: &RetryFn, errors: &mut Errors) {
             "two parameters are `IdempotencyKey`s; mark the one that every attempt sends with `#[idempotency_key]`",
         );
     }
+}
+
+/// The first lifetime other than `'static` in a key's type (`'_` in `Cow<'_, str>`), or `impl`
+/// for an `impl Trait` without `+ 'static`: a type the attempt context cannot hold.
+fn borrowed_part(tokens: proc_macro2::TokenStream) -> Option<String> {
+    use proc_macro2::TokenTree;
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut is_impl = false;
+    let mut has_static = false;
+    for (i, token) in tokens.iter().enumerate() {
+        match token {
+            TokenTree::Punct(p) if p.as_char() == '\'' => {
+                if let Some(TokenTree::Ident(name)) = tokens.get(i + 1) {
+                    if name == "static" {
+                        has_static = true;
+                    } else {
+                        return Some(format!("'{name}"));
+                    }
+                }
+            }
+            TokenTree::Ident(word) if word == "impl" => is_impl = true,
+            TokenTree::Group(group) => {
+                if let Some(found) = borrowed_part(group.stream()) {
+                    return Some(found);
+                }
+            }
+            _ => {}
+        }
+    }
+    (is_impl && !has_static).then(|| "impl".to_owned())
 }

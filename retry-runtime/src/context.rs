@@ -6,7 +6,9 @@
 //! threads, and nested annotated functions each see their own.
 
 use crate::IdempotencyKey;
-use std::cell::{Cell, RefCell};
+use crate::state::KeyParam;
+use std::cell::Cell;
+use std::fmt::Display;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
@@ -18,8 +20,8 @@ use std::task::{Context as TaskContext, Poll};
 pub(crate) struct Frame {
     /// The running attempt (1 for the first call); 0 outside an annotated function.
     pub attempt: u32,
-    /// This attempt's function has an idempotency key, in the `KEY` slot.
-    pub has_key: bool,
+    /// Where this attempt's function lends its idempotency key, if it has one.
+    pub key: KeyKind,
     /// A layer above retries this work: an enclosing annotated function that is retrying, or
     /// [`scope::caller_retries`].
     pub retried_above: bool,
@@ -30,22 +32,60 @@ impl Frame {
     /// stored field by field and loaded whole would stall the load on every call.
     #[inline]
     const fn pack(self) -> u64 {
-        self.attempt as u64 | (self.has_key as u64) << 32 | (self.retried_above as u64) << 33
+        self.attempt as u64 | (self.key as u64) << 32 | (self.retried_above as u64) << 34
     }
 
     #[inline]
     const fn unpack(bits: u64) -> Frame {
         Frame {
             attempt: bits as u32,
-            has_key: bits & (1 << 32) != 0,
-            retried_above: bits & (1 << 33) != 0,
+            key: match (bits >> 32) & 0b11 {
+                1 => KeyKind::Display,
+                2 => KeyKind::Text,
+                _ => KeyKind::None,
+            },
+            retried_above: bits & (1 << 34) != 0,
         }
     }
 }
 
 thread_local! {
     static CURRENT: Cell<u64> = const { Cell::new(0) };
-    static KEY: RefCell<Option<IdempotencyKey>> = const { RefCell::new(None) };
+}
+
+/// Which slot holds the running attempt's idempotency key.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KeyKind {
+    /// The function has no key.
+    #[default]
+    None = 0,
+    /// A key of a sized type (`u64`, `Uuid`, `String`, `IdempotencyKey`, ...), in `KEY`.
+    Display = 1,
+    /// A `str` key (a `&str` parameter), in `KEY_TEXT`.
+    Text = 2,
+}
+
+// The key parameter of the running attempt, borrowed for as long as the attempt runs (sync) or is
+// polled (async), and put back as it was afterwards, also on panic. A borrow, not a copy: the
+// key is rendered only when `attempt()` asks for it, so a keyed function's attempts neither
+// allocate nor format. A thread-local cannot hold a borrow by itself; `scoped-tls-hkt`'s
+// `ScopedKey` holds it for exactly the span of a closure, with its `unsafe` inside that crate
+// (the plain form of its macro expands to safe code here, which `forbid(unsafe_code)` keeps so).
+// A trait object needs a sized type behind it, so a `str` key has a slot of its own.
+scoped_tls_hkt::scoped_thread_local!(static KEY: dyn Display);
+scoped_tls_hkt::scoped_thread_local!(static KEY_TEXT: str);
+
+/// Lends a sized key to the attempt that `f` runs.
+#[inline]
+pub(crate) fn lend_key<R>(key: &(dyn Display + 'static), f: impl FnOnce() -> R) -> R {
+    KEY.set(key, f)
+}
+
+/// Lends a `str` key to the attempt that `f` runs.
+#[inline]
+pub(crate) fn lend_text_key<R>(key: &str, f: impl FnOnce() -> R) -> R {
+    KEY_TEXT.set(key, f)
 }
 
 /// The current frame.
@@ -54,54 +94,51 @@ pub(crate) fn current() -> Frame {
     Frame::unpack(CURRENT.with(Cell::get))
 }
 
-/// Puts a frame (and its key, if it has one) in place until dropped, then puts the previous
-/// ones back (also on panic).
-pub(crate) struct Enter<'a> {
+/// Puts a frame in place until dropped, then puts the previous one back (also on panic).
+pub(crate) struct Enter {
     previous: u64,
-    key: Option<&'a mut Option<IdempotencyKey>>,
 }
 
-impl<'a> Enter<'a> {
-    /// Enters `frame`; a `key` is swapped into the key slot for the duration and back out
-    /// afterwards. Without one the key slot is left alone.
+impl Enter {
+    /// Enters `frame`. The key slot is left alone: [`KeySlot::lend`] fills it.
     #[inline]
-    pub(crate) fn new(frame: Frame, mut key: Option<&'a mut Option<IdempotencyKey>>) -> Self {
+    pub(crate) fn new(frame: Frame) -> Self {
         let previous = CURRENT.with(|c| c.replace(frame.pack()));
-        if let Some(key) = key.as_deref_mut() {
-            KEY.with(|slot| std::mem::swap(&mut *slot.borrow_mut(), key));
-        }
-        Enter { previous, key }
+        Enter { previous }
     }
 }
 
-impl Drop for Enter<'_> {
+impl Drop for Enter {
     #[inline]
     fn drop(&mut self) {
         CURRENT.with(|c| c.set(self.previous));
-        if let Some(key) = self.key.as_deref_mut() {
-            KEY.with(|slot| std::mem::swap(&mut *slot.borrow_mut(), key));
-        }
     }
 }
 
-/// Where an attempt keeps its idempotency key while it is not in the thread-local slot:
-/// `Option<IdempotencyKey>` for a function that has one, `()` (nothing at all) for the rest.
-pub trait KeySlot {
-    /// The key to swap into the thread-local slot while the attempt runs, if there is one.
-    fn slot(&mut self) -> Option<&mut Option<IdempotencyKey>>;
+/// What an attempt lends to `attempt().key()`: nothing at all (`()`) for a function without an
+/// idempotency key, a reference to the key parameter for one that has it.
+pub trait KeySlot: Copy {
+    /// Whether there is a key, and in which slot: a constant, so a function without one never
+    /// looks.
+    #[doc(hidden)]
+    const KIND: KeyKind;
+    /// Runs `f` with the key, if there is one, in the thread-local slot.
+    fn lend<R>(self, f: impl FnOnce() -> R) -> R;
 }
 
 impl KeySlot for () {
+    const KIND: KeyKind = KeyKind::None;
     #[inline(always)]
-    fn slot(&mut self) -> Option<&mut Option<IdempotencyKey>> {
-        None
+    fn lend<R>(self, f: impl FnOnce() -> R) -> R {
+        f()
     }
 }
 
-impl KeySlot for Option<IdempotencyKey> {
-    #[inline(always)]
-    fn slot(&mut self) -> Option<&mut Option<IdempotencyKey>> {
-        if self.is_some() { Some(self) } else { None }
+impl<K: KeyParam + ?Sized> KeySlot for &K {
+    const KIND: KeyKind = K::KIND;
+    #[inline]
+    fn lend<R>(self, f: impl FnOnce() -> R) -> R {
+        self.lend(f)
     }
 }
 
@@ -129,8 +166,9 @@ impl<F: Future, K: KeySlot> Future for Scoped<F, K> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let _entered = Enter::new(*this.frame, this.key.slot());
-        this.future.poll(cx)
+        let _entered = Enter::new(*this.frame);
+        let future = this.future;
+        this.key.lend(|| future.poll(cx))
     }
 }
 
@@ -173,7 +211,10 @@ impl Attempt {
         self.number > 1
     }
 
-    /// The idempotency key of a `#[non_idempotent]` function: the same on every attempt.
+    /// The idempotency key of the running function, the same on every attempt: its parameter of
+    /// type [`IdempotencyKey`], or the one marked `#[idempotency_key]` (an order number, a
+    /// `Uuid`, a string: any type that implements `Display`), as the text its `Display` writes.
+    /// `None` outside a function with a key, and in a function without one that it calls.
     pub fn key(&self) -> Option<&IdempotencyKey> {
         self.key.as_ref()
     }
@@ -181,12 +222,20 @@ impl Attempt {
 
 /// The attempt that is running in the innermost annotated function on this thread (or in this
 /// task, for async functions). See [`Attempt`].
+///
+/// The [`Attempt`] is a copy, made when this is called: keep it across `.await`s, or send it to
+/// another thread, and it still describes the attempt that took it. In a function with an
+/// idempotency key, the copy holds the key as text: the attempts only lend the key parameter,
+/// and it is rendered here, with its `Display` (a small allocation), so that a body that never
+/// calls `attempt()` pays nothing for its key.
 pub fn attempt() -> Attempt {
     let frame = current();
-    let key = if frame.has_key {
-        KEY.with(|slot| slot.borrow().clone())
-    } else {
-        None
+    let key = match frame.key {
+        KeyKind::Display if KEY.is_set() => Some(KEY.with(IdempotencyKey::render)),
+        KeyKind::Text if KEY_TEXT.is_set() => {
+            Some(KEY_TEXT.with(|key: &str| IdempotencyKey::from(key)))
+        }
+        _ => None,
     };
     Attempt {
         number: frame.attempt.max(1),
@@ -234,7 +283,7 @@ pub mod scope {
     /// Runs `f` as work that a layer above retries: annotated functions called inside make one
     /// attempt each (unless they say `nested = retry`).
     pub fn caller_retries<R>(f: impl FnOnce() -> R) -> R {
-        let _entered = Enter::new(marked_frame(), None);
+        let _entered = Enter::new(marked_frame());
         f()
     }
 
@@ -298,32 +347,64 @@ mod tests {
     use super::*;
 
     #[test]
-    fn enter_restores_the_previous_frame_and_key() {
-        let mut outer_key = Some(IdempotencyKey::from("outer"));
+    fn enter_and_lend_restore_the_previous_frame_and_key() {
+        let outer_key = IdempotencyKey::from("outer");
         let outer = Frame {
             attempt: 2,
-            has_key: true,
+            key: KeyKind::Display,
             ..Frame::default()
         };
-        let _a = Enter::new(outer, Some(&mut outer_key));
-        {
-            let _b = Enter::new(
-                Frame {
+        let _a = Enter::new(outer);
+        KeySlot::lend(&outer_key, || {
+            {
+                // An inner function without a key: its frame says so, the slot is left alone.
+                let _b = Enter::new(Frame {
                     attempt: 5,
                     ..Frame::default()
-                },
-                None,
-            );
-            assert_eq!(
-                attempt(),
-                Attempt {
-                    number: 5,
-                    key: None
-                }
-            );
-        }
-        assert_eq!(attempt().number(), 2);
-        assert_eq!(attempt().key().map(IdempotencyKey::as_str), Some("outer"));
+                });
+                assert_eq!(
+                    attempt(),
+                    Attempt {
+                        number: 5,
+                        key: None
+                    }
+                );
+                // An inner function with a key of another type: its own, rendered.
+                let _c = Enter::new(Frame {
+                    attempt: 1,
+                    key: KeyKind::Display,
+                    ..Frame::default()
+                });
+                KeySlot::lend(&4711u64, || {
+                    assert_eq!(attempt().key().map(IdempotencyKey::as_str), Some("4711"));
+                    // Deeper, a `str` key in the other slot: the innermost frame says which.
+                    let _d = Enter::new(Frame {
+                        attempt: 3,
+                        key: KeyKind::Text,
+                        ..Frame::default()
+                    });
+                    KeySlot::lend("text-key", || {
+                        assert_eq!(
+                            attempt().key().map(IdempotencyKey::as_str),
+                            Some("text-key")
+                        );
+                    });
+                });
+            }
+            assert_eq!(attempt().number(), 2);
+            assert_eq!(attempt().key().map(IdempotencyKey::as_str), Some("outer"));
+        });
+        // The slot is empty again, so a frame that claims a key still gets none.
+        assert_eq!(attempt().key(), None);
+    }
+
+    #[test]
+    fn a_panic_under_a_lent_key_puts_the_slot_back() {
+        let caught = std::panic::catch_unwind(|| {
+            KeySlot::lend("claim-1", || -> () { panic!("the body panicked") })
+        });
+        assert!(caught.is_err());
+        assert!(!KEY_TEXT.is_set());
     }
 
     #[test]

@@ -11,7 +11,10 @@ use std::sync::Arc;
 ///
 /// Create the key once per operation, before the first attempt, and pass it to the annotated
 /// function: every attempt then sees the same key, because the key is a parameter.
-/// `#[non_idempotent]` functions must take one to be retried.
+/// `#[non_idempotent]` functions must take one to be retried, or a parameter of another type
+/// that identifies the operation (an order number, a `Uuid`), marked `#[idempotency_key]`.
+/// Inside the body, [`attempt()`](crate::attempt)`.key()` gives the key as an `IdempotencyKey`
+/// whatever the parameter's type.
 ///
 /// ```
 /// use retry_runtime::IdempotencyKey;
@@ -23,7 +26,8 @@ use std::sync::Arc;
 /// assert_eq!(derived.to_string(), "claim-4711-payout-1");
 /// assert_eq!(IdempotencyKey::HEADER, "Idempotency-Key");
 /// ```
-/// Cloning is cheap (a shared, immutable string), so the key can travel with every attempt.
+/// Cloning is cheap (a shared, immutable string), so a key can be kept, logged or sent to
+/// another task.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct IdempotencyKey(Arc<str>);
 
@@ -49,6 +53,11 @@ impl IdempotencyKey {
             text.push(hex(byte & 0x0f));
         }
         Self(text.into())
+    }
+
+    /// A key parameter's text, as its `Display` writes it, for `attempt().key()`.
+    pub(crate) fn render(key: &(dyn fmt::Display + 'static)) -> Self {
+        Self(key.to_string().into())
     }
 
     /// The key as text, ready for a header or a database column.

@@ -108,10 +108,12 @@
 //! A payout whose response was lost looks like a failure to the caller; a retry without a key
 //! pays twice. Mark such functions `#[non_idempotent]`: `#[retry]` then refuses to compile them
 //! unless they take an [`IdempotencyKey`], which the caller creates once and every attempt sends,
-//! so the receiver recognises the repeat. The receiving service's side, which executes once per
-//! key and answers a repeat with the stored response, is the module `store`: in memory (feature
-//! `idempotency-store`), in a SQLite file (`store-sqlite`) or in PostgreSQL (`store-postgres`),
-//! where the service's own writes and the key's completion commit in one transaction.
+//! so the receiver recognises the repeat (or a parameter that already identifies the operation,
+//! such as an order number, marked `#[idempotency_key]`). The receiving service's side, which
+//! executes once per key and answers a repeat with the stored response, is the module `store`:
+//! in memory (feature `idempotency-store`), in a SQLite file (`store-sqlite`) or in PostgreSQL
+//! (`store-postgres`), where the service's own writes and the key's completion commit in one
+//! transaction.
 //!
 //! ```
 //! use retry_runtime::{non_idempotent, retry, IdempotencyKey};
@@ -442,13 +444,27 @@ pub use retry_macro::retry;
 /// Marks a function whose repetition would have a second effect: a payment, an email.
 ///
 /// On its own it only adds a line to the function's documentation. Together with [`retry`], in
-/// either order, the function must take an idempotency key that every attempt sends: a
-/// parameter of type [`IdempotencyKey`] (by value or by reference, any path ending in
-/// `IdempotencyKey`), or any parameter marked `#[idempotency_key]`. Otherwise it does not
-/// compile: a lost response followed by a retry must not pay twice.
+/// either order, the function must take an idempotency key that every attempt sends:
+///
+/// - a parameter of type [`IdempotencyKey`] (by value or by reference, any path ending in
+///   `IdempotencyKey`), which counts without a mark; with two of them, mark the one to send;
+/// - or a parameter marked `#[idempotency_key]`, of any type that implements
+///   [`Display`](std::fmt::Display) and owns its data (no lifetime of its own), by value or by
+///   reference: an order number (`u64`), a `Uuid`, a `&str` or `String`, a type of your own.
+///   Its text is the key. The mark needs a plain name (`order: Order`, not a pattern), and one
+///   parameter at most carries it.
+///
+/// Otherwise it does not compile: a lost response followed by a retry must not pay twice. A
+/// marked parameter whose type has no `Display` is a compile error that names the rule.
+///
+/// Inside the body, [`attempt()`](crate::attempt)`.key()` gives the key as an
+/// [`IdempotencyKey`], for code below the function that sends it (an HTTP layer setting the
+/// `Idempotency-Key` header). The attempts only borrow the key parameter; it is rendered with
+/// its `Display` when `attempt()` is called, so a keyed function that does not ask allocates
+/// nothing for its key.
 ///
 /// ```
-/// use retry_runtime::{non_idempotent, retry, IdempotencyKey};
+/// use retry_runtime::{attempt, non_idempotent, retry, IdempotencyKey};
 /// use std::io;
 ///
 /// #[non_idempotent]
@@ -464,8 +480,18 @@ pub use retry_macro::retry;
 ///     Ok(())
 /// }
 ///
+/// // The shop's order number is the key: every attempt of this order's charge sends it.
+/// #[non_idempotent]
+/// #[retry(max = 2, base = "500ms")]
+/// fn charge(#[idempotency_key] order: u64, cents: u64) -> io::Result<String> {
+///     let key = attempt().key().map(|k| k.to_string());
+///     assert_eq!(key.as_deref(), Some("4711"));
+///     Ok(format!("charged {cents} for order {order}"))
+/// }
+///
 /// let key = IdempotencyKey::new();
 /// assert!(pay_out(4711, &key).is_ok());
+/// assert!(charge(4711, 1999).is_ok());
 /// ```
 ///
 /// ```compile_fail

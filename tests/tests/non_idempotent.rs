@@ -224,3 +224,236 @@ fn separate_operations_get_separate_keys() {
     assert_eq!(executed.len(), 2);
     assert_ne!(executed[0].0, executed[1].0);
 }
+
+// ---- a key of any type that implements `Display` -------------------------------------------------
+//
+// Keys are often an order number or a `Uuid`. The parameter marked `#[idempotency_key]` is the
+// key, by value or by reference, whatever its type, as long as it can be written as text: the
+// body sends it, and `attempt().key()` renders it the same way on every attempt.
+
+mod any_display {
+    use super::{PayError, PayService};
+    use retry_runtime::{IdempotencyKey, attempt, non_idempotent, retry};
+    use std::fmt;
+    use uuid::Uuid;
+
+    /// What the body sends: the key as `attempt()` renders it, so the tests see both at once.
+    fn sent_key() -> String {
+        attempt()
+            .key()
+            .expect("a key inside a function that has one")
+            .to_string()
+    }
+
+    #[non_idempotent]
+    #[retry(max = 3, base = "1ms", jitter = none)]
+    pub(super) fn by_order_number(
+        service: &PayService,
+        #[idempotency_key] order: u64,
+    ) -> Result<String, PayError> {
+        assert_eq!(sent_key(), order.to_string());
+        service.pay(&sent_key(), 100)
+    }
+
+    #[non_idempotent]
+    #[retry(max = 3, base = "1ms", jitter = none)]
+    pub(super) fn by_uuid(
+        service: &PayService,
+        #[idempotency_key] payout: Uuid,
+    ) -> Result<String, PayError> {
+        assert_eq!(sent_key(), payout.to_string());
+        service.pay(&sent_key(), 100)
+    }
+
+    #[non_idempotent]
+    #[retry(max = 3, base = "1ms", jitter = none)]
+    pub(super) fn by_uuid_ref(
+        service: &PayService,
+        #[idempotency_key] payout: &Uuid,
+    ) -> Result<String, PayError> {
+        assert_eq!(sent_key(), payout.to_string());
+        service.pay(&sent_key(), 100)
+    }
+
+    #[non_idempotent]
+    #[retry(max = 3, base = "1ms", jitter = none)]
+    pub(super) fn by_string(
+        service: &PayService,
+        #[idempotency_key] reference: String,
+    ) -> Result<String, PayError> {
+        assert_eq!(sent_key(), reference);
+        service.pay(&sent_key(), 100)
+    }
+
+    #[non_idempotent]
+    #[retry(max = 3, base = "1ms", jitter = none)]
+    pub(super) fn by_marked_key(
+        service: &PayService,
+        #[idempotency_key] key: &IdempotencyKey,
+    ) -> Result<String, PayError> {
+        assert_eq!(sent_key(), key.as_str());
+        service.pay(&sent_key(), 100)
+    }
+
+    /// A key type of the caller's own.
+    pub(super) struct PayoutId {
+        pub claim: u32,
+        pub payout: u32,
+    }
+
+    impl fmt::Display for PayoutId {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "claim-{}-payout-{}", self.claim, self.payout)
+        }
+    }
+
+    #[non_idempotent]
+    #[retry(max = 3, base = "1ms", jitter = none)]
+    pub(super) fn by_own_type(
+        service: &PayService,
+        #[idempotency_key] id: &PayoutId,
+    ) -> Result<String, PayError> {
+        service.pay(&sent_key(), 100)
+    }
+
+    /// A generic key: `Display`, and owning its data (`'static`): a sync function needs no more.
+    #[retry(max = 3, base = "1ms", jitter = none)]
+    pub(super) fn by_generic(
+        service: &PayService,
+        #[idempotency_key] reference: impl fmt::Display + 'static,
+    ) -> Result<String, PayError> {
+        service.pay(&sent_key(), 100)
+    }
+
+    /// A key that is not `Sync`: a sync function asks nothing more of it than `Display`.
+    #[non_idempotent]
+    #[retry(max = 3, base = "1ms", jitter = none)]
+    pub(super) fn by_rc(
+        service: &PayService,
+        #[idempotency_key] reference: std::rc::Rc<str>,
+    ) -> Result<String, PayError> {
+        service.pay(&sent_key(), 100)
+    }
+
+    #[non_idempotent]
+    #[retry(max = 2, base = "500ms", jitter = full)]
+    pub(super) async fn by_order_number_async(
+        service: &PayService,
+        #[idempotency_key] order: u64,
+    ) -> Result<String, PayError> {
+        tokio::task::yield_now().await;
+        let before = sent_key();
+        tokio::task::yield_now().await;
+        assert_eq!(sent_key(), before, "the key changed across an .await");
+        service.pay(&sent_key(), 100)
+    }
+
+    #[non_idempotent]
+    #[retry(max = 2, base = "500ms", jitter = full)]
+    pub(super) async fn by_uuid_async(
+        service: &PayService,
+        #[idempotency_key] payout: &Uuid,
+    ) -> Result<String, PayError> {
+        tokio::task::yield_now().await;
+        service.pay(&sent_key(), 100)
+    }
+}
+
+#[test]
+fn an_order_number_is_a_key() {
+    let service = PayService::losing(2);
+    assert_eq!(
+        any_display::by_order_number(&service, 4711),
+        Ok("receipt for 4711".to_owned())
+    );
+    service.assert_once("4711", 3);
+}
+
+#[test]
+fn a_uuid_is_a_key_by_value_and_by_reference() {
+    let payout = uuid::Uuid::from_u128(0x6f1c_2b9e_4711_4a6b_9c3d_0123_4567_89ab);
+    let text = "6f1c2b9e-4711-4a6b-9c3d-0123456789ab";
+    assert_eq!(payout.to_string(), text);
+
+    let service = PayService::losing(2);
+    assert!(any_display::by_uuid(&service, payout).is_ok());
+    service.assert_once(text, 3);
+
+    let service = PayService::losing(1);
+    assert!(any_display::by_uuid_ref(&service, &payout).is_ok());
+    service.assert_once(text, 2);
+}
+
+#[test]
+fn a_string_and_a_marked_idempotency_key_are_keys() {
+    let service = PayService::losing(1);
+    assert!(any_display::by_string(&service, "req-20".to_owned()).is_ok());
+    service.assert_once("req-20", 2);
+
+    let service = PayService::losing(1);
+    let key = IdempotencyKey::from("claim-4711-payout-2");
+    assert!(any_display::by_marked_key(&service, &key).is_ok());
+    service.assert_once("claim-4711-payout-2", 2);
+}
+
+#[test]
+fn a_type_of_the_callers_own_is_a_key() {
+    let service = PayService::losing(2);
+    let id = any_display::PayoutId {
+        claim: 4711,
+        payout: 3,
+    };
+    assert!(any_display::by_own_type(&service, &id).is_ok());
+    service.assert_once("claim-4711-payout-3", 3);
+
+    let service = PayService::losing(1);
+    assert!(any_display::by_generic(&service, 17u8).is_ok());
+    service.assert_once("17", 2);
+
+    let service = PayService::losing(1);
+    assert!(any_display::by_rc(&service, std::rc::Rc::from("req-22")).is_ok());
+    service.assert_once("req-22", 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn async_keys_of_any_display_type() {
+    let service = PayService::losing(2);
+    assert!(
+        any_display::by_order_number_async(&service, 4712)
+            .await
+            .is_ok()
+    );
+    service.assert_once("4712", 3);
+
+    let payout = uuid::Uuid::from_u128(7);
+    let service = PayService::losing(1);
+    assert!(any_display::by_uuid_async(&service, &payout).await.is_ok());
+    service.assert_once(&payout.to_string(), 2);
+}
+
+/// An async function with a key stays `Send` when its key is `Sync`, so it can be spawned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_async_function_can_be_spawned() {
+    static SERVICE: std::sync::LazyLock<std::sync::Mutex<Vec<String>>> =
+        std::sync::LazyLock::new(Default::default);
+
+    #[non_idempotent]
+    #[retry(max = 2, base = "1ms", jitter = none)]
+    async fn record(#[idempotency_key] order: u64) -> Result<u32, PayError> {
+        tokio::task::yield_now().await;
+        let now = retry_runtime::attempt();
+        SERVICE
+            .lock()
+            .expect("not poisoned")
+            .push(now.key().expect("a key").to_string());
+        if now.number() < 3 {
+            Err(PayError::ResponseLost)
+        } else {
+            Ok(now.number())
+        }
+    }
+
+    let task = tokio::spawn(record(99));
+    assert_eq!(task.await.expect("no panic"), Ok(3));
+    assert_eq!(*SERVICE.lock().unwrap(), ["99", "99", "99"]);
+}

@@ -1,14 +1,17 @@
 //! `cargo run --release -p retry-bench --bin storm -- [--customers 1000] [--outage 5]
 //! [--capacity N] [--plot docs/storm.png] [--csv docs/storm.csv] [--long-outage 60]
 //! [--arrive-over 90] [--plot-protection docs/storm-protection.png]
-//! [--csv-protection docs/storm-protection.csv]`
+//! [--csv-protection docs/storm-protection.csv] [--drain-per-second 20] [--drain-concurrency 4]`
 //!
 //! 1,000 customers' checks hit a contract service that is overloaded for the first 5 s, through
 //! `#[retry(max = 3, base = "1s")]` with each jitter form in turn, on tokio's paused clock.
 //!
 //! Then the long outage: the same customers arrive one after another over 90 s while the service
 //! is down for the first 60 s, through `#[retry(max = 3, base = "1s")]` (default jitter) plain,
-//! with a shared `RetryBudget`, with a `CircuitBreaker`, and with both.
+//! with a shared `RetryBudget`, with a `CircuitBreaker`, with both, and with both and the
+//! portal's queue: a customer whose check gave up is saved and queued, and a worker drains the
+//! queue after the recovery through the same function, budget and breaker, at a bounded pace
+//! (`--drain-per-second 20`, `--drain-concurrency 4`).
 
 use plotters::chart::SeriesLabelPosition;
 use retry_bench::cli::Flags;
@@ -21,7 +24,8 @@ use std::time::Duration;
 const USAGE: &str = "usage: storm [--customers 1000] [--outage 5 (seconds)] \
 [--capacity CALLS_PER_100MS] [--plot storm.png] [--csv storm.csv] \
 [--long-outage 60 (seconds)] [--arrive-over 90 (seconds)] \
-[--plot-protection storm-protection.png] [--csv-protection storm-protection.csv]";
+[--plot-protection storm-protection.png] [--csv-protection storm-protection.csv] \
+[--drain-per-second 20] [--drain-concurrency 4]";
 
 fn main() -> ExitCode {
     retry_bench::cli::exit_code(run)
@@ -39,6 +43,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "arrive-over",
             "plot-protection",
             "csv-protection",
+            "drain-per-second",
+            "drain-concurrency",
         ],
         USAGE,
     )?;
@@ -83,6 +89,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         outage: seconds(long_outage, "long-outage")?,
         arrive_over: seconds(arrive_over, "arrive-over")?,
         capacity: config.capacity,
+        drain: protection::Drain {
+            per_second: flags.get("drain-per-second", 20.0)?,
+            concurrency: flags.get("drain-concurrency", 4)?,
+        },
     };
     let runs = protection::Variant::ALL
         .into_iter()
@@ -93,8 +103,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
          down for the first {long_outage} s, capacity {capacity}; \
          #[retry(max = 3, base = \"1s\", ...)] with the default jitter, \
          budget = RetryBudget::new() (ratio 0.1, reserve 10 / s), \
-         breaker = CircuitBreaker::new().consecutive_failures(5).open_for(10 s)\n",
-        long.customers
+         breaker = CircuitBreaker::new().consecutive_failures(5).open_for(10 s); \
+         the queue's worker: at most {} checks at a time and {} a second, backoff 1 s doubling, \
+         {} attempts\n",
+        long.customers,
+        long.drain.concurrency,
+        long.drain.per_second,
+        protection::MAX_ATTEMPTS,
     );
     print!("{}", protection::table(&runs, long.outage));
     if let Some(path) = flags.optional::<PathBuf>("csv-protection")? {
@@ -156,11 +171,14 @@ mod protection {
     use plotters::chart::SeriesLabelPosition;
     use retry_bench::plot::{Chart, Line};
     use retry_bench::storm::BUCKET;
-    use retry_runtime::{CircuitBreaker, CircuitOpen, RetryBudget, Transient, retry};
+    use retry_runtime::{
+        BreakerState, CircuitBreaker, CircuitOpen, Policy, RetryBudget, Transient, retry,
+    };
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::{Arc, Mutex, PoisonError};
     use std::time::Duration;
-    use tokio::time::Instant;
+    use tokio::task::JoinSet;
+    use tokio::time::{Instant, MissedTickBehavior};
 
     /// What the long outage is run with.
     #[derive(Clone, Copy, Debug)]
@@ -173,7 +191,24 @@ mod protection {
         pub arrive_over: Duration,
         /// After the outage, calls beyond this many in one 100 ms bucket fail too.
         pub capacity: Option<u32>,
+        /// The queue's worker, for [`Variant::Queue`].
+        pub drain: Drain,
     }
+
+    /// The bounds of the queue's worker, as `retry_examples::queue::Worker` has them.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Drain {
+        /// Claims a second at most.
+        pub per_second: f64,
+        /// Jobs at a time at most.
+        pub concurrency: usize,
+    }
+
+    /// Attempts a queued check gets before it is dead (the queue's default).
+    pub const MAX_ATTEMPTS: u32 = 10;
+
+    /// How often an idle worker looks for jobs (the worker's default).
+    const POLL: Duration = Duration::from_secs(1);
 
     /// What protects the service, on top of `#[retry(max = 3, base = "1s")]`.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,14 +217,18 @@ mod protection {
         Budget,
         Breaker,
         Both,
+        /// Budget and breaker, and the portal's fallback: a customer whose check gave up is
+        /// saved and queued, and the worker makes the check later.
+        Queue,
     }
 
     impl Variant {
-        pub const ALL: [Variant; 4] = [
+        pub const ALL: [Variant; 5] = [
             Variant::Plain,
             Variant::Budget,
             Variant::Breaker,
             Variant::Both,
+            Variant::Queue,
         ];
 
         pub fn name(self) -> &'static str {
@@ -198,6 +237,7 @@ mod protection {
                 Variant::Budget => "budget",
                 Variant::Breaker => "breaker",
                 Variant::Both => "budget + breaker",
+                Variant::Queue => "breaker + queue",
             }
         }
 
@@ -207,6 +247,7 @@ mod protection {
                 Variant::Budget => check_budget(service, calls).await,
                 Variant::Breaker => check_breaker(service, calls).await,
                 Variant::Both => check_both(service, calls).await,
+                Variant::Queue => check_queue(service, calls).await,
             }
         }
     }
@@ -222,14 +263,19 @@ mod protection {
     static BOTH_BREAKER: CircuitBreaker = CircuitBreaker::new()
         .consecutive_failures(5)
         .open_for(OPEN_FOR);
+    static QUEUE_BUDGET: RetryBudget = RetryBudget::new();
+    static QUEUE_BREAKER: CircuitBreaker = CircuitBreaker::new()
+        .consecutive_failures(5)
+        .open_for(OPEN_FOR);
 
     /// Why a customer's check did not succeed.
     #[derive(Debug)]
     enum Refusal {
         /// The service answered "overloaded".
         Overloaded,
-        /// The breaker was open: the service was not called.
-        Open,
+        /// The breaker was open: the service was not called; calls are refused for this much
+        /// longer (`None`: until the trial call ends).
+        Open(Option<Duration>),
     }
 
     impl Transient for Refusal {
@@ -239,8 +285,8 @@ mod protection {
     }
 
     impl From<CircuitOpen> for Refusal {
-        fn from(_: CircuitOpen) -> Self {
-            Refusal::Open
+        fn from(open: CircuitOpen) -> Self {
+            Refusal::Open(open.remaining())
         }
     }
 
@@ -259,6 +305,7 @@ mod protection {
         check_budget => [, budget = BUDGET];
         check_breaker => [, breaker = BREAKER];
         check_both => [, budget = BOTH_BUDGET, breaker = BOTH_BREAKER];
+        check_queue => [, budget = QUEUE_BUDGET, breaker = QUEUE_BREAKER];
     }
 
     /// The contract service: counts the calls that reach it per bucket, fails them during the
@@ -306,10 +353,20 @@ mod protection {
         /// Attempts the breaker refused without calling the service (each ends its customer's
         /// check, so this is also the customers told "not possible" by the breaker).
         pub refused: u32,
+        /// Customers who got the answer at once.
         pub succeeded: u32,
+        /// Customers told "not possible right now", with nothing saved.
         pub not_possible: u32,
+        /// Customers told "not possible right now; your details are saved" (the queue).
+        pub saved: u32,
+        /// Customers whose check was queued and who got the answer later, by e-mail.
+        pub answered_later: u32,
+        /// Queued checks that went dead (their last attempt failed).
+        pub dead: u32,
+        /// When the last customer got an answer, at once or later.
         pub last_answer: Duration,
-        /// Summed over the customers told "not possible right now": from arrival to that answer.
+        /// Summed over the customers told "not possible right now" (saved or not): from arrival
+        /// to that answer.
         pub waited_for_no: Duration,
     }
 
@@ -319,7 +376,7 @@ mod protection {
         }
 
         /// Calls that reached the service before `until`.
-        fn calls_before(&self, until: Duration) -> u64 {
+        pub fn calls_before(&self, until: Duration) -> u64 {
             let buckets = (until.as_nanos() / BUCKET.as_nanos()) as usize;
             Self::total(&self.calls[..buckets.min(self.calls.len())])
         }
@@ -330,6 +387,16 @@ mod protection {
             self.per_second()
                 .into_iter()
                 .take(seconds)
+                .max()
+                .unwrap_or(0)
+        }
+
+        /// The most calls in any one second from `from` on (the recovery).
+        pub fn peak_per_second_after(&self, from: Duration) -> u32 {
+            let seconds = usize::try_from(from.as_secs()).unwrap_or(usize::MAX);
+            self.per_second()
+                .into_iter()
+                .skip(seconds)
                 .max()
                 .unwrap_or(0)
         }
@@ -354,16 +421,33 @@ mod protection {
                 scenario,
                 histogram: Mutex::new((Vec::new(), Vec::new())),
             });
+            let queue = Arc::new(Mutex::new(SimQueue::default()));
+            let worker = (variant == Variant::Queue).then(|| {
+                tokio::spawn(drain(
+                    Arc::clone(&service),
+                    Arc::clone(&queue),
+                    scenario.drain,
+                ))
+            });
             let spacing = scenario.arrive_over / scenario.customers.max(1);
             let customers: Vec<_> = (0..scenario.customers)
                 .map(|i| {
                     let service = Arc::clone(&service);
+                    let queue = Arc::clone(&queue);
                     tokio::spawn(async move {
                         tokio::time::sleep_until(started + spacing * i).await;
                         let arrived = Instant::now();
                         let calls = AtomicU32::new(0);
                         let answer = variant.check(&service, &calls).await;
-                        (answer, service.started.elapsed(), arrived.elapsed())
+                        // The portal's fallback: the claim saved, its check queued.
+                        let saved = answer.is_err() && variant == Variant::Queue;
+                        if saved {
+                            queue
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .enqueue();
+                        }
+                        (answer, saved, service.started.elapsed(), arrived.elapsed())
                     })
                 })
                 .collect();
@@ -374,20 +458,39 @@ mod protection {
                 refused: 0,
                 succeeded: 0,
                 not_possible: 0,
+                saved: 0,
+                answered_later: 0,
+                dead: 0,
                 last_answer: Duration::ZERO,
                 waited_for_no: Duration::ZERO,
             };
             for customer in customers {
-                let (answer, answered, waited) = customer.await?;
+                let (answer, saved, answered, waited) = customer.await?;
                 match answer {
                     Ok(()) => run.succeeded += 1,
                     Err(refusal) => {
-                        run.not_possible += 1;
+                        if saved {
+                            run.saved += 1;
+                        } else {
+                            run.not_possible += 1;
+                        }
                         run.waited_for_no += waited;
-                        run.refused += u32::from(matches!(refusal, Refusal::Open));
+                        run.refused += u32::from(matches!(refusal, Refusal::Open(_)));
                     }
                 }
-                run.last_answer = run.last_answer.max(answered);
+                if !saved {
+                    run.last_answer = run.last_answer.max(answered);
+                }
+            }
+            if let Some(worker) = worker {
+                queue
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .arrivals_over = true;
+                let drained = worker.await?;
+                run.answered_later = drained.answered;
+                run.dead = drained.dead;
+                run.last_answer = run.last_answer.max(drained.last);
             }
             let mut h = service
                 .histogram
@@ -399,16 +502,179 @@ mod protection {
         })
     }
 
+    /// The portal's queue in memory: the rows `retry_examples::queue` keeps in its table, for
+    /// the jobs not yet done or dead.
+    #[derive(Debug, Default)]
+    struct SimQueue {
+        jobs: Vec<SimJob>,
+        enqueued: u64,
+        /// Every customer has arrived and been answered or saved.
+        arrivals_over: bool,
+    }
+
+    #[derive(Clone, Copy, Debug)]
+    struct SimJob {
+        id: u64,
+        /// Not before (the backoff, or the breaker's remaining open time).
+        run_at: Instant,
+        /// Claims so far.
+        attempts: u32,
+    }
+
+    impl SimQueue {
+        fn enqueue(&mut self) {
+            self.enqueued += 1;
+            self.jobs.push(SimJob {
+                id: self.enqueued,
+                run_at: Instant::now(),
+                attempts: 0,
+            });
+        }
+
+        /// The claim: the due job with the earliest `run_at`, then the lowest id.
+        fn claim(&mut self, now: Instant) -> Option<SimJob> {
+            let due = self
+                .jobs
+                .iter()
+                .enumerate()
+                .filter(|(_, job)| job.run_at <= now)
+                .min_by_key(|(_, job)| (job.run_at, job.id))
+                .map(|(i, _)| i)?;
+            let mut job = self.jobs.swap_remove(due);
+            job.attempts += 1;
+            Some(job)
+        }
+    }
+
+    /// What the worker did.
+    #[derive(Debug, Default)]
+    struct Drained {
+        answered: u32,
+        dead: u32,
+        /// When the last queued customer got the answer.
+        last: Duration,
+    }
+
+    enum JobEnd {
+        Answered(Duration),
+        Dead,
+        PutBack,
+    }
+
+    /// The worker of `retry_examples::queue::Worker`, step for step: at most `concurrency` jobs
+    /// at a time and `per_second` claims a second; nothing claimed while the breaker is open,
+    /// one job alone while it is half-open; a job refused by the breaker is snoozed (the attempt
+    /// does not count), one that gave up on a passing failure comes back after the backoff
+    /// `Policy::new().base(1 s).max_delay(300 s).delay(attempt)`, dead after `MAX_ATTEMPTS`.
+    /// Each job calls the same annotated function as the customers, budget and breaker
+    /// included.
+    async fn drain(service: Arc<Service>, queue: Arc<Mutex<SimQueue>>, drain: Drain) -> Drained {
+        let backoff = Policy::new()
+            .base(Duration::from_secs(1))
+            .max_delay(Duration::from_secs(300));
+        let mut pace = tokio::time::interval(Duration::from_secs_f64(1.0 / drain.per_second));
+        pace.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut in_flight: JoinSet<JobEnd> = JoinSet::new();
+        let mut drained = Drained::default();
+        let finished = |end: Option<Result<JobEnd, tokio::task::JoinError>>,
+                        drained: &mut Drained| match end {
+            Some(Ok(JobEnd::Answered(at))) => {
+                drained.answered += 1;
+                drained.last = drained.last.max(at);
+            }
+            Some(Ok(JobEnd::Dead)) => drained.dead += 1,
+            _ => {}
+        };
+        loop {
+            while let Some(end) = in_flight.try_join_next() {
+                finished(Some(end), &mut drained);
+            }
+            let wait = if in_flight.len() >= drain.concurrency.max(1) {
+                Some(POLL)
+            } else {
+                match QUEUE_BREAKER.state(Instant::now().into_std()) {
+                    BreakerState::Open { remaining } => Some(remaining.min(POLL)),
+                    BreakerState::HalfOpen if !in_flight.is_empty() => Some(POLL),
+                    _ => None,
+                }
+            };
+            if let Some(wait) = wait {
+                wait_or_one_ends(wait, &mut in_flight, &mut drained, finished).await;
+                continue;
+            }
+            pace.tick().await;
+            let now = Instant::now();
+            let (claimed, next, over) = {
+                let mut q = queue.lock().unwrap_or_else(PoisonError::into_inner);
+                let claimed = q.claim(now);
+                let next = q.jobs.iter().map(|job| job.run_at).min();
+                (claimed, next, q.arrivals_over && q.jobs.is_empty())
+            };
+            match claimed {
+                Some(job) => {
+                    let (service, queue) = (Arc::clone(&service), Arc::clone(&queue));
+                    in_flight.spawn(async move {
+                        let calls = AtomicU32::new(0);
+                        let answer = check_queue(&service, &calls).await;
+                        let mut job = job;
+                        let now = Instant::now();
+                        match answer {
+                            Ok(()) => return JobEnd::Answered(service.started.elapsed()),
+                            Err(Refusal::Open(remaining)) => {
+                                job.attempts -= 1;
+                                job.run_at = now + remaining.unwrap_or(POLL);
+                            }
+                            Err(Refusal::Overloaded) if job.attempts >= MAX_ATTEMPTS => {
+                                return JobEnd::Dead;
+                            }
+                            Err(Refusal::Overloaded) => {
+                                job.run_at = now + backoff.delay(job.attempts, Duration::ZERO);
+                            }
+                        }
+                        queue
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .jobs
+                            .push(job);
+                        JobEnd::PutBack
+                    });
+                }
+                None if over && in_flight.is_empty() => return drained,
+                None => {
+                    let wait = next.map_or(POLL, |next| (next - now).min(POLL));
+                    let wait = wait.max(Duration::from_millis(5));
+                    wait_or_one_ends(wait, &mut in_flight, &mut drained, finished).await;
+                }
+            }
+        }
+    }
+
+    async fn wait_or_one_ends(
+        wait: Duration,
+        in_flight: &mut JoinSet<JobEnd>,
+        drained: &mut Drained,
+        finished: impl Fn(Option<Result<JobEnd, tokio::task::JoinError>>, &mut Drained),
+    ) {
+        if in_flight.is_empty() {
+            tokio::time::sleep(wait).await;
+            return;
+        }
+        if let Ok(end) = tokio::time::timeout(wait, in_flight.join_next()).await {
+            finished(end, drained);
+        }
+    }
+
     /// The table, one row per variant.
     pub fn table(runs: &[Run], outage: Duration) -> String {
         let mut out = format!(
-            "| protection | calls reaching the service | of which during the {} s outage | retries | refused by the breaker | peak calls / s during the outage | succeeded | not possible right now | mean wait for \"not possible\" | last answer |\n\
-             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+            "| protection | calls reaching the service | of which during the {} s outage | retries | refused by the breaker | peak calls / s during the outage | answered at once | not possible right now | saved, answered later | mean wait for \"not possible\" or \"saved\" | last answer | of which after the recovery | peak calls / s after the recovery |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
             outage.as_secs_f64()
         );
         for r in runs {
+            let told_no = r.not_possible + r.saved;
             out.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} s | {:.1} s |\n",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} s | {:.1} s | {:.1} s | {} |\n",
                 r.variant.name(),
                 Run::total(&r.calls),
                 r.calls_before(outage),
@@ -416,9 +682,12 @@ mod protection {
                 r.refused,
                 r.peak_per_second_before(outage),
                 r.succeeded,
-                r.not_possible,
-                r.waited_for_no.as_secs_f64() / f64::from(r.not_possible.max(1)),
+                r.not_possible + r.dead,
+                r.answered_later,
+                r.waited_for_no.as_secs_f64() / f64::from(told_no.max(1)),
                 r.last_answer.as_secs_f64(),
+                r.last_answer.saturating_sub(outage).as_secs_f64(),
+                r.peak_per_second_after(outage),
             ));
         }
         out
@@ -451,7 +720,7 @@ mod protection {
         // The breaker alone is drawn wide, so that "budget + breaker" on top of it stays
         // visible where the two coincide.
         let width = |r: &Run| match r.variant {
-            Variant::Plain => 3,
+            Variant::Plain | Variant::Queue => 3,
             Variant::Breaker => 7,
             Variant::Budget | Variant::Both => 2,
         };
@@ -524,6 +793,10 @@ mod tests {
             outage: Duration::from_secs(2),
             arrive_over: Duration::from_secs(4),
             capacity: None,
+            drain: protection::Drain {
+                per_second: 20.0,
+                concurrency: 4,
+            },
         };
         let runs = Variant::ALL.map(|v| protection::run(v, scenario).unwrap());
         let text = protection::csv(&runs).unwrap();
@@ -535,15 +808,41 @@ mod tests {
                 "plain_retries",
                 "budget",
                 "breaker",
-                "budget_+_breaker"
+                "budget_+_breaker",
+                "breaker_+_queue"
             ]
         );
         assert!(!records.is_empty());
-        assert!(records.iter().all(|r| r.len() == 5), "{text}");
+        assert!(records.iter().all(|r| r.len() == 6), "{text}");
         let calls: u64 = records.iter().map(|r| r[1].parse::<u64>().unwrap()).sum();
         assert_eq!(
             calls,
             runs[0].calls.iter().map(|&n| u64::from(n)).sum::<u64>()
         );
+
+        // With the queue nobody is left without an answer: every customer the breaker turned
+        // away was saved and answered later, through the same function.
+        let queued = &runs[4];
+        assert_eq!(queued.variant, Variant::Queue);
+        assert_eq!((queued.not_possible, queued.dead), (0, 0));
+        assert!(
+            queued.saved > 0 && queued.answered_later == queued.saved,
+            "{queued:?}"
+        );
+        assert_eq!(queued.succeeded + queued.answered_later, scenario.customers);
+        assert_eq!(queued.succeeded + queued.saved, scenario.customers);
+        // The breaker kept the outage as quiet as without the queue; the worker claimed nothing
+        // while it was open.
+        assert_eq!(
+            queued.calls_before(scenario.outage),
+            runs[2].calls_before(scenario.outage)
+        );
+        // The drain adds at most its pace (20 a second, one more where a second's window catches
+        // an extra tick) to the 10 customers a second who keep arriving: no new spike.
+        assert!(
+            queued.peak_per_second_after(scenario.outage) <= 20 + 1 + 10,
+            "{queued:?}"
+        );
+        assert!(queued.last_answer > scenario.arrive_over - Duration::from_millis(100));
     }
 }

@@ -1,9 +1,9 @@
 //! Running one attempt: the breaker's permission, the attempt context around the body, the
 //! timeout; and what happened to the attempt, as a value for the decision.
 
-use super::options::{Fallback, IntoError};
+use super::options::{Fallback, IntoError, KeyParam};
 use super::{GiveUp, Hooks, MaybeExtras, Retry, RetryEvent, Slot};
-use crate::context::{Enter, Frame, KeySlot, Scoped};
+use crate::context::{Enter, Frame, KeyKind, KeySlot, Scoped};
 use crate::timer::{Sleeper, Timed};
 use std::future::Future;
 use std::pin::Pin;
@@ -40,44 +40,80 @@ where
         }
     }
 
-    /// The frame the next attempt runs in, with its key if the function has one; or the
-    /// breaker's refusal.
+    /// The frame the next attempt runs in (which says whether it has a key); or the breaker's
+    /// refusal.
     #[inline(always)]
-    fn enter(&mut self) -> Result<(Frame, X::Key), X::Refusal> {
+    fn enter(&mut self, key: KeyKind) -> Result<Frame, X::Refusal> {
         if self.progress.retries == 0 {
             self.begin();
         }
         self.extras.admit(self.site.clock)?;
-        let mut key = self.extras.key();
-        let frame = Frame {
+        Ok(Frame {
             attempt: self.progress.retries + 1,
-            has_key: key.slot().is_some(),
+            key,
             retried_above: self.progress.retried_above || self.site.policy.get_max() > 0,
-        };
-        Ok((frame, key))
+        })
     }
 
     /// Runs one attempt of a sync function, with the attempt context in place.
     #[inline(always)]
     pub fn attempt(&mut self, body: impl FnOnce() -> Result<T, E>) -> Attempted<T, E> {
-        let (frame, mut key) = match self.enter() {
-            Ok(entered) => entered,
+        self.attempt_lending((), body)
+    }
+
+    /// [`attempt`](Retry::attempt) for a function with an idempotency key: the attempt borrows
+    /// `key` for [`attempt()`](crate::attempt)`.key()`, which renders it only if the body asks.
+    #[inline(always)]
+    pub fn attempt_keyed<K: KeyParam + ?Sized>(
+        &mut self,
+        key: &K,
+        body: impl FnOnce() -> Result<T, E>,
+    ) -> Attempted<T, E> {
+        self.attempt_lending(key, body)
+    }
+
+    #[inline(always)]
+    fn attempt_lending<K: KeySlot>(
+        &mut self,
+        key: K,
+        body: impl FnOnce() -> Result<T, E>,
+    ) -> Attempted<T, E> {
+        let frame = match self.enter(K::KIND) {
+            Ok(frame) => frame,
             Err(refusal) => return Attempted::Refused(refusal.into_error()),
         };
-        let _entered = Enter::new(frame, key.slot());
-        Attempted::Completed(body())
+        let _entered = Enter::new(frame);
+        Attempted::Completed(key.lend(body))
     }
 
     /// Runs one attempt of an async function, with the attempt context in place on every poll.
-    /// The returned future holds only the frame, the key if there is one, and the body's
-    /// future, not the loop state.
+    /// The returned future holds only the frame and the body's future, not the loop state.
     #[inline(always)]
-    pub fn run<F>(&mut self, body: F) -> Run<F, X::Key, X::Refusal>
+    pub fn run<F>(&mut self, body: F) -> Run<F, (), X::Refusal>
     where
         F: Future<Output = Result<T, E>>,
     {
-        match self.enter() {
-            Ok((frame, key)) => Run::Attempt {
+        self.run_lending((), body)
+    }
+
+    /// [`run`](Retry::run) for a function with an idempotency key: the attempt borrows `key`,
+    /// and its future holds that reference (and nothing else for the key).
+    #[inline(always)]
+    pub fn run_keyed<'k, K, F>(&mut self, key: &'k K, body: F) -> Run<F, &'k K, X::Refusal>
+    where
+        K: KeyParam + ?Sized,
+        F: Future<Output = Result<T, E>>,
+    {
+        self.run_lending(key, body)
+    }
+
+    #[inline(always)]
+    fn run_lending<K: KeySlot, F>(&mut self, key: K, body: F) -> Run<F, K, X::Refusal>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        match self.enter(K::KIND) {
+            Ok(frame) => Run::Attempt {
                 scoped: Scoped::new(frame, key, body),
             },
             Err(refusal) => Run::Refused { refusal },
@@ -87,12 +123,40 @@ where
     /// [`run`](Retry::run) with `timeout`: the attempt races the timer, whose limit is clipped to
     /// the time left before the deadline. A separate method, so that a function without a
     /// timeout does not carry a timer in its future.
-    pub async fn run_timed(&mut self, body: impl Future<Output = Result<T, E>>) -> Attempted<T, E>
+    #[inline(always)]
+    pub fn run_timed(
+        &mut self,
+        body: impl Future<Output = Result<T, E>>,
+    ) -> impl Future<Output = Attempted<T, E>>
     where
         S: Sleeper,
     {
-        let (frame, key) = match self.enter() {
-            Ok(entered) => entered,
+        self.run_timed_lending((), body)
+    }
+
+    /// [`run_timed`](Retry::run_timed) for a function with an idempotency key.
+    #[inline(always)]
+    pub fn run_timed_keyed<K: KeyParam + ?Sized>(
+        &mut self,
+        key: &K,
+        body: impl Future<Output = Result<T, E>>,
+    ) -> impl Future<Output = Attempted<T, E>>
+    where
+        S: Sleeper,
+    {
+        self.run_timed_lending(key, body)
+    }
+
+    async fn run_timed_lending<K: KeySlot>(
+        &mut self,
+        key: K,
+        body: impl Future<Output = Result<T, E>>,
+    ) -> Attempted<T, E>
+    where
+        S: Sleeper,
+    {
+        let frame = match self.enter(K::KIND) {
+            Ok(frame) => frame,
             Err(refusal) => return Attempted::Refused(refusal.into_error()),
         };
         let attempt = Scoped::new(frame, key, body);
@@ -113,8 +177,8 @@ where
 }
 
 pin_project_lite::pin_project! {
-    /// One attempt of an async function: the body with its frame in place, or the breaker's
-    /// refusal, returned without running the body.
+    /// One attempt of an async function: the body with its frame (and its key, if any) in
+    /// place, or the breaker's refusal, returned without running the body.
     #[project = RunProj]
     #[allow(missing_docs)] // the fields are described with their variants
     pub enum Run<F, K, Ref> {

@@ -157,11 +157,12 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
     /// narrower stores to finish. Taken apart, each field is read as it was written.
     #[inline(always)]
     #[allow(clippy::type_complexity)]
-    pub(super) fn after_failure(
+    pub(super) fn after_failure<K: KeySlot>(
         self,
+        key: K,
         attempted: Attempted<T, E>,
         ok_verdict: Verdict,
-    ) -> ControlFlow<<F as Fallback<T, E>>::Output<X::Key>, Self>
+    ) -> ControlFlow<<F as Fallback<T, E>>::Output<K>, Self>
     where
         N: Slot<Result<T, E>, RetryEvent>,
         G: Slot<Result<T, E>, GiveUp>,
@@ -198,10 +199,9 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
                 log,
             }),
             ControlFlow::Break((Err(error), Some(why))) if F::SET => {
-                let mut key = extras.key();
                 let frame = Frame {
                     attempt: why.attempts.max(1),
-                    has_key: key.slot().is_some(),
+                    key: K::KIND,
                     retried_above: progress.retried_above,
                 };
                 let scope = FallbackScope { frame, key };

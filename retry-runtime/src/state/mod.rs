@@ -18,9 +18,10 @@
 //! - here: the state and its entry points: `start`, the builders (one per option, named by its
 //!   key, which store what they are given and do nothing else, so their order does not matter,
 //!   except that `fallback` follows `sleep`), `next` and the pause;
-//! - [`options`]: the option slots (hooks, the fallback, `timeout`, the key, `budget`,
-//!   `breaker`, `nested`, the logging): what each option stores, and how the loop asks for it;
-//! - [`attempt`]: running one attempt, which returns what happened to it ([`Attempted`]);
+//! - [`options`]: the option slots (hooks, the fallback, `timeout`, `budget`, `breaker`,
+//!   `nested`, the logging): what each option stores, and how the loop asks for it;
+//! - [`attempt`]: running one attempt, which returns what happened to it ([`Attempted`]), with
+//!   the idempotency key lent to it if the function has one;
 //! - [`decide`]: the decision after an attempt that did not end in an accepted `Ok`: pause and
 //!   retry, return, or give up (and why), with the hooks, the fallback and the logging.
 
@@ -38,7 +39,7 @@ pub use options::{
 };
 
 use crate::breaker::FromCircuitOpen;
-use crate::context;
+use crate::context::{self, KeySlot};
 use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
 use crate::{CircuitBreaker, Policy, RetryBudget, Verdict};
 use options::{Classify, Guard, Notify, OnResult, Timeout};
@@ -139,12 +140,12 @@ pub type LogName = Log<ByName, level::Error>;
 ///
 /// The happy path is what the layout serves. Every option lives in a type parameter that is
 /// the zero-sized [`Unset`] when the option is not written (`H` holds the hooks, one
-/// [`Slot`] each, and the fallback; `X` holds `timeout`, the key, `budget`, `breaker` and
-/// `nested`; `L` how failures are logged, zero-sized too), so a function that uses none of them
-/// carries only the policy, its name, the clock, the classifier and two small words of
-/// progress. The decision after a failure takes the state apart by value on its own branch, so
-/// the state stays in registers and the compiler folds every constant: on the happy path, and
-/// in the decision itself, where a sync function's constant policy folds too.
+/// [`Slot`] each, and the fallback; `X` holds `timeout`, `budget`, `breaker` and `nested`; `L`
+/// how failures are logged, zero-sized too), so a function that uses none of them carries only
+/// the policy, its name, the clock, the classifier and two small words of progress. The decision
+/// after a failure takes the state apart by value on its own branch, so the state stays in
+/// registers and the compiler folds every constant: on the happy path, and in the decision
+/// itself, where a sync function's constant policy folds too.
 ///
 /// Each user-supplied callable is a [`Hook`]: stored with a function pointer that calls it, made
 /// where its bound is checked (in `start` and the builders), so that a mistyped classifier or
@@ -466,17 +467,6 @@ impl<'p, T, E, C, S, H, X, L> Retry<'p, Result<T, E>, C, S, H, X, L> {
         self.with_extra(|x| x.timeout = Some(timeout))
     }
 
-    /// The idempotency key of a `#[non_idempotent]` function, for [`attempt()`](crate::attempt).
-    pub fn key<K: KeyParam + Sync>(
-        self,
-        key: &'p K,
-    ) -> Retry<'p, Result<T, E>, C, S, H, Extras<'p, E>, L>
-    where
-        X: MaybeExtras<'p, E>,
-    {
-        self.with_extra(|x| x.key = Some(key))
-    }
-
     /// `budget = B`: retries draw from a shared [`RetryBudget`]; this call's first attempt
     /// deposits into it. When it is empty the loop gives up with the current error.
     pub fn budget(
@@ -642,9 +632,49 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
     #[inline(always)]
     #[allow(clippy::type_complexity)]
     pub fn next(
-        mut self,
+        self,
         attempted: Attempted<T, E>,
-    ) -> ControlFlow<<F as Fallback<T, E>>::Output<X::Key>, Self>
+    ) -> ControlFlow<<F as Fallback<T, E>>::Output<()>, Self>
+    where
+        R: Slot<T, (), Verdict>,
+        N: Slot<Result<T, E>, RetryEvent>,
+        G: Slot<Result<T, E>, GiveUp>,
+        F: Fallback<T, E>,
+        X: MaybeExtras<'p, E>,
+        L: Logs<E>,
+    {
+        self.next_lending((), attempted)
+    }
+
+    /// [`next`](Retry::next) for a function with an idempotency key and a `fallback`: the
+    /// fallback runs with the key lent to it, as the attempts had it, so that
+    /// [`attempt()`](crate::attempt)`.key()` inside it (an async one included) gives the same
+    /// key. A function without a fallback never needs it and calls `next`.
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    pub fn next_keyed<'k, K: KeyParam + ?Sized>(
+        self,
+        key: &'k K,
+        attempted: Attempted<T, E>,
+    ) -> ControlFlow<<F as Fallback<T, E>>::Output<&'k K>, Self>
+    where
+        R: Slot<T, (), Verdict>,
+        N: Slot<Result<T, E>, RetryEvent>,
+        G: Slot<Result<T, E>, GiveUp>,
+        F: Fallback<T, E>,
+        X: MaybeExtras<'p, E>,
+        L: Logs<E>,
+    {
+        self.next_lending(key, attempted)
+    }
+
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    fn next_lending<K: KeySlot>(
+        mut self,
+        key: K,
+        attempted: Attempted<T, E>,
+    ) -> ControlFlow<<F as Fallback<T, E>>::Output<K>, Self>
     where
         R: Slot<T, (), Verdict>,
         N: Slot<Result<T, E>, RetryEvent>,
@@ -662,9 +692,9 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
                     }
                     return ControlFlow::Break(F::ready(Ok(value)));
                 }
-                self.after_failure(Attempted::Completed(Ok(value)), verdict)
+                self.after_failure(key, Attempted::Completed(Ok(value)), verdict)
             }
-            attempted => self.after_failure(attempted, Verdict::Fail),
+            attempted => self.after_failure(key, attempted, Verdict::Fail),
         }
     }
 
@@ -736,7 +766,9 @@ impl<F: Future<Output = ()>> Future for Pause<F> {
     }
 }
 
+// Under loom, `RetryBudget::new` is not `const`, so these (with their `static` budget) are not built.
 #[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
     use crate::Jitter;
@@ -900,8 +932,6 @@ mod tests {
         ));
     }
 
-    // Not under loom, whose atomics make `RetryBudget::new` a non-`const` function.
-    #[cfg(not(loom))]
     #[test]
     fn the_budget_gets_its_deposit_as_the_first_attempt_starts() {
         static BUDGET: RetryBudget = RetryBudget::new().ratio(1.0);

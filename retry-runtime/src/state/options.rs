@@ -5,10 +5,10 @@
 //! given and do nothing else.
 
 use super::{GiveUp, RetryEvent};
-use crate::context::{Enter, Frame, KeySlot, Scoped};
+use crate::context::{self, Enter, Frame, KeyKind, KeySlot, Scoped};
 use crate::timer::Elapsed;
-use crate::{Admission, CircuitBreaker, CircuitOpen, IdempotencyKey, RetryBudget, Verdict};
-use std::fmt;
+use crate::{Admission, CircuitBreaker, CircuitOpen, RetryBudget, Verdict};
+use std::fmt::{self, Display};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
@@ -295,9 +295,9 @@ impl<J, T, E> Fallback<T, E> for SyncFallback<J, T, E> {
     fn ready<K: KeySlot>(result: Result<T, E>) -> Result<T, E> {
         result
     }
-    fn call<K: KeySlot>(self, error: E, why: GiveUp, mut scope: FallbackScope<K>) -> Result<T, E> {
-        let _entered = Enter::new(scope.frame, scope.key.slot());
-        (self.call)(self.f, error, why)
+    fn call<K: KeySlot>(self, error: E, why: GiveUp, scope: FallbackScope<K>) -> Result<T, E> {
+        let _entered = Enter::new(scope.frame);
+        scope.key.lend(|| (self.call)(self.f, error, why))
     }
 }
 
@@ -452,14 +452,13 @@ impl<E, V: level::Level> Logs<E> for Log<ByName, V> {
     }
 }
 
-/// The options that have no hook of their own: `timeout`, the idempotency key, `budget`,
-/// `breaker` and `nested = retry`, with the breaker's permission for the attempt under way.
-/// Present only when one of them is written; otherwise the loop carries [`Unset`] in its place.
+/// The options that have no hook of their own: `timeout`, `budget`, `breaker` and `nested =
+/// retry`, with the breaker's permission for the attempt under way. Present only when one of
+/// them is written; otherwise the loop carries [`Unset`] in its place. (The idempotency key is
+/// not kept here: each attempt borrows it, see [`KeyParam`].)
 pub struct Extras<'p, E> {
     /// A per-attempt time limit, and how to turn its expiry into the function's error.
     pub(super) timeout: Option<Timeout<E>>,
-    /// The function's key parameter, turned into an [`IdempotencyKey`] only while an attempt runs.
-    pub(super) key: Option<&'p (dyn KeyParam + Sync)>,
     pub(super) budget: Option<&'p RetryBudget>,
     /// The breaker, and how to turn its refusal into the function's error.
     pub(super) breaker: Option<Guard<'p, E>>,
@@ -513,7 +512,6 @@ impl<E> Default for Extras<'_, E> {
     fn default() -> Self {
         Extras {
             timeout: None,
-            key: None,
             budget: None,
             breaker: None,
             admission: None,
@@ -602,34 +600,21 @@ impl<'p, E> MaybeExtras<'p, E> for Extras<'p, E> {
     }
 }
 
-/// What an attempt takes from the extras: the key, and the breaker's refusal. Apart from
-/// [`MaybeExtras`] and without its lifetime, so that an async function's future, whose
-/// lifetimes the compiler erases, can still name these types.
+/// What an attempt takes from the extras: the breaker's refusal. Apart from [`MaybeExtras`] and
+/// without its lifetime, so that an async function's future, whose lifetimes the compiler
+/// erases, can still name this type.
 pub trait PerAttempt {
-    /// `()` without extras, so a function without a key carries nothing for it;
-    /// `Option<IdempotencyKey>` with them.
-    type Key: KeySlot;
     /// [`NoRefusal`] without extras: such an attempt cannot be refused, so its future has no
     /// room for a refusal. [`Refusal`] with them.
     type Refusal;
-    /// The key for the next attempt.
-    fn key(&self) -> Self::Key;
 }
 
 impl PerAttempt for Unset {
-    type Key = ();
     type Refusal = NoRefusal;
-    #[inline(always)]
-    fn key(&self) {}
 }
 
 impl<E> PerAttempt for Extras<'_, E> {
-    type Key = Option<IdempotencyKey>;
     type Refusal = Refusal<E>;
-    #[inline]
-    fn key(&self) -> Option<IdempotencyKey> {
-        self.key.map(KeyParam::to_key)
-    }
 }
 
 /// The refusal of a function without a breaker: there is none.
@@ -656,33 +641,41 @@ impl<E> IntoError<E> for Refusal<E> {
     }
 }
 
-/// A parameter that can carry the idempotency key: an [`IdempotencyKey`], a string, or a
-/// reference to one.
+/// A parameter that can be the idempotency key: any type that implements [`Display`] and borrows
+/// nothing itself (`u64`, `Uuid`, `str`, `String`, [`IdempotencyKey`](crate::IdempotencyKey),
+/// ...), by value or behind references, so that the key can be sent as text. The expansion
+/// passes the parameter past its references (`&*key` for `key: &str`).
+///
+/// Each attempt borrows the parameter for `attempt().key()`, which renders it only when the body
+/// asks; the attempts themselves neither copy nor render it.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be an idempotency key parameter",
-    note = "take the key as `&IdempotencyKey`, `IdempotencyKey`, `&str` or `String`"
+    message = "`{Self}` cannot be an idempotency key: a key parameter's type must implement `Display`",
+    label = "`{Self}` does not implement `Display`",
+    note = "every attempt sends the key as text, and `attempt().key()` renders it with `Display`: an order number (`u64`), a `Uuid`, a `&str` or `String` and an `IdempotencyKey` all can be keys",
+    note = "implement `std::fmt::Display` for the type (writing the text every attempt sends), or make the key a parameter of its own, like `#[idempotency_key] order_number: u64`"
 )]
-pub trait KeyParam {
-    /// The key, for `attempt().key()`.
-    fn to_key(&self) -> IdempotencyKey;
+pub trait KeyParam: Display + 'static {
+    /// Which slot of the attempt context the key goes to.
+    #[doc(hidden)]
+    const KIND: KeyKind;
+    /// Runs `f` with the key lent to the attempt context.
+    #[doc(hidden)]
+    fn lend<R>(&self, f: impl FnOnce() -> R) -> R;
 }
-impl KeyParam for IdempotencyKey {
-    fn to_key(&self) -> IdempotencyKey {
-        self.clone()
+
+impl<K: Display + 'static> KeyParam for K {
+    const KIND: KeyKind = KeyKind::Display;
+    #[inline]
+    fn lend<R>(&self, f: impl FnOnce() -> R) -> R {
+        context::lend_key(self, f)
     }
 }
+
+#[diagnostic::do_not_recommend]
 impl KeyParam for str {
-    fn to_key(&self) -> IdempotencyKey {
-        IdempotencyKey::from(self)
-    }
-}
-impl KeyParam for String {
-    fn to_key(&self) -> IdempotencyKey {
-        IdempotencyKey::from(self.as_str())
-    }
-}
-impl<K: KeyParam + ?Sized> KeyParam for &K {
-    fn to_key(&self) -> IdempotencyKey {
-        (**self).to_key()
+    const KIND: KeyKind = KeyKind::Text;
+    #[inline]
+    fn lend<R>(&self, f: impl FnOnce() -> R) -> R {
+        context::lend_text_key(self, f)
     }
 }

@@ -12,27 +12,29 @@ async fn pay_out(claim: u32, amount: u64, key: &IdempotencyKey) -> io::Result<St
     let mut __retry = __retry_rt::Retry::<
         io::Result<String>,
     >::start_async(
-            &__RETRY_POLICY,
-            "pay_out",
-            |__retry_error| __retry_rt::is_transient(__retry_error),
-        )
-        .key(&key);
+        &__RETRY_POLICY,
+        "pay_out",
+        |__retry_error| __retry_rt::is_transient(__retry_error),
+    );
     loop {
         let __retry_outcome = __retry
-            .run(async {
-                if false {
-                    return __retry_rt::output_type::<io::Result<String>>();
-                }
-                {
-                    Ok(
-                        ::alloc::__export::must_use({
-                            ::alloc::fmt::format(
-                                format_args!("{0} {1} {2}", claim, amount, key),
-                            )
-                        }),
-                    )
-                }
-            })
+            .run_keyed(
+                &*key,
+                async {
+                    if false {
+                        return __retry_rt::output_type::<io::Result<String>>();
+                    }
+                    {
+                        Ok(
+                            ::alloc::__export::must_use({
+                                ::alloc::fmt::format(
+                                    format_args!("{0} {1} {2}", claim, amount, key),
+                                )
+                            }),
+                        )
+                    }
+                },
+            )
             .await;
         #[allow(unreachable_code)]
         {
@@ -41,6 +43,41 @@ async fn pay_out(claim: u32, amount: u64, key: &IdempotencyKey) -> io::Result<St
                 __retry_rt::ControlFlow::Continue(__retry_next) => __retry_next,
             };
             __retry.pause().await;
+        }
+    }
+}
+/// A key of any type that implements `Display`, marked; a sync function.
+/**
+
+**Not idempotent**: a repeat would act twice. It is retried only with an idempotency key that every attempt sends.*/
+fn send_receipt(order: u64, to: &str) -> io::Result<()> {
+    use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+    const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
+        .max(2)
+        .base(__retry_rt::Duration::from_millis(500));
+    let mut __retry = __retry_rt::Retry::<
+        io::Result<()>,
+    >::start(
+        &__RETRY_POLICY,
+        "send_receipt",
+        |__retry_error| __retry_rt::is_transient(__retry_error),
+    );
+    loop {
+        let __retry_outcome = __retry
+            .attempt_keyed(
+                &order,
+                || {
+                    let _ = (order, to);
+                    Ok(())
+                },
+            );
+        #[allow(unreachable_code)]
+        {
+            __retry = match __retry.next(__retry_outcome) {
+                __retry_rt::ControlFlow::Break(__retry_result) => return __retry_result,
+                __retry_rt::ControlFlow::Continue(__retry_next) => __retry_next,
+            };
+            __retry.pause_blocking();
         }
     }
 }

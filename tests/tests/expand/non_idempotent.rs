@@ -7,4 +7,12 @@ async fn pay_out(claim: u32, amount: u64, key: &IdempotencyKey) -> io::Result<St
     Ok(format!("{claim} {amount} {key}"))
 }
 
+/// A key of any type that implements `Display`, marked; a sync function.
+#[non_idempotent]
+#[retry(max = 2, base = "500ms")]
+fn send_receipt(#[idempotency_key] order: u64, to: &str) -> io::Result<()> {
+    let _ = (order, to);
+    Ok(())
+}
+
 fn main() {}

@@ -1,0 +1,727 @@
+//! The payment service: `POST /payouts` with `Idempotency-Key`, exactly once per key.
+//!
+//! The keys are kept by `retry_runtime::store` in the service's own database (a SQLite file by
+//! default, or PostgreSQL), and the ledger is a table in the same database. A payout is:
+//!
+//! 1. `store.begin(&key, fingerprint)`: one statement claims the key, or says that it was paid
+//!    before (the stored receipt is sent again), is being paid right now (409), or was used for
+//!    another payout (422). If the database cannot be reached, nothing is executed: 503 with
+//!    `Retry-After`, which the client's `#[retry]` treats as a passing failure.
+//! 2. The bank transfer, with the same key passed on: the bank is outside this database, and a
+//!    payout executed again after a crash gets the first transfer back.
+//! 3. The ledger row, written in `guard.transaction()`.
+//! 4. `guard.complete(&receipt)`: the receipt is stored and the key completed in that same
+//!    transaction, and it commits. The ledger row and the completed key commit together or not
+//!    at all: a crash before the commit leaves neither (the key is taken over once its lease
+//!    ends), a crash after it leaves both (the retry gets the stored receipt).
+//!
+//! [`run`] is the whole service as the `payments-service` binary and the example start it;
+//! [`serve`] runs the handler with any store, for the benchmark.
+
+use super::bank;
+use super::faults::{Faults, Listener, Peer, Step};
+use super::{Cents, ClaimId, PayoutRequest, Receipt, short};
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use retry_runtime::store::{
+    Begin, BoxFuture, DEFAULT_LEASE, Fingerprint, IdempotencyStore, PostgresStore, SqliteStore,
+    key_from_header,
+};
+use retry_runtime::{IdempotencyKey, Transient};
+use sqlx::postgres::PgPoolOptions;
+use sqlx::{PgPool, Postgres, Row, Sqlite, SqlitePool};
+use std::error::Error;
+use std::fmt;
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// The line a service prints once it accepts requests, followed by its URL.
+pub const LISTENING: &str = "listening on";
+
+/// Where the keys and the ledger are kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Database {
+    /// A SQLite file, created if missing.
+    Sqlite(PathBuf),
+    /// A PostgreSQL URL, `postgres://user@host:port/database`.
+    Postgres(String),
+}
+
+impl Database {
+    /// The SQLite file of the example: `payments.db` in a directory of its own under the
+    /// system's temp dir.
+    pub fn default_sqlite() -> Self {
+        Database::Sqlite(
+            std::env::temp_dir()
+                .join("retry-payments-example")
+                .join("payments.db"),
+        )
+    }
+
+    /// As given on the command line: `sqlite:PATH` (or `sqlite://PATH`), `postgres://...`.
+    pub fn url(&self) -> String {
+        match self {
+            Database::Sqlite(path) => format!("sqlite:{}", path.display()),
+            Database::Postgres(url) => url.clone(),
+        }
+    }
+}
+
+impl FromStr for Database {
+    type Err = String;
+
+    fn from_str(url: &str) -> Result<Self, Self::Err> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Database::Postgres(url.to_owned()))
+        } else if let Some(path) = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+            .filter(|path| !path.is_empty())
+        {
+            Ok(Database::Sqlite(PathBuf::from(path)))
+        } else {
+            Err(format!(
+                "`{url}` is not a database URL: expected `postgres://user@host:port/database` or \
+                 `sqlite:PATH`"
+            ))
+        }
+    }
+}
+
+impl fmt::Display for Database {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Database::Sqlite(path) => write!(f, "SQLite file {}", path.display()),
+            Database::Postgres(url) => write!(f, "PostgreSQL {url}"),
+        }
+    }
+}
+
+/// The service's settings: its command line.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Where to listen; port 0 for a free one. `--listen`, default `127.0.0.1:0`.
+    pub listen: SocketAddr,
+    /// `--database-url`, else `DATABASE_URL`, else [`Database::default_sqlite`].
+    pub database: Database,
+    /// The bank's URL (`--bank-url`); without one the payout is the ledger row alone.
+    pub bank: Option<String>,
+    /// How long a claimed key is held for its payout (`--lease-ms`, default 60 s).
+    pub lease: Duration,
+    /// How long a request waits for a PostgreSQL connection before it answers 503
+    /// (`--db-timeout-ms`, default 1 s).
+    pub db_timeout: Duration,
+    /// `--stop-at STEP`: see [`faults`](super::faults).
+    pub stop_at: Option<Step>,
+    /// `--lose-first-response`: the first payout's response is lost after the commit.
+    pub lose_first_response: bool,
+    /// The name in the log lines (`--name`, default `service`).
+    pub name: String,
+    /// `--quiet`: no log line per request.
+    pub quiet: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            database: Database::default_sqlite(),
+            bank: None,
+            lease: DEFAULT_LEASE,
+            db_timeout: Duration::from_secs(1),
+            stop_at: None,
+            lose_first_response: false,
+            name: "service".to_owned(),
+            quiet: false,
+        }
+    }
+}
+
+/// How to start the service, for `--help` and errors.
+pub const USAGE: &str = "\
+usage: payments-service [--listen ADDR:PORT] [--database-url URL] [--bank-url URL]
+                        [--lease-ms N] [--db-timeout-ms N] [--stop-at STEP]
+                        [--lose-first-response] [--name NAME] [--quiet]
+
+  --database-url URL   postgres://user@host:port/database, or sqlite:PATH
+                       (default: DATABASE_URL, else a SQLite file in the temp dir)
+  --stop-at STEP       stop at STEP of the first payout and wait to be killed: before-begin,
+                       after-begin, after-ledger-write, after-commit, after-response";
+
+impl Config {
+    /// Reads the command line (without the program's name). `DATABASE_URL` is read when
+    /// `--database-url` is not given.
+    pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
+        let mut config = Config::default();
+        let mut database = None;
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            let mut value = || {
+                args.next()
+                    .ok_or_else(|| format!("`{arg}` needs a value\n{USAGE}"))
+            };
+            let millis = |text: String| {
+                text.parse()
+                    .map(Duration::from_millis)
+                    .map_err(|_| format!("`{arg}` takes milliseconds, not `{text}`"))
+            };
+            match arg.as_str() {
+                "--listen" => {
+                    let text = value()?;
+                    config.listen = text
+                        .parse()
+                        .map_err(|_| format!("`--listen` takes ADDR:PORT, not `{text}`"))?;
+                }
+                "--database-url" => database = Some(value()?.parse()?),
+                "--bank-url" => config.bank = Some(value()?),
+                "--lease-ms" => config.lease = millis(value()?)?,
+                "--db-timeout-ms" => config.db_timeout = millis(value()?)?,
+                "--stop-at" => config.stop_at = Some(value()?.parse()?),
+                "--lose-first-response" => config.lose_first_response = true,
+                "--name" => config.name = value()?,
+                "--quiet" => config.quiet = true,
+                _ => return Err(format!("unknown argument `{arg}`\n{USAGE}")),
+            }
+        }
+        config.database = match (database, std::env::var("DATABASE_URL")) {
+            (Some(database), _) => database,
+            (None, Ok(url)) => url.parse()?,
+            (None, Err(_)) => Database::default_sqlite(),
+        };
+        Ok(config)
+    }
+
+    /// The command line that [`Config::from_args`] reads back as this configuration.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = vec![
+            "--listen".to_owned(),
+            self.listen.to_string(),
+            "--database-url".to_owned(),
+            self.database.url(),
+            "--lease-ms".to_owned(),
+            self.lease.as_millis().to_string(),
+            "--db-timeout-ms".to_owned(),
+            self.db_timeout.as_millis().to_string(),
+            "--name".to_owned(),
+            self.name.clone(),
+        ];
+        if let Some(bank) = &self.bank {
+            args.extend(["--bank-url".to_owned(), bank.clone()]);
+        }
+        if let Some(step) = self.stop_at {
+            args.extend(["--stop-at".to_owned(), step.name().to_owned()]);
+        }
+        if self.lose_first_response {
+            args.push("--lose-first-response".to_owned());
+        }
+        if self.quiet {
+            args.push("--quiet".to_owned());
+        }
+        args
+    }
+}
+
+/// Opens the database, creates the store's tables and the ledger, listens, prints
+/// `listening on http://ADDR:PORT` and serves until the process ends.
+pub async fn run(config: Config) -> Result<(), Box<dyn Error>> {
+    let options = Options {
+        bank: config.bank.clone(),
+        faults: Arc::new(Faults::new(config.stop_at, config.lose_first_response)),
+        name: config.name.clone(),
+        verbose: !config.quiet,
+    };
+    match &config.database {
+        Database::Sqlite(path) => {
+            if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)?;
+            }
+            let store = SqliteStore::<Receipt>::open(path)
+                .await?
+                .lease(config.lease);
+            store.migrate().await?;
+            create_sqlite_ledger(store.pool()).await?;
+            serve(listening(config.listen).await?, store, options).await?;
+        }
+        Database::Postgres(url) => {
+            let pool = PgPoolOptions::new()
+                .acquire_timeout(config.db_timeout)
+                .connect_lazy(url)?;
+            let store = PostgresStore::<Receipt>::new(pool).lease(config.lease);
+            store.migrate().await?;
+            create_postgres_ledger(store.pool()).await?;
+            serve(listening(config.listen).await?, store, options).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Binds `addr` and prints `listening on http://ADDR:PORT`: from here on, connections wait in
+/// the listener's queue until the service accepts them.
+async fn listening(addr: SocketAddr) -> io::Result<TcpListener> {
+    let listener = bind(addr).await?;
+    let mut out = io::stdout().lock();
+    writeln!(out, "{LISTENING} http://{}", listener.local_addr()?)?;
+    out.flush()?;
+    Ok(listener)
+}
+
+/// Binds `addr`. A service restarted on the port it had waits for the port to be free (up to
+/// five seconds): the old process's sockets may not be gone yet.
+async fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
+    let mut waited = Duration::ZERO;
+    loop {
+        match TcpListener::bind(addr).await {
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse && waited < Duration::from_secs(5) => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                waited += Duration::from_millis(20);
+            }
+            bound => return bound,
+        }
+    }
+}
+
+/// What [`serve`] needs besides the store.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The bank's URL; without one the payout is the ledger row alone.
+    pub bank: Option<String>,
+    /// Where to stop; see [`faults`](super::faults).
+    pub faults: Arc<Faults>,
+    /// The name in the log lines.
+    pub name: String,
+    /// One log line per request.
+    pub verbose: bool,
+}
+
+/// The ledger row of a payout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The payout's `Idempotency-Key`.
+    pub key: String,
+    /// The claim it settles.
+    pub claim: ClaimId,
+    /// How much.
+    pub cents: Cents,
+    /// The bank's transfer, if the service pays through a bank.
+    pub transfer: Option<String>,
+    /// The store's claim number: 1 for the key's first execution, 2 after a takeover.
+    pub execution: u64,
+}
+
+/// A transaction the ledger can be written in: the guard's, for the SQL stores.
+pub trait LedgerTransaction: Send {
+    /// Appends `entry` to the ledger and returns its row's id.
+    fn record<'a>(&'a mut self, entry: &'a Entry) -> BoxFuture<'a, Result<i64, sqlx::Error>>;
+}
+
+// No unique constraint on `payout_key`, on purpose: the idempotency store is what keeps a
+// payout single, and the fault tests count the rows to prove it. A production ledger would add
+// one as a second line of defence.
+const SQLITE_LEDGER: &str = r"
+CREATE TABLE IF NOT EXISTS ledger (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    payout_key  TEXT    NOT NULL,
+    claim       INTEGER NOT NULL,
+    cents       INTEGER NOT NULL,
+    transfer    TEXT,
+    execution   INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ledger_payout_key ON ledger (payout_key);";
+
+const POSTGRES_LEDGER: &str = r"
+CREATE TABLE IF NOT EXISTS ledger (
+    id          BIGSERIAL PRIMARY KEY,
+    payout_key  TEXT   NOT NULL,
+    claim       BIGINT NOT NULL,
+    cents       BIGINT NOT NULL,
+    transfer    TEXT,
+    execution   BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ledger_payout_key ON ledger (payout_key);";
+
+const INSERT_ENTRY: &str = "INSERT INTO ledger (payout_key, claim, cents, transfer, execution) \
+                            VALUES ($1, $2, $3, $4, $5) RETURNING id";
+
+/// Creates the ledger table in a SQLite file, if it is missing.
+pub async fn create_sqlite_ledger(pool: &SqlitePool) -> Result<(), sqlx::Error> {
+    sqlx::raw_sql(SQLITE_LEDGER).execute(pool).await.map(drop)
+}
+
+/// Creates the ledger table in a PostgreSQL database, if it is missing. Under an advisory lock,
+/// so that replicas starting together do not trip over each other's `CREATE TABLE`.
+pub async fn create_postgres_ledger(pool: &PgPool) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.ledger'))")
+        .execute(&mut *tx)
+        .await?;
+    sqlx::raw_sql(POSTGRES_LEDGER).execute(&mut *tx).await?;
+    tx.commit().await
+}
+
+impl LedgerTransaction for sqlx::Transaction<'static, Sqlite> {
+    fn record<'a>(&'a mut self, entry: &'a Entry) -> BoxFuture<'a, Result<i64, sqlx::Error>> {
+        Box::pin(
+            sqlx::query_scalar(INSERT_ENTRY)
+                .bind(entry.key.as_str())
+                .bind(i64::from(entry.claim.0))
+                .bind(entry.cents.0 as i64)
+                .bind(entry.transfer.as_deref())
+                .bind(entry.execution as i64)
+                .fetch_one(&mut **self),
+        )
+    }
+}
+
+impl LedgerTransaction for sqlx::Transaction<'static, Postgres> {
+    fn record<'a>(&'a mut self, entry: &'a Entry) -> BoxFuture<'a, Result<i64, sqlx::Error>> {
+        Box::pin(
+            sqlx::query_scalar(INSERT_ENTRY)
+                .bind(entry.key.as_str())
+                .bind(i64::from(entry.claim.0))
+                .bind(entry.cents.0 as i64)
+                .bind(entry.transfer.as_deref())
+                .bind(entry.execution as i64)
+                .fetch_one(&mut **self),
+        )
+    }
+}
+
+/// A row of the ledger, as [`read_ledger`] returns it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LedgerRow {
+    /// The row's id: the receipt is `P-` and this.
+    pub id: i64,
+    /// What was written.
+    pub entry: Entry,
+}
+
+/// Every row of the ledger in `database`, in order, for the example's output and the tests.
+pub async fn read_ledger(database: &Database) -> Result<Vec<LedgerRow>, sqlx::Error> {
+    const SELECT: &str =
+        "SELECT id, payout_key, claim, cents, transfer, execution FROM ledger ORDER BY id";
+    match database {
+        Database::Sqlite(path) => {
+            let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
+            let pool = SqlitePool::connect_with(options).await?;
+            let rows = sqlx::query(SELECT).fetch_all(&pool).await?;
+            let rows = rows.iter().map(ledger_row).collect();
+            pool.close().await;
+            rows
+        }
+        Database::Postgres(url) => {
+            let pool = PgPool::connect(url).await?;
+            let rows = sqlx::query(SELECT).fetch_all(&pool).await?;
+            let rows = rows.iter().map(ledger_row).collect();
+            pool.close().await;
+            rows
+        }
+    }
+}
+
+fn ledger_row<R: Row>(row: &R) -> Result<LedgerRow, sqlx::Error>
+where
+    usize: sqlx::ColumnIndex<R>,
+    i64: sqlx::Type<R::Database> + for<'r> sqlx::Decode<'r, R::Database>,
+    String: sqlx::Type<R::Database> + for<'r> sqlx::Decode<'r, R::Database>,
+    Option<String>: sqlx::Type<R::Database> + for<'r> sqlx::Decode<'r, R::Database>,
+{
+    let number = |i: usize| row.try_get::<i64, _>(i);
+    Ok(LedgerRow {
+        id: number(0)?,
+        entry: Entry {
+            key: row.try_get(1)?,
+            claim: ClaimId(number(2)? as u32),
+            cents: Cents(number(3)? as u64),
+            transfer: row.try_get(4)?,
+            execution: number(5)? as u64,
+        },
+    })
+}
+
+struct App<S> {
+    store: S,
+    bank: Option<String>,
+    http: reqwest::Client,
+    faults: Arc<Faults>,
+    name: String,
+    verbose: bool,
+}
+
+impl<S> App<S> {
+    fn say(&self, line: fmt::Arguments<'_>) {
+        if self.verbose {
+            let mut out = io::stdout().lock();
+            let _ = writeln!(out, "    [{}] {line}", self.name);
+            let _ = out.flush();
+        }
+    }
+}
+
+/// Serves `POST /payouts` on `listener` with `store` until the process ends. Generic over the
+/// store, so that the benchmark runs the same handler with other stores. The ledger table must
+/// be there ([`create_sqlite_ledger`], [`create_postgres_ledger`]).
+pub async fn serve<S>(listener: TcpListener, store: S, options: Options) -> io::Result<()>
+where
+    S: IdempotencyStore<Receipt> + 'static,
+    S::Transaction: LedgerTransaction,
+{
+    let app = Arc::new(App {
+        store,
+        bank: options.bank,
+        http: reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .map_err(io::Error::other)?,
+        faults: Arc::clone(&options.faults),
+        name: options.name,
+        verbose: options.verbose,
+    });
+    let router = Router::new()
+        .route("/payouts", post(pay::<S>))
+        .with_state(app);
+    let listener = Listener::new(listener, options.faults);
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<Peer>(),
+    )
+    .await
+}
+
+/// `POST /payouts`.
+async fn pay<S>(
+    State(app): State<Arc<App<S>>>,
+    ConnectInfo(Peer(peer)): ConnectInfo<Peer>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response
+where
+    S: IdempotencyStore<Receipt> + 'static,
+    S::Transaction: LedgerTransaction,
+{
+    let attempt = headers
+        .get("retry-attempt")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-")
+        .to_owned();
+    // Requiring a key on this route is the service's decision: without one a client's retry
+    // could pay twice, so refuse to pay at all.
+    let key = match key_from_header(headers.get(IdempotencyKey::HEADER)) {
+        Ok(key) => key,
+        Err(e) => {
+            app.say(format_args!(
+                "Retry-Attempt {attempt}, no usable key: {}",
+                e.status()
+            ));
+            return problem(StatusCode::BAD_REQUEST, &e.to_string());
+        }
+    };
+    let Ok(order) = serde_json::from_slice::<PayoutRequest>(&body) else {
+        return problem(StatusCode::BAD_REQUEST, "the body is not a payout request");
+    };
+    let log = format!("Retry-Attempt {attempt}, key {}…:", short(&key));
+    // The payout runs in a task of its own, so that a client that hangs up does not cancel it
+    // between the bank's answer and the commit.
+    let task = tokio::spawn({
+        let app = Arc::clone(&app);
+        // The fingerprint covers the whole body: the same key for another claim or amount is a
+        // different request.
+        let fingerprint = Fingerprint::of(&body);
+        async move { payout(&app, &key, &order, fingerprint, &log).await }
+    });
+    let Ok((mut response, executed)) = task.await else {
+        return problem(StatusCode::INTERNAL_SERVER_ERROR, "the payout task failed");
+    };
+    if executed && app.faults.stop_after_response_to(peer) {
+        let close = HeaderValue::from_static("close");
+        response.headers_mut().insert(header::CONNECTION, close);
+    }
+    response
+}
+
+/// Steps 1 to 4 of the module docs. Returns the response and whether this request executed
+/// the payout.
+async fn payout<S>(
+    app: &App<S>,
+    key: &IdempotencyKey,
+    order: &PayoutRequest,
+    fingerprint: Fingerprint,
+    log: &str,
+) -> (Response, bool)
+where
+    S: IdempotencyStore<Receipt>,
+    S::Transaction: LedgerTransaction,
+{
+    app.faults.reach(Step::BeforeBegin).await;
+    let mut guard = match app.store.begin(key, fingerprint).await {
+        Ok(Begin::Execute(guard)) => guard,
+        Ok(Begin::Replay(receipt)) => {
+            app.say(format_args!(
+                "{log} paid before: {}, sent again, nothing paid",
+                receipt.receipt
+            ));
+            return (created(&receipt), false);
+        }
+        Ok(Begin::InProgress) => {
+            app.say(format_args!(
+                "{log} being paid right now: 409, Retry-After: 1"
+            ));
+            let conflict = problem(StatusCode::CONFLICT, "this payout is in progress");
+            return (retry_after(conflict), false);
+        }
+        Ok(Begin::Mismatch) => {
+            app.say(format_args!("{log} used for another payout: 422"));
+            let detail = "this key was used for a different payout";
+            return (problem(StatusCode::UNPROCESSABLE_ENTITY, detail), false);
+        }
+        Ok(other) => {
+            let code = other.rejection_status().unwrap_or(500);
+            return (
+                problem(status(code), "the payout cannot be made now"),
+                false,
+            );
+        }
+        // Nothing executes without a record: a passing failure for the client's retry.
+        Err(e) => {
+            app.say(format_args!(
+                "{log} the database is unavailable: {}",
+                e.status()
+            ));
+            return (unavailable(e.status(), &e.to_string()), false);
+        }
+    };
+    app.faults.reach(Step::AfterBegin).await;
+    let execution = guard.claim();
+    app.say(format_args!(
+        "{log} new, paying {} for claim {} (execution {execution})",
+        order.cents, order.claim
+    ));
+
+    // 2. The bank, before the transaction opens, so that the database is not held while the
+    // bank thinks. A failure gives the key back (dropping the guard), and the client retries.
+    let transfer = match &app.bank {
+        None => None,
+        Some(bank) => match bank::transfer(&app.http, bank, key, order.cents).await {
+            Ok(transfer) => Some(transfer.id),
+            Err(e) => {
+                app.say(format_args!("{log} {e}: 503, the key is given back"));
+                return (unavailable(503, &e.to_string()), false);
+            }
+        },
+    };
+
+    // 3. The ledger row, in the transaction that will complete the key.
+    let entry = Entry {
+        key: key.as_str().to_owned(),
+        claim: order.claim,
+        cents: order.cents,
+        transfer,
+        execution,
+    };
+    let written = match guard.transaction().await {
+        Ok(transaction) => transaction.record(&entry).await.map_err(|e| {
+            let code = if e.is_transient() { 503 } else { 500 };
+            (code, e.to_string())
+        }),
+        Err(e) => Err((e.status(), e.to_string())),
+    };
+    let id = match written {
+        Ok(id) => id,
+        Err((code, why)) => {
+            app.say(format_args!(
+                "{log} the ledger could not be written: {code}"
+            ));
+            return (unavailable(code, &why), false);
+        }
+    };
+    let receipt = Receipt {
+        receipt: format!("P-{id}"),
+        claim: order.claim,
+        cents: order.cents,
+        transfer: entry.transfer,
+    };
+    app.faults.reach(Step::AfterLedgerWrite).await;
+
+    // 4. The receipt is stored and the key completed in the same transaction, which commits.
+    if let Err(e) = guard.complete(&receipt).await {
+        app.say(format_args!("{log} not committed: {e}"));
+        return (unavailable(e.status(), &e.to_string()), false);
+    }
+    app.faults.reach(Step::AfterCommit).await;
+    if app.faults.lose_response() {
+        app.say(format_args!(
+            "{log} paid and committed, {}; the response is lost on the way back",
+            receipt.receipt
+        ));
+        return (lost_response(), true);
+    }
+    app.say(format_args!(
+        "{log} paid and committed, {}",
+        receipt.receipt
+    ));
+    (created(&receipt), true)
+}
+
+fn status(code: u16) -> StatusCode {
+    StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+fn created(receipt: &Receipt) -> Response {
+    match serde_json::to_vec(receipt) {
+        Ok(body) => {
+            let content_type = HeaderValue::from_static("application/json");
+            (
+                StatusCode::CREATED,
+                [(header::CONTENT_TYPE, content_type)],
+                body,
+            )
+                .into_response()
+        }
+        Err(e) => problem(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+/// A 503 (with `Retry-After`, a passing failure) or another 5xx.
+fn unavailable(code: u16, detail: &str) -> Response {
+    let response = problem(status(code), detail);
+    if code == 503 {
+        retry_after(response)
+    } else {
+        response
+    }
+}
+
+fn retry_after(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
+/// A response whose body fails before its first byte, so that hyper closes the connection
+/// instead of finishing the response: what a network cut after the commit looks like to the
+/// client.
+fn lost_response() -> Response {
+    let failure = io::Error::new(io::ErrorKind::ConnectionAborted, "response lost on purpose");
+    let body = futures_util::stream::iter([Err::<Bytes, _>(failure)]);
+    Response::new(Body::from_stream(body))
+}
+
+/// An RFC 9457 problem, as the idempotency draft suggests for its errors.
+fn problem(status: StatusCode, detail: &str) -> Response {
+    let body = serde_json::json!({ "title": status.canonical_reason(), "detail": detail });
+    let content_type = HeaderValue::from_static("application/problem+json");
+    (
+        status,
+        [(header::CONTENT_TYPE, content_type)],
+        body.to_string(),
+    )
+        .into_response()
+}

@@ -1,0 +1,614 @@
+//! Fault tests of the payment service (`src/payments`) with real processes and real signals.
+//!
+//! The service runs as its own process (the `payments-service` binary), on a SQLite file or a
+//! PostgreSQL schema, and pays through a bank that runs in the test's process (so that it
+//! outlives the service). The failures are real: the service is killed with SIGKILL at a step
+//! of a payout that the test chooses (`--stop-at`, see `faults`), PostgreSQL is stopped and
+//! started with `pg_ctl`. After each run the test checks the invariant: the ledger holds the
+//! payout exactly once, the bank transferred once, and the client ended with that payout's
+//! receipt.
+//!
+//! The random schedules print their seed; `PAYMENTS_FAULT_SEED=N` replays one, and
+//! `PAYMENTS_FAULT_RUNS=N` changes the number of runs (200 by default). The PostgreSQL tests
+//! need a server (`.ci/postgres.sh run cargo test -p retry-examples --test payments_faults`);
+//! without one they print how to run them and pass, unless `CI` is set.
+
+// An unwrap in a test fails the test, which is what it should do.
+#![allow(clippy::unwrap_used)]
+
+#[path = "../../tests/tests/common/databases.rs"]
+mod databases;
+
+use retry_examples::payments::bank::Bank;
+use retry_examples::payments::client::{self, Answer, PayClient, PayError};
+use retry_examples::payments::faults::Step;
+use retry_examples::payments::process::ServiceProcess;
+use retry_examples::payments::service::{Config, Database, LedgerRow, read_ledger};
+use retry_examples::payments::{Cents, ClaimId, Receipt};
+use retry_runtime::{IdempotencyKey, non_idempotent, retry};
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::{Barrier, Semaphore};
+
+const SERVICE: &str = env!("CARGO_BIN_EXE_payments-service");
+
+/// The lease of the services whose payouts are killed: a kill while the key is claimed costs
+/// the client this long.
+const LEASE: Duration = Duration::from_millis(250);
+
+/// Runs of the random schedules at once.
+const PARALLEL_RUNS: usize = 8;
+
+const RUN_HINT: &str = ".ci/postgres.sh run cargo test -p retry-examples --test payments_faults";
+
+/// The client of the tests: the library's attempt, retried for up to a minute with pauses of at
+/// most 40 ms, so that a restart or a lease of a few hundred milliseconds costs little.
+#[non_idempotent]
+#[retry(max = 2000, base = "5ms", max_delay = "40ms", deadline = "60s", jitter = full, on = passing)]
+async fn pay_until_done(
+    client: &PayClient,
+    claim: ClaimId,
+    cents: Cents,
+    key: &IdempotencyKey,
+) -> Result<Receipt, PayError> {
+    client::attempt(client, claim, cents, key).await
+}
+
+/// What the example's client retries, without waiting as long as the service's `Retry-After`
+/// asks: it says whole seconds, and the leases here last a few hundred milliseconds. (A
+/// `Verdict::RetryAfter` longer than `max_delay` would end the loop instead.)
+fn passing(error: &PayError) -> bool {
+    client::is_transient(error).is_retry()
+}
+
+/// Prints past the harness's capture, so that the counts show in `cargo test`'s output.
+fn report(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// A directory of the test's own, deleted at the end.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(test: &str) -> Self {
+        let dir = std::env::temp_dir().join(databases::unique_name(test));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Where a test's runs keep their data: a SQLite file per run, or one PostgreSQL schema that
+/// the runs share (each run its own key).
+enum Databases {
+    Sqlite(TempDir),
+    Postgres(Database),
+}
+
+impl Databases {
+    fn sqlite(test: &str) -> Self {
+        Databases::Sqlite(TempDir::new(test))
+    }
+
+    /// A fresh schema on the shared server, or `None` after the skip rule.
+    async fn postgres(test: &str) -> Option<Self> {
+        let Some(url) = std::env::var("RETRY_TEST_POSTGRES_URL")
+            .ok()
+            .filter(|url| !url.is_empty())
+        else {
+            databases::skip_or_fail(test, "PostgreSQL", RUN_HINT);
+            return None;
+        };
+        let schema = databases::new_schema(&url, test).await;
+        Some(Databases::Postgres(on_schema(&url, &schema)))
+    }
+
+    fn for_run(&self, run: usize) -> Database {
+        match self {
+            Databases::Sqlite(dir) => Database::Sqlite(dir.path().join(format!("run-{run}.db"))),
+            Databases::Postgres(database) => database.clone(),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Databases::Sqlite(_) => "SQLite",
+            Databases::Postgres(_) => "PostgreSQL",
+        }
+    }
+}
+
+/// `url` with `schema` first on the search path (sqlx reads `options[...]` from the URL).
+fn on_schema(url: &str, schema: &str) -> Database {
+    let separator = if url.contains('?') { '&' } else { '?' };
+    Database::Postgres(format!("{url}{separator}options[search_path]={schema}"))
+}
+
+async fn start(config: &Config) -> ServiceProcess {
+    ServiceProcess::start(Path::new(SERVICE), &[], config, false)
+        .await
+        .unwrap()
+}
+
+/// The ledger's rows for `key`.
+async fn ledger(database: &Database, key: &IdempotencyKey) -> Vec<LedgerRow> {
+    let rows = read_ledger(database).await.unwrap();
+    rows.into_iter()
+        .filter(|row| row.entry.key == key.as_str())
+        .collect()
+}
+
+/// What a killed run saw, for the counts.
+struct Run {
+    step: Step,
+    /// Whether the client got a 409 (the lease was still running after the restart).
+    saw_in_progress: bool,
+    attempts: u32,
+}
+
+/// One payout whose service is killed at `step`, then started again on the same port and
+/// database while the client's `#[retry]` keeps trying; then checks the invariant.
+async fn kill_at(step: Step, database: Database, bank: &Bank, context: &str) -> Run {
+    let config = Config {
+        database: database.clone(),
+        bank: Some(bank.url().to_owned()),
+        lease: LEASE,
+        stop_at: Some(step),
+        ..Config::default()
+    };
+    let mut service = start(&config).await;
+    let same_port = SocketAddr::from(([127, 0, 0, 1], service.port()));
+    let http = reqwest::Client::new();
+    let client = PayClient::new("client", &http, service.url()).quiet();
+    let key = IdempotencyKey::new();
+    let (claim, cents) = (ClaimId(4711), Cents(125_000));
+    let context = format!("{context}, kill {step}, key {key}");
+
+    let crash_and_restart = async {
+        let stopped = service.stopped().await.unwrap();
+        assert_eq!(stopped, step, "{context}");
+        service.kill().unwrap(); // SIGKILL
+        let restarted = Config {
+            listen: same_port,
+            stop_at: None,
+            ..config.clone()
+        };
+        start(&restarted).await
+    };
+    let (receipt, restarted) = tokio::join!(
+        pay_until_done(&client, claim, cents, &key),
+        crash_and_restart
+    );
+    let receipt = receipt.unwrap_or_else(|e| {
+        panic!(
+            "{context}: the client ended with {e}; the service said:\n{}",
+            restarted.recent_output()
+        )
+    });
+
+    // A repeat after the restart gets the same receipt, whatever the step.
+    let again = PayClient::new("repeat", &http, restarted.url()).quiet();
+    let repeated = pay_until_done(&again, claim, cents, &key).await.unwrap();
+    assert_eq!(repeated, receipt, "{context}: the repeat");
+
+    let rows = ledger(&database, &key).await;
+    assert_eq!(
+        rows.len(),
+        1,
+        "{context}: one payout in the ledger: {rows:?}"
+    );
+    let row = &rows[0];
+    assert_eq!(receipt.receipt, format!("P-{}", row.id), "{context}");
+    assert_eq!(receipt.transfer, row.entry.transfer, "{context}");
+    let execution = if step.holds_the_lease() { 2 } else { 1 };
+    assert_eq!(
+        row.entry.execution, execution,
+        "{context}: a kill while the key is claimed is taken over after the lease"
+    );
+    assert_eq!(
+        bank.transfers_executed(key.as_str()),
+        1,
+        "{context}: one transfer"
+    );
+    // The bank is asked again only when the killed service had asked it and not committed.
+    let asked = if step == Step::AfterLedgerWrite { 2 } else { 1 };
+    assert_eq!(bank.requests(key.as_str()), asked, "{context}");
+    if step == Step::AfterResponse {
+        assert_eq!(
+            client.answers(),
+            [Answer::Paid],
+            "{context}: the response came before the kill"
+        );
+    } else {
+        assert_eq!(
+            client.answers().first(),
+            Some(&Answer::NoAnswer),
+            "{context}: the kill cut the first attempt off"
+        );
+    }
+    restarted.kill().unwrap();
+    Run {
+        step,
+        saw_in_progress: client.answers().iter().any(|answer| {
+            matches!(
+                answer,
+                Answer::Status {
+                    status: 409,
+                    retry_after: true
+                }
+            )
+        }),
+        attempts: client.attempts(),
+    }
+}
+
+async fn every_step(databases: Databases) {
+    let bank = Bank::start_quiet(Duration::ZERO).await.unwrap();
+    let runs = Step::ALL.into_iter().enumerate().map(|(run, step)| {
+        let database = databases.for_run(run);
+        let context = format!("{}, every step", databases.name());
+        let bank = &bank;
+        async move { kill_at(step, database, bank, &context).await }
+    });
+    let runs = futures_util::future::join_all(runs).await;
+    assert_eq!(runs.len(), Step::ALL.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_kill_at_every_step_pays_once() {
+    every_step(Databases::sqlite("sqlite_a_kill_at_every_step_pays_once")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_kill_at_every_step_pays_once() {
+    let Some(databases) = Databases::postgres("postgres_a_kill_at_every_step_pays_once").await
+    else {
+        return;
+    };
+    every_step(databases).await;
+}
+
+/// splitmix64: the step of run `n` depends on the seed and `n` alone, not on the order in which
+/// parallel runs finish, so a seed replays.
+fn mix(seed: u64, n: u64) -> u64 {
+    let mut z = seed.wrapping_add(n.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn seed() -> u64 {
+    match std::env::var("PAYMENTS_FAULT_SEED") {
+        Ok(seed) => seed
+            .parse()
+            .unwrap_or_else(|_| panic!("PAYMENTS_FAULT_SEED={seed} is not a number")),
+        Err(_) => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            mix(now.as_nanos() as u64, u64::from(std::process::id()))
+        }
+    }
+}
+
+fn runs() -> usize {
+    std::env::var("PAYMENTS_FAULT_RUNS")
+        .ok()
+        .and_then(|runs| runs.parse().ok())
+        .unwrap_or(200)
+}
+
+async fn random_steps(databases: Databases) {
+    let seed = seed();
+    let runs = runs();
+    report(&format!(
+        "payments faults, {}: {runs} runs, kill steps from seed {seed} \
+         (replay with PAYMENTS_FAULT_SEED={seed})",
+        databases.name()
+    ));
+    let started = Instant::now();
+    let bank = Bank::start_quiet(Duration::ZERO).await.unwrap();
+    let slots = Semaphore::new(PARALLEL_RUNS);
+    let all = (0..runs).map(|run| {
+        let step = Step::ALL[(mix(seed, run as u64) % Step::ALL.len() as u64) as usize];
+        let database = databases.for_run(run);
+        let context = format!("{}, seed {seed}, run {run}", databases.name());
+        let (bank, slots) = (&bank, &slots);
+        async move {
+            let _slot = slots.acquire().await.unwrap();
+            kill_at(step, database, bank, &context).await
+        }
+    });
+    let done = futures_util::future::join_all(all).await;
+
+    let mut counts: BTreeMap<usize, (Step, usize, usize)> = BTreeMap::new();
+    for run in &done {
+        let index = Step::ALL.iter().position(|s| *s == run.step).unwrap();
+        let count = counts.entry(index).or_insert((run.step, 0, 0));
+        count.1 += 1;
+        count.2 += usize::from(run.saw_in_progress);
+    }
+    let per_step: Vec<String> = counts
+        .values()
+        .map(|(step, n, in_progress)| {
+            if step.holds_the_lease() {
+                format!("{step} {n} ({in_progress} saw 409 while the lease ran)")
+            } else {
+                format!("{step} {n}")
+            }
+        })
+        .collect();
+    let attempts: u32 = done.iter().map(|run| run.attempts).sum();
+    report(&format!(
+        "payments faults, {}: {} runs passed in {:.1} s, killed at {}; every run: one ledger \
+         row, one bank transfer, the client's receipt; {attempts} client attempts",
+        databases.name(),
+        done.len(),
+        started.elapsed().as_secs_f64(),
+        per_step.join(", "),
+    ));
+    assert_eq!(done.len(), runs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_kills_at_random_steps_pay_once() {
+    random_steps(Databases::sqlite("sqlite_kills_at_random_steps_pay_once")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_kills_at_random_steps_pay_once() {
+    let Some(databases) = Databases::postgres("postgres_kills_at_random_steps_pay_once").await
+    else {
+        return;
+    };
+    random_steps(databases).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_two_replicas_and_a_hundred_clients_with_one_key_pay_once() {
+    let Some(databases) =
+        Databases::postgres("postgres_two_replicas_and_a_hundred_clients_with_one_key_pay_once")
+            .await
+    else {
+        return;
+    };
+    let database = databases.for_run(0);
+    // A bank that takes a moment, so that the other clients arrive while the payout runs.
+    let bank = Bank::start_quiet(Duration::from_millis(500)).await.unwrap();
+    let config = |name: &str| Config {
+        database: database.clone(),
+        bank: Some(bank.url().to_owned()),
+        // Longer than any payout here: no takeover, so exactly one execution.
+        lease: Duration::from_secs(30),
+        name: name.to_owned(),
+        ..Config::default()
+    };
+    let replica_a = start(&config("replica a")).await;
+    let replica_b = start(&config("replica b")).await;
+    let http = reqwest::Client::new();
+    let key = IdempotencyKey::new();
+    let (claim, cents) = (ClaimId(4711), Cents(125_000));
+    const CLIENTS: usize = 100;
+    let barrier = Barrier::new(CLIENTS);
+    let clients: Vec<PayClient> = (0..CLIENTS)
+        .map(|i| {
+            let (a, b) = (replica_a.url(), replica_b.url());
+            let order = if i % 2 == 0 { [a, b] } else { [b, a] };
+            PayClient::replicas(&format!("client {i}"), &http, &order).quiet()
+        })
+        .collect();
+    let receipts = futures_util::future::join_all(clients.iter().map(|client| async {
+        barrier.wait().await;
+        pay_until_done(client, claim, cents, &key).await
+    }))
+    .await;
+    let receipts: Vec<Receipt> = receipts
+        .into_iter()
+        .map(|receipt| {
+            receipt.unwrap_or_else(|e| {
+                panic!(
+                    "a client ended with {e}:\n{}\n{}",
+                    replica_a.recent_output(),
+                    replica_b.recent_output()
+                )
+            })
+        })
+        .collect();
+
+    let rows = ledger(&database, &key).await;
+    assert_eq!(rows.len(), 1, "one payout: {rows:?}");
+    assert_eq!(rows[0].entry.execution, 1);
+    let expected = format!("P-{}", rows[0].id);
+    assert!(
+        receipts.iter().all(|receipt| receipt.receipt == expected),
+        "every client has the payout's receipt"
+    );
+    assert_eq!(bank.requests(key.as_str()), 1, "the payout executed once");
+    assert_eq!(bank.transfers_executed(key.as_str()), 1);
+    let waited = clients
+        .iter()
+        .filter(|client| {
+            client.answers().iter().any(|answer| {
+                matches!(
+                    answer,
+                    Answer::Status {
+                        status: 409,
+                        retry_after: true
+                    }
+                )
+            })
+        })
+        .count();
+    report(&format!(
+        "payments faults, two replicas: {CLIENTS} clients with one key, one payout ({expected}); \
+         {waited} clients got 409 while it ran, then the receipt"
+    ));
+    replica_a.kill().unwrap();
+    replica_b.kill().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_restarting_in_the_middle_of_two_hundred_payouts_loses_and_doubles_nothing() {
+    const TEST: &str =
+        "postgres_restarting_in_the_middle_of_two_hundred_payouts_loses_and_doubles_nothing";
+    if !std::env::var("RETRY_TEST_PG_BIN").is_ok_and(|bin| Path::new(&bin).join("pg_ctl").exists())
+    {
+        databases::skip_or_fail(TEST, "PostgreSQL's server binaries", RUN_HINT);
+        return;
+    }
+    let Some(cluster) = databases::PrivateCluster::start(TEST, "payments_faults") else {
+        return;
+    };
+    let cluster = Arc::new(cluster);
+    let database = Database::Postgres(cluster.url());
+    let bank = Bank::start_quiet(Duration::ZERO).await.unwrap();
+    let service = start(&Config {
+        database: database.clone(),
+        bank: Some(bank.url().to_owned()),
+        lease: LEASE,
+        // While the server is down, a request answers 503 after this long.
+        db_timeout: Duration::from_millis(200),
+        ..Config::default()
+    })
+    .await;
+    let http = reqwest::Client::new();
+
+    const PAYOUTS: usize = 200;
+    const AT_ONCE: usize = 16;
+    let paid = AtomicUsize::new(0);
+    let slots = Semaphore::new(AT_ONCE);
+    let keys: Vec<IdempotencyKey> = (0..PAYOUTS).map(|_| IdempotencyKey::new()).collect();
+    let clients: Vec<PayClient> = (0..PAYOUTS)
+        .map(|i| PayClient::new(&format!("client {i}"), &http, service.url()).quiet())
+        .collect();
+
+    let payouts = futures_util::future::join_all(keys.iter().zip(&clients).enumerate().map(
+        |(i, (key, client))| {
+            let (slots, paid) = (&slots, &paid);
+            async move {
+                let _slot = slots.acquire().await.unwrap();
+                let claim = ClaimId(5000 + i as u32);
+                let receipt = pay_until_done(client, claim, Cents(1000 + i as u64), key).await;
+                paid.fetch_add(1, Ordering::SeqCst);
+                receipt
+            }
+        },
+    ));
+    // The server goes down once about a quarter of the payouts are done, and comes back once
+    // the service has answered 503 about twice to each payout in flight.
+    let outage = async {
+        while paid.load(Ordering::SeqCst) < PAYOUTS / 4 {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let down_at = paid.load(Ordering::SeqCst);
+        let stopping = Arc::clone(&cluster);
+        tokio::task::spawn_blocking(move || stopping.stop())
+            .await
+            .unwrap();
+        let stopped = Instant::now();
+        while clients
+            .iter()
+            .map(|client| {
+                client
+                    .answers()
+                    .iter()
+                    .filter(|answer| matches!(answer, Answer::Status { status: 503, .. }))
+                    .count()
+            })
+            .sum::<usize>()
+            < 2 * AT_ONCE
+        {
+            assert!(
+                stopped.elapsed() < Duration::from_secs(30),
+                "no 503 while the database was down:\n{}",
+                service.recent_output()
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let down_for = stopped.elapsed();
+        let starting = Arc::clone(&cluster);
+        tokio::task::spawn_blocking(move || starting.start_again())
+            .await
+            .unwrap();
+        (down_at, down_for)
+    };
+    let (receipts, (down_at, down_for)) = tokio::join!(payouts, outage);
+
+    let mut receipts_by_key = HashMap::new();
+    for ((key, client), receipt) in keys.iter().zip(&clients).zip(receipts) {
+        let receipt = receipt.unwrap_or_else(|e| {
+            panic!(
+                "payout {key} ended with {e}; answers {:?}:\n{}",
+                client.answers(),
+                service.recent_output()
+            )
+        });
+        receipts_by_key.insert(key.as_str().to_owned(), receipt);
+    }
+    // Every 503 came with Retry-After: the client's #[retry] treats it as a passing failure.
+    let answers: Vec<Answer> = clients.iter().flat_map(PayClient::answers).collect();
+    let refused: Vec<&Answer> = answers
+        .iter()
+        .filter(|answer| matches!(answer, Answer::Status { status: 503, .. }))
+        .collect();
+    assert!(!refused.is_empty());
+    assert!(
+        refused.iter().all(|answer| matches!(
+            answer,
+            Answer::Status {
+                retry_after: true,
+                ..
+            }
+        )),
+        "{refused:?}"
+    );
+
+    // Every payout is in the ledger exactly once, with the receipt its client got; the bank
+    // transferred once per key and for no key outside the ledger.
+    let rows = read_ledger(&database).await.unwrap();
+    let mut per_key: HashMap<&str, Vec<&LedgerRow>> = HashMap::new();
+    for row in &rows {
+        per_key.entry(row.entry.key.as_str()).or_default().push(row);
+    }
+    assert_eq!(rows.len(), PAYOUTS, "one row per payout");
+    for key in &keys {
+        let found = &per_key[key.as_str()];
+        assert_eq!(found.len(), 1, "{key}: {found:?}");
+        assert_eq!(
+            receipts_by_key[key.as_str()].receipt,
+            format!("P-{}", found[0].id)
+        );
+    }
+    let transfers = bank.executed();
+    assert_eq!(transfers.len(), PAYOUTS);
+    assert!(
+        transfers
+            .iter()
+            .all(|(key, n)| *n == 1 && per_key.contains_key(key.as_str())),
+        "a transfer without its ledger row, or two: {transfers:?}"
+    );
+    let taken_over = rows.iter().filter(|row| row.entry.execution > 1).count();
+    report(&format!(
+        "payments faults, database restart: PostgreSQL stopped after {down_at} of {PAYOUTS} \
+         payouts and started again {:.2} s later; {} answers were 503 with Retry-After; all \
+         {PAYOUTS} payouts in the ledger once, {taken_over} of them executed again after their \
+         lease (claimed before the outage, not committed), one bank transfer each",
+        down_for.as_secs_f64(),
+        refused.len(),
+    ));
+    service.kill().unwrap();
+}

@@ -232,7 +232,9 @@ pub fn attempt() -> Attempt {
     let frame = current();
     let key = match frame.key {
         KeyKind::Display if KEY.is_set() => Some(KEY.with(IdempotencyKey::render)),
-        KeyKind::Text if KEY_TEXT.is_set() => Some(KEY_TEXT.with(|key: &str| IdempotencyKey::from(key))),
+        KeyKind::Text if KEY_TEXT.is_set() => {
+            Some(KEY_TEXT.with(|key: &str| IdempotencyKey::from(key)))
+        }
         _ => None,
     };
     Attempt {

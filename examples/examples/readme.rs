@@ -74,9 +74,11 @@ pub async fn answer() -> Result<Coverage, ContractError> {
 }
 }
 
-/// "The expansion": what `cargo expand` prints for the first example.
+/// "The expansion": what `cargo expand` prints for the first example. (The `StartWithoutDebug`
+/// import is unused where the error type has `Debug`; in the macro's own output rustc does not
+/// warn about it.)
 #[rustfmt::skip]
-#[allow(dead_code, unused_braces)]
+#[allow(dead_code, unused_braces, unused_imports)]
 mod expansion {
 use crate::service::{is_transient, Claim, ContractClient, ContractError, Coverage};
 
@@ -84,7 +86,7 @@ async fn check_coverage(
     client: &ContractClient,
     claim: &Claim,
 ) -> Result<Coverage, ContractError> {
-    use ::retry_runtime::__private as __retry_rt;
+    use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(3)
         .base(__retry_rt::Duration::from_secs(1))
@@ -271,6 +273,66 @@ static CONTRACT_BREAKER: CircuitBreaker = CircuitBreaker::new()     // open afte
 #[retry(max = 3, base = "1s", budget = COVERAGE_BUDGET, breaker = CONTRACT_BREAKER)]
 async fn check_coverage(client: &ContractClient, claim: &Claim) -> Result<Coverage, ContractError> {
     client.coverage(claim).await
+}
+}
+
+/// "Fallback: after the last attempt".
+#[rustfmt::skip]
+#[allow(dead_code)]
+mod fallback {
+use crate::service::{is_transient, Claim, ContractError};
+
+pub struct ContractClient;
+
+#[derive(Debug)]
+pub enum Coverage {
+    Covered,
+    /// The check was deferred: its answer comes later.
+    Pending { job: u64 },
+}
+
+impl ContractClient {
+    async fn coverage(&self, claim: &Claim) -> Result<Coverage, ContractError> {
+        let _ = claim;
+        Err(ContractError::Overloaded)
+    }
+}
+
+/// The portal's queue of deferred checks.
+pub struct Queue;
+
+impl Queue {
+    async fn enqueue(&self, claim: &Claim) -> Result<u64, ContractError> {
+        Ok(u64::from(claim.0))
+    }
+}
+
+use retry_runtime::{retry, CircuitBreaker, GiveUp};
+use std::time::Duration;
+
+static CONTRACT_BREAKER: CircuitBreaker = CircuitBreaker::new().open_for(Duration::from_secs(30));
+
+#[retry(max = 3, base = "1s", on = is_transient, breaker = CONTRACT_BREAKER,
+        fallback = |error, why| save_for_later(queue, claim, error, why))]
+async fn check_coverage(client: &ContractClient, queue: &Queue, claim: &Claim) -> Result<Coverage, ContractError> {
+    client.coverage(claim).await
+}
+
+/// Saves the claim and queues its check: the customer reads "your details are saved", and the
+/// answer comes later. A database write, so async.
+async fn save_for_later(queue: &Queue, claim: &Claim, error: ContractError, why: GiveUp) -> Result<Coverage, ContractError> {
+    eprintln!("deferred claim {}: {why} ({error:?})", claim.0);   // `check_coverage` gave up after 4 attempts in 7.3s: retries used up
+    let job = queue.enqueue(claim).await?;
+    Ok(Coverage::Pending { job })
+}
+
+#[tokio::test]
+async fn the_readme_fallback_defers_the_check() {
+    // The pauses recorded, not slept.
+    let (answer, pauses) =
+        retry_runtime::testing::record_async(check_coverage(&ContractClient, &Queue, &Claim(4711))).await;
+    assert!(matches!(answer, Ok(Coverage::Pending { job: 4711 })), "{answer:?}");
+    assert_eq!(pauses.len(), 3);
 }
 }
 

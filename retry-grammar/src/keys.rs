@@ -1,7 +1,7 @@
 //! The table of `#[retry]`'s arguments.
 //!
-//! A key that the code handles by itself (a timing, `on`, `policy`, `crate`, and the two whose
-//! presence changes the loop, `timeout` and `sleep`) is a named constant; the others are rows
+//! A key that the code handles by itself (a timing, `on`, `policy`, `crate`, and the three whose
+//! presence changes the loop, `timeout`, `sleep` and `fallback`) is a named constant; the others are rows
 //! written inline in [`KEYS`], because the macro passes them to the runtime from the table alone.
 
 /// One argument of `#[retry(...)]`.
@@ -97,7 +97,7 @@ pub struct Word {
     /// What it means, for messages.
     pub doc: &'static str,
     /// What the macro passes for it with [`Pass::Value`]: an expression under the runtime's
-    /// `__private` module, like `Level::WARN`. Empty for a [`Pass::Switch`] key.
+    /// `__private` module, like `level::Warn`. Empty for a [`Pass::Switch`] key.
     pub value: &'static str,
 }
 
@@ -205,7 +205,7 @@ pub const DEADLINE: Key = Key {
     aliases: &["max_elapsed", "max_elapsed_time", "total"],
     example: "\"10s\"",
     kind: Kind::Duration { zero: None },
-    doc: "total time budget from the first call, calls and pauses included, on a monotonic clock (tokio's for async functions); a pause that would end past it is not taken and the last error is returned at once",
+    doc: "total time budget from the first call, calls and pauses included, on the clock of the pauses: tokio's for async functions (so a paused test clock governs both), `std::time::Instant` for sync ones and for `sleep = f`, a `Sleeper` type's own; a pause that would end past it is not taken and the loop gives up with the last error at once",
     default: "none",
     async_only: None,
     pass: Pass::Policy("deadline"),
@@ -271,11 +271,26 @@ pub const SLEEP: Key = Key {
     aliases: &[],
     example: "my_runtime::sleep",
     kind: Kind::Expr {
-        value: "`Fn(Duration) -> impl Future<Output = ()>`",
+        value: "`Fn(Duration) -> impl Future<Output = ()>` or a `Sleeper` type",
     },
-    doc: "pause with another runtime's timer",
+    doc: "pause with another runtime's timer; the deadline is then measured on its clock (`Sleeper::now`; `std::time::Instant` for a function)",
     default: "tokio's",
     async_only: Some("a sync function pauses with `std::thread::sleep`; remove `sleep`"),
+    pass: Pass::Value,
+};
+
+/// `fallback = save_for_later`: the builder is a pass-through, but an async function awaits
+/// what the loop ends with (`finish(result).await`).
+pub const FALLBACK: Key = Key {
+    name: "fallback",
+    aliases: &["or_else", "recover"],
+    example: "save_for_later",
+    kind: Kind::Expr {
+        value: "`FnOnce(E, GiveUp) -> Result<T, E>`; in an `async fn` also async",
+    },
+    doc: "called once with the last error and why (a `GiveUp`) when the loop gives up; what it returns is the function's result. Not called for `Ok`, a permanent error, a dropped future, or under a layer that retries",
+    default: "—",
+    async_only: None,
     pass: Pass::Value,
 };
 
@@ -310,9 +325,9 @@ pub static KEYS: &[Key] = &[
         aliases: &["retry_if_result", "on_ok"],
         example: "is_unavailable",
         kind: Kind::Expr {
-            value: "`Fn(&T) -> bool`",
+            value: "`Fn(&T) -> bool` or `Fn(&T) -> Verdict`",
         },
-        doc: "an `Ok` value it marks is a transient failure (an HTTP 503 that arrives as `Ok(response)`); when the retries run out the last `Ok` is returned",
+        doc: "an `Ok` value it marks (`true`, or a `Verdict` that retries) is a transient failure, an HTTP 503 that arrives as `Ok(response)`; `RetryAfter` is honoured as for errors; when the loop gives up the last `Ok` is returned",
         default: "—",
         async_only: None,
         pass: Pass::Value,
@@ -323,9 +338,9 @@ pub static KEYS: &[Key] = &[
         aliases: &["on_retry", "before_sleep", "callback"],
         example: "log_retry",
         kind: Kind::Expr {
-            value: "`Fn(&E, &RetryEvent)`",
+            value: "`Fn(&E, &RetryEvent)` or `Fn(Result<&T, &E>, &RetryEvent)`",
         },
-        doc: "called before each pause with the error, the attempt number, the real pause (jitter included) and the time since the first call",
+        doc: "called before each pause with the error (or, in the second form, the outcome, which also carries an `Ok` that `on_result` rejected), the attempt number, the real pause (jitter included) and the time since the first call",
         default: "—",
         async_only: None,
         pass: Pass::Value,
@@ -334,8 +349,10 @@ pub static KEYS: &[Key] = &[
         name: "on_give_up",
         aliases: &["on_failure"],
         example: "log_failure",
-        kind: Kind::Expr { value: "`Fn(&E)`" },
-        doc: "called once with the last error when the loop stops retrying a transient failure",
+        kind: Kind::Expr {
+            value: "`Fn(&E)`, `Fn(&E, &GiveUp)` or `Fn(Result<&T, &E>, &GiveUp)`",
+        },
+        doc: "called once when the loop gives up on a failure it could have retried (retries used up, deadline, a server-suggested pause too long, the budget empty, the breaker open), with the last error (or outcome) and, in the two-argument forms, why, the attempts and the time spent",
         default: "—",
         async_only: None,
         pass: Pass::Value,
@@ -348,7 +365,7 @@ pub static KEYS: &[Key] = &[
         kind: Kind::Expr {
             value: "a `RetryBudget` (usually a `static`)",
         },
-        doc: "retries draw from a shared token bucket; when it is empty the current error is returned at once",
+        doc: "retries draw from a shared token bucket; when it is empty the loop gives up with the current error at once",
         default: "—",
         async_only: None,
         pass: Pass::Ref,
@@ -360,7 +377,7 @@ pub static KEYS: &[Key] = &[
         kind: Kind::Expr {
             value: "a `CircuitBreaker` (usually a `static`)",
         },
-        doc: "while open, the function returns `E::from(CircuitOpen)` at once without calling the body; needs `E: From<retry_runtime::CircuitOpen>`",
+        doc: "while open, the function returns `E::from(CircuitOpen)` at once without calling the body; a failure after which it is open ends the loop at once with that failure, without a pause; needs `E: From<retry_runtime::CircuitOpen>`",
         default: "—",
         async_only: None,
         pass: Pass::Ref,
@@ -385,6 +402,44 @@ pub static KEYS: &[Key] = &[
         default: "`single`",
         async_only: None,
         pass: Pass::Switch("nested_retry"),
+    },
+    // After `sleep`: the builder asks the sleeper whether the function can await the fallback.
+    FALLBACK,
+    Key {
+        name: "log_level",
+        aliases: &["level"],
+        example: "\"warn\"",
+        kind: Kind::Words(&[
+            Word {
+                word: "error",
+                doc: "`ERROR`, the default",
+                value: "level::Error",
+            },
+            Word {
+                word: "warn",
+                doc: "`WARN`",
+                value: "level::Warn",
+            },
+            Word {
+                word: "info",
+                doc: "`INFO`",
+                value: "level::Info",
+            },
+            Word {
+                word: "debug",
+                doc: "`DEBUG`",
+                value: "level::Debug",
+            },
+            Word {
+                word: "trace",
+                doc: "`TRACE`",
+                value: "level::Trace",
+            },
+        ]),
+        doc: "with the `tracing` feature, the level of the one event logged when a call fails after retrying or the loop gives up",
+        default: "`\"error\"`",
+        async_only: None,
+        pass: Pass::Value,
     },
     CRATE,
 ];

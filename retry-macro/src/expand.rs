@@ -19,7 +19,7 @@ use syn::ext::IdentExt;
 ///
 /// ```text
 /// async fn check(claim: &Claim) -> Result<Coverage, ContractError> {
-///     use ::retry_runtime::__private as __retry_rt;
+///     use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
 ///     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new().max(3).base(__retry_rt::Duration::from_secs(1));
 ///     let mut __retry = __retry_rt::Retry::<Result<Coverage, ContractError>>::start_async(
 ///         &__RETRY_POLICY, "check", |e| __retry_rt::is_transient(e)).notify(log_retry);
@@ -34,7 +34,11 @@ use syn::ext::IdentExt;
 /// }
 /// ```
 ///
-/// The runtime is named once, in the `use` (`crate = path` replaces `::retry_runtime`). A sync
+/// The runtime is named once, in the `use` (`crate = path` replaces `::retry_runtime`), which
+/// also brings the `start` of an error type without `Debug` into scope: Rust picks the inherent
+/// `start` when the error type has `Debug`, that one otherwise, so the error is logged with
+/// `Debug` or by its type name without a bound on the function. With an async `fallback`, the
+/// `Break` arm is `return __retry_rt::finish(__retry_result).await`. A sync
 /// function runs each attempt as `__retry.attempt(|| { body })` and pauses with
 /// `__retry.pause_blocking()`. A function with an idempotency key lends it to each attempt:
 /// `__retry.run_keyed(&key, async { body })`, `attempt_keyed(&key, || { body })`. The return type in the turbofish lets the closure or `async`
@@ -138,21 +142,38 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
             quote!(#state.pause_blocking()),
         )
     };
+    // An async fallback is awaited when the loop ends (a sync one is wrapped in a ready future).
+    // A fallback runs with the key lent to it too, so `next` takes it: `next_keyed(&key, ..)`.
+    // Without a fallback nothing after the attempts needs the key.
+    let has_fallback = args.accepted(&grammar::FALLBACK).is_some();
+    let decision = if has_fallback {
+        let next = method("next");
+        quote!(#state.#next(#key #outcome))
+    } else {
+        quote!(#state.next(#outcome))
+    };
+    let finish = if is_async && has_fallback {
+        quote!(__retry_rt::finish(#result).await)
+    } else {
+        quote!(#result)
+    };
     let attrs = &func.attrs;
     let vis = &func.vis;
     let sig = &func.sig;
     let mut loop_body = Group::new(
         Delimiter::Brace,
         quote! {
-            use #runtime::__private as __retry_rt;
+            // `StartWithoutDebug` is the `start` of an error type without `Debug`; an error
+            // type with `Debug` gets the inherent one (see `Retry`).
+            use #runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
             #policy_item
             let mut #state = #builder;
             loop {
                 let #outcome = #attempt;
                 #[allow(unreachable_code)]
                 {
-                    #state = match #state.next(#outcome) {
-                        __retry_rt::ControlFlow::Break(#result) => return #result,
+                    #state = match #decision {
+                        __retry_rt::ControlFlow::Break(#result) => return #finish,
                         __retry_rt::ControlFlow::Continue(#next) => #next,
                     };
                     #sleep;

@@ -3,10 +3,15 @@
 
 pub use crate::breaker::FromCircuitOpen;
 pub use crate::state::{
-    Attempted, Extras, Hook, Hooks, IntoError, IntoVerdict, KeyParam, LoggableError, MaybeExtras,
-    NoRefusal, Outcome, PerAttempt, Refusal, Retry, Run, Slot, Unset,
+    AsyncFallback, AsyncForm, Attempted, Awaits, ByDebug, ByName, ErrorForm, ErrorOnly, Extras,
+    Fallback, FallbackOutput, FallbackScope, Finish, GiveUpHook, Hook, Hooks, IntoError,
+    IntoFinish, IntoResultVerdict, IntoVerdict, KeyParam, Log, LogDebug, LogLevel, LogName, Logs,
+    MaybeExtras, NoRefusal, NotifyHook, Outcome, OutcomeForm, PerAttempt, Refusal, Retry, Run,
+    Slot, StartWithoutDebug, SyncFallback, SyncForm, Unset, Untimed, finish, level,
 };
-pub use crate::timer::{FromElapsed, NoTimer, SleepFuture, Sleeper, TimerFor};
+pub use crate::timer::{
+    FnForm, FromElapsed, IntoSleeper, NoTimer, SleepFn, SleepFuture, Sleeper, TimerFor, TypeForm,
+};
 pub use crate::{Backoff, Jitter, Policy, Verdict};
 pub use std::ops::ControlFlow;
 pub use std::time::Duration;

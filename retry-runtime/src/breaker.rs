@@ -274,25 +274,30 @@ impl CircuitBreaker {
         }
     }
 
-    fn outcome(&self, generation: u64, trial: bool, success: bool, now: Option<Instant>) {
+    /// Counts an outcome; `true` when the circuit is open at `now` afterwards (by this outcome
+    /// or by others'), so that a retrying caller can stop at once.
+    fn outcome(&self, generation: u64, trial: bool, success: bool, now: Option<Instant>) -> bool {
         let mut inner = self.lock();
         if let Some(now) = now {
             inner.observe(now);
         }
-        if inner.generation != generation {
-            return;
-        }
-        let reopen_from = now.or(inner.latest);
-        match inner.phase {
-            Phase::HalfOpen { .. } if trial && success => inner.change(Phase::Closed),
-            Phase::HalfOpen { .. } if trial => self.open(&mut inner, reopen_from),
-            Phase::Closed if !trial => {
-                let trips = self.closed_outcome(&mut inner, success);
-                if trips {
-                    self.open(&mut inner, reopen_from);
+        if inner.generation == generation {
+            let reopen_from = now.or(inner.latest);
+            match inner.phase {
+                Phase::HalfOpen { .. } if trial && success => inner.change(Phase::Closed),
+                Phase::HalfOpen { .. } if trial => self.open(&mut inner, reopen_from),
+                Phase::Closed if !trial => {
+                    let trips = self.closed_outcome(&mut inner, success);
+                    if trips {
+                        self.open(&mut inner, reopen_from);
+                    }
                 }
+                _ => {}
             }
-            _ => {}
+        }
+        match (inner.phase, now) {
+            (Phase::Open { until }, Some(now)) => until.is_none_or(|until| now < until),
+            _ => false,
         }
     }
 
@@ -405,10 +410,16 @@ impl Admission<'_> {
     /// Reports the outcome of the admitted call, which ended at `now`: `success` is whether
     /// the service answered properly. Count as failures only what says the service is unwell
     /// (the errors worth retrying), not a valid "no" or a caller's mistake.
-    pub fn record(mut self, success: bool, now: Instant) {
+    pub fn record(self, success: bool, now: Instant) {
+        self.record_and_check(success, now);
+    }
+
+    /// [`record`](Admission::record), and whether the circuit is open at `now` afterwards: a
+    /// retrying loop then gives up at once instead of pausing for a call that would be refused.
+    pub(crate) fn record_and_check(mut self, success: bool, now: Instant) -> bool {
         self.recorded = true;
         self.breaker
-            .outcome(self.generation, self.trial, success, Some(now));
+            .outcome(self.generation, self.trial, success, Some(now))
     }
 
     /// Whether this is the half-open circuit's single trial call.

@@ -20,6 +20,8 @@ const LINKS: &[&str] = &[
     "CircuitBreaker",
     "CircuitOpen",
     "RetryEvent",
+    "GiveUp",
+    "Sleeper",
     "Elapsed",
 ];
 

@@ -211,19 +211,56 @@
 //! assert!(matches!(check_coverage(), Err(ContractError::Unavailable(_)))); // at once, no call
 //! ```
 //!
+//! # Fallback: after the last attempt
+//!
+//! `fallback = f` decides what the caller gets once the loop gives up: `f(last_error, why)` is
+//! called, with a [`GiveUp`] that says why (retries used up, the deadline, a server's pause beyond
+//! `max_delay`, the budget empty, the breaker open), and its result is the function's. It is not
+//! called for `Ok`, for a permanent error (an answer the caller must see), when the future is
+//! dropped, or in a nested function that makes a single attempt. The expression is evaluated
+//! inside the function, so a closure can use the parameters; in an `async fn` it may be async.
+//!
+//! ```
+//! use retry_runtime::{retry, testing, GiveUp, GiveUpReason};
+//! use std::io;
+//!
+//! /// Keeps the claim for later and tells the customer so.
+//! fn save_for_later(saved: &mut Vec<u32>, claim: u32, why: GiveUp) -> io::Result<&'static str> {
+//!     assert_eq!(why.reason, GiveUpReason::Exhausted);
+//!     saved.push(claim);
+//!     Ok("your details are saved")
+//! }
+//!
+//! #[retry(max = 2, base = "1s", fallback = |_error, why| save_for_later(saved, claim, why))]
+//! fn check_coverage(claim: u32, saved: &mut Vec<u32>) -> io::Result<&'static str> {
+//!     Err(io::ErrorKind::ConnectionReset.into())
+//! }
+//!
+//! let mut saved = Vec::new();
+//! let (answer, _) = testing::record(|| check_coverage(4711, &mut saved));
+//! assert_eq!(answer.unwrap(), "your details are saved");
+//! assert_eq!(saved, [4711]);
+//! ```
+//!
 //! # Logging
 //!
 //! With the `tracing` feature (on by default), each failed attempt that will be retried is an
-//! `INFO` event with the function's name, the attempt, the pause and the error, and the final
-//! failure is one `WARN` event; nothing is logged when the first call succeeds. For your own
-//! reporting, `notify = f` hears every pause and `on_give_up = f` the final error.
+//! `INFO` event with the function's name, the attempt, the pause and the error. A call that fails
+//! after at least one retry ends with exactly one more event, whatever ended it (the limit, the
+//! deadline, a permanent error, the breaker, the budget), at `ERROR` or the level
+//! `log_level = "warn"` names; so does a call the loop gives up on at its first attempt. A
+//! permanent error on the first call, and a call that succeeds, log nothing. The error is shown
+//! with `Debug`, or by its type name when it has none: the attribute adds no `Debug` bound, not
+//! even to a generic error type. For your own reporting, `notify = f` hears every pause and
+//! `on_give_up = f` the give-up, each the error or, in their outcome forms, an `Ok` that
+//! `on_result` rejected as well.
 //!
 //! # Features
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
 //! | `tokio` | on | async functions pause with tokio's timer and read tokio's clock |
-//! | `tracing` | on | `INFO`/`WARN` events for failed attempts (requires `E: Debug`) |
+//! | `tracing` | on | an `INFO` event per retried failure and one final event (`ERROR` by default) for a call that failed after retrying; errors without `Debug` are shown by their type name |
 //! | `http` | off | in `integrations::http`, a classifier for `http::StatusCode` and `http::Response`, with `Retry-After` (the header's parser is there without the feature) |
 //! | `reqwest` | off | `Transient for reqwest::Error` |
 //! | `tonic` | off | `Transient for tonic::Status`, with `grpc-retry-pushback-ms` |
@@ -273,8 +310,8 @@ pub use budget::RetryBudget;
 pub use context::{Attempt, attempt, scope};
 pub use key::IdempotencyKey;
 pub use policy::{Backoff, Jitter, Policy, PolicyError};
-pub use state::RetryEvent;
-pub use timer::Elapsed;
+pub use state::{GiveUp, GiveUpReason, RetryEvent};
+pub use timer::{Elapsed, Sleeper};
 pub use transient::{Transient, Verdict, has_transient_io_cause};
 
 /// Turns a function that returns `Result` into a retry loop with backoff and jitter.
@@ -305,18 +342,20 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 /// | `factor` | number ≥ 1 | growth of the pause per retry (exponential only) | 2 |
 /// | `backoff` | `exponential`, `linear`, `constant` | pause n (n = 1, 2, …): `base·factor^(n−1)`, `base·n`, `base` | `exponential` |
 /// | `max_delay` | duration string | no single pause is ever longer, jitter and server-suggested pauses included (cap applied last) | `"30s"`, or `base` if that is longer |
-/// | `deadline` | duration string | total time budget from the first call, calls and pauses included, on a monotonic clock (tokio's for async functions); a pause that would end past it is not taken and the last error is returned at once | none |
+/// | `deadline` | duration string | total time budget from the first call, calls and pauses included, on the clock of the pauses: tokio's for async functions (so a paused test clock governs both), `std::time::Instant` for sync ones and for `sleep = f`, a [`Sleeper`] type's own; a pause that would end past it is not taken and the loop gives up with the last error at once | none |
 /// | `jitter` | bare `jitter`, a number in (0, 1], a duration string, `full`, `equal`, `decorrelated`, `none` | randomises each pause; the forms are in the [`Jitter`] table | bare `jitter` (`d + U[0, d/2)`) |
 /// | `policy` | an expression giving a [`Policy`] or `&Policy` | timings chosen at run time (a `const`, or a string from configuration read with `Policy::from_str`); excludes the timing keys above | — |
 /// | `on` | an expression callable as `Fn(&E) -> bool` or `Fn(&E) -> Verdict` | which errors are worth retrying; everything else is returned at once | the error type's [`Transient`] impl |
-/// | `on_result` | `Fn(&T) -> bool` | an `Ok` value it marks is a transient failure (an HTTP 503 that arrives as `Ok(response)`); when the retries run out the last `Ok` is returned | — |
+/// | `on_result` | `Fn(&T) -> bool` or `Fn(&T) -> Verdict` | an `Ok` value it marks (`true`, or a [`Verdict`] that retries) is a transient failure, an HTTP 503 that arrives as `Ok(response)`; `RetryAfter` is honoured as for errors; when the loop gives up the last `Ok` is returned | — |
 /// | `timeout` | duration string > 0, `async fn` only | each attempt is cut off after this long (clipped to the time left before `deadline`) and counts as a transient failure; needs `E: From<retry_runtime::Elapsed>` | — |
-/// | `notify` | `Fn(&E, &RetryEvent)` | called before each pause with the error, the attempt number, the real pause (jitter included) and the time since the first call | — |
-/// | `on_give_up` | `Fn(&E)` | called once with the last error when the loop stops retrying a transient failure | — |
-/// | `sleep` | `Fn(Duration) -> impl Future<Output = ()>`, `async fn` only | pause with another runtime's timer | tokio's |
-/// | `budget` | a [`RetryBudget`] (usually a `static`) | retries draw from a shared token bucket; when it is empty the current error is returned at once | — |
-/// | `breaker` | a [`CircuitBreaker`] (usually a `static`) | while open, the function returns `E::from(CircuitOpen)` at once without calling the body; needs `E: From<retry_runtime::CircuitOpen>` | — |
+/// | `notify` | `Fn(&E, &RetryEvent)` or `Fn(Result<&T, &E>, &RetryEvent)` | called before each pause with the error (or, in the second form, the outcome, which also carries an `Ok` that `on_result` rejected), the attempt number, the real pause (jitter included) and the time since the first call | — |
+/// | `on_give_up` | `Fn(&E)`, `Fn(&E, &GiveUp)` or `Fn(Result<&T, &E>, &GiveUp)` | called once when the loop gives up on a failure it could have retried (retries used up, deadline, a server-suggested pause too long, the budget empty, the breaker open), with the last error (or outcome) and, in the two-argument forms, why, the attempts and the time spent | — |
+/// | `sleep` | `Fn(Duration) -> impl Future<Output = ()>` or a [`Sleeper`] type, `async fn` only | pause with another runtime's timer; the deadline is then measured on its clock (`Sleeper::now`; `std::time::Instant` for a function) | tokio's |
+/// | `budget` | a [`RetryBudget`] (usually a `static`) | retries draw from a shared token bucket; when it is empty the loop gives up with the current error at once | — |
+/// | `breaker` | a [`CircuitBreaker`] (usually a `static`) | while open, the function returns `E::from(CircuitOpen)` at once without calling the body; a failure after which it is open ends the loop at once with that failure, without a pause; needs `E: From<retry_runtime::CircuitOpen>` | — |
 /// | `nested` | `retry` or `single` | inside another annotated function that retries: retry here too, or make one attempt | `single` |
+/// | `fallback` | `FnOnce(E, GiveUp) -> Result<T, E>`; in an `async fn` also async | called once with the last error and why (a [`GiveUp`]) when the loop gives up; what it returns is the function's result. Not called for `Ok`, a permanent error, a dropped future, or under a layer that retries | — |
+/// | `log_level` | `error`, `warn`, `info`, `debug` or `trace` | with the `tracing` feature, the level of the one event logged when a call fails after retrying or the loop gives up | `"error"` |
 /// | `crate` | a path | where the runtime is, for a renamed dependency (`rt = { package = "retry-runtime", ... }`, then `crate = rt`) or one re-exported by another crate; every generated path goes through it | `::retry_runtime` |
 ///
 /// Duration strings are an unsigned decimal number and a unit: `ns`, `us`, `µs`, `ms`, `s`, `m`
@@ -342,15 +381,18 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 ///
 /// It keeps the signature and rewrites only the body: each attempt runs the body; `Ok` and a
 /// non-transient `Err` are returned at once; a transient `Err` pauses and runs the body again
-/// until the retries or the deadline run out, and then the last `Err` is returned unchanged. `?`
+/// until the loop gives up (the retries or the deadline run out, a server's pause beyond
+/// `max_delay`, the budget empty, the breaker open), and then the last `Err` is returned
+/// unchanged, or what `fallback` makes of it. `?`
 /// and `return` in the body end the attempt, not the function. Each attempt borrows the
 /// parameters, so a retry clones nothing; a body that consumes an owned parameter does not
 /// compile (clone it at the top of the body, or take a reference). Sync functions pause with
 /// [`std::thread::sleep`], async functions with tokio's timer; dropping the future during a pause
 /// stops it. When the first call succeeds nothing is allocated, and no clock is read unless
-/// `deadline` or `notify` is set (either reads it once, as the call starts, and `timeout` with a
-/// `deadline` again as each attempt starts, to clip it) or `breaker` is (it reads it as each
-/// attempt starts and ends).
+/// `deadline` is set (read once, as the call starts), or a hook that hears the time (`notify`,
+/// `fallback`, or `on_give_up` taking a [`GiveUp`]: read once, as the first attempt starts), or
+/// `breaker` (as each attempt starts and ends); `timeout` with a `deadline` reads it again as
+/// each attempt starts, to clip it. The clock is the one of the pauses ([`Sleeper::now`]).
 ///
 /// Return types: `Result<T, E>`, or any path whose last segment ends in `Result` (`io::Result<T>`,
 /// an alias). `const fn`, `extern "C" fn` and other return types are compile errors.
@@ -368,7 +410,7 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 ///
 /// ```text
 /// async fn check_coverage(client: &ContractClient, claim: &Claim) -> Result<Coverage, ContractError> {
-///     use ::retry_runtime::__private as __retry_rt;
+///     use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
 ///     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
 ///         .max(3)
 ///         .base(__retry_rt::Duration::from_secs(1))

@@ -3,10 +3,16 @@
 use std::io;
 use std::time::Duration;
 
-/// What to do after a failed attempt: the answer of a classifier (`on = ...`).
+/// What to do after a failed attempt: the answer of a classifier (`on = ...`), or of an
+/// `on_result = ...` about an `Ok` value.
 ///
 /// A classifier may return `bool` (`true` is [`Verdict::Retry`], `false` is [`Verdict::Fail`])
-/// or a `Verdict`, which can also carry a pause the server asked for.
+/// or a `Verdict`, which can also carry a pause the server asked for, or ask for a retry at
+/// once. These are the three strategies of the retry pattern: give up, retry after a pause,
+/// and retry at once for a rare, one-off fault.
+///
+/// Later versions may add verdicts (`#[non_exhaustive]`), so a `match` outside this crate needs
+/// a `_` arm.
 ///
 /// ```
 /// use retry_runtime::Verdict;
@@ -16,21 +22,31 @@ use std::time::Duration;
 /// assert_eq!(Verdict::from(false), Verdict::Fail);
 /// let server_said = Verdict::RetryAfter(Duration::from_secs(30));
 /// assert!(server_said.is_retry());
+/// assert!(Verdict::RetryNow.is_retry());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Verdict {
     /// A passing failure: pause per the policy, then try again.
     Retry,
     /// A passing failure, and the server said how long to wait (HTTP `Retry-After`, gRPC
-    /// pushback): the next pause is at least this long. If it is longer than `max_delay`, or
-    /// would end past the deadline, the loop gives up at once instead.
+    /// pushback): the next pause is at least this long, spread above it by the function's
+    /// jitter (see [`Policy::delay_at_least`](crate::Policy::delay_at_least)). If it is longer
+    /// than `max_delay`, or would end past the deadline, the loop gives up at once instead.
     RetryAfter(Duration),
+    /// A rare, one-off fault that is worth another try at once (a connection from the pool
+    /// that turned out to be closed, a leader that just changed): retry without a pause. The
+    /// retry still counts against the limit, draws from the `budget` and asks the `breaker`,
+    /// and the `deadline` still holds. For anything that may last, use [`Retry`](Verdict::Retry):
+    /// retrying an overloaded service at once makes its overload worse.
+    RetryNow,
     /// Not worth another try: return the error at once.
     Fail,
 }
 
 impl Verdict {
-    /// `true` for [`Retry`](Verdict::Retry) and [`RetryAfter`](Verdict::RetryAfter).
+    /// `true` for [`Retry`](Verdict::Retry), [`RetryAfter`](Verdict::RetryAfter) and
+    /// [`RetryNow`](Verdict::RetryNow).
     pub const fn is_retry(&self) -> bool {
         !matches!(self, Verdict::Fail)
     }

@@ -97,21 +97,22 @@ async fn closed_open_half_open_and_back_through_the_attribute() {
     assert_eq!(TRANSITIONS.state(now()), BreakerState::Closed);
 
     // Closed → open: the third failure in a row opens the circuit (at 3 s, after pauses of 1 s
-    // and 2 s). The loop still takes its next pause (4 s), then its fourth attempt is refused:
-    // 3 calls reached the service instead of 6, and the refusal says 6 s are left.
+    // and 2 s), and the loop ends there with that failure: no pause for an attempt that would
+    // be refused. 3 calls reached the service instead of 6.
     let t0 = Instant::now();
     assert_eq!(
         check_coverage(&contract).await,
-        refused(Some(Duration::from_secs(6)))
+        Err(ContractError::Overloaded)
     );
     assert_eq!(contract.calls(), 3);
-    assert_eq!(t0.elapsed(), Duration::from_secs(1 + 2 + 4));
+    assert_eq!(t0.elapsed(), Duration::from_secs(1 + 2));
     assert_eq!(
         TRANSITIONS.state(now()),
         BreakerState::Open {
-            remaining: Duration::from_secs(6)
+            remaining: Duration::from_secs(10)
         }
     );
+    tokio::time::advance(Duration::from_secs(4)).await;
 
     // Open: 100 calls return the converted `CircuitOpen` at once; none reaches the body, none
     // retries, no virtual time passes.
@@ -133,17 +134,18 @@ async fn closed_open_half_open_and_back_through_the_attribute() {
     );
     assert_eq!(contract.calls(), 3);
 
-    // Open → half-open after `open_for`; the trial fails → open again for another 10 s. The
-    // loop pauses 1 s, and its second attempt is refused with 9 s left.
+    // Open → half-open after `open_for`; the trial fails → open again for another 10 s, and the
+    // loop ends with the trial's failure at once, without its 1 s pause.
     tokio::time::advance(Duration::from_nanos(1)).await;
     assert_eq!(TRANSITIONS.state(now()), BreakerState::HalfOpen);
     let t = Instant::now();
     assert_eq!(
         check_coverage(&contract).await,
-        refused(Some(Duration::from_secs(9)))
+        Err(ContractError::Overloaded)
     );
     assert_eq!(contract.calls(), 4);
-    assert_eq!(t.elapsed(), Duration::from_secs(1));
+    assert_eq!(t.elapsed(), Duration::ZERO);
+    tokio::time::advance(Duration::from_secs(1)).await;
 
     // Half-open again 9 s later; the service is back, so the trial succeeds → closed.
     tokio::time::advance(Duration::from_secs(9)).await;
@@ -162,9 +164,13 @@ async fn closed_open_half_open_and_back_through_the_attribute() {
     contract.set(OVERLOADED);
     assert_eq!(
         check_coverage(&contract).await,
-        refused(Some(Duration::from_secs(6)))
+        Err(ContractError::Overloaded)
     );
     assert_eq!(contract.calls(), 18);
+    assert_eq!(
+        check_coverage(&contract).await,
+        refused(Some(Duration::from_secs(10)))
+    );
 }
 
 static PERMANENT: CircuitBreaker = CircuitBreaker::new()
@@ -346,15 +352,16 @@ fn check_blocking(calls: &AtomicU32) -> Result<&'static str, ContractError> {
 #[test]
 fn a_sync_function_is_refused_without_running_its_body() {
     let calls = AtomicU32::new(0);
-    // Two failures open it; the third attempt is refused.
+    // Two failures open it, and the loop ends with the second at once.
+    assert_eq!(check_blocking(&calls), Err(ContractError::Overloaded));
+    assert_eq!(calls.load(Ordering::Relaxed), 2);
     let Err(ContractError::Unavailable(open)) = check_blocking(&calls) else {
-        panic!("expected the circuit to open");
+        panic!("expected the open circuit to refuse");
     };
     assert!(
         open.remaining()
             .is_some_and(|r| r > Duration::from_secs(3590))
     );
-    assert_eq!(calls.load(Ordering::Relaxed), 2);
     for _ in 0..10 {
         assert!(matches!(
             check_blocking(&calls),

@@ -1,13 +1,14 @@
 //! `sleep = path`: an async function pauses (and cuts off attempts, with `timeout`) with any
-//! `Fn(Duration) -> impl Future<Output = ()>`, so it runs on executors other than tokio. The
-//! deadline is then measured on the std clock, [`std::time::Instant`].
+//! `Fn(Duration) -> impl Future<Output = ()>`, or a type that implements `Sleeper`, so it runs on
+//! executors other than tokio. The deadline is measured on the clock of the pauses: the std
+//! clock, [`std::time::Instant`], for a function; the type's own `Sleeper::now` for a type.
 //!
 //! The executor and the timer here are written in this file: a `block_on` that parks the thread,
 //! and a timer that sleeps on a helper thread. No tokio runtime is running (except where a test
 //! says otherwise), so a stray use of tokio's timer would panic. Real time passes, so the pauses
 //! are milliseconds and the times are checked as bounds.
 
-use retry_runtime::{Elapsed, RetryEvent, Transient, retry, testing};
+use retry_runtime::{Elapsed, RetryEvent, Sleeper, Transient, retry, testing};
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::{Pin, pin};
@@ -236,4 +237,74 @@ fn the_timeout_is_clipped_to_the_time_left_on_the_std_clock() {
     assert_eq!(&asked[..2], [100 * MS, 20 * MS]);
     assert!(asked[2] <= 40 * MS, "{asked:?}");
     assert!(started.elapsed() >= 120 * MS);
+}
+
+// ---- a `Sleeper` type: the deadline on its own clock ------------------------------------------
+
+/// tokio's timer, named as a type: its pauses and its clock are tokio's, so a paused test
+/// clock governs the deadline as it governs the pauses. (`sleep = tokio::time::sleep`, a
+/// function, would pause on tokio's clock but measure the deadline on the std clock.)
+struct OnTokio;
+
+impl Sleeper for OnTokio {
+    type Sleep = tokio::time::Sleep;
+    fn sleep(&self, duration: Duration) -> tokio::time::Sleep {
+        tokio::time::sleep(duration)
+    }
+    fn now() -> Instant {
+        tokio::time::Instant::now().into_std()
+    }
+}
+
+#[retry(max = 20, base = "10s", backoff = constant, deadline = "35s", jitter = none, sleep = OnTokio)]
+async fn within_35_s(calls: &Cell<u32>) -> Result<u32, CallError> {
+    fail(calls)
+}
+
+#[test]
+fn a_sleeper_type_measures_the_deadline_on_its_own_clock() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let calls = Cell::new(0);
+    let (took, real) = runtime.block_on(async {
+        let (t0, real) = (tokio::time::Instant::now(), Instant::now());
+        let _ = within_35_s(&calls).await;
+        (t0.elapsed(), real.elapsed())
+    });
+    // On tokio's paused clock: pauses of 10 s at 0, 10 and 20 s; a fourth would end at 40 s.
+    assert_eq!((calls.get(), took), (4, Duration::from_secs(30)));
+    assert!(
+        real < Duration::from_secs(5),
+        "the paused clock slept for real: {real:?}"
+    );
+}
+
+/// A clock an hour ahead of the std clock, and a sleep that returns at once: if the time the
+/// call started were read on the std clock (as `start` reads it for a deadline) and the
+/// progress on this one, the deadline would look an hour gone at the first failure.
+struct AnHourAhead;
+
+impl Sleeper for AnHourAhead {
+    type Sleep = std::future::Ready<()>;
+    fn sleep(&self, _: Duration) -> Self::Sleep {
+        std::future::ready(())
+    }
+    fn now() -> Instant {
+        Instant::now() + Duration::from_secs(3600)
+    }
+}
+
+#[retry(max = 3, base = "1ms", deadline = "10s", jitter = none, sleep = AnHourAhead)]
+async fn ahead(calls: &Cell<u32>) -> Result<u32, CallError> {
+    fail(calls)
+}
+
+#[test]
+fn the_start_of_a_deadline_is_read_on_the_sleepers_clock() {
+    let calls = Cell::new(0);
+    assert_eq!(block_on(ahead(&calls)), Err(CallError::Busy(4)));
+    assert_eq!(calls.get(), 4);
 }

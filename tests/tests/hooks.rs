@@ -1,13 +1,14 @@
 //! `notify = f` is called before each pause with the error and a `RetryEvent`: the function's
 //! name, the attempt that failed, the pause about to be taken (the real one, jitter and any
 //! server-suggested pause included) and the time since the first call. `on_give_up = f` is called
-//! once with the last error when the loop stops retrying a transient failure, and never for a
-//! success or a permanent error.
+//! once when the loop gives up on a failure it could have retried, and never for a success or a
+//! permanent error. Each hook hears an error, or in its outcome form (`Result<&T, &E>`) also an
+//! `Ok` that `on_result` rejected; `on_give_up` with a second argument also hears why.
 //!
 //! Async on tokio's paused clock, where "the real pause" can be measured exactly; sync with the
 //! recorder, whose virtual clock is what `elapsed` reads.
 
-use retry_runtime::{RetryEvent, Transient, retry, testing};
+use retry_runtime::{GiveUp, GiveUpReason, RetryEvent, Transient, Verdict, retry, testing};
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -154,8 +155,15 @@ async fn notify_hears_a_server_suggested_pause() {
     let answers = [Err(CallError::SlowDown(0, 7 * S)), Ok(5)];
     assert_eq!(check_coverage(&seen, t0, &answers).await, Ok(5));
     let event = seen.events()[0];
-    assert_eq!(event.pause, 7 * S);
-    assert_eq!(seen.starts(), [Duration::ZERO, 7100 * MS]);
+    // At least the 7 s asked, spread above it by the default jitter: 7 s + U[0, 3.5 s).
+    assert!(
+        event.pause >= 7 * S && event.pause < 10500 * MS,
+        "{event:?}"
+    );
+    assert_eq!(
+        seen.starts(),
+        [Duration::ZERO, 100 * MS + on_tokio_timer(event.pause)]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -309,4 +317,134 @@ fn sync_notify_hears_the_recorded_pauses_and_the_virtual_elapsed_time() {
         slept += event.pause;
     }
     assert_eq!(gave_up.get(), 1);
+}
+
+// ---- a rejected `Ok`: every pause announced, every give-up heard ------------------------------
+
+/// What the outcome forms heard: for each pause and for the give-up, the status of a rejected
+/// `Ok` or the error.
+#[derive(Default)]
+struct Heard {
+    pauses: RefCell<Vec<(String, Duration)>>,
+    gave_up: RefCell<Vec<(String, GiveUp)>>,
+    /// What the plain forms heard, beside them.
+    plain_pauses: Cell<u32>,
+    plain_gave_up: Cell<u32>,
+}
+
+fn describe(outcome: Result<&u16, &CallError>) -> String {
+    match outcome {
+        Ok(status) => format!("Ok({status})"),
+        Err(error) => format!("{error:?}"),
+    }
+}
+
+#[retry(
+    max = 3,
+    base = "1s",
+    jitter = none,
+    on_result = |status: &u16| if *status == 503 { Verdict::RetryAfter(2 * S) } else { Verdict::Fail },
+    notify = |outcome: Result<&u16, &CallError>, event: &RetryEvent| heard.pauses.borrow_mut().push((describe(outcome), event.pause)),
+    on_give_up = |outcome: Result<&u16, &CallError>, why: &GiveUp| heard.gave_up.borrow_mut().push((describe(outcome), *why)),
+)]
+async fn get_status(
+    answers: &RefCell<Vec<Result<u16, CallError>>>,
+    heard: &Heard,
+) -> Result<u16, CallError> {
+    answers.borrow_mut().remove(0)
+}
+
+#[retry(
+    max = 3,
+    base = "1s",
+    jitter = none,
+    on_result = |status: &u16| *status == 503,
+    notify = |_: &CallError, _: &RetryEvent| heard.plain_pauses.set(heard.plain_pauses.get() + 1),
+    on_give_up = |_: &CallError| heard.plain_gave_up.set(heard.plain_gave_up.get() + 1),
+)]
+async fn get_status_plain(
+    answers: &RefCell<Vec<Result<u16, CallError>>>,
+    heard: &Heard,
+) -> Result<u16, CallError> {
+    answers.borrow_mut().remove(0)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_outcome_forms_hear_every_pause_and_the_give_up_of_a_rejected_ok() {
+    let heard = Heard::default();
+    let answers = RefCell::new(vec![Ok(503), Err(CallError::Busy(2)), Ok(503), Ok(503)]);
+    let t0 = Instant::now();
+    assert_eq!(get_status(&answers, &heard).await, Ok(503));
+    // A 503 asks for 2 s (`RetryAfter` from `on_result`), the error gets the policy's 2 s.
+    assert_eq!(
+        *heard.pauses.borrow(),
+        [
+            ("Ok(503)".to_owned(), 2 * S),
+            ("Busy(2)".to_owned(), 2 * S),
+            ("Ok(503)".to_owned(), 4 * S),
+        ]
+    );
+    let gave_up = heard.gave_up.borrow();
+    assert_eq!(gave_up.len(), 1);
+    assert_eq!(gave_up[0].0, "Ok(503)");
+    assert_eq!(gave_up[0].1.reason, GiveUpReason::Exhausted);
+    assert_eq!((gave_up[0].1.attempts, gave_up[0].1.elapsed), (4, 8 * S));
+    assert_eq!(t0.elapsed(), 8 * S);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_plain_forms_hear_the_errors_only() {
+    let heard = Heard::default();
+    let answers = RefCell::new(vec![Ok(503), Err(CallError::Busy(2)), Ok(503), Ok(503)]);
+    assert_eq!(get_status_plain(&answers, &heard).await, Ok(503));
+    assert_eq!(
+        (heard.plain_pauses.get(), heard.plain_gave_up.get()),
+        (1, 0)
+    );
+}
+
+// ---- `on_give_up` hears why ----------------------------------------------------------------------
+
+static WHYS: std::sync::Mutex<Vec<GiveUpReason>> = std::sync::Mutex::new(Vec::new());
+
+fn why_given_up(_: &CallError, why: &GiveUp) {
+    WHYS.lock().expect("not poisoned").push(why.reason);
+}
+
+static OPENS_AFTER_TWO: retry_runtime::CircuitBreaker = retry_runtime::CircuitBreaker::new()
+    .consecutive_failures(2)
+    .open_for(Duration::from_secs(60));
+
+impl From<retry_runtime::CircuitOpen> for CallError {
+    fn from(_: retry_runtime::CircuitOpen) -> Self {
+        CallError::Invalid(0)
+    }
+}
+
+#[retry(max = 3, base = "2s", jitter = none, breaker = OPENS_AFTER_TWO, notify = |e: &CallError, event: &RetryEvent| seen.events.borrow_mut().push((error_call(e), *event)), on_give_up = why_given_up)]
+async fn behind_breaker(seen: &Seen, t0: Instant) -> Result<u32, CallError> {
+    work(seen, t0, &[busy()]).await
+}
+
+/// The design notes' case: `max = 3`, a breaker that opens after two failures in a row. The
+/// second failure opens it; the loop gives up at once with that failure, announces no pause and
+/// sleeps none, and `on_give_up` hears that the breaker is open.
+#[tokio::test(start_paused = true)]
+async fn a_breaker_that_opens_ends_the_loop_at_once_and_on_give_up_hears_why() {
+    let (t0, seen) = (Instant::now(), Seen::default());
+    assert_eq!(behind_breaker(&seen, t0).await, Err(CallError::Busy(2)));
+    // One pause (2 s) between the two attempts of 100 ms each; none after the second.
+    assert_eq!(seen.events().len(), 1);
+    assert_eq!(t0.elapsed(), 2200 * MS);
+    assert_eq!(
+        *WHYS.lock().expect("not poisoned"),
+        [GiveUpReason::BreakerOpen]
+    );
+    // Refused before its first attempt: `E::from(CircuitOpen)`, heard too, no attempt made.
+    assert_eq!(behind_breaker(&seen, t0).await, Err(CallError::Invalid(0)));
+    assert_eq!(seen.starts().len(), 2);
+    assert_eq!(
+        *WHYS.lock().expect("not poisoned"),
+        [GiveUpReason::BreakerOpen, GiveUpReason::BreakerOpen]
+    );
 }

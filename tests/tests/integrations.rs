@@ -196,6 +196,45 @@ async fn reqwest_response_verdict_honours_retry_after() {
     assert_eq!(served.load(Ordering::SeqCst), 1);
 }
 
+/// The common case in one line: a `503` with `Retry-After` that reqwest returns as
+/// `Ok(response)` is judged by `on_result = response_verdict`, and the pause the server asked
+/// for is honoured (a floor, spread above by the jitter; none here).
+#[tokio::test]
+async fn reqwest_response_verdict_as_on_result() {
+    #[retry(
+        max = 3,
+        base = "1ms",
+        jitter = none,
+        on_result = retry_runtime::integrations::reqwest::response_verdict
+    )]
+    async fn quote(
+        client: &reqwest::Client,
+        url: &str,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        client.get(url).send().await
+    }
+
+    const BUSY: &str =
+        "HTTP/1.1 503 Service Unavailable\r\nretry-after: 2\r\ncontent-length: 0\r\n\r\n";
+    let (url, served) = serve(&[BUSY, PAID]).await;
+    let (answer, pauses) = testing::record_async(quote(&client(), &url)).await;
+    let response = answer.expect("a response");
+    assert_eq!(response.status(), reqwest::StatusCode::OK);
+    assert_eq!(response.text().await.expect("a body"), "paid");
+    assert_eq!(pauses, [Duration::from_secs(2)]);
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+
+    // Busy every time: the last 503 is returned as it came, after the three retries.
+    let (url, served) = serve(&[BUSY]).await;
+    let (answer, pauses) = testing::record_async(quote(&client(), &url)).await;
+    assert_eq!(
+        answer.expect("a response").status(),
+        reqwest::StatusCode::SERVICE_UNAVAILABLE
+    );
+    assert_eq!(pauses, [Duration::from_secs(2); 3]);
+    assert_eq!(served.load(Ordering::SeqCst), 4);
+}
+
 #[test]
 fn http_status_codes_as_errors() {
     #[retry(max = 3, base = "1ms", jitter = none)]

@@ -544,7 +544,7 @@ fn a_nested_loop_that_declines_says_so_at_debug() {
     let declined = "DEBUG query: not retrying: a layer above retries this work \
                     (write `nested = retry` to retry here too)";
     let retrying = "INFO portal: attempt failed; retrying";
-    let gave_up = "WARN portal: giving up";
+    let gave_up = "ERROR portal: giving up";
     let expected: Vec<&str> = [declined, retrying]
         .repeat(3)
         .into_iter()
@@ -561,7 +561,7 @@ fn a_nested_loop_that_declines_says_so_at_debug() {
     assert!(lines.iter().all(|line| !line.starts_with("DEBUG")));
     let count = |prefix: &str| lines.iter().filter(|l| l.starts_with(prefix)).count();
     assert_eq!(count("INFO query_retrying"), 4 * 2);
-    assert_eq!(count("WARN query_retrying: giving up"), 4);
+    assert_eq!(count("ERROR query_retrying: giving up"), 4);
     assert_eq!(count("INFO portal_over_retrying"), 3);
-    assert_eq!(count("WARN portal_over_retrying: giving up"), 1);
+    assert_eq!(count("ERROR portal_over_retrying: giving up"), 1);
 }

@@ -1,10 +1,11 @@
 //! `on_result = pred`: an `Ok` value that `pred(&T)` marks is retried like a transient error,
 //! for clients whose "503 Service Unavailable" comes back as `Ok(response)`. When the retries
-//! or the deadline run out, the last `Ok` value is returned as it was.
+//! or the deadline run out, the last `Ok` value is returned as it was. `pred` may return a
+//! `bool` or, like `on`, a `Verdict`: a server's `Retry-After` is then honoured for an `Ok` too.
 //!
 //! Async on tokio's paused clock with exact times; sync with the recorder.
 
-use retry_runtime::{Transient, retry, testing};
+use retry_runtime::{Transient, Verdict, retry, testing};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -217,4 +218,79 @@ fn sync_a_value_from_return_is_checked_too() {
     let (result, pauses) = testing::record(|| early_return(&calls));
     assert_eq!(result, Ok(3));
     assert_eq!(pauses.len(), 2);
+}
+
+// ---- a `Verdict` ---------------------------------------------------------------------------------
+
+/// Reads a response as `response_verdict` does: 503 with a pause to wait, 502 worth an
+/// immediate retry, anything else the answer.
+fn judge(response: &Response) -> Verdict {
+    match response.status {
+        503 => Verdict::RetryAfter(3 * S),
+        502 => Verdict::RetryNow,
+        _ => Verdict::Fail,
+    }
+}
+
+#[retry(max = 3, base = "1s", jitter = none, on_result = judge)]
+async fn get_judged(server: &Server) -> Result<Response, Dropped> {
+    server.call()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_verdict_on_an_ok_value_is_honoured() {
+    // 503 asks for 3 s (not the policy's 1 s); 502 is retried at once (no pause, but counted).
+    let server = Server::new(&[503, 502, 200]);
+    assert_eq!(
+        get_judged(&server).await,
+        Ok(Response {
+            status: 200,
+            call: 3
+        })
+    );
+    assert_eq!(server.arrivals(), [0, 3, 3].map(Duration::from_secs));
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_now_still_counts_against_the_limit() {
+    let server = Server::new(&[502; 10]);
+    assert_eq!(
+        get_judged(&server).await,
+        Ok(Response {
+            status: 502,
+            call: 4
+        })
+    );
+    assert_eq!(server.arrivals(), [Duration::ZERO; 4]);
+}
+
+#[retry(max = 3, base = "1s", jitter = none, on_result = |r: &Response| if r.status == 503 { Verdict::RetryAfter(Duration::from_secs(60)) } else { Verdict::Fail })]
+async fn get_told_to_wait_too_long(server: &Server) -> Result<Response, Dropped> {
+    server.call()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pause_beyond_max_delay_on_an_ok_value_returns_it_at_once() {
+    let server = Server::new(&[503]);
+    let t0 = Instant::now();
+    assert_eq!(
+        get_told_to_wait_too_long(&server).await,
+        Ok(Response {
+            status: 503,
+            call: 1
+        })
+    );
+    assert_eq!(t0.elapsed(), Duration::ZERO);
+}
+
+#[test]
+fn sync_a_verdict_on_an_ok_value_is_honoured() {
+    #[retry(max = 3, base = "1s", jitter = none, on_result = judge)]
+    fn get_judged_blocking(server: &Server) -> Result<Response, Dropped> {
+        server.call()
+    }
+    let server = Server::new(&[503, 502, 200]);
+    let (response, pauses) = testing::record(|| get_judged_blocking(&server));
+    assert_eq!(response.map(|r| r.status), Ok(200));
+    assert_eq!(pauses, [3 * S, Duration::ZERO]);
 }

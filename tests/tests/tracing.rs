@@ -1,11 +1,15 @@
 //! The `tracing` feature (on by default): each failed attempt that will be retried is one `INFO`
-//! event with the function's name, the attempt, the pause and the error; the final failure is one
-//! `WARN` event; the happy path logs nothing at all.
+//! event with the function's name, the attempt, the pause and the error; a call that fails after
+//! retrying, or that the loop gives up on, ends with exactly one event at `log_level` (`ERROR` by
+//! default), whatever ended it; a permanent error on the first call and the happy path log
+//! nothing at all. An error type without `Debug` is shown by its type name.
 //!
 //! A hand-written `tracing::Subscriber` captures every event of this thread with its level and
 //! fields, formatted as `Debug` (strings and numbers as written).
 
-use retry_runtime::{RetryEvent, Transient, Verdict, retry};
+use retry_runtime::{
+    CircuitBreaker, CircuitOpen, RetryBudget, RetryEvent, Transient, Verdict, retry,
+};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -104,11 +108,12 @@ enum ClaimError {
     Overloaded(u32),
     SlowDown(Duration),
     Invalid,
+    Refused(CircuitOpen),
 }
 
 impl Transient for ClaimError {
     fn is_transient(&self) -> bool {
-        !matches!(self, ClaimError::Invalid)
+        !matches!(self, ClaimError::Invalid | ClaimError::Refused(_))
     }
     fn retry_after(&self) -> Option<Duration> {
         match self {
@@ -160,17 +165,17 @@ fn each_retried_failure_is_one_info_event_with_its_fields() {
 }
 
 #[test]
-fn the_final_failure_is_one_warn_event() {
+fn the_final_failure_is_one_error_event() {
     let calls = Cell::new(0);
     let (result, events) = capture(|| submit_claim(&calls, NEVER));
     assert_eq!(result, Err(ClaimError::Overloaded(3)));
-    assert_eq!(levels(&events), [Level::INFO, Level::INFO, Level::WARN]);
-    let warn = &events[2];
-    assert_eq!(warn.field("function"), "submit_claim");
-    assert_eq!(warn.field("attempts"), "3");
-    assert_eq!(warn.field("reason"), "retries used up");
-    assert_eq!(warn.field("error"), "Overloaded(3)");
-    assert_eq!(warn.field("message"), "giving up");
+    assert_eq!(levels(&events), [Level::INFO, Level::INFO, Level::ERROR]);
+    let last = &events[2];
+    assert_eq!(last.field("function"), "submit_claim");
+    assert_eq!(last.field("attempts"), "3");
+    assert_eq!(last.field("reason"), "retries used up");
+    assert_eq!(last.field("error"), "Overloaded(3)");
+    assert_eq!(last.field("message"), "giving up");
 }
 
 #[retry(max = 2, base = "1ms", jitter = none)]
@@ -186,12 +191,23 @@ fn a_permanent_error_is_the_callers_to_log() {
     assert!(events.is_empty(), "{events:?}");
 }
 
+/// Two transient failures, then a permanent error: the log says how the call ended.
 #[test]
-fn a_permanent_error_after_retries_ends_without_a_warning() {
-    let answers = RefCell::new(vec![ClaimError::Overloaded(1), ClaimError::Invalid]);
+fn a_permanent_error_after_retries_is_the_one_final_event() {
+    let answers = RefCell::new(vec![
+        ClaimError::Overloaded(1),
+        ClaimError::Overloaded(2),
+        ClaimError::Invalid,
+    ]);
     let (result, events) = capture(|| check_claim(&answers));
     assert_eq!(result, Err(ClaimError::Invalid));
-    assert_eq!(levels(&events), [Level::INFO]);
+    assert_eq!(levels(&events), [Level::INFO, Level::INFO, Level::ERROR]);
+    let last = &events[2];
+    assert_eq!(last.field("function"), "check_claim");
+    assert_eq!(last.field("attempts"), "3");
+    assert_eq!(last.field("reason"), "the error is not worth retrying");
+    assert_eq!(last.field("error"), "Invalid");
+    assert_eq!(last.field("message"), "failed after retries");
 }
 
 #[retry(max = 2, base = "1ms", max_delay = "10s", jitter = none)]
@@ -206,8 +222,13 @@ fn a_server_suggested_pause_is_logged_and_one_too_long_is_the_reason_to_give_up(
         ClaimError::SlowDown(Duration::from_secs(60)),
     ]);
     let (_, events) = capture(|| check_claim_capped(&answers));
-    assert_eq!(levels(&events), [Level::INFO, Level::WARN]);
-    assert_eq!(events[0].field("pause"), "5ms");
+    assert_eq!(levels(&events), [Level::INFO, Level::ERROR]);
+    // The default jitter spreads above the 5 ms asked, up to 7.5 ms.
+    let pause = &events[0].field("pause");
+    assert!(
+        pause.starts_with('5') || pause.starts_with('6') || pause.starts_with('7'),
+        "{pause}"
+    );
     assert_eq!(
         events[1].field("reason"),
         "the server asked for a 60s pause, longer than `max_delay`"
@@ -240,7 +261,7 @@ fn async_timeouts_and_the_deadline() {
     // Cut off at 0.5 s, pause 1 s; cut off at 2 s, pause 2 s ends at 4 s, exactly the deadline;
     // call 3 has no time left and is cut off at once; a 4 s pause would pass the deadline.
     assert_eq!((calls.get(), took), (3, Duration::from_secs(4)));
-    assert_eq!(levels(&events), [Level::INFO, Level::INFO, Level::WARN]);
+    assert_eq!(levels(&events), [Level::INFO, Level::INFO, Level::ERROR]);
     assert_eq!(events[0].field("function"), "submit_claim_async");
     assert_eq!(
         [events[0].field("pause"), events[1].field("pause")],
@@ -302,11 +323,11 @@ fn a_rejected_value_that_is_retried_is_one_info_event() {
 }
 
 #[test]
-fn a_rejected_value_when_retries_run_out_is_one_warn() {
+fn a_rejected_value_when_retries_run_out_is_one_error() {
     let statuses = RefCell::new(vec![503, 503, 503]);
     let (result, events) = capture(|| get_status(&statuses));
     assert_eq!(result, Ok(503));
-    assert_eq!(levels(&events), [Level::INFO, Level::INFO, Level::WARN]);
+    assert_eq!(levels(&events), [Level::INFO, Level::INFO, Level::ERROR]);
     assert_eq!(events[2].field("function"), "get_status");
     assert_eq!(events[2].field("attempts"), "3");
     assert_eq!(events[2].field("reason"), "retries used up");
@@ -323,6 +344,160 @@ fn by_verdict(calls: &Cell<u32>) -> Result<u32, ClaimError> {
 fn a_verdicts_pause_is_logged() {
     let calls = Cell::new(0);
     let (_, events) = capture(|| by_verdict(&calls));
-    assert_eq!(levels(&events), [Level::INFO, Level::WARN]);
+    assert_eq!(levels(&events), [Level::INFO, Level::ERROR]);
     assert_eq!(events[0].field("pause"), "3ms");
+}
+
+// ---- one final event, whatever ended the call -----------------------------------------------
+
+/// The final events of `events`: every one that is not a retried failure.
+fn finals(events: &[Captured]) -> Vec<&Captured> {
+    events.iter().filter(|e| e.level != Level::INFO).collect()
+}
+
+#[test]
+fn every_ending_after_a_retry_logs_exactly_one_final_event() {
+    // The limit.
+    let calls = Cell::new(0);
+    let (_, events) = capture(|| submit_claim(&calls, NEVER));
+    assert_eq!(finals(&events).len(), 1);
+    assert_eq!(finals(&events)[0].field("reason"), "retries used up");
+
+    // A permanent error.
+    let answers = RefCell::new(vec![ClaimError::Overloaded(1), ClaimError::Invalid]);
+    let (_, events) = capture(|| check_claim(&answers));
+    assert_eq!(finals(&events).len(), 1);
+    assert_eq!(
+        finals(&events)[0].field("reason"),
+        "the error is not worth retrying"
+    );
+
+    // A server-suggested pause too long.
+    let answers = RefCell::new(vec![
+        ClaimError::Overloaded(1),
+        ClaimError::SlowDown(Duration::from_secs(60)),
+    ]);
+    let (_, events) = capture(|| check_claim_capped(&answers));
+    assert_eq!(finals(&events).len(), 1);
+
+    // The deadline: 1 ms, then a 2 ms pause would pass 2.5 ms.
+    #[retry(max = 5, base = "1ms", deadline = "2500us", jitter = none)]
+    fn within_deadline(calls: &Cell<u32>) -> Result<u32, ClaimError> {
+        step(calls, NEVER)
+    }
+    let calls = Cell::new(0);
+    let (_, events) = capture(|| retry_runtime::testing::record(|| within_deadline(&calls)));
+    assert_eq!(levels(&events), [Level::INFO, Level::ERROR]);
+    assert_eq!(
+        events[1].field("reason"),
+        "the next pause would end past the deadline"
+    );
+
+    // The budget: empty after its reserve of one retry per second.
+    static BUDGET: RetryBudget = RetryBudget::new().ratio(0.0).min_per_second(1);
+    #[retry(max = 5, base = "1ms", jitter = none, budget = BUDGET)]
+    fn within_budget(calls: &Cell<u32>) -> Result<u32, ClaimError> {
+        step(calls, NEVER)
+    }
+    let calls = Cell::new(0);
+    let (_, events) = capture(|| within_budget(&calls));
+    assert_eq!(levels(&events), [Level::INFO, Level::ERROR]);
+    assert_eq!(events[1].field("reason"), "the retry budget is empty");
+    assert_eq!(events[1].field("attempts"), "2");
+
+    // The breaker, opening after two failures in a row.
+    static BREAKER: CircuitBreaker = CircuitBreaker::new()
+        .consecutive_failures(2)
+        .open_for(Duration::from_secs(3600));
+    #[retry(max = 5, base = "1ms", jitter = none, breaker = BREAKER)]
+    fn behind_breaker(calls: &Cell<u32>) -> Result<u32, ClaimError> {
+        step(calls, NEVER)
+    }
+    let calls = Cell::new(0);
+    let (result, events) = capture(|| behind_breaker(&calls));
+    assert_eq!(result, Err(ClaimError::Overloaded(2)));
+    assert_eq!(levels(&events), [Level::INFO, Level::ERROR]);
+    assert_eq!(events[1].field("reason"), "the circuit breaker is open");
+    assert_eq!(events[1].field("error"), "Overloaded(2)");
+
+    // The open breaker refuses the next call before its first attempt: one event, no retry.
+    let (result, events) = capture(|| behind_breaker(&calls));
+    assert!(matches!(result, Err(ClaimError::Refused(_))));
+    assert_eq!(levels(&events), [Level::ERROR]);
+    assert_eq!(events[0].field("reason"), "the circuit breaker is open");
+    assert_eq!(events[0].field("attempts"), "0");
+    assert_eq!(calls.get(), 2);
+}
+
+impl From<CircuitOpen> for ClaimError {
+    fn from(open: CircuitOpen) -> Self {
+        ClaimError::Refused(open)
+    }
+}
+
+#[retry(max = 1, base = "1ms", jitter = none, log_level = "warn")]
+fn warned(calls: &Cell<u32>) -> Result<u32, ClaimError> {
+    step(calls, NEVER)
+}
+
+#[retry(max = 1, base = "1ms", jitter = none, log_level = debug)]
+fn quiet(calls: &Cell<u32>) -> Result<u32, ClaimError> {
+    step(calls, NEVER)
+}
+
+#[test]
+fn log_level_chooses_the_level_of_the_final_event_only() {
+    let calls = Cell::new(0);
+    let (_, events) = capture(|| warned(&calls));
+    assert_eq!(levels(&events), [Level::INFO, Level::WARN]);
+    assert_eq!(events[1].field("message"), "giving up");
+    let calls = Cell::new(0);
+    let (_, events) = capture(|| quiet(&calls));
+    assert_eq!(levels(&events), [Level::INFO, Level::DEBUG]);
+}
+
+// ---- an error type without `Debug` ------------------------------------------------------------
+
+/// No `Debug`: logged by its type name.
+struct Opaque;
+
+impl Transient for Opaque {
+    fn is_transient(&self) -> bool {
+        true
+    }
+}
+
+#[retry(max = 1, base = "1ms", jitter = none)]
+fn opaque() -> Result<u32, Opaque> {
+    Err(Opaque)
+}
+
+/// A generic error type with no `Debug` bound: the function adds none.
+#[retry(max = 1, base = "1ms", jitter = none)]
+fn generic<E: Transient>(make: &dyn Fn() -> E) -> Result<u32, E> {
+    Err(make())
+}
+
+#[test]
+fn an_error_without_debug_is_logged_by_its_type_name() {
+    let (result, events) = capture(opaque);
+    assert!(result.is_err());
+    assert_eq!(levels(&events), [Level::INFO, Level::ERROR]);
+    let shown = "a `tracing::Opaque` (no `Debug`)";
+    assert_eq!(
+        [events[0].field("error"), events[1].field("error")],
+        [shown, shown]
+    );
+}
+
+#[test]
+fn a_generic_error_without_a_debug_bound_is_logged_by_its_type_name() {
+    // Even where the type has `Debug`: inside `generic`, `E` has no such bound.
+    let (_, events) = capture(|| generic(&|| ClaimError::Overloaded(7)));
+    assert_eq!(
+        events[0].field("error"),
+        "a `tracing::ClaimError` (no `Debug`)"
+    );
+    let (_, events) = capture(|| generic(&|| Opaque));
+    assert_eq!(events[1].field("error"), "a `tracing::Opaque` (no `Debug`)");
 }

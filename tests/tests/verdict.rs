@@ -212,11 +212,70 @@ async fn get_full_jitter(server: &Server) -> Result<u32, HttpError> {
 }
 
 #[tokio::test(start_paused = true)]
-async fn jitter_never_brings_a_pause_below_the_suggestion() {
-    // Full jitter draws from [0, 1 s], [0, 2 s], [0, 4 s]: all at most the 5 s asked.
+async fn jitter_never_brings_a_pause_below_the_suggestion_and_spreads_above_it() {
+    // Full jitter above a floor: `floor + U[0, max(d, floor)]`, here 5 s + U[0, 5 s] for each
+    // of d = 1, 2 and 4 s: never under the 5 s asked, never over 10 s.
     let server = Server::new([Err(Unavailable(secs(5)))]);
     let _ = get_full_jitter(&server).await;
-    assert_eq!(server.arrivals(), [0, 5, 10, 15].map(Duration::from_secs));
+    let arrivals = server.arrivals();
+    assert_eq!(arrivals.len(), 4);
+    let pauses: Vec<Duration> = arrivals.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(
+        pauses.iter().all(|p| *p >= 5 * S && *p <= 10 * S),
+        "{pauses:?}"
+    );
+    assert!(pauses.iter().any(|p| *p != 5 * S), "no spread: {pauses:?}");
+}
+
+/// The default jitter, with a base shorter than what servers ask for.
+#[retry(max = 3, base = "100ms")]
+async fn get_quick_default_jitter(server: &Server) -> Result<u32, HttpError> {
+    server.call()
+}
+
+/// 500 callers told `Retry-After: 1` at once, with the default jitter: none comes back before
+/// the second the server asked for, and their retries spread over at least 400 ms (5th to 95th
+/// percentile), so that they do not hit the server again all in the same instant. (Taking the
+/// longer of the policy's 100–150 ms and the 1 s asked brought all 500 back at exactly 1 s.)
+#[tokio::test(start_paused = true)]
+async fn five_hundred_callers_told_retry_after_1_s_spread_above_it() {
+    const CALLERS: usize = 500;
+    let t0 = Instant::now();
+    let callers = tokio::task::LocalSet::new();
+    let tasks: Vec<_> = (0..CALLERS)
+        .map(|_| {
+            callers.spawn_local(async move {
+                let server = Server::new([Err(Unavailable(secs(1))), Ok(7)]);
+                assert_eq!(get_quick_default_jitter(&server).await, Ok(7));
+                server.arrivals()[1]
+            })
+        })
+        .collect();
+    let mut second_calls = Vec::with_capacity(CALLERS);
+    callers
+        .run_until(async {
+            for task in tasks {
+                second_calls.push(task.await.expect("no panic"));
+            }
+        })
+        .await;
+    assert!(t0.elapsed() >= S);
+    second_calls.sort();
+    assert!(
+        second_calls[0] >= S,
+        "a retry before the second asked: {:?}",
+        second_calls[0]
+    );
+    let p5 = second_calls[CALLERS * 5 / 100];
+    let p95 = second_calls[CALLERS * 95 / 100];
+    assert!(
+        p95 - p5 >= 400 * MS,
+        "the retries spread over only {:?} (5th {p5:?}, 95th {p95:?})",
+        p95 - p5
+    );
+    // Still bounded by the jitter's share: 1 s + U[0, 0.5 s) above the 1 s floor (tokio's timer
+    // rounds up to its 1 ms tick).
+    assert!(*second_calls.last().expect("500") <= 1500 * MS);
 }
 
 #[retry(max = 3, base = "1s")]
@@ -306,4 +365,46 @@ fn sync_a_suggestion_longer_than_max_delay_gives_up_at_once() {
     let (result, pauses) = testing::record(|| get_blocking(&script));
     assert_eq!(result, Err(Unavailable(secs(21))));
     assert_eq!(pauses, [S]);
+}
+
+// ---- `Verdict::RetryNow`: a one-off fault, retried at once ------------------------------------
+
+#[retry(max = 2, base = "1s", jitter = none, on = |e: &u16| if *e == 499 { Verdict::RetryNow } else { Verdict::from(*e >= 500) })]
+async fn fetch_once_more(
+    codes: &RefCell<Vec<u16>>,
+    t0: Instant,
+    arrivals: &RefCell<Vec<Duration>>,
+) -> Result<(), u16> {
+    arrivals.borrow_mut().push(t0.elapsed());
+    Err(codes.borrow_mut().remove(0))
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_now_retries_at_once_and_counts_against_the_limit() {
+    let (t0, arrivals) = (Instant::now(), RefCell::new(Vec::new()));
+    // 499 (one-off): at once; 500: the policy's second pause, 2 s; then the limit.
+    let codes = RefCell::new(vec![499, 500, 503]);
+    assert_eq!(fetch_once_more(&codes, t0, &arrivals).await, Err(503));
+    assert_eq!(*arrivals.borrow(), [Duration::ZERO, Duration::ZERO, 2 * S]);
+    // Three in a row: two retries at once, then the limit.
+    let (t0, arrivals) = (Instant::now(), RefCell::new(Vec::new()));
+    let codes = RefCell::new(vec![499, 499, 499]);
+    assert_eq!(fetch_once_more(&codes, t0, &arrivals).await, Err(499));
+    assert_eq!(*arrivals.borrow(), [Duration::ZERO; 3]);
+}
+
+#[retry(max = 5, base = "1s", deadline = "1500ms", jitter = none, on = |_: &u16| Verdict::RetryNow)]
+async fn slow_once_more(calls: &std::cell::Cell<u32>) -> Result<(), u16> {
+    calls.set(calls.get() + 1);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    Err(499)
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_now_respects_the_deadline() {
+    let calls = std::cell::Cell::new(0);
+    let t0 = Instant::now();
+    assert_eq!(slow_once_more(&calls).await, Err(499));
+    // 0.6 s and 1.2 s fit; at 1.8 s the deadline has passed.
+    assert_eq!((calls.get(), t0.elapsed()), (3, 1800 * MS));
 }

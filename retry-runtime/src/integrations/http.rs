@@ -27,8 +27,10 @@
 //!
 //! A `503 Service Unavailable` or `429 Too Many Requests` may carry `Retry-After`, in seconds or
 //! as a date (RFC 9110 §10.2.3). [`parse_retry_after`] turns both into the pause left from
-//! `now`; a classifier hands it to the loop in its [verdict](crate::Verdict::RetryAfter), and the
-//! next pause is then at least that long.
+//! `now`; a classifier (`on`, or `on_result` for a response that arrives as `Ok`) hands it to the
+//! loop in its [verdict](crate::Verdict::RetryAfter), and the next pause is then at least that
+//! long, spread above it by the function's jitter
+//! ([`Policy::delay_at_least`](crate::Policy::delay_at_least)).
 //!
 //! ```
 //! use retry_runtime::integrations::http::{parse_retry_after, RETRY_AFTER};

@@ -14,9 +14,22 @@
 //! | any other error: a request, body or decode error | when its cause is a connection that died under it: an [`std::io::Error`] anywhere in the chain that is transient by [`Transient`]'s I/O table (reset, broken pipe, a body cut off before its `content-length`, which hyper reports as `UnexpectedEof`), see [`has_transient_io_cause`](crate::has_transient_io_cause); or hyper's "connection closed before message completed" or "request canceled" (the server closed a kept-alive connection) | the next connection may hold. A decode error of a body that arrived whole (not the expected JSON, …) is not transient: the same bytes will not decode better |
 //!
 //! [`retry_after`](Transient::retry_after) is always `None`: a `reqwest::Error` keeps the status
-//! but not the headers. A `503` or `429` with `Retry-After` arrives as an `Ok(response)`; judge
-//! the response with [`response_verdict`] before `error_for_status` turns it into an error,
-//! which reads the status (the same table) and the header:
+//! but not the headers. A `503` or `429` with `Retry-After` arrives as an `Ok(response)`, and
+//! [`response_verdict`] reads its status (the same table) and the header. When the function
+//! returns the response, that is one line, `on_result`; the last busy response is returned as it
+//! came if the loop gives up:
+//!
+//! ```no_run
+//! use retry_runtime::retry;
+//!
+//! #[retry(max = 3, base = "200ms", on_result = retry_runtime::integrations::reqwest::response_verdict)]
+//! async fn quote(client: &reqwest::Client, url: &str) -> Result<reqwest::Response, reqwest::Error> {
+//!     client.get(url).send().await
+//! }
+//! ```
+//!
+//! To get the body in the same loop, judge the response before `error_for_status` turns it into
+//! an error:
 //!
 //! ```no_run
 //! use retry_runtime::integrations::reqwest::response_verdict;

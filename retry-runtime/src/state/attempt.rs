@@ -1,8 +1,8 @@
 //! Running one attempt: the breaker's permission, the attempt context around the body, the
 //! timeout; and what happened to the attempt, as a value for the decision.
 
-use super::options::{IntoError, KeyParam};
-use super::{Hooks, MaybeExtras, Retry, RetryEvent, Slot};
+use super::options::{Fallback, IntoError, KeyParam};
+use super::{GiveUp, Hooks, MaybeExtras, Retry, RetryEvent, Slot};
 use crate::context::{Enter, Frame, KeyKind, KeySlot, Scoped};
 use crate::timer::{Sleeper, Timed};
 use std::future::Future;
@@ -20,16 +20,19 @@ pub enum Attempted<T, E> {
     TimedOut(E),
 }
 
-impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G>, X>
+impl<'p, T, E, C, S, R, N, G, Fb, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G, Fb>, X, L>
 where
-    N: Slot<E, RetryEvent>,
+    N: Slot<Result<T, E>, RetryEvent>,
+    G: Slot<Result<T, E>, GiveUp>,
+    Fb: Fallback<T, E>,
     X: MaybeExtras<'p, E>,
 {
-    /// The first attempt starts: `notify` gets the time the call started (`start` read it
-    /// already if the policy has a deadline), and the budget gets this call's deposit.
+    /// The first attempt starts: a hook that hears the time gets the time the call started
+    /// (`start` read it already if the policy has a deadline), and the budget gets this call's
+    /// deposit.
     #[inline(always)]
     fn begin(&mut self) {
-        if N::SET && self.progress.started.is_none() {
+        if (N::TIMED || G::TIMED || Fb::SET) && self.progress.started.is_none() {
             self.progress.started = Some((self.site.clock)());
         }
         if let Some(budget) = self.extras.get().and_then(|x| x.budget) {

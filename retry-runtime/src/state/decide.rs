@@ -1,8 +1,11 @@
 //! The decision after an attempt that did not end in an accepted `Ok`: pause and retry, return
-//! the outcome, or give up (and why); the hooks that hear it, and the logging.
+//! the outcome, or give up (and why); the hooks and the fallback that hear it, and the logging.
 
-use super::options::Classify;
+#[cfg(feature = "tracing")]
+use super::LogLevel;
+use super::options::{Classify, Fallback, FallbackScope, Logs};
 use super::{Attempted, Extras, Hooks, MaybeExtras, Progress, Retry, Site, Slot};
+use crate::context::{Frame, KeySlot};
 use crate::policy::nanos;
 use crate::{RetryBudget, Verdict};
 use std::fmt;
@@ -39,42 +42,133 @@ pub struct RetryEvent {
     pub attempt: u32,
     /// The pause about to be taken, jitter and any server-suggested pause included.
     pub pause: Duration,
-    /// Time since the first call began, on the loop's clock.
+    /// Time since the first attempt started, on the loop's clock (the clock of the pauses).
     pub elapsed: Duration,
 }
 
-/// `E: Debug` when the `tracing` feature logs errors; every type otherwise.
-#[cfg(feature = "tracing")]
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` must implement `Debug` so that `#[retry]` can log failed attempts",
-    label = "`{Self}` does not implement `Debug`",
-    note = "add `#[derive(Debug)]` to `{Self}`, or turn off the `tracing` feature of `retry-runtime`"
-)]
-pub trait LoggableError: fmt::Debug {}
-#[cfg(feature = "tracing")]
-impl<E: fmt::Debug + ?Sized> LoggableError for E {}
+/// Why the loop gave up, with the attempts made and the time spent: what `on_give_up` (in its
+/// forms with a second argument) and `fallback` hear.
+///
+/// The loop gives up on a failure that it could have retried; a permanent error (one the
+/// classifier says is not worth retrying) is an answer, returned as it is, and nobody hears a
+/// `GiveUp` for it.
+///
+/// ```
+/// use retry_runtime::{retry, GiveUp, GiveUpReason};
+/// use std::io;
+///
+/// /// What the portal does when the check is not possible right now: save the claim for
+/// /// later, and answer with what was saved.
+/// fn save_for_later(error: io::Error, why: GiveUp) -> io::Result<&'static str> {
+///     assert_eq!(why.reason, GiveUpReason::Exhausted);
+///     assert_eq!(why.attempts, 3);
+///     eprintln!("saved for later after {error}: {why}");
+///     Ok("your details are saved")
+/// }
+///
+/// #[retry(max = 2, base = "1ms", fallback = save_for_later)]
+/// fn check_coverage() -> io::Result<&'static str> {
+///     Err(io::ErrorKind::ConnectionReset.into())
+/// }
+///
+/// assert_eq!(check_coverage().unwrap(), "your details are saved");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GiveUp {
+    /// The name of the annotated function.
+    pub function: &'static str,
+    /// Why the loop stopped.
+    pub reason: GiveUpReason,
+    /// The attempts that ran (the body was called): 0 when the circuit breaker refused the
+    /// first one.
+    pub attempts: u32,
+    /// Time since the first attempt started, on the loop's clock (the clock of the pauses).
+    pub elapsed: Duration,
+}
 
-/// `E: Debug` when the `tracing` feature logs errors; every type otherwise.
-#[cfg(not(feature = "tracing"))]
-pub trait LoggableError {}
-#[cfg(not(feature = "tracing"))]
-impl<E: ?Sized> LoggableError for E {}
+impl fmt::Display for GiveUp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "`{}` gave up after {} attempt{} in {:?}: {}",
+            self.function,
+            self.attempts,
+            if self.attempts == 1 { "" } else { "s" },
+            self.elapsed,
+            self.reason
+        )
+    }
+}
 
-impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G>, X> {
+/// Why the loop gave up on a failure that it could have retried.
+///
+/// Later versions may add reasons (`#[non_exhaustive]`), so a `match` outside this crate needs a
+/// `_` arm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum GiveUpReason {
+    /// The retries were used up (`max`).
+    Exhausted,
+    /// The next pause would end past the `deadline`.
+    Deadline,
+    /// The server asked for a pause longer than `max_delay` (HTTP `Retry-After`, gRPC pushback).
+    SuggestedTooLong(Duration),
+    /// The retry `budget` is empty.
+    Budget,
+    /// The circuit `breaker` is open: it opened with this failure (or others' while this one
+    /// ran), or it refused the attempt, whose error is then `E::from(CircuitOpen)`.
+    BreakerOpen,
+}
+
+impl fmt::Display for GiveUpReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GiveUpReason::Exhausted => f.write_str("retries used up"),
+            GiveUpReason::Deadline => f.write_str("the next pause would end past the deadline"),
+            GiveUpReason::SuggestedTooLong(d) => write!(
+                f,
+                "the server asked for a {d:?} pause, longer than `max_delay`"
+            ),
+            GiveUpReason::Budget => f.write_str("the retry budget is empty"),
+            GiveUpReason::BreakerOpen => f.write_str("the circuit breaker is open"),
+        }
+    }
+}
+
+/// How a failed call ended, for its final event and its hooks.
+#[derive(Clone, Copy)]
+enum End {
+    /// The loop gave up.
+    GaveUp(GiveUpReason),
+    /// A permanent error after at least one retry: an answer, but the call retried first.
+    Permanent,
+}
+
+impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G, F>, X, L> {
     /// `next` for anything but an accepted `Ok`: the state taken apart into separate locals on
-    /// this branch alone, [`decide`], and the state put back together with the retry counted.
+    /// this branch alone, [`decide`], the fallback if the loop gave up, and the state put back
+    /// together with the retry counted. `ok_verdict` is `on_result`'s verdict on a rejected
+    /// `Ok`.
     ///
     /// Nothing of the state has its address taken: an async function keeps its state in its
     /// future, written field by field, and a reference would make the compiler copy the state
     /// out of the future in wider words (padding included), each load of which waits for the
     /// narrower stores to finish. Taken apart, each field is read as it was written.
     #[inline(always)]
-    pub(super) fn after_failure(self, attempted: Attempted<T, E>) -> ControlFlow<Result<T, E>, Self>
+    #[allow(clippy::type_complexity)]
+    pub(super) fn after_failure<K: KeySlot>(
+        self,
+        key: K,
+        attempted: Attempted<T, E>,
+        ok_verdict: Verdict,
+    ) -> ControlFlow<<F as Fallback<T, E>>::Output<K>, Self>
     where
-        E: LoggableError,
-        N: Slot<E, RetryEvent>,
-        G: Slot<E>,
+        N: Slot<Result<T, E>, RetryEvent>,
+        G: Slot<Result<T, E>, GiveUp>,
+        F: Fallback<T, E>,
         X: MaybeExtras<'p, E>,
+        L: Logs<E>,
     {
         let Retry {
             site,
@@ -83,17 +177,18 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G>, X
             sleeper,
             hooks,
             mut extras,
+            log,
         } = self;
-        let flow = decide(
+        let flow = decide::<T, E, C, R, N, G, F, L>(
             site,
             progress,
             &classify,
             &hooks,
             extras.get_mut(),
             attempted,
+            ok_verdict,
         );
         match flow {
-            ControlFlow::Break(result) => ControlFlow::Break(result),
             ControlFlow::Continue(pause) => ControlFlow::Continue(Retry {
                 site,
                 progress: progress.retried_after(pause),
@@ -101,14 +196,26 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G>, X
                 sleeper,
                 hooks,
                 extras,
+                log,
             }),
+            ControlFlow::Break((Err(error), Some(why))) if F::SET => {
+                let frame = Frame {
+                    attempt: why.attempts.max(1),
+                    key: K::KIND,
+                    retried_above: progress.retried_above,
+                };
+                let scope = FallbackScope { frame, key };
+                ControlFlow::Break(hooks.fallback.call(error, why, scope))
+            }
+            ControlFlow::Break((outcome, _)) => ControlFlow::Break(F::ready(outcome)),
         }
     }
 }
 
 /// What follows an attempt that did not end in an accepted `Ok`: the breaker refused it, the
-/// timeout cut it off, it failed, or `on_result` rejected its value. `Break` with the function's
-/// result, or `Continue` with the pause before the next attempt, in nanoseconds.
+/// timeout cut it off, it failed, or `on_result` rejected its value (with `ok_verdict`).
+/// `Break` with the function's result and, when the loop gave up and a hook or the fallback
+/// hears it, why; or `Continue` with the pause before the next attempt, in nanoseconds.
 ///
 /// Inline in the annotated function, where the policy is a constant: the compiler folds the
 /// policy's arithmetic, the hooks that are not set and the limits that are not written, so a
@@ -118,80 +225,133 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G>, X
 /// the retry, so that it keeps its progress in registers rather than reading back what this
 /// function wrote (a store of one width read back at another stalls the load).
 #[inline(always)]
-fn decide<'p, T, E, C, R, N, G>(
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
+fn decide<'p, T, E, C, R, N, G, F, L>(
     site: Site<'p>,
     progress: Progress,
     classify: &Classify<C, E>,
-    hooks: &Hooks<R, N, G>,
+    hooks: &Hooks<R, N, G, F>,
     mut extras: Option<&mut Extras<'p, E>>,
     attempted: Attempted<T, E>,
-) -> ControlFlow<Result<T, E>, u64>
+    ok_verdict: Verdict,
+) -> ControlFlow<(Result<T, E>, Option<GiveUp>), u64>
 where
-    E: LoggableError,
-    N: Slot<E, RetryEvent>,
-    G: Slot<E>,
+    N: Slot<Result<T, E>, RetryEvent>,
+    G: Slot<Result<T, E>, GiveUp>,
+    F: Fallback<T, E>,
+    L: Logs<E>,
 {
     let Site { name, clock, .. } = site;
+    let nested_retry = extras.as_ref().is_some_and(|x| x.nested_retry);
+    // Under a retrying layer that layer decides (`log_nested` says so at debug).
+    let single = progress.retried_above && !nested_retry;
     // The outcome to return if the loop stops here, and whether it may be retried.
     let (outcome, verdict) = match attempted {
+        Attempted::Refused(refusal) if single => {
+            log_nested(name);
+            return ControlFlow::Break((Err(refusal), None));
+        }
+        // The body did not run: the attempts are the ones before.
         Attempted::Refused(refusal) => {
-            log_refused(name);
-            return ControlFlow::Break(Err(refusal));
+            let outcome = Err(refusal);
+            let why = give_up::<T, E, G, F, L>(
+                site,
+                progress,
+                hooks,
+                GiveUpReason::BreakerOpen,
+                progress.retries,
+                &outcome,
+            );
+            return ControlFlow::Break((outcome, why));
         }
         Attempted::TimedOut(error) => (Err(error), Verdict::Retry),
         Attempted::Completed(Err(error)) => {
             let verdict = classify.call(&error, &());
             (Err(error), verdict)
         }
-        // `on_result` marked the value: a transient failure, but when the loop stops, the
+        // `on_result` rejected the value: a transient failure, but when the loop stops, the
         // value is what the function returns.
-        Attempted::Completed(Ok(value)) => (Ok(value), Verdict::Retry),
+        Attempted::Completed(Ok(value)) => (Ok(value), ok_verdict),
     };
-    if let Some(extras) = extras.as_deref_mut() {
-        extras.record(verdict.is_retry(), clock);
-    }
-    let nested_retry = extras.as_ref().is_some_and(|x| x.nested_retry);
+    // Whether the breaker is open after this outcome, by it or by others'.
+    let breaker_open = match extras.as_deref_mut() {
+        Some(extras) => extras.record(verdict.is_retry(), clock),
+        None => false,
+    };
     let budget = extras.and_then(|x| x.budget);
     // The attempt that just ended.
     let attempt = progress.retries + 1;
-    match schedule(&site, &progress, verdict, nested_retry, budget) {
+    if single && verdict.is_retry() {
+        log_nested(name);
+        return ControlFlow::Break((outcome, None));
+    }
+    match schedule(&site, &progress, verdict, breaker_open, budget) {
         Step::Pause(pause) => {
-            log_retry(name, attempt, pause, &outcome);
+            log_retry::<T, E, L>(name, attempt, pause, &outcome);
             // The event and the elapsed time only for a `notify` that hears them.
             if N::SET {
-                if let Err(error) = &outcome {
-                    let event = RetryEvent {
-                        function: name,
-                        attempt,
-                        pause: Duration::from_nanos(pause),
-                        elapsed: progress.elapsed(clock),
-                    };
-                    hooks.notify.call(error, &event);
-                }
+                let event = RetryEvent {
+                    function: name,
+                    attempt,
+                    pause: Duration::from_nanos(pause),
+                    elapsed: progress.elapsed(clock),
+                };
+                hooks.notify.call(&outcome, &event);
             }
             ControlFlow::Continue(pause)
         }
-        // Not giving up: a permanent error is an answer, and under a retrying layer that
-        // layer decides (`log_nested` said so at debug).
-        Step::Return => ControlFlow::Break(outcome),
-        Step::GiveUp(why) => {
-            log_give_up(name, attempt, why, &outcome);
-            if let Err(error) = &outcome {
-                hooks.on_give_up.call(error, &());
+        // A permanent error is an answer: logged only if the call retried before it.
+        Step::Return => {
+            if progress.retries > 0 {
+                log_final::<T, E, L>(name, attempt, End::Permanent, &outcome);
             }
-            ControlFlow::Break(outcome)
+            ControlFlow::Break((outcome, None))
+        }
+        Step::GiveUp(reason) => {
+            let why = give_up::<T, E, G, F, L>(site, progress, hooks, reason, attempt, &outcome);
+            ControlFlow::Break((outcome, why))
         }
     }
+}
+
+/// The loop gives up after `attempts` attempts: the final event, then `on_give_up`; the
+/// [`GiveUp`] is made only for a hook or a fallback that hears it.
+#[inline(always)]
+fn give_up<T, E, G, F, L>(
+    site: Site<'_>,
+    progress: Progress,
+    hooks: &Hooks<impl Sized, impl Sized, G, impl Sized>,
+    reason: GiveUpReason,
+    attempts: u32,
+    outcome: &Result<T, E>,
+) -> Option<GiveUp>
+where
+    G: Slot<Result<T, E>, GiveUp>,
+    F: Fallback<T, E>,
+    L: Logs<E>,
+{
+    log_final::<T, E, L>(site.name, attempts, End::GaveUp(reason), outcome);
+    if !G::SET && !F::SET {
+        return None;
+    }
+    let why = GiveUp {
+        function: site.name,
+        reason,
+        attempts,
+        elapsed: progress.elapsed(site.clock),
+    };
+    hooks.on_give_up.call(outcome, &why);
+    Some(why)
 }
 
 /// What follows a failure, by the policy and the limits.
 enum Step {
     /// Retry after this pause, in nanoseconds.
     Pause(u64),
-    /// Return the outcome as it is: the failure is permanent, or a layer above retries.
+    /// Return the outcome as it is: the failure is permanent.
     Return,
     /// Stop retrying a failure that could have been retried.
-    GiveUp(GiveUp),
+    GiveUp(GiveUpReason),
 }
 
 /// The pause before the next attempt, or why there is none. Inline in `decide`: a call of its
@@ -201,100 +361,81 @@ fn schedule(
     site: &Site<'_>,
     progress: &Progress,
     verdict: Verdict,
-    nested_retry: bool,
+    breaker_open: bool,
     budget: Option<&RetryBudget>,
 ) -> Step {
     let policy = site.policy;
     if !verdict.is_retry() {
         return Step::Return;
     }
-    if progress.retried_above && !nested_retry {
-        log_nested(site.name);
-        return Step::Return;
-    }
     if progress.retries >= policy.get_max() {
-        return Step::GiveUp(GiveUp::Exhausted);
+        return Step::GiveUp(GiveUpReason::Exhausted);
+    }
+    // The next attempt would be refused: no pause for it.
+    if breaker_open {
+        return Step::GiveUp(GiveUpReason::BreakerOpen);
     }
     let retry = progress.retries + 1;
     // In nanoseconds, as the progress keeps it: a `Duration` only where one is compared.
-    let mut pause = policy.delay_nanos(retry, progress.previous_pause);
-    if let Some(asked) = verdict.suggested_pause() {
-        if asked > policy.get_max_delay() {
-            return Step::GiveUp(GiveUp::SuggestedTooLong(asked));
+    let pause = match verdict {
+        Verdict::RetryNow => 0,
+        Verdict::RetryAfter(asked) => {
+            if asked > policy.get_max_delay() {
+                return Step::GiveUp(GiveUpReason::SuggestedTooLong(asked));
+            }
+            policy.delay_nanos_at_least(retry, progress.previous_pause, nanos(asked))
         }
-        pause = pause.max(nanos(asked));
-    }
+        _ => policy.delay_nanos(retry, progress.previous_pause),
+    };
     if let Some(deadline) = policy.get_deadline() {
         let end = progress
             .elapsed(site.clock)
             .saturating_add(Duration::from_nanos(pause));
         if end > deadline {
-            return Step::GiveUp(GiveUp::Deadline);
+            return Step::GiveUp(GiveUpReason::Deadline);
         }
     }
     if let Some(budget) = budget {
         if !budget.try_withdraw((site.clock)()) {
-            return Step::GiveUp(GiveUp::Budget);
+            return Step::GiveUp(GiveUpReason::Budget);
         }
     }
     Step::Pause(pause)
 }
 
-/// Why the loop stopped retrying a failure that it could have retried.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum GiveUp {
-    /// The retries were used up.
-    Exhausted,
-    /// The next pause would end past the deadline.
-    Deadline,
-    /// The server asked for a pause longer than `max_delay`.
-    SuggestedTooLong(Duration),
-    /// The retry budget is empty.
-    Budget,
-}
+/// An error as a log event shows it: with `Debug`, or by its type name ([`Logs`]).
+struct Shown<'a, L, E>(&'a E, std::marker::PhantomData<fn() -> L>);
 
-impl fmt::Display for GiveUp {
+impl<L: Logs<E>, E> fmt::Debug for Shown<'_, L, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            GiveUp::Exhausted => f.write_str("retries used up"),
-            GiveUp::Deadline => f.write_str("the next pause would end past the deadline"),
-            GiveUp::SuggestedTooLong(d) => write!(
-                f,
-                "the server asked for a {d:?} pause, longer than `max_delay`"
-            ),
-            GiveUp::Budget => f.write_str("the retry budget is empty"),
-        }
+        L::show(self.0, f)
     }
 }
 
-#[cold]
-fn log_refused(_function: &'static str) {
-    #[cfg(feature = "tracing")]
-    tracing::warn!(
-        function = _function,
-        "circuit open: not calling the service"
-    );
+#[cfg(feature = "tracing")]
+fn shown<L: Logs<E>, E>(error: &E) -> Shown<'_, L, E> {
+    Shown(error, std::marker::PhantomData)
 }
 
 /// A failure that will be retried: `INFO`. Tracing's first check (the global maximum level,
 /// `OFF` without a subscriber) inline; the event out of line.
 #[cfg(feature = "tracing")]
 #[inline(always)]
-fn log_retry<T, E: fmt::Debug>(
+fn log_retry<T, E, L: Logs<E>>(
     function: &'static str,
     attempt: u32,
     pause: u64,
     outcome: &Result<T, E>,
 ) {
     if tracing::level_enabled!(tracing::Level::INFO) {
-        log_retry_event(function, attempt, pause, outcome);
+        log_retry_event::<T, E, L>(function, attempt, pause, outcome);
     }
 }
 
 #[cfg(feature = "tracing")]
 #[cold]
 #[inline(never)]
-fn log_retry_event<T, E: fmt::Debug>(
+fn log_retry_event<T, E, L: Logs<E>>(
     function: &'static str,
     attempt: u32,
     pause: u64,
@@ -306,7 +447,7 @@ fn log_retry_event<T, E: fmt::Debug>(
             function,
             attempt,
             pause = ?Duration::from_nanos(pause),
-            error = ?error,
+            error = ?shown::<L, E>(error),
             "attempt failed; retrying"
         ),
         Ok(_) => tracing::info!(
@@ -319,32 +460,60 @@ fn log_retry_event<T, E: fmt::Debug>(
 }
 
 #[cfg(not(feature = "tracing"))]
-fn log_retry<T, E>(_: &'static str, _: u32, _: u64, _: &Result<T, E>) {}
+#[inline(always)]
+fn log_retry<T, E, L>(_: &'static str, _: u32, _: u64, _: &Result<T, E>) {}
 
-/// The end of the retries: `WARN`.
+/// One event at each level: `tracing`'s macros take the level as a constant.
+#[cfg(feature = "tracing")]
+macro_rules! at_level {
+    ($level:expr, $($event:tt)*) => {
+        match $level {
+            LogLevel::Error => tracing::error!($($event)*),
+            LogLevel::Warn => tracing::warn!($($event)*),
+            LogLevel::Info => tracing::info!($($event)*),
+            LogLevel::Debug => tracing::debug!($($event)*),
+            LogLevel::Trace => tracing::trace!($($event)*),
+        }
+    };
+}
+
+/// The end of a call that failed after retrying, or that the loop gave up on: one event, at
+/// `log_level` (`ERROR` by default).
 #[cfg(feature = "tracing")]
 #[cold]
-fn log_give_up<T, E: fmt::Debug>(
+#[inline(never)]
+fn log_final<T, E, L: Logs<E>>(
     function: &'static str,
     attempts: u32,
-    why: GiveUp,
+    end: End,
     outcome: &Result<T, E>,
 ) {
+    let (reason, message): (&dyn fmt::Display, _) = match &end {
+        End::GaveUp(reason) => (reason, "giving up"),
+        End::Permanent => (&"the error is not worth retrying", "failed after retries"),
+    };
     match outcome {
-        Err(error) => {
-            tracing::warn!(function, attempts, reason = %why, error = ?error, "giving up")
-        }
-        Ok(_) => tracing::warn!(
+        Err(error) => at_level!(
+            L::LEVEL,
             function,
             attempts,
-            reason = %why,
-            "giving up; returning the last result rejected by `on_result`"
+            reason = %reason,
+            error = ?shown::<L, E>(error),
+            "{message}"
+        ),
+        Ok(_) => at_level!(
+            L::LEVEL,
+            function,
+            attempts,
+            reason = %reason,
+            "{message}; returning the last result rejected by `on_result`"
         ),
     }
 }
 
 #[cfg(not(feature = "tracing"))]
-fn log_give_up<T, E>(_: &'static str, _: u32, _: GiveUp, _: &Result<T, E>) {}
+#[inline(always)]
+fn log_final<T, E, L>(_: &'static str, _: u32, _: End, _: &Result<T, E>) {}
 
 #[cold]
 fn log_nested(_function: &'static str) {

@@ -3,11 +3,12 @@
 //! The expansion drives it with one call per step:
 //!
 //! ```text
+//! use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
 //! let mut state = Retry::<Result<T, E>>::start(&POLICY, "name", classify).notify(f);
 //! loop {
 //!     let attempted = state.attempt(|| body);     // or `run(async { body }).await`
 //!     state = match state.next(attempted) {
-//!         ControlFlow::Break(result) => return result,
+//!         ControlFlow::Break(result) => return result,  // `finish(result).await` with an async fallback
 //!         ControlFlow::Continue(state) => state,
 //!     };
 //!     state.pause_blocking();                      // or `pause().await`
@@ -15,31 +16,34 @@
 //! ```
 //!
 //! - here: the state and its entry points: `start`, the builders (one per option, named by its
-//!   key, which store what they are given and do nothing else, so their order does not matter),
-//!   `next` and the pause;
-//! - [`options`]: the option slots (hooks, `timeout`, `budget`, `breaker`, `nested`): what each
-//!   option stores, and how the loop asks for it;
+//!   key, which store what they are given and do nothing else, so their order does not matter,
+//!   except that `fallback` follows `sleep`), `next` and the pause;
+//! - [`options`]: the option slots (hooks, the fallback, `timeout`, `budget`, `breaker`,
+//!   `nested`, the logging): what each option stores, and how the loop asks for it;
 //! - [`attempt`]: running one attempt, which returns what happened to it ([`Attempted`]), with
 //!   the idempotency key lent to it if the function has one;
 //! - [`decide`]: the decision after an attempt that did not end in an accepted `Ok`: pause and
-//!   retry, return, or give up (and why), with the logging.
+//!   retry, return, or give up (and why), with the hooks, the fallback and the logging.
 
 mod attempt;
 mod decide;
 mod options;
 
 pub use attempt::{Attempted, Run};
-pub use decide::{LoggableError, RetryEvent};
+pub use decide::{GiveUp, GiveUpReason, RetryEvent};
 pub use options::{
-    Extras, Hook, Hooks, IntoError, KeyParam, MaybeExtras, NoRefusal, PerAttempt, Refusal, Slot,
-    Unset,
+    AsyncFallback, AsyncForm, Awaits, ByDebug, ByName, ErrorForm, ErrorOnly, Extras, Fallback,
+    FallbackOutput, FallbackScope, Finish, GiveUpHook, Hook, Hooks, IntoError, IntoFinish,
+    KeyParam, Log, LogLevel, Logs, MaybeExtras, NoRefusal, NotifyHook, OutcomeForm, PerAttempt,
+    Refusal, Slot, SyncFallback, SyncForm, Unset, Untimed, level,
 };
 
 use crate::breaker::FromCircuitOpen;
-use crate::context;
-use crate::timer::{FromElapsed, SleepFuture, Sleeper};
+use crate::context::{self, KeySlot};
+use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
 use crate::{CircuitBreaker, Policy, RetryBudget, Verdict};
-use options::{Classify, Guard, Notify, OnGiveUp, OnResult, Timeout};
+use options::{Classify, Guard, Notify, OnResult, Timeout};
+use std::fmt;
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::pin::Pin;
@@ -51,7 +55,7 @@ use std::time::{Duration, Instant};
 #[diagnostic::on_unimplemented(
     message = "`on = ...` must return `bool` or `retry_runtime::Verdict`, not `{Self}`",
     label = "this classifier returns `{Self}`",
-    note = "return `true` to retry the error and `false` to return it at once, or a `Verdict`: `Retry`, `RetryAfter(pause)` or `Fail`"
+    note = "return `true` to retry the error and `false` to return it at once, or a `Verdict`: `Retry`, `RetryAfter(pause)`, `RetryNow` or `Fail`"
 )]
 pub trait IntoVerdict {
     /// The classifier's answer as a [`Verdict`].
@@ -70,6 +74,30 @@ impl IntoVerdict for Verdict {
     }
 }
 
+/// What `on_result = ...` may return: `bool` or a [`Verdict`], with an error message that says
+/// so.
+#[diagnostic::on_unimplemented(
+    message = "`on_result = ...` must return `bool` or `retry_runtime::Verdict`, not `{Self}`",
+    label = "this judge of `Ok` values returns `{Self}`",
+    note = "return `true` to retry the `Ok` value and `false` to return it, or a `Verdict`: `Retry`, `RetryAfter(pause)`, `RetryNow` or `Fail` (return it), as `retry_runtime::integrations::reqwest::response_verdict` does"
+)]
+pub trait IntoResultVerdict {
+    /// The answer as a [`Verdict`]: `true` is [`Verdict::Retry`], `false` [`Verdict::Fail`].
+    fn into_verdict(self) -> Verdict;
+}
+
+impl IntoResultVerdict for bool {
+    fn into_verdict(self) -> Verdict {
+        Verdict::from(self)
+    }
+}
+
+impl IntoResultVerdict for Verdict {
+    fn into_verdict(self) -> Verdict {
+        self
+    }
+}
+
 /// The two sides of a function's `Result`, so the state can name them.
 pub trait Outcome {
     /// `T` in `Result<T, E>`.
@@ -83,6 +111,11 @@ impl<T, E> Outcome for Result<T, E> {
     type Error = E;
 }
 
+/// The logging of a function whose error type has `Debug`, at the default final level.
+pub type LogDebug = Log<ByDebug, level::Error>;
+/// The logging of a function whose error type has no `Debug`, at the default final level.
+pub type LogName = Log<ByName, level::Error>;
+
 /// The state of one call of an annotated function, across its attempts.
 ///
 /// Built once per call with the function's return type, its classifier and any options; then
@@ -91,30 +124,48 @@ impl<T, E> Outcome for Result<T, E> {
 /// function's result, `Continue` the state for the next attempt, whose pause is then taken. An
 /// `Ok` outcome is decided without any work.
 ///
-/// The builders read no clock and deposit nothing. The call reads the clock once as it starts
-/// if the policy has a deadline (in `start`) or `notify` is set (as the first attempt starts,
-/// for [`RetryEvent::elapsed`]), and `budget` gets this call's deposit from the first attempt. A
-/// `breaker` reads the clock as each attempt starts and ends, a `timeout` with a deadline as
-/// each attempt starts (to clip it), a `budget` or a deadline after a failure.
+/// # When the clock is read
+///
+/// The builders read no clock and deposit nothing. A call reads the clock once as it starts if
+/// the policy has a deadline (in `start`), or as its first attempt starts if it has a hook that
+/// hears the time: `notify` ([`RetryEvent::elapsed`]), `fallback` and an `on_give_up` that
+/// takes a [`GiveUp`] ([`GiveUp::elapsed`]); an `on_give_up` of the form `Fn(&E)` needs no
+/// reading. A `breaker` reads the clock as each attempt starts and ends, a `timeout` with a
+/// deadline as each attempt starts (to clip it), a `budget` or a deadline after a failure. The
+/// clock is the one of the pauses: [`Sleeper::now`] of the sleeper (tokio's clock for async
+/// functions, [`Instant::now`] for sync ones and for `sleep = f`), or a recording's virtual
+/// clock inside [`testing::record`](crate::testing::record).
+///
+/// # Layout
 ///
 /// The happy path is what the layout serves. Every option lives in a type parameter that is
 /// the zero-sized [`Unset`] when the option is not written (`H` holds the hooks, one
-/// [`Slot`] each; `X` holds `timeout`, `budget`, `breaker` and `nested`), so a function
-/// that uses none of them carries only the policy, its name, the clock, the classifier and two
-/// small words of progress. The decision after a failure takes the state apart by value on its
-/// own branch, so the state stays in registers and the compiler folds every constant: on the
-/// happy path, and in the decision itself, where a sync function's constant policy folds too.
+/// [`Slot`] each, and the fallback; `X` holds `timeout`, `budget`, `breaker` and `nested`; `L`
+/// how failures are logged, zero-sized too), so a function that uses none of them carries only
+/// the policy, its name, the clock, the classifier and two small words of progress. The decision
+/// after a failure takes the state apart by value on its own branch, so the state stays in
+/// registers and the compiler folds every constant: on the happy path, and in the decision
+/// itself, where a sync function's constant policy folds too.
 ///
 /// Each user-supplied callable is a [`Hook`]: stored with a function pointer that calls it, made
 /// where its bound is checked (in `start` and the builders), so that a mistyped classifier or
 /// hook is one error there, not a second one at every use.
-pub struct Retry<'p, Out: Outcome, C = Unset, S = Unset, H = Hooks, X = Unset> {
+///
+/// # `Debug` or not
+///
+/// `start` comes in two forms: the inherent one for an error type with `Debug`, and the one of
+/// [`StartWithoutDebug`] for any other (a generic `E` without the bound included), which the
+/// expansion imports as `_`. Rust picks the inherent one whenever `E: Debug` holds, so the
+/// choice is made where the function is written, per function, and a log event shows the error
+/// with `Debug` or by its type name ([`Logs`]) without adding a bound to the function.
+pub struct Retry<'p, Out: Outcome, C = Unset, S = Unset, H = Hooks, X = Unset, L = LogDebug> {
     site: Site<'p>,
     progress: Progress,
     classify: Classify<C, Out::Error>,
     sleeper: S,
     hooks: H,
     extras: X,
+    log: std::marker::PhantomData<fn() -> L>,
 }
 
 /// What is fixed for the whole call.
@@ -138,7 +189,7 @@ struct Progress {
     /// for decorrelated jitter. Eight bytes, not a `Duration`'s sixteen, because an async
     /// function's future holds this across every attempt.
     previous_pause: u64,
-    /// When the first attempt started, read only for a deadline or `notify`.
+    /// When the first attempt started, read only for a deadline or a hook that hears the time.
     started: Option<Instant>,
 }
 
@@ -163,24 +214,28 @@ impl Progress {
     }
 }
 
-fn std_now() -> Instant {
+/// The clock of sync functions: [`Instant::now`], or a recording's virtual clock.
+pub(crate) fn std_now() -> Instant {
     crate::testing::virtual_now().unwrap_or_else(Instant::now)
 }
 
+/// The clock of async functions on tokio: tokio's, which `tokio::time::pause()` stops, or a
+/// recording's virtual clock.
 #[cfg(feature = "tokio")]
 fn tokio_now() -> Instant {
-    crate::testing::virtual_now().unwrap_or_else(|| tokio::time::Instant::now().into_std())
+    crate::timer::clock_of::<crate::timer::TokioTimer>()
 }
 
-impl<'p, T, E> Retry<'p, Result<T, E>> {
+impl<'p, T, E: fmt::Debug> Retry<'p, Result<T, E>> {
     /// For a sync function: pauses with `std::thread::sleep`, and measures the deadline on
-    /// [`Instant::now`].
+    /// [`Instant::now`]. For an error type with `Debug`; [`StartWithoutDebug::start`] for the
+    /// others.
     #[inline(always)]
     pub fn start<C, V>(
         policy: &'p Policy,
         name: &'static str,
         classify: C,
-    ) -> Retry<'p, Result<T, E>, C>
+    ) -> Retry<'p, Result<T, E>, C, Unset, Hooks, Unset, LogDebug>
     where
         C: Fn(&E) -> V,
         V: IntoVerdict,
@@ -189,14 +244,14 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
     }
 
     /// For an async function: pauses with tokio's timer and measures the deadline on tokio's
-    /// clock, so a paused test clock governs both.
+    /// clock, so a paused test clock governs both. For an error type with `Debug`.
     #[cfg(feature = "tokio")]
     #[inline(always)]
     pub fn start_async<C, V>(
         policy: &'p Policy,
         name: &'static str,
         classify: C,
-    ) -> Retry<'p, Result<T, E>, C, crate::timer::TokioTimer>
+    ) -> Retry<'p, Result<T, E>, C, crate::timer::TokioTimer, Hooks, Unset, LogDebug>
     where
         C: Fn(&E) -> V,
         V: IntoVerdict,
@@ -212,7 +267,7 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
         policy: &'p Policy,
         name: &'static str,
         classify: C,
-    ) -> Retry<'p, Result<T, E>, C, crate::timer::NoTimer>
+    ) -> Retry<'p, Result<T, E>, C, crate::timer::NoTimer, Hooks, Unset, LogDebug>
     where
         C: Fn(&E) -> V,
         V: IntoVerdict,
@@ -222,7 +277,90 @@ impl<'p, T, E> Retry<'p, Result<T, E>> {
     }
 }
 
-impl<'p, T, E, C, S> Retry<'p, Result<T, E>, C, S> {
+/// `start` for an error type without `Debug`: the same as the inherent `start`, logging the
+/// error by its type name. The expansion imports this trait as `_`; Rust picks the inherent
+/// `start` whenever the error type has `Debug`, this one otherwise (a generic `E` without the
+/// bound included).
+pub trait StartWithoutDebug<'p, T, E>: Sized {
+    /// See [`Retry::start`].
+    fn start<C, V>(
+        policy: &'p Policy,
+        name: &'static str,
+        classify: C,
+    ) -> Retry<'p, Result<T, E>, C, Unset, Hooks, Unset, LogName>
+    where
+        C: Fn(&E) -> V,
+        V: IntoVerdict;
+
+    /// See [`Retry::start_async`].
+    #[cfg(feature = "tokio")]
+    fn start_async<C, V>(
+        policy: &'p Policy,
+        name: &'static str,
+        classify: C,
+    ) -> Retry<'p, Result<T, E>, C, crate::timer::TokioTimer, Hooks, Unset, LogName>
+    where
+        C: Fn(&E) -> V,
+        V: IntoVerdict;
+
+    /// See [`Retry::start_async`].
+    #[cfg(not(feature = "tokio"))]
+    fn start_async<C, V>(
+        policy: &'p Policy,
+        name: &'static str,
+        classify: C,
+    ) -> Retry<'p, Result<T, E>, C, crate::timer::NoTimer, Hooks, Unset, LogName>
+    where
+        C: Fn(&E) -> V,
+        V: IntoVerdict,
+        crate::timer::NoTimer: crate::timer::TimerFor<T>;
+}
+
+impl<'p, T, E> StartWithoutDebug<'p, T, E> for Retry<'p, Result<T, E>> {
+    #[inline(always)]
+    fn start<C, V>(
+        policy: &'p Policy,
+        name: &'static str,
+        classify: C,
+    ) -> Retry<'p, Result<T, E>, C, Unset, Hooks, Unset, LogName>
+    where
+        C: Fn(&E) -> V,
+        V: IntoVerdict,
+    {
+        Retry::with_parts(policy, name, std_now, classify, Unset)
+    }
+
+    #[cfg(feature = "tokio")]
+    #[inline(always)]
+    fn start_async<C, V>(
+        policy: &'p Policy,
+        name: &'static str,
+        classify: C,
+    ) -> Retry<'p, Result<T, E>, C, crate::timer::TokioTimer, Hooks, Unset, LogName>
+    where
+        C: Fn(&E) -> V,
+        V: IntoVerdict,
+    {
+        Retry::with_parts(policy, name, tokio_now, classify, crate::timer::TokioTimer)
+    }
+
+    #[cfg(not(feature = "tokio"))]
+    #[inline]
+    fn start_async<C, V>(
+        policy: &'p Policy,
+        name: &'static str,
+        classify: C,
+    ) -> Retry<'p, Result<T, E>, C, crate::timer::NoTimer, Hooks, Unset, LogName>
+    where
+        C: Fn(&E) -> V,
+        V: IntoVerdict,
+        crate::timer::NoTimer: crate::timer::TimerFor<T>,
+    {
+        Retry::with_parts(policy, name, std_now, classify, crate::timer::NoTimer)
+    }
+}
+
+impl<'p, T, E, C, S, L> Retry<'p, Result<T, E>, C, S, Hooks, Unset, L> {
     /// `classify`'s bound is checked here, once, and turned into the pointer that `next` calls
     /// without a bound of its own.
     #[inline(always)]
@@ -255,20 +393,21 @@ impl<'p, T, E, C, S> Retry<'p, Result<T, E>, C, S> {
             sleeper,
             hooks: Hooks::default(),
             extras: Unset,
+            log: std::marker::PhantomData,
         }
     }
 }
 
 // The builders' return types spell out the state's type parameters; an alias would only hide them.
 #[allow(clippy::type_complexity)]
-impl<'p, T, E, C, S, H, X> Retry<'p, Result<T, E>, C, S, H, X> {
+impl<'p, T, E, C, S, H, X, L> Retry<'p, Result<T, E>, C, S, H, X, L> {
     /// The same state with its option slots (sleeper, hooks, extras) replaced by `f`: the one
     /// place that lists every field, for the builders.
     #[inline(always)]
-    fn with_options<S2, H2, X2>(
+    fn with_options<S2, H2, X2, L2>(
         self,
         f: impl FnOnce(S, H, X) -> (S2, H2, X2),
-    ) -> Retry<'p, Result<T, E>, C, S2, H2, X2> {
+    ) -> Retry<'p, Result<T, E>, C, S2, H2, X2, L2> {
         let (sleeper, hooks, extras) = f(self.sleeper, self.hooks, self.extras);
         Retry {
             site: self.site,
@@ -277,6 +416,7 @@ impl<'p, T, E, C, S, H, X> Retry<'p, Result<T, E>, C, S, H, X> {
             sleeper,
             hooks,
             extras,
+            log: std::marker::PhantomData,
         }
     }
 
@@ -285,7 +425,7 @@ impl<'p, T, E, C, S, H, X> Retry<'p, Result<T, E>, C, S, H, X> {
     fn with_extra(
         self,
         set: impl FnOnce(&mut Extras<'p, E>),
-    ) -> Retry<'p, Result<T, E>, C, S, H, Extras<'p, E>>
+    ) -> Retry<'p, Result<T, E>, C, S, H, Extras<'p, E>, L>
     where
         X: MaybeExtras<'p, E>,
     {
@@ -296,21 +436,26 @@ impl<'p, T, E, C, S, H, X> Retry<'p, Result<T, E>, C, S, H, X> {
         })
     }
 
-    /// `sleep = f`: pause with `f` instead of tokio's timer; the deadline is then measured on
-    /// [`Instant::now`]. The expansion calls it after [`start`](Retry::start), whose clock that
-    /// is already, so the time the call started, if `start` read it, is on the same clock.
-    pub fn sleep<F, Fut>(mut self, f: F) -> Retry<'p, Result<T, E>, C, F, H, X>
+    /// `sleep = f`: pause with `f` instead of tokio's timer, a function
+    /// `Fn(Duration) -> impl Future<Output = ()>` or a type that implements [`Sleeper`]. The
+    /// deadline is then measured on the sleeper's clock ([`Sleeper::now`]: [`Instant::now`] for
+    /// a function). The expansion calls it after [`start`](Retry::start), whose clock is
+    /// [`Instant::now`]: if `start` read the time for a deadline, it is read again here, on the
+    /// sleeper's clock.
+    pub fn sleep<F, M>(mut self, f: F) -> Retry<'p, Result<T, E>, C, F::Sleeper, H, X, L>
     where
-        F: Fn(Duration) -> Fut,
-        Fut: SleepFuture,
+        F: IntoSleeper<M>,
     {
-        self.site.clock = std_now;
-        self.with_options(|_, h, x| (f, h, x))
+        self.site.clock = crate::timer::clock_of::<F::Sleeper>;
+        if self.progress.started.is_some() {
+            self.progress.started = Some((self.site.clock)());
+        }
+        self.with_options(|_, h, x| (f.into_sleeper(), h, x))
     }
 
     /// `timeout = "2s"`: each attempt is cut off after `limit` (clipped to the time left before
     /// the deadline) and counts as a transient failure.
-    pub fn timeout(self, limit: Duration) -> Retry<'p, Result<T, E>, C, S, H, Extras<'p, E>>
+    pub fn timeout(self, limit: Duration) -> Retry<'p, Result<T, E>, C, S, H, Extras<'p, E>, L>
     where
         E: FromElapsed,
         X: MaybeExtras<'p, E>,
@@ -323,8 +468,11 @@ impl<'p, T, E, C, S, H, X> Retry<'p, Result<T, E>, C, S, H, X> {
     }
 
     /// `budget = B`: retries draw from a shared [`RetryBudget`]; this call's first attempt
-    /// deposits into it. When it is empty the loop returns the current error at once.
-    pub fn budget(self, budget: &'p RetryBudget) -> Retry<'p, Result<T, E>, C, S, H, Extras<'p, E>>
+    /// deposits into it. When it is empty the loop gives up with the current error.
+    pub fn budget(
+        self,
+        budget: &'p RetryBudget,
+    ) -> Retry<'p, Result<T, E>, C, S, H, Extras<'p, E>, L>
     where
         X: MaybeExtras<'p, E>,
     {
@@ -332,11 +480,12 @@ impl<'p, T, E, C, S, H, X> Retry<'p, Result<T, E>, C, S, H, X> {
     }
 
     /// `breaker = B`: while the [`CircuitBreaker`] is open, the function returns
-    /// `E::from(CircuitOpen)` at once without running the body; every attempt feeds it.
+    /// `E::from(CircuitOpen)` at once without running the body; every attempt feeds it, and a
+    /// failure after which it is open ends the loop at once with that failure.
     pub fn breaker(
         self,
         breaker: &'p CircuitBreaker,
-    ) -> Retry<'p, Result<T, E>, C, S, H, Extras<'p, E>>
+    ) -> Retry<'p, Result<T, E>, C, S, H, Extras<'p, E>, L>
     where
         E: FromCircuitOpen,
         X: MaybeExtras<'p, E>,
@@ -349,7 +498,7 @@ impl<'p, T, E, C, S, H, X> Retry<'p, Result<T, E>, C, S, H, X> {
     }
 
     /// `nested = retry`: keep retrying even inside another retrying function.
-    pub fn nested_retry(self) -> Retry<'p, Result<T, E>, C, S, H, Extras<'p, E>>
+    pub fn nested_retry(self) -> Retry<'p, Result<T, E>, C, S, H, Extras<'p, E>, L>
     where
         X: MaybeExtras<'p, E>,
     {
@@ -357,87 +506,195 @@ impl<'p, T, E, C, S, H, X> Retry<'p, Result<T, E>, C, S, H, X> {
     }
 }
 
-// The hooks' builders: the hooks are one slot type, `Hooks<R, N, G>`, and each builder fills one
-// of its slots.
 #[allow(clippy::type_complexity)]
-impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G>, X> {
-    /// `on_result = f`: an `Ok` value that `f` marks is treated as a transient failure; when the
-    /// retries run out, the last `Ok` value is returned.
-    pub fn on_result<F: Fn(&T) -> bool>(
+impl<'p, T, E, C, S, H, X, D, V> Retry<'p, Result<T, E>, C, S, H, X, Log<D, V>> {
+    /// `log_level = "warn"`: the level of the one event logged when a call that failed ends
+    /// (`ERROR` by default).
+    pub fn log_level<V2: level::Level>(
         self,
-        f: F,
-    ) -> Retry<'p, Result<T, E>, C, S, Hooks<OnResult<F, T>, N, G>, X> {
-        let on_result = Hook::new(f, |f, value, ()| f(value));
+        _level: V2,
+    ) -> Retry<'p, Result<T, E>, C, S, H, X, Log<D, V2>> {
+        self.with_options(|s, h, x| (s, h, x))
+    }
+}
+
+// The hooks' builders: the hooks are one slot type, `Hooks<R, N, G, F>`, and each builder fills
+// one of its slots.
+#[allow(clippy::type_complexity)]
+impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G, F>, X, L> {
+    /// `on_result = f`: an `Ok` value for which `f` answers `true` (or a [`Verdict`] that
+    /// retries) is treated as a transient failure; when the retries run out, the last `Ok`
+    /// value is returned.
+    pub fn on_result<J, V>(
+        self,
+        f: J,
+    ) -> Retry<'p, Result<T, E>, C, S, Hooks<OnResult<J, T>, N, G, F>, X, L>
+    where
+        J: Fn(&T) -> V,
+        V: IntoResultVerdict,
+    {
+        let on_result = Hook::new(f, |f, value, ()| f(value).into_verdict());
         self.with_options(|s, h, x| {
             let hooks = Hooks {
                 on_result,
                 notify: h.notify,
                 on_give_up: h.on_give_up,
+                fallback: h.fallback,
             };
             (s, hooks, x)
         })
     }
 
-    /// `notify = f`: called before each pause with the error and a [`RetryEvent`].
-    pub fn notify<F: Fn(&E, &RetryEvent)>(
+    /// `notify = f`: called before each pause with a [`RetryEvent`] and, as `f` takes it, the
+    /// error (`Fn(&E, &RetryEvent)`, which hears pauses after errors only) or the outcome
+    /// (`Fn(Result<&T, &E>, &RetryEvent)`, which also hears pauses after an `Ok` that
+    /// `on_result` rejected).
+    pub fn notify<J, M>(
         self,
-        f: F,
-    ) -> Retry<'p, Result<T, E>, C, S, Hooks<R, Notify<F, E>, G>, X> {
-        let notify = Hook::new(f, |f, error, event| f(error, event));
+        f: J,
+    ) -> Retry<'p, Result<T, E>, C, S, Hooks<R, Notify<J, T, E>, G, F>, X, L>
+    where
+        J: NotifyHook<T, E, M>,
+    {
+        let notify = f.into_slot();
         self.with_options(|s, h, x| {
             let hooks = Hooks {
                 on_result: h.on_result,
                 notify,
                 on_give_up: h.on_give_up,
+                fallback: h.fallback,
             };
             (s, hooks, x)
         })
     }
 
-    /// `on_give_up = f`: called once with the last error when the loop stops retrying a
-    /// transient failure (retries used up, deadline, a server-suggested pause too long, the
-    /// budget empty).
-    pub fn on_give_up<F: Fn(&E)>(
+    /// `on_give_up = f`: called once when the loop gives up (retries used up, the deadline, a
+    /// server-suggested pause too long, the budget empty, the breaker open). `Fn(&E)` hears the
+    /// last error; `Fn(&E, &GiveUp)` also why; `Fn(Result<&T, &E>, &GiveUp)` also a last `Ok`
+    /// that `on_result` rejected.
+    pub fn on_give_up<J, M>(
         self,
-        f: F,
-    ) -> Retry<'p, Result<T, E>, C, S, Hooks<R, N, OnGiveUp<F, E>>, X> {
-        let on_give_up = Hook::new(f, |f, error, ()| f(error));
+        f: J,
+    ) -> Retry<'p, Result<T, E>, C, S, Hooks<R, N, J::Slot, F>, X, L>
+    where
+        J: GiveUpHook<T, E, M>,
+    {
+        let on_give_up = f.into_slot();
         self.with_options(|s, h, x| {
             let hooks = Hooks {
                 on_result: h.on_result,
                 notify: h.notify,
                 on_give_up,
+                fallback: h.fallback,
+            };
+            (s, hooks, x)
+        })
+    }
+
+    /// `fallback = f`: when the loop gives up with an error, `f(error, why)` is called, and what
+    /// it returns is the function's result. Sync (`FnOnce(E, GiveUp) -> Result<T, E>`), or in an
+    /// async function also async (returning a future of that `Result`). It runs in the last
+    /// attempt's context, so [`attempt()`](crate::attempt) gives the idempotency key.
+    ///
+    /// Follows [`sleep`](Retry::sleep) in the expansion: whether the function can await an
+    /// async fallback is told by its sleeper ([`Awaits`]).
+    pub fn fallback<J, Out, M>(
+        self,
+        f: J,
+    ) -> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G, Out::Slot<J>>, X, L>
+    where
+        J: FnOnce(E, GiveUp) -> Out,
+        Out: FallbackOutput<T, E, M>,
+        S: Awaits<M>,
+    {
+        let fallback = Out::slot(f);
+        self.with_options(|s, h, x| {
+            let hooks = Hooks {
+                on_result: h.on_result,
+                notify: h.notify,
+                on_give_up: h.on_give_up,
+                fallback,
             };
             (s, hooks, x)
         })
     }
 }
 
-impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G>, X> {
-    /// Decides what follows an attempt: `Break` with the function's result, or `Continue` with
-    /// the state for the next attempt, whose [`pause`](Retry::pause) is then taken.
+impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G, F>, X, L> {
+    /// Decides what follows an attempt: `Break` with the function's result (for an async
+    /// fallback, a future of it), or `Continue` with the state for the next attempt, whose
+    /// [`pause`](Retry::pause) is then taken.
     ///
     /// The state is taken and given back by value. An accepted `Ok` is decided at once;
     /// anything else goes to the decision after a failure, with the state taken apart into
     /// separate locals on that branch alone. Nothing of the state has its address taken, so the
     /// compiler keeps it in registers and constants instead of storing it up front.
     #[inline(always)]
-    pub fn next(mut self, attempted: Attempted<T, E>) -> ControlFlow<Result<T, E>, Self>
+    #[allow(clippy::type_complexity)]
+    pub fn next(
+        self,
+        attempted: Attempted<T, E>,
+    ) -> ControlFlow<<F as Fallback<T, E>>::Output<()>, Self>
     where
-        E: LoggableError,
-        R: Slot<T, (), bool>,
-        N: Slot<E, RetryEvent>,
-        G: Slot<E>,
+        R: Slot<T, (), Verdict>,
+        N: Slot<Result<T, E>, RetryEvent>,
+        G: Slot<Result<T, E>, GiveUp>,
+        F: Fallback<T, E>,
         X: MaybeExtras<'p, E>,
+        L: Logs<E>,
+    {
+        self.next_lending((), attempted)
+    }
+
+    /// [`next`](Retry::next) for a function with an idempotency key and a `fallback`: the
+    /// fallback runs with the key lent to it, as the attempts had it, so that
+    /// [`attempt()`](crate::attempt)`.key()` inside it (an async one included) gives the same
+    /// key. A function without a fallback never needs it and calls `next`.
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    pub fn next_keyed<'k, K: KeyParam + ?Sized>(
+        self,
+        key: &'k K,
+        attempted: Attempted<T, E>,
+    ) -> ControlFlow<<F as Fallback<T, E>>::Output<&'k K>, Self>
+    where
+        R: Slot<T, (), Verdict>,
+        N: Slot<Result<T, E>, RetryEvent>,
+        G: Slot<Result<T, E>, GiveUp>,
+        F: Fallback<T, E>,
+        X: MaybeExtras<'p, E>,
+        L: Logs<E>,
+    {
+        self.next_lending(key, attempted)
+    }
+
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    fn next_lending<K: KeySlot>(
+        mut self,
+        key: K,
+        attempted: Attempted<T, E>,
+    ) -> ControlFlow<<F as Fallback<T, E>>::Output<K>, Self>
+    where
+        R: Slot<T, (), Verdict>,
+        N: Slot<Result<T, E>, RetryEvent>,
+        G: Slot<Result<T, E>, GiveUp>,
+        F: Fallback<T, E>,
+        X: MaybeExtras<'p, E>,
+        L: Logs<E>,
     {
         match attempted {
-            Attempted::Completed(Ok(value)) if !self.hooks.rejects(&value) => {
-                if let Some(extras) = self.extras.get_mut() {
-                    extras.record(false, self.site.clock);
+            Attempted::Completed(Ok(value)) => {
+                let verdict = self.hooks.judge(&value);
+                if !verdict.is_retry() {
+                    if let Some(extras) = self.extras.get_mut() {
+                        extras.record(false, self.site.clock);
+                    }
+                    return ControlFlow::Break(F::ready(Ok(value)));
                 }
-                ControlFlow::Break(Ok(value))
+                self.after_failure(key, Attempted::Completed(Ok(value)), verdict)
             }
-            attempted => self.after_failure(attempted),
+            attempted => self.after_failure(key, attempted, Verdict::Fail),
         }
     }
 
@@ -478,7 +735,7 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G>, X
     /// The future is opaque, so that a `sleep = f` that is not an async sleep is one error, at
     /// `sleep`, and not a second one here.
     #[inline]
-    pub fn pause(&self) -> impl Future<Output = ()> + use<'p, T, E, C, S, R, N, G, X>
+    pub fn pause(&self) -> impl Future<Output = ()> + use<'p, T, E, C, S, R, N, G, F, X, L>
     where
         S: Sleeper,
     {
@@ -487,6 +744,12 @@ impl<'p, T, E, C, S, R, N, G, X> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G>, X
         }
         Pause(Some(Box::pin(self.sleeper.sleep(self.decided_pause()))))
     }
+}
+
+/// The end of an async function with a fallback, as a future: `return finish(result).await`.
+#[inline(always)]
+pub fn finish<R: IntoFinish>(result: R) -> R::Future {
+    result.into_finish()
 }
 
 /// The pause of an async function: a boxed timer, or nothing for a pause that is not slept.
@@ -521,7 +784,7 @@ mod tests {
 
     /// What the expansion does with one attempt whose body returns `outcome`: the pause before
     /// the next attempt and the state for it, or the function's result.
-    fn step<T, E: LoggableError, C, S>(
+    fn step<T, E: fmt::Debug, C, S>(
         mut retry: Retry<'_, Result<T, E>, C, S>,
         outcome: Result<T, E>,
     ) -> Step<'_, T, E, C, S> {
@@ -533,7 +796,7 @@ mod tests {
     }
 
     /// The pause `step` decided; panics on `Break`.
-    fn paused<T: fmt::Debug, E: LoggableError + fmt::Debug, C, S>(
+    fn paused<T: fmt::Debug, E: fmt::Debug, C, S>(
         flow: Step<'_, T, E, C, S>,
     ) -> (Duration, Retry<'_, Result<T, E>, C, S>) {
         match flow {
@@ -599,9 +862,11 @@ mod tests {
     }
 
     #[test]
-    fn the_happy_path_reads_no_clock_without_deadline_or_notify() {
+    fn the_happy_path_reads_no_clock_without_deadline_or_a_hook_that_hears_the_time() {
         let policy = Policy::new();
-        let mut retry = counted(&policy).on_result(|_| false).on_give_up(|_| {});
+        let mut retry = counted(&policy)
+            .on_result(|_| false)
+            .on_give_up(|_: &&str| {});
         let attempted = retry.attempt(|| Ok(()));
         assert!(matches!(retry.next(attempted), ControlFlow::Break(Ok(()))));
         assert_eq!(clock_reads(), 0);
@@ -610,7 +875,7 @@ mod tests {
     #[test]
     fn a_deadline_reads_the_clock_once_as_the_call_starts() {
         let policy = Policy::new().deadline(Duration::from_secs(10));
-        let mut retry = counted(&policy).notify(|_, _| {});
+        let mut retry = counted(&policy).notify(|_: &&str, _: &RetryEvent| {});
         assert_eq!(clock_reads(), 1);
         assert!(retry.progress.started.is_some());
         let attempted = retry.attempt(|| Ok(()));
@@ -621,11 +886,50 @@ mod tests {
     #[test]
     fn notify_reads_the_clock_once_as_the_first_attempt_starts() {
         let policy = Policy::new();
-        let mut retry = counted(&policy).notify(|_, _| {});
+        let mut retry = counted(&policy).notify(|_: &&str, _: &RetryEvent| {});
         assert_eq!(clock_reads(), 0, "the builder reads no clock");
         let attempted = retry.attempt(|| Ok(()));
         assert!(matches!(retry.next(attempted), ControlFlow::Break(Ok(()))));
         assert_eq!(clock_reads(), 1);
+    }
+
+    #[test]
+    fn a_hook_that_hears_the_time_reads_the_clock_once_as_the_first_attempt_starts() {
+        // `on_give_up` with a `GiveUp`, and `fallback`, hear the time spent.
+        let policy = Policy::new();
+        let mut retry = counted(&policy).on_give_up(|_: &&str, _: &GiveUp| {});
+        assert_eq!(clock_reads(), 0, "the builder reads no clock");
+        let attempted = retry.attempt(|| Ok(()));
+        assert!(matches!(retry.next(attempted), ControlFlow::Break(Ok(()))));
+        assert_eq!(clock_reads(), 1);
+
+        let mut retry = counted(&policy).fallback(|e, _| Err(e));
+        let attempted = retry.attempt(|| Ok(()));
+        assert!(matches!(retry.next(attempted), ControlFlow::Break(Ok(()))));
+        assert_eq!(clock_reads(), 1);
+    }
+
+    #[test]
+    fn a_failure_reads_no_clock_without_a_hook_deadline_budget_or_breaker() {
+        let policy = Policy::new().jitter(Jitter::None);
+        let mut retry = counted(&policy)
+            .on_give_up(|_: &&str| {})
+            .log_level(level::Warn);
+        let attempted = retry.attempt(|| Err("busy"));
+        assert!(matches!(retry.next(attempted), ControlFlow::Continue(_)));
+        assert_eq!(clock_reads(), 0);
+    }
+
+    #[test]
+    fn retry_now_takes_no_pause_and_counts_the_retry() {
+        let policy = Policy::new().max(1);
+        let retry = Retry::<Result<(), &str>>::start(&policy, "f", |_: &&str| Verdict::RetryNow);
+        let (pause, retry) = paused(step(retry, Err("a")));
+        assert_eq!((pause, retry.retries()), (Duration::ZERO, 1));
+        assert!(matches!(
+            step(retry, Err("b")),
+            ControlFlow::Break(Err("b"))
+        ));
     }
 
     #[test]

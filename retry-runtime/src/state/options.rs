@@ -4,11 +4,14 @@
 //! The builders that fill the slots (in the parent module, beside `start`) store what they are
 //! given and do nothing else.
 
-use super::RetryEvent;
-use crate::context::{self, KeyKind};
+use super::{GiveUp, RetryEvent};
+use crate::context::{self, Enter, Frame, KeyKind, KeySlot, Scoped};
 use crate::timer::Elapsed;
 use crate::{Admission, CircuitBreaker, CircuitOpen, RetryBudget, Verdict};
-use std::fmt::Display;
+use std::fmt::{self, Display};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
 /// An option that was not written.
@@ -40,18 +43,21 @@ impl<F, A, B, R> Hook<F, A, B, R> {
 
 /// The classifier: the error, and its verdict.
 pub(super) type Classify<C, E> = Hook<C, E, (), Verdict>;
-/// `on_result = f`: an `Ok` value, and whether it is a failure after all.
-pub(super) type OnResult<F, T> = Hook<F, T, (), bool>;
-/// `notify = f`: the error and the pause about to be taken.
-pub(super) type Notify<F, E> = Hook<F, E, RetryEvent>;
-/// `on_give_up = f`: the last error.
-pub(super) type OnGiveUp<F, E> = Hook<F, E>;
+/// `on_result = f`: an `Ok` value, and whether to retry it after all (a `bool` or a
+/// [`Verdict`], as `f` answers).
+pub(super) type OnResult<F, T> = Hook<F, T, (), Verdict>;
+/// `notify = f`: the outcome and the pause about to be taken; the form of `f` decides whether
+/// a rejected `Ok` reaches it ([`NotifyHook`]).
+pub(super) type Notify<F, T, E> = Hook<F, Result<T, E>, RetryEvent>;
 
 /// A hook's slot: [`Unset`], or a [`Hook`] that hears `&A` and `&B` and answers `R`.
 pub trait Slot<A, B = (), R = ()> {
     /// Whether a hook is there. A constant, so that what only a hook would hear (the
     /// [`RetryEvent`], the elapsed time) is made only when one is.
     const SET: bool;
+    /// Whether the hook hears the time since the first attempt started, for which the loop
+    /// reads the clock as the call starts.
+    const TIMED: bool = Self::SET;
     /// Calls the hook, if there is one.
     fn call(&self, a: &A, b: &B) -> Option<R>;
 }
@@ -72,22 +78,377 @@ impl<F, A, B, R> Slot<A, B, R> for Hook<F, A, B, R> {
     }
 }
 
-/// The hooks of a function, one [`Slot`] each: one type parameter of [`Retry`](super::Retry) for all of them.
+/// A hook that hears no time: `on_give_up = f` with `f: Fn(&E)`, which needs no clock reading.
+pub struct Untimed<S>(S);
+
+impl<S: Slot<A, B, R>, A, B, R> Slot<A, B, R> for Untimed<S> {
+    const SET: bool = S::SET;
+    const TIMED: bool = false;
+    #[inline(always)]
+    fn call(&self, a: &A, b: &B) -> Option<R> {
+        self.0.call(a, b)
+    }
+}
+
+/// The forms `notify = f` accepts, told apart by `M`: `Fn(&E, &RetryEvent)` ([`ErrorForm`]),
+/// which hears the pauses after errors, and `Fn(Result<&T, &E>, &RetryEvent)`
+/// ([`OutcomeForm`]), which also hears the pauses after an `Ok` that `on_result` rejected. A
+/// reference never matches a `Result`, so a generic `fn log<E: Display>(error: &E, event:
+/// &RetryEvent)` is the first form without naming `E`.
+#[diagnostic::on_unimplemented(
+    message = "`notify = ...` must be callable as `Fn(&{E}, &RetryEvent)` or `Fn(Result<&{T}, &{E}>, &RetryEvent)`",
+    label = "not a function of `&{E}` and `&RetryEvent`",
+    note = "`Fn(&{E}, &RetryEvent)` hears each pause after an error; `Fn(Result<&{T}, &{E}>, &RetryEvent)` (the outcome, as `Result::as_ref` gives it) also each pause after an `Ok` that `on_result` rejected",
+    note = "a closure needs the types of its arguments written, since two forms are accepted: `|error: &{E}, event: &RetryEvent| ...`"
+)]
+pub trait NotifyHook<T, E, M> {
+    /// The hook, in its slot.
+    fn into_slot(self) -> Hook<Self, Result<T, E>, RetryEvent>
+    where
+        Self: Sized;
+}
+
+/// The hook form that hears an error: `Fn(&E, ...)`.
+pub enum ErrorForm {}
+/// The hook form that hears the outcome: `Fn(Result<&T, &E>, ...)`.
+pub enum OutcomeForm {}
+/// The form `on_give_up = f` with `f: Fn(&E)`.
+pub enum ErrorOnly {}
+
+impl<F: Fn(&E, &RetryEvent), T, E> NotifyHook<T, E, ErrorForm> for F {
+    fn into_slot(self) -> Hook<F, Result<T, E>, RetryEvent> {
+        Hook::new(self, |f, outcome, event| {
+            if let Err(error) = outcome {
+                f(error, event)
+            }
+        })
+    }
+}
+
+impl<F: Fn(Result<&T, &E>, &RetryEvent), T, E> NotifyHook<T, E, OutcomeForm> for F {
+    fn into_slot(self) -> Hook<F, Result<T, E>, RetryEvent> {
+        Hook::new(self, |f, outcome, event| f(outcome.as_ref(), event))
+    }
+}
+
+/// The forms `on_give_up = f` accepts, told apart by `M`: `Fn(&E)` ([`ErrorOnly`]),
+/// `Fn(&E, &GiveUp)` ([`ErrorForm`]) and `Fn(Result<&T, &E>, &GiveUp)` ([`OutcomeForm`]).
+#[diagnostic::on_unimplemented(
+    message = "`on_give_up = ...` must be callable as `Fn(&{E})`, `Fn(&{E}, &GiveUp)` or `Fn(Result<&{T}, &{E}>, &GiveUp)`",
+    label = "not a function of `&{E}` (and `&GiveUp`)",
+    note = "`Fn(&{E})` hears the last error; with a second argument `&retry_runtime::GiveUp` it also hears why the loop gave up, the attempts and the time spent; `Result<&{T}, &{E}>` as the first argument (the outcome, as `Result::as_ref` gives it) hears an `Ok` that `on_result` rejected as well",
+    note = "a closure needs the types of its arguments written, since three forms are accepted: `|error: &{E}| ...`"
+)]
+pub trait GiveUpHook<T, E, M> {
+    /// The slot the hook fills.
+    type Slot: Slot<Result<T, E>, GiveUp>;
+    /// The hook, in its slot.
+    fn into_slot(self) -> Self::Slot;
+}
+
+impl<F: Fn(&E), T, E> GiveUpHook<T, E, ErrorOnly> for F {
+    type Slot = Untimed<Hook<F, Result<T, E>, GiveUp>>;
+    fn into_slot(self) -> Self::Slot {
+        Untimed(Hook::new(self, |f, outcome, _| {
+            if let Err(error) = outcome {
+                f(error)
+            }
+        }))
+    }
+}
+
+impl<F: Fn(&E, &GiveUp), T, E> GiveUpHook<T, E, ErrorForm> for F {
+    type Slot = Hook<F, Result<T, E>, GiveUp>;
+    fn into_slot(self) -> Self::Slot {
+        Hook::new(self, |f, outcome, why| {
+            if let Err(error) = outcome {
+                f(error, why)
+            }
+        })
+    }
+}
+
+impl<F: Fn(Result<&T, &E>, &GiveUp), T, E> GiveUpHook<T, E, OutcomeForm> for F {
+    type Slot = Hook<F, Result<T, E>, GiveUp>;
+    fn into_slot(self) -> Self::Slot {
+        Hook::new(self, |f, outcome, why| f(outcome.as_ref(), why))
+    }
+}
+
+/// The hooks of a function, one [`Slot`] each, and its fallback: one type parameter of
+/// [`Retry`](super::Retry) for all of them.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Hooks<R = Unset, N = Unset, G = Unset> {
+pub struct Hooks<R = Unset, N = Unset, G = Unset, F = Unset> {
     pub(super) on_result: R,
     pub(super) notify: N,
     pub(super) on_give_up: G,
+    pub(super) fallback: F,
 }
 
-impl<R, N, G> Hooks<R, N, G> {
-    /// `true` when `on_result` marks the value as a failure.
+impl<R, N, G, F> Hooks<R, N, G, F> {
+    /// What `on_result` says about an `Ok` value: [`Verdict::Fail`] (return it) without one.
     #[inline(always)]
-    pub(super) fn rejects<T>(&self, value: &T) -> bool
+    pub(super) fn judge<T>(&self, value: &T) -> Verdict
     where
-        R: Slot<T, (), bool>,
+        R: Slot<T, (), Verdict>,
     {
-        self.on_result.call(value, &()).unwrap_or(false)
+        self.on_result.call(value, &()).unwrap_or(Verdict::Fail)
+    }
+}
+
+// ---- the fallback ----------------------------------------------------------------------------
+
+/// What a fallback returns: the function's `Result` (a sync fallback), or a future of it (an
+/// async one), told apart by `M` ([`SyncForm`] or [`AsyncForm`]); and the slot that holds such
+/// a fallback.
+#[diagnostic::on_unimplemented(
+    message = "`fallback = ...` must return `Result<{T}, {E}>`, the function's own result, not `{Self}`",
+    label = "this fallback returns `{Self}`",
+    note = "a fallback is called as `FnOnce({E}, GiveUp) -> Result<{T}, {E}>` when the loop gives up; in an `async fn` it may also be async (return a future of that `Result`)"
+)]
+pub trait FallbackOutput<T, E, M>: Sized {
+    /// The slot of a fallback `J` that returns `Self`.
+    type Slot<J>: Fallback<T, E>;
+    /// `f` in its slot, with the pointer that calls it: made here, where `f`'s bound is
+    /// checked, so that the loop needs no bound of its own (and a mistyped fallback is one
+    /// error, at `fallback`).
+    fn slot<J: FnOnce(E, GiveUp) -> Self>(f: J) -> Self::Slot<J>;
+}
+
+/// A fallback that returns the `Result` itself.
+pub enum SyncForm {}
+/// A fallback that returns a future of the `Result`.
+pub enum AsyncForm {}
+
+impl<T, E> FallbackOutput<T, E, SyncForm> for Result<T, E> {
+    type Slot<J> = SyncFallback<J, T, E>;
+    fn slot<J: FnOnce(E, GiveUp) -> Self>(f: J) -> SyncFallback<J, T, E> {
+        SyncFallback {
+            f,
+            call: |f, error, why| f(error, why),
+        }
+    }
+}
+
+impl<T, E, Fut: Future<Output = Result<T, E>>> FallbackOutput<T, E, AsyncForm> for Fut {
+    type Slot<J> = AsyncFallback<J, Fut, E>;
+    fn slot<J: FnOnce(E, GiveUp) -> Self>(f: J) -> AsyncFallback<J, Fut, E> {
+        AsyncFallback {
+            f,
+            call: |f, error, why| f(error, why),
+        }
+    }
+}
+
+/// A loop that can await a fallback of form `M`: every async one, and a sync one only a sync
+/// fallback. The loop's sleeper says which it is: a sync function has none ([`Unset`]), which
+/// settles the form before the fallback's return type is looked at, so that an async fallback
+/// of a sync function is the one error "must return `Result<T, E>`".
+pub trait Awaits<M> {}
+
+impl Awaits<SyncForm> for Unset {}
+impl<S: crate::timer::Sleeper, M> Awaits<M> for S {}
+
+/// The attempt context the fallback runs in: the last attempt's frame and the key, so that
+/// `attempt()` inside it gives the same idempotency key as the attempts had.
+pub struct FallbackScope<K> {
+    pub(super) frame: Frame,
+    pub(super) key: K,
+}
+
+/// The fallback's slot: [`Unset`], or `fallback = f` in its form.
+pub trait Fallback<T, E> {
+    /// What `next` breaks with: the function's `Result`, or for an async fallback a future of
+    /// it ([`Finish`]).
+    type Output<K: KeySlot>;
+    /// Whether a fallback is there.
+    const SET: bool;
+    /// A result that needs no fallback (an `Ok`, a permanent error), as the output.
+    fn ready<K: KeySlot>(result: Result<T, E>) -> Self::Output<K>;
+    /// Calls the fallback with the last error and why the loop gave up, in `scope`.
+    fn call<K: KeySlot>(self, error: E, why: GiveUp, scope: FallbackScope<K>) -> Self::Output<K>;
+}
+
+impl<T, E> Fallback<T, E> for Unset {
+    type Output<K: KeySlot> = Result<T, E>;
+    const SET: bool = false;
+    #[inline(always)]
+    fn ready<K: KeySlot>(result: Result<T, E>) -> Result<T, E> {
+        result
+    }
+    #[inline(always)]
+    fn call<K: KeySlot>(self, error: E, _: GiveUp, _: FallbackScope<K>) -> Result<T, E> {
+        Err(error)
+    }
+}
+
+/// `fallback = f` with a sync `f`: called where the loop gives up.
+pub struct SyncFallback<J, T, E> {
+    f: J,
+    call: fn(J, E, GiveUp) -> Result<T, E>,
+}
+
+impl<J, T, E> Fallback<T, E> for SyncFallback<J, T, E> {
+    type Output<K: KeySlot> = Result<T, E>;
+    const SET: bool = true;
+    #[inline(always)]
+    fn ready<K: KeySlot>(result: Result<T, E>) -> Result<T, E> {
+        result
+    }
+    fn call<K: KeySlot>(self, error: E, why: GiveUp, scope: FallbackScope<K>) -> Result<T, E> {
+        let _entered = Enter::new(scope.frame);
+        scope.key.lend(|| (self.call)(self.f, error, why))
+    }
+}
+
+/// `fallback = f` with an async `f`: its future, made where the loop gives up, is what the
+/// function awaits last.
+pub struct AsyncFallback<J, Fut, E> {
+    f: J,
+    call: fn(J, E, GiveUp) -> Fut,
+}
+
+// Without a bound on `Fut`: `FallbackOutput` checked it where the slot was made, and a second
+// check here would repeat its error at every use of the loop state.
+impl<J, Fut, T, E> Fallback<T, E> for AsyncFallback<J, Fut, E> {
+    type Output<K: KeySlot> = Finish<Scoped<Fut, K>, T, E>;
+    const SET: bool = true;
+    #[inline(always)]
+    fn ready<K: KeySlot>(result: Result<T, E>) -> Self::Output<K> {
+        Finish::Ready {
+            result: Some(result),
+        }
+    }
+    fn call<K: KeySlot>(self, error: E, why: GiveUp, scope: FallbackScope<K>) -> Self::Output<K> {
+        let future = (self.call)(self.f, error, why);
+        Finish::Fallback {
+            future: Scoped::new(scope.frame, scope.key, future),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The end of an async function with an async fallback: its result, or the fallback's
+    /// future, which runs in the last attempt's context.
+    #[project = FinishProj]
+    #[allow(missing_docs)] // the fields are described with their variants
+    pub enum Finish<Fut, T, E> {
+        /// The result, without a fallback.
+        Ready { result: Option<Result<T, E>> },
+        /// The fallback's future.
+        Fallback { #[pin] future: Fut },
+    }
+}
+
+impl<Fut: Future<Output = Result<T, E>>, T, E> Future for Finish<Fut, T, E> {
+    type Output = Result<T, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<T, E>> {
+        match self.project() {
+            FinishProj::Ready { result } => match result.take() {
+                Some(result) => Poll::Ready(result),
+                None => panic!("`Finish` polled after it completed"),
+            },
+            FinishProj::Fallback { future } => future.poll(cx),
+        }
+    }
+}
+
+/// What `next` breaks with in an async function that has a fallback, as a future: a sync
+/// fallback's `Result`, or an async fallback's [`Finish`].
+pub trait IntoFinish {
+    /// The future.
+    type Future: Future;
+    /// `self`, as a future.
+    fn into_finish(self) -> Self::Future;
+}
+
+impl<T, E> IntoFinish for Result<T, E> {
+    type Future = std::future::Ready<Result<T, E>>;
+    #[inline(always)]
+    fn into_finish(self) -> Self::Future {
+        std::future::ready(self)
+    }
+}
+
+impl<Fut: Future<Output = Result<T, E>>, T, E> IntoFinish for Finish<Fut, T, E> {
+    type Future = Self;
+    #[inline(always)]
+    fn into_finish(self) -> Self {
+        self
+    }
+}
+
+// ---- logging -----------------------------------------------------------------------------------
+
+/// How the loop logs: how it shows the error (`D`: [`ByDebug`] or [`ByName`]) and the level of
+/// the final event (`V`, one of [`level`]). Zero-sized: a type parameter of the loop state.
+pub struct Log<D, V>(std::marker::PhantomData<fn() -> (D, V)>);
+
+/// The error is shown with its `Debug` impl.
+pub enum ByDebug {}
+/// The error has no `Debug` impl (or a generic error type has no `Debug` bound): it is shown
+/// by its type name.
+pub enum ByName {}
+
+/// The levels `log_level = "..."` names, each a zero-sized type.
+pub mod level {
+    use super::LogLevel;
+
+    /// A level of the final event.
+    pub trait Level {
+        /// The level.
+        const LEVEL: LogLevel;
+    }
+
+    macro_rules! levels {
+        ($($name:ident,)*) => {$(
+            #[doc = concat!("`log_level = \"", stringify!($name), "\"`.")]
+            #[derive(Clone, Copy, Debug)]
+            pub struct $name;
+            impl Level for $name {
+                const LEVEL: LogLevel = LogLevel::$name;
+            }
+        )*};
+    }
+
+    levels!(Error, Warn, Info, Debug, Trace,);
+}
+
+/// The level of the one event logged when a call that failed ends (`log_level = "..."`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogLevel {
+    /// `ERROR`, the default.
+    Error,
+    /// `WARN`.
+    Warn,
+    /// `INFO`.
+    Info,
+    /// `DEBUG`.
+    Debug,
+    /// `TRACE`.
+    Trace,
+}
+
+/// How the loop shows an error of type `E` and at which level it logs the final event.
+pub trait Logs<E> {
+    /// The final event's level.
+    const LEVEL: LogLevel;
+    /// Writes `error` for a log event.
+    fn show(error: &E, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+}
+
+impl<E: fmt::Debug, V: level::Level> Logs<E> for Log<ByDebug, V> {
+    const LEVEL: LogLevel = V::LEVEL;
+    fn show(error: &E, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(error, f)
+    }
+}
+
+impl<E, V: level::Level> Logs<E> for Log<ByName, V> {
+    const LEVEL: LogLevel = V::LEVEL;
+    fn show(_: &E, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a `{}` (no `Debug`)", std::any::type_name::<E>())
     }
 }
 
@@ -179,11 +540,13 @@ impl<'p, E> Extras<'p, E> {
     }
 
     /// Tells the breaker, if any, how the attempt went: a transient failure counts against the
-    /// service; a success or a permanent error (the service answered) counts for it.
+    /// service; a success or a permanent error (the service answered) counts for it. `true`
+    /// when the circuit is open after it, by this outcome or by others'.
     #[inline]
-    pub(super) fn record(&mut self, service_failed: bool, clock: fn() -> Instant) {
-        if let Some(admission) = self.admission.take() {
-            admission.record(!service_failed, clock());
+    pub(super) fn record(&mut self, service_failed: bool, clock: fn() -> Instant) -> bool {
+        match self.admission.take() {
+            Some(admission) => admission.record_and_check(!service_failed, clock()),
+            None => false,
         }
     }
 }

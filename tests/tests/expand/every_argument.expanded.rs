@@ -1,5 +1,5 @@
 use retry_runtime::{
-    retry, CircuitBreaker, CircuitOpen, Elapsed, RetryBudget, RetryEvent, Verdict,
+    retry, CircuitBreaker, CircuitOpen, Elapsed, GiveUp, RetryBudget, RetryEvent, Verdict,
 };
 enum ContractError {
     Overloaded,
@@ -49,13 +49,16 @@ fn classify(error: &ContractError) -> Verdict {
 }
 fn log_retry(_: &ContractError, _: &RetryEvent) {}
 fn log_failure(_: &ContractError) {}
+async fn save_for_later(error: ContractError, _: GiveUp) -> Result<u16, ContractError> {
+    Err(error)
+}
 fn is_pending(status: &u16) -> bool {
     *status == 202
 }
 static BUDGET: RetryBudget = RetryBudget::new();
 static BREAKER: CircuitBreaker = CircuitBreaker::new();
 async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
-    use ::retry_runtime::__private as __retry_rt;
+    use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(4)
         .base(__retry_rt::Duration::from_millis(250))
@@ -73,7 +76,9 @@ async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
         .on_give_up(log_failure)
         .budget(&BUDGET)
         .breaker(&BREAKER)
-        .nested_retry();
+        .nested_retry()
+        .fallback(save_for_later)
+        .log_level(__retry_rt::level::Warn);
     loop {
         let __retry_outcome = __retry
             .run_timed(async {
@@ -89,7 +94,9 @@ async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
         #[allow(unreachable_code)]
         {
             __retry = match __retry.next(__retry_outcome) {
-                __retry_rt::ControlFlow::Break(__retry_result) => return __retry_result,
+                __retry_rt::ControlFlow::Break(__retry_result) => {
+                    return __retry_rt::finish(__retry_result).await;
+                }
                 __retry_rt::ControlFlow::Continue(__retry_next) => __retry_next,
             };
             __retry.pause().await;

@@ -1,4 +1,4 @@
-use retry_runtime::{retry, CircuitBreaker, CircuitOpen, Elapsed, RetryBudget, RetryEvent, Verdict};
+use retry_runtime::{retry, CircuitBreaker, CircuitOpen, Elapsed, GiveUp, RetryBudget, RetryEvent, Verdict};
 
 #[derive(Debug)]
 enum ContractError {
@@ -28,6 +28,9 @@ fn classify(error: &ContractError) -> Verdict {
 
 fn log_retry(_: &ContractError, _: &RetryEvent) {}
 fn log_failure(_: &ContractError) {}
+async fn save_for_later(error: ContractError, _: GiveUp) -> Result<u16, ContractError> {
+    Err(error)
+}
 fn is_pending(status: &u16) -> bool {
     *status == 202
 }
@@ -50,7 +53,9 @@ static BREAKER: CircuitBreaker = CircuitBreaker::new();
     on_give_up = log_failure,
     budget = BUDGET,
     breaker = BREAKER,
-    nested = retry
+    nested = retry,
+    fallback = save_for_later,
+    log_level = "warn"
 )]
 async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
     let _ = claim;

@@ -1,10 +1,10 @@
-use retry_runtime::{non_idempotent, retry, IdempotencyKey};
+use retry_runtime::{non_idempotent, retry, GiveUp, IdempotencyKey};
 use std::io;
 /**
 
 **Not idempotent**: a repeat would act twice. It is retried only with an idempotency key that every attempt sends.*/
 async fn pay_out(claim: u32, amount: u64, key: &IdempotencyKey) -> io::Result<String> {
-    use ::retry_runtime::__private as __retry_rt;
+    use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(2)
         .base(__retry_rt::Duration::from_millis(500))
@@ -51,7 +51,7 @@ async fn pay_out(claim: u32, amount: u64, key: &IdempotencyKey) -> io::Result<St
 
 **Not idempotent**: a repeat would act twice. It is retried only with an idempotency key that every attempt sends.*/
 fn send_receipt(order: u64, to: &str) -> io::Result<()> {
-    use ::retry_runtime::__private as __retry_rt;
+    use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(2)
         .base(__retry_rt::Duration::from_millis(500));
@@ -80,5 +80,45 @@ fn send_receipt(order: u64, to: &str) -> io::Result<()> {
             __retry.pause_blocking();
         }
     }
+}
+/// With a fallback: it runs with the key lent, as the attempts do (`next_keyed`).
+/**
+
+**Not idempotent**: a repeat would act twice. It is retried only with an idempotency key that every attempt sends.*/
+fn refund(order: u64) -> io::Result<()> {
+    use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+    const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
+        .max(2)
+        .base(__retry_rt::Duration::from_millis(500));
+    let mut __retry = __retry_rt::Retry::<
+        io::Result<()>,
+    >::start(
+            &__RETRY_POLICY,
+            "refund",
+            |__retry_error| __retry_rt::is_transient(__retry_error),
+        )
+        .fallback(|error, why| defer(order, error, why));
+    loop {
+        let __retry_outcome = __retry
+            .attempt_keyed(
+                &order,
+                || {
+                    let _ = order;
+                    Ok(())
+                },
+            );
+        #[allow(unreachable_code)]
+        {
+            __retry = match __retry.next_keyed(&order, __retry_outcome) {
+                __retry_rt::ControlFlow::Break(__retry_result) => return __retry_result,
+                __retry_rt::ControlFlow::Continue(__retry_next) => __retry_next,
+            };
+            __retry.pause_blocking();
+        }
+    }
+}
+fn defer(order: u64, error: io::Error, why: GiveUp) -> io::Result<()> {
+    let _ = (order, error, why);
+    Ok(())
 }
 fn main() {}

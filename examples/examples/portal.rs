@@ -37,14 +37,12 @@
 //! the payout of scene 4 is here, in [`payout`].
 
 use futures_util::future::join_all;
-use retry_examples::portal::coverage::{
-    CONTRACT_BREAKER, ContractError, Coverage, GiveUp, check_or_save,
-};
+use retry_examples::portal::coverage::{CONTRACT_BREAKER, ContractError, Coverage, check_coverage};
 use retry_examples::portal::later::{self, CoverageJob};
 use retry_examples::portal::story::{scene, scene_time};
 use retry_examples::portal::{Claim, ClaimId, ContractClient, ContractService};
 use retry_examples::queue::{Engine, Job, Location, Queue, State, Worker};
-use retry_runtime::{BreakerState, IdempotencyKey, Policy};
+use retry_runtime::{BreakerState, GiveUpReason, IdempotencyKey, Policy};
 use std::error::Error;
 use std::fmt;
 use std::time::Duration;
@@ -74,7 +72,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let roof = Claim::new(STORM_ROOF.0, "alma@example.com");
     println!("  is claim {STORM_ROOF} covered? (at most 4 calls, pauses of about 1 s, 2 s, 4 s)");
     // One key per check, made before the first attempt: the service records each check once.
-    let answer = check_or_save(&client, &queue, &roof, &IdempotencyKey::new()).await;
+    let answer = check_coverage(&client, &queue, &roof, &IdempotencyKey::new()).await;
     tell_customer(STORM_ROOF, &answer);
     assert!(matches!(answer, Ok(Coverage::Covered)));
     // Two "overloaded", then the answer.
@@ -84,14 +82,15 @@ async fn main() -> Result<(), Box<dyn Error>> {
     service.overload_next_checks(u32::MAX).await;
     let fence = Claim::new(STORM_FENCE.0, "bruno@example.com");
     println!("  is claim {STORM_FENCE} covered?");
-    let answer = check_or_save(&client, &queue, &fence, &IdempotencyKey::new()).await;
+    let answer = check_coverage(&client, &queue, &fence, &IdempotencyKey::new()).await;
     tell_customer(STORM_FENCE, &answer);
     // `max = 3`: the first call and three retries; then the fallback saved the claim, with the
     // last error kept as the cause.
     assert!(matches!(
         &answer,
-        Err(ContractError::Deferred { why: GiveUp::Exhausted, cause, .. })
-            if matches!(**cause, ContractError::Overloaded)
+        Err(ContractError::Deferred { why, cause, .. })
+            if why.reason == GiveUpReason::Exhausted && why.attempts == 4
+                && matches!(**cause, ContractError::Overloaded)
     ));
     assert_eq!(service.coverage_checks(STORM_FENCE).await, 4);
     service.overload_next_checks(0).await;
@@ -99,7 +98,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     scene("3", "a claim that is not covered");
     let shed = Claim::new(GARDEN_SHED.0, "carla@example.com");
     println!("  is claim {GARDEN_SHED} covered?");
-    let answer = check_or_save(&client, &queue, &shed, &IdempotencyKey::new()).await;
+    let answer = check_coverage(&client, &queue, &shed, &IdempotencyKey::new()).await;
     tell_customer(GARDEN_SHED, &answer);
     // A business answer is an `Ok`: nothing to retry.
     assert!(matches!(answer, Ok(Coverage::NotCovered)));
@@ -156,7 +155,7 @@ async fn long_outage(
     );
     let reports = customers.iter().zip(0u32..).map(|(claim, i)| async move {
         tokio::time::sleep(Duration::from_millis(50) * i).await;
-        let answer = check_or_save(client, queue, claim, &IdempotencyKey::new()).await;
+        let answer = check_coverage(client, queue, claim, &IdempotencyKey::new()).await;
         if let Err(e @ ContractError::Deferred { .. }) = &answer {
             println!("    claim {} at {:5.2} s: {e}", claim.id, scene_time());
         }
@@ -164,8 +163,9 @@ async fn long_outage(
         answer
     });
     let answers = join_all(reports).await;
-    // The first five calls failed and opened the breaker; after that no call reached the
-    // service: each customer's next attempt was refused at once, and every claim was saved.
+    // The first five calls failed; the fifth opened the breaker, which ended that customer's
+    // loop at once (no pause). After that no call reached the service: each customer's next
+    // attempt was refused at once, the loop gave up, and the fallback saved every claim.
     let reached: u32 = join_all(customers.iter().map(|c| service.coverage_checks(c.id)))
         .await
         .into_iter()
@@ -174,10 +174,7 @@ async fn long_outage(
     assert_eq!(reached, 5);
     assert!(answers.iter().all(|answer| matches!(
         answer,
-        Err(ContractError::Deferred {
-            why: GiveUp::BreakerOpen,
-            ..
-        })
+        Err(ContractError::Deferred { why, .. }) if why.reason == GiveUpReason::BreakerOpen
     )));
 
     service.overload_next_checks(0).await;
@@ -290,7 +287,7 @@ fn tell_customer(claim: ClaimId, answer: &Result<Coverage, ContractError>) {
              your details are saved and you will get the result by e-mail."
             .to_owned(),
         // The fallback could not save the claim (its database failed): nothing is promised.
-        Err(e) if GiveUp::of(e).is_some() => {
+        Err(e) if e.may_pass() => {
             "The coverage check is not possible right now; please try again later.".to_owned()
         }
         Err(e) => format!("We cannot check claim {claim}: {e}."),

@@ -340,21 +340,27 @@ async fn the_readme_fallback_defers_the_check() {
 #[rustfmt::skip]
 #[allow(dead_code)]
 mod queue {
-use retry_examples::portal::coverage::{check_coverage, ContractError, Coverage, GiveUp, CONTRACT_BREAKER};
+use retry_examples::portal::coverage::{is_transient, ContractError, Coverage, CONTRACT_BREAKER, COVERAGE_BUDGET};
 use retry_examples::portal::later::{check_later, save_for_later, CoverageJob};
 use retry_examples::portal::{Claim, ContractClient};
 use retry_examples::queue::{Job, Queue, QueueError, Worker};
-use retry_runtime::IdempotencyKey;
+use retry_runtime::{non_idempotent, retry, IdempotencyKey};
 use std::time::Duration;
 
-// The form: the check, or where its loop gave up, the claim saved and its check queued.
-async fn check_or_save(client: &ContractClient, queue: &Queue, claim: &Claim, key: &IdempotencyKey) -> Result<Coverage, ContractError> {
-    match check_coverage(client, claim, key).await {
-        Err(error) => match GiveUp::of(&error) {            // transient, or the breaker's refusal
-            Some(why) => save_for_later(queue, claim, key, error, why).await, // Err(Deferred { job, .. })
-            None => Err(error),                              // an answer about the claim: shown as it is
-        },
-        answer => answer,
+// The form and the worker alike: the check, or where its loop gave up, the claim saved and its
+// check queued under the same key (Err(ContractError::Deferred { job, why, cause })).
+#[non_idempotent]
+#[retry(max = 3, base = "1s", jitter, on = is_transient,
+        budget = COVERAGE_BUDGET, breaker = CONTRACT_BREAKER,
+        fallback = |error, why| save_for_later(queue, claim, key, error, why))]
+async fn check_coverage(client: &ContractClient, queue: &Queue, claim: &Claim, key: &IdempotencyKey) -> Result<Coverage, ContractError> {
+    let line = client.request(&format!("COVERAGE {} {key}", claim.id)).await.map_err(ContractError::ConnectionLost)?;
+    match line.as_str() {
+        "COVERED" => Ok(Coverage::Covered),
+        "NOT_COVERED" => Ok(Coverage::NotCovered),
+        "OVERLOADED" => Err(ContractError::Overloaded),
+        "UNKNOWN_CLAIM" => Err(ContractError::InvalidClaim(claim.id)), // an answer: no fallback, shown as it is
+        _ => Err(ContractError::Protocol(line)),
     }
 }
 

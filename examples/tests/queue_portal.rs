@@ -11,11 +11,11 @@ mod common;
 
 use common::{Database, Engine};
 use futures_util::future::join_all;
-use retry_examples::portal::coverage::{CONTRACT_BREAKER, ContractError, GiveUp, check_or_save};
+use retry_examples::portal::coverage::{CONTRACT_BREAKER, ContractError, check_coverage};
 use retry_examples::portal::later::{self, CoverageJob};
 use retry_examples::portal::{Claim, ContractClient, ContractService};
 use retry_examples::queue::{Job, State, Worker};
-use retry_runtime::{BreakerState, IdempotencyKey, Policy};
+use retry_runtime::{BreakerState, GiveUpReason, IdempotencyKey, Policy};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -43,7 +43,7 @@ async fn long_outage(engine: Engine) {
         async move {
             tokio::time::sleep(Duration::from_millis(20) * i).await;
             let key = IdempotencyKey::new();
-            (check_or_save(client, queue, claim, &key).await, key)
+            (check_coverage(client, queue, claim, &key).await, key)
         }
     });
     let answers = join_all(reports).await;
@@ -52,10 +52,8 @@ async fn long_outage(engine: Engine) {
         assert!(
             matches!(
                 answer,
-                Err(ContractError::Deferred {
-                    why: GiveUp::BreakerOpen,
-                    ..
-                })
+                Err(ContractError::Deferred { why, .. })
+                    if why.reason == GiveUpReason::BreakerOpen
             ),
             "{test}: {answer:?}"
         );

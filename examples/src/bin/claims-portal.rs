@@ -9,13 +9,14 @@
 //! ```
 //!
 //! `report` is the form: each customer's claim is checked (20 ms apart, concurrently) with
-//! `check_or_save`, and the customer's answer printed. `work` is the worker that drains the
+//! `check_coverage` (whose fallback saves the claim and queues its check), and the customer's
+//! answer printed. `work` is the worker that drains the
 //! queue of coverage checks. `DB` is a SQLite file or a `postgres://` URL; `ADDR` is where the
 //! contract service listens. `--pause-at STEP` stops the process at a crash point (`saving`,
 //! `saved`, `claimed`, `answered`, `recorded`) until it is killed.
 
 use retry_examples::crash;
-use retry_examples::portal::coverage::{CONTRACT_BREAKER, ContractError, check_or_save};
+use retry_examples::portal::coverage::{CONTRACT_BREAKER, ContractError, check_coverage};
 use retry_examples::portal::later::{self, CoverageJob};
 use retry_examples::portal::{Claim, ContractClient};
 use retry_examples::queue::{Queue, Worker};
@@ -64,7 +65,7 @@ async fn report(
     let reports = claims.iter().enumerate().map(|(i, claim)| async move {
         tokio::time::sleep(Duration::from_millis(20) * u32::try_from(i).unwrap_or(u32::MAX)).await;
         let key = IdempotencyKey::new();
-        let answer = check_or_save(client, queue, claim, &key).await;
+        let answer = check_coverage(client, queue, claim, &key).await;
         let told = match &answer {
             Ok(coverage) => format!("claim {} is {coverage}", claim.id),
             Err(ContractError::Deferred { job, .. }) => {

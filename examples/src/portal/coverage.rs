@@ -6,7 +6,8 @@ use super::story::{announce_give_up, announce_pause, scene_time};
 use super::{Claim, ClaimId, ContractClient};
 use crate::queue::{JobId, Queue};
 use retry_runtime::{
-    CircuitBreaker, CircuitOpen, IdempotencyKey, RetryBudget, attempt, non_idempotent, retry,
+    CircuitBreaker, CircuitOpen, GiveUp, IdempotencyKey, RetryBudget, attempt, non_idempotent,
+    retry,
 };
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -55,8 +56,8 @@ pub enum ContractError {
     /// The service answered something this portal does not understand. Nor that.
     Protocol(String),
     /// No answer now, but the claim is saved and the check is queued under its key: the
-    /// customer gets the result by e-mail. What [`save_for_later`] returns where the loop gave
-    /// up.
+    /// customer gets the result by e-mail. What [`save_for_later`], the fallback of
+    /// [`check_coverage`], returns where the loop gave up.
     Deferred {
         /// The queued coverage check.
         job: JobId,
@@ -81,38 +82,12 @@ pub fn is_transient(error: &ContractError) -> bool {
     )
 }
 
-/// Why the retry loop gave up: a stand-in for the library's `GiveUp` of issue 11, which
-/// `#[retry(fallback = ...)]` will pass to the fallback with the attempts and the time spent.
-/// Until then [`check_or_save`] tells the cases apart from the error, which cannot show whether
-/// the retries were used up or the budget refused one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GiveUp {
-    /// The breaker refused the call.
-    BreakerOpen,
-    /// The last attempt failed transiently and no retry was left: retries used up, or the
-    /// budget refused one.
-    Exhausted,
-}
-
-impl GiveUp {
-    /// Why the loop gave up, if `error` is one it gives up on: a transient error, or the
-    /// breaker's refusal. `None` for an answer about the request (a permanent error), which the
-    /// caller must see.
-    pub fn of(error: &ContractError) -> Option<Self> {
-        match error {
-            ContractError::Refused(_) => Some(GiveUp::BreakerOpen),
-            error if is_transient(error) => Some(GiveUp::Exhausted),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for GiveUp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            GiveUp::BreakerOpen => "the circuit breaker is open",
-            GiveUp::Exhausted => "no retry left",
-        })
+impl ContractError {
+    /// Whether this failure may pass by itself: a transient error, or the breaker's refusal
+    /// (the service was not asked). What the customer is told when the claim could not even be
+    /// saved, and what the worker retries later.
+    pub fn may_pass(&self) -> bool {
+        matches!(self, ContractError::Refused(_)) || is_transient(self)
     }
 }
 
@@ -123,6 +98,11 @@ impl fmt::Display for GiveUp {
 /// by up to half at random so that portals that failed together do not come back together. The
 /// retries come out of [`COVERAGE_BUDGET`], and every call asks [`CONTRACT_BREAKER`] first: while
 /// it is open, the call ends at once with [`ContractError::Refused`].
+///
+/// When the loop gives up (retries used up, the budget empty, the breaker open), the fallback
+/// [`save_for_later`] saves the claim and queues its check in `queue`, under the same key, and
+/// the customer is told [`ContractError::Deferred`]. A permanent error (no such claim) is
+/// returned as it is: it is an answer about the request.
 ///
 /// `#[non_idempotent]`: the service records each check in the claim's case file, so every
 /// attempt sends the same key, and so does the worker that makes the check later.
@@ -136,9 +116,11 @@ impl fmt::Display for GiveUp {
     breaker = CONTRACT_BREAKER,
     notify = announce_pause,
     on_give_up = announce_give_up,
+    fallback = |error, why| save_for_later(queue, claim, key, error, why),
 )]
 pub async fn check_coverage(
     client: &ContractClient,
+    queue: &Queue,
     claim: &Claim,
     key: &IdempotencyKey,
 ) -> Result<Coverage, ContractError> {
@@ -162,30 +144,6 @@ pub async fn check_coverage(
         "UNKNOWN_CLAIM" => Err(ContractError::InvalidClaim(claim.id)),
         "KEY_REUSED" => Err(ContractError::KeyReused(claim.id)),
         _ => Err(ContractError::Protocol(line)),
-    }
-}
-
-/// The portal's coverage question, as the form and the worker ask it: [`check_coverage`], and
-/// [`save_for_later`] where its loop gave up.
-///
-/// Until `#[retry(fallback = ...)]` exists the fallback is called here by hand, at the one place
-/// where the loop's result comes back. The switch: add a `queue: &Queue` parameter and
-/// `fallback = |e, why| save_for_later(queue, claim, key, e, why)` to `check_coverage`, drop the
-/// `match` below, and give `save_for_later` the library's `GiveUp` for this module's stand-in.
-pub async fn check_or_save(
-    client: &ContractClient,
-    queue: &Queue,
-    claim: &Claim,
-    key: &IdempotencyKey,
-) -> Result<Coverage, ContractError> {
-    let answer = check_coverage(client, claim, key).await;
-    // switch to fallback = |e, why| save_for_later(queue, claim, key, e, why)
-    match answer {
-        Err(error) => match GiveUp::of(&error) {
-            Some(why) => save_for_later(queue, claim, key, error, why).await,
-            None => Err(error),
-        },
-        answer => answer,
     }
 }
 

@@ -2,7 +2,7 @@
 //! queued under the claim's idempotency key, and a worker makes the check when the contract
 //! service is back and e-mails the result.
 
-use super::coverage::{ContractError, Coverage, GiveUp, check_or_save};
+use super::coverage::{ContractError, Coverage, check_coverage};
 use super::{Claim, ClaimId, ContractClient};
 use crate::crash;
 use crate::queue::{Engine, Job, JobId, Outcome, Queue, QueueError, Tx};
@@ -49,10 +49,10 @@ pub async fn migrate(queue: &Queue) -> Result<(), QueueError> {
     Ok(())
 }
 
-/// The fallback of [`check_coverage`](super::coverage::check_coverage), in the shape
-/// `#[retry(fallback = ...)]` will call it (with the library's `GiveUp` for
-/// [`GiveUp`]): saves the claim and queues its check under `key`, in one transaction, and
-/// returns what the customer is told, [`ContractError::Deferred`].
+/// The fallback of [`check_coverage`] (`fallback = |error, why| save_for_later(queue, claim,
+/// key, error, why)`), called when its loop gave up: saves the claim and queues its check under
+/// `key`, in one transaction, and returns what the customer is told, [`ContractError::Deferred`]
+/// with `why` and the last error.
 ///
 /// Both rows are keyed by `key`, so calling it again for the same check (a second click, or
 /// the worker whose own attempt gave up) adds nothing and names the same job. If the database
@@ -62,7 +62,7 @@ pub async fn save_for_later(
     claim: &Claim,
     key: &IdempotencyKey,
     error: ContractError,
-    why: GiveUp,
+    why: retry_runtime::GiveUp,
 ) -> Result<Coverage, ContractError> {
     match save(queue, claim, key).await {
         Ok(job) => Err(ContractError::Deferred {
@@ -100,7 +100,7 @@ async fn save(queue: &Queue, claim: &Claim, key: &IdempotencyKey) -> Result<JobI
 }
 
 /// The worker's handler of a coverage-check job: asks the same way the form does
-/// ([`check_or_save`], with the job's key), and decides from the answer.
+/// ([`check_coverage`], with the job's key), and decides from the answer.
 ///
 /// - An answer: the e-mail with the result is written in a transaction that the worker commits
 ///   together with the job's completion, so it is sent once however often the job runs.
@@ -121,23 +121,24 @@ pub async fn check_later(
         job.id, claim.id, job.attempt
     );
     crash::point("claimed", &what).await;
-    let answer = check_or_save(&client, &queue, &claim, &key).await;
+    let answer = check_coverage(&client, &queue, &claim, &key).await;
     crash::point("answered", &what).await;
     let outcome = match answer {
         Ok(coverage) => match write_email(&queue, &claim, &key, coverage).await {
             Ok(tx) => Outcome::DoneIn(tx, coverage),
             Err(e) => Outcome::RetryLater(format!("the e-mail cannot be written: {e}")),
         },
-        Err(ContractError::Deferred { why, cause, .. }) => match (why, *cause) {
-            (GiveUp::BreakerOpen, ContractError::Refused(open)) => Outcome::Snooze {
+        // The fallback found the job saved already (its key): only this attempt failed.
+        Err(ContractError::Deferred { cause, .. }) => match *cause {
+            ContractError::Refused(open) => Outcome::Snooze {
                 pause: open.remaining().unwrap_or(Duration::from_secs(1)),
                 reason: open.to_string(),
             },
-            (_, cause) => Outcome::RetryLater(cause.to_string()),
+            cause => Outcome::RetryLater(cause.to_string()),
         },
         // The breaker's refusal or a passing failure that could not be saved again: the claim
         // is saved already, so only the attempt failed.
-        Err(error) if GiveUp::of(&error).is_some() => Outcome::RetryLater(error.to_string()),
+        Err(error) if error.may_pass() => Outcome::RetryLater(error.to_string()),
         Err(permanent) => Outcome::Dead(permanent.to_string()),
     };
     let verdict = match &outcome {

@@ -1,7 +1,7 @@
 //! How the portal tells its story on the terminal: scenes, the time within a scene, and the
 //! lines the retry loop's hooks print.
 
-use retry_runtime::RetryEvent;
+use retry_runtime::{GiveUp, RetryEvent};
 use std::fmt;
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
@@ -35,8 +35,9 @@ pub fn announce_pause<E: fmt::Display>(error: &E, event: &RetryEvent) {
     );
 }
 
-/// The `on_give_up` hook: the last attempt failed transiently and no retry is left. The error
-/// itself goes back to the caller unchanged; this line only tells the story.
-pub fn announce_give_up<E: fmt::Display>(error: &E) {
-    println!("      {error} (transient); no retries left, giving up");
+/// The `on_give_up` hook: the loop gives up on a failure it could have retried, and `why` says
+/// why (retries used up, the breaker open, ...). The error itself goes to the fallback, or back
+/// to the caller unchanged; this line only tells the story.
+pub fn announce_give_up<E: fmt::Display>(error: &E, why: &GiveUp) {
+    println!("      {error}; giving up: {}", why.reason);
 }

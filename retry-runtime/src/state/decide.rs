@@ -87,6 +87,35 @@ pub struct GiveUp {
     pub elapsed: Duration,
 }
 
+impl GiveUp {
+    /// A `GiveUp` as the loop would pass it, for calling a fallback outside the loop: in its
+    /// unit tests, or where work saved by hand should read the same as work the fallback saved.
+    ///
+    /// ```
+    /// use retry_runtime::{GiveUp, GiveUpReason};
+    /// use std::time::Duration;
+    ///
+    /// let why = GiveUp::new("check_coverage", GiveUpReason::Exhausted, 4, Duration::from_secs(7));
+    /// assert_eq!(
+    ///     why.to_string(),
+    ///     "`check_coverage` gave up after 4 attempts in 7s: retries used up"
+    /// );
+    /// ```
+    pub const fn new(
+        function: &'static str,
+        reason: GiveUpReason,
+        attempts: u32,
+        elapsed: Duration,
+    ) -> Self {
+        GiveUp {
+            function,
+            reason,
+            attempts,
+            elapsed,
+        }
+    }
+}
+
 impl fmt::Display for GiveUp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

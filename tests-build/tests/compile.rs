@@ -83,13 +83,14 @@ fn fixture(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     (manifest, root.join("../target/fixtures"))
 }
 
-/// `cargo check` of one binary of the fixture crate `fixtures/no-tokio`, which depends on
-/// retry-runtime without its `tokio` feature.
+/// `cargo build` of one binary of the fixture crate `fixtures/no-tokio`, which depends on
+/// retry-runtime without its `tokio` feature. A build, not a check, so that it shares the
+/// runtime's build with `fixtures/renamed`, which runs.
 fn check_without_tokio(bin: &str) -> Output {
     let (manifest, target) = fixture("no-tokio");
     Command::new(env!("CARGO"))
         .args([
-            "check",
+            "build",
             "--quiet",
             "--offline",
             "--bin",

@@ -1,7 +1,7 @@
 //! The README's Rust code, compiled: each ```` ```rust ```` block of `README.md` appears here
 //! verbatim, with the few types it leaves out (a client, a claim, an error) defined around it,
 //! and the tests below fail when a block is not here word for word. The README's expansion is
-//! checked against its snapshot (`tests/tests/expand/async_fn.expanded.rs`) too.
+//! checked against its snapshot (`tests-build/tests/expand/async_fn.expanded.rs`) too.
 //!
 //! ```text
 //! cargo run --example readme    # runs the README's first example once
@@ -424,22 +424,23 @@ mod tests {
 
     #[test]
     fn the_expansion_in_the_readme_is_its_snapshot() {
-        let snapshot = include_str!("../../tests/tests/expand/async_fn.expanded.rs");
+        let snapshot = include_str!("../../tests-build/tests/expand/async_fn.expanded.rs");
         let expansion = rust_blocks(README)
             .into_iter()
             .find(|block| block.contains("__retry_rt"))
             .expect("the README shows the expansion");
         assert!(
             snapshot.contains(&expansion),
-            "the README's expansion differs from tests/tests/expand/async_fn.expanded.rs; copy \
+            "the README's expansion differs from tests-build/tests/expand/async_fn.expanded.rs; copy \
              the function from the snapshot"
         );
     }
 
     #[test]
     fn the_compile_error_in_the_readme_is_the_one_rustc_prints() {
-        let stderr =
-            include_str!("../../tests/tests/ui/non_idempotent_after_retry_without_key.stderr");
+        let stderr = include_str!(
+            "../../tests-build/tests/ui/non_idempotent_after_retry_without_key.stderr"
+        );
         let start = README
             .find("```text\nerror: `pay_out` is `#[non_idempotent]`")
             .expect("the README shows the error")
@@ -448,7 +449,7 @@ mod tests {
         assert!(
             stderr.contains(README[start..end].trim_end()),
             "the README's compile error differs from \
-             tests/tests/ui/non_idempotent_after_retry_without_key.stderr"
+             tests-build/tests/ui/non_idempotent_after_retry_without_key.stderr"
         );
     }
 }

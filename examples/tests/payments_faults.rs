@@ -16,9 +16,9 @@
 // An unwrap in a test fails the test, which is what it should do.
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../tests/tests/common/databases.rs"]
-mod databases;
+mod common;
 
+use common::databases;
 use retry_examples::payments::bank::Bank;
 use retry_examples::payments::client::{self, Answer, PayClient, PayError};
 use retry_examples::payments::faults::Step;
@@ -110,7 +110,7 @@ impl Databases {
             .ok()
             .filter(|url| !url.is_empty())
         else {
-            databases::skip_or_fail(test, "PostgreSQL", RUN_HINT);
+            databases::server_missing(test, "PostgreSQL", RUN_HINT);
             return None;
         };
         let schema = databases::new_schema(&url, test).await;
@@ -467,10 +467,10 @@ async fn postgres_restarting_in_the_middle_of_two_hundred_payouts_loses_and_doub
         "postgres_restarting_in_the_middle_of_two_hundred_payouts_loses_and_doubles_nothing";
     if !std::env::var("RETRY_TEST_PG_BIN").is_ok_and(|bin| Path::new(&bin).join("pg_ctl").exists())
     {
-        databases::skip_or_fail(TEST, "PostgreSQL's server binaries", RUN_HINT);
+        databases::server_missing(TEST, "PostgreSQL's server binaries", RUN_HINT);
         return;
     }
-    let Some(cluster) = databases::PrivateCluster::start(TEST, "payments_faults") else {
+    let Some(cluster) = databases::PrivateCluster::start(TEST, RUN_HINT) else {
         return;
     };
     let cluster = Arc::new(cluster);

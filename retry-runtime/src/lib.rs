@@ -270,8 +270,8 @@
 //! | `sqlx` | off | `Transient for sqlx::Error`, by SQLSTATE, SQLite result code and kind |
 //! | `tokio-postgres` | off | `Transient for tokio_postgres::Error`: SQLSTATE, closed connection, I/O cause |
 //!
-//! The database features build on sqlx 0.9, which needs Rust 1.94; the rest of the crate builds
-//! on Rust 1.85.
+//! The crate builds on Rust 1.85 (its `rust-version`), with every feature but the three that
+//! build on sqlx 0.9, which needs Rust 1.94: `sqlx`, `store-sqlite` and `store-postgres`.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

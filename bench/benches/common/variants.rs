@@ -44,7 +44,11 @@ pub fn answer(x: u64) -> Result<u64, Busy> {
 pub fn flaky(calls: &Cell<u64>) -> Result<u64, Busy> {
     let n = calls.get();
     calls.set(n + 1);
-    if n % 2 == 0 { Err(Busy) } else { Ok(n) }
+    if n.is_multiple_of(2) {
+        Err(Busy)
+    } else {
+        Ok(n)
+    }
 }
 
 // The same retry everywhere: up to 3 retries, exponential from 1 s, with jitter where the crate

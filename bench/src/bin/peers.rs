@@ -122,7 +122,7 @@ fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -849,10 +849,10 @@ fn count_in_dir(dir: &Path, needle: &str) -> usize {
 
 fn idempotency_guard() -> Row {
     let stderr =
-        include_str!("../../../tests/tests/ui/non_idempotent_after_retry_without_key.stderr");
+        include_str!("../../../tests-build/tests/ui/non_idempotent_after_retry_without_key.stderr");
     let ours = if stderr.contains("is `#[non_idempotent]`, so a retry without an idempotency key") {
         "compile error: `#[non_idempotent]` without a key parameter (trybuild case \
-         `tests/tests/ui/non_idempotent_after_retry_without_key`)"
+         `tests-build/tests/ui/non_idempotent_after_retry_without_key`)"
             .to_string()
     } else {
         "the trybuild case no longer shows the error".to_string()

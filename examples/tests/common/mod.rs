@@ -1,16 +1,25 @@
-//! What the queue tests share: a fresh database per test (a SQLite file, or a PostgreSQL schema
-//! on the server `.ci/postgres.sh` starts), the rule for a missing server, and the
+//! What the examples' tests share: a fresh database per test (a SQLite file, or a PostgreSQL
+//! schema on the server `.ci/postgres.sh` starts), the rule for a missing server, and the
 //! `claims-portal` process, started, read and killed.
+//!
+//! The rule and the databases are the behaviour tests' own (`tests/it/common`), included by
+//! path, so that there is one of each.
 
 #![allow(dead_code)] // each test binary uses a part
 
+#[path = "../../../tests/it/common/databases.rs"]
+pub mod databases;
+#[path = "../../../tests/it/common/skip.rs"]
+mod skip;
+
+pub use databases::unique_name;
+pub use skip::skip_or_fail;
+
 use retry_examples::portal::later;
 use retry_examples::queue::Queue;
-use sqlx::{Connection, PgConnection};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -31,7 +40,7 @@ pub struct Database {
 }
 
 impl Database {
-    /// A fresh database on `engine`, or `None` after [`skip_or_fail`] when the test's
+    /// A fresh database on `engine`, or `None` after [`databases::server_missing`] when the test's
     /// PostgreSQL server is missing.
     pub async fn fresh(engine: Engine, test: &str) -> Option<Self> {
         match engine {
@@ -45,14 +54,7 @@ impl Database {
             }
             Engine::Postgres => {
                 let server = postgres_url(test)?;
-                let schema = unique_name(test);
-                let mut admin = PgConnection::connect(&server)
-                    .await
-                    .expect("the test server accepts connections");
-                sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-                    .execute(&mut admin)
-                    .await
-                    .expect("a new schema");
+                let schema = databases::new_schema(&server, test).await;
                 Some(Database {
                     url: format!("{server}?options[search_path]={schema}"),
                     dir: None,
@@ -79,44 +81,12 @@ impl Drop for Database {
     }
 }
 
-/// The rule for a test whose server is missing: with `CI` set it fails (a check must never
-/// pass by not running); otherwise it prints one line saying how to run it, and the test
-/// returns.
-pub fn skip_or_fail(test: &str, needs: &str, run: &str) {
-    let message = format!("{test} needs {needs}: run it with `{run}`");
-    if std::env::var_os("CI").is_some_and(|ci| !ci.is_empty()) {
-        panic!("CI is set, so a skip is a failure: {message}");
-    }
-    // Straight to the process's stderr: the test harness captures `eprintln!` of passing tests.
-    let _ = writeln!(std::io::stderr(), "skipped: {message}");
-}
-
-/// The shared server's URL, or `None` after [`skip_or_fail`].
+/// The shared server's URL, or `None` after [`databases::server_missing`].
 pub fn postgres_url(test: &str) -> Option<String> {
-    match std::env::var("RETRY_TEST_POSTGRES_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            skip_or_fail(
-                test,
-                "PostgreSQL",
-                ".ci/postgres.sh run cargo test -p retry-examples --test 'queue_*'",
-            );
-            None
-        }
-    }
-}
-
-static SEQUENCE: AtomicU32 = AtomicU32::new(0);
-
-/// A name no other test of any run uses: the test's name, the process and a counter.
-pub fn unique_name(test: &str) -> String {
-    let n = SEQUENCE.fetch_add(1, Ordering::Relaxed);
-    let test: String = test
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .take(40)
-        .collect();
-    format!("t_{test}_{}_{n}", std::process::id())
+    databases::postgres_url(
+        test,
+        ".ci/postgres.sh run cargo test -p retry-examples --test 'queue_*'",
+    )
 }
 
 /// How long a test waits for a process before it fails with the process's output.

@@ -344,5 +344,5 @@ mod tests {
         assert!(!error.is_transient());
     }
 
-    // A decode error needs reqwest's `json` feature: tests/tests/integrations.rs has it.
+    // A decode error needs reqwest's `json` feature: tests/it/integrations.rs has it.
 }

@@ -1,0 +1,37 @@
+//! The behaviour of `#[retry]` and `#[non_idempotent]`: one test binary, one module per
+//! capability, each asserting what a caller sees (call counts, exact virtual times on tokio's
+//! paused clock, pause bounds over many samples, the events logged). What the compiler says
+//! about the attribute, and what it expands to, is in `tests-build/`.
+//!
+//! One binary links once, where a file per capability linked the runtime and its integrations
+//! two dozen times. `common` holds what the modules share.
+
+mod common;
+
+mod attempt_context;
+mod breaker;
+mod budget;
+mod cancellation;
+mod classification;
+mod custom_sleep;
+mod database_errors;
+mod deadline;
+mod fallback;
+mod hooks;
+mod hygiene;
+mod idempotency_http;
+mod idempotency_stores;
+mod integrations;
+mod jitter;
+mod layout;
+mod nested;
+mod non_idempotent;
+mod on_result;
+mod policy;
+mod send;
+mod shapes;
+mod testing_recorder;
+mod timeout;
+mod timing;
+mod tracing_events;
+mod verdict;

@@ -1,1 +1,0 @@
-//! Integration tests of `#[retry]` live in `tests/`; this crate has no library code.

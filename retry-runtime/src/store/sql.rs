@@ -183,6 +183,117 @@ pub(super) fn newer_schema(found: i64) -> StoreError {
     ))
 }
 
+/// The methods of `IdempotencyStore` that the two SQL stores share word for word: `transaction`,
+/// `complete`, `renew`, `release`, `release_in_background` and `purge_expired`, written once.
+/// Each store's module has the statements for its database under the same names
+/// (`open_transaction`, `complete_statement`, `complete_row`, `renew_row`, `release`,
+/// `purge_batch`), and `$now` names the `Settings` method that gives its statements the time:
+/// `now_ms` for SQLite, `injected_now_ms` for PostgreSQL (the server's clock unless a test
+/// injects one).
+macro_rules! shared_methods {
+    ($now:ident) => {
+        fn transaction<'a>(
+            &'a self,
+            _: &'a Claim,
+        ) -> BoxFuture<'a, Result<Self::Transaction, StoreError>> {
+            Box::pin(async move { open_transaction(&self.pool).await.map_err(sql::db) })
+        }
+
+        fn complete<'a>(
+            &'a self,
+            claim: &'a Claim,
+            transaction: Option<Self::Transaction>,
+            response: &'a R,
+        ) -> BoxFuture<'a, Result<(), StoreError>> {
+            let encoded = sql::encode(response, self.settings.max_response_bytes);
+            Box::pin(async move {
+                let encoded = match encoded {
+                    Ok(encoded) => encoded,
+                    Err(refused) => {
+                        release(&self.pool, claim, transaction).await?;
+                        return Err(refused);
+                    }
+                };
+                let (now, ttl) = (self.settings.$now(), self.settings.ttl_ms());
+                let superseded = StoreError::Superseded {
+                    claim: claim.number(),
+                };
+                match transaction {
+                    Some(mut transaction) => {
+                        let done = complete_statement(claim, encoded, now, ttl)
+                            .execute(&mut *transaction)
+                            .await
+                            .map_err(sql::db)?;
+                        if done.rows_affected() == 0 {
+                            let _ = transaction.rollback().await;
+                            return Err(superseded);
+                        }
+                        transaction.commit().await.map_err(sql::db)
+                    }
+                    None => match complete_row(&self.pool, claim, &encoded, now, ttl).await {
+                        Ok(0) => Err(superseded),
+                        Ok(_) => Ok(()),
+                        Err(e) => Err(sql::db(e)),
+                    },
+                }
+            })
+        }
+
+        fn renew<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), StoreError>> {
+            Box::pin(async move {
+                let settings = &self.settings;
+                let now = settings.$now();
+                match renew_row(
+                    &self.pool,
+                    claim,
+                    now,
+                    settings.lease_ms(),
+                    settings.ttl_ms(),
+                )
+                .await
+                {
+                    Ok(0) => Err(StoreError::Superseded {
+                        claim: claim.number(),
+                    }),
+                    Ok(_) => Ok(()),
+                    Err(e) => Err(sql::db(e)),
+                }
+            })
+        }
+
+        fn release<'a>(
+            &'a self,
+            claim: &'a Claim,
+            transaction: Option<Self::Transaction>,
+        ) -> BoxFuture<'a, Result<(), StoreError>> {
+            Box::pin(release(&self.pool, claim, transaction))
+        }
+
+        fn release_in_background(&self, claim: Claim, transaction: Option<Self::Transaction>) {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                let pool = self.pool.clone();
+                runtime.spawn(async move { release(&pool, &claim, transaction).await });
+            }
+            // Without a runtime the transaction's drop rolls it back and the lease returns the key.
+        }
+
+        fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+            Box::pin(async move {
+                let now = self.settings.$now();
+                let mut purged = 0;
+                loop {
+                    let batch = purge_batch(&self.pool, now).await.map_err(sql::db)?;
+                    purged += batch;
+                    if batch < PURGE_BATCH as u64 {
+                        return Ok(purged);
+                    }
+                }
+            })
+        }
+    };
+}
+pub(super) use shared_methods;
+
 #[cfg(test)]
 mod tests {
     use super::*;

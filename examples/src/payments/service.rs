@@ -367,33 +367,26 @@ pub async fn create_postgres_ledger(pool: &PgPool) -> Result<(), sqlx::Error> {
     tx.commit().await
 }
 
-impl LedgerTransaction for sqlx::Transaction<'static, Sqlite> {
-    fn record<'a>(&'a mut self, entry: &'a Entry) -> BoxFuture<'a, Result<i64, sqlx::Error>> {
-        Box::pin(
-            sqlx::query_scalar(INSERT_ENTRY)
-                .bind(entry.key.as_str())
-                .bind(i64::from(entry.claim.0))
-                .bind(entry.cents.0 as i64)
-                .bind(entry.transfer.as_deref())
-                .bind(entry.execution as i64)
-                .fetch_one(&mut **self),
-        )
-    }
+/// The ledger's insert, the same statement on either database.
+macro_rules! ledger_transaction {
+    ($($db:ty),*) => {$(
+        impl LedgerTransaction for sqlx::Transaction<'static, $db> {
+            fn record<'a>(&'a mut self, entry: &'a Entry) -> BoxFuture<'a, Result<i64, sqlx::Error>> {
+                Box::pin(
+                    sqlx::query_scalar(INSERT_ENTRY)
+                        .bind(entry.key.as_str())
+                        .bind(i64::from(entry.claim.0))
+                        .bind(entry.cents.0 as i64)
+                        .bind(entry.transfer.as_deref())
+                        .bind(entry.execution as i64)
+                        .fetch_one(&mut **self),
+                )
+            }
+        }
+    )*};
 }
 
-impl LedgerTransaction for sqlx::Transaction<'static, Postgres> {
-    fn record<'a>(&'a mut self, entry: &'a Entry) -> BoxFuture<'a, Result<i64, sqlx::Error>> {
-        Box::pin(
-            sqlx::query_scalar(INSERT_ENTRY)
-                .bind(entry.key.as_str())
-                .bind(i64::from(entry.claim.0))
-                .bind(entry.cents.0 as i64)
-                .bind(entry.transfer.as_deref())
-                .bind(entry.execution as i64)
-                .fetch_one(&mut **self),
-        )
-    }
-}
+ledger_transaction!(Sqlite, Postgres);
 
 /// A row of the ledger, as [`read_ledger`] returns it.
 #[derive(Clone, Debug, PartialEq, Eq)]

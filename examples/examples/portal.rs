@@ -37,11 +37,11 @@
 //! the payout of scene 4 is here, in [`payout`].
 
 use futures_util::future::join_all;
+use retry_durable::queue::{Engine, Job, Location, Queue, State, Worker};
 use retry_examples::portal::coverage::{CONTRACT_BREAKER, ContractError, Coverage, check_coverage};
 use retry_examples::portal::later::{self, CoverageJob};
 use retry_examples::portal::story::{scene, scene_time};
 use retry_examples::portal::{Claim, ClaimId, ContractClient, ContractService};
-use retry_examples::queue::{Engine, Job, Location, Queue, State, Worker};
 use retry_runtime::{BreakerState, GiveUpReason, IdempotencyKey, Policy};
 use std::error::Error;
 use std::fmt;

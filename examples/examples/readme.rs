@@ -343,7 +343,7 @@ mod queue {
 use retry_examples::portal::coverage::{is_transient, ContractError, Coverage, CONTRACT_BREAKER, COVERAGE_BUDGET};
 use retry_examples::portal::later::{check_later, save_for_later, CoverageJob};
 use retry_examples::portal::{Claim, ContractClient};
-use retry_examples::queue::{Job, Queue, QueueError, Worker};
+use retry_durable::queue::{Job, Queue, QueueError, Worker};
 use retry_runtime::{non_idempotent, retry, IdempotencyKey};
 use std::time::Duration;
 

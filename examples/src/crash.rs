@@ -25,3 +25,18 @@ pub async fn point(step: &str, what: &str) {
         std::future::pending::<()>().await;
     }
 }
+
+/// [`point`] for a synchronous hook (the queue worker's
+/// [`on_recorded`](retry_durable::queue::Worker::on_recorded)): pauses this thread, not a task.
+pub fn point_blocking(step: &str, what: &str) {
+    if PAUSE_AT.get().is_some_and(|at| at == step) {
+        {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "paused at {step}: {what}");
+            let _ = out.flush();
+        }
+        loop {
+            std::thread::park();
+        }
+    }
+}

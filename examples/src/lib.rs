@@ -1,7 +1,8 @@
 //! Runnable examples: `cargo run --example portal`, `cargo run --example payments`, and what
 //! their processes share with the fault tests:
 //!
-//! - the portal, its durable job queue, and crash points (`examples/tests/queue_*.rs`);
+//! - the portal, which keeps the checks it cannot make now in `retry_durable`'s job queue, and
+//!   crash points (`examples/tests/queue_*.rs`);
 //! - [`payments`], the payment service of `cargo run --example payments`, which the
 //!   `payments-service` binary runs on its own for the fault tests
 //!   (`examples/tests/payments_faults.rs`) and the benchmark in `bench/`.
@@ -9,4 +10,3 @@
 pub mod crash;
 pub mod payments;
 pub mod portal;
-pub mod queue;

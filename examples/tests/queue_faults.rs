@@ -10,10 +10,10 @@
 mod common;
 
 use common::{Database, Engine, Portal, Schedule, blocking};
+use retry_durable::queue::{JobRecord, State};
 use retry_examples::portal::coverage::ContractError;
 use retry_examples::portal::later::{self, save_for_later};
 use retry_examples::portal::{Claim, ContractService};
-use retry_examples::queue::{JobRecord, State};
 use retry_runtime::{GiveUp, GiveUpReason, IdempotencyKey};
 use std::time::Duration;
 

@@ -11,10 +11,10 @@ mod common;
 
 use common::{Database, Engine};
 use futures_util::future::join_all;
+use retry_durable::queue::{Job, State, Worker};
 use retry_examples::portal::coverage::{CONTRACT_BREAKER, ContractError, check_coverage};
 use retry_examples::portal::later::{self, CoverageJob};
 use retry_examples::portal::{Claim, ContractClient, ContractService};
-use retry_examples::queue::{Job, State, Worker};
 use retry_runtime::{BreakerState, GiveUpReason, IdempotencyKey, Policy};
 use std::time::Duration;
 use tokio::time::Instant;

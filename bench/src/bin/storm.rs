@@ -195,7 +195,7 @@ mod protection {
         pub drain: Drain,
     }
 
-    /// The bounds of the queue's worker, as `retry_examples::queue::Worker` has them.
+    /// The bounds of the queue's worker, as `retry_durable::queue::Worker` has them.
     #[derive(Clone, Copy, Debug)]
     pub struct Drain {
         /// Claims a second at most.
@@ -502,7 +502,7 @@ mod protection {
         })
     }
 
-    /// The portal's queue in memory: the rows `retry_examples::queue` keeps in its table, for
+    /// The portal's queue in memory: the rows `retry_durable::queue` keeps in its table, for
     /// the jobs not yet done or dead.
     #[derive(Debug, Default)]
     struct SimQueue {
@@ -561,7 +561,7 @@ mod protection {
         PutBack,
     }
 
-    /// The worker of `retry_examples::queue::Worker`, step for step: at most `concurrency` jobs
+    /// The worker of `retry_durable::queue::Worker`, step for step: at most `concurrency` jobs
     /// at a time and `per_second` claims a second; nothing claimed while the breaker is open,
     /// one job alone while it is half-open; a job refused by the breaker is snoozed (the attempt
     /// does not count), one that gave up on a passing failure comes back after the backoff

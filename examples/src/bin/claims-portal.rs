@@ -15,11 +15,11 @@
 //! contract service listens. `--pause-at STEP` stops the process at a crash point (`saving`,
 //! `saved`, `claimed`, `answered`, `recorded`) until it is killed.
 
+use retry_durable::queue::{Queue, Worker};
 use retry_examples::crash;
 use retry_examples::portal::coverage::{CONTRACT_BREAKER, ContractError, check_coverage};
 use retry_examples::portal::later::{self, CoverageJob};
 use retry_examples::portal::{Claim, ContractClient};
-use retry_examples::queue::{Queue, Worker};
 use retry_runtime::{IdempotencyKey, Policy};
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -94,7 +94,8 @@ async fn work(
                 .base(options.backoff)
                 .max_delay(options.backoff * 64),
         )
-        .breaker(&CONTRACT_BREAKER);
+        .breaker(&CONTRACT_BREAKER)
+        .on_recorded(|job| crash::point_blocking("recorded", &format!("job {job}")));
     if options.until_empty {
         worker = worker.until_empty();
     }
@@ -102,7 +103,7 @@ async fn work(
     let drained = worker
         .run(
             &queue,
-            move |job: retry_examples::queue::Job<CoverageJob>| {
+            move |job: retry_durable::queue::Job<CoverageJob>| {
                 later::check_later(client.clone(), handler_queue.clone(), job)
             },
         )

@@ -4,7 +4,7 @@
 use super::later::save_for_later;
 use super::story::{announce_give_up, announce_pause, scene_time};
 use super::{Claim, ClaimId, ContractClient};
-use crate::queue::{JobId, Queue};
+use retry_durable::queue::{JobId, Queue};
 use retry_runtime::{
     CircuitBreaker, CircuitOpen, GiveUp, IdempotencyKey, RetryBudget, attempt, non_idempotent,
     retry,

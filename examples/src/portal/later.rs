@@ -5,7 +5,7 @@
 use super::coverage::{ContractError, Coverage, check_coverage};
 use super::{Claim, ClaimId, ContractClient};
 use crate::crash;
-use crate::queue::{Engine, Job, JobId, Outcome, Queue, QueueError, Tx};
+use retry_durable::queue::{Engine, Job, JobId, Outcome, Queue, QueueError, Tx};
 use retry_runtime::IdempotencyKey;
 use serde::{Deserialize, Serialize};
 use sqlx::Row;

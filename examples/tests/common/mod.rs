@@ -15,8 +15,8 @@ mod skip;
 pub use databases::unique_name;
 pub use skip::skip_or_fail;
 
+use retry_durable::queue::Queue;
 use retry_examples::portal::later;
-use retry_examples::queue::Queue;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Database, Engine};
-use retry_examples::queue::{Claim, Job, Outcome, Queue, QueueError, Retried, State, Worker};
+use retry_durable::queue::{Claim, Job, Outcome, Queue, QueueError, Retried, State, Worker};
 use retry_runtime::{BreakerState, CircuitBreaker, Policy};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;

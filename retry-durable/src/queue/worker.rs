@@ -1,8 +1,7 @@
 //! The worker: claims due jobs and runs a handler on each, at a bounded rate, with the same
 //! circuit breaker as the calls the jobs make.
 
-use super::{Claim, Claimed, Job, Queue, QueueError, Retried, Tx};
-use crate::crash;
+use super::{Claim, Claimed, Job, JobId, Queue, QueueError, Retried, Tx};
 use retry_runtime::{BreakerState, CircuitBreaker, Policy, Transient};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -78,6 +77,7 @@ pub struct Worker {
     backoff: Policy,
     breaker: Option<&'static CircuitBreaker>,
     until_empty: bool,
+    on_recorded: Option<fn(JobId)>,
 }
 
 impl Worker {
@@ -96,6 +96,7 @@ impl Worker {
                 .max_delay(Duration::from_secs(300)),
             breaker: None,
             until_empty: false,
+            on_recorded: None,
         }
     }
 
@@ -142,6 +143,17 @@ impl Worker {
     /// instead of waiting for more.
     pub fn until_empty(mut self) -> Self {
         self.until_empty = true;
+        self
+    }
+
+    /// Calls `hook` with a job's id each time this worker has written what became of the job
+    /// (done, retried, snoozed or dead; or failed to write it), before it counts the job and
+    /// moves on. Not called for a job that was taken over while its handler ran.
+    ///
+    /// For fault tests and tracing: a process that is killed in `hook` has recorded the job's
+    /// outcome and nothing after it, so the test can check that the outcome stands.
+    pub fn on_recorded(mut self, hook: fn(JobId)) -> Self {
+        self.on_recorded = Some(hook);
         self
     }
 
@@ -204,11 +216,11 @@ impl Worker {
                 }
                 // A payload this build cannot read: `claim` has buried it.
                 Err(QueueError::Codec(e)) => {
-                    eprintln!("    [worker] a job was dead on arrival: {e}");
+                    tracing::warn!(error = %e, "a job was dead on arrival");
                     drained.dead += 1;
                 }
                 Err(e) if e.is_transient() => {
-                    eprintln!("    [worker] cannot claim: {e}; trying again");
+                    tracing::warn!(error = %e, "cannot claim a job; trying again");
                     wait_or_one_finishes(self.poll, &mut in_flight, &mut drained).await;
                 }
                 Err(e) => return Err(e),
@@ -241,6 +253,7 @@ impl Worker {
     {
         let lease = self.lease;
         let backoff = self.backoff;
+        let on_recorded = self.on_recorded;
         async move {
             let (job, claim) = claimed.into_parts();
             let (id, attempt) = (job.id, job.attempt);
@@ -254,16 +267,18 @@ impl Worker {
                     _ = renewal.tick() => match claim.renew(lease).await {
                         Ok(()) => {}
                         Err(QueueError::Superseded { .. }) => {
-                            eprintln!("    [worker] job {id} was taken over; dropping its handler");
+                            tracing::warn!(job = %id, "the job was taken over; dropping its handler");
                             return Finished::Lost;
                         }
                         // The lease may still hold; the next renewal tries again.
-                        Err(e) => eprintln!("    [worker] cannot renew the lease of job {id}: {e}"),
+                        Err(e) => tracing::warn!(job = %id, error = %e, "cannot renew the lease"),
                     },
                 }
             };
             let finished = record(claim, outcome, attempt, &backoff).await;
-            crash::point("recorded", &format!("job {id}")).await;
+            if let Some(hook) = on_recorded {
+                hook(id);
+            }
             finished
         }
     }
@@ -325,11 +340,11 @@ async fn record<R: Serialize + Sync>(
     };
     recorded.unwrap_or_else(|e| match e {
         QueueError::Superseded { .. } => {
-            eprintln!("    [worker] job {id} was taken over; its outcome here is discarded");
+            tracing::warn!(job = %id, "the job was taken over; its outcome here is discarded");
             Finished::Lost
         }
         e => {
-            eprintln!("    [worker] cannot record the outcome of job {id}: {e}");
+            tracing::warn!(job = %id, error = %e, "cannot record the outcome");
             Finished::Unrecorded
         }
     })
@@ -360,7 +375,7 @@ fn count(buried: Result<u64, QueueError>) -> u32 {
     match buried {
         Ok(n) => u32::try_from(n).unwrap_or(u32::MAX),
         Err(e) => {
-            eprintln!("    [worker] cannot bury abandoned jobs: {e}");
+            tracing::warn!(error = %e, "cannot bury abandoned jobs");
             0
         }
     }

@@ -98,7 +98,7 @@ pub enum Engine {
 /// Where a queue lives: a PostgreSQL URL, or a SQLite file.
 ///
 /// ```
-/// use retry_examples::queue::{Engine, Location};
+/// use retry_durable::queue::{Engine, Location};
 ///
 /// assert_eq!(Location::parse("postgres://portal@db/claims").engine(), Engine::Postgres);
 /// assert_eq!(Location::parse("/var/lib/portal/queue.db").engine(), Engine::Sqlite);

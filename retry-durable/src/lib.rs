@@ -1,0 +1,23 @@
+//! Durable companions of [`#[retry]`](retry_runtime::retry): what outlives a process.
+//!
+//! A retry loop waits seconds; a long outage calls for something that waits hours and survives
+//! a restart. This crate holds that part of the library, so that the attribute's runtime
+//! (`retry-runtime`) stays small and free of database drivers:
+//!
+//! - [`queue`]: a durable job queue in one table on SQLite or PostgreSQL, where work that cannot
+//!   be done now (a coverage check while the contract service is down) waits for a
+//!   [`Worker`](queue::Worker), with leases, fencing tokens, backoff stored as `run_at`, and a
+//!   dead state.
+//!
+//! # Features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `sqlite` | yes | queues in a SQLite file (sqlx's bundled SQLite): no server |
+//! | `postgres` | yes | queues in a PostgreSQL database shared by every replica |
+//!
+//! Both need Rust 1.94 (sqlx 0.9); `retry-runtime` needs 1.85.
+
+#![warn(missing_docs)]
+
+pub mod queue;

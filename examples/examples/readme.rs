@@ -184,7 +184,7 @@ async fn charge(client: &PaymentClient, #[idempotency_key] order: u64, amount: C
 #[allow(dead_code)]
 mod stores {
 use retry_runtime::IdempotencyKey;
-use retry_runtime::store::{Begin, Fingerprint, IdempotencyStore, SqliteStore, StoreError};
+use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, SqliteStore, StoreError};
 
 #[derive(serde::Serialize, serde::Deserialize)]
 pub struct Receipt {

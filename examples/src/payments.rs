@@ -3,7 +3,7 @@
 //! the benchmark in `bench/` run the same code.
 //!
 //! - [`service`]: `POST /payouts` with an `Idempotency-Key`, on a SQLite file or a PostgreSQL
-//!   database. The keys are kept by `retry_runtime::store` in the same database as the ledger,
+//!   database. The keys are kept by `retry_durable::store` in the same database as the ledger,
 //!   and the payout's ledger row commits together with the key's completion.
 //! - [`bank`]: the bank the service pays through, a system outside the service's database. The
 //!   service passes its key on, so a second call after a crash is answered with the first

@@ -4,6 +4,12 @@
 //! a restart. This crate holds that part of the library, so that the attribute's runtime
 //! (`retry-runtime`) stays small and free of database drivers:
 //!
+//! - [`store`]: the receiving side of the `Idempotency-Key` header: an
+//!   [`IdempotencyStore`](store::IdempotencyStore) that executes a request once per key and
+//!   answers a repeat with the stored response, in memory ([`MemoryStore`](store::MemoryStore)),
+//!   in a SQLite file (`SqliteStore`, feature `sqlite`) or in PostgreSQL (`PostgresStore`,
+//!   feature `postgres`), where the handler's own writes and the key's completion commit in one
+//!   transaction;
 //! - [`queue`]: a durable job queue in one table on SQLite or PostgreSQL, where work that cannot
 //!   be done now (a coverage check while the contract service is down) waits for a
 //!   [`Worker`](queue::Worker), with leases, fencing tokens, backoff stored as `run_at`, and a
@@ -13,11 +19,12 @@
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `sqlite` | yes | queues in a SQLite file (sqlx's bundled SQLite): no server |
-//! | `postgres` | yes | queues in a PostgreSQL database shared by every replica |
+//! | `sqlite` | yes | `store::SqliteStore` and queues in a SQLite file (sqlx's bundled SQLite): no server |
+//! | `postgres` | yes | `store::PostgresStore` and queues in a PostgreSQL database shared by every replica |
 //!
 //! Both need Rust 1.94 (sqlx 0.9); `retry-runtime` needs 1.85.
 
 #![warn(missing_docs)]
 
 pub mod queue;
+pub mod store;

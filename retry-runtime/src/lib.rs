@@ -110,10 +110,9 @@
 //! unless they take an [`IdempotencyKey`], which the caller creates once and every attempt sends,
 //! so the receiver recognises the repeat (or a parameter that already identifies the operation,
 //! such as an order number, marked `#[idempotency_key]`). The receiving service's side, which
-//! executes once per key and answers a repeat with the stored response, is the module `store`:
-//! in memory (feature `idempotency-store`), in a SQLite file (`store-sqlite`) or in PostgreSQL
-//! (`store-postgres`), where the service's own writes and the key's completion commit in one
-//! transaction.
+//! executes once per key and answers a repeat with the stored response, is the crate
+//! `retry-durable` (`retry_durable::store`): keys in memory, in a SQLite file or in PostgreSQL,
+//! where the service's own writes and the key's completion commit in one transaction.
 //!
 //! ```
 //! use retry_runtime::{non_idempotent, retry, IdempotencyKey};
@@ -264,20 +263,14 @@
 //! | `http` | off | in `integrations::http`, a classifier for `http::StatusCode` and `http::Response`, with `Retry-After` (the header's parser is there without the feature) |
 //! | `reqwest` | off | `Transient for reqwest::Error` |
 //! | `tonic` | off | `Transient for tonic::Status`, with `grpc-retry-pushback-ms` |
-//! | `idempotency-store` | off | `store`: the receiving side of `Idempotency-Key`, the `IdempotencyStore` trait and `MemoryStore` |
-//! | `store-sqlite` | off | `store::SqliteStore`: keys in a SQLite file, with the handler's writes in one transaction (sqlx, bundled SQLite) |
-//! | `store-postgres` | off | `store::PostgresStore`: keys in one PostgreSQL database shared by every replica (sqlx) |
 //! | `sqlx` | off | `Transient for sqlx::Error`, by SQLSTATE, SQLite result code and kind |
 //! | `tokio-postgres` | off | `Transient for tokio_postgres::Error`: SQLSTATE, closed connection, I/O cause |
 //!
-//! The crate builds on Rust 1.85 (its `rust-version`), with every feature but the three that
-//! build on sqlx 0.9, which needs Rust 1.94: `sqlx`, `store-sqlite` and `store-postgres`.
+//! The crate builds on Rust 1.85 (its `rust-version`), with every feature but the one that
+//! builds on sqlx 0.9, which needs Rust 1.94: `sqlx`. The idempotency stores and the durable job
+//! queue, which run queries, are the crate `retry-durable`.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
-
-// The stores retry their own statements with `#[retry]`, whose expansion names this crate.
-#[cfg(any(feature = "store-sqlite", feature = "store-postgres"))]
-extern crate self as retry_runtime;
 
 mod breaker;
 mod budget;
@@ -288,8 +281,6 @@ mod key;
 mod policy;
 mod random;
 mod state;
-#[cfg(feature = "idempotency-store")]
-pub mod store;
 mod sync;
 pub mod testing;
 mod timer;

@@ -11,7 +11,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use retry_runtime::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore, key_from_header};
+use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore, key_from_header};
 use retry_runtime::{IdempotencyKey, non_idempotent, retry};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};

@@ -12,7 +12,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::common::databases::{self, TempFile};
-use retry_runtime::store::{
+use retry_durable::store::{
     Begin, DEFAULT_LEASE, DEFAULT_TTL, Fingerprint, Guard, IdempotencyStore, MemoryStore,
     PostgresStore, SqliteStore, StoreError,
 };

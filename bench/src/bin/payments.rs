@@ -27,15 +27,15 @@
 //!
 //! Not run in CI: the numbers depend on the machine. Results in `bench/RESULTS.md`.
 
+use retry_durable::store::{
+    Begin, BoxFuture, Claim, Fingerprint, Guard, IdempotencyStore, MemoryStore, PostgresStore,
+    SqliteStore, StoreError,
+};
 use retry_examples::payments::service::{
     Options, create_postgres_ledger, create_sqlite_ledger, serve,
 };
 use retry_examples::payments::{Cents, ClaimId, PayoutRequest, Receipt};
 use retry_runtime::IdempotencyKey;
-use retry_runtime::store::{
-    Begin, BoxFuture, Claim, Fingerprint, Guard, IdempotencyStore, MemoryStore, PostgresStore,
-    SqliteStore, StoreError,
-};
 use sqlx::{PgPool, Postgres, Sqlite, SqlitePool};
 use std::collections::{BTreeMap, HashMap};
 use std::error::Error;

@@ -13,7 +13,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use retry_runtime::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore, key_from_header};
+use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore, key_from_header};
 use retry_runtime::{IdempotencyKey, Verdict, non_idempotent, retry};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;

@@ -1,6 +1,6 @@
 //! The payment service: `POST /payouts` with `Idempotency-Key`, exactly once per key.
 //!
-//! The keys are kept by `retry_runtime::store` in the service's own database (a SQLite file by
+//! The keys are kept by `retry_durable::store` in the service's own database (a SQLite file by
 //! default, or PostgreSQL), and the ledger is a table in the same database. A payout is:
 //!
 //! 1. `store.begin(&key, fingerprint)`: one statement claims the key, or says that it was paid
@@ -27,7 +27,7 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use retry_runtime::store::{
+use retry_durable::store::{
     Begin, BoxFuture, DEFAULT_LEASE, Fingerprint, IdempotencyStore, PostgresStore, SqliteStore,
     key_from_header,
 };

@@ -12,12 +12,12 @@
 //!
 //! A coverage check is recorded by the service (it opens the claim's case file), so it carries
 //! an idempotency key too: the service keeps its answers by key in an
-//! [`IdempotencyStore`](retry_runtime::store::IdempotencyStore), executes each key once and
+//! [`IdempotencyStore`](retry_durable::store::IdempotencyStore), executes each key once and
 //! answers a repeat with the stored answer.
 
 use super::ClaimId;
+use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore};
 use retry_runtime::IdempotencyKey;
-use retry_runtime::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore};
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;

@@ -167,6 +167,7 @@ impl fmt::Display for GiveUpReason {
 
 /// How a failed call ended, for its final event and its hooks.
 #[derive(Clone, Copy)]
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))] // the reason is read by the event alone
 enum End {
     /// The loop gave up.
     GaveUp(GiveUpReason),
@@ -433,8 +434,10 @@ fn schedule(
 }
 
 /// An error as a log event shows it: with `Debug`, or by its type name ([`Logs`]).
+#[cfg(feature = "tracing")]
 struct Shown<'a, L, E>(&'a E, std::marker::PhantomData<fn() -> L>);
 
+#[cfg(feature = "tracing")]
 impl<L: Logs<E>, E> fmt::Debug for Shown<'_, L, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         L::show(self.0, f)

@@ -1,8 +1,8 @@
-//! [`PostgresStore`]: the keys in one PostgreSQL database (feature `store-postgres`).
+//! [`PostgresStore`]: the keys in one PostgreSQL database (feature `postgres`).
 
 use super::sql::{self, CLAIM_ROUNDS, Decision, PURGE_BATCH, SCHEMA_VERSION, Settings};
 use super::{Begin, BoxFuture, Claim, Fingerprint, Guard, IdempotencyStore, StoreError};
-use crate::{IdempotencyKey, retry};
+use retry_runtime::{IdempotencyKey, retry};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::postgres::PgPoolOptions;
@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use retry_runtime::IdempotencyKey;
-/// use retry_runtime::store::{Begin, Fingerprint, IdempotencyStore, PostgresStore};
+/// use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, PostgresStore};
 ///
 /// let store = PostgresStore::<String>::connect_lazy("postgres://payments@db.internal/payments")?;
 /// store.migrate().await?; // every replica may run it at start: idempotent, under a lock

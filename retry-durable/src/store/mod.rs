@@ -20,7 +20,7 @@
 //!
 //! | | [`MemoryStore`] | `SqliteStore` | `PostgresStore` |
 //! |---|---|---|---|
-//! | feature | `idempotency-store` | `store-sqlite` | `store-postgres` |
+//! | feature | none | `sqlite` (default) | `postgres` (default) |
 //! | keys are kept in | this process's memory | a file (sqlx's bundled SQLite) | one PostgreSQL database |
 //! | a restart of the service | forgets every key: a retry after it pays again | keeps them | keeps them |
 //! | replicas | each has its own keys: a retry on another replica pays again | processes on one machine sharing the file | every replica, anywhere |
@@ -92,14 +92,14 @@
 //! `begin` returns `Err(StoreError)` when the database cannot be reached or refuses the
 //! statement. Execute nothing then: answer 503 with `Retry-After` ([`StoreError::status`]), which
 //! a client's `#[retry]` treats as a passing failure. The SQL stores retry their own statements
-//! twice on a passing failure ([`Transient`](crate::Transient) for `sqlx::Error`) before giving
+//! twice on a passing failure ([`Transient`](retry_runtime::Transient) for `sqlx::Error`) before giving
 //! up, except a pool timeout and SQLite's busy, which have already waited their whole timeout.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), retry_runtime::store::StoreError> {
+//! # async fn main() -> Result<(), retry_durable::store::StoreError> {
 //! use retry_runtime::IdempotencyKey;
-//! use retry_runtime::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore};
+//! use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore};
 //!
 //! let store = MemoryStore::<String>::new();
 //! let key = IdempotencyKey::from("8e03978e-40d5-43e8-bc93-6894a57f9324");
@@ -124,7 +124,7 @@
 //! # }
 //! ```
 
-use crate::IdempotencyKey;
+use retry_runtime::IdempotencyKey;
 use std::error::Error;
 use std::fmt;
 use std::future::Future;
@@ -133,17 +133,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod memory;
-#[cfg(feature = "store-postgres")]
+#[cfg(feature = "postgres")]
 mod postgres;
-#[cfg(any(feature = "store-sqlite", feature = "store-postgres"))]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
-#[cfg(feature = "store-sqlite")]
+#[cfg(feature = "sqlite")]
 mod sqlite;
 
 pub use memory::MemoryStore;
-#[cfg(feature = "store-postgres")]
+#[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
-#[cfg(feature = "store-sqlite")]
+#[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 
 /// How long a completed key replays its response: 24 hours, as Stripe keeps its keys.
@@ -185,7 +185,7 @@ pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// use retry_runtime::IdempotencyKey;
-/// use retry_runtime::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore};
+/// use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore};
 /// use std::sync::Arc;
 ///
 /// // Generic over the store, so that tests can pass a `MemoryStore` and production a database.
@@ -314,7 +314,7 @@ impl<R, T: Send> Begin<'_, R, T> {
     /// ([`Execute`](Begin::Execute), [`Replay`](Begin::Replay)).
     ///
     /// ```
-    /// use retry_runtime::store::Begin;
+    /// use retry_durable::store::Begin;
     ///
     /// assert_eq!(Begin::<()>::InProgress.rejection_status(), Some(409));
     /// assert_eq!(Begin::<()>::Mismatch.rejection_status(), Some(422));
@@ -421,9 +421,9 @@ impl Claim {
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), retry_runtime::store::StoreError> {
+/// # async fn main() -> Result<(), retry_durable::store::StoreError> {
 /// use retry_runtime::IdempotencyKey;
-/// use retry_runtime::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore};
+/// use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore};
 ///
 /// let store = MemoryStore::<String>::new();
 /// let key = IdempotencyKey::from("payout-4711");
@@ -566,14 +566,14 @@ impl<R, T: Send> Eq for Guard<'_, R, T> {}
 
 /// Why a store could not answer or store.
 ///
-/// [`status`](StoreError::status) gives the HTTP answer, and [`Transient`](crate::Transient)
+/// [`status`](StoreError::status) gives the HTTP answer, and [`Transient`](retry_runtime::Transient)
 /// says whether the client's retry may get past it.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum StoreError {
     /// The database could not run a statement: it is down or unreachable, busy, or it refused
     /// the statement. `transient` classifies `source` (for `sqlx::Error` by the table of
-    /// [`Transient`](crate::Transient) for it). Answer 503 when transient, 500 otherwise.
+    /// [`Transient`](retry_runtime::Transient) for it). Answer 503 when transient, 500 otherwise.
     Database {
         /// The driver's error.
         source: BoxError,
@@ -615,7 +615,7 @@ impl StoreError {
     /// too), 409 for [`Superseded`](StoreError::Superseded), 500 otherwise.
     ///
     /// ```
-    /// use retry_runtime::store::StoreError;
+    /// use retry_durable::store::StoreError;
     /// use std::io;
     ///
     /// let down = StoreError::database(io::Error::from(io::ErrorKind::ConnectionRefused), true);
@@ -680,7 +680,7 @@ impl Error for StoreError {
 /// Transient: a database error classified so, and [`Superseded`](StoreError::Superseded) (the
 /// successor's response is there for the retry). Not transient: a database error that will
 /// recur, a response too large, a codec or schema error.
-impl crate::Transient for StoreError {
+impl retry_runtime::Transient for StoreError {
     fn is_transient(&self) -> bool {
         match self {
             StoreError::Database { transient, .. } => *transient,
@@ -702,7 +702,7 @@ impl crate::Transient for StoreError {
 /// equivalent bodies can differ in bytes (JSON key order, whitespace).
 ///
 /// ```
-/// use retry_runtime::store::Fingerprint;
+/// use retry_durable::store::Fingerprint;
 ///
 /// assert_eq!(Fingerprint::of(b"claim=4711"), Fingerprint::of(b"claim=4711"));
 /// assert_ne!(Fingerprint::of(b"claim=4711"), Fingerprint::of(b"claim=4712"));
@@ -746,7 +746,7 @@ impl From<u64> for Fingerprint {
 ///
 /// ```
 /// use retry_runtime::IdempotencyKey;
-/// use retry_runtime::store::{KeyError, key_from_header};
+/// use retry_durable::store::{KeyError, key_from_header};
 ///
 /// let quoted = key_from_header(Some("\"8e03978e-40d5-43e8-bc93-6894a57f9324\""));
 /// assert_eq!(quoted, Ok(IdempotencyKey::from("8e03978e-40d5-43e8-bc93-6894a57f9324")));

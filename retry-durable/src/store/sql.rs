@@ -3,7 +3,7 @@
 //! own statements.
 
 use super::{DEFAULT_LEASE, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TTL, Fingerprint, StoreError};
-use crate::Transient;
+use retry_runtime::Transient;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::fmt;
@@ -47,7 +47,7 @@ impl Settings {
     }
 
     /// Now, in milliseconds since the Unix epoch, from the injected clock or the system's.
-    #[cfg(feature = "store-sqlite")]
+    #[cfg(feature = "sqlite")]
     pub(super) fn now_ms(&self) -> i64 {
         millis(
             self.clock
@@ -57,7 +57,7 @@ impl Settings {
     }
 
     /// Now from the injected clock, if there is one; `None` lets the database read its own.
-    #[cfg(feature = "store-postgres")]
+    #[cfg(feature = "postgres")]
     pub(super) fn injected_now_ms(&self) -> Option<i64> {
         self.clock.as_ref().map(|clock| millis(clock()))
     }

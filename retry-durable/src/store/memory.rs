@@ -4,7 +4,7 @@ use super::{
     Begin, BoxFuture, Claim, DEFAULT_LEASE, DEFAULT_TTL, Fingerprint, Guard, IdempotencyStore,
     StoreError,
 };
-use crate::IdempotencyKey;
+use retry_runtime::IdempotencyKey;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::ready;
@@ -27,9 +27,9 @@ use std::time::{Duration, Instant};
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), retry_runtime::store::StoreError> {
+/// # async fn main() -> Result<(), retry_durable::store::StoreError> {
 /// use retry_runtime::IdempotencyKey;
-/// use retry_runtime::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore};
+/// use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore};
 /// use std::sync::{Arc, Mutex};
 /// use std::time::{Duration, Instant};
 ///

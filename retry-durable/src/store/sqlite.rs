@@ -1,8 +1,8 @@
-//! [`SqliteStore`]: the keys in a SQLite file (feature `store-sqlite`).
+//! [`SqliteStore`]: the keys in a SQLite file (feature `sqlite`).
 
 use super::sql::{self, CLAIM_ROUNDS, Decision, PURGE_BATCH, SCHEMA_VERSION, Settings};
 use super::{Begin, BoxFuture, Claim, Fingerprint, Guard, IdempotencyStore, StoreError};
-use crate::{IdempotencyKey, retry};
+use retry_runtime::{IdempotencyKey, retry};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use retry_runtime::IdempotencyKey;
-/// use retry_runtime::store::{Begin, Fingerprint, IdempotencyStore, SqliteStore};
+/// use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, SqliteStore};
 ///
 /// # let dir = std::env::temp_dir().join(format!("retry-doc-{}", IdempotencyKey::new()));
 /// # std::fs::create_dir_all(&dir)?;

@@ -21,8 +21,9 @@
 //! |---|---|---|
 //! | `sqlite` | yes | `store::SqliteStore` and queues in a SQLite file (sqlx's bundled SQLite): no server |
 //! | `postgres` | yes | `store::PostgresStore` and queues in a PostgreSQL database shared by every replica |
+//! | `conformance` | no | `store::conformance`: the store contract as a test suite, for a store of your own |
 //!
-//! Both need Rust 1.94 (sqlx 0.9); `retry-runtime` needs 1.85.
+//! The crate needs Rust 1.94 (sqlx 0.9); `retry-runtime` needs 1.85.
 
 #![warn(missing_docs)]
 

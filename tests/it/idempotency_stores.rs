@@ -44,7 +44,6 @@ fn receipt(number: u32) -> Receipt {
 }
 
 const PAY: &[u8] = br#"{"claim":4711,"cents":125000}"#;
-const OTHER: &[u8] = br#"{"claim":4711,"cents":990000}"#;
 const MS: Duration = Duration::from_millis(1);
 
 fn key(text: &str) -> IdempotencyKey {
@@ -342,25 +341,6 @@ macro_rules! on_stores {
 }
 
 on_stores!(
-    [memory: MemoryStore<Receipt>, sqlite: SqliteStore<Receipt>, postgres: PostgresStore<Receipt>];
-    a_new_key_executes_and_a_repeat_replays_without_executing,
-    a_repeat_while_the_first_runs_is_in_progress_then_replays,
-    a_different_payload_is_a_mismatch_running_or_completed,
-    scopes_keep_clients_apart,
-    a_release_frees_the_key_at_once,
-    a_dropped_guard_frees_the_key,
-    a_completed_key_replays_for_the_ttl_then_executes_afresh,
-    a_dead_holders_key_is_taken_over_after_the_lease_with_the_next_claim,
-    a_superseded_holder_can_neither_complete_nor_renew_nor_release,
-    renewing_keeps_the_key,
-    a_holder_past_its_lease_completes_when_nobody_took_over,
-    concurrent_requests_with_one_new_key_execute_once,
-    concurrent_takeovers_of_a_dead_holders_key_execute_once,
-    purge_removes_what_expired_and_nothing_else,
-    the_store_works_behind_dyn_and_its_futures_are_send,
-);
-
-on_stores!(
     [sqlite: SqliteStore<Receipt>, postgres: PostgresStore<Receipt>];
     own_writes_and_the_completion_commit_together,
     a_rollback_before_the_commit_leaves_neither,
@@ -372,203 +352,119 @@ on_stores!(
     a_stored_response_that_no_longer_decodes_is_a_codec_error,
 );
 
-async fn a_new_key_executes_and_a_repeat_replays_without_executing<S: TestStore>(t: Subject<S>) {
-    let k = key("8e03978e-40d5-43e8-bc93-6894a57f9324");
-    let guard = execute(&*t.store, "", &k, PAY).await;
-    assert_eq!((guard.key(), guard.scope(), guard.claim()), (&k, "", 1));
-    guard.complete(&receipt(1)).await.unwrap();
-    for _ in 0..3 {
-        assert_eq!(
-            answer(&*t.store, "", &k, PAY).await,
-            Begin::Replay(receipt(1))
-        );
-    }
-}
-
-async fn a_repeat_while_the_first_runs_is_in_progress_then_replays<S: TestStore>(t: Subject<S>) {
-    let k = key("k1");
-    let guard = execute(&*t.store, "", &k, PAY).await;
-    let repeat = answer(&*t.store, "", &k, PAY).await;
-    assert_eq!(repeat, Begin::InProgress);
-    assert_eq!(repeat.rejection_status(), Some(409));
-    guard.complete(&receipt(1)).await.unwrap();
-    assert_eq!(
-        answer(&*t.store, "", &k, PAY).await,
-        Begin::Replay(receipt(1))
-    );
-}
-
-async fn a_different_payload_is_a_mismatch_running_or_completed<S: TestStore>(t: Subject<S>) {
-    let k = key("k1");
-    let guard = execute(&*t.store, "", &k, PAY).await;
-    let other = answer(&*t.store, "", &k, OTHER).await;
-    assert_eq!(other, Begin::Mismatch);
-    assert_eq!(other.rejection_status(), Some(422));
-    guard.complete(&receipt(1)).await.unwrap();
-    assert_eq!(answer(&*t.store, "", &k, OTHER).await, Begin::Mismatch);
-    // The mismatch changed nothing: the first request is still replayed.
-    assert_eq!(
-        answer(&*t.store, "", &k, PAY).await,
-        Begin::Replay(receipt(1))
-    );
-}
-
-async fn scopes_keep_clients_apart<S: TestStore>(t: Subject<S>) {
-    let k = key("order-1"); // two clients chose the same key
-    let a = execute(&*t.store, "client-a", &k, PAY).await;
-    let b = execute(&*t.store, "client-b", &k, OTHER).await;
-    let unscoped = execute(&*t.store, "", &k, PAY).await;
-    assert_eq!((a.scope(), b.scope()), ("client-a", "client-b"));
-    a.complete(&receipt(1)).await.unwrap();
-    b.complete(&receipt(2)).await.unwrap();
-    assert_eq!(
-        answer(&*t.store, "client-a", &k, PAY).await,
-        Begin::Replay(receipt(1))
-    );
-    assert_eq!(
-        answer(&*t.store, "client-b", &k, OTHER).await,
-        Begin::Replay(receipt(2))
-    );
-    assert_eq!(
-        answer(&*t.store, "client-a", &k, OTHER).await,
-        Begin::Mismatch
-    );
-    assert_eq!(answer(&*t.store, "", &k, PAY).await, Begin::InProgress);
-    drop(unscoped);
-}
-
-async fn a_release_frees_the_key_at_once<S: TestStore>(t: Subject<S>) {
-    let k = key("k1");
-    execute(&*t.store, "", &k, PAY)
-        .await
-        .release()
-        .await
-        .unwrap();
-    // Nothing was stored: the retry executes, and may even carry another payload.
-    let retry = execute(&*t.store, "", &k, OTHER).await;
-    assert_eq!(retry.claim(), 1);
-    retry.complete(&receipt(2)).await.unwrap();
-    assert_eq!(
-        answer(&*t.store, "", &k, OTHER).await,
-        Begin::Replay(receipt(2))
-    );
-}
-
-async fn a_dropped_guard_frees_the_key<S: TestStore>(t: Subject<S>) {
-    let k = key("k1");
-    drop(execute(&*t.store, "", &k, PAY).await); // the handler failed halfway
-    let retry = until_free(&*t.store, &k, PAY).await;
-    retry.complete(&receipt(1)).await.unwrap();
-    assert_eq!(
-        answer(&*t.store, "", &k, PAY).await,
-        Begin::Replay(receipt(1))
-    );
-}
-
-async fn a_completed_key_replays_for_the_ttl_then_executes_afresh<S: TestStore>(t: Subject<S>) {
+#[test]
+fn keys_are_kept_a_day_and_leased_a_minute() {
     assert_eq!(DEFAULT_TTL, Duration::from_secs(24 * 60 * 60));
-    let k = key("k1");
-    execute(&*t.store, "", &k, PAY)
-        .await
-        .complete(&receipt(1))
-        .await
-        .unwrap();
-    t.clock.advance(DEFAULT_TTL - MS);
-    assert_eq!(
-        answer(&*t.store, "", &k, PAY).await,
-        Begin::Replay(receipt(1))
-    );
-    t.clock.advance(MS);
-    // Expired: a new request, even with another payload.
-    let fresh = execute(&*t.store, "", &k, OTHER).await;
-    fresh.complete(&receipt(2)).await.unwrap();
-    assert_eq!(
-        answer(&*t.store, "", &k, OTHER).await,
-        Begin::Replay(receipt(2))
-    );
-}
-
-async fn a_dead_holders_key_is_taken_over_after_the_lease_with_the_next_claim<S: TestStore>(
-    t: Subject<S>,
-) {
     assert_eq!(DEFAULT_LEASE, Duration::from_secs(60));
-    let k = key("k1");
-    // A holder that dies: it never completes nor releases.
-    std::mem::forget(execute(&*t.store, "", &k, PAY).await);
-    t.clock.advance(DEFAULT_LEASE - MS);
-    assert_eq!(answer(&*t.store, "", &k, PAY).await, Begin::InProgress);
-    t.clock.advance(MS);
-    // Another payload does not take a running key over, even one whose holder died.
-    assert_eq!(answer(&*t.store, "", &k, OTHER).await, Begin::Mismatch);
-    let successor = execute(&*t.store, "", &k, PAY).await;
-    assert_eq!(successor.claim(), 2);
-    assert_eq!(answer(&*t.store, "", &k, PAY).await, Begin::InProgress);
-    successor.complete(&receipt(2)).await.unwrap();
-    assert_eq!(
-        answer(&*t.store, "", &k, PAY).await,
-        Begin::Replay(receipt(2))
-    );
 }
 
-async fn a_superseded_holder_can_neither_complete_nor_renew_nor_release<S: TestStore>(
-    t: Subject<S>,
-) {
-    let k = key("k1");
-    let first = execute(&*t.store, "", &k, PAY).await; // paused, not dead
-    t.clock.advance(DEFAULT_LEASE);
-    let second = execute(&*t.store, "", &k, PAY).await; // also paused
-    t.clock.advance(DEFAULT_LEASE);
-    let third = execute(&*t.store, "", &k, PAY).await;
-    assert_eq!((first.claim(), second.claim(), third.claim()), (1, 2, 3));
+/// The store contract, from the conformance kit (`retry_durable::store::conformance`), on each
+/// store: `conformance::CASE::memory`, `::sqlite`, `::postgres`.
+mod conformance {
+    use super::*;
+    use retry_durable::store::BoxFuture;
+    use retry_durable::store::conformance::{ManualClock, Receipt, StoreFactory};
 
-    let refused = first.renew().await.unwrap_err();
-    assert!(
-        matches!(refused, StoreError::Superseded { claim: 1 }),
-        "{refused}"
-    );
-    assert_eq!(refused.status(), 409);
-    assert!(refused.is_transient());
-    first.release().await.unwrap(); // changes nothing: the key is not its own any more
-    let refused = second.complete(&receipt(2)).await.unwrap_err();
-    assert!(
-        matches!(refused, StoreError::Superseded { claim: 2 }),
-        "{refused}"
-    );
-    assert!(
-        refused
-            .to_string()
-            .starts_with("claim 2 on this idempotency key was taken over")
-    );
+    struct Memory;
+    /// Keeps the case's file until the test ends.
+    #[derive(Default)]
+    struct Sqlite(Mutex<Vec<TempFile>>);
+    struct Postgres;
 
-    assert_eq!(answer(&*t.store, "", &k, PAY).await, Begin::InProgress);
-    third.complete(&receipt(3)).await.unwrap();
-    assert_eq!(
-        answer(&*t.store, "", &k, PAY).await,
-        Begin::Replay(receipt(3))
-    );
-}
+    impl StoreFactory for Memory {
+        type Store = MemoryStore<Receipt>;
+        fn fresh<'a>(
+            &'a self,
+            _: &'a str,
+            clock: ManualClock,
+        ) -> BoxFuture<'a, Option<Self::Store>> {
+            Box::pin(async move { Some(MemoryStore::new().with_clock(move || clock.instant())) })
+        }
+    }
 
-async fn renewing_keeps_the_key<S: TestStore>(t: Subject<S>) {
-    let k = key("k1");
-    let long = execute(&*t.store, "", &k, PAY).await;
-    t.clock.advance(Duration::from_secs(50));
-    long.renew().await.unwrap();
-    t.clock.advance(Duration::from_secs(50)); // 100 s after the claim, 50 s after the renewal
-    assert_eq!(answer(&*t.store, "", &k, PAY).await, Begin::InProgress);
-    t.clock.advance(Duration::from_secs(10));
-    let successor = execute(&*t.store, "", &k, PAY).await;
-    assert_eq!(successor.claim(), 2);
-    drop(long);
-}
+    impl StoreFactory for Sqlite {
+        type Store = SqliteStore<Receipt>;
+        fn fresh<'a>(
+            &'a self,
+            case: &'a str,
+            clock: ManualClock,
+        ) -> BoxFuture<'a, Option<Self::Store>> {
+            Box::pin(async move {
+                let file = TempFile::new(case);
+                let store = SqliteStore::open(file.path())
+                    .await
+                    .expect("the SQLite file opens")
+                    .with_clock(move || clock.system_time());
+                self.0.lock().unwrap().push(file);
+                store.migrate().await.expect("migrate");
+                Some(store)
+            })
+        }
+    }
 
-async fn a_holder_past_its_lease_completes_when_nobody_took_over<S: TestStore>(t: Subject<S>) {
-    let k = key("k1");
-    let slow = execute(&*t.store, "", &k, PAY).await;
-    t.clock.advance(DEFAULT_LEASE * 3);
-    slow.complete(&receipt(1)).await.unwrap();
-    assert_eq!(
-        answer(&*t.store, "", &k, PAY).await,
-        Begin::Replay(receipt(1))
+    impl StoreFactory for Postgres {
+        type Store = PostgresStore<Receipt>;
+        fn fresh<'a>(
+            &'a self,
+            case: &'a str,
+            clock: ManualClock,
+        ) -> BoxFuture<'a, Option<Self::Store>> {
+            Box::pin(async move {
+                let url = databases::postgres_url(case, RUN)?;
+                let schema = databases::new_schema(&url, case).await;
+                let store =
+                    PostgresStore::new(databases::pool(databases::on_schema(&url, &schema)))
+                        .with_clock(move || clock.system_time());
+                store.migrate().await.expect("migrate");
+                Some(store)
+            })
+        }
+    }
+
+    macro_rules! kit {
+        ($($case:ident),* $(,)?) => {
+            $(
+                mod $case {
+                    use super::*;
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn memory() {
+                        retry_durable::store::conformance::check(&Memory, stringify!($case)).await;
+                    }
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn sqlite() {
+                        let factory = Sqlite::default();
+                        retry_durable::store::conformance::check(&factory, stringify!($case)).await;
+                    }
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn postgres() {
+                        retry_durable::store::conformance::check(&Postgres, stringify!($case)).await;
+                    }
+                }
+            )*
+            #[test]
+            fn every_case_of_the_kit_runs_here() {
+                let here: &[&str] = &[$(stringify!($case)),*];
+                assert_eq!(here, retry_durable::store::conformance::CASES);
+            }
+        };
+    }
+
+    kit!(
+        a_new_key_executes_and_a_repeat_replays_without_executing,
+        a_repeat_while_the_first_runs_is_in_progress_then_replays,
+        a_different_payload_is_a_mismatch_running_or_completed,
+        scopes_keep_clients_apart,
+        a_release_frees_the_key_at_once,
+        a_dropped_guard_frees_the_key,
+        a_completed_key_replays_for_the_ttl_then_executes_afresh,
+        a_dead_holders_key_is_taken_over_after_the_lease_with_the_next_claim,
+        a_superseded_holder_can_neither_complete_nor_renew_nor_release,
+        renewing_keeps_the_key,
+        a_holder_past_its_lease_completes_when_nobody_took_over,
+        concurrent_requests_with_one_new_key_execute_once,
+        concurrent_takeovers_of_a_dead_holders_key_execute_once,
+        purge_removes_what_expired_and_nothing_else,
+        the_store_works_behind_dyn_and_its_futures_are_send,
     );
 }
 
@@ -615,91 +511,11 @@ async fn race<S: IdempotencyStore<Receipt> + 'static>(
     }
 }
 
-async fn concurrent_requests_with_one_new_key_execute_once<S: TestStore>(t: Subject<S>) {
-    for round in 0..5 {
-        race(vec![Arc::clone(&t.store)], key(&format!("k{round}")), 16, 1).await;
-    }
-}
-
 async fn concurrent_requests_on_two_replicas_execute_once<S: TestStore>(t: Subject<S>) {
     let stores = vec![Arc::clone(&t.store), Arc::new(t.replica().await)];
     for round in 0..5 {
         race(stores.clone(), key(&format!("k{round}")), 16, 1).await;
     }
-}
-
-async fn concurrent_takeovers_of_a_dead_holders_key_execute_once<S: TestStore>(t: Subject<S>) {
-    let k = key("k1");
-    std::mem::forget(execute(&*t.store, "", &k, PAY).await);
-    t.clock.advance(DEFAULT_LEASE);
-    race(vec![Arc::clone(&t.store)], k, 16, 2).await;
-}
-
-async fn purge_removes_what_expired_and_nothing_else<S: TestStore>(t: Subject<S>) {
-    for i in 0..3 {
-        let guard = execute(&*t.store, "", &key(&format!("old {i}")), PAY).await;
-        guard.complete(&receipt(i)).await.unwrap();
-    }
-    std::mem::forget(execute(&*t.store, "", &key("dead"), PAY).await);
-    let alive = execute(&*t.store, "", &key("alive"), PAY).await;
-    assert_eq!(t.store.purge_expired().await.unwrap(), 0);
-
-    t.clock.advance(DEFAULT_TTL);
-    alive.renew().await.unwrap();
-    assert_eq!(
-        t.store.purge_expired().await.unwrap(),
-        3,
-        "the three expired responses"
-    );
-    execute(&*t.store, "", &key("new"), PAY)
-        .await
-        .complete(&receipt(9))
-        .await
-        .unwrap();
-
-    t.clock.advance(DEFAULT_LEASE);
-    alive.renew().await.unwrap();
-    assert_eq!(
-        t.store.purge_expired().await.unwrap(),
-        1,
-        "the dead holder's key, a lease and a TTL on"
-    );
-    assert_eq!(t.store.purge_expired().await.unwrap(), 0);
-    assert_eq!(
-        answer(&*t.store, "", &key("alive"), PAY).await,
-        Begin::InProgress
-    );
-    assert_eq!(
-        answer(&*t.store, "", &key("new"), PAY).await,
-        Begin::Replay(receipt(9))
-    );
-    assert_eq!(
-        execute(&*t.store, "", &key("dead"), PAY).await.claim(),
-        1,
-        "deleted, so new"
-    );
-}
-
-async fn the_store_works_behind_dyn_and_its_futures_are_send<S: TestStore>(t: Subject<S>) {
-    fn send<T: Send>(value: T) -> T {
-        value
-    }
-    let store: Arc<dyn IdempotencyStore<Receipt, Transaction = S::Transaction>> = t.store.clone();
-    let k = key("k1");
-    let begin = send(store.begin(&k, Fingerprint::of(PAY)));
-    let Ok(Begin::Execute(mut guard)) = begin.await else {
-        panic!("a new key executes")
-    };
-    send(guard.transaction()).await.unwrap();
-    send(guard.complete(&receipt(1))).await.unwrap();
-    // In a spawned task, as an axum handler runs.
-    let handler = tokio::spawn(async move {
-        match store.begin(&key("k1"), Fingerprint::of(PAY)).await {
-            Ok(Begin::Replay(receipt)) => receipt,
-            _ => panic!("a repeat replays"),
-        }
-    });
-    assert_eq!(handler.await.unwrap(), receipt(1));
 }
 
 async fn own_writes_and_the_completion_commit_together<S>(t: Subject<S>)

@@ -132,6 +132,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "conformance")]
+pub mod conformance;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;

@@ -7,6 +7,12 @@
 //!   (`examples/tests/payments_faults.rs`) and the benchmark in `bench/`.
 
 pub mod crash;
+/// The guides of this package, Markdown files under `examples/docs/` whose code blocks run as
+/// doctests.
+pub mod guide {
+    #[doc = include_str!("../docs/queue.md")]
+    pub mod queue {}
+}
 pub mod payments;
 pub mod portal;
 pub mod queue;

@@ -41,16 +41,6 @@ fn copies() -> Vec<Copy> {
             table: docs::arguments(Flavor::Readme),
         },
         Copy {
-            file: "../README.md",
-            prefix: "",
-            table: docs::rules(Flavor::Readme),
-        },
-        Copy {
-            file: "../README.md",
-            prefix: "",
-            table: docs::jitter(Flavor::Readme),
-        },
-        Copy {
             file: "docs/behaviour.md",
             prefix: "",
             table: docs::rules(Flavor::Readme),

@@ -1,5 +1,5 @@
-//! The CSV files under `docs/`, which the README points to, parse as CSV: every record has as
-//! many fields as the header. (`docs/occ.csv` once wrote the name `default (d + U[0, d/2))`
+//! The CSV files under `docs/`, which `bench/RESULTS.md` points to, parse as CSV: every record
+//! has as many fields as the header. (`docs/occ.csv` once wrote the name `default (d + U[0, d/2))`
 //! unquoted, so each of its rows had five fields under a header of four.)
 
 use retry_bench::records;

@@ -1,7 +1,9 @@
 //! The README's Rust code, compiled: each ```` ```rust ```` block of `README.md` appears here
 //! verbatim, with the few types it leaves out (a client, a claim, an error) defined around it,
-//! and the tests below fail when a block is not here word for word. The README's expansion is
-//! checked against its snapshot (`tests-build/tests/expand/async_fn.expanded.rs`) too.
+//! and the tests below fail when a block is not here word for word. The guides
+//! (`retry-runtime/docs/`) are doctests; the tests below also check the expansion that the
+//! behaviour guide shows against its snapshot (`tests-build/tests/expand/async_fn.expanded.rs`)
+//! and the compile error that the keys guide shows against its `.stderr`.
 //!
 //! ```text
 //! cargo run --example readme    # runs the README's first example once
@@ -71,47 +73,6 @@ async fn check_coverage(client: &ContractClient, claim: &Claim) -> Result<Covera
 
 pub async fn answer() -> Result<Coverage, ContractError> {
     check_coverage(&ContractClient, &Claim(4711)).await
-}
-}
-
-/// "The expansion": what `cargo expand` prints for the first example. (The `StartWithoutDebug`
-/// import is unused where the error type has `Debug`; in the macro's own output rustc does not
-/// warn about it.)
-#[rustfmt::skip]
-#[allow(dead_code, unused_braces, unused_imports)]
-mod expansion {
-use crate::service::{is_transient, Claim, ContractClient, ContractError, Coverage};
-
-async fn check_coverage(
-    client: &ContractClient,
-    claim: &Claim,
-) -> Result<Coverage, ContractError> {
-    use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
-    const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
-        .max(3)
-        .base(__retry_rt::Duration::from_secs(1))
-        .jitter(__retry_rt::Jitter::Proportional(0.5));
-    let mut __retry = __retry_rt::Retry::<
-        Result<Coverage, ContractError>,
-    >::start_async(&__RETRY_POLICY, "check_coverage", is_transient);
-    loop {
-        let __retry_outcome = __retry
-            .run(async {
-                if false {
-                    return __retry_rt::output_type::<Result<Coverage, ContractError>>();
-                }
-                { client.coverage(claim).await }
-            })
-            .await;
-        #[allow(unreachable_code)]
-        {
-            __retry = match __retry.next(__retry_outcome) {
-                __retry_rt::ControlFlow::Break(__retry_result) => return __retry_result,
-                __retry_rt::ControlFlow::Continue(__retry_next) => __retry_next,
-            };
-            __retry.pause().await;
-        }
-    }
 }
 }
 
@@ -327,7 +288,7 @@ async fn save_for_later(queue: &Queue, claim: &Claim, error: ContractError, why:
 }
 
 #[tokio::test]
-async fn the_readme_fallback_defers_the_check() {
+async fn the_fallback_defers_the_check() {
     // The pauses recorded, not slept.
     let (answer, pauses) =
         retry_runtime::testing::record_async(check_coverage(&ContractClient, &Queue, &Claim(4711))).await;
@@ -386,6 +347,8 @@ async fn main() {
 #[cfg(test)]
 mod tests {
     const README: &str = include_str!("../../README.md");
+    const BEHAVIOUR: &str = include_str!("../../retry-runtime/docs/behaviour.md");
+    const KEYS: &str = include_str!("../../retry-runtime/docs/keys.md");
     const HERE: &str = include_str!("readme.rs");
 
     /// The ```` ```rust ```` blocks of a Markdown text (not `rust,ignore` or `text`).
@@ -422,33 +385,42 @@ mod tests {
         }
     }
 
+    /// A guide's block as the reader sees it: without rustdoc's hidden `# ` lines.
+    fn shown(block: &str) -> String {
+        block
+            .lines()
+            .filter(|line| *line != "#" && !line.starts_with("# "))
+            .map(|line| format!("{line}\n"))
+            .collect()
+    }
+
     #[test]
-    fn the_expansion_in_the_readme_is_its_snapshot() {
+    fn the_expansion_in_the_behaviour_guide_is_its_snapshot() {
         let snapshot = include_str!("../../tests-build/tests/expand/async_fn.expanded.rs");
-        let expansion = rust_blocks(README)
+        let expansion = rust_blocks(BEHAVIOUR)
             .into_iter()
             .find(|block| block.contains("__retry_rt"))
-            .expect("the README shows the expansion");
+            .expect("the behaviour guide shows the expansion");
         assert!(
-            snapshot.contains(&expansion),
-            "the README's expansion differs from tests-build/tests/expand/async_fn.expanded.rs; copy \
-             the function from the snapshot"
+            snapshot.contains(&shown(&expansion)),
+            "the expansion in retry-runtime/docs/behaviour.md differs from \
+             tests-build/tests/expand/async_fn.expanded.rs; copy the function from the snapshot"
         );
     }
 
     #[test]
-    fn the_compile_error_in_the_readme_is_the_one_rustc_prints() {
+    fn the_compile_error_in_the_keys_guide_is_the_one_rustc_prints() {
         let stderr = include_str!(
             "../../tests-build/tests/ui/non_idempotent_after_retry_without_key.stderr"
         );
-        let start = README
+        let start = KEYS
             .find("```text\nerror: `pay_out` is `#[non_idempotent]`")
-            .expect("the README shows the error")
+            .expect("the keys guide shows the error")
             + "```text\n".len();
-        let end = start + README[start..].find("```").expect("the block ends");
+        let end = start + KEYS[start..].find("```").expect("the block ends");
         assert!(
-            stderr.contains(README[start..end].trim_end()),
-            "the README's compile error differs from \
+            stderr.contains(KEYS[start..end].trim_end()),
+            "the compile error in retry-runtime/docs/keys.md differs from \
              tests-build/tests/ui/non_idempotent_after_retry_without_key.stderr"
         );
     }

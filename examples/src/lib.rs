@@ -8,5 +8,12 @@
 //!   (`examples/tests/payments_faults.rs`) and the benchmark in `bench/`.
 
 pub mod crash;
+/// The guides whose code blocks need the portal: their doctests run here.
+pub mod guide {
+    // retry-durable's queue guide, published with that crate (which shows it without running
+    // its block: the block uses this package's portal).
+    #[doc = include_str!("../../retry-durable/docs/queue.md")]
+    pub mod queue {}
+}
 pub mod payments;
 pub mod portal;

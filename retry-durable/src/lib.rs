@@ -15,6 +15,8 @@
 //!   [`Worker`](queue::Worker), with leases, fencing tokens, backoff stored as `run_at`, and a
 //!   dead state.
 //!
+//! Start with the guides: [`guide::stores`] and [`guide::queue`].
+//!
 //! # Features
 //!
 //! | feature | default | what it adds |
@@ -29,3 +31,15 @@
 
 pub mod queue;
 pub mod store;
+
+/// The guides: the stores and the queue as a user meets them, with their examples.
+pub mod guide {
+    #[doc = include_str!("../docs/stores.md")]
+    pub mod stores {}
+
+    // The guide's code block is the portal example's: its doctest runs in the examples package
+    // (`retry_examples::guide::queue`), which has the portal, so it is left out of this crate's.
+    #[cfg_attr(not(doctest), doc = include_str!("../docs/queue.md"))]
+    #[cfg_attr(doctest, doc = "The queue's guide.")]
+    pub mod queue {}
+}

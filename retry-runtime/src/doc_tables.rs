@@ -1,6 +1,6 @@
-//! The argument, rule, jitter and backoff tables in the README and in these docs are rendered
-//! from the grammar's key table (`retry_grammar::docs`), so they cannot drift from what the
-//! macro accepts. This test fails when a copy differs; to rewrite every copy, run
+//! The argument, rule, jitter and backoff tables in the README, the guides (`docs/`) and these
+//! docs are rendered from the grammar's key table (`retry_grammar::docs`), so they cannot drift
+//! from what the macro accepts. This test fails when a copy differs; to rewrite every copy, run
 //!
 //! ```text
 //! RETRY_DOCS=overwrite cargo test -p retry-runtime --lib doc_tables
@@ -41,12 +41,12 @@ fn copies() -> Vec<Copy> {
             table: docs::arguments(Flavor::Readme),
         },
         Copy {
-            file: "../README.md",
+            file: "docs/behaviour.md",
             prefix: "",
             table: docs::rules(Flavor::Readme),
         },
         Copy {
-            file: "../README.md",
+            file: "docs/behaviour.md",
             prefix: "",
             table: docs::jitter(Flavor::Readme),
         },

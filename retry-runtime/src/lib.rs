@@ -277,6 +277,7 @@ mod budget;
 mod context;
 #[cfg(test)]
 mod doc_tables;
+pub mod guide;
 mod key;
 mod policy;
 mod random;

@@ -6,8 +6,8 @@
 //! job; a claim that hands a due row to exactly one worker (`FOR UPDATE SKIP LOCKED` on
 //! PostgreSQL; SQLite runs one writer at a time); a lease, so that the job of a worker that died
 //! comes back; an attempt count with the backoff stored as the row's `run_at`; and a `dead` state
-//! that keeps the last error instead of retrying forever. Why not apalis is in the README
-//! ("The queue").
+//! that keeps the last error instead of retrying forever. Why not apalis is in the
+//! [queue guide](crate::guide::queue).
 //!
 //! # The table
 //!

@@ -210,7 +210,7 @@ pub async fn check_all<F: StoreFactory>(factory: &F) {
 
 /// One `#[tokio::test]` per case of the conformance kit, in a module `conformance`, each on a
 /// fresh store from the factory (an expression of a type that implements
-/// [`StoreFactory`](store::conformance::StoreFactory)). The calling crate needs tokio with the
+/// [`StoreFactory`](crate::store::conformance::StoreFactory)). The calling crate needs tokio with the
 /// `macros` and `rt-multi-thread` features.
 ///
 /// [`store::conformance`](crate::store::conformance) has an example.

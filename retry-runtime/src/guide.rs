@@ -1,0 +1,37 @@
+//! The guides: each capability of `#[retry]` with its examples, which are compiled and run as
+//! doctests. The arguments are in the table on [`retry`](crate::retry); the types each guide
+//! names are documented where they are defined.
+//!
+//! | guide | what it covers |
+//! |---|---|
+//! | [`behaviour`] | what the attribute does to a function, its cost, the code it writes, durations, the jitter forms, the rules across arguments |
+//! | [`transient`] | which errors are retried: `Transient`, `Verdict`, `Retry-After`, the classifiers for `std::io`, HTTP, reqwest, tonic, sqlx and tokio-postgres |
+//! | [`keys`] | calls with a side effect: `#[non_idempotent]` and the idempotency key every attempt sends |
+//! | [`attempts`] | control over each attempt: timeouts, hooks, logging, the attempt context, policies chosen at run time, other runtimes |
+//! | [`protecting`] | protecting the service that is called: retry budget, circuit breaker, one retrying layer |
+//! | [`fallback`] | what the caller gets after the last attempt |
+//! | [`testing`] | tests that assert pauses and calls without waiting |
+//!
+//! The durable job queue that the portal example drains is documented with that example
+//! (`retry_examples::queue` in the repository's `examples/` package).
+
+#[doc = include_str!("../docs/behaviour.md")]
+pub mod behaviour {}
+
+#[doc = include_str!("../docs/transient.md")]
+pub mod transient {}
+
+#[doc = include_str!("../docs/keys.md")]
+pub mod keys {}
+
+#[doc = include_str!("../docs/attempts.md")]
+pub mod attempts {}
+
+#[doc = include_str!("../docs/protecting.md")]
+pub mod protecting {}
+
+#[doc = include_str!("../docs/fallback.md")]
+pub mod fallback {}
+
+#[doc = include_str!("../docs/testing.md")]
+pub mod testing {}

@@ -257,7 +257,7 @@ pub mod scope {
     //! use std::io;
     //!
     //! // Client side: every attempt sends `Retry-Attempt: <n>`.
-    //! let (name, value) = scope::AttemptHeader::DEFAULT.for_current_attempt();
+    //! let (name, value) = retry_runtime::headers::AttemptHeader::DEFAULT.for_current_attempt();
     //! assert_eq!((name, value.as_str()), ("Retry-Attempt", "1"));
     //!
     //! // Service side: a request that carries the header is retried by its caller.
@@ -268,7 +268,7 @@ pub mod scope {
     //! }
     //! let calls = Cell::new(0);
     //! let header = Some("2");
-    //! let result = if scope::AttemptHeader::DEFAULT.caller_retries(header) {
+    //! let result = if retry_runtime::headers::AttemptHeader::DEFAULT.caller_retries(header) {
     //!     scope::caller_retries(|| query_database(&calls))
     //! } else {
     //!     query_database(&calls)
@@ -277,7 +277,7 @@ pub mod scope {
     //! assert_eq!(calls.get(), 1); // one attempt: the caller does the retrying
     //! ```
 
-    use super::{Enter, Frame, Scoped, attempt, current};
+    use super::{Enter, Frame, Scoped, current};
     use std::future::Future;
 
     /// Runs `f` as work that a layer above retries: annotated functions called inside make one
@@ -302,44 +302,8 @@ pub mod scope {
         }
     }
 
-    /// An attempt-count header: the client writes the attempt number, the service reads it to
-    /// know that its caller retries.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub struct AttemptHeader {
-        name: &'static str,
-    }
-
-    impl AttemptHeader {
-        /// `Retry-Attempt`.
-        pub const DEFAULT: AttemptHeader = AttemptHeader::named("Retry-Attempt");
-
-        /// A header with another name, such as `X-Retry-Attempt`.
-        pub const fn named(name: &'static str) -> Self {
-            AttemptHeader { name }
-        }
-
-        /// The header's name.
-        pub const fn name(&self) -> &'static str {
-            self.name
-        }
-
-        /// The header to send with the current attempt: its name and the attempt number.
-        pub fn for_current_attempt(&self) -> (&'static str, String) {
-            (self.name, attempt().number().to_string())
-        }
-
-        /// Reads the header's value: the caller's attempt number, or `None` when it is not a
-        /// positive whole number.
-        pub fn parse(&self, value: &str) -> Option<u32> {
-            value.trim().parse().ok().filter(|n| *n >= 1)
-        }
-
-        /// `true` when the request carries a valid attempt number, so its caller is a
-        /// retrying client and this service should not retry on its behalf.
-        pub fn caller_retries(&self, value: Option<&str>) -> bool {
-            value.and_then(|v| self.parse(v)).is_some()
-        }
-    }
+    // The header that carries the attempt number across a hop: with the other headers.
+    pub use crate::headers::AttemptHeader;
 }
 
 #[cfg(test)]
@@ -405,17 +369,5 @@ mod tests {
         });
         assert!(caught.is_err());
         assert!(!KEY_TEXT.is_set());
-    }
-
-    #[test]
-    fn header_parsing() {
-        let h = scope::AttemptHeader::DEFAULT;
-        assert_eq!(h.parse(" 3 "), Some(3));
-        assert_eq!(h.parse("0"), None);
-        assert_eq!(h.parse("-1"), None);
-        assert_eq!(h.parse("x"), None);
-        assert!(h.caller_retries(Some("1")));
-        assert!(!h.caller_retries(None));
-        assert_eq!(scope::AttemptHeader::named("X-Try").name(), "X-Try");
     }
 }

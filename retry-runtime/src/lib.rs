@@ -287,6 +287,7 @@ pub mod testing;
 mod timer;
 mod transient;
 
+pub mod headers;
 pub mod integrations;
 
 #[doc(hidden)]

@@ -258,7 +258,7 @@ async fn pay_out(
     url: &str,
     key: &IdempotencyKey,
 ) -> Result<String, PayError> {
-    let (name, attempt) = retry_runtime::scope::AttemptHeader::DEFAULT.for_current_attempt();
+    let (name, attempt) = retry_runtime::headers::AttemptHeader::DEFAULT.for_current_attempt();
     let response = http
         .post(url)
         .header(IdempotencyKey::HEADER, format!("\"{key}\""))

@@ -238,7 +238,7 @@ pub async fn transfer(
         .post(format!("{bank}/transfers"))
         .header(
             IdempotencyKey::HEADER,
-            super::client::sf_string(key.as_str()),
+            retry_runtime::headers::key_header_value(key),
         )
         .header("content-type", "application/json")
         .body(body)

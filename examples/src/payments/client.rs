@@ -1,7 +1,7 @@
 //! The portal's side: a payout through `reqwest`, retried with the same key.
 
 use super::{Cents, ClaimId, PayoutRequest, Receipt};
-use retry_runtime::scope::AttemptHeader;
+use retry_runtime::headers::{AttemptHeader, key_header_value};
 use retry_runtime::{IdempotencyKey, Verdict, non_idempotent, retry};
 use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -154,7 +154,7 @@ pub async fn attempt(
     let request = client
         .http
         .post(url)
-        .header(IdempotencyKey::HEADER, sf_string(key.as_str()))
+        .header(IdempotencyKey::HEADER, key_header_value(key))
         .header(attempt_header, &attempt);
     let answer = send(request, claim, amount).await;
     let (seen, verdict) = match &answer {
@@ -265,20 +265,6 @@ fn problem_detail(body: &[u8]) -> String {
         .ok()
         .and_then(|problem| Some(problem.get("detail")?.as_str()?.to_owned()))
         .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned())
-}
-
-/// The key as the draft writes the header: a structured-field string, `"…"`.
-pub fn sf_string(key: &str) -> String {
-    let mut quoted = String::with_capacity(key.len() + 2);
-    quoted.push('"');
-    for c in key.chars() {
-        if matches!(c, '"' | '\\') {
-            quoted.push('\\');
-        }
-        quoted.push(c);
-    }
-    quoted.push('"');
-    quoted
 }
 
 impl fmt::Display for PayError {

@@ -356,6 +356,7 @@ on_stores!(
     a_holder_past_its_lease_completes_when_nobody_took_over,
     concurrent_requests_with_one_new_key_execute_once,
     concurrent_takeovers_of_a_dead_holders_key_execute_once,
+    concurrent_takeovers_of_expired_keys_execute_once_and_the_rest_are_in_progress,
     purge_removes_what_expired_and_nothing_else,
     the_store_works_behind_dyn_and_its_futures_are_send,
 );
@@ -633,6 +634,69 @@ async fn concurrent_takeovers_of_a_dead_holders_key_execute_once<S: TestStore>(t
     std::mem::forget(execute(&*t.store, "", &k, PAY).await);
     t.clock.advance(DEFAULT_LEASE);
     race(vec![Arc::clone(&t.store)], k, 16, 2).await;
+}
+
+/// Issue 17, defect 1: 64 requests at once take over each of 40 keys whose response expired.
+/// Exactly one executes and every other is `InProgress`: none replays the expired response and
+/// none calls the running payload a mismatch. Half the keys come back with the old payload, half
+/// with a new one (the old answer would be `Mismatch`). PostgreSQL's claim statement read the
+/// row from its own snapshot, older than the concurrent claim that refused it, and answered
+/// from the expired row for 1 to 8 keys of 40.
+async fn concurrent_takeovers_of_expired_keys_execute_once_and_the_rest_are_in_progress<
+    S: TestStore,
+>(
+    t: Subject<S>,
+) {
+    const KEYS: usize = 40;
+    const REQUESTS: usize = 64;
+    let keys: Vec<_> = (0..KEYS).map(|i| key(&format!("expired {i}"))).collect();
+    for k in &keys {
+        let first = execute(&*t.store, "", k, PAY).await;
+        first.complete(&receipt(1)).await.unwrap();
+    }
+    t.clock.advance(DEFAULT_TTL);
+    for (i, k) in keys.iter().enumerate() {
+        let payload = if i % 2 == 0 { PAY } else { OTHER };
+        let start = Arc::new(Barrier::new(REQUESTS));
+        let asked = Arc::new(Barrier::new(REQUESTS));
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..REQUESTS {
+            let (store, k) = (Arc::clone(&t.store), k.clone());
+            let (start, asked) = (Arc::clone(&start), Arc::clone(&asked));
+            tasks.spawn(async move {
+                start.wait().await;
+                let answer = match store.begin(&k, Fingerprint::of(payload)).await {
+                    Ok(Begin::Execute(guard)) => {
+                        // Hold the claim until every other request has its answer.
+                        asked.wait().await;
+                        guard.complete(&receipt(2)).await.unwrap();
+                        return "Execute".to_owned();
+                    }
+                    Ok(other) => format!("{other:?}"),
+                    Err(e) => format!("Err({e})"),
+                };
+                asked.wait().await;
+                answer
+            });
+        }
+        let answers = tasks.join_all().await;
+        let executed = answers.iter().filter(|a| *a == "Execute").count();
+        let in_progress = answers.iter().filter(|a| *a == "InProgress").count();
+        let wrong: Vec<_> = answers
+            .iter()
+            .filter(|a| *a != "Execute" && *a != "InProgress")
+            .collect();
+        assert_eq!(
+            (executed, in_progress),
+            (1, REQUESTS - 1),
+            "key {i}: one Execute and {} InProgress expected; the others: {wrong:?}",
+            REQUESTS - 1
+        );
+        assert_eq!(
+            answer(&*t.store, "", k, payload).await,
+            Begin::Replay(receipt(2))
+        );
+    }
 }
 
 async fn purge_removes_what_expired_and_nothing_else<S: TestStore>(t: Subject<S>) {

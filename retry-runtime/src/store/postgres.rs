@@ -84,9 +84,12 @@ use std::time::{Duration, SystemTime};
 /// has passed, or it is running with an ended lease and the same fingerprint, followed in the
 /// same statement by a `SELECT` of the row when nothing was claimed (replay, in progress,
 /// mismatch). The primary key decides between two replicas: the second `INSERT` waits for the
-/// first to commit and then finds the key taken. (When that happens, the `SELECT` cannot see the
-/// row the other committed after the statement began; `begin` then runs the statement once
-/// more.)
+/// first to commit and then finds the key taken. When that happens, the `SELECT` reads the
+/// statement's snapshot, older than the claim that refused it: no row (a new key), or the row
+/// as it was before that claim (expired, or running with an ended lease). The `SELECT` answers
+/// only from a row that is not free, so `begin` never replays an expired response or calls the
+/// running payload a mismatch; otherwise it runs the statement again, with a new snapshot that
+/// sees the winning claim.
 ///
 /// [`Guard::transaction`] opens a transaction at the server's default isolation (read committed
 /// unless configured otherwise); `complete` runs `UPDATE … WHERE token = $n` in it and commits,
@@ -163,8 +166,10 @@ SELECT TRUE AS claimed, claim, NULL::BIGINT AS fingerprint, NULL::TEXT AS state,
 FROM claimed
 UNION ALL
 SELECT FALSE, claim, fingerprint, state, response
-FROM retry_idempotency_keys
-WHERE scope = $1 AND key = $2 AND NOT EXISTS (SELECT 1 FROM claimed)"
+FROM retry_idempotency_keys, now
+WHERE scope = $1 AND key = $2 AND NOT EXISTS (SELECT 1 FROM claimed)
+  AND NOT (expires_at <= now.ms
+           OR (state = 'running' AND lease_until <= now.ms AND fingerprint = $3))"
 );
 
 const COMPLETE: &str = concat!(
@@ -543,8 +548,9 @@ where
                             },
                         );
                     }
-                    // Committed by another transaction after this statement's snapshot, or
-                    // released in between: run the statement again.
+                    // Claimed by another transaction after this statement's snapshot (the
+                    // snapshot had no row, or a free one), or released in between: run the
+                    // statement again.
                     Claimed::Unseen => {}
                 }
             }

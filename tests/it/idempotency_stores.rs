@@ -357,6 +357,7 @@ on_stores!(
     concurrent_requests_with_one_new_key_execute_once,
     concurrent_takeovers_of_a_dead_holders_key_execute_once,
     concurrent_takeovers_of_expired_keys_execute_once_and_the_rest_are_in_progress,
+    keys_follow_one_rule_checked_before_any_database_work,
     purge_removes_what_expired_and_nothing_else,
     the_store_works_behind_dyn_and_its_futures_are_send,
 );
@@ -529,7 +530,12 @@ async fn a_superseded_holder_can_neither_complete_nor_renew_nor_release<S: TestS
     );
     assert_eq!(refused.status(), 409);
     assert!(refused.is_transient());
-    first.release().await.unwrap(); // changes nothing: the key is not its own any more
+    // Refused as well (issue 17, defect 2: it answered `Ok`), and it changes nothing.
+    let refused = first.release().await.unwrap_err();
+    assert!(
+        matches!(refused, StoreError::Superseded { claim: 1 }),
+        "{refused}"
+    );
     let refused = second.complete(&receipt(2)).await.unwrap_err();
     assert!(
         matches!(refused, StoreError::Superseded { claim: 2 }),
@@ -695,6 +701,58 @@ async fn concurrent_takeovers_of_expired_keys_execute_once_and_the_rest_are_in_p
         assert_eq!(
             answer(&*t.store, "", k, payload).await,
             Begin::Replay(receipt(2))
+        );
+    }
+}
+
+/// Issue 17, defect 4: one key rule on every store (1 to 255 characters, no control
+/// character), refused with a 400 that states it, before any database work. A 10 KB key was
+/// executed by SQLite and memory and failed on PostgreSQL with a 500 (54000), and so did a NUL
+/// byte (22021).
+async fn keys_follow_one_rule_checked_before_any_database_work<S: TestStore>(t: Subject<S>) {
+    let too_long = "k".repeat(256);
+    let ten_kb = "k".repeat(10 * 1024);
+    for bad in [
+        "",
+        "a\0b",
+        "tab\there",
+        "line\nbreak",
+        "\u{7f}",
+        "\u{9b}",
+        &too_long,
+        &ten_kb,
+    ] {
+        match t.store.begin(&key(bad), Fingerprint::of(PAY)).await {
+            Err(refused @ StoreError::InvalidKey) => {
+                assert_eq!(refused.status(), 400);
+                assert!(!refused.is_transient());
+                assert_eq!(
+                    refused.to_string(),
+                    "the idempotency key is not valid: a key is 1 to 255 characters of printable \
+                     text, without control characters (U+0000 to U+001F, U+007F to U+009F)"
+                );
+            }
+            Ok(other) => panic!("{bad:?}: expected InvalidKey, got {other:?}"),
+            Err(e) => panic!("{bad:?}: expected InvalidKey, got {e}"),
+        }
+    }
+    // At the limit, in any script, four bytes a character included.
+    for good in [
+        "k".repeat(255),
+        "é".repeat(255),
+        "🔑".repeat(255),
+        "Zahlung 4711 für Müller".to_owned(),
+    ] {
+        let k = key(&good);
+        execute(&*t.store, "", &k, PAY)
+            .await
+            .complete(&receipt(1))
+            .await
+            .unwrap();
+        assert_eq!(
+            answer(&*t.store, "", &k, PAY).await,
+            Begin::Replay(receipt(1)),
+            "{good}"
         );
     }
 }

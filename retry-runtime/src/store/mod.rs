@@ -15,6 +15,7 @@
 //! | the same key, a different payload (running or completed) | [`Begin::Mismatch`] | 422 Unprocessable Content; not worth a retry |
 //! | the store cannot be reached | `Err(`[`StoreError`]`)` | 503 with `Retry-After`: nothing executes without a record |
 //! | no key on a route that requires one | — (the service's decision, see [`key_from_header`]) | 400 Bad Request |
+//! | a key that breaks the key rule (over 255 characters, a control character, empty; [`validate_key`]) | `Err(`[`StoreError::InvalidKey`]`)`, before any database work | 400 Bad Request |
 //!
 //! # Three stores
 //!
@@ -269,8 +270,9 @@ pub trait IdempotencyStore<R>: Send + Sync {
     /// [`StoreError::Superseded`]. Called by [`Guard::renew`].
     fn renew<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// Rolls `transaction` back and forgets `claim`'s key, if the claim still holds it and has
-    /// not completed, so that the next request executes. Called by [`Guard::release`].
+    /// Rolls `transaction` back and forgets `claim`'s key, so that the next request executes.
+    /// Refuses with [`StoreError::Superseded`] (and changes nothing but the rollback) if the
+    /// claim no longer holds the key. Called by [`Guard::release`].
     fn release<'a>(
         &'a self,
         claim: &'a Claim,
@@ -279,7 +281,8 @@ pub trait IdempotencyStore<R>: Send + Sync {
 
     /// The same as [`release`](IdempotencyStore::release), without waiting: called when a
     /// [`Guard`] is dropped. A store that needs I/O starts it in the background (the SQL stores
-    /// spawn a tokio task); if it cannot, the lease returns the key.
+    /// spawn a tokio task); if it cannot, the lease returns the key. Nobody sees the answer: a
+    /// claim that no longer holds the key changes nothing, silently.
     fn release_in_background(&self, claim: Claim, transaction: Option<Self::Transaction>);
 
     /// Deletes the keys whose TTL has passed and returns how many. Expired keys already behave
@@ -527,11 +530,22 @@ impl<'s, R, T: Send> Guard<'s, R, T> {
     /// Rolls the handler's transaction back and gives the key up, so that the next request with
     /// it executes. For a passing failure; waits for the store, where dropping the guard does the
     /// same in the background.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Superseded`] if the key was taken over after the lease ended: the
+    /// transaction is rolled back and the successor keeps the key. [`StoreError::Database`] if
+    /// the store could not be reached: the transaction is rolled back, the guard's drop tries
+    /// the release once more in the background, and failing that the lease returns the key.
     pub async fn release(mut self) -> Result<(), StoreError> {
         let transaction = self.transaction.take();
-        self.store.release(&self.claim, transaction).await?;
-        self.finished = true;
-        Ok(())
+        let released = self.store.release(&self.claim, transaction).await;
+        // After a database error the drop tries once more in the background; otherwise the
+        // claim is released or no longer the key's, and there is nothing left to give back.
+        if !matches!(released, Err(StoreError::Database { .. })) {
+            self.finished = true;
+        }
+        released
     }
 }
 
@@ -600,6 +614,16 @@ pub enum StoreError {
     Codec(BoxError),
     /// The store's tables are missing or newer than this library: the message says what to do.
     Schema(String),
+    /// The key breaks the rule of every key ([`validate_key`]): refused before any database
+    /// work. Answer 400: the request is wrong, and a retry would get the same answer.
+    InvalidKey,
+}
+
+/// A key refused by [`validate_key`].
+impl From<KeyError> for StoreError {
+    fn from(_: KeyError) -> Self {
+        StoreError::InvalidKey
+    }
 }
 
 impl StoreError {
@@ -612,7 +636,8 @@ impl StoreError {
     }
 
     /// The HTTP status to answer with: 503 for a transient database error (send `Retry-After`
-    /// too), 409 for [`Superseded`](StoreError::Superseded), 500 otherwise.
+    /// too), 409 for [`Superseded`](StoreError::Superseded), 400 for
+    /// [`InvalidKey`](StoreError::InvalidKey), 500 otherwise.
     ///
     /// ```
     /// use retry_runtime::store::StoreError;
@@ -622,9 +647,11 @@ impl StoreError {
     /// assert_eq!(down.status(), 503);
     /// assert_eq!(StoreError::Superseded { claim: 1 }.status(), 409);
     /// assert_eq!(StoreError::TooLarge { len: 70_000, limit: 65_536 }.status(), 500);
+    /// assert_eq!(StoreError::InvalidKey.status(), 400);
     /// ```
     pub fn status(&self) -> u16 {
         match self {
+            StoreError::InvalidKey => 400,
             StoreError::Database {
                 transient: true, ..
             } => 503,
@@ -664,6 +691,7 @@ impl fmt::Display for StoreError {
                 "the response could not be converted to or from its stored JSON: {source}"
             ),
             StoreError::Schema(message) => f.write_str(message),
+            StoreError::InvalidKey => write!(f, "the idempotency key is not valid: {KEY_RULE}"),
         }
     }
 }
@@ -679,7 +707,7 @@ impl Error for StoreError {
 
 /// Transient: a database error classified so, and [`Superseded`](StoreError::Superseded) (the
 /// successor's response is there for the retry). Not transient: a database error that will
-/// recur, a response too large, a codec or schema error.
+/// recur, a response too large, a codec or schema error, an invalid key.
 impl crate::Transient for StoreError {
     fn is_transient(&self) -> bool {
         match self {
@@ -763,17 +791,63 @@ pub fn key_from_header(value: Option<impl AsRef<[u8]>>) -> Result<IdempotencyKey
         Some(quoted) => parse_sf_string(quoted)?,
         None => value.to_vec(),
     };
-    let printable = |b: &u8| (0x20..=0x7e).contains(b);
-    if key.is_empty() || key.len() > KeyError::MAX_LEN || !key.iter().all(printable) {
+    // The header's own grammar: a structured-field string is ASCII (RFC 8941 §3.3.3), and a
+    // bare value has no space or quote. The rest is the rule of every key, `validate_key`.
+    if !key.is_ascii() {
         return Err(KeyError::Invalid);
     }
     if value.first() != Some(&b'"') && key.iter().any(|b| matches!(b, b' ' | b'"')) {
         return Err(KeyError::Invalid);
     }
-    // Printable ASCII only, checked above.
-    String::from_utf8(key)
-        .map(IdempotencyKey::from)
-        .map_err(|_| KeyError::Invalid)
+    let key = String::from_utf8(key).map_err(|_| KeyError::Invalid)?;
+    validate_key(&key)?;
+    Ok(IdempotencyKey::from(key))
+}
+
+/// The rule every idempotency key follows, in every store and from the header: 1 to
+/// [`KeyError::MAX_LEN`] (255) characters of printable text, that is no control character
+/// (U+0000 to U+001F, U+007F to U+009F: NUL, tab, newline, escape, ...). Other Unicode is
+/// allowed, spaces and letters of any script included (stored as UTF-8, at most 1,020 bytes);
+/// the `Idempotency-Key` header itself carries printable ASCII only ([`key_from_header`]).
+///
+/// The limit is the IETF draft's and Stripe's. Every store checks it in
+/// [`begin_scoped`](IdempotencyStore::begin_scoped) before any database work and refuses
+/// another key with [`StoreError::InvalidKey`] (400), so that a huge key or a NUL byte never
+/// reaches an index or a driver.
+///
+/// ```
+/// use retry_runtime::store::{KeyError, validate_key};
+///
+/// assert_eq!(validate_key("8e03978e-40d5-43e8-bc93-6894a57f9324"), Ok(()));
+/// assert_eq!(validate_key("Zahlung 4711 für Müller"), Ok(()));
+/// assert_eq!(validate_key(&"k".repeat(255)), Ok(()));
+/// assert_eq!(validate_key(&"k".repeat(256)), Err(KeyError::Invalid));
+/// assert_eq!(validate_key("a\0b"), Err(KeyError::Invalid));
+/// assert_eq!(validate_key(""), Err(KeyError::Invalid));
+/// ```
+pub fn validate_key(key: &str) -> Result<(), KeyError> {
+    let mut chars = 0;
+    for c in key.chars() {
+        chars += 1;
+        if c.is_control() || chars > KeyError::MAX_LEN {
+            return Err(KeyError::Invalid);
+        }
+    }
+    if chars == 0 {
+        return Err(KeyError::Invalid);
+    }
+    Ok(())
+}
+
+/// The key rule in words, for the messages that refuse a key.
+const KEY_RULE: &str = "a key is 1 to 255 characters of printable text, without control \
+                        characters (U+0000 to U+001F, U+007F to U+009F)";
+
+/// A fresh claim token: random, so that it names one claim across stores, processes and
+/// restarts.
+pub(crate) fn random_token() -> u64 {
+    use rand::Rng;
+    rand::rng().next_u64()
 }
 
 /// The rest of a structured-field string after its opening quote (RFC 8941 §3.3.3): `\"` and
@@ -807,14 +881,15 @@ fn parse_sf_string(rest: &[u8]) -> Result<Vec<u8>, KeyError> {
 pub enum KeyError {
     /// The request has no `Idempotency-Key` header.
     Missing,
-    /// The header is empty, longer than [`KeyError::MAX_LEN`], not printable ASCII, or an
+    /// The key breaks the rule of every key ([`validate_key`]: 1 to [`KeyError::MAX_LEN`]
+    /// characters, no control character), or the header is not printable ASCII, or an
     /// unterminated or malformed quoted string.
     Invalid,
 }
 
 impl KeyError {
-    /// The longest key accepted, in bytes, so that a client cannot fill the store with huge
-    /// keys: 255, as common payment APIs allow.
+    /// The longest key accepted, in characters, so that a client cannot fill the store with
+    /// huge keys: 255, as the IETF draft and common payment APIs allow.
     pub const MAX_LEN: usize = 255;
 
     /// The HTTP status to answer with: 400 Bad Request.
@@ -825,10 +900,14 @@ impl KeyError {
 
 impl fmt::Display for KeyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            KeyError::Missing => "the request has no `Idempotency-Key` header",
-            KeyError::Invalid => "the `Idempotency-Key` header is not a valid key",
-        })
+        match self {
+            KeyError::Missing => f.write_str("the request has no `Idempotency-Key` header"),
+            KeyError::Invalid => write!(
+                f,
+                "the idempotency key is not valid: {KEY_RULE}; the `Idempotency-Key` header \
+                 carries it in printable ASCII, bare or as a quoted string"
+            ),
+        }
     }
 }
 

@@ -490,7 +490,8 @@ async fn purge_batch(pool: &PgPool, now: Option<i64>) -> Result<u64, sqlx::Error
     Ok(done.rows_affected())
 }
 
-/// Rolls `transaction` back (if any) and deletes the claim's running row.
+/// Rolls `transaction` back (if any) and deletes the claim's running row, or refuses with
+/// `Superseded` when the claim no longer holds the key (the rollback happens all the same).
 async fn release(
     pool: &PgPool,
     claim: &Claim,
@@ -501,7 +502,13 @@ async fn release(
         // connection that broke.
         let _ = transaction.rollback().await;
     }
-    release_row(pool, claim).await.map(drop).map_err(sql::db)
+    match release_row(pool, claim).await {
+        Ok(0) => Err(StoreError::Superseded {
+            claim: claim.number(),
+        }),
+        Ok(_) => Ok(()),
+        Err(e) => Err(sql::db(e)),
+    }
 }
 
 impl<R> IdempotencyStore<R> for PostgresStore<R>
@@ -520,6 +527,7 @@ where
         's: 'a,
     {
         Box::pin(async move {
+            super::validate_key(key.as_str())?;
             let row = ClaimRow {
                 scope,
                 key: key.as_str(),

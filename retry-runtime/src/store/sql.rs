@@ -99,8 +99,7 @@ fn millis(time: SystemTime) -> i64 {
 
 /// A fresh claim token: random, so that it names one claim across processes and restarts.
 pub(super) fn new_token() -> i64 {
-    use rand::Rng;
-    rand::rng().next_u64() as i64
+    super::random_token() as i64
 }
 
 /// The response as stored: its JSON, refused past `limit` bytes.
@@ -210,7 +209,12 @@ macro_rules! shared_methods {
                 let encoded = match encoded {
                     Ok(encoded) => encoded,
                     Err(refused) => {
-                        release(&self.pool, claim, transaction).await?;
+                        // A claim taken over meanwhile has nothing to release: the size is
+                        // still the answer.
+                        match release(&self.pool, claim, transaction).await {
+                            Ok(()) | Err(StoreError::Superseded { .. }) => {}
+                            Err(e) => return Err(e),
+                        }
                         return Err(refused);
                     }
                 };
@@ -272,6 +276,7 @@ macro_rules! shared_methods {
         fn release_in_background(&self, claim: Claim, transaction: Option<Self::Transaction>) {
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                 let pool = self.pool.clone();
+                // Nobody waits for the answer: a claim taken over meanwhile changes nothing.
                 runtime.spawn(async move { release(&pool, &claim, transaction).await });
             }
             // Without a runtime the transaction's drop rolls it back and the lease returns the key.

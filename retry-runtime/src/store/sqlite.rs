@@ -471,7 +471,8 @@ async fn purge_batch(pool: &SqlitePool, now: i64) -> Result<u64, sqlx::Error> {
     Ok(done.rows_affected())
 }
 
-/// Rolls `transaction` back (if any) and deletes the claim's running row.
+/// Rolls `transaction` back (if any) and deletes the claim's running row, or refuses with
+/// `Superseded` when the claim no longer holds the key (the rollback happens all the same).
 async fn release(
     pool: &SqlitePool,
     claim: &Claim,
@@ -482,7 +483,13 @@ async fn release(
         // connection is closed.
         let _ = transaction.rollback().await;
     }
-    release_row(pool, claim).await.map(drop).map_err(sql::db)
+    match release_row(pool, claim).await {
+        Ok(0) => Err(StoreError::Superseded {
+            claim: claim.number(),
+        }),
+        Ok(_) => Ok(()),
+        Err(e) => Err(sql::db(e)),
+    }
 }
 
 impl<R> IdempotencyStore<R> for SqliteStore<R>
@@ -501,6 +508,7 @@ where
         's: 'a,
     {
         Box::pin(async move {
+            super::validate_key(key.as_str())?;
             let token = sql::new_token();
             let fingerprint_bits = fingerprint.as_u64() as i64;
             for _ in 0..CLAIM_ROUNDS {

@@ -60,7 +60,10 @@
 //! release) names it: a **fencing token**. A holder whose key was taken over is refused with
 //! [`StoreError::Superseded`], and `complete` rolls its transaction back, so a stale handler
 //! (a process that was paused, not dead) can never overwrite its successor's answer or commit a
-//! second payout. A holder whose lease ended but whose key nobody took over still completes.
+//! second payout. That holds at every isolation level: when the handler's transaction fails
+//! because a takeover changed the key's row (PostgreSQL's 40001 at repeatable read or
+//! serializable), `complete` reads the row afresh and answers `Superseded`, not a transient
+//! error. A holder whose lease ended but whose key nobody took over still completes.
 //!
 //! # Expiry
 //!

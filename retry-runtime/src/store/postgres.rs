@@ -94,7 +94,12 @@ use std::time::{Duration, SystemTime};
 /// [`Guard::transaction`] opens a transaction at the server's default isolation (read committed
 /// unless configured otherwise); `complete` runs `UPDATE … WHERE token = $n` in it and commits,
 /// or rolls back when the token no longer holds the key. A takeover and a completion lock the
-/// same row, so exactly one of them wins.
+/// same row, so exactly one of them wins. At repeatable read or serializable (the server's
+/// default, or `SET TRANSACTION` by the handler), a transaction that read the row before a
+/// takeover changed it fails there with a serialization failure (40001) instead: `complete`
+/// then rolls back, reads the row afresh, and answers [`StoreError::Superseded`] when the token
+/// no longer holds the key, at every isolation level. A 40001 reaches the caller as a transient
+/// [`StoreError::Database`] only when the claim still holds the key, and a retry may succeed.
 ///
 /// Times come from the database's clock (`clock_timestamp()`), so that replicas whose clocks
 /// differ agree on when a lease ends, or from [`with_clock`](PostgresStore::with_clock) in
@@ -192,6 +197,9 @@ SET lease_until = now.ms + $2, expires_at = now.ms + $2 + $3
 FROM now
 WHERE scope = $4 AND key = $5 AND token = $6 AND state = 'running'"
 );
+
+const HOLDS: &str = r"
+SELECT COUNT(*) FROM retry_idempotency_keys WHERE scope = $1 AND key = $2 AND token = $3";
 
 const RELEASE: &str = r"
 DELETE FROM retry_idempotency_keys
@@ -447,6 +455,18 @@ async fn complete_row(
         .execute(pool)
         .await?;
     Ok(done.rows_affected())
+}
+
+/// Whether `claim`'s token still holds the key (running or completed by it), read afresh.
+#[retry(max = 2, base = "10ms", jitter = full, on = sql::retry_own_statement)]
+async fn holds_row(pool: &PgPool, claim: &Claim) -> Result<bool, sqlx::Error> {
+    let rows: i64 = sqlx::query_scalar(HOLDS)
+        .bind(claim.scope())
+        .bind(claim.key().as_str())
+        .bind(claim.token() as i64)
+        .fetch_one(pool)
+        .await?;
+    Ok(rows > 0)
 }
 
 #[retry(max = 2, base = "10ms", jitter = full, on = sql::retry_own_statement)]

@@ -185,8 +185,8 @@ pub(super) fn newer_schema(found: i64) -> StoreError {
 /// The methods of `IdempotencyStore` that the two SQL stores share word for word: `transaction`,
 /// `complete`, `renew`, `release`, `release_in_background` and `purge_expired`, written once.
 /// Each store's module has the statements for its database under the same names
-/// (`open_transaction`, `complete_statement`, `complete_row`, `renew_row`, `release`,
-/// `purge_batch`), and `$now` names the `Settings` method that gives its statements the time:
+/// (`open_transaction`, `complete_statement`, `complete_row`, `holds_row`, `renew_row`,
+/// `release`, `purge_batch`), and `$now` names the `Settings` method that gives its statements the time:
 /// `now_ms` for SQLite, `injected_now_ms` for PostgreSQL (the server's clock unless a test
 /// injects one).
 macro_rules! shared_methods {
@@ -222,23 +222,39 @@ macro_rules! shared_methods {
                 let superseded = StoreError::Superseded {
                     claim: claim.number(),
                 };
-                match transaction {
+                let failed = match transaction {
                     Some(mut transaction) => {
-                        let done = complete_statement(claim, encoded, now, ttl)
+                        match complete_statement(claim, encoded, now, ttl)
                             .execute(&mut *transaction)
                             .await
-                            .map_err(sql::db)?;
-                        if done.rows_affected() == 0 {
-                            let _ = transaction.rollback().await;
-                            return Err(superseded);
+                        {
+                            Ok(done) if done.rows_affected() == 0 => {
+                                let _ = transaction.rollback().await;
+                                return Err(superseded);
+                            }
+                            Ok(_) => match transaction.commit().await {
+                                Ok(()) => return Ok(()),
+                                Err(e) => e,
+                            },
+                            Err(e) => {
+                                let _ = transaction.rollback().await;
+                                e
+                            }
                         }
-                        transaction.commit().await.map_err(sql::db)
                     }
                     None => match complete_row(&self.pool, claim, &encoded, now, ttl).await {
-                        Ok(0) => Err(superseded),
-                        Ok(_) => Ok(()),
-                        Err(e) => Err(sql::db(e)),
+                        Ok(0) => return Err(superseded),
+                        Ok(_) => return Ok(()),
+                        Err(e) => e,
                     },
+                };
+                // At repeatable read or serializable, a transaction that read the row before a
+                // takeover changed it fails with a serialization failure (40001) instead of
+                // finding no row: a fresh read tells a takeover from a passing failure, so that
+                // a stale holder is told `Superseded`, never to retry.
+                match holds_row(&self.pool, claim).await {
+                    Ok(false) => Err(superseded),
+                    Ok(true) | Err(_) => Err(sql::db(failed)),
                 }
             })
         }

@@ -166,6 +166,9 @@ const RENEW: &str = r"
 UPDATE retry_idempotency_keys SET lease_until = ?1 + ?2, expires_at = ?1 + ?2 + ?3
 WHERE scope = ?4 AND key = ?5 AND token = ?6 AND state = 'running'";
 
+const HOLDS: &str = r"
+SELECT COUNT(*) FROM retry_idempotency_keys WHERE scope = ?1 AND key = ?2 AND token = ?3";
+
 const RELEASE: &str = r"
 DELETE FROM retry_idempotency_keys
 WHERE scope = ?1 AND key = ?2 AND token = ?3 AND state = 'running'";
@@ -428,6 +431,18 @@ async fn complete_row(
         .execute(pool)
         .await?;
     Ok(done.rows_affected())
+}
+
+/// Whether `claim`'s token still holds the key (running or completed by it), read afresh.
+#[retry(max = 2, base = "10ms", jitter = full, on = sql::retry_own_statement)]
+async fn holds_row(pool: &SqlitePool, claim: &Claim) -> Result<bool, sqlx::Error> {
+    let rows: i64 = sqlx::query_scalar(HOLDS)
+        .bind(claim.scope())
+        .bind(claim.key().as_str())
+        .bind(claim.token() as i64)
+        .fetch_one(pool)
+        .await?;
+    Ok(rows > 0)
 }
 
 #[retry(max = 2, base = "10ms", jitter = full, on = sql::retry_own_statement)]

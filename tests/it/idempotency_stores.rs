@@ -358,6 +358,7 @@ on_stores!(
     concurrent_takeovers_of_a_dead_holders_key_execute_once,
     concurrent_takeovers_of_expired_keys_execute_once_and_the_rest_are_in_progress,
     keys_follow_one_rule_checked_before_any_database_work,
+    a_cancelled_begin_gives_its_claim_back_at_once,
     purge_removes_what_expired_and_nothing_else,
     the_store_works_behind_dyn_and_its_futures_are_send,
 );
@@ -754,6 +755,67 @@ async fn keys_follow_one_rule_checked_before_any_database_work<S: TestStore>(t: 
             Begin::Replay(receipt(1)),
             "{good}"
         );
+    }
+}
+
+/// Issue 17, defect 6: a `begin` cancelled mid-flight (its future dropped) left a claim that
+/// nobody held, and the key answered `InProgress` for a whole lease. `begin` is cancelled here
+/// at 60 points from before its first poll to after its statements, 25 µs apart; the clock
+/// never moves, so a claim left behind would block the key for good. After every cancellation
+/// the key is claimable again at once (within `until_free`'s few milliseconds).
+async fn a_cancelled_begin_gives_its_claim_back_at_once<S: TestStore>(t: Subject<S>) {
+    let mut cancelled = 0;
+    for point in 0..60_u32 {
+        let k = key(&format!("cancelled {point}"));
+        let begin = t.store.begin(&k, Fingerprint::of(PAY));
+        if point == 0 {
+            drop(begin); // never polled
+            cancelled += 1;
+        } else {
+            let after = Duration::from_micros(25 * u64::from(point - 1));
+            let started = Instant::now();
+            // Yield to the runtime until the time has come, so that the cancellation falls
+            // between the statements' round trips, not on a timer's millisecond.
+            let deadline = async {
+                while started.elapsed() < after {
+                    tokio::task::yield_now().await;
+                }
+            };
+            tokio::select! {
+                biased;
+                answered = begin => match answered {
+                    Ok(Begin::Execute(guard)) => guard.complete(&receipt(0)).await.unwrap(),
+                    other => panic!("a new key executes, got {other:?}"),
+                },
+                () = deadline => cancelled += 1,
+            }
+        }
+        match answer_or_guard(&*t.store, &k).await {
+            Some(guard) => guard.complete(&receipt(1)).await.unwrap(),
+            None => assert_eq!(
+                answer(&*t.store, "", &k, PAY).await,
+                Begin::Replay(receipt(0))
+            ),
+        }
+    }
+    // A `MemoryStore`'s `begin` is ready at its first poll: only the unpolled one is cancelled.
+    let memory = std::any::type_name::<S>().contains("MemoryStore");
+    let least = if memory { 1 } else { 10 };
+    assert!(cancelled >= least, "begin was cancelled {cancelled} times");
+}
+
+/// After a cancelled `begin`: the key is claimable within a few milliseconds (a guard), or it
+/// was completed by the `begin` that was not cancelled (`None`).
+async fn answer_or_guard<'s, S: IdempotencyStore<Receipt>>(
+    store: &'s S,
+    k: &IdempotencyKey,
+) -> Option<Guard<'s, Receipt, S::Transaction>> {
+    match store.begin(k, Fingerprint::of(PAY)).await {
+        Ok(Begin::Replay(_)) => None,
+        Ok(Begin::Execute(guard)) => Some(guard),
+        Ok(Begin::InProgress) => Some(until_free(store, k, PAY).await),
+        Ok(other) => panic!("expected the key free or completed, got {other:?}"),
+        Err(e) => panic!("{e}"),
     }
 }
 

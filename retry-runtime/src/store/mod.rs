@@ -54,7 +54,8 @@
 //! once the lease has ended, the next request with the same payload takes the key over and gets
 //! [`Begin::Execute`] with the next **claim number** ([`Guard::claim`]: 1 for the first
 //! execution, 2 for the first takeover, ...). A handler that runs longer than the lease calls
-//! [`Guard::renew`] between its steps.
+//! [`Guard::renew`] between its steps. A `begin` that is itself cancelled gives back the claim
+//! it wrote, like a dropped guard (see [`IdempotencyStore::begin_scoped`]).
 //!
 //! Each claim also carries a random token, and every write of a guard (complete, renew,
 //! release) names it: a **fencing token**. A holder whose key was taken over is refused with
@@ -231,6 +232,22 @@ pub trait IdempotencyStore<R>: Send + Sync {
     /// [`Mismatch`](Begin::Mismatch), not [`InProgress`](Begin::InProgress), because the request
     /// would be refused however long the client waited. A key whose holder died is taken over
     /// only by the same payload; a different one is a mismatch until the key expires.
+    ///
+    /// A key that breaks the key rule ([`validate_key`]) is refused with
+    /// [`StoreError::InvalidKey`] before any database work.
+    ///
+    /// # Cancellation
+    ///
+    /// A `begin` whose future is dropped before it answers (a timeout, a `select!`, a client
+    /// that hung up) gives back any claim it wrote, as a dropped [`Guard`] does:
+    /// [`MemoryStore`] at once; the SQL stores in a tokio task that deletes the claim by its
+    /// token on the connection that ran the claim statement, after that statement, so that the
+    /// key is free again within a round trip. So does a `begin` that fails after its statement
+    /// may have committed (the connection broke before the answer). The lease returns the key
+    /// instead, a whole lease later, where the store cannot do that: no tokio runtime at the
+    /// drop, a process that dies, or a connection that breaks while the server is still
+    /// running the claim statement (the release then runs on another connection and may come
+    /// first).
     fn begin_scoped<'s, 'a>(
         &'s self,
         scope: &'a str,

@@ -1,6 +1,6 @@
 //! [`PostgresStore`]: the keys in one PostgreSQL database (feature `store-postgres`).
 
-use super::sql::{self, CLAIM_ROUNDS, Decision, PURGE_BATCH, SCHEMA_VERSION, Settings};
+use super::sql::{self, CLAIM_ROUNDS, Decision, InFlight, PURGE_BATCH, SCHEMA_VERSION, Settings};
 use super::{Begin, BoxFuture, Claim, Fingerprint, Guard, IdempotencyStore, StoreError};
 use crate::{IdempotencyKey, retry};
 use serde::Serialize;
@@ -396,7 +396,10 @@ enum Claimed {
 /// Retried with the same token, so that a claim that committed before its answer was lost (the
 /// connection broke) is recognised as ours.
 #[retry(max = 2, base = "10ms", jitter = full, on = sql::retry_own_statement)]
-async fn claim_row(pool: &PgPool, row: &ClaimRow<'_>) -> Result<Claimed, sqlx::Error> {
+async fn claim_row(
+    in_flight: &mut InFlight<Postgres>,
+    row: &ClaimRow<'_>,
+) -> Result<Claimed, sqlx::Error> {
     let found = sqlx::query(CLAIM)
         .bind(row.scope)
         .bind(row.key)
@@ -405,8 +408,9 @@ async fn claim_row(pool: &PgPool, row: &ClaimRow<'_>) -> Result<Claimed, sqlx::E
         .bind(row.now)
         .bind(row.lease)
         .bind(row.ttl)
-        .fetch_optional(pool)
-        .await?;
+        .fetch_optional(in_flight.connection().await?)
+        .await
+        .inspect_err(|_| in_flight.failed())?;
     let Some(found) = found else {
         return Ok(Claimed::Unseen);
     };
@@ -510,6 +514,29 @@ async fn purge_batch(pool: &PgPool, now: Option<i64>) -> Result<u64, sqlx::Error
     Ok(done.rows_affected())
 }
 
+/// Gives back the claim of a `begin` that was dropped (see [`InFlight`]).
+fn give_back(
+    connection: Option<sqlx::pool::PoolConnection<Postgres>>,
+    pool: PgPool,
+    claim: Claim,
+) -> BoxFuture<'static, ()> {
+    Box::pin(async move {
+        if let Some(mut connection) = connection {
+            // Runs after the claim statement, which the connection may still be finishing.
+            let released = sqlx::query(RELEASE)
+                .bind(claim.scope())
+                .bind(claim.key().as_str())
+                .bind(claim.token() as i64)
+                .execute(&mut *connection)
+                .await;
+            if released.is_ok() {
+                return;
+            }
+        }
+        let _ = release_row(&pool, &claim).await;
+    })
+}
+
 /// Rolls `transaction` back (if any) and deletes the claim's running row, or refuses with
 /// `Superseded` when the claim no longer holds the key (the rollback happens all the same).
 async fn release(
@@ -557,17 +584,23 @@ where
                 lease: self.settings.lease_ms(),
                 ttl: self.settings.ttl_ms(),
             };
+            let claim = Claim::new(scope, key.clone(), 0, row.token as u64);
+            let mut in_flight = InFlight::new(&self.pool, claim, give_back);
             for _ in 0..CLAIM_ROUNDS {
                 let row = ClaimRow {
                     now: self.settings.injected_now_ms(),
                     ..row
                 };
-                match claim_row(&self.pool, &row).await.map_err(sql::db)? {
+                // An error leaves `in_flight` armed: the claim may have committed before the
+                // connection broke, and the drop gives it back.
+                match claim_row(&mut in_flight, &row).await.map_err(sql::db)? {
                     Claimed::Mine(number) => {
+                        in_flight.settled();
                         let claim = Claim::new(scope, key.clone(), number as u64, row.token as u64);
                         return Ok(Begin::Execute(Guard::new(self, claim)));
                     }
                     Claimed::Other(stored, state, response) => {
+                        in_flight.settled();
                         return Ok(
                             match sql::decide(fingerprint, stored, &state, response.as_deref())? {
                                 Decision::Replay(response) => Begin::Replay(response),
@@ -582,6 +615,7 @@ where
                     Claimed::Unseen => {}
                 }
             }
+            in_flight.settled();
             Ok(Begin::InProgress)
         })
     }
@@ -638,12 +672,19 @@ mod tests {
             ttl: 86_400_000,
         };
         let mine = |claimed| matches!(claimed, Claimed::Mine(1));
-        assert!(mine(claim_row(store.pool(), &row).await.unwrap()));
+        let claim_once = async |row: &ClaimRow<'_>| {
+            let claim = Claim::new("", IdempotencyKey::from("k"), 0, row.token as u64);
+            let mut in_flight = InFlight::new(store.pool(), claim, give_back);
+            let claimed = claim_row(&mut in_flight, row).await.unwrap();
+            in_flight.settled();
+            claimed
+        };
+        assert!(mine(claim_once(&row).await));
         // The answer to the first statement was lost: the same statement again is still ours.
-        assert!(mine(claim_row(store.pool(), &row).await.unwrap()));
+        assert!(mine(claim_once(&row).await));
         // Another request's token does not get it.
         let other = ClaimRow { token: 43, ..row };
-        let claimed = claim_row(store.pool(), &other).await.unwrap();
+        let claimed = claim_once(&other).await;
         assert!(matches!(claimed, Claimed::Other(7, ref state, None) if state == "running"));
     }
 }

@@ -2,7 +2,9 @@
 //! for a key that was not claimed, the classification of their errors, and the retry of their
 //! own statements.
 
-use super::{DEFAULT_LEASE, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TTL, Fingerprint, StoreError};
+use super::{
+    Claim, DEFAULT_LEASE, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TTL, Fingerprint, StoreError,
+};
 use crate::Transient;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -100,6 +102,75 @@ fn millis(time: SystemTime) -> i64 {
 /// A fresh claim token: random, so that it names one claim across processes and restarts.
 pub(super) fn new_token() -> i64 {
     super::random_token() as i64
+}
+
+/// How a store gives back a claim whose `begin` was dropped: on the connection that ran the
+/// claim statement if there is one, else on the pool.
+pub(super) type GiveBack<DB> = fn(
+    Option<sqlx::pool::PoolConnection<DB>>,
+    sqlx::Pool<DB>,
+    Claim,
+) -> super::BoxFuture<'static, ()>;
+
+/// A claim statement in flight: the connection it runs on and the claim it may write. Dropped
+/// before [`settled`](InFlight::settled) (the `begin` future was cancelled, or it failed after
+/// the statement may have committed), it gives the claim back in a background task that runs
+/// on the same connection, after the statement, so that the release cannot overtake the claim.
+/// A claim that was never written is not found by its random token: the release changes
+/// nothing.
+pub(super) struct InFlight<DB: sqlx::Database> {
+    pool: sqlx::Pool<DB>,
+    connection: Option<sqlx::pool::PoolConnection<DB>>,
+    claim: Option<Claim>,
+    give_back: GiveBack<DB>,
+}
+
+impl<DB: sqlx::Database> InFlight<DB> {
+    /// Armed for `claim` (its number is not known yet and does not matter to a release).
+    pub(super) fn new(pool: &sqlx::Pool<DB>, claim: Claim, give_back: GiveBack<DB>) -> Self {
+        InFlight {
+            pool: pool.clone(),
+            connection: None,
+            claim: Some(claim),
+            give_back,
+        }
+    }
+
+    /// The connection the claim statement runs on: the same for every round, so that a
+    /// release after a cancellation queues behind the statement.
+    pub(super) async fn connection(&mut self) -> Result<&mut DB::Connection, sqlx::Error> {
+        let connection = match self.connection.take() {
+            Some(connection) => connection,
+            None => self.pool.acquire().await?,
+        };
+        Ok(&mut **self.connection.insert(connection))
+    }
+
+    /// After a failed statement: the next try takes a fresh connection (the failed statement
+    /// has ended, so nothing on the old one can overtake a release).
+    pub(super) fn failed(&mut self) {
+        self.connection = None;
+    }
+
+    /// `begin` has its answer: a guard holds the claim, or no claim was written.
+    pub(super) fn settled(&mut self) {
+        self.claim = None;
+    }
+}
+
+impl<DB: sqlx::Database> Drop for InFlight<DB> {
+    fn drop(&mut self) {
+        if let Some(claim) = self.claim.take() {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn((self.give_back)(
+                    self.connection.take(),
+                    self.pool.clone(),
+                    claim,
+                ));
+            }
+            // Without a runtime the lease returns the key.
+        }
+    }
 }
 
 /// The response as stored: its JSON, refused past `limit` bytes.

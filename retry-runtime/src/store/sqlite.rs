@@ -1,6 +1,6 @@
 //! [`SqliteStore`]: the keys in a SQLite file (feature `store-sqlite`).
 
-use super::sql::{self, CLAIM_ROUNDS, Decision, PURGE_BATCH, SCHEMA_VERSION, Settings};
+use super::sql::{self, CLAIM_ROUNDS, Decision, InFlight, PURGE_BATCH, SCHEMA_VERSION, Settings};
 use super::{Begin, BoxFuture, Claim, Fingerprint, Guard, IdempotencyStore, StoreError};
 use crate::{IdempotencyKey, retry};
 use serde::Serialize;
@@ -345,7 +345,10 @@ struct ClaimRow<'a> {
 /// Claims the row, or returns `None` when another claim holds or completed it. Retried with the
 /// same token, so that a claim that committed before its answer was lost is recognised as ours.
 #[retry(max = 2, base = "10ms", jitter = full, on = sql::retry_own_statement)]
-async fn claim_row(pool: &SqlitePool, row: &ClaimRow<'_>) -> Result<Option<i64>, sqlx::Error> {
+async fn claim_row(
+    in_flight: &mut InFlight<Sqlite>,
+    row: &ClaimRow<'_>,
+) -> Result<Option<i64>, sqlx::Error> {
     sqlx::query_scalar(CLAIM)
         .bind(row.scope)
         .bind(row.key)
@@ -354,8 +357,9 @@ async fn claim_row(pool: &SqlitePool, row: &ClaimRow<'_>) -> Result<Option<i64>,
         .bind(row.now)
         .bind(row.lease)
         .bind(row.ttl)
-        .fetch_optional(pool)
+        .fetch_optional(in_flight.connection().await?)
         .await
+        .inspect_err(|_| in_flight.failed())
 }
 
 /// A key's row as `begin` reads it.
@@ -486,6 +490,29 @@ async fn purge_batch(pool: &SqlitePool, now: i64) -> Result<u64, sqlx::Error> {
     Ok(done.rows_affected())
 }
 
+/// Gives back the claim of a `begin` that was dropped (see [`InFlight`]).
+fn give_back(
+    connection: Option<sqlx::pool::PoolConnection<Sqlite>>,
+    pool: SqlitePool,
+    claim: Claim,
+) -> BoxFuture<'static, ()> {
+    Box::pin(async move {
+        if let Some(mut connection) = connection {
+            // Runs after the claim statement, which the connection may still be finishing.
+            let released = sqlx::query(RELEASE)
+                .bind(claim.scope())
+                .bind(claim.key().as_str())
+                .bind(claim.token() as i64)
+                .execute(&mut *connection)
+                .await;
+            if released.is_ok() {
+                return;
+            }
+        }
+        let _ = release_row(&pool, &claim).await;
+    })
+}
+
 /// Rolls `transaction` back (if any) and deletes the claim's running row, or refuses with
 /// `Superseded` when the claim no longer holds the key (the rollback happens all the same).
 async fn release(
@@ -526,6 +553,8 @@ where
             super::validate_key(key.as_str())?;
             let token = sql::new_token();
             let fingerprint_bits = fingerprint.as_u64() as i64;
+            let claim = Claim::new(scope, key.clone(), 0, token as u64);
+            let mut in_flight = InFlight::new(&self.pool, claim, give_back);
             for _ in 0..CLAIM_ROUNDS {
                 let now = self.settings.now_ms();
                 // A read answers every case that does not execute, without the write lock that a
@@ -534,6 +563,7 @@ where
                     .await
                     .map_err(sql::db)?;
                 if let Some(found) = found.filter(|found| !found.is_free(now, fingerprint_bits)) {
+                    in_flight.settled();
                     let response = found.response.as_deref();
                     return Ok(
                         match sql::decide(fingerprint, found.fingerprint, &found.state, response)? {
@@ -552,12 +582,16 @@ where
                     lease: self.settings.lease_ms(),
                     ttl: self.settings.ttl_ms(),
                 };
-                if let Some(number) = claim_row(&self.pool, &row).await.map_err(sql::db)? {
+                // An error leaves `in_flight` armed: the claim may have committed before the
+                // connection failed, and the drop gives it back.
+                if let Some(number) = claim_row(&mut in_flight, &row).await.map_err(sql::db)? {
+                    in_flight.settled();
                     let claim = Claim::new(scope, key.clone(), number as u64, token as u64);
                     return Ok(Begin::Execute(Guard::new(self, claim)));
                 }
                 // Another request claimed it between the two statements: read it again.
             }
+            in_flight.settled();
             Ok(Begin::InProgress)
         })
     }
@@ -584,12 +618,19 @@ mod tests {
             lease: 60_000,
             ttl: 86_400_000,
         };
-        assert_eq!(claim_row(store.pool(), &row).await.unwrap(), Some(1));
+        let claim_once = async |row: &ClaimRow<'_>| {
+            let claim = Claim::new("", IdempotencyKey::from("k"), 0, row.token as u64);
+            let mut in_flight = InFlight::new(store.pool(), claim, give_back);
+            let claimed = claim_row(&mut in_flight, row).await.unwrap();
+            in_flight.settled();
+            claimed
+        };
+        assert_eq!(claim_once(&row).await, Some(1));
         // The answer to the first statement was lost: the same statement again is still ours.
-        assert_eq!(claim_row(store.pool(), &row).await.unwrap(), Some(1));
+        assert_eq!(claim_once(&row).await, Some(1));
         // Another request's token does not get it.
         let other = ClaimRow { token: 43, ..row };
-        assert_eq!(claim_row(store.pool(), &other).await.unwrap(), None);
+        assert_eq!(claim_once(&other).await, None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

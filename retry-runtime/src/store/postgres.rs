@@ -409,8 +409,9 @@ async fn claim_row(
         .bind(row.lease)
         .bind(row.ttl)
         .fetch_optional(in_flight.connection().await?)
-        .await
-        .inspect_err(|_| in_flight.failed())?;
+        .await;
+    in_flight.statement_ended();
+    let found = found?;
     let Some(found) = found else {
         return Ok(Claimed::Unseen);
     };

@@ -136,8 +136,8 @@ impl<DB: sqlx::Database> InFlight<DB> {
         }
     }
 
-    /// The connection the claim statement runs on: the same for every round, so that a
-    /// release after a cancellation queues behind the statement.
+    /// The connection the claim statement runs on, held while it runs, so that a release
+    /// after a cancellation queues behind the statement.
     pub(super) async fn connection(&mut self) -> Result<&mut DB::Connection, sqlx::Error> {
         let connection = match self.connection.take() {
             Some(connection) => connection,
@@ -146,9 +146,10 @@ impl<DB: sqlx::Database> InFlight<DB> {
         Ok(&mut **self.connection.insert(connection))
     }
 
-    /// After a failed statement: the next try takes a fresh connection (the failed statement
-    /// has ended, so nothing on the old one can overtake a release).
-    pub(super) fn failed(&mut self) {
+    /// The claim statement has ended (answered or failed): its connection goes back to the
+    /// pool, since nothing on it can overtake a release any more, and so that `begin`'s next
+    /// round (SQLite's read) never waits for a connection its own claim holds.
+    pub(super) fn statement_ended(&mut self) {
         self.connection = None;
     }
 
@@ -257,9 +258,9 @@ pub(super) fn newer_schema(found: i64) -> StoreError {
 /// `complete`, `renew`, `release`, `release_in_background` and `purge_expired`, written once.
 /// Each store's module has the statements for its database under the same names
 /// (`open_transaction`, `complete_statement`, `complete_row`, `holds_row`, `renew_row`,
-/// `release`, `purge_batch`), and `$now` names the `Settings` method that gives its statements the time:
-/// `now_ms` for SQLite, `injected_now_ms` for PostgreSQL (the server's clock unless a test
-/// injects one).
+/// `release`, `purge_batch`), and `$now` names the `Settings` method that gives its statements
+/// the time: `now_ms` for SQLite, `injected_now_ms` for PostgreSQL (the server's clock unless a
+/// test injects one).
 macro_rules! shared_methods {
     ($now:ident) => {
         fn transaction<'a>(

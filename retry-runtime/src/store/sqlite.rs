@@ -349,7 +349,7 @@ async fn claim_row(
     in_flight: &mut InFlight<Sqlite>,
     row: &ClaimRow<'_>,
 ) -> Result<Option<i64>, sqlx::Error> {
-    sqlx::query_scalar(CLAIM)
+    let claimed = sqlx::query_scalar(CLAIM)
         .bind(row.scope)
         .bind(row.key)
         .bind(row.fingerprint)
@@ -358,8 +358,9 @@ async fn claim_row(
         .bind(row.lease)
         .bind(row.ttl)
         .fetch_optional(in_flight.connection().await?)
-        .await
-        .inspect_err(|_| in_flight.failed())
+        .await;
+    in_flight.statement_ended();
+    claimed
 }
 
 /// A key's row as `begin` reads it.

@@ -463,6 +463,9 @@ mod conformance {
         a_holder_past_its_lease_completes_when_nobody_took_over,
         concurrent_requests_with_one_new_key_execute_once,
         concurrent_takeovers_of_a_dead_holders_key_execute_once,
+        concurrent_takeovers_of_expired_keys_execute_once_and_the_rest_are_in_progress,
+        keys_follow_one_rule_checked_before_any_database_work,
+        a_cancelled_begin_gives_its_claim_back_at_once,
         purge_removes_what_expired_and_nothing_else,
         the_store_works_behind_dyn_and_its_futures_are_send,
     );
@@ -814,6 +817,47 @@ async fn postgres_migrate_is_idempotent_and_safe_from_four_replicas_at_once() {
         .complete(&receipt(1))
         .await
         .unwrap();
+}
+
+/// Issue 17, defect 3: a stale holder whose transaction runs at `SERIALIZABLE` read the row
+/// before the takeover changed it, so its `UPDATE` failed with 40001 and `complete` answered a
+/// transient database error (503), telling the client to retry what can never succeed. It is
+/// `Superseded` (409), as at read committed, and its payout is rolled back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_holder_at_serializable_is_superseded() {
+    let name = "a_stale_holder_at_serializable_is_superseded";
+    let Some(t) = Subject::<PostgresStore<Receipt>>::new(name).await else {
+        return;
+    };
+    let k = key("k1");
+    let mut stale = execute(&*t.store, "", &k, PAY).await;
+    let transaction = stale.transaction().await.unwrap();
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+        .execute(&mut **transaction)
+        .await
+        .unwrap();
+    transaction.pay("k1", 1).await.unwrap(); // the transaction's snapshot: the key is its own
+    t.clock.advance(DEFAULT_LEASE);
+    let mut successor = execute(&*t.store, "", &k, PAY).await;
+    let refused = stale.complete(&receipt(1)).await.unwrap_err();
+    assert!(
+        matches!(refused, StoreError::Superseded { claim: 1 }),
+        "{refused}"
+    );
+    assert_eq!(refused.status(), 409);
+    successor
+        .transaction()
+        .await
+        .unwrap()
+        .pay("k1", 2)
+        .await
+        .unwrap();
+    successor.complete(&receipt(2)).await.unwrap();
+    assert_eq!(t.ledger("k1").await, [2], "only the successor's payout");
+    assert_eq!(
+        answer(&*t.store, "", &k, PAY).await,
+        Begin::Replay(receipt(2))
+    );
 }
 
 #[tokio::test]

@@ -663,7 +663,9 @@ where
             }
             match self.take(claim) {
                 Some(guard) => guard.release().await,
-                None => Ok(()),
+                None => Err(StoreError::Superseded {
+                    claim: claim.number(),
+                }),
             }
         })
     }

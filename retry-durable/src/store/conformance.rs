@@ -45,7 +45,11 @@
 //! after [`DEFAULT_LEASE`] with the next claim number; a holder whose key was taken over is
 //! refused with [`StoreError::Superseded`]; renewing keeps a key; a holder past its lease still
 //! completes when nobody took over; of many concurrent requests with one key exactly one
-//! executes, on a new key and on a dead holder's key; `purge_expired` removes what expired and
+//! executes, on a new key, on a dead holder's key and on keys whose response expired (every
+//! other is `InProgress`, none replays the expired response); a key breaks the key rule
+//! ([`validate_key`](super::validate_key)) and is refused with [`StoreError::InvalidKey`]
+//! before any database work; a `begin` cancelled mid-flight gives its claim back at once;
+//! `purge_expired` removes what expired and
 //! nothing else; the store works behind `dyn` and its futures are `Send`.
 //!
 //! What the kit cannot check, because it depends on where the store keeps its keys, stays with
@@ -143,6 +147,9 @@ pub const CASES: &[&str] = &[
     "a_holder_past_its_lease_completes_when_nobody_took_over",
     "concurrent_requests_with_one_new_key_execute_once",
     "concurrent_takeovers_of_a_dead_holders_key_execute_once",
+    "concurrent_takeovers_of_expired_keys_execute_once_and_the_rest_are_in_progress",
+    "keys_follow_one_rule_checked_before_any_database_work",
+    "a_cancelled_begin_gives_its_claim_back_at_once",
     "purge_removes_what_expired_and_nothing_else",
     "the_store_works_behind_dyn_and_its_futures_are_send",
 ];
@@ -191,6 +198,15 @@ pub async fn check<F: StoreFactory>(factory: &F, case: &str) {
         "concurrent_takeovers_of_a_dead_holders_key_execute_once" => {
             concurrent_takeovers_of_a_dead_holders_key_execute_once(t).await
         }
+        "concurrent_takeovers_of_expired_keys_execute_once_and_the_rest_are_in_progress" => {
+            concurrent_takeovers_of_expired_keys_execute_once_and_the_rest_are_in_progress(t).await
+        }
+        "keys_follow_one_rule_checked_before_any_database_work" => {
+            keys_follow_one_rule_checked_before_any_database_work(t).await
+        }
+        "a_cancelled_begin_gives_its_claim_back_at_once" => {
+            a_cancelled_begin_gives_its_claim_back_at_once(t).await
+        }
         "purge_removes_what_expired_and_nothing_else" => {
             purge_removes_what_expired_and_nothing_else(t).await
         }
@@ -231,6 +247,9 @@ macro_rules! store_conformance_tests {
             a_holder_past_its_lease_completes_when_nobody_took_over,
             concurrent_requests_with_one_new_key_execute_once,
             concurrent_takeovers_of_a_dead_holders_key_execute_once,
+            concurrent_takeovers_of_expired_keys_execute_once_and_the_rest_are_in_progress,
+            keys_follow_one_rule_checked_before_any_database_work,
+            a_cancelled_begin_gives_its_claim_back_at_once,
             purge_removes_what_expired_and_nothing_else,
             the_store_works_behind_dyn_and_its_futures_are_send,
         );
@@ -643,6 +662,184 @@ async fn concurrent_takeovers_of_a_dead_holders_key_execute_once<
     std::mem::forget(execute(&*t.store, "", &k, PAY).await);
     t.clock.advance(DEFAULT_LEASE);
     race(&t.store, k, 16, 2).await;
+}
+
+/// 64 requests at once take over each of 40 keys whose response expired.
+/// Exactly one executes and every other is `InProgress`: none replays the expired response and
+/// none calls the running payload a mismatch. Half the keys come back with the old payload, half
+/// with a new one (the old answer would be `Mismatch`). PostgreSQL's claim statement read the
+/// row from its own snapshot, older than the concurrent claim that refused it, and answered
+/// from the expired row for 1 to 8 keys of 40.
+async fn concurrent_takeovers_of_expired_keys_execute_once_and_the_rest_are_in_progress<
+    S: IdempotencyStore<Receipt> + 'static,
+>(
+    t: Case<S>,
+) {
+    const KEYS: usize = 40;
+    const REQUESTS: usize = 64;
+    let keys: Vec<_> = (0..KEYS).map(|i| key(&format!("expired {i}"))).collect();
+    for k in &keys {
+        let first = execute(&*t.store, "", k, PAY).await;
+        ok(first.complete(&receipt(1)).await, "complete");
+    }
+    t.clock.advance(DEFAULT_TTL);
+    for (i, k) in keys.iter().enumerate() {
+        let payload = if i % 2 == 0 { PAY } else { OTHER };
+        let start = Arc::new(Barrier::new(REQUESTS));
+        let asked = Arc::new(Barrier::new(REQUESTS));
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..REQUESTS {
+            let (store, k) = (Arc::clone(&t.store), k.clone());
+            let (start, asked) = (Arc::clone(&start), Arc::clone(&asked));
+            tasks.spawn(async move {
+                start.wait().await;
+                let answer = match store.begin(&k, Fingerprint::of(payload)).await {
+                    Ok(Begin::Execute(guard)) => {
+                        // Hold the claim until every other request has its answer.
+                        asked.wait().await;
+                        ok(guard.complete(&receipt(2)).await, "complete");
+                        return "Execute".to_owned();
+                    }
+                    Ok(other) => format!("{other:?}"),
+                    Err(e) => format!("Err({e})"),
+                };
+                asked.wait().await;
+                answer
+            });
+        }
+        let answers = tasks.join_all().await;
+        let executed = answers.iter().filter(|a| *a == "Execute").count();
+        let in_progress = answers.iter().filter(|a| *a == "InProgress").count();
+        let wrong: Vec<_> = answers
+            .iter()
+            .filter(|a| *a != "Execute" && *a != "InProgress")
+            .collect();
+        assert_eq!(
+            (executed, in_progress),
+            (1, REQUESTS - 1),
+            "key {i}: one Execute and {} InProgress expected; the others: {wrong:?}",
+            REQUESTS - 1
+        );
+        assert_eq!(
+            answer(&*t.store, "", k, payload).await,
+            Begin::Replay(receipt(2))
+        );
+    }
+}
+
+/// One key rule on every store (1 to 255 characters, no control
+/// character), refused with a 400 that states it, before any database work. A 10 KB key was
+/// executed by SQLite and memory and failed on PostgreSQL with a 500 (54000), and so did a NUL
+/// byte (22021).
+async fn keys_follow_one_rule_checked_before_any_database_work<
+    S: IdempotencyStore<Receipt> + 'static,
+>(
+    t: Case<S>,
+) {
+    let too_long = "k".repeat(256);
+    let ten_kb = "k".repeat(10 * 1024);
+    for bad in [
+        "",
+        "a\0b",
+        "tab\there",
+        "line\nbreak",
+        "\u{7f}",
+        "\u{9b}",
+        &too_long,
+        &ten_kb,
+    ] {
+        match t.store.begin(&key(bad), Fingerprint::of(PAY)).await {
+            Err(refused @ StoreError::InvalidKey) => {
+                assert_eq!(refused.status(), 400);
+                assert!(!refused.is_transient());
+                assert_eq!(
+                    refused.to_string(),
+                    "the idempotency key is not valid: a key is 1 to 255 characters of printable \
+                     text, without control characters (U+0000 to U+001F, U+007F to U+009F)"
+                );
+            }
+            Ok(other) => panic!("{bad:?}: expected InvalidKey, got {other:?}"),
+            Err(e) => panic!("{bad:?}: expected InvalidKey, got {e}"),
+        }
+    }
+    // At the limit, in any script, four bytes a character included.
+    for good in [
+        "k".repeat(255),
+        "é".repeat(255),
+        "🔑".repeat(255),
+        "Zahlung 4711 für Müller".to_owned(),
+    ] {
+        let k = key(&good);
+        let guard = execute(&*t.store, "", &k, PAY).await;
+        ok(guard.complete(&receipt(1)).await, "complete");
+        assert_eq!(
+            answer(&*t.store, "", &k, PAY).await,
+            Begin::Replay(receipt(1)),
+            "{good}"
+        );
+    }
+}
+
+/// A `begin` cancelled mid-flight (its future dropped) left a claim that
+/// nobody held, and the key answered `InProgress` for a whole lease. `begin` is cancelled here
+/// at 60 points from before its first poll to after its statements, 25 µs apart; the clock
+/// never moves, so a claim left behind would block the key for good. After every cancellation
+/// the key is claimable again at once (within `until_free`'s few milliseconds).
+async fn a_cancelled_begin_gives_its_claim_back_at_once<S: IdempotencyStore<Receipt> + 'static>(
+    t: Case<S>,
+) {
+    let mut cancelled = 0;
+    for point in 0..60_u32 {
+        let k = key(&format!("cancelled {point}"));
+        let begin = t.store.begin(&k, Fingerprint::of(PAY));
+        if point == 0 {
+            drop(begin); // never polled
+            cancelled += 1;
+        } else {
+            let after = Duration::from_micros(25 * u64::from(point - 1));
+            let started = Instant::now();
+            // Yield to the runtime until the time has come, so that the cancellation falls
+            // between the statements' round trips, not on a timer's millisecond.
+            let deadline = async {
+                while started.elapsed() < after {
+                    tokio::task::yield_now().await;
+                }
+            };
+            tokio::select! {
+                biased;
+                answered = begin => match answered {
+                    Ok(Begin::Execute(guard)) => ok(guard.complete(&receipt(0)).await, "complete"),
+                    other => panic!("a new key executes, got {other:?}"),
+                },
+                () = deadline => cancelled += 1,
+            }
+        }
+        match answer_or_guard(&*t.store, &k).await {
+            Some(guard) => ok(guard.complete(&receipt(1)).await, "complete"),
+            None => assert_eq!(
+                answer(&*t.store, "", &k, PAY).await,
+                Begin::Replay(receipt(0))
+            ),
+        }
+    }
+    // A store whose `begin` is ready at its first poll (one in memory) is cancelled only before
+    // it; a store that waits for a database, at many of the points.
+    assert!(cancelled >= 1, "begin was cancelled {cancelled} times");
+}
+
+/// After a cancelled `begin`: the key is claimable within a few milliseconds (a guard), or it
+/// was completed by the `begin` that was not cancelled (`None`).
+async fn answer_or_guard<'s, S: IdempotencyStore<Receipt>>(
+    store: &'s S,
+    k: &IdempotencyKey,
+) -> Option<Guard<'s, Receipt, S::Transaction>> {
+    match store.begin(k, Fingerprint::of(PAY)).await {
+        Ok(Begin::Replay(_)) => None,
+        Ok(Begin::Execute(guard)) => Some(guard),
+        Ok(Begin::InProgress) => Some(until_free(store, k, PAY).await),
+        Ok(other) => panic!("expected the key free or completed, got {other:?}"),
+        Err(e) => panic!("expected the key free or completed, got the error {e}"),
+    }
 }
 
 async fn purge_removes_what_expired_and_nothing_else<S: IdempotencyStore<Receipt> + 'static>(

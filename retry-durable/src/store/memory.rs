@@ -65,8 +65,6 @@ struct State<R> {
     /// When expired entries were last swept out: at most one sweep per `ttl` keeps the cost of
     /// `begin` independent of the number of keys.
     purged: Option<Instant>,
-    /// The token handed out last; each claim gets the next one.
-    last_token: u64,
 }
 
 enum Entry<R> {
@@ -95,7 +93,6 @@ impl<R> MemoryStore<R> {
             state: Mutex::new(State {
                 scopes: HashMap::new(),
                 purged: None,
-                last_token: 0,
             }),
         }
     }
@@ -153,8 +150,8 @@ impl<R> MemoryStore<R> {
             state.remove_expired(now, ttl, lease);
             state.purged = Some(now);
         }
-        state.last_token += 1;
-        let token = state.last_token;
+        // Random, as in the SQL stores: the token names this one claim, whatever the store.
+        let token = super::random_token();
         let entries = match state.scopes.get_mut(scope) {
             Some(entries) => entries,
             None => state.scopes.entry(scope.into()).or_default(),
@@ -246,6 +243,9 @@ impl<R: Clone + Send + 'static> IdempotencyStore<R> for MemoryStore<R> {
     where
         's: 'a,
     {
+        if let Err(invalid) = super::validate_key(key.as_str()) {
+            return Box::pin(ready(Err(invalid.into())));
+        }
         let begin = match self.claim(scope, key, fingerprint) {
             Decision::Execute(claim) => Begin::Execute(Guard::new(self, claim)),
             Decision::Replay(response) => Begin::Replay(response),
@@ -292,12 +292,14 @@ impl<R: Clone + Send + 'static> IdempotencyStore<R> for MemoryStore<R> {
         claim: &'a Claim,
         _: Option<()>,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.release_in_background(claim.clone(), None);
-        Box::pin(ready(Ok(())))
+        let released = self.with_running(claim, |entries, _| {
+            entries.remove(claim.key());
+        });
+        Box::pin(ready(released))
     }
 
     fn release_in_background(&self, claim: Claim, _: Option<()>) {
-        // A claim that no longer holds the key changes nothing: not an error.
+        // Nobody waits for the answer: a claim that no longer holds the key changes nothing.
         let _ = self.with_running(&claim, |entries, _| {
             entries.remove(claim.key());
         });
@@ -542,6 +544,25 @@ mod tests {
             .filter(|&executed| executed)
             .count();
         assert_eq!(executed, 1);
+    }
+
+    /// Issue 17, defect 5: the docs say every claim carries a random token; `MemoryStore`
+    /// counted them from 1.
+    #[test]
+    fn claim_tokens_are_random() {
+        let tokens: Vec<u64> = (0..4)
+            .map(|_| {
+                let store = MemoryStore::<String>::new();
+                match store.claim("", &key("k"), Fingerprint::of(b"pay")) {
+                    Decision::Execute(claim) => claim.token(),
+                    _ => panic!("a new key executes"),
+                }
+            })
+            .collect();
+        let mut distinct = tokens.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 4, "four stores' first claims: {tokens:?}");
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! | the same key, a different payload (running or completed) | [`Begin::Mismatch`] | 422 Unprocessable Content; not worth a retry |
 //! | the store cannot be reached | `Err(`[`StoreError`]`)` | 503 with `Retry-After`: nothing executes without a record |
 //! | no key on a route that requires one | — (the service's decision, see [`key_from_header`]) | 400 Bad Request |
+//! | a key that breaks the key rule (over 255 characters, a control character, empty; [`validate_key`]) | `Err(`[`StoreError::InvalidKey`]`)`, before any database work | 400 Bad Request |
 //!
 //! # Three stores
 //!
@@ -53,13 +54,17 @@
 //! once the lease has ended, the next request with the same payload takes the key over and gets
 //! [`Begin::Execute`] with the next **claim number** ([`Guard::claim`]: 1 for the first
 //! execution, 2 for the first takeover, ...). A handler that runs longer than the lease calls
-//! [`Guard::renew`] between its steps.
+//! [`Guard::renew`] between its steps. A `begin` that is itself cancelled gives back the claim
+//! it wrote, like a dropped guard (see [`IdempotencyStore::begin_scoped`]).
 //!
 //! Each claim also carries a random token, and every write of a guard (complete, renew,
 //! release) names it: a **fencing token**. A holder whose key was taken over is refused with
 //! [`StoreError::Superseded`], and `complete` rolls its transaction back, so a stale handler
 //! (a process that was paused, not dead) can never overwrite its successor's answer or commit a
-//! second payout. A holder whose lease ended but whose key nobody took over still completes.
+//! second payout. That holds at every isolation level: when the handler's transaction fails
+//! because a takeover changed the key's row (PostgreSQL's 40001 at repeatable read or
+//! serializable), `complete` reads the row afresh and answers `Superseded`, not a transient
+//! error. A holder whose lease ended but whose key nobody took over still completes.
 //!
 //! # Expiry
 //!
@@ -229,6 +234,22 @@ pub trait IdempotencyStore<R>: Send + Sync {
     /// [`Mismatch`](Begin::Mismatch), not [`InProgress`](Begin::InProgress), because the request
     /// would be refused however long the client waited. A key whose holder died is taken over
     /// only by the same payload; a different one is a mismatch until the key expires.
+    ///
+    /// A key that breaks the key rule ([`validate_key`]) is refused with
+    /// [`StoreError::InvalidKey`] before any database work.
+    ///
+    /// # Cancellation
+    ///
+    /// A `begin` whose future is dropped before it answers (a timeout, a `select!`, a client
+    /// that hung up) gives back any claim it wrote, as a dropped [`Guard`] does:
+    /// [`MemoryStore`] at once; the SQL stores in a tokio task that deletes the claim by its
+    /// token on the connection that ran the claim statement, after that statement, so that the
+    /// key is free again within a round trip. So does a `begin` that fails after its statement
+    /// may have committed (the connection broke before the answer). The lease returns the key
+    /// instead, a whole lease later, where the store cannot do that: no tokio runtime at the
+    /// drop, a process that dies, or a connection that breaks while the server is still
+    /// running the claim statement (the release then runs on another connection and may come
+    /// first).
     fn begin_scoped<'s, 'a>(
         &'s self,
         scope: &'a str,
@@ -271,8 +292,9 @@ pub trait IdempotencyStore<R>: Send + Sync {
     /// [`StoreError::Superseded`]. Called by [`Guard::renew`].
     fn renew<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// Rolls `transaction` back and forgets `claim`'s key, if the claim still holds it and has
-    /// not completed, so that the next request executes. Called by [`Guard::release`].
+    /// Rolls `transaction` back and forgets `claim`'s key, so that the next request executes.
+    /// Refuses with [`StoreError::Superseded`] (and changes nothing but the rollback) if the
+    /// claim no longer holds the key. Called by [`Guard::release`].
     fn release<'a>(
         &'a self,
         claim: &'a Claim,
@@ -281,7 +303,8 @@ pub trait IdempotencyStore<R>: Send + Sync {
 
     /// The same as [`release`](IdempotencyStore::release), without waiting: called when a
     /// [`Guard`] is dropped. A store that needs I/O starts it in the background (the SQL stores
-    /// spawn a tokio task); if it cannot, the lease returns the key.
+    /// spawn a tokio task); if it cannot, the lease returns the key. Nobody sees the answer: a
+    /// claim that no longer holds the key changes nothing, silently.
     fn release_in_background(&self, claim: Claim, transaction: Option<Self::Transaction>);
 
     /// Deletes the keys whose TTL has passed and returns how many. Expired keys already behave
@@ -529,11 +552,22 @@ impl<'s, R, T: Send> Guard<'s, R, T> {
     /// Rolls the handler's transaction back and gives the key up, so that the next request with
     /// it executes. For a passing failure; waits for the store, where dropping the guard does the
     /// same in the background.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Superseded`] if the key was taken over after the lease ended: the
+    /// transaction is rolled back and the successor keeps the key. [`StoreError::Database`] if
+    /// the store could not be reached: the transaction is rolled back, the guard's drop tries
+    /// the release once more in the background, and failing that the lease returns the key.
     pub async fn release(mut self) -> Result<(), StoreError> {
         let transaction = self.transaction.take();
-        self.store.release(&self.claim, transaction).await?;
-        self.finished = true;
-        Ok(())
+        let released = self.store.release(&self.claim, transaction).await;
+        // After a database error the drop tries once more in the background; otherwise the
+        // claim is released or no longer the key's, and there is nothing left to give back.
+        if !matches!(released, Err(StoreError::Database { .. })) {
+            self.finished = true;
+        }
+        released
     }
 }
 
@@ -602,6 +636,16 @@ pub enum StoreError {
     Codec(BoxError),
     /// The store's tables are missing or newer than this library: the message says what to do.
     Schema(String),
+    /// The key breaks the rule of every key ([`validate_key`]): refused before any database
+    /// work. Answer 400: the request is wrong, and a retry would get the same answer.
+    InvalidKey,
+}
+
+/// A key refused by [`validate_key`].
+impl From<KeyError> for StoreError {
+    fn from(_: KeyError) -> Self {
+        StoreError::InvalidKey
+    }
 }
 
 impl StoreError {
@@ -614,7 +658,8 @@ impl StoreError {
     }
 
     /// The HTTP status to answer with: 503 for a transient database error (send `Retry-After`
-    /// too), 409 for [`Superseded`](StoreError::Superseded), 500 otherwise.
+    /// too), 409 for [`Superseded`](StoreError::Superseded), 400 for
+    /// [`InvalidKey`](StoreError::InvalidKey), 500 otherwise.
     ///
     /// ```
     /// use retry_durable::store::StoreError;
@@ -624,9 +669,11 @@ impl StoreError {
     /// assert_eq!(down.status(), 503);
     /// assert_eq!(StoreError::Superseded { claim: 1 }.status(), 409);
     /// assert_eq!(StoreError::TooLarge { len: 70_000, limit: 65_536 }.status(), 500);
+    /// assert_eq!(StoreError::InvalidKey.status(), 400);
     /// ```
     pub fn status(&self) -> u16 {
         match self {
+            StoreError::InvalidKey => 400,
             StoreError::Database {
                 transient: true, ..
             } => 503,
@@ -666,6 +713,7 @@ impl fmt::Display for StoreError {
                 "the response could not be converted to or from its stored JSON: {source}"
             ),
             StoreError::Schema(message) => f.write_str(message),
+            StoreError::InvalidKey => write!(f, "the idempotency key is not valid: {KEY_RULE}"),
         }
     }
 }
@@ -681,7 +729,7 @@ impl Error for StoreError {
 
 /// Transient: a database error classified so, and [`Superseded`](StoreError::Superseded) (the
 /// successor's response is there for the retry). Not transient: a database error that will
-/// recur, a response too large, a codec or schema error.
+/// recur, a response too large, a codec or schema error, an invalid key.
 impl retry_runtime::Transient for StoreError {
     fn is_transient(&self) -> bool {
         match self {
@@ -765,17 +813,63 @@ pub fn key_from_header(value: Option<impl AsRef<[u8]>>) -> Result<IdempotencyKey
         Some(quoted) => parse_sf_string(quoted)?,
         None => value.to_vec(),
     };
-    let printable = |b: &u8| (0x20..=0x7e).contains(b);
-    if key.is_empty() || key.len() > KeyError::MAX_LEN || !key.iter().all(printable) {
+    // The header's own grammar: a structured-field string is ASCII (RFC 8941 §3.3.3), and a
+    // bare value has no space or quote. The rest is the rule of every key, `validate_key`.
+    if !key.is_ascii() {
         return Err(KeyError::Invalid);
     }
     if value.first() != Some(&b'"') && key.iter().any(|b| matches!(b, b' ' | b'"')) {
         return Err(KeyError::Invalid);
     }
-    // Printable ASCII only, checked above.
-    String::from_utf8(key)
-        .map(IdempotencyKey::from)
-        .map_err(|_| KeyError::Invalid)
+    let key = String::from_utf8(key).map_err(|_| KeyError::Invalid)?;
+    validate_key(&key)?;
+    Ok(IdempotencyKey::from(key))
+}
+
+/// The rule every idempotency key follows, in every store and from the header: 1 to
+/// [`KeyError::MAX_LEN`] (255) characters of printable text, that is no control character
+/// (U+0000 to U+001F, U+007F to U+009F: NUL, tab, newline, escape, ...). Other Unicode is
+/// allowed, spaces and letters of any script included (stored as UTF-8, at most 1,020 bytes);
+/// the `Idempotency-Key` header itself carries printable ASCII only ([`key_from_header`]).
+///
+/// The limit is the IETF draft's and Stripe's. Every store checks it in
+/// [`begin_scoped`](IdempotencyStore::begin_scoped) before any database work and refuses
+/// another key with [`StoreError::InvalidKey`] (400), so that a huge key or a NUL byte never
+/// reaches an index or a driver.
+///
+/// ```
+/// use retry_durable::store::{KeyError, validate_key};
+///
+/// assert_eq!(validate_key("8e03978e-40d5-43e8-bc93-6894a57f9324"), Ok(()));
+/// assert_eq!(validate_key("Zahlung 4711 für Müller"), Ok(()));
+/// assert_eq!(validate_key(&"k".repeat(255)), Ok(()));
+/// assert_eq!(validate_key(&"k".repeat(256)), Err(KeyError::Invalid));
+/// assert_eq!(validate_key("a\0b"), Err(KeyError::Invalid));
+/// assert_eq!(validate_key(""), Err(KeyError::Invalid));
+/// ```
+pub fn validate_key(key: &str) -> Result<(), KeyError> {
+    let mut chars = 0;
+    for c in key.chars() {
+        chars += 1;
+        if c.is_control() || chars > KeyError::MAX_LEN {
+            return Err(KeyError::Invalid);
+        }
+    }
+    if chars == 0 {
+        return Err(KeyError::Invalid);
+    }
+    Ok(())
+}
+
+/// The key rule in words, for the messages that refuse a key.
+const KEY_RULE: &str = "a key is 1 to 255 characters of printable text, without control \
+                        characters (U+0000 to U+001F, U+007F to U+009F)";
+
+/// A fresh claim token: random, so that it names one claim across stores, processes and
+/// restarts.
+pub(crate) fn random_token() -> u64 {
+    use rand::Rng;
+    rand::rng().next_u64()
 }
 
 /// The rest of a structured-field string after its opening quote (RFC 8941 §3.3.3): `\"` and
@@ -809,14 +903,15 @@ fn parse_sf_string(rest: &[u8]) -> Result<Vec<u8>, KeyError> {
 pub enum KeyError {
     /// The request has no `Idempotency-Key` header.
     Missing,
-    /// The header is empty, longer than [`KeyError::MAX_LEN`], not printable ASCII, or an
+    /// The key breaks the rule of every key ([`validate_key`]: 1 to [`KeyError::MAX_LEN`]
+    /// characters, no control character), or the header is not printable ASCII, or an
     /// unterminated or malformed quoted string.
     Invalid,
 }
 
 impl KeyError {
-    /// The longest key accepted, in bytes, so that a client cannot fill the store with huge
-    /// keys: 255, as common payment APIs allow.
+    /// The longest key accepted, in characters, so that a client cannot fill the store with
+    /// huge keys: 255, as the IETF draft and common payment APIs allow.
     pub const MAX_LEN: usize = 255;
 
     /// The HTTP status to answer with: 400 Bad Request.
@@ -827,10 +922,14 @@ impl KeyError {
 
 impl fmt::Display for KeyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            KeyError::Missing => "the request has no `Idempotency-Key` header",
-            KeyError::Invalid => "the `Idempotency-Key` header is not a valid key",
-        })
+        match self {
+            KeyError::Missing => f.write_str("the request has no `Idempotency-Key` header"),
+            KeyError::Invalid => write!(
+                f,
+                "the idempotency key is not valid: {KEY_RULE}; the `Idempotency-Key` header \
+                 carries it in printable ASCII, bare or as a quoted string"
+            ),
+        }
     }
 }
 

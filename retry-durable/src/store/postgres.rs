@@ -1,6 +1,6 @@
 //! [`PostgresStore`]: the keys in one PostgreSQL database (feature `postgres`).
 
-use super::sql::{self, CLAIM_ROUNDS, Decision, PURGE_BATCH, SCHEMA_VERSION, Settings};
+use super::sql::{self, CLAIM_ROUNDS, Decision, InFlight, PURGE_BATCH, SCHEMA_VERSION, Settings};
 use super::{Begin, BoxFuture, Claim, Fingerprint, Guard, IdempotencyStore, StoreError};
 use retry_runtime::{IdempotencyKey, retry};
 use serde::Serialize;
@@ -84,14 +84,22 @@ use std::time::{Duration, SystemTime};
 /// has passed, or it is running with an ended lease and the same fingerprint, followed in the
 /// same statement by a `SELECT` of the row when nothing was claimed (replay, in progress,
 /// mismatch). The primary key decides between two replicas: the second `INSERT` waits for the
-/// first to commit and then finds the key taken. (When that happens, the `SELECT` cannot see the
-/// row the other committed after the statement began; `begin` then runs the statement once
-/// more.)
+/// first to commit and then finds the key taken. When that happens, the `SELECT` reads the
+/// statement's snapshot, older than the claim that refused it: no row (a new key), or the row
+/// as it was before that claim (expired, or running with an ended lease). The `SELECT` answers
+/// only from a row that is not free, so `begin` never replays an expired response or calls the
+/// running payload a mismatch; otherwise it runs the statement again, with a new snapshot that
+/// sees the winning claim.
 ///
 /// [`Guard::transaction`] opens a transaction at the server's default isolation (read committed
 /// unless configured otherwise); `complete` runs `UPDATE … WHERE token = $n` in it and commits,
 /// or rolls back when the token no longer holds the key. A takeover and a completion lock the
-/// same row, so exactly one of them wins.
+/// same row, so exactly one of them wins. At repeatable read or serializable (the server's
+/// default, or `SET TRANSACTION` by the handler), a transaction that read the row before a
+/// takeover changed it fails there with a serialization failure (40001) instead: `complete`
+/// then rolls back, reads the row afresh, and answers [`StoreError::Superseded`] when the token
+/// no longer holds the key, at every isolation level. A 40001 reaches the caller as a transient
+/// [`StoreError::Database`] only when the claim still holds the key, and a retry may succeed.
 ///
 /// Times come from the database's clock (`clock_timestamp()`), so that replicas whose clocks
 /// differ agree on when a lease ends, or from [`with_clock`](PostgresStore::with_clock) in
@@ -163,8 +171,10 @@ SELECT TRUE AS claimed, claim, NULL::BIGINT AS fingerprint, NULL::TEXT AS state,
 FROM claimed
 UNION ALL
 SELECT FALSE, claim, fingerprint, state, response
-FROM retry_idempotency_keys
-WHERE scope = $1 AND key = $2 AND NOT EXISTS (SELECT 1 FROM claimed)"
+FROM retry_idempotency_keys, now
+WHERE scope = $1 AND key = $2 AND NOT EXISTS (SELECT 1 FROM claimed)
+  AND NOT (expires_at <= now.ms
+           OR (state = 'running' AND lease_until <= now.ms AND fingerprint = $3))"
 );
 
 const COMPLETE: &str = concat!(
@@ -187,6 +197,9 @@ SET lease_until = now.ms + $2, expires_at = now.ms + $2 + $3
 FROM now
 WHERE scope = $4 AND key = $5 AND token = $6 AND state = 'running'"
 );
+
+const HOLDS: &str = r"
+SELECT COUNT(*) FROM retry_idempotency_keys WHERE scope = $1 AND key = $2 AND token = $3";
 
 const RELEASE: &str = r"
 DELETE FROM retry_idempotency_keys
@@ -383,7 +396,10 @@ enum Claimed {
 /// Retried with the same token, so that a claim that committed before its answer was lost (the
 /// connection broke) is recognised as ours.
 #[retry(max = 2, base = "10ms", jitter = full, on = sql::retry_own_statement)]
-async fn claim_row(pool: &PgPool, row: &ClaimRow<'_>) -> Result<Claimed, sqlx::Error> {
+async fn claim_row(
+    in_flight: &mut InFlight<Postgres>,
+    row: &ClaimRow<'_>,
+) -> Result<Claimed, sqlx::Error> {
     let found = sqlx::query(CLAIM)
         .bind(row.scope)
         .bind(row.key)
@@ -392,8 +408,10 @@ async fn claim_row(pool: &PgPool, row: &ClaimRow<'_>) -> Result<Claimed, sqlx::E
         .bind(row.now)
         .bind(row.lease)
         .bind(row.ttl)
-        .fetch_optional(pool)
-        .await?;
+        .fetch_optional(in_flight.connection().await?)
+        .await;
+    in_flight.statement_ended();
+    let found = found?;
     let Some(found) = found else {
         return Ok(Claimed::Unseen);
     };
@@ -444,6 +462,18 @@ async fn complete_row(
     Ok(done.rows_affected())
 }
 
+/// Whether `claim`'s token still holds the key (running or completed by it), read afresh.
+#[retry(max = 2, base = "10ms", jitter = full, on = sql::retry_own_statement)]
+async fn holds_row(pool: &PgPool, claim: &Claim) -> Result<bool, sqlx::Error> {
+    let rows: i64 = sqlx::query_scalar(HOLDS)
+        .bind(claim.scope())
+        .bind(claim.key().as_str())
+        .bind(claim.token() as i64)
+        .fetch_one(pool)
+        .await?;
+    Ok(rows > 0)
+}
+
 #[retry(max = 2, base = "10ms", jitter = full, on = sql::retry_own_statement)]
 async fn renew_row(
     pool: &PgPool,
@@ -485,7 +515,31 @@ async fn purge_batch(pool: &PgPool, now: Option<i64>) -> Result<u64, sqlx::Error
     Ok(done.rows_affected())
 }
 
-/// Rolls `transaction` back (if any) and deletes the claim's running row.
+/// Gives back the claim of a `begin` that was dropped (see [`InFlight`]).
+fn give_back(
+    connection: Option<sqlx::pool::PoolConnection<Postgres>>,
+    pool: PgPool,
+    claim: Claim,
+) -> BoxFuture<'static, ()> {
+    Box::pin(async move {
+        if let Some(mut connection) = connection {
+            // Runs after the claim statement, which the connection may still be finishing.
+            let released = sqlx::query(RELEASE)
+                .bind(claim.scope())
+                .bind(claim.key().as_str())
+                .bind(claim.token() as i64)
+                .execute(&mut *connection)
+                .await;
+            if released.is_ok() {
+                return;
+            }
+        }
+        let _ = release_row(&pool, &claim).await;
+    })
+}
+
+/// Rolls `transaction` back (if any) and deletes the claim's running row, or refuses with
+/// `Superseded` when the claim no longer holds the key (the rollback happens all the same).
 async fn release(
     pool: &PgPool,
     claim: &Claim,
@@ -496,7 +550,13 @@ async fn release(
         // connection that broke.
         let _ = transaction.rollback().await;
     }
-    release_row(pool, claim).await.map(drop).map_err(sql::db)
+    match release_row(pool, claim).await {
+        Ok(0) => Err(StoreError::Superseded {
+            claim: claim.number(),
+        }),
+        Ok(_) => Ok(()),
+        Err(e) => Err(sql::db(e)),
+    }
 }
 
 impl<R> IdempotencyStore<R> for PostgresStore<R>
@@ -515,6 +575,7 @@ where
         's: 'a,
     {
         Box::pin(async move {
+            super::validate_key(key.as_str())?;
             let row = ClaimRow {
                 scope,
                 key: key.as_str(),
@@ -524,17 +585,23 @@ where
                 lease: self.settings.lease_ms(),
                 ttl: self.settings.ttl_ms(),
             };
+            let claim = Claim::new(scope, key.clone(), 0, row.token as u64);
+            let mut in_flight = InFlight::new(&self.pool, claim, give_back);
             for _ in 0..CLAIM_ROUNDS {
                 let row = ClaimRow {
                     now: self.settings.injected_now_ms(),
                     ..row
                 };
-                match claim_row(&self.pool, &row).await.map_err(sql::db)? {
+                // An error leaves `in_flight` armed: the claim may have committed before the
+                // connection broke, and the drop gives it back.
+                match claim_row(&mut in_flight, &row).await.map_err(sql::db)? {
                     Claimed::Mine(number) => {
+                        in_flight.settled();
                         let claim = Claim::new(scope, key.clone(), number as u64, row.token as u64);
                         return Ok(Begin::Execute(Guard::new(self, claim)));
                     }
                     Claimed::Other(stored, state, response) => {
+                        in_flight.settled();
                         return Ok(
                             match sql::decide(fingerprint, stored, &state, response.as_deref())? {
                                 Decision::Replay(response) => Begin::Replay(response),
@@ -543,11 +610,13 @@ where
                             },
                         );
                     }
-                    // Committed by another transaction after this statement's snapshot, or
-                    // released in between: run the statement again.
+                    // Claimed by another transaction after this statement's snapshot (the
+                    // snapshot had no row, or a free one), or released in between: run the
+                    // statement again.
                     Claimed::Unseen => {}
                 }
             }
+            in_flight.settled();
             Ok(Begin::InProgress)
         })
     }
@@ -604,12 +673,19 @@ mod tests {
             ttl: 86_400_000,
         };
         let mine = |claimed| matches!(claimed, Claimed::Mine(1));
-        assert!(mine(claim_row(store.pool(), &row).await.unwrap()));
+        let claim_once = async |row: &ClaimRow<'_>| {
+            let claim = Claim::new("", IdempotencyKey::from("k"), 0, row.token as u64);
+            let mut in_flight = InFlight::new(store.pool(), claim, give_back);
+            let claimed = claim_row(&mut in_flight, row).await.unwrap();
+            in_flight.settled();
+            claimed
+        };
+        assert!(mine(claim_once(&row).await));
         // The answer to the first statement was lost: the same statement again is still ours.
-        assert!(mine(claim_row(store.pool(), &row).await.unwrap()));
+        assert!(mine(claim_once(&row).await));
         // Another request's token does not get it.
         let other = ClaimRow { token: 43, ..row };
-        let claimed = claim_row(store.pool(), &other).await.unwrap();
+        let claimed = claim_once(&other).await;
         assert!(matches!(claimed, Claimed::Other(7, ref state, None) if state == "running"));
     }
 }

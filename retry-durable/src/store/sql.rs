@@ -2,7 +2,9 @@
 //! for a key that was not claimed, the classification of their errors, and the retry of their
 //! own statements.
 
-use super::{DEFAULT_LEASE, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TTL, Fingerprint, StoreError};
+use super::{
+    Claim, DEFAULT_LEASE, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TTL, Fingerprint, StoreError,
+};
 use retry_runtime::Transient;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -99,8 +101,77 @@ fn millis(time: SystemTime) -> i64 {
 
 /// A fresh claim token: random, so that it names one claim across processes and restarts.
 pub(super) fn new_token() -> i64 {
-    use rand::Rng;
-    rand::rng().next_u64() as i64
+    super::random_token() as i64
+}
+
+/// How a store gives back a claim whose `begin` was dropped: on the connection that ran the
+/// claim statement if there is one, else on the pool.
+pub(super) type GiveBack<DB> = fn(
+    Option<sqlx::pool::PoolConnection<DB>>,
+    sqlx::Pool<DB>,
+    Claim,
+) -> super::BoxFuture<'static, ()>;
+
+/// A claim statement in flight: the connection it runs on and the claim it may write. Dropped
+/// before [`settled`](InFlight::settled) (the `begin` future was cancelled, or it failed after
+/// the statement may have committed), it gives the claim back in a background task that runs
+/// on the same connection, after the statement, so that the release cannot overtake the claim.
+/// A claim that was never written is not found by its random token: the release changes
+/// nothing.
+pub(super) struct InFlight<DB: sqlx::Database> {
+    pool: sqlx::Pool<DB>,
+    connection: Option<sqlx::pool::PoolConnection<DB>>,
+    claim: Option<Claim>,
+    give_back: GiveBack<DB>,
+}
+
+impl<DB: sqlx::Database> InFlight<DB> {
+    /// Armed for `claim` (its number is not known yet and does not matter to a release).
+    pub(super) fn new(pool: &sqlx::Pool<DB>, claim: Claim, give_back: GiveBack<DB>) -> Self {
+        InFlight {
+            pool: pool.clone(),
+            connection: None,
+            claim: Some(claim),
+            give_back,
+        }
+    }
+
+    /// The connection the claim statement runs on, held while it runs, so that a release
+    /// after a cancellation queues behind the statement.
+    pub(super) async fn connection(&mut self) -> Result<&mut DB::Connection, sqlx::Error> {
+        let connection = match self.connection.take() {
+            Some(connection) => connection,
+            None => self.pool.acquire().await?,
+        };
+        Ok(&mut **self.connection.insert(connection))
+    }
+
+    /// The claim statement has ended (answered or failed): its connection goes back to the
+    /// pool, since nothing on it can overtake a release any more, and so that `begin`'s next
+    /// round (SQLite's read) never waits for a connection its own claim holds.
+    pub(super) fn statement_ended(&mut self) {
+        self.connection = None;
+    }
+
+    /// `begin` has its answer: a guard holds the claim, or no claim was written.
+    pub(super) fn settled(&mut self) {
+        self.claim = None;
+    }
+}
+
+impl<DB: sqlx::Database> Drop for InFlight<DB> {
+    fn drop(&mut self) {
+        // Without a runtime the lease returns the key.
+        if let Some(claim) = self.claim.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn((self.give_back)(
+                self.connection.take(),
+                self.pool.clone(),
+                claim,
+            ));
+        }
+    }
 }
 
 /// The response as stored: its JSON, refused past `limit` bytes.
@@ -186,10 +257,10 @@ pub(super) fn newer_schema(found: i64) -> StoreError {
 /// The methods of `IdempotencyStore` that the two SQL stores share word for word: `transaction`,
 /// `complete`, `renew`, `release`, `release_in_background` and `purge_expired`, written once.
 /// Each store's module has the statements for its database under the same names
-/// (`open_transaction`, `complete_statement`, `complete_row`, `renew_row`, `release`,
-/// `purge_batch`), and `$now` names the `Settings` method that gives its statements the time:
-/// `now_ms` for SQLite, `injected_now_ms` for PostgreSQL (the server's clock unless a test
-/// injects one).
+/// (`open_transaction`, `complete_statement`, `complete_row`, `holds_row`, `renew_row`,
+/// `release`, `purge_batch`), and `$now` names the `Settings` method that gives its statements
+/// the time: `now_ms` for SQLite, `injected_now_ms` for PostgreSQL (the server's clock unless a
+/// test injects one).
 macro_rules! shared_methods {
     ($now:ident) => {
         fn transaction<'a>(
@@ -210,7 +281,12 @@ macro_rules! shared_methods {
                 let encoded = match encoded {
                     Ok(encoded) => encoded,
                     Err(refused) => {
-                        release(&self.pool, claim, transaction).await?;
+                        // A claim taken over meanwhile has nothing to release: the size is
+                        // still the answer.
+                        match release(&self.pool, claim, transaction).await {
+                            Ok(()) | Err(StoreError::Superseded { .. }) => {}
+                            Err(e) => return Err(e),
+                        }
                         return Err(refused);
                     }
                 };
@@ -218,23 +294,39 @@ macro_rules! shared_methods {
                 let superseded = StoreError::Superseded {
                     claim: claim.number(),
                 };
-                match transaction {
+                let failed = match transaction {
                     Some(mut transaction) => {
-                        let done = complete_statement(claim, encoded, now, ttl)
+                        match complete_statement(claim, encoded, now, ttl)
                             .execute(&mut *transaction)
                             .await
-                            .map_err(sql::db)?;
-                        if done.rows_affected() == 0 {
-                            let _ = transaction.rollback().await;
-                            return Err(superseded);
+                        {
+                            Ok(done) if done.rows_affected() == 0 => {
+                                let _ = transaction.rollback().await;
+                                return Err(superseded);
+                            }
+                            Ok(_) => match transaction.commit().await {
+                                Ok(()) => return Ok(()),
+                                Err(e) => e,
+                            },
+                            Err(e) => {
+                                let _ = transaction.rollback().await;
+                                e
+                            }
                         }
-                        transaction.commit().await.map_err(sql::db)
                     }
                     None => match complete_row(&self.pool, claim, &encoded, now, ttl).await {
-                        Ok(0) => Err(superseded),
-                        Ok(_) => Ok(()),
-                        Err(e) => Err(sql::db(e)),
+                        Ok(0) => return Err(superseded),
+                        Ok(_) => return Ok(()),
+                        Err(e) => e,
                     },
+                };
+                // At repeatable read or serializable, a transaction that read the row before a
+                // takeover changed it fails with a serialization failure (40001) instead of
+                // finding no row: a fresh read tells a takeover from a passing failure, so that
+                // a stale holder is told `Superseded`, never to retry.
+                match holds_row(&self.pool, claim).await {
+                    Ok(false) => Err(superseded),
+                    Ok(true) | Err(_) => Err(sql::db(failed)),
                 }
             })
         }
@@ -272,6 +364,7 @@ macro_rules! shared_methods {
         fn release_in_background(&self, claim: Claim, transaction: Option<Self::Transaction>) {
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                 let pool = self.pool.clone();
+                // Nobody waits for the answer: a claim taken over meanwhile changes nothing.
                 runtime.spawn(async move { release(&pool, &claim, transaction).await });
             }
             // Without a runtime the transaction's drop rolls it back and the lease returns the key.

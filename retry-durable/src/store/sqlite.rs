@@ -1,6 +1,6 @@
 //! [`SqliteStore`]: the keys in a SQLite file (feature `sqlite`).
 
-use super::sql::{self, CLAIM_ROUNDS, Decision, PURGE_BATCH, SCHEMA_VERSION, Settings};
+use super::sql::{self, CLAIM_ROUNDS, Decision, InFlight, PURGE_BATCH, SCHEMA_VERSION, Settings};
 use super::{Begin, BoxFuture, Claim, Fingerprint, Guard, IdempotencyStore, StoreError};
 use retry_runtime::{IdempotencyKey, retry};
 use serde::Serialize;
@@ -165,6 +165,9 @@ WHERE scope = ?4 AND key = ?5 AND token = ?6";
 const RENEW: &str = r"
 UPDATE retry_idempotency_keys SET lease_until = ?1 + ?2, expires_at = ?1 + ?2 + ?3
 WHERE scope = ?4 AND key = ?5 AND token = ?6 AND state = 'running'";
+
+const HOLDS: &str = r"
+SELECT COUNT(*) FROM retry_idempotency_keys WHERE scope = ?1 AND key = ?2 AND token = ?3";
 
 const RELEASE: &str = r"
 DELETE FROM retry_idempotency_keys
@@ -342,8 +345,11 @@ struct ClaimRow<'a> {
 /// Claims the row, or returns `None` when another claim holds or completed it. Retried with the
 /// same token, so that a claim that committed before its answer was lost is recognised as ours.
 #[retry(max = 2, base = "10ms", jitter = full, on = sql::retry_own_statement)]
-async fn claim_row(pool: &SqlitePool, row: &ClaimRow<'_>) -> Result<Option<i64>, sqlx::Error> {
-    sqlx::query_scalar(CLAIM)
+async fn claim_row(
+    in_flight: &mut InFlight<Sqlite>,
+    row: &ClaimRow<'_>,
+) -> Result<Option<i64>, sqlx::Error> {
+    let claimed = sqlx::query_scalar(CLAIM)
         .bind(row.scope)
         .bind(row.key)
         .bind(row.fingerprint)
@@ -351,8 +357,10 @@ async fn claim_row(pool: &SqlitePool, row: &ClaimRow<'_>) -> Result<Option<i64>,
         .bind(row.now)
         .bind(row.lease)
         .bind(row.ttl)
-        .fetch_optional(pool)
-        .await
+        .fetch_optional(in_flight.connection().await?)
+        .await;
+    in_flight.statement_ended();
+    claimed
 }
 
 /// A key's row as `begin` reads it.
@@ -430,6 +438,18 @@ async fn complete_row(
     Ok(done.rows_affected())
 }
 
+/// Whether `claim`'s token still holds the key (running or completed by it), read afresh.
+#[retry(max = 2, base = "10ms", jitter = full, on = sql::retry_own_statement)]
+async fn holds_row(pool: &SqlitePool, claim: &Claim) -> Result<bool, sqlx::Error> {
+    let rows: i64 = sqlx::query_scalar(HOLDS)
+        .bind(claim.scope())
+        .bind(claim.key().as_str())
+        .bind(claim.token() as i64)
+        .fetch_one(pool)
+        .await?;
+    Ok(rows > 0)
+}
+
 #[retry(max = 2, base = "10ms", jitter = full, on = sql::retry_own_statement)]
 async fn renew_row(
     pool: &SqlitePool,
@@ -471,7 +491,31 @@ async fn purge_batch(pool: &SqlitePool, now: i64) -> Result<u64, sqlx::Error> {
     Ok(done.rows_affected())
 }
 
-/// Rolls `transaction` back (if any) and deletes the claim's running row.
+/// Gives back the claim of a `begin` that was dropped (see [`InFlight`]).
+fn give_back(
+    connection: Option<sqlx::pool::PoolConnection<Sqlite>>,
+    pool: SqlitePool,
+    claim: Claim,
+) -> BoxFuture<'static, ()> {
+    Box::pin(async move {
+        if let Some(mut connection) = connection {
+            // Runs after the claim statement, which the connection may still be finishing.
+            let released = sqlx::query(RELEASE)
+                .bind(claim.scope())
+                .bind(claim.key().as_str())
+                .bind(claim.token() as i64)
+                .execute(&mut *connection)
+                .await;
+            if released.is_ok() {
+                return;
+            }
+        }
+        let _ = release_row(&pool, &claim).await;
+    })
+}
+
+/// Rolls `transaction` back (if any) and deletes the claim's running row, or refuses with
+/// `Superseded` when the claim no longer holds the key (the rollback happens all the same).
 async fn release(
     pool: &SqlitePool,
     claim: &Claim,
@@ -482,7 +526,13 @@ async fn release(
         // connection is closed.
         let _ = transaction.rollback().await;
     }
-    release_row(pool, claim).await.map(drop).map_err(sql::db)
+    match release_row(pool, claim).await {
+        Ok(0) => Err(StoreError::Superseded {
+            claim: claim.number(),
+        }),
+        Ok(_) => Ok(()),
+        Err(e) => Err(sql::db(e)),
+    }
 }
 
 impl<R> IdempotencyStore<R> for SqliteStore<R>
@@ -501,8 +551,11 @@ where
         's: 'a,
     {
         Box::pin(async move {
+            super::validate_key(key.as_str())?;
             let token = sql::new_token();
             let fingerprint_bits = fingerprint.as_u64() as i64;
+            let claim = Claim::new(scope, key.clone(), 0, token as u64);
+            let mut in_flight = InFlight::new(&self.pool, claim, give_back);
             for _ in 0..CLAIM_ROUNDS {
                 let now = self.settings.now_ms();
                 // A read answers every case that does not execute, without the write lock that a
@@ -511,6 +564,7 @@ where
                     .await
                     .map_err(sql::db)?;
                 if let Some(found) = found.filter(|found| !found.is_free(now, fingerprint_bits)) {
+                    in_flight.settled();
                     let response = found.response.as_deref();
                     return Ok(
                         match sql::decide(fingerprint, found.fingerprint, &found.state, response)? {
@@ -529,12 +583,16 @@ where
                     lease: self.settings.lease_ms(),
                     ttl: self.settings.ttl_ms(),
                 };
-                if let Some(number) = claim_row(&self.pool, &row).await.map_err(sql::db)? {
+                // An error leaves `in_flight` armed: the claim may have committed before the
+                // connection failed, and the drop gives it back.
+                if let Some(number) = claim_row(&mut in_flight, &row).await.map_err(sql::db)? {
+                    in_flight.settled();
                     let claim = Claim::new(scope, key.clone(), number as u64, token as u64);
                     return Ok(Begin::Execute(Guard::new(self, claim)));
                 }
                 // Another request claimed it between the two statements: read it again.
             }
+            in_flight.settled();
             Ok(Begin::InProgress)
         })
     }
@@ -561,12 +619,19 @@ mod tests {
             lease: 60_000,
             ttl: 86_400_000,
         };
-        assert_eq!(claim_row(store.pool(), &row).await.unwrap(), Some(1));
+        let claim_once = async |row: &ClaimRow<'_>| {
+            let claim = Claim::new("", IdempotencyKey::from("k"), 0, row.token as u64);
+            let mut in_flight = InFlight::new(store.pool(), claim, give_back);
+            let claimed = claim_row(&mut in_flight, row).await.unwrap();
+            in_flight.settled();
+            claimed
+        };
+        assert_eq!(claim_once(&row).await, Some(1));
         // The answer to the first statement was lost: the same statement again is still ours.
-        assert_eq!(claim_row(store.pool(), &row).await.unwrap(), Some(1));
+        assert_eq!(claim_once(&row).await, Some(1));
         // Another request's token does not get it.
         let other = ClaimRow { token: 43, ..row };
-        assert_eq!(claim_row(store.pool(), &other).await.unwrap(), None);
+        assert_eq!(claim_once(&other).await, None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -92,7 +92,8 @@ impl<S: Slot<A, B, R>, A, B, R> Slot<A, B, R> for Untimed<S> {
 
 /// The forms `notify = f` accepts, told apart by `M`: `Fn(&E, &RetryEvent)` ([`ErrorForm`]),
 /// which hears the pauses after errors, and `Fn(Result<&T, &E>, &RetryEvent)`
-/// ([`OutcomeForm`]), which also hears the pauses after an `Ok` that `on_result` rejected. A
+/// ([`OutcomeForm`]), which also hears the pauses after an `Ok` that `on_result` rejected, its
+/// references of one lifetime (`Result<&'a T, &'a E>`, as `Result::as_ref` gives it) or two. A
 /// reference never matches a `Result`, so a generic `fn log<E: Display>(error: &E, event:
 /// &RetryEvent)` is the first form without naming `E`.
 #[diagnostic::on_unimplemented(
@@ -125,14 +126,17 @@ impl<F: Fn(&E, &RetryEvent), T, E> NotifyHook<T, E, ErrorForm> for F {
     }
 }
 
-impl<F: Fn(Result<&T, &E>, &RetryEvent), T, E> NotifyHook<T, E, OutcomeForm> for F {
+// One lifetime for both sides, higher-ranked: a hook written with one (`Result<&'a T, &'a E>`,
+// as `Result::as_ref` gives it) and one written with two (`Result<&T, &E>`) both meet it.
+impl<F: for<'a> Fn(Result<&'a T, &'a E>, &RetryEvent), T, E> NotifyHook<T, E, OutcomeForm> for F {
     fn into_slot(self) -> Hook<F, Result<T, E>, RetryEvent> {
         Hook::new(self, |f, outcome, event| f(outcome.as_ref(), event))
     }
 }
 
 /// The forms `on_give_up = f` accepts, told apart by `M`: `Fn(&E)` ([`ErrorOnly`]),
-/// `Fn(&E, &GiveUp)` ([`ErrorForm`]) and `Fn(Result<&T, &E>, &GiveUp)` ([`OutcomeForm`]).
+/// `Fn(&E, &GiveUp)` ([`ErrorForm`]) and `Fn(Result<&T, &E>, &GiveUp)` ([`OutcomeForm`], with
+/// one lifetime or two, as for `notify`).
 #[diagnostic::on_unimplemented(
     message = "`on_give_up = ...` must be callable as `Fn(&{E})`, `Fn(&{E}, &GiveUp)` or `Fn(Result<&{T}, &{E}>, &GiveUp)`",
     label = "not a function of `&{E}` (and `&GiveUp`)",
@@ -168,7 +172,8 @@ impl<F: Fn(&E, &GiveUp), T, E> GiveUpHook<T, E, ErrorForm> for F {
     }
 }
 
-impl<F: Fn(Result<&T, &E>, &GiveUp), T, E> GiveUpHook<T, E, OutcomeForm> for F {
+// Higher-ranked with one lifetime, as `NotifyHook`'s outcome form.
+impl<F: for<'a> Fn(Result<&'a T, &'a E>, &GiveUp), T, E> GiveUpHook<T, E, OutcomeForm> for F {
     type Slot = Hook<F, Result<T, E>, GiveUp>;
     fn into_slot(self) -> Self::Slot {
         Hook::new(self, |f, outcome, why| f(outcome.as_ref(), why))

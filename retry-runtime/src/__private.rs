@@ -4,10 +4,10 @@
 pub use crate::breaker::FromCircuitOpen;
 pub use crate::state::{
     AsyncFallback, AsyncForm, Attempted, Awaits, ByDebug, ByName, ErrorForm, ErrorOnly, Extras,
-    Fallback, FallbackOutput, FallbackScope, Finish, GiveUpHook, Hook, Hooks, IntoError,
-    IntoFinish, IntoResultVerdict, IntoVerdict, KeyParam, Log, LogDebug, LogLevel, LogName, Logs,
-    MaybeExtras, NoRefusal, NotifyHook, Outcome, OutcomeForm, PerAttempt, Refusal, Retry, Run,
-    Slot, StartWithoutDebug, SyncFallback, SyncForm, Unset, Untimed, finish, level,
+    Fallback, FallbackInput, FallbackOutput, FallbackScope, Finish, GiveUpHook, Hook, Hooks,
+    IntoError, IntoFinish, IntoResultVerdict, IntoVerdict, KeyParam, Log, LogDebug, LogLevel,
+    LogName, Logs, MaybeExtras, NoRefusal, NotifyHook, Outcome, OutcomeForm, PerAttempt, Refusal,
+    Retry, Run, Slot, StartWithoutDebug, SyncFallback, SyncForm, Unset, Untimed, finish, level,
 };
 pub use crate::timer::{
     FnForm, FromElapsed, IntoSleeper, NoTimer, SleepFn, SleepFuture, Sleeper, TimerFor, TypeForm,

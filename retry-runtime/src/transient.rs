@@ -201,6 +201,13 @@ impl Transient for io::ErrorKind {
 /// [`Transient`] for it; this answers the common question "did the connection fail under the
 /// call?" for any of them, and the `reqwest` and `tonic` integrations use it too.
 ///
+/// For the clients this crate classifies behind a feature (`reqwest`, `tonic`, `sqlx`,
+/// `tokio-postgres`, see [`integrations`](crate::integrations)), turn the feature on instead and
+/// write no `on`: their tables also read what carries no I/O error, a status code or a SQLSTATE.
+/// A PostgreSQL server that restarts answers `57P01` and then closes the connection, neither of
+/// which has an `io::Error` in its chain: this function returns both to the caller, the
+/// `tokio-postgres` feature retries them.
+///
 /// The walk also looks inside an `io::Error` that wraps another error (`io::Error::other(e)`,
 /// [`io::Error::get_ref`]), whose `source()` skips the wrapped error itself. It stops after 64
 /// levels, so a chain that loops back on itself ends.

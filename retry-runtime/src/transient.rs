@@ -72,10 +72,15 @@ impl From<bool> for Verdict {
 
 /// Says whether an error is passing, so that the same call may succeed after a pause.
 ///
-/// `#[retry]` without `on = ...` asks the error type through this trait. Answer `true` only for
-/// technical, passing failures: an overloaded service, a dropped connection, a timeout. A business
-/// answer ("not covered") belongs in `Ok`; invalid input or missing permission will not change by
-/// waiting, so those are `false`.
+/// `#[retry]` without `on = ...` asks the error type through this trait; for a type without it
+/// the compile error offers `on = ...` or an impl, and for a client's error that a feature of
+/// this crate classifies (`sqlx::Error`, `tokio_postgres::Error`, `reqwest::Error`,
+/// `tonic::Status`, see [`integrations`](crate::integrations)) it names the feature and the line
+/// of `Cargo.toml` that turns it on.
+///
+/// Answer `true` only for technical, passing failures: an overloaded service, a dropped
+/// connection, a timeout. A business answer ("not covered") belongs in `Ok`; invalid input or
+/// missing permission will not change by waiting, so those are `false`.
 ///
 /// ```
 /// use retry_runtime::Transient;

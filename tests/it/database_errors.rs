@@ -321,6 +321,22 @@ async fn tokio_postgres_errors_are_classified_by_the_table() {
     );
 }
 
+// With the `sqlx` feature on, the attribute recognises `sqlx::Result<T>` as the client's and
+// classifies its errors by the feature's table, with no `on`.
+
+#[retry(max = 2, base = "1ms", jitter = none)]
+fn from_the_pool(answers: &std::cell::RefCell<Vec<sqlx::Result<u32>>>) -> sqlx::Result<u32> {
+    answers.borrow_mut().remove(0)
+}
+
+#[test]
+fn sqlx_result_needs_no_classifier_with_the_feature() {
+    let answers = std::cell::RefCell::new(vec![Err(sqlx::Error::PoolTimedOut), Ok(7)]);
+    let (result, pauses) = retry_runtime::testing::record(|| from_the_pool(&answers));
+    assert_eq!((result.ok(), pauses.len()), (Some(7), 1));
+    assert!(answers.borrow().is_empty());
+}
+
 /// Every Markdown file of the repository (the README, the guides, the crates' pages), outside
 /// the build's and git's directories.
 fn markdown_files(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {

@@ -286,9 +286,9 @@ pub const FALLBACK: Key = Key {
     aliases: &["or_else", "recover"],
     example: "save_for_later",
     kind: Kind::Expr {
-        value: "`FnOnce(E, GiveUp) -> Result<T, E>`; in an `async fn` also async",
+        value: "`FnOnce(E, GiveUp) -> Result<T, E>`; with `on_result`, `FnOnce(Result<T, E>, GiveUp) -> Result<T, E>`; in an `async fn` also async",
     },
-    doc: "called once with the last error and why (a `GiveUp`) when the loop gives up; what it returns is the function's result. Not called for `Ok`, a permanent error, a dropped future, or under a layer that retries",
+    doc: "called once when the loop gives up, with why (a `GiveUp`) and the last error, or with `on_result` the last outcome (an `Ok` it rejected as well); what it returns is the function's result. Not called for an accepted `Ok`, a permanent error, a dropped future, or under a layer that retries",
     default: "—",
     async_only: None,
     pass: Pass::Value,
@@ -327,7 +327,7 @@ pub static KEYS: &[Key] = &[
         kind: Kind::Expr {
             value: "`Fn(&T) -> bool` or `Fn(&T) -> Verdict`",
         },
-        doc: "an `Ok` value it marks (`true`, or a `Verdict` that retries) is a transient failure, an HTTP 503 that arrives as `Ok(response)`; `RetryAfter` is honoured as for errors; when the loop gives up the last `Ok` is returned",
+        doc: "an `Ok` value it marks (`true`, or a `Verdict` that retries) is a transient failure, an HTTP 503 that arrives as `Ok(response)`; `RetryAfter` is honoured as for errors; when the loop gives up the last `Ok` is returned, or handed to `fallback`",
         default: "—",
         async_only: None,
         pass: Pass::Value,

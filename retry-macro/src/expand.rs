@@ -81,8 +81,18 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         // Every token located at the error type, so a missing `Transient` impl is reported
         // there rather than on the whole attribute; the macro's own context is kept, so lints
         // (clippy's `redundant_closure`) know the code is generated.
-        None => quote_spanned! {at(&plan.error_type_tokens)=>
-            |__retry_error| __retry_rt::is_transient(__retry_error)
+        None => match item::feature_classifier(&func.sig.output) {
+            // A client's error type that a feature of the runtime classifies: the same, but
+            // with the feature off the error names the feature to turn on.
+            Some(classify) => {
+                let classify = Ident::new(classify, Span::call_site());
+                quote_spanned! {at(&plan.error_type_tokens)=>
+                    |__retry_error| __retry_rt::by_feature::#classify(__retry_error)
+                }
+            }
+            None => quote_spanned! {at(&plan.error_type_tokens)=>
+                |__retry_error| __retry_rt::is_transient(__retry_error)
+            },
         },
     };
     let name = Literal::string(&func.sig.ident.unraw().to_string());

@@ -169,6 +169,48 @@ pub(crate) fn error_type(output: &ReturnType) -> Option<&Type> {
     }
 }
 
+/// The error types that one of the runtime's features classifies, by the last two segments of
+/// their path, with the runtime's classifier for each (`__private::by_feature::sqlx`, ...): with
+/// the feature off, its compile error names the feature. The aliases `sqlx::Result<T>` and
+/// `reqwest::Result<T>` count too.
+const FEATURE_CLASSIFIED: &[(&str, &str, &str)] = &[
+    ("sqlx", "Error", "sqlx"),
+    ("sqlx", "Result", "sqlx"),
+    ("tokio_postgres", "Error", "tokio_postgres"),
+    ("reqwest", "Error", "reqwest"),
+    ("reqwest", "Result", "reqwest"),
+    ("tonic", "Status", "tonic"),
+];
+
+/// The runtime's classifier for the function's error type if a feature classifies it
+/// (`Result<T, sqlx::Error>`, `sqlx::Result<T>`, `Result<T, ::tonic::Status>`): recognised by
+/// its path as written, so a type imported under another name (`use sqlx::Error;`) gets the
+/// general classifier and its general message.
+pub(crate) fn feature_classifier(output: &ReturnType) -> Option<&'static str> {
+    let path = match error_type(output) {
+        Some(Type::Path(path)) if path.qself.is_none() => path,
+        Some(_) => return None,
+        // An alias such as `sqlx::Result<T>`: the return type itself.
+        None => match result_type(output)? {
+            Type::Path(path) if path.qself.is_none() => path,
+            _ => return None,
+        },
+    };
+    let segments: Vec<String> = path
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let [.., krate, name] = segments.as_slice() else {
+        return None;
+    };
+    FEATURE_CLASSIFIED
+        .iter()
+        .find(|(k, n, _)| k == krate && n == name)
+        .map(|(_, _, classify)| *classify)
+}
+
 /// The return type with every `impl Trait` replaced by `_`, for places where a type must be
 /// written inside the body (a closure's return type, a turbofish).
 pub(crate) fn erase_impl_trait(ty: &Type) -> Type {

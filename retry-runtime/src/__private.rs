@@ -4,10 +4,10 @@
 pub use crate::breaker::FromCircuitOpen;
 pub use crate::state::{
     AsyncFallback, AsyncForm, Attempted, Awaits, ByDebug, ByName, ErrorForm, ErrorOnly, Extras,
-    Fallback, FallbackOutput, FallbackScope, Finish, GiveUpHook, Hook, Hooks, IntoError,
-    IntoFinish, IntoResultVerdict, IntoVerdict, KeyParam, Log, LogDebug, LogLevel, LogName, Logs,
-    MaybeExtras, NoRefusal, NotifyHook, Outcome, OutcomeForm, PerAttempt, Refusal, Retry, Run,
-    Slot, StartWithoutDebug, SyncFallback, SyncForm, Unset, Untimed, finish, level,
+    Fallback, FallbackInput, FallbackOutput, FallbackScope, Finish, GiveUpHook, Hook, Hooks,
+    IntoError, IntoFinish, IntoResultVerdict, IntoVerdict, KeyParam, Log, LogDebug, LogLevel,
+    LogName, Logs, MaybeExtras, NoRefusal, NotifyHook, Outcome, OutcomeForm, PerAttempt, Refusal,
+    Retry, Run, Slot, StartWithoutDebug, SyncFallback, SyncForm, Unset, Untimed, finish, level,
 };
 pub use crate::timer::{
     FnForm, FromElapsed, IntoSleeper, NoTimer, SleepFn, SleepFuture, Sleeper, TimerFor, TypeForm,
@@ -30,6 +30,104 @@ pub fn output_type<R>() -> R {
 #[inline]
 pub fn is_transient<E: crate::Transient + ?Sized>(error: &E) -> Verdict {
     error.verdict()
+}
+
+/// The default classifier of the error types that one of the runtime's features classifies,
+/// which the macro recognises by their path in the return type (`sqlx::Error`, `sqlx::Result<T>`,
+/// `tokio_postgres::Error`, `reqwest::Error`, `reqwest::Result<T>`, `tonic::Status`) when no
+/// `on = ...` is written: the same as [`is_transient`], but with the feature off, a type without
+/// [`Transient`](crate::Transient) is a compile error that names the feature and the line of
+/// `Cargo.toml` that turns it on, not the general advice.
+///
+/// Each function's bound is a trait of its own that every `Transient` type implements, so a
+/// type of the user's that only looks like the client's (a module `sqlx` with an `Error` that
+/// implements `Transient`) still compiles. With the feature off the impl is
+/// `#[diagnostic::do_not_recommend]`, so that rustc reports that trait's message rather than
+/// `Transient`'s; with it on, a lookalike without `Transient` gets `Transient`'s.
+pub mod by_feature {
+    use crate::{Transient, Verdict};
+
+    /// A trait per feature, with its message when the feature is off. (The classifiers that
+    /// require them are written out below, so that rustc's note "required by a bound in" shows
+    /// one line of them, not this macro.)
+    macro_rules! by_feature {
+        ($feature:literal, $trait:ident,
+         message = $message:literal, label = $label:literal,
+         note = $note:literal, note = $on:literal $(,)?) => {
+            #[doc = concat!("An error type classified by the `", $feature, "` feature, or any other `Transient` type.")]
+            #[cfg(not(feature = $feature))]
+            #[diagnostic::on_unimplemented(message = $message, label = $label, note = $note, note = $on)]
+            pub trait $trait: Transient {}
+
+            #[cfg(not(feature = $feature))]
+            #[diagnostic::do_not_recommend]
+            impl<E: Transient + ?Sized> $trait for E {}
+
+            #[doc = concat!("An error type classified by the `", $feature, "` feature, or any other `Transient` type.")]
+            #[cfg(feature = $feature)]
+            pub trait $trait: Transient {}
+
+            #[cfg(feature = $feature)]
+            impl<E: Transient + ?Sized> $trait for E {}
+        };
+    }
+
+    // The version in the `Cargo.toml` line is the crate's, `0.1`: change it with the version.
+    by_feature!(
+        "sqlx",
+        Sqlx,
+        message = "`#[retry]` cannot tell which `sqlx::Error`s are worth retrying: retry-runtime's `sqlx` feature classifies them, and it is off",
+        label = "`sqlx::Error` is classified by retry-runtime's `sqlx` feature",
+        note = "in Cargo.toml write `retry-runtime = {{ version = \"0.1\", features = [\"sqlx\"] }}`: serialization failures, deadlocks and dropped connections are then retried, constraint violations are not (the feature needs Rust 1.94, as sqlx 0.9 does)",
+        note = "or name a classifier in the attribute: `#[retry(on = is_transient)]` with `fn is_transient(error: &sqlx::Error) -> bool`",
+    );
+    by_feature!(
+        "tokio-postgres",
+        TokioPostgres,
+        message = "`#[retry]` cannot tell which `tokio_postgres::Error`s are worth retrying: retry-runtime's `tokio-postgres` feature classifies them, and it is off",
+        label = "`tokio_postgres::Error` is classified by retry-runtime's `tokio-postgres` feature",
+        note = "in Cargo.toml write `retry-runtime = {{ version = \"0.1\", features = [\"tokio-postgres\"] }}`: serialization failures, deadlocks, a server restarting and a closed connection are then retried, constraint violations are not",
+        note = "or name a classifier in the attribute: `#[retry(on = is_transient)]` with `fn is_transient(error: &tokio_postgres::Error) -> bool`",
+    );
+    by_feature!(
+        "reqwest",
+        Reqwest,
+        message = "`#[retry]` cannot tell which `reqwest::Error`s are worth retrying: retry-runtime's `reqwest` feature classifies them, and it is off",
+        label = "`reqwest::Error` is classified by retry-runtime's `reqwest` feature",
+        note = "in Cargo.toml write `retry-runtime = {{ version = \"0.1\", features = [\"reqwest\"] }}`: connect errors, timeouts, a connection that broke and statuses 408, 429, 500, 502, 503 and 504 are then retried",
+        note = "or name a classifier in the attribute: `#[retry(on = is_transient)]` with `fn is_transient(error: &reqwest::Error) -> bool`",
+    );
+    by_feature!(
+        "tonic",
+        Tonic,
+        message = "`#[retry]` cannot tell which `tonic::Status`es are worth retrying: retry-runtime's `tonic` feature classifies them, and it is off",
+        label = "`tonic::Status` is classified by retry-runtime's `tonic` feature",
+        note = "in Cargo.toml write `retry-runtime = {{ version = \"0.1\", features = [\"tonic\"] }}`: `Unavailable`, `ResourceExhausted`, `Aborted` and `DeadlineExceeded` are then retried, with `grpc-retry-pushback-ms` honoured",
+        note = "or name a classifier in the attribute: `#[retry(on = is_transient)]` with `fn is_transient(status: &tonic::Status) -> bool`",
+    );
+    /// The default classifier of `sqlx::Error` and `sqlx::Result<T>`.
+    #[inline]
+    pub fn sqlx<E: Sqlx + ?Sized>(error: &E) -> Verdict {
+        error.verdict()
+    }
+
+    /// The default classifier of `tokio_postgres::Error`.
+    #[inline]
+    pub fn tokio_postgres<E: TokioPostgres + ?Sized>(error: &E) -> Verdict {
+        error.verdict()
+    }
+
+    /// The default classifier of `reqwest::Error` and `reqwest::Result<T>`.
+    #[inline]
+    pub fn reqwest<E: Reqwest + ?Sized>(error: &E) -> Verdict {
+        error.verdict()
+    }
+
+    /// The default classifier of `tonic::Status`.
+    #[inline]
+    pub fn tonic<E: Tonic + ?Sized>(error: &E) -> Verdict {
+        error.verdict()
+    }
 }
 
 /// `policy = expr` accepts a `Policy` or a `&Policy`.

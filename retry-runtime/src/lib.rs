@@ -214,8 +214,10 @@
 //!
 //! `fallback = f` decides what the caller gets once the loop gives up: `f(last_error, why)` is
 //! called, with a [`GiveUp`] that says why (retries used up, the deadline, a server's pause beyond
-//! `max_delay`, the budget empty, the breaker open), and its result is the function's. It is not
-//! called for `Ok`, for a permanent error (an answer the caller must see), when the future is
+//! `max_delay`, the budget empty, the breaker open), and its result is the function's. With
+//! `on_result`, whose rejected `Ok` can end the loop too, it takes the outcome instead of the
+//! error: `f(last_outcome, why)`, an `Ok` that `on_result` rejected as well. It is not called for
+//! an accepted `Ok`, for a permanent error (an answer the caller must see), when the future is
 //! dropped, or in a nested function that makes a single attempt. The expression is evaluated
 //! inside the function, so a closure can use the parameters; in an `async fn` it may be async.
 //!
@@ -239,6 +241,26 @@
 //! let (answer, _) = testing::record(|| check_coverage(4711, &mut saved));
 //! assert_eq!(answer.unwrap(), "your details are saved");
 //! assert_eq!(saved, [4711]);
+//! ```
+//!
+//! With `on_result`, the fallback hears the rejected `Ok` too:
+//!
+//! ```
+//! use retry_runtime::{retry, testing, GiveUp};
+//! use std::io;
+//!
+//! /// A server that keeps answering 429; the page is served from the cache instead.
+//! #[retry(max = 2, base = "1s", on_result = |status: &u16| *status == 429,
+//!         fallback = |outcome: io::Result<u16>, why: GiveUp| {
+//!             assert_eq!((outcome.ok(), why.attempts), (Some(429), 3));
+//!             Ok(200)
+//!         })]
+//! fn get_page() -> io::Result<u16> {
+//!     Ok(429)
+//! }
+//!
+//! let (status, pauses) = testing::record(get_page);
+//! assert_eq!((status.unwrap(), pauses.len()), (200, 2));
 //! ```
 //!
 //! # Logging
@@ -339,7 +361,7 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 /// | `jitter` | bare `jitter`, a number in (0, 1], a duration string, `full`, `equal`, `decorrelated`, `none` | randomises each pause; the forms are in the [`Jitter`] table | bare `jitter` (`d + U[0, d/2)`) |
 /// | `policy` | an expression giving a [`Policy`] or `&Policy` | timings chosen at run time (a `const`, or a string from configuration read with `Policy::from_str`); excludes the timing keys above | — |
 /// | `on` | an expression callable as `Fn(&E) -> bool` or `Fn(&E) -> Verdict` | which errors are worth retrying; everything else is returned at once | the error type's [`Transient`] impl |
-/// | `on_result` | `Fn(&T) -> bool` or `Fn(&T) -> Verdict` | an `Ok` value it marks (`true`, or a [`Verdict`] that retries) is a transient failure, an HTTP 503 that arrives as `Ok(response)`; `RetryAfter` is honoured as for errors; when the loop gives up the last `Ok` is returned | — |
+/// | `on_result` | `Fn(&T) -> bool` or `Fn(&T) -> Verdict` | an `Ok` value it marks (`true`, or a [`Verdict`] that retries) is a transient failure, an HTTP 503 that arrives as `Ok(response)`; `RetryAfter` is honoured as for errors; when the loop gives up the last `Ok` is returned, or handed to `fallback` | — |
 /// | `timeout` | duration string > 0, `async fn` only | each attempt is cut off after this long (clipped to the time left before `deadline`) and counts as a transient failure; needs `E: From<retry_runtime::Elapsed>` | — |
 /// | `notify` | `Fn(&E, &RetryEvent)` or `Fn(Result<&T, &E>, &RetryEvent)` | called before each pause with the error (or, in the second form, the outcome, which also carries an `Ok` that `on_result` rejected), the attempt number, the real pause (jitter included) and the time since the first call | — |
 /// | `on_give_up` | `Fn(&E)`, `Fn(&E, &GiveUp)` or `Fn(Result<&T, &E>, &GiveUp)` | called once when the loop gives up on a failure it could have retried (retries used up, deadline, a server-suggested pause too long, the budget empty, the breaker open), with the last error (or outcome) and, in the two-argument forms, why, the attempts and the time spent | — |
@@ -347,7 +369,7 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 /// | `budget` | a [`RetryBudget`] (usually a `static`) | retries draw from a shared token bucket; when it is empty the loop gives up with the current error at once | — |
 /// | `breaker` | a [`CircuitBreaker`] (usually a `static`) | while open, the function returns `E::from(CircuitOpen)` at once without calling the body; a failure after which it is open ends the loop at once with that failure, without a pause; needs `E: From<retry_runtime::CircuitOpen>` | — |
 /// | `nested` | `retry` or `single` | inside another annotated function that retries: retry here too, or make one attempt | `single` |
-/// | `fallback` | `FnOnce(E, GiveUp) -> Result<T, E>`; in an `async fn` also async | called once with the last error and why (a [`GiveUp`]) when the loop gives up; what it returns is the function's result. Not called for `Ok`, a permanent error, a dropped future, or under a layer that retries | — |
+/// | `fallback` | `FnOnce(E, GiveUp) -> Result<T, E>`; with `on_result`, `FnOnce(Result<T, E>, GiveUp) -> Result<T, E>`; in an `async fn` also async | called once when the loop gives up, with why (a [`GiveUp`]) and the last error, or with `on_result` the last outcome (an `Ok` it rejected as well); what it returns is the function's result. Not called for an accepted `Ok`, a permanent error, a dropped future, or under a layer that retries | — |
 /// | `log_level` | `error`, `warn`, `info`, `debug` or `trace` | with the `tracing` feature, the level of the one event logged when a call fails after retrying or the loop gives up | `"error"` |
 /// | `crate` | a path | where the runtime is, for a renamed dependency (`rt = { package = "retry-runtime", ... }`, then `crate = rt`) or one re-exported by another crate; every generated path goes through it | `::retry_runtime` |
 ///
@@ -375,8 +397,8 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 /// It keeps the signature and rewrites only the body: each attempt runs the body; `Ok` and a
 /// non-transient `Err` are returned at once; a transient `Err` pauses and runs the body again
 /// until the loop gives up (the retries or the deadline run out, a server's pause beyond
-/// `max_delay`, the budget empty, the breaker open), and then the last `Err` is returned
-/// unchanged, or what `fallback` makes of it. `?`
+/// `max_delay`, the budget empty, the breaker open), and then the last `Err` (or with
+/// `on_result` the last rejected `Ok`) is returned unchanged, or what `fallback` makes of it. `?`
 /// and `return` in the body end the attempt, not the function. Each attempt borrows the
 /// parameters, so a retry clones nothing; a body that consumes an owned parameter does not
 /// compile (clone it at the top of the body, or take a reference). Sync functions pause with

@@ -72,10 +72,15 @@ impl From<bool> for Verdict {
 
 /// Says whether an error is passing, so that the same call may succeed after a pause.
 ///
-/// `#[retry]` without `on = ...` asks the error type through this trait. Answer `true` only for
-/// technical, passing failures: an overloaded service, a dropped connection, a timeout. A business
-/// answer ("not covered") belongs in `Ok`; invalid input or missing permission will not change by
-/// waiting, so those are `false`.
+/// `#[retry]` without `on = ...` asks the error type through this trait; for a type without it
+/// the compile error offers `on = ...` or an impl, and for a client's error that a feature of
+/// this crate classifies (`sqlx::Error`, `tokio_postgres::Error`, `reqwest::Error`,
+/// `tonic::Status`, see [`integrations`](crate::integrations)) it names the feature and the line
+/// of `Cargo.toml` that turns it on.
+///
+/// Answer `true` only for technical, passing failures: an overloaded service, a dropped
+/// connection, a timeout. A business answer ("not covered") belongs in `Ok`; invalid input or
+/// missing permission will not change by waiting, so those are `false`.
 ///
 /// ```
 /// use retry_runtime::Transient;
@@ -200,6 +205,13 @@ impl Transient for io::ErrorKind {
 /// `io::Error`). Their error type is foreign to your crate, so you cannot implement
 /// [`Transient`] for it; this answers the common question "did the connection fail under the
 /// call?" for any of them, and the `reqwest` and `tonic` integrations use it too.
+///
+/// For the clients this crate classifies behind a feature (`reqwest`, `tonic`, `sqlx`,
+/// `tokio-postgres`, see [`integrations`](crate::integrations)), turn the feature on instead and
+/// write no `on`: their tables also read what carries no I/O error, a status code or a SQLSTATE.
+/// A PostgreSQL server that restarts answers `57P01` and then closes the connection, neither of
+/// which has an `io::Error` in its chain: this function returns both to the caller, the
+/// `tokio-postgres` feature retries them.
 ///
 /// The walk also looks inside an `io::Error` that wraps another error (`io::Error::other(e)`,
 /// [`io::Error::get_ref`]), whose `source()` skips the wrapped error itself. It stops after 64

@@ -1,10 +1,11 @@
 //! `fallback = f`: when the loop gives up, `f(last_error, why)` is called and what it returns is
-//! the function's result. Why it gave up (retries used up, the deadline, a server's pause beyond
-//! `max_delay`, the budget empty, the breaker open or refusing) comes with the attempts made and
-//! the time spent. It is not called for `Ok`, for a permanent error, when the future is dropped,
-//! or in a nested function that makes a single attempt because an outer one retries. In an
-//! `async fn` it may be async. It runs in the last attempt's context, so `attempt().key()` gives
-//! the idempotency key of a `#[non_idempotent]` function.
+//! the function's result; with `on_result`, `f(last_outcome, why)`, which hears a rejected `Ok`
+//! as well. Why it gave up (retries used up, the deadline, a server's pause beyond `max_delay`,
+//! the budget empty, the breaker open or refusing) comes with the attempts made and the time
+//! spent. It is not called for an accepted `Ok`, for a permanent error, when the future is
+//! dropped, or in a nested function that makes a single attempt because an outer one retries. In
+//! an `async fn` it may be async. It runs in the last attempt's context, so `attempt().key()`
+//! gives the idempotency key of a `#[non_idempotent]` function.
 //!
 //! Async on tokio's paused clock, with exact times; sync with the recorder.
 
@@ -633,19 +634,129 @@ async fn an_async_non_idempotent_fallback_sees_the_same_key() {
     assert_eq!(*jobs.borrow(), [("payout-4712".to_owned(), 3)]);
 }
 
-// ---- a rejected `Ok` ---------------------------------------------------------------------------
+// ---- with `on_result`: the fallback hears the outcome, a rejected `Ok` as well -----------------
 
-#[retry(max = 1, base = "1ms", jitter = none, on_result = |c: &Coverage| *c == Coverage::Covered, fallback = |e, why| save_for_later(queue, 1, e, why))]
-fn rejected_until_the_end(contract: &Contract, queue: &Queue) -> Result<Coverage, ContractError> {
-    contract.check()
+/// A rate-limited server: answers `answers[n]` on call `n` (the last one for later calls), a
+/// status, or `None` for an overloaded connection.
+struct RateLimited {
+    answers: Vec<Option<u16>>,
+    calls: Cell<u32>,
+}
+
+impl RateLimited {
+    fn new(answers: &[Option<u16>]) -> Self {
+        RateLimited {
+            answers: answers.to_vec(),
+            calls: Cell::new(0),
+        }
+    }
+
+    fn get(&self) -> Result<u16, ContractError> {
+        let call = self.calls.get();
+        self.calls.set(call + 1);
+        self.answers[(call as usize).min(self.answers.len() - 1)]
+            .ok_or(ContractError::Overloaded(call + 1))
+    }
+}
+
+/// What the fallbacks heard, one line per call.
+#[derive(Default)]
+struct Fallbacks {
+    heard: RefCell<Vec<String>>,
+}
+
+/// Serves a cached status when the server keeps refusing: the fallback `on_result` +
+/// `fallback` users write, "when the retries give up, fall back".
+fn serve_cached(
+    fallbacks: &Fallbacks,
+    outcome: Result<u16, ContractError>,
+    why: GiveUp,
+) -> Result<u16, ContractError> {
+    fallbacks.heard.borrow_mut().push(format!(
+        "{outcome:?} after {}: {:?}",
+        why.attempts, why.reason
+    ));
+    Ok(200)
+}
+
+#[retry(
+    max = 2,
+    base = "1s",
+    jitter = none,
+    on_result = |status: &u16| *status == 429,
+    fallback = |outcome, why| serve_cached(fallbacks, outcome, why)
+)]
+fn get_rate_limited(server: &RateLimited, fallbacks: &Fallbacks) -> Result<u16, ContractError> {
+    server.get()
 }
 
 #[test]
-fn a_rejected_ok_at_the_end_is_returned_as_it_is() {
-    // The fallback hears errors; the last `Ok` that `on_result` rejected is the result, as
-    // without a fallback.
-    let (contract, queue) = (Contract::new(&[covered]), Queue::default());
-    let (result, _) = testing::record(|| rejected_until_the_end(&contract, &queue));
-    assert_eq!(result, Ok(Coverage::Covered));
-    assert!(queue.saved().is_empty());
+fn with_on_result_the_fallback_runs_once_per_call_with_the_rejected_ok() {
+    // A server that keeps answering 429: every call gives up on a rejected `Ok(429)`, and its
+    // fallback hears it (it ran zero times before).
+    let (server, fallbacks) = (RateLimited::new(&[Some(429)]), Fallbacks::default());
+    let (results, recording) = testing::record(|| {
+        (0..10)
+            .map(|_| get_rate_limited(&server, &fallbacks))
+            .collect::<Vec<_>>()
+    });
+    assert!(results.iter().all(|r| *r == Ok(200)), "{results:?}");
+    assert_eq!(results.len(), 10);
+    assert_eq!(server.calls.get(), 30, "three attempts per call");
+    assert_eq!(
+        *fallbacks.heard.borrow(),
+        vec!["Ok(429) after 3: Exhausted"; 10]
+    );
+    assert_eq!(recording, [S, 2 * S].repeat(10));
+}
+
+#[test]
+fn with_on_result_the_fallback_hears_a_last_error_and_not_an_accepted_ok() {
+    let fallbacks = Fallbacks::default();
+    let server = RateLimited::new(&[Some(429), Some(429), None]);
+    let (result, _) = testing::record(|| get_rate_limited(&server, &fallbacks));
+    assert_eq!(result, Ok(200));
+    assert_eq!(
+        *fallbacks.heard.borrow(),
+        ["Err(Overloaded(3)) after 3: Exhausted"]
+    );
+
+    // An `Ok` that `on_result` accepts is the answer: no fallback.
+    let server = RateLimited::new(&[Some(429), Some(204)]);
+    let (result, _) = testing::record(|| get_rate_limited(&server, &fallbacks));
+    assert_eq!((result, server.calls.get()), (Ok(204), 2));
+    assert_eq!(fallbacks.heard.borrow().len(), 1);
+}
+
+#[retry(
+    max = 2,
+    base = "1s",
+    jitter = none,
+    on_result = |status: &u16| *status == 429,
+    fallback = |outcome, why| async move {
+        tokio::time::sleep(50 * MS).await;
+        serve_cached(fallbacks, outcome, why)
+    }
+)]
+async fn get_rate_limited_async(
+    server: &RateLimited,
+    fallbacks: &Fallbacks,
+) -> Result<u16, ContractError> {
+    server.get()
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_on_result_an_async_fallback_runs_once_per_call_with_the_rejected_ok() {
+    let (server, fallbacks) = (RateLimited::new(&[Some(429)]), Fallbacks::default());
+    let t0 = Instant::now();
+    for _ in 0..10 {
+        assert_eq!(get_rate_limited_async(&server, &fallbacks).await, Ok(200));
+    }
+    assert_eq!(server.calls.get(), 30);
+    assert_eq!(
+        *fallbacks.heard.borrow(),
+        vec!["Ok(429) after 3: Exhausted"; 10]
+    );
+    // Pauses of 1 and 2 s, then the fallback's 50 ms, per call.
+    assert_eq!(t0.elapsed(), 10 * (3 * S + 50 * MS));
 }

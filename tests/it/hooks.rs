@@ -446,3 +446,45 @@ async fn a_breaker_that_opens_ends_the_loop_at_once_and_on_give_up_hears_why() {
         [GiveUpReason::BreakerOpen, GiveUpReason::BreakerOpen]
     );
 }
+
+// ---- the outcome forms written with one lifetime -------------------------------------------------
+
+thread_local! {
+    /// What the one-lifetime hooks heard, on this test's thread.
+    static ONE_LIFETIME: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The outcome as `Result::as_ref` gives it: one lifetime for both sides, as the README writes it.
+fn log_pause<'a>(outcome: Result<&'a u16, &'a CallError>, event: &RetryEvent) {
+    let line = format!("pause {} {:?}", describe(outcome), event.pause);
+    ONE_LIFETIME.with(|heard| heard.borrow_mut().push(line));
+}
+
+fn log_give_up<'a>(outcome: Result<&'a u16, &'a CallError>, why: &GiveUp) {
+    let line = format!("give up {} {}", describe(outcome), why.attempts);
+    ONE_LIFETIME.with(|heard| heard.borrow_mut().push(line));
+}
+
+#[retry(
+    max = 2,
+    base = "1s",
+    jitter = none,
+    on_result = |status: &u16| *status == 503,
+    notify = log_pause,
+    on_give_up = log_give_up,
+)]
+async fn get_status_one_lifetime(
+    answers: &RefCell<Vec<Result<u16, CallError>>>,
+) -> Result<u16, CallError> {
+    answers.borrow_mut().remove(0)
+}
+
+#[tokio::test(start_paused = true)]
+async fn outcome_hooks_written_with_one_lifetime_hear_every_pause_and_the_give_up() {
+    let answers = RefCell::new(vec![Ok(503), Err(CallError::Busy(2)), Ok(503)]);
+    assert_eq!(get_status_one_lifetime(&answers).await, Ok(503));
+    assert_eq!(
+        ONE_LIFETIME.with(|heard| heard.take()),
+        ["pause Ok(503) 1s", "pause Busy(2) 2s", "give up Ok(503) 3"]
+    );
+}

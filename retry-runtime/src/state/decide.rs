@@ -228,14 +228,16 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
                 extras,
                 log,
             }),
-            ControlFlow::Break((Err(error), Some(why))) if F::SET => {
+            // The last error, or an `Ok` that `on_result` rejected: the fallback's input says
+            // which it hears (`FallbackInput`).
+            ControlFlow::Break((outcome, Some(why))) if F::SET => {
                 let frame = Frame {
                     attempt: why.attempts.max(1),
                     key: K::KIND,
                     retried_above: progress.retried_above,
                 };
                 let scope = FallbackScope { frame, key };
-                ControlFlow::Break(hooks.fallback.call(error, why, scope))
+                ControlFlow::Break(hooks.fallback.call(outcome, why, scope))
             }
             ControlFlow::Break((outcome, _)) => ControlFlow::Break(F::ready(outcome)),
         }

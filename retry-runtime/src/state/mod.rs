@@ -17,7 +17,7 @@
 //!
 //! - here: the state and its entry points: `start`, the builders (one per option, named by its
 //!   key, which store what they are given and do nothing else, so their order does not matter,
-//!   except that `fallback` follows `sleep`), `next` and the pause;
+//!   except that `fallback` follows `sleep` and `on_result`), `next` and the pause;
 //! - [`options`]: the option slots (hooks, the fallback, `timeout`, `budget`, `breaker`,
 //!   `nested`, the logging): what each option stores, and how the loop asks for it;
 //! - [`attempt`]: running one attempt, which returns what happened to it ([`Attempted`]), with
@@ -33,9 +33,9 @@ pub use attempt::{Attempted, Run};
 pub use decide::{GiveUp, GiveUpReason, RetryEvent};
 pub use options::{
     AsyncFallback, AsyncForm, Awaits, ByDebug, ByName, ErrorForm, ErrorOnly, Extras, Fallback,
-    FallbackOutput, FallbackScope, Finish, GiveUpHook, Hook, Hooks, IntoError, IntoFinish,
-    KeyParam, Log, LogLevel, Logs, MaybeExtras, NoRefusal, NotifyHook, OutcomeForm, PerAttempt,
-    Refusal, Slot, SyncFallback, SyncForm, Unset, Untimed, level,
+    FallbackInput, FallbackOutput, FallbackScope, Finish, GiveUpHook, Hook, Hooks, IntoError,
+    IntoFinish, KeyParam, Log, LogLevel, Logs, MaybeExtras, NoRefusal, NotifyHook, OutcomeForm,
+    PerAttempt, Refusal, Slot, SyncFallback, SyncForm, Unset, Untimed, level,
 };
 
 use crate::breaker::FromCircuitOpen;
@@ -591,23 +591,27 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
         })
     }
 
-    /// `fallback = f`: when the loop gives up with an error, `f(error, why)` is called, and what
-    /// it returns is the function's result. Sync (`FnOnce(E, GiveUp) -> Result<T, E>`), or in an
-    /// async function also async (returning a future of that `Result`). It runs in the last
-    /// attempt's context, so [`attempt()`](crate::attempt) gives the idempotency key.
+    /// `fallback = f`: when the loop gives up, `f(error, why)` is called, and what it returns is
+    /// the function's result. Sync (`FnOnce(E, GiveUp) -> Result<T, E>`), or in an async
+    /// function also async (returning a future of that `Result`). With `on_result`, whose
+    /// rejected `Ok` can end the loop too, `f` takes the outcome instead of the error:
+    /// `FnOnce(Result<T, E>, GiveUp)` ([`FallbackInput`]). It runs in the last attempt's
+    /// context, so [`attempt()`](crate::attempt) gives the idempotency key.
     ///
-    /// Follows [`sleep`](Retry::sleep) in the expansion: whether the function can await an
-    /// async fallback is told by its sleeper ([`Awaits`]).
+    /// Follows [`sleep`](Retry::sleep) in the expansion, whose sleeper tells whether the function
+    /// can await an async fallback ([`Awaits`]), and [`on_result`](Retry::on_result), whose slot
+    /// tells what the fallback takes.
     pub fn fallback<J, Out, M>(
         self,
         f: J,
     ) -> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G, Out::Slot<J>>, X, L>
     where
-        J: FnOnce(E, GiveUp) -> Out,
+        R: FallbackInput<T, E>,
+        J: FnOnce(R::Input, GiveUp) -> Out,
         Out: FallbackOutput<T, E, M>,
         S: Awaits<M>,
     {
-        let fallback = Out::slot(f);
+        let fallback = Out::slot::<R, J>(f);
         self.with_options(|s, h, x| {
             let hooks = Hooks {
                 on_result: h.on_result,

@@ -92,7 +92,8 @@ impl<S: Slot<A, B, R>, A, B, R> Slot<A, B, R> for Untimed<S> {
 
 /// The forms `notify = f` accepts, told apart by `M`: `Fn(&E, &RetryEvent)` ([`ErrorForm`]),
 /// which hears the pauses after errors, and `Fn(Result<&T, &E>, &RetryEvent)`
-/// ([`OutcomeForm`]), which also hears the pauses after an `Ok` that `on_result` rejected. A
+/// ([`OutcomeForm`]), which also hears the pauses after an `Ok` that `on_result` rejected, its
+/// references of one lifetime (`Result<&'a T, &'a E>`, as `Result::as_ref` gives it) or two. A
 /// reference never matches a `Result`, so a generic `fn log<E: Display>(error: &E, event:
 /// &RetryEvent)` is the first form without naming `E`.
 #[diagnostic::on_unimplemented(
@@ -125,14 +126,17 @@ impl<F: Fn(&E, &RetryEvent), T, E> NotifyHook<T, E, ErrorForm> for F {
     }
 }
 
-impl<F: Fn(Result<&T, &E>, &RetryEvent), T, E> NotifyHook<T, E, OutcomeForm> for F {
+// One lifetime for both sides, higher-ranked: a hook written with one (`Result<&'a T, &'a E>`,
+// as `Result::as_ref` gives it) and one written with two (`Result<&T, &E>`) both meet it.
+impl<F: for<'a> Fn(Result<&'a T, &'a E>, &RetryEvent), T, E> NotifyHook<T, E, OutcomeForm> for F {
     fn into_slot(self) -> Hook<F, Result<T, E>, RetryEvent> {
         Hook::new(self, |f, outcome, event| f(outcome.as_ref(), event))
     }
 }
 
 /// The forms `on_give_up = f` accepts, told apart by `M`: `Fn(&E)` ([`ErrorOnly`]),
-/// `Fn(&E, &GiveUp)` ([`ErrorForm`]) and `Fn(Result<&T, &E>, &GiveUp)` ([`OutcomeForm`]).
+/// `Fn(&E, &GiveUp)` ([`ErrorForm`]) and `Fn(Result<&T, &E>, &GiveUp)` ([`OutcomeForm`], with
+/// one lifetime or two, as for `notify`).
 #[diagnostic::on_unimplemented(
     message = "`on_give_up = ...` must be callable as `Fn(&{E})`, `Fn(&{E}, &GiveUp)` or `Fn(Result<&{T}, &{E}>, &GiveUp)`",
     label = "not a function of `&{E}` (and `&GiveUp`)",
@@ -168,7 +172,8 @@ impl<F: Fn(&E, &GiveUp), T, E> GiveUpHook<T, E, ErrorForm> for F {
     }
 }
 
-impl<F: Fn(Result<&T, &E>, &GiveUp), T, E> GiveUpHook<T, E, OutcomeForm> for F {
+// Higher-ranked with one lifetime, as `NotifyHook`'s outcome form.
+impl<F: for<'a> Fn(Result<&'a T, &'a E>, &GiveUp), T, E> GiveUpHook<T, E, OutcomeForm> for F {
     type Slot = Hook<F, Result<T, E>, GiveUp>;
     fn into_slot(self) -> Self::Slot {
         Hook::new(self, |f, outcome, why| f(outcome.as_ref(), why))
@@ -198,21 +203,52 @@ impl<R, N, G, F> Hooks<R, N, G, F> {
 
 // ---- the fallback ----------------------------------------------------------------------------
 
+/// What the fallback takes first, by the `on_result` slot `Self`: what can end the loop. Without
+/// `on_result` ([`Unset`]) only an error can, and the fallback takes the error `E`; with it, an
+/// `Ok` that `on_result` rejected can too, and the fallback takes the outcome `Result<T, E>`, so
+/// that a fallback never misses the end of a loop (an error form would not hear a rejected `Ok`).
+pub trait FallbackInput<T, E> {
+    /// `E`, or `Result<T, E>` with `on_result`.
+    type Input;
+    /// The outcome the loop gave up on as the fallback's input; the `Ok` value back if the
+    /// input cannot hold it (without `on_result`, where no `Ok` ends the loop).
+    fn input(outcome: Result<T, E>) -> Result<Self::Input, T>;
+}
+
+impl<T, E> FallbackInput<T, E> for Unset {
+    type Input = E;
+    #[inline(always)]
+    fn input(outcome: Result<T, E>) -> Result<E, T> {
+        match outcome {
+            Err(error) => Ok(error),
+            Ok(value) => Err(value),
+        }
+    }
+}
+
+impl<F, T, E> FallbackInput<T, E> for OnResult<F, T> {
+    type Input = Result<T, E>;
+    #[inline(always)]
+    fn input(outcome: Result<T, E>) -> Result<Result<T, E>, T> {
+        Ok(outcome)
+    }
+}
+
 /// What a fallback returns: the function's `Result` (a sync fallback), or a future of it (an
 /// async one), told apart by `M` ([`SyncForm`] or [`AsyncForm`]); and the slot that holds such
 /// a fallback.
 #[diagnostic::on_unimplemented(
     message = "`fallback = ...` must return `Result<{T}, {E}>`, the function's own result, not `{Self}`",
     label = "this fallback returns `{Self}`",
-    note = "a fallback is called as `FnOnce({E}, GiveUp) -> Result<{T}, {E}>` when the loop gives up; in an `async fn` it may also be async (return a future of that `Result`)"
+    note = "a fallback is called as `FnOnce({E}, GiveUp) -> Result<{T}, {E}>` when the loop gives up (with `on_result`, as `FnOnce(Result<{T}, {E}>, GiveUp) -> Result<{T}, {E}>`, since a rejected `Ok` can end the loop too); in an `async fn` it may also be async (return a future of that `Result`)"
 )]
 pub trait FallbackOutput<T, E, M>: Sized {
     /// The slot of a fallback `J` that returns `Self`.
     type Slot<J>: Fallback<T, E>;
-    /// `f` in its slot, with the pointer that calls it: made here, where `f`'s bound is
-    /// checked, so that the loop needs no bound of its own (and a mistyped fallback is one
-    /// error, at `fallback`).
-    fn slot<J: FnOnce(E, GiveUp) -> Self>(f: J) -> Self::Slot<J>;
+    /// `f` in its slot, with the pointer that calls it with the outcome, as `R` (the
+    /// `on_result` slot) gives it to `f`: made here, where `f`'s bound is checked, so that the
+    /// loop needs no bound of its own (and a mistyped fallback is one error, at `fallback`).
+    fn slot<R: FallbackInput<T, E>, J: FnOnce(R::Input, GiveUp) -> Self>(f: J) -> Self::Slot<J>;
 }
 
 /// A fallback that returns the `Result` itself.
@@ -220,22 +256,30 @@ pub enum SyncForm {}
 /// A fallback that returns a future of the `Result`.
 pub enum AsyncForm {}
 
+/// The pointer that calls a fallback `J` with the outcome the loop gave up on: what `J`
+/// returned, or the `Ok` value back if `J` does not take one.
+type CallFallback<J, T, E, Out> = fn(J, Result<T, E>, GiveUp) -> Result<Out, T>;
+
 impl<T, E> FallbackOutput<T, E, SyncForm> for Result<T, E> {
     type Slot<J> = SyncFallback<J, T, E>;
-    fn slot<J: FnOnce(E, GiveUp) -> Self>(f: J) -> SyncFallback<J, T, E> {
+    fn slot<R: FallbackInput<T, E>, J: FnOnce(R::Input, GiveUp) -> Self>(
+        f: J,
+    ) -> SyncFallback<J, T, E> {
         SyncFallback {
             f,
-            call: |f, error, why| f(error, why),
+            call: |f, outcome, why| R::input(outcome).map(|input| f(input, why)),
         }
     }
 }
 
 impl<T, E, Fut: Future<Output = Result<T, E>>> FallbackOutput<T, E, AsyncForm> for Fut {
-    type Slot<J> = AsyncFallback<J, Fut, E>;
-    fn slot<J: FnOnce(E, GiveUp) -> Self>(f: J) -> AsyncFallback<J, Fut, E> {
+    type Slot<J> = AsyncFallback<J, Fut, T, E>;
+    fn slot<R: FallbackInput<T, E>, J: FnOnce(R::Input, GiveUp) -> Self>(
+        f: J,
+    ) -> AsyncFallback<J, Fut, T, E> {
         AsyncFallback {
             f,
-            call: |f, error, why| f(error, why),
+            call: |f, outcome, why| R::input(outcome).map(|input| f(input, why)),
         }
     }
 }
@@ -265,8 +309,14 @@ pub trait Fallback<T, E> {
     const SET: bool;
     /// A result that needs no fallback (an `Ok`, a permanent error), as the output.
     fn ready<K: KeySlot>(result: Result<T, E>) -> Self::Output<K>;
-    /// Calls the fallback with the last error and why the loop gave up, in `scope`.
-    fn call<K: KeySlot>(self, error: E, why: GiveUp, scope: FallbackScope<K>) -> Self::Output<K>;
+    /// Calls the fallback with the outcome the loop gave up on (the last error, or an `Ok` that
+    /// `on_result` rejected) and why, in `scope`.
+    fn call<K: KeySlot>(
+        self,
+        outcome: Result<T, E>,
+        why: GiveUp,
+        scope: FallbackScope<K>,
+    ) -> Self::Output<K>;
 }
 
 impl<T, E> Fallback<T, E> for Unset {
@@ -277,15 +327,20 @@ impl<T, E> Fallback<T, E> for Unset {
         result
     }
     #[inline(always)]
-    fn call<K: KeySlot>(self, error: E, _: GiveUp, _: FallbackScope<K>) -> Result<T, E> {
-        Err(error)
+    fn call<K: KeySlot>(
+        self,
+        outcome: Result<T, E>,
+        _: GiveUp,
+        _: FallbackScope<K>,
+    ) -> Result<T, E> {
+        outcome
     }
 }
 
 /// `fallback = f` with a sync `f`: called where the loop gives up.
 pub struct SyncFallback<J, T, E> {
     f: J,
-    call: fn(J, E, GiveUp) -> Result<T, E>,
+    call: CallFallback<J, T, E, Result<T, E>>,
 }
 
 impl<J, T, E> Fallback<T, E> for SyncFallback<J, T, E> {
@@ -295,22 +350,29 @@ impl<J, T, E> Fallback<T, E> for SyncFallback<J, T, E> {
     fn ready<K: KeySlot>(result: Result<T, E>) -> Result<T, E> {
         result
     }
-    fn call<K: KeySlot>(self, error: E, why: GiveUp, scope: FallbackScope<K>) -> Result<T, E> {
+    fn call<K: KeySlot>(
+        self,
+        outcome: Result<T, E>,
+        why: GiveUp,
+        scope: FallbackScope<K>,
+    ) -> Result<T, E> {
         let _entered = Enter::new(scope.frame);
-        scope.key.lend(|| (self.call)(self.f, error, why))
+        scope
+            .key
+            .lend(|| (self.call)(self.f, outcome, why).unwrap_or_else(Ok))
     }
 }
 
 /// `fallback = f` with an async `f`: its future, made where the loop gives up, is what the
 /// function awaits last.
-pub struct AsyncFallback<J, Fut, E> {
+pub struct AsyncFallback<J, Fut, T, E> {
     f: J,
-    call: fn(J, E, GiveUp) -> Fut,
+    call: CallFallback<J, T, E, Fut>,
 }
 
 // Without a bound on `Fut`: `FallbackOutput` checked it where the slot was made, and a second
 // check here would repeat its error at every use of the loop state.
-impl<J, Fut, T, E> Fallback<T, E> for AsyncFallback<J, Fut, E> {
+impl<J, Fut, T, E> Fallback<T, E> for AsyncFallback<J, Fut, T, E> {
     type Output<K: KeySlot> = Finish<Scoped<Fut, K>, T, E>;
     const SET: bool = true;
     #[inline(always)]
@@ -319,10 +381,17 @@ impl<J, Fut, T, E> Fallback<T, E> for AsyncFallback<J, Fut, E> {
             result: Some(result),
         }
     }
-    fn call<K: KeySlot>(self, error: E, why: GiveUp, scope: FallbackScope<K>) -> Self::Output<K> {
-        let future = (self.call)(self.f, error, why);
-        Finish::Fallback {
-            future: Scoped::new(scope.frame, scope.key, future),
+    fn call<K: KeySlot>(
+        self,
+        outcome: Result<T, E>,
+        why: GiveUp,
+        scope: FallbackScope<K>,
+    ) -> Self::Output<K> {
+        match (self.call)(self.f, outcome, why) {
+            Ok(future) => Finish::Fallback {
+                future: Scoped::new(scope.frame, scope.key, future),
+            },
+            Err(value) => Self::ready(Ok(value)),
         }
     }
 }

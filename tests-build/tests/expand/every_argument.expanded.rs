@@ -49,8 +49,11 @@ fn classify(error: &ContractError) -> Verdict {
 }
 fn log_retry(_: &ContractError, _: &RetryEvent) {}
 fn log_failure(_: &ContractError) {}
-async fn save_for_later(error: ContractError, _: GiveUp) -> Result<u16, ContractError> {
-    Err(error)
+async fn save_for_later(
+    outcome: Result<u16, ContractError>,
+    _: GiveUp,
+) -> Result<u16, ContractError> {
+    outcome
 }
 fn is_pending(status: &u16) -> bool {
     *status == 202

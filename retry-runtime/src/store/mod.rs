@@ -139,12 +139,14 @@ mod postgres;
 mod sql;
 #[cfg(feature = "store-sqlite")]
 mod sqlite;
+mod transactional;
 
 pub use memory::MemoryStore;
 #[cfg(feature = "store-postgres")]
 pub use postgres::PostgresStore;
 #[cfg(feature = "store-sqlite")]
 pub use sqlite::SqliteStore;
+pub use transactional::{TransactionalStore, TxBegin, TxGuard};
 
 /// How long a completed key replays its response: 24 hours, as Stripe keeps its keys.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);

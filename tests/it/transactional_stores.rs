@@ -544,3 +544,46 @@ async fn a_process_killed_mid_transaction_leaves_the_key_free_at_once<S: TestSto
         TxBegin::Replay(Receipt { number: 1 })
     );
 }
+
+/// At serializable (or repeatable read) isolation, the duplicate's blocked claim fails with a
+/// serialization failure when the claimer commits; the store retries the claim whole, and the
+/// duplicate replays instead of answering 503.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_serializable_a_concurrent_duplicate_waits_then_replays() {
+    let test = "postgres_serializable_duplicate";
+    let Some(url) = databases::postgres_url(test, RUN) else {
+        return;
+    };
+    let schema = databases::new_schema(&url, test).await;
+    let options = databases::on_schema(&url, &schema).options([
+        ("search_path", schema.as_str()),
+        ("default_transaction_isolation", "serializable"),
+    ]);
+    let store = Arc::new(PostgresStore::<Receipt>::new(databases::pool(options)));
+    store.migrate().await.unwrap();
+    sqlx::raw_sql("CREATE TABLE ledger (key TEXT NOT NULL, cents BIGINT NOT NULL)")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let level: String = sqlx::query_scalar("SHOW transaction_isolation")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(level, "serializable");
+    let k = IdempotencyKey::from("transfer-serializable");
+    let mut guard = execute(&*store, &k, PAY).await;
+    guard.transaction().pay(k.as_str()).await.unwrap();
+    let duplicate = tokio::spawn({
+        let (store, k) = (Arc::clone(&store), k.clone());
+        async move { pay_once(&*store, &k, PAY).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!duplicate.is_finished(), "the duplicate did not wait");
+    guard.complete(&Receipt { number: 1 }).await.unwrap();
+    let answered = tokio::time::timeout(Duration::from_secs(10), duplicate)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(answered, Err(TxBegin::Replay(Receipt { number: 1 })));
+    assert_eq!(store.committed().await, (1, 1));
+}

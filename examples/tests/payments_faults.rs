@@ -8,6 +8,11 @@
 //! payout exactly once, the bank transferred once, and the client ended with that payout's
 //! receipt.
 //!
+//! Each test runs in both of the service's modes: the lease mode (a claim, the bank, then the
+//! ledger row and the completion in one transaction) and the one-commit mode (`--one-commit`,
+//! no bank: the claim, the ledger row and the completion in one transaction), where a kill
+//! before the commit leaves nothing and the retry pays at once, without a lease to wait for.
+//!
 //! The random schedules print their seed; `PAYMENTS_FAULT_SEED=N` replays one, and
 //! `PAYMENTS_FAULT_RUNS=N` changes the number of runs (200 by default). The PostgreSQL tests
 //! need a server (`.ci/postgres.sh run cargo test -p retry-examples --test payments_faults`);
@@ -40,6 +45,31 @@ const SERVICE: &str = env!("CARGO_BIN_EXE_payments-service");
 /// The lease of the services whose payouts are killed: a kill while the key is claimed costs
 /// the client this long.
 const LEASE: Duration = Duration::from_millis(250);
+
+/// How a service claims its keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// A claim under a lease, then the bank, then one transaction for the ledger and the key.
+    Lease,
+    /// `--one-commit`, no bank: the claim, the ledger row and the key in one transaction.
+    OneCommit,
+}
+
+impl Mode {
+    /// The service's settings for this mode.
+    fn config(self, database: &Database, bank: &Bank) -> Config {
+        Config {
+            database: database.clone(),
+            bank: (self == Mode::Lease).then(|| bank.url().to_owned()),
+            one_commit: self == Mode::OneCommit,
+            ..Config::default()
+        }
+    }
+}
+
+/// The random runs of the one-commit mode, out of the lease mode's: it runs beside them, and
+/// has fewer ways to fail (no bank, no lease), so a fifth keeps CI short.
+const ONE_COMMIT_SHARE: usize = 5;
 
 /// Runs of the random schedules at once.
 const PARALLEL_RUNS: usize = 8;
@@ -154,6 +184,7 @@ async fn ledger(database: &Database, key: &IdempotencyKey) -> Vec<LedgerRow> {
 
 /// What a killed run saw, for the counts.
 struct Run {
+    mode: Mode,
     step: Step,
     /// Whether the client got a 409 (the lease was still running after the restart).
     saw_in_progress: bool,
@@ -162,13 +193,11 @@ struct Run {
 
 /// One payout whose service is killed at `step`, then started again on the same port and
 /// database while the client's `#[retry]` keeps trying; then checks the invariant.
-async fn kill_at(step: Step, database: Database, bank: &Bank, context: &str) -> Run {
+async fn kill_at(mode: Mode, step: Step, database: Database, bank: &Bank, context: &str) -> Run {
     let config = Config {
-        database: database.clone(),
-        bank: Some(bank.url().to_owned()),
         lease: LEASE,
         stop_at: Some(step),
-        ..Config::default()
+        ..mode.config(&database, bank)
     };
     let mut service = start(&config).await;
     let same_port = SocketAddr::from(([127, 0, 0, 1], service.port()));
@@ -176,7 +205,7 @@ async fn kill_at(step: Step, database: Database, bank: &Bank, context: &str) -> 
     let client = PayClient::new("client", &http, service.url()).quiet();
     let key = IdempotencyKey::new();
     let (claim, cents) = (ClaimId(4711), Cents(125_000));
-    let context = format!("{context}, kill {step}, key {key}");
+    let context = format!("{context}, {mode:?} mode, kill {step}, key {key}");
 
     let crash_and_restart = async {
         let stopped = service.stopped().await.unwrap();
@@ -214,19 +243,30 @@ async fn kill_at(step: Step, database: Database, bank: &Bank, context: &str) -> 
     let row = &rows[0];
     assert_eq!(receipt.receipt, format!("P-{}", row.id), "{context}");
     assert_eq!(receipt.transfer, row.entry.transfer, "{context}");
-    let execution = if step.holds_the_lease() { 2 } else { 1 };
-    assert_eq!(
-        row.entry.execution, execution,
-        "{context}: a kill while the key is claimed is taken over after the lease"
-    );
-    assert_eq!(
-        bank.transfers_executed(key.as_str()),
-        1,
-        "{context}: one transfer"
-    );
-    // The bank is asked again only when the killed service had asked it and not committed.
-    let asked = if step == Step::AfterLedgerWrite { 2 } else { 1 };
-    assert_eq!(bank.requests(key.as_str()), asked, "{context}");
+    if mode == Mode::OneCommit {
+        // The killed claim was rolled back with its transaction: the retry was a new claim.
+        assert_eq!(row.entry.execution, 1, "{context}: nothing to take over");
+        assert_eq!(bank.requests(key.as_str()), 0, "{context}: no bank");
+        let conflicts = client
+            .answers()
+            .into_iter()
+            .filter(|answer| matches!(answer, Answer::Status { status: 409, .. }));
+        assert_eq!(conflicts.count(), 0, "{context}: no lease, so no 409");
+    } else {
+        let execution = if step.holds_the_lease() { 2 } else { 1 };
+        assert_eq!(
+            row.entry.execution, execution,
+            "{context}: a kill while the key is claimed is taken over after the lease"
+        );
+        assert_eq!(
+            bank.transfers_executed(key.as_str()),
+            1,
+            "{context}: one transfer"
+        );
+        // The bank is asked again only when the killed service had asked it and not committed.
+        let asked = if step == Step::AfterLedgerWrite { 2 } else { 1 };
+        assert_eq!(bank.requests(key.as_str()), asked, "{context}");
+    }
     if step == Step::AfterResponse {
         assert_eq!(
             client.answers(),
@@ -242,6 +282,7 @@ async fn kill_at(step: Step, database: Database, bank: &Bank, context: &str) -> 
     }
     restarted.kill().unwrap();
     Run {
+        mode,
         step,
         saw_in_progress: client.answers().iter().any(|answer| {
             matches!(
@@ -258,14 +299,17 @@ async fn kill_at(step: Step, database: Database, bank: &Bank, context: &str) -> 
 
 async fn every_step(databases: Databases) {
     let bank = Bank::start_quiet(Duration::ZERO).await.unwrap();
-    let runs = Step::ALL.into_iter().enumerate().map(|(run, step)| {
+    let schedule = [Mode::Lease, Mode::OneCommit]
+        .into_iter()
+        .flat_map(|mode| Step::ALL.map(|step| (mode, step)));
+    let runs = schedule.enumerate().map(|(run, (mode, step))| {
         let database = databases.for_run(run);
         let context = format!("{}, every step", databases.name());
         let bank = &bank;
-        async move { kill_at(step, database, bank, &context).await }
+        async move { kill_at(mode, step, database, bank, &context).await }
     });
     let runs = futures_util::future::join_all(runs).await;
-    assert_eq!(runs.len(), Step::ALL.len());
+    assert_eq!(runs.len(), 2 * Step::ALL.len());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -323,20 +367,26 @@ async fn random_steps(databases: Databases) {
     let started = Instant::now();
     let bank = Bank::start_quiet(Duration::ZERO).await.unwrap();
     let slots = Semaphore::new(PARALLEL_RUNS);
-    let all = (0..runs).map(|run| {
+    let one_commit_runs = runs.div_ceil(ONE_COMMIT_SHARE);
+    let all = (0..runs + one_commit_runs).map(|run| {
+        let mode = if run < runs {
+            Mode::Lease
+        } else {
+            Mode::OneCommit
+        };
         let step = Step::ALL[(mix(seed, run as u64) % Step::ALL.len() as u64) as usize];
         let database = databases.for_run(run);
         let context = format!("{}, seed {seed}, run {run}", databases.name());
         let (bank, slots) = (&bank, &slots);
         async move {
             let _slot = slots.acquire().await.unwrap();
-            kill_at(step, database, bank, &context).await
+            kill_at(mode, step, database, bank, &context).await
         }
     });
     let done = futures_util::future::join_all(all).await;
 
     let mut counts: BTreeMap<usize, (Step, usize, usize)> = BTreeMap::new();
-    for run in &done {
+    for run in done.iter().filter(|run| run.mode == Mode::Lease) {
         let index = Step::ALL.iter().position(|s| *s == run.step).unwrap();
         let count = counts.entry(index).or_insert((run.step, 0, 0));
         count.1 += 1;
@@ -354,14 +404,15 @@ async fn random_steps(databases: Databases) {
         .collect();
     let attempts: u32 = done.iter().map(|run| run.attempts).sum();
     report(&format!(
-        "payments faults, {}: {} runs passed in {:.1} s, killed at {}; every run: one ledger \
-         row, one bank transfer, the client's receipt; {attempts} client attempts",
+        "payments faults, {}: {runs} runs of the lease mode and {one_commit_runs} of the \
+         one-commit mode passed in {:.1} s, the lease mode's killed at {}; every run: one \
+         ledger row, one bank transfer (lease mode), the client's receipt; {attempts} client \
+         attempts",
         databases.name(),
-        done.len(),
         started.elapsed().as_secs_f64(),
         per_step.join(", "),
     ));
-    assert_eq!(done.len(), runs);
+    assert_eq!(done.len(), runs + one_commit_runs);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -380,22 +431,34 @@ async fn postgres_kills_at_random_steps_pay_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_two_replicas_and_a_hundred_clients_with_one_key_pay_once() {
-    let Some(databases) =
-        Databases::postgres("postgres_two_replicas_and_a_hundred_clients_with_one_key_pay_once")
-            .await
-    else {
+    two_replicas(
+        Mode::Lease,
+        "postgres_two_replicas_and_a_hundred_clients_with_one_key_pay_once",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_one_commit_two_replicas_and_a_hundred_clients_with_one_key_pay_once() {
+    two_replicas(
+        Mode::OneCommit,
+        "postgres_one_commit_two_replicas_and_a_hundred_clients_with_one_key_pay_once",
+    )
+    .await;
+}
+
+async fn two_replicas(mode: Mode, test: &str) {
+    let Some(databases) = Databases::postgres(test).await else {
         return;
     };
     let database = databases.for_run(0);
     // A bank that takes a moment, so that the other clients arrive while the payout runs.
     let bank = Bank::start_quiet(Duration::from_millis(500)).await.unwrap();
     let config = |name: &str| Config {
-        database: database.clone(),
-        bank: Some(bank.url().to_owned()),
         // Longer than any payout here: no takeover, so exactly one execution.
         lease: Duration::from_secs(30),
         name: name.to_owned(),
-        ..Config::default()
+        ..mode.config(&database, &bank)
     };
     let replica_a = start(&config("replica a")).await;
     let replica_b = start(&config("replica b")).await;
@@ -437,8 +500,10 @@ async fn postgres_two_replicas_and_a_hundred_clients_with_one_key_pay_once() {
         receipts.iter().all(|receipt| receipt.receipt == expected),
         "every client has the payout's receipt"
     );
-    assert_eq!(bank.requests(key.as_str()), 1, "the payout executed once");
-    assert_eq!(bank.transfers_executed(key.as_str()), 1);
+    if mode == Mode::Lease {
+        assert_eq!(bank.requests(key.as_str()), 1, "the payout executed once");
+        assert_eq!(bank.transfers_executed(key.as_str()), 1);
+    }
     let waited = clients
         .iter()
         .filter(|client| {
@@ -454,49 +519,70 @@ async fn postgres_two_replicas_and_a_hundred_clients_with_one_key_pay_once() {
         })
         .count();
     report(&format!(
-        "payments faults, two replicas: {CLIENTS} clients with one key, one payout ({expected}); \
-         {waited} clients got 409 while it ran, then the receipt"
+        "payments faults, two replicas, {mode:?} mode: {CLIENTS} clients with one key, one \
+         payout ({expected}); {waited} clients got 409 while it ran, then the receipt"
     ));
+    if mode == Mode::OneCommit {
+        assert_eq!(
+            waited, 0,
+            "a duplicate waits for the claim's transaction instead"
+        );
+    }
     replica_a.kill().unwrap();
     replica_b.kill().unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_restarting_in_the_middle_of_two_hundred_payouts_loses_and_doubles_nothing() {
-    const TEST: &str =
-        "postgres_restarting_in_the_middle_of_two_hundred_payouts_loses_and_doubles_nothing";
+    restart_mid_run(
+        Mode::Lease,
+        200,
+        "postgres_restarting_in_the_middle_of_two_hundred_payouts_loses_and_doubles_nothing",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_one_commit_restarting_in_the_middle_of_a_hundred_payouts_loses_and_doubles_nothing()
+ {
+    restart_mid_run(
+        Mode::OneCommit,
+        100,
+        "postgres_one_commit_restarting_in_the_middle_of_a_hundred_payouts",
+    )
+    .await;
+}
+
+async fn restart_mid_run(mode: Mode, payouts: usize, test: &str) {
     if !std::env::var("RETRY_TEST_PG_BIN").is_ok_and(|bin| Path::new(&bin).join("pg_ctl").exists())
     {
-        databases::server_missing(TEST, "PostgreSQL's server binaries", RUN_HINT);
+        databases::server_missing(test, "PostgreSQL's server binaries", RUN_HINT);
         return;
     }
-    let Some(cluster) = databases::PrivateCluster::start(TEST, RUN_HINT) else {
+    let Some(cluster) = databases::PrivateCluster::start(test, RUN_HINT) else {
         return;
     };
     let cluster = Arc::new(cluster);
     let database = Database::Postgres(cluster.url());
     let bank = Bank::start_quiet(Duration::ZERO).await.unwrap();
     let service = start(&Config {
-        database: database.clone(),
-        bank: Some(bank.url().to_owned()),
         lease: LEASE,
         // While the server is down, a request answers 503 after this long.
         db_timeout: Duration::from_millis(200),
-        ..Config::default()
+        ..mode.config(&database, &bank)
     })
     .await;
     let http = reqwest::Client::new();
 
-    const PAYOUTS: usize = 200;
     const AT_ONCE: usize = 16;
     let paid = AtomicUsize::new(0);
     let slots = Semaphore::new(AT_ONCE);
-    let keys: Vec<IdempotencyKey> = (0..PAYOUTS).map(|_| IdempotencyKey::new()).collect();
-    let clients: Vec<PayClient> = (0..PAYOUTS)
+    let keys: Vec<IdempotencyKey> = (0..payouts).map(|_| IdempotencyKey::new()).collect();
+    let clients: Vec<PayClient> = (0..payouts)
         .map(|i| PayClient::new(&format!("client {i}"), &http, service.url()).quiet())
         .collect();
 
-    let payouts = futures_util::future::join_all(keys.iter().zip(&clients).enumerate().map(
+    let paying = futures_util::future::join_all(keys.iter().zip(&clients).enumerate().map(
         |(i, (key, client))| {
             let (slots, paid) = (&slots, &paid);
             async move {
@@ -511,7 +597,7 @@ async fn postgres_restarting_in_the_middle_of_two_hundred_payouts_loses_and_doub
     // The server goes down once about a quarter of the payouts are done, and comes back once
     // the service has answered 503 about twice to each payout in flight.
     let outage = async {
-        while paid.load(Ordering::SeqCst) < PAYOUTS / 4 {
+        while paid.load(Ordering::SeqCst) < payouts / 4 {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         let down_at = paid.load(Ordering::SeqCst);
@@ -546,7 +632,7 @@ async fn postgres_restarting_in_the_middle_of_two_hundred_payouts_loses_and_doub
             .unwrap();
         (down_at, down_for)
     };
-    let (receipts, (down_at, down_for)) = tokio::join!(payouts, outage);
+    let (receipts, (down_at, down_for)) = tokio::join!(paying, outage);
 
     let mut receipts_by_key = HashMap::new();
     for ((key, client), receipt) in keys.iter().zip(&clients).zip(receipts) {
@@ -584,7 +670,7 @@ async fn postgres_restarting_in_the_middle_of_two_hundred_payouts_loses_and_doub
     for row in &rows {
         per_key.entry(row.entry.key.as_str()).or_default().push(row);
     }
-    assert_eq!(rows.len(), PAYOUTS, "one row per payout");
+    assert_eq!(rows.len(), payouts, "one row per payout");
     for key in &keys {
         let found = &per_key[key.as_str()];
         assert_eq!(found.len(), 1, "{key}: {found:?}");
@@ -594,21 +680,33 @@ async fn postgres_restarting_in_the_middle_of_two_hundred_payouts_loses_and_doub
         );
     }
     let transfers = bank.executed();
-    assert_eq!(transfers.len(), PAYOUTS);
-    assert!(
-        transfers
-            .iter()
-            .all(|(key, n)| *n == 1 && per_key.contains_key(key.as_str())),
-        "a transfer without its ledger row, or two: {transfers:?}"
-    );
+    if mode == Mode::Lease {
+        assert_eq!(transfers.len(), payouts);
+        assert!(
+            transfers
+                .iter()
+                .all(|(key, n)| *n == 1 && per_key.contains_key(key.as_str())),
+            "a transfer without its ledger row, or two: {transfers:?}"
+        );
+    }
     let taken_over = rows.iter().filter(|row| row.entry.execution > 1).count();
+    if mode == Mode::OneCommit {
+        assert_eq!(
+            taken_over, 0,
+            "no lease: a claim cut by the outage rolled back"
+        );
+    }
     report(&format!(
-        "payments faults, database restart: PostgreSQL stopped after {down_at} of {PAYOUTS} \
+        "payments faults, database restart, {mode:?} mode: PostgreSQL stopped after {down_at} of {payouts} \
          payouts and started again {:.2} s later; {} answers were 503 with Retry-After; all \
-         {PAYOUTS} payouts in the ledger once, {taken_over} of them executed again after their \
-         lease (claimed before the outage, not committed), one bank transfer each",
+         {payouts} payouts in the ledger once, {taken_over} of them executed again after their \
+         lease (claimed before the outage, not committed), {}",
         down_for.as_secs_f64(),
         refused.len(),
+        match mode {
+            Mode::Lease => "one bank transfer each",
+            Mode::OneCommit => "no bank",
+        },
     ));
     service.kill().unwrap();
 }

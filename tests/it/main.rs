@@ -34,4 +34,5 @@ mod testing_recorder;
 mod timeout;
 mod timing;
 mod tracing_events;
+mod transactional_stores;
 mod verdict;

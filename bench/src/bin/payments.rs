@@ -13,7 +13,13 @@
 //!   transaction holds only the ledger row): the handler alone, the baseline;
 //! - **`MemoryStore`**: keys in memory, the ledger row in its own transaction on the database;
 //! - the database's own store (**`SqliteStore`**, **`PostgresStore`**): keys in the same
-//!   database, the ledger row and the key's completion in one transaction.
+//!   database, the ledger row and the key's completion in one transaction;
+//! - the same store in the **one-commit** mode (`serve_one_commit`,
+//!   `TransactionalStore::begin_in_transaction`): the claim, the ledger row and the completion in
+//!   one transaction.
+//!
+//! Beside them, a **bare `INSERT`** of a ledger row on the pool (autocommit, no HTTP): the floor
+//! of one durable commit.
 //!
 //! Per store: latency (p50, p99) of requests sent one at a time, for new keys and then for the
 //! same keys again (replays), and requests per second with `--concurrency` requests in flight.
@@ -32,7 +38,7 @@ use retry_durable::store::{
     SqliteStore, StoreError,
 };
 use retry_examples::payments::service::{
-    Options, create_postgres_ledger, create_sqlite_ledger, serve,
+    Options, create_postgres_ledger, create_sqlite_ledger, serve, serve_one_commit,
 };
 use retry_examples::payments::{Cents, ClaimId, PayoutRequest, Receipt};
 use retry_runtime::IdempotencyKey;
@@ -101,22 +107,35 @@ async fn main() -> BoxResult<()> {
         load_average()
     );
     let mut table = Vec::new();
+    let mut inserts = Vec::new();
 
     let dir = std::env::temp_dir().join(format!("retry-bench-payments-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    for variant in [Variant::None, Variant::Memory, Variant::Own] {
+    for variant in Variant::ALL {
         let path = dir.join(format!("{variant:?}.db"));
         let store = SqliteStore::<Receipt>::open(&path).await?;
         store.migrate().await?;
         create_sqlite_ledger(store.pool()).await?;
         let pool = store.pool().clone();
+        let options = Options::default;
         let row = match variant {
-            Variant::None => measure("SQLite", "none", NoStore(pool), None, &args).await?,
-            Variant::Memory => {
-                let store = MemoryKeys::new(pool);
-                measure("SQLite", "MemoryStore", store, None, &args).await?
+            Variant::None => {
+                inserts.push(("SQLite", bare_inserts(&pool, "?1", args.sequential).await?));
+                let serving = |l| tokio::spawn(serve(l, NoStore(pool), options()));
+                measure("SQLite", "none", serving, None, &args).await?
             }
-            Variant::Own => measure("SQLite", "SqliteStore", store, None, &args).await?,
+            Variant::Memory => {
+                let serving = |l| tokio::spawn(serve(l, MemoryKeys::new(pool), options()));
+                measure("SQLite", "MemoryStore", serving, None, &args).await?
+            }
+            Variant::Own => {
+                let serving = |l| tokio::spawn(serve(l, store, options()));
+                measure("SQLite", "SqliteStore", serving, None, &args).await?
+            }
+            Variant::OneCommit => {
+                let serving = |l| tokio::spawn(serve_one_commit(l, store, options()));
+                measure("SQLite", "SqliteStore, one commit", serving, None, &args).await?
+            }
         };
         table.push(row);
     }
@@ -126,7 +145,7 @@ async fn main() -> BoxResult<()> {
         let proxy = RoundTripProxy::start(url).await?;
         let schema = format!("bench_payments_{}", std::process::id());
         let admin = PgPool::connect(url).await?;
-        for variant in [Variant::None, Variant::Memory, Variant::Own] {
+        for variant in Variant::ALL {
             let schema = format!("{schema}_{variant:?}").to_lowercase();
             sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
                 .execute(&admin)
@@ -141,13 +160,27 @@ async fn main() -> BoxResult<()> {
             store.migrate().await?;
             create_postgres_ledger(&pool).await?;
             let proxy = Some(&proxy);
+            let options = Options::default;
             let row = match variant {
-                Variant::None => measure("PostgreSQL", "none", NoStore(pool), proxy, &args).await?,
-                Variant::Memory => {
-                    let store = MemoryKeys::new(pool);
-                    measure("PostgreSQL", "MemoryStore", store, proxy, &args).await?
+                Variant::None => {
+                    let bare = bare_inserts(&pool, "$1", args.sequential).await?;
+                    inserts.push(("PostgreSQL", bare));
+                    let serving = |l| tokio::spawn(serve(l, NoStore(pool), options()));
+                    measure("PostgreSQL", "none", serving, proxy, &args).await?
                 }
-                Variant::Own => measure("PostgreSQL", "PostgresStore", store, proxy, &args).await?,
+                Variant::Memory => {
+                    let serving = |l| tokio::spawn(serve(l, MemoryKeys::new(pool), options()));
+                    measure("PostgreSQL", "MemoryStore", serving, proxy, &args).await?
+                }
+                Variant::Own => {
+                    let serving = |l| tokio::spawn(serve(l, store, options()));
+                    measure("PostgreSQL", "PostgresStore", serving, proxy, &args).await?
+                }
+                Variant::OneCommit => {
+                    let serving = |l| tokio::spawn(serve_one_commit(l, store, options()));
+                    let name = "PostgresStore, one commit";
+                    measure("PostgreSQL", name, serving, proxy, &args).await?
+                }
             };
             table.push(row);
             sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
@@ -157,6 +190,8 @@ async fn main() -> BoxResult<()> {
     }
 
     println!("\nload average after: {}\n", load_average());
+    print_inserts(&inserts, &table);
+    println!();
     print_table(&table);
     if args.explain {
         for row in &table {
@@ -183,6 +218,93 @@ enum Variant {
     None,
     Memory,
     Own,
+    OneCommit,
+}
+
+impl Variant {
+    const ALL: [Variant; 4] = [
+        Variant::None,
+        Variant::Memory,
+        Variant::Own,
+        Variant::OneCommit,
+    ];
+}
+
+/// A bare `INSERT` of a ledger row on the pool, autocommit, one at a time: one durable commit
+/// and one round trip, no HTTP. `$1` or `?1` is the database's first placeholder. p50 and p99.
+async fn bare_inserts<DB>(
+    pool: &sqlx::Pool<DB>,
+    placeholder: &str,
+    requests: usize,
+) -> BoxResult<(Duration, Duration)>
+where
+    DB: sqlx::Database,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+    for<'q> <DB as sqlx::Database>::Arguments: sqlx::IntoArguments<DB>,
+    for<'q> String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    let insert = format!(
+        "INSERT INTO ledger (payout_key, claim, cents, transfer, execution) \
+         VALUES ({placeholder}, 4711, 1000, NULL, 1)"
+    );
+    let mut latencies = Vec::with_capacity(requests);
+    for n in 0..requests + 200 {
+        let key = format!("bare-{n}");
+        let started = Instant::now();
+        let mut connection = pool.acquire().await?;
+        sqlx::query(sqlx::AssertSqlSafe(insert.as_str()))
+            .bind(key)
+            .execute(&mut *connection)
+            .await?;
+        drop(connection);
+        // The first 200 warm the pool and the page cache, as the handler's warm-up does.
+        if n >= 200 {
+            latencies.push(started.elapsed());
+        }
+    }
+    latencies.sort();
+    let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q).round() as usize];
+    Ok((at(0.50), at(0.99)))
+}
+
+/// The new key's p50 and p99 of each mode beside a bare `INSERT` and the handler alone.
+fn print_inserts(inserts: &[(&str, (Duration, Duration))], table: &[Row]) {
+    println!(
+        "| database | bare `INSERT` p50 / p99 | handler alone p50 / p99 | lease mode, new key | \
+         one-commit mode, new key | replay (lease / one commit) | one commit ÷ handler alone, p50 |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for (database, (p50, p99)) in inserts {
+        let find = |suffix: &str| {
+            table.iter().find(|row| {
+                row.database == *database
+                    && (row.store == suffix || row.store.ends_with(suffix) && suffix != "none")
+            })
+        };
+        let (Some(alone), Some(lease), Some(one)) = (
+            find("none"),
+            table.iter().find(|row| {
+                row.database == *database
+                    && row.store.ends_with("Store")
+                    && row.store != "MemoryStore"
+            }),
+            find("one commit"),
+        ) else {
+            continue;
+        };
+        let pair = |phase: &Phase| format!("{} / {}", ms(phase.p50), ms(phase.p99));
+        println!(
+            "| {database} | {} / {} | {} | {} | {} | {} ; {} | {:.2}× |",
+            ms(*p50),
+            ms(*p99),
+            pair(&alone.new),
+            pair(&lease.new),
+            pair(&one.new),
+            pair(&lease.replay),
+            pair(&one.replay),
+            one.new.p50.as_secs_f64() / alone.new.p50.as_secs_f64(),
+        );
+    }
 }
 
 /// What one phase measured.
@@ -210,20 +332,18 @@ struct Row {
 }
 
 /// Starts the handler with `store` on a loopback port and drives it.
-async fn measure<S>(
+/// Starts the handler on a loopback port with `serving` (which spawns `serve` or
+/// `serve_one_commit` with a store) and drives it.
+async fn measure(
     database: &'static str,
     name: &'static str,
-    store: S,
+    serving: impl FnOnce(TcpListener) -> tokio::task::JoinHandle<std::io::Result<()>>,
     proxy: Option<&RoundTripProxy>,
     args: &Args,
-) -> BoxResult<Row>
-where
-    S: IdempotencyStore<Receipt> + 'static,
-    S::Transaction: retry_examples::payments::service::LedgerTransaction,
-{
+) -> BoxResult<Row> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/payouts", listener.local_addr()?);
-    let server = tokio::spawn(serve(listener, store, Options::default()));
+    let server = serving(listener);
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(args.concurrency)
         .build()?;

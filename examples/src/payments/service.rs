@@ -15,6 +15,14 @@
 //!    at all: a crash before the commit leaves neither (the key is taken over once its lease
 //!    ends), a crash after it leaves both (the retry gets the stored receipt).
 //!
+//! With `--one-commit` (no bank: the payout is the ledger row alone, so every side effect lives
+//! in the database) steps 1, 3 and 4 are one transaction:
+//! `store.begin_in_transaction(&key, fingerprint)` claims the key as the transaction's first
+//! statement, the ledger row follows, and `guard.complete(&receipt)` commits all three: one
+//! durable commit per payout instead of two. A concurrent duplicate waits for that transaction
+//! and gets the stored receipt; a crash before the commit leaves nothing, and the retry pays at
+//! once, without waiting for a lease.
+//!
 //! [`run`] is the whole service as the `payments-service` binary and the example start it;
 //! [`serve`] runs the handler with any store, for the benchmark.
 
@@ -29,7 +37,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use retry_durable::store::{
     Begin, BoxFuture, DEFAULT_LEASE, Fingerprint, IdempotencyStore, PostgresStore, SqliteStore,
-    key_from_header,
+    TransactionalStore, TxBegin, key_from_header,
 };
 use retry_runtime::{IdempotencyKey, Transient};
 use sqlx::postgres::PgPoolOptions;
@@ -124,6 +132,10 @@ pub struct Config {
     pub stop_at: Option<Step>,
     /// `--lose-first-response`: the first payout's response is lost after the commit.
     pub lose_first_response: bool,
+    /// `--one-commit`: claim each key in the payout's own transaction (one durable commit per
+    /// payout). Only without a bank: a call to another system must not run inside the
+    /// transaction.
+    pub one_commit: bool,
     /// The name in the log lines (`--name`, default `service`).
     pub name: String,
     /// `--quiet`: no log line per request.
@@ -140,6 +152,7 @@ impl Default for Config {
             db_timeout: Duration::from_secs(1),
             stop_at: None,
             lose_first_response: false,
+            one_commit: false,
             name: "service".to_owned(),
             quiet: false,
         }
@@ -150,12 +163,14 @@ impl Default for Config {
 pub const USAGE: &str = "\
 usage: payments-service [--listen ADDR:PORT] [--database-url URL] [--bank-url URL]
                         [--lease-ms N] [--db-timeout-ms N] [--stop-at STEP]
-                        [--lose-first-response] [--name NAME] [--quiet]
+                        [--lose-first-response] [--one-commit] [--name NAME] [--quiet]
 
   --database-url URL   postgres://user@host:port/database, or sqlite:PATH
                        (default: DATABASE_URL, else a SQLite file in the temp dir)
   --stop-at STEP       stop at STEP of the first payout and wait to be killed: before-begin,
-                       after-begin, after-ledger-write, after-commit, after-response";
+                       after-begin, after-ledger-write, after-commit, after-response
+  --one-commit         claim each key in the payout's own transaction: one commit per payout
+                       (not with --bank-url)";
 
 impl Config {
     /// Reads the command line (without the program's name). `DATABASE_URL` is read when
@@ -187,10 +202,19 @@ impl Config {
                 "--db-timeout-ms" => config.db_timeout = millis(value()?)?,
                 "--stop-at" => config.stop_at = Some(value()?.parse()?),
                 "--lose-first-response" => config.lose_first_response = true,
+                "--one-commit" => config.one_commit = true,
                 "--name" => config.name = value()?,
                 "--quiet" => config.quiet = true,
                 _ => return Err(format!("unknown argument `{arg}`\n{USAGE}")),
             }
+        }
+        if config.one_commit && config.bank.is_some() {
+            return Err(
+                "`--one-commit` is for payouts whose every effect is in the database: \
+                        a bank call must not run inside the transaction, so drop `--bank-url` \
+                        or `--one-commit`"
+                    .to_owned(),
+            );
         }
         config.database = match (database, std::env::var("DATABASE_URL")) {
             (Some(database), _) => database,
@@ -223,6 +247,9 @@ impl Config {
         if self.lose_first_response {
             args.push("--lose-first-response".to_owned());
         }
+        if self.one_commit {
+            args.push("--one-commit".to_owned());
+        }
         if self.quiet {
             args.push("--quiet".to_owned());
         }
@@ -249,7 +276,12 @@ pub async fn run(config: Config) -> Result<(), Box<dyn Error>> {
                 .lease(config.lease);
             store.migrate().await?;
             create_sqlite_ledger(store.pool()).await?;
-            serve(listening(config.listen).await?, store, options).await?;
+            let listener = listening(config.listen).await?;
+            if config.one_commit {
+                serve_one_commit(listener, store, options).await?;
+            } else {
+                serve(listener, store, options).await?;
+            }
         }
         Database::Postgres(url) => {
             let pool = PgPoolOptions::new()
@@ -258,7 +290,12 @@ pub async fn run(config: Config) -> Result<(), Box<dyn Error>> {
             let store = PostgresStore::<Receipt>::new(pool).lease(config.lease);
             store.migrate().await?;
             create_postgres_ledger(store.pool()).await?;
-            serve(listening(config.listen).await?, store, options).await?;
+            let listener = listening(config.listen).await?;
+            if config.one_commit {
+                serve_one_commit(listener, store, options).await?;
+            } else {
+                serve(listener, store, options).await?;
+            }
         }
     }
     Ok(())
@@ -467,6 +504,85 @@ where
     S: IdempotencyStore<Receipt> + 'static,
     S::Transaction: LedgerTransaction,
 {
+    serve_in::<S, Lease>(listener, store, options).await
+}
+
+/// [`serve`] with `--one-commit`: each payout claims its key in its own transaction
+/// ([`TransactionalStore::begin_in_transaction`]), one durable commit per payout. Refuses to
+/// run with a bank in `options`: the bank's call would run inside the transaction.
+pub async fn serve_one_commit<S>(
+    listener: TcpListener,
+    store: S,
+    options: Options,
+) -> io::Result<()>
+where
+    S: TransactionalStore<Receipt> + 'static,
+    S::Transaction: LedgerTransaction,
+{
+    if options.bank.is_some() {
+        return Err(io::Error::other(
+            "the one-commit mode is for ledger-only payouts: no bank",
+        ));
+    }
+    serve_in::<S, OneCommit>(listener, store, options).await
+}
+
+/// How a payout claims its key: steps 1 to 4 of the module docs, in one of the two modes.
+trait Mode<S>: Send + Sync + 'static {
+    /// Returns the response and whether this request executed the payout.
+    fn payout<'a>(
+        app: &'a App<S>,
+        key: &'a IdempotencyKey,
+        order: &'a PayoutRequest,
+        fingerprint: Fingerprint,
+        log: &'a str,
+    ) -> BoxFuture<'a, (Response, bool)>;
+}
+
+/// A claim under a lease, then the bank, then the ledger row and the completion in one
+/// transaction: [`payout`].
+struct Lease;
+
+impl<S> Mode<S> for Lease
+where
+    S: IdempotencyStore<Receipt> + 'static,
+    S::Transaction: LedgerTransaction,
+{
+    fn payout<'a>(
+        app: &'a App<S>,
+        key: &'a IdempotencyKey,
+        order: &'a PayoutRequest,
+        fingerprint: Fingerprint,
+        log: &'a str,
+    ) -> BoxFuture<'a, (Response, bool)> {
+        Box::pin(payout(app, key, order, fingerprint, log))
+    }
+}
+
+/// The claim, the ledger row and the completion in one transaction: [`payout_one_commit`].
+struct OneCommit;
+
+impl<S> Mode<S> for OneCommit
+where
+    S: TransactionalStore<Receipt> + 'static,
+    S::Transaction: LedgerTransaction,
+{
+    fn payout<'a>(
+        app: &'a App<S>,
+        key: &'a IdempotencyKey,
+        order: &'a PayoutRequest,
+        fingerprint: Fingerprint,
+        log: &'a str,
+    ) -> BoxFuture<'a, (Response, bool)> {
+        Box::pin(payout_one_commit(app, key, order, fingerprint, log))
+    }
+}
+
+async fn serve_in<S, M>(listener: TcpListener, store: S, options: Options) -> io::Result<()>
+where
+    S: Send + Sync + 'static,
+    M: Mode<S>,
+{
     let app = Arc::new(App {
         store,
         bank: options.bank,
@@ -479,7 +595,7 @@ where
         verbose: options.verbose,
     });
     let router = Router::new()
-        .route("/payouts", post(pay::<S>))
+        .route("/payouts", post(pay::<S, M>))
         .with_state(app);
     let listener = Listener::new(listener, options.faults);
     axum::serve(
@@ -490,15 +606,15 @@ where
 }
 
 /// `POST /payouts`.
-async fn pay<S>(
+async fn pay<S, M>(
     State(app): State<Arc<App<S>>>,
     ConnectInfo(Peer(peer)): ConnectInfo<Peer>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response
 where
-    S: IdempotencyStore<Receipt> + 'static,
-    S::Transaction: LedgerTransaction,
+    S: Send + Sync + 'static,
+    M: Mode<S>,
 {
     let attempt = headers
         .get("retry-attempt")
@@ -528,7 +644,7 @@ where
         // The fingerprint covers the whole body: the same key for another claim or amount is a
         // different request.
         let fingerprint = Fingerprint::of(&body);
-        async move { payout(&app, &key, &order, fingerprint, &log).await }
+        async move { M::payout(&app, &key, &order, fingerprint, &log).await }
     });
     let Ok((mut response, executed)) = task.await else {
         return problem(StatusCode::INTERNAL_SERVER_ERROR, "the payout task failed");
@@ -658,6 +774,100 @@ where
     }
     app.say(format_args!(
         "{log} paid and committed, {}",
+        receipt.receipt
+    ));
+    (created(&receipt), true)
+}
+
+/// Steps 1, 3 and 4 in one transaction, for a payout without a bank: the claim is the
+/// transaction's first statement, so the claim, the ledger row and the receipt commit together.
+async fn payout_one_commit<S>(
+    app: &App<S>,
+    key: &IdempotencyKey,
+    order: &PayoutRequest,
+    fingerprint: Fingerprint,
+    log: &str,
+) -> (Response, bool)
+where
+    S: TransactionalStore<Receipt>,
+    S::Transaction: LedgerTransaction,
+{
+    app.faults.reach(Step::BeforeBegin).await;
+    let mut guard = match app.store.begin_in_transaction(key, fingerprint).await {
+        Ok(TxBegin::Execute(guard)) => guard,
+        Ok(TxBegin::Replay(receipt)) => {
+            app.say(format_args!(
+                "{log} paid before: {}, sent again, nothing paid",
+                receipt.receipt
+            ));
+            return (created(&receipt), false);
+        }
+        Ok(TxBegin::Mismatch) => {
+            app.say(format_args!("{log} used for another payout: 422"));
+            let detail = "this key was used for a different payout";
+            return (problem(StatusCode::UNPROCESSABLE_ENTITY, detail), false);
+        }
+        // In progress under another mode's lease (a replica without `--one-commit`).
+        Ok(other) => {
+            let code = other.rejection_status().unwrap_or(500);
+            let conflict = problem(status(code), "this payout is in progress");
+            return (retry_after(conflict), false);
+        }
+        Err(e) => {
+            app.say(format_args!(
+                "{log} the database is unavailable: {}",
+                e.status()
+            ));
+            return (unavailable(e.status(), &e.to_string()), false);
+        }
+    };
+    // The claim is written in the open transaction, not committed: a kill here leaves nothing.
+    app.faults.reach(Step::AfterBegin).await;
+    let execution = guard.claim();
+    app.say(format_args!(
+        "{log} new, paying {} for claim {} in one transaction",
+        order.cents, order.claim
+    ));
+    let entry = Entry {
+        key: key.as_str().to_owned(),
+        claim: order.claim,
+        cents: order.cents,
+        transfer: None,
+        execution,
+    };
+    let id = match guard.transaction().record(&entry).await {
+        Ok(id) => id,
+        Err(e) => {
+            let code = if e.is_transient() { 503 } else { 500 };
+            app.say(format_args!(
+                "{log} the ledger could not be written: {code}"
+            ));
+            // Dropping the guard rolls the claim back with the row.
+            return (unavailable(code, &e.to_string()), false);
+        }
+    };
+    let receipt = Receipt {
+        receipt: format!("P-{id}"),
+        claim: order.claim,
+        cents: order.cents,
+        transfer: None,
+    };
+    app.faults.reach(Step::AfterLedgerWrite).await;
+    // The one commit: the claim, the ledger row and the receipt.
+    if let Err(e) = guard.complete(&receipt).await {
+        app.say(format_args!("{log} not committed: {e}"));
+        return (unavailable(e.status(), &e.to_string()), false);
+    }
+    app.faults.reach(Step::AfterCommit).await;
+    if app.faults.lose_response() {
+        app.say(format_args!(
+            "{log} paid and committed, {}; the response is lost on the way back",
+            receipt.receipt
+        ));
+        return (lost_response(), true);
+    }
+    app.say(format_args!(
+        "{log} paid and committed in one commit, {}",
         receipt.receipt
     ));
     (created(&receipt), true)

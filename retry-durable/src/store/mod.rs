@@ -47,6 +47,18 @@
 //! claim number. Make the foreign call before opening the transaction, so that the database is
 //! not held while the bank thinks.
 //!
+//! # One commit per new key
+//!
+//! The flow above costs a new key two durable commits: the claim commits on its own (so that it
+//! outlives a crash and can be fenced), then the handler's transaction commits its rows with the
+//! completion. A handler whose side effects **all** live in the store's database needs only one:
+//! [`TransactionalStore::begin_in_transaction`] (`SqliteStore`, `PostgresStore`) makes the claim
+//! the first statement of the handler's own transaction, and [`TxGuard::complete`] commits the
+//! claim, the rows and the response at once. A concurrent duplicate waits for that transaction
+//! and replays its response; a rollback or a crash takes the claim with it, so no lease is
+//! needed. Handlers that call other systems keep [`IdempotencyStore::begin`]. See
+//! [`TransactionalStore`] for the choice.
+//!
 //! # Leases and fencing
 //!
 //! A running key holds a **lease** (60 s by default, [`DEFAULT_LEASE`]). While it runs, a repeat
@@ -146,12 +158,14 @@ mod postgres;
 mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+mod transactional;
 
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
+pub use transactional::{TransactionalStore, TxBegin, TxGuard};
 
 /// How long a completed key replays its response: 24 hours, as Stripe keeps its keys.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);

@@ -624,6 +624,9 @@ where
     sql::shared_methods!(injected_now_ms);
 }
 
+// The one-commit mode: the claim in the handler's transaction (after `now!`, which it uses).
+mod transactional;
+
 #[cfg(test)]
 mod tests {
     use super::*;

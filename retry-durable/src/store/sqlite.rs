@@ -600,6 +600,9 @@ where
     sql::shared_methods!(now_ms);
 }
 
+// The one-commit mode: the claim in the handler's transaction.
+mod transactional;
+
 #[cfg(test)]
 mod tests {
     use super::*;

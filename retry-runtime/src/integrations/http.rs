@@ -47,15 +47,16 @@
 //! assert_eq!(verdict, Verdict::RetryAfter(Duration::from_secs(120)));
 //! ```
 
-// The parser is the headers module's (every header helper lives there); it is named here too,
-// where the classifiers that use it are.
 #[cfg(any(feature = "http", feature = "reqwest"))]
 use crate::Verdict;
+// The parser is the headers module's (every header helper lives there); it is named here too,
+// where the classifiers that use it are.
 pub use crate::headers::{RETRY_AFTER, parse_retry_after};
 #[cfg(any(feature = "http", feature = "reqwest"))]
 use ::http::{HeaderMap, header};
 #[cfg(feature = "http")]
 use ::http::{Response, StatusCode};
+#[cfg(any(feature = "http", feature = "reqwest"))]
 use std::time::{Duration, SystemTime};
 
 /// Transient by status code: the table of the [module](self), shared with the `reqwest`

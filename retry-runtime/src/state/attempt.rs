@@ -1,9 +1,9 @@
 //! Running one attempt: the breaker's permission, the attempt context around the body, the
 //! timeout; and what happened to the attempt, as a value for the decision.
 
-use super::options::{Fallback, IntoError, KeyParam};
+use super::options::{Fallback, IntoError};
 use super::{GiveUp, Hooks, MaybeExtras, Retry, RetryEvent, Slot};
-use crate::context::{Enter, Frame, KeyKind, KeySlot, Scoped};
+use crate::context::{Enter, Frame, KeyKind, KeyParam, KeySlot, Scoped};
 use crate::timer::{Sleeper, Timed};
 use std::future::Future;
 use std::pin::Pin;

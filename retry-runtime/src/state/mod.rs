@@ -34,12 +34,12 @@ pub use decide::{GiveUp, GiveUpReason, RetryEvent};
 pub use options::{
     AsyncFallback, AsyncForm, Awaits, ByDebug, ByName, ErrorForm, ErrorOnly, Extras, Fallback,
     FallbackInput, FallbackOutput, FallbackScope, Finish, GiveUpHook, Hook, Hooks, IntoError,
-    IntoFinish, KeyParam, Log, LogLevel, Logs, MaybeExtras, NoRefusal, NotifyHook, OutcomeForm,
-    PerAttempt, Refusal, Slot, SyncFallback, SyncForm, Unset, Untimed, level,
+    IntoFinish, Log, LogLevel, Logs, MaybeExtras, NoRefusal, NotifyHook, OutcomeForm, PerAttempt,
+    Refusal, Slot, SyncFallback, SyncForm, Unset, Untimed, level,
 };
 
 use crate::breaker::FromCircuitOpen;
-use crate::context::{self, KeySlot};
+use crate::context::{self, KeyParam, KeySlot};
 use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
 use crate::{CircuitBreaker, Policy, RetryBudget, Verdict};
 use options::{Classify, Guard, Notify, OnResult, Timeout};

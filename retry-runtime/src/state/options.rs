@@ -5,10 +5,10 @@
 //! given and do nothing else.
 
 use super::{GiveUp, RetryEvent};
-use crate::context::{self, Enter, Frame, KeyKind, KeySlot, Scoped};
+use crate::context::{Enter, Frame, KeySlot, Scoped};
 use crate::timer::Elapsed;
 use crate::{Admission, CircuitBreaker, CircuitOpen, RetryBudget, Verdict};
-use std::fmt::{self, Display};
+use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
@@ -524,7 +524,8 @@ impl<E, V: level::Level> Logs<E> for Log<ByName, V> {
 /// The options that have no hook of their own: `timeout`, `budget`, `breaker` and `nested =
 /// retry`, with the breaker's permission for the attempt under way. Present only when one of
 /// them is written; otherwise the loop carries [`Unset`] in its place. (The idempotency key is
-/// not kept here: each attempt borrows it, see [`KeyParam`].)
+/// not kept here: each attempt borrows it, see
+/// [`KeyParam`](crate::__private::KeyParam).)
 pub struct Extras<'p, E> {
     /// A per-attempt time limit, and how to turn its expiry into the function's error.
     pub(super) timeout: Option<Timeout<E>>,
@@ -707,44 +708,5 @@ impl<E> IntoError<E> for Refusal<E> {
     #[inline]
     fn into_error(self) -> E {
         (self.error)(self.open)
-    }
-}
-
-/// A parameter that can be the idempotency key: any type that implements [`Display`] and borrows
-/// nothing itself (`u64`, `Uuid`, `str`, `String`, [`IdempotencyKey`](crate::IdempotencyKey),
-/// ...), by value or behind references, so that the key can be sent as text. The expansion
-/// passes the parameter past its references (`&*key` for `key: &str`).
-///
-/// Each attempt borrows the parameter for `attempt().key()`, which renders it only when the body
-/// asks; the attempts themselves neither copy nor render it.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be an idempotency key: a key parameter's type must implement `Display`",
-    label = "`{Self}` does not implement `Display`",
-    note = "every attempt sends the key as text, and `attempt().key()` renders it with `Display`: an order number (`u64`), a `Uuid`, a `&str` or `String` and an `IdempotencyKey` all can be keys",
-    note = "implement `std::fmt::Display` for the type (writing the text every attempt sends), or make the key a parameter of its own, like `#[idempotency_key] order_number: u64`"
-)]
-pub trait KeyParam: Display + 'static {
-    /// Which slot of the attempt context the key goes to.
-    #[doc(hidden)]
-    const KIND: KeyKind;
-    /// Runs `f` with the key lent to the attempt context.
-    #[doc(hidden)]
-    fn lend<R>(&self, f: impl FnOnce() -> R) -> R;
-}
-
-impl<K: Display + 'static> KeyParam for K {
-    const KIND: KeyKind = KeyKind::Display;
-    #[inline]
-    fn lend<R>(&self, f: impl FnOnce() -> R) -> R {
-        context::lend_key(self, f)
-    }
-}
-
-#[diagnostic::do_not_recommend]
-impl KeyParam for str {
-    const KIND: KeyKind = KeyKind::Text;
-    #[inline]
-    fn lend<R>(&self, f: impl FnOnce() -> R) -> R {
-        context::lend_text_key(self, f)
     }
 }

@@ -1,7 +1,7 @@
 //! Running one attempt: the breaker's permission, the attempt context around the body, the
 //! timeout; and what happened to the attempt, as a value for the decision.
 
-use super::options::{Fallback, IntoError};
+use super::{Fallback, IntoError};
 use super::{GiveUp, Hooks, MaybeExtras, Retry, RetryEvent, Slot};
 use crate::context::{Enter, Frame, KeyKind, KeyParam, KeySlot, Scoped};
 use crate::timer::{Sleeper, Timed};
@@ -185,7 +185,7 @@ pin_project_lite::pin_project! {
         /// The body runs.
         Attempt { #[pin] scoped: Scoped<F, K> },
         /// The breaker refused: its refusal, turned into the function's error when polled. A
-        /// function without a breaker has [`NoRefusal`](super::options::NoRefusal) here, so
+        /// function without a breaker has [`NoRefusal`](super::NoRefusal) here, so
         /// this variant takes no room in its future.
         Refused { refusal: Ref },
     }

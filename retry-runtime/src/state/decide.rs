@@ -3,8 +3,9 @@
 
 #[cfg(feature = "tracing")]
 use super::LogLevel;
-use super::options::{Classify, Fallback, FallbackScope, Logs};
+use super::hooks::Classify;
 use super::{Attempted, Extras, Hooks, MaybeExtras, Progress, Retry, Site, Slot};
+use super::{Fallback, FallbackScope, Logs};
 use crate::context::{Frame, KeySlot};
 use crate::policy::nanos;
 use crate::{RetryBudget, Verdict};

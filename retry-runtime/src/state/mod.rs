@@ -18,8 +18,11 @@
 //! - here: the state and its entry points: `start`, the builders (one per option, named by its
 //!   key, which store what they are given and do nothing else, so their order does not matter,
 //!   except that `fallback` follows `sleep` and `on_result`), `next` and the pause;
-//! - [`options`]: the option slots (hooks, the fallback, `timeout`, `budget`, `breaker`,
-//!   `nested`, the logging): what each option stores, and how the loop asks for it;
+//! - the option slots, what each option stores and how the loop asks for it, one file per
+//!   concern: [`hooks`] (`on`, `on_result`, `notify`, `on_give_up`, as [`Hook`]s in a [`Slot`]
+//!   each), [`fallback`] (`fallback`, sync or async), [`extras`] (`timeout`, `budget`,
+//!   `breaker`, `nested`) and [`log`] (`log_level`, and how an event shows the error); an option
+//!   that is not written is the zero-sized [`Unset`] in its slot, so it costs nothing;
 //! - [`attempt`]: running one attempt, which returns what happened to it ([`Attempted`]), with
 //!   the idempotency key lent to it if the function has one;
 //! - [`decide`]: the decision after an attempt that did not end in an accepted `Ok`: pause and
@@ -27,28 +30,39 @@
 
 mod attempt;
 mod decide;
-mod options;
+mod extras;
+mod fallback;
+mod hooks;
+mod log;
 
 pub use attempt::{Attempted, Run};
 pub use decide::{GiveUp, GiveUpReason, RetryEvent};
-pub use options::{
-    AsyncFallback, AsyncForm, Awaits, ByDebug, ByName, ErrorForm, ErrorOnly, Extras, Fallback,
-    FallbackInput, FallbackOutput, FallbackScope, Finish, GiveUpHook, Hook, Hooks, IntoError,
-    IntoFinish, Log, LogLevel, Logs, MaybeExtras, NoRefusal, NotifyHook, OutcomeForm, PerAttempt,
-    Refusal, Slot, SyncFallback, SyncForm, Unset, Untimed, level,
+pub use extras::{Extras, IntoError, MaybeExtras, NoRefusal, PerAttempt, Refusal};
+pub use fallback::{
+    AsyncFallback, AsyncForm, Awaits, Fallback, FallbackInput, FallbackOutput, FallbackScope,
+    Finish, IntoFinish, SyncFallback, SyncForm,
 };
+pub use hooks::{
+    ErrorForm, ErrorOnly, GiveUpHook, Hook, Hooks, NotifyHook, OutcomeForm, Slot, Untimed,
+};
+pub use log::{ByDebug, ByName, Log, LogLevel, Logs, level};
 
 use crate::breaker::FromCircuitOpen;
 use crate::context::{self, KeyParam, KeySlot};
 use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
 use crate::{CircuitBreaker, Policy, RetryBudget, Verdict};
-use options::{Classify, Guard, Notify, OnResult, Timeout};
+use extras::{Guard, Timeout};
+use hooks::{Classify, Notify, OnResult};
 use std::fmt;
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
+
+/// An option that was not written.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Unset;
 
 /// What a classifier (`on = ...`) may return: `bool` or a [`Verdict`], with an error message
 /// that says so.

@@ -26,17 +26,19 @@
 //! - [`attempt`]: running one attempt, which returns what happened to it ([`Attempted`]), with
 //!   the idempotency key lent to it if the function has one;
 //! - [`decide`]: the decision after an attempt that did not end in an accepted `Ok`: pause and
-//!   retry, return, or give up (and why), with the hooks, the fallback and the logging.
+//!   retry, return, or give up (and why), with the hooks, the fallback and the logging;
+//! - [`events`]: what the hooks hear, the public [`RetryEvent`] and [`GiveUp`].
 
 mod attempt;
 mod decide;
+mod events;
 mod extras;
 mod fallback;
 mod hooks;
 mod log;
 
 pub use attempt::{Attempted, Run};
-pub use decide::{GiveUp, GiveUpReason, RetryEvent};
+pub use events::{GiveUp, GiveUpReason, RetryEvent};
 pub use extras::{Extras, IntoError, MaybeExtras, NoRefusal, PerAttempt, Refusal};
 pub use fallback::{
     AsyncFallback, AsyncForm, Awaits, Fallback, FallbackInput, FallbackOutput, FallbackScope,

@@ -181,6 +181,37 @@ pub struct Hooks<R = Unset, N = Unset, G = Unset, F = Unset> {
     pub(super) fallback: F,
 }
 
+/// `with_hook!(hooks, notify = value)`: `hooks` with `value` in its `notify` slot and every
+/// other slot moved over. The one place, with the struct above, that lists the slots, so that a
+/// new hook is a field, a line here and its own builder, and the other builders stay as they
+/// are.
+///
+/// A macro because neither a function nor a struct update can do it: each builder changes the
+/// type of one slot (`Unset` to its hook), a struct update that changes a type
+/// (`Hooks { notify, ..hooks }`) is not stable Rust (rust-lang/rust#86555), and a function
+/// would take every slot, so each builder would name them all again.
+macro_rules! with_hook {
+    ($hooks:expr, $slot:ident = $value:expr) => {{
+        let hooks = $hooks;
+        // `slot!(name)`: the new value in the slot being replaced, the old one in the others.
+        macro_rules! slot {
+            ($slot) => {
+                $value
+            };
+            ($other:ident) => {
+                hooks.$other
+            };
+        }
+        Hooks {
+            on_result: slot!(on_result),
+            notify: slot!(notify),
+            on_give_up: slot!(on_give_up),
+            fallback: slot!(fallback),
+        }
+    }};
+}
+pub(super) use with_hook;
+
 impl<R, N, G, F> Hooks<R, N, G, F> {
     /// What `on_result` says about an `Ok` value: [`Verdict::Fail`] (return it) without one.
     #[inline(always)]

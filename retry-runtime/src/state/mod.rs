@@ -54,7 +54,7 @@ use crate::context::{self, KeyParam, KeySlot};
 use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
 use crate::{CircuitBreaker, Policy, RetryBudget, Verdict};
 use extras::{Guard, Timeout};
-use hooks::{Classify, Notify, OnResult};
+use hooks::{Classify, Notify, OnResult, with_hook};
 use std::fmt;
 use std::future::Future;
 use std::ops::ControlFlow;
@@ -535,7 +535,7 @@ impl<'p, T, E, C, S, H, X, D, V> Retry<'p, Result<T, E>, C, S, H, X, Log<D, V>> 
 }
 
 // The hooks' builders: the hooks are one slot type, `Hooks<R, N, G, F>`, and each builder fills
-// one of its slots.
+// one of its slots with `with_hook!`, which moves the others over.
 #[allow(clippy::type_complexity)]
 impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G, F>, X, L> {
     /// `on_result = f`: an `Ok` value for which `f` answers `true` (or a [`Verdict`] that
@@ -550,15 +550,7 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
         V: IntoResultVerdict,
     {
         let on_result = Hook::new(f, |f, value, ()| f(value).into_verdict());
-        self.with_options(|s, h, x| {
-            let hooks = Hooks {
-                on_result,
-                notify: h.notify,
-                on_give_up: h.on_give_up,
-                fallback: h.fallback,
-            };
-            (s, hooks, x)
-        })
+        self.with_options(|s, h, x| (s, with_hook!(h, on_result = on_result), x))
     }
 
     /// `notify = f`: called before each pause with a [`RetryEvent`] and, as `f` takes it, the
@@ -573,15 +565,7 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
         J: NotifyHook<T, E, M>,
     {
         let notify = f.into_slot();
-        self.with_options(|s, h, x| {
-            let hooks = Hooks {
-                on_result: h.on_result,
-                notify,
-                on_give_up: h.on_give_up,
-                fallback: h.fallback,
-            };
-            (s, hooks, x)
-        })
+        self.with_options(|s, h, x| (s, with_hook!(h, notify = notify), x))
     }
 
     /// `on_give_up = f`: called once when the loop gives up (retries used up, the deadline, a
@@ -596,15 +580,7 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
         J: GiveUpHook<T, E, M>,
     {
         let on_give_up = f.into_slot();
-        self.with_options(|s, h, x| {
-            let hooks = Hooks {
-                on_result: h.on_result,
-                notify: h.notify,
-                on_give_up,
-                fallback: h.fallback,
-            };
-            (s, hooks, x)
-        })
+        self.with_options(|s, h, x| (s, with_hook!(h, on_give_up = on_give_up), x))
     }
 
     /// `fallback = f`: when the loop gives up, `f(error, why)` is called, and what it returns is
@@ -628,15 +604,7 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
         S: Awaits<M>,
     {
         let fallback = Out::slot::<R, J>(f);
-        self.with_options(|s, h, x| {
-            let hooks = Hooks {
-                on_result: h.on_result,
-                notify: h.notify,
-                on_give_up: h.on_give_up,
-                fallback,
-            };
-            (s, hooks, x)
-        })
+        self.with_options(|s, h, x| (s, with_hook!(h, fallback = fallback), x))
     }
 }
 

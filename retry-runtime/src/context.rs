@@ -27,8 +27,7 @@ pub(crate) struct Frame {
 }
 
 impl Frame {
-    /// One `u64`, so that entering and leaving are single whole-word loads and stores: a frame
-    /// stored field by field and loaded whole would stall the load on every call.
+    /// One `u64` in the thread-local: `state/PERFORMANCE.md` §7.
     #[inline]
     const fn pack(self) -> u64 {
         self.attempt as u64 | (self.key as u64) << 32 | (self.retried_above as u64) << 34
@@ -142,9 +141,9 @@ impl<K: KeyParam + ?Sized> KeySlot for &K {
 }
 
 /// A parameter that can be the idempotency key: any type that implements [`Display`] and borrows
-/// nothing itself (`u64`, `Uuid`, `str`, `String`, [`IdempotencyKey`](crate::IdempotencyKey),
-/// ...), by value or behind references, so that the key can be sent as text. The expansion
-/// passes the parameter past its references (`&*key` for `key: &str`).
+/// nothing itself (`u64`, `Uuid`, `str`, `String`, [`IdempotencyKey`], ...), by value or
+/// behind references, so that the key can be sent as text. The expansion passes the parameter
+/// past its references (`&*key` for `key: &str`).
 ///
 /// Each attempt borrows the parameter for `attempt().key()`, which renders it only when the body
 /// asks; the attempts themselves neither copy nor render it.

@@ -121,8 +121,7 @@ where
     }
 
     /// [`run`](Retry::run) with `timeout`: the attempt races the timer, whose limit is clipped to
-    /// the time left before the deadline. A separate method, so that a function without a
-    /// timeout does not carry a timer in its future.
+    /// the time left before the deadline. A method of its own: `PERFORMANCE.md` §4.
     #[inline(always)]
     pub fn run_timed(
         &mut self,

@@ -32,10 +32,7 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
     /// together with the retry counted. `ok_verdict` is `on_result`'s verdict on a rejected
     /// `Ok`.
     ///
-    /// Nothing of the state has its address taken: an async function keeps its state in its
-    /// future, written field by field, and a reference would make the compiler copy the state
-    /// out of the future in wider words (padding included), each load of which waits for the
-    /// narrower stores to finish. Taken apart, each field is read as it was written.
+    /// Taken apart, not borrowed: `PERFORMANCE.md` §2.
     #[inline(always)]
     #[allow(clippy::type_complexity)]
     pub(super) fn after_failure<K: KeySlot>(
@@ -100,13 +97,8 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
 /// `Break` with the function's result and, when the loop gave up and a hook or the fallback
 /// hears it, why; or `Continue` with the pause before the next attempt, in nanoseconds.
 ///
-/// Inline in the annotated function, where the policy is a constant: the compiler folds the
-/// policy's arithmetic, the hooks that are not set and the limits that are not written, so a
-/// sync failure with a constant policy costs a few dozen instructions. It is per function
-/// anyway (generic over the classifier's type), so inlining it adds no code; the happy path
-/// stays the comparison at its start (`next`). The progress is only read: the caller counts
-/// the retry, so that it keeps its progress in registers rather than reading back what this
-/// function wrote (a store of one width read back at another stalls the load).
+/// The progress is only read: the caller counts the retry. Inline, for a constant policy to
+/// fold: `PERFORMANCE.md` §3.
 #[inline(always)]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
 fn decide<'p, T, E, C, R, N, G, F, L>(
@@ -237,8 +229,8 @@ enum Step {
     GiveUp(GiveUpReason),
 }
 
-/// The pause before the next attempt, or why there is none. Inline in `decide`: a call of its
-/// own would cost as much as the work on the common path.
+/// The pause before the next attempt, or why there is none. Inline in `decide`:
+/// `PERFORMANCE.md` §3.
 #[inline(always)]
 fn schedule(
     site: &Site<'_>,
@@ -302,8 +294,8 @@ fn shown<L: Logs<E>, E>(error: &E) -> Shown<'_, L, E> {
     Shown(error, std::marker::PhantomData)
 }
 
-/// A failure that will be retried: `INFO`. Tracing's first check (the global maximum level,
-/// `OFF` without a subscriber) inline; the event out of line.
+/// A failure that will be retried: `INFO`. The level check inline, the event out of line:
+/// `PERFORMANCE.md` §6.
 #[cfg(feature = "tracing")]
 #[inline(always)]
 fn log_retry<T, E, L: Logs<E>>(

@@ -36,8 +36,8 @@ pub(super) struct Guard<'p, E> {
     pub(super) error: fn(CircuitOpen) -> E,
 }
 
-/// The breaker's refusal of an attempt, and how to turn it into the function's error: sixteen
-/// bytes and a pointer, so that an async attempt's future does not hold a whole error for it.
+/// The breaker's refusal of an attempt, and how to turn it into the function's error; not the
+/// error itself: `PERFORMANCE.md` §4.
 pub struct Refusal<E> {
     open: CircuitOpen,
     error: fn(CircuitOpen) -> E,

@@ -28,6 +28,10 @@
 //! - [`decide`]: the decision after an attempt that did not end in an accepted `Ok`: pause and
 //!   retry, return, or give up (and why), with the hooks, the fallback and the logging;
 //! - [`events`]: what the hooks hear, the public [`RetryEvent`] and [`GiveUp`].
+//!
+//! Why the state is shaped as it is (by value, inline, zero-sized options, a small future) is
+//! in one design note beside these files, `state/PERFORMANCE.md`; a line that follows from it
+//! names its section.
 
 mod attempt;
 mod decide;
@@ -154,14 +158,10 @@ pub type LogName = Log<ByName, level::Error>;
 ///
 /// # Layout
 ///
-/// The happy path is what the layout serves. Every option lives in a type parameter that is
-/// the zero-sized [`Unset`] when the option is not written (`H` holds the hooks, one
-/// [`Slot`] each, and the fallback; `X` holds `timeout`, `budget`, `breaker` and `nested`; `L`
-/// how failures are logged, zero-sized too), so a function that uses none of them carries only
-/// the policy, its name, the clock, the classifier and two small words of progress. The decision
-/// after a failure takes the state apart by value on its own branch, so the state stays in
-/// registers and the compiler folds every constant: on the happy path, and in the decision
-/// itself, where a sync function's constant policy folds too.
+/// Every option lives in a type parameter that is the zero-sized [`Unset`] when the option is
+/// not written: `H` holds the hooks, one [`Slot`] each, and the fallback; `X` holds `timeout`,
+/// `budget`, `breaker` and `nested`; `L` how failures are logged. Why the state is shaped for
+/// the happy path, and kept by value: `state/PERFORMANCE.md` §1 and §2.
 ///
 /// Each user-supplied callable is a [`Hook`]: stored with a function pointer that calls it, made
 /// where its bound is checked (in `start` and the builders), so that a mistyped classifier or
@@ -193,8 +193,7 @@ struct Site<'p> {
 }
 
 /// What changes from attempt to attempt: small and `Copy`, handed by value to the decision after
-/// a failure and back, so that nothing of the loop state has to live in memory on the happy
-/// path.
+/// a failure and back. Performance: `PERFORMANCE.md` §2.
 #[derive(Clone, Copy)]
 struct Progress {
     /// Retries taken so far; the attempt under way (or that just ended) is number `retries + 1`.
@@ -202,8 +201,7 @@ struct Progress {
     /// An enclosing annotated function or `scope::caller_retries` retries this work.
     retried_above: bool,
     /// The pause `next` decided last, in nanoseconds: the one to take now, and the previous one
-    /// for decorrelated jitter. Eight bytes, not a `Duration`'s sixteen, because an async
-    /// function's future holds this across every attempt.
+    /// for decorrelated jitter. A `u64`, not a `Duration`: `PERFORMANCE.md` §4.
     previous_pause: u64,
     /// When the first attempt started, read only for a deadline or a hook that hears the time.
     started: Option<Instant>,
@@ -221,8 +219,7 @@ impl Progress {
     }
 
     /// Time since the first attempt started, or zero if the clock was not read then. By value
-    /// and inline: a reference would put the progress in memory, copied there padding and all
-    /// in odd-sized words whose loads stall on the narrower stores of its fields.
+    /// and inline: `PERFORMANCE.md` §2.
     #[inline(always)]
     fn elapsed(self, clock: fn() -> Instant) -> Duration {
         self.started
@@ -401,8 +398,7 @@ impl<'p, T, E, C, S, L> Retry<'p, Result<T, E>, C, S, Hooks, Unset, L> {
                 retries: 0,
                 retried_above: context::current().retried_above,
                 previous_pause: 0,
-                // Here, where a constant policy is known to have no deadline, and not at the
-                // first attempt, where an async function reads the policy from its future.
+                // Read here, not at the first attempt. Performance: PERFORMANCE.md §5.
                 started: policy.get_deadline().map(|_| clock()),
             },
             classify: Hook::new(classify, |c, error, ()| c(error).into_verdict()),
@@ -613,10 +609,8 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
     /// fallback, a future of it), or `Continue` with the state for the next attempt, whose
     /// [`pause`](Retry::pause) is then taken.
     ///
-    /// The state is taken and given back by value. An accepted `Ok` is decided at once;
-    /// anything else goes to the decision after a failure, with the state taken apart into
-    /// separate locals on that branch alone. Nothing of the state has its address taken, so the
-    /// compiler keeps it in registers and constants instead of storing it up front.
+    /// An accepted `Ok` is decided at once; anything else goes to the decision after a failure.
+    /// The state is taken and given back by value: `PERFORMANCE.md` §2.
     #[inline(always)]
     #[allow(clippy::type_complexity)]
     pub fn next(
@@ -715,10 +709,8 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
         }
     }
 
-    /// The pause of an async function. The timer is boxed and the future holds nothing else:
-    /// it is only needed once an attempt has failed, and anything inline would make every
-    /// call's future larger, which costs the happy path. A zero pause is not slept (tokio's
-    /// timer would round it up to its 1 ms tick).
+    /// The pause of an async function, its timer boxed (`PERFORMANCE.md` §4). A zero pause is
+    /// not slept (tokio's timer would round it up to its 1 ms tick).
     ///
     /// The future is opaque, so that a `sleep = f` that is not an async sleep is one error, at
     /// `sleep`, and not a second one here.

@@ -6,7 +6,6 @@
 //! threads, and nested annotated functions each see their own.
 
 use crate::IdempotencyKey;
-use crate::state::KeyParam;
 use std::cell::Cell;
 use std::fmt::Display;
 use std::future::Future;
@@ -28,8 +27,7 @@ pub(crate) struct Frame {
 }
 
 impl Frame {
-    /// One `u64`, so that entering and leaving are single whole-word loads and stores: a frame
-    /// stored field by field and loaded whole would stall the load on every call.
+    /// One `u64` in the thread-local: `state/PERFORMANCE.md` §7.
     #[inline]
     const fn pack(self) -> u64 {
         self.attempt as u64 | (self.key as u64) << 32 | (self.retried_above as u64) << 34
@@ -78,13 +76,13 @@ scoped_tls_hkt::scoped_thread_local!(static KEY_TEXT: str);
 
 /// Lends a sized key to the attempt that `f` runs.
 #[inline]
-pub(crate) fn lend_key<R>(key: &(dyn Display + 'static), f: impl FnOnce() -> R) -> R {
+fn lend_key<R>(key: &(dyn Display + 'static), f: impl FnOnce() -> R) -> R {
     KEY.set(key, f)
 }
 
 /// Lends a `str` key to the attempt that `f` runs.
 #[inline]
-pub(crate) fn lend_text_key<R>(key: &str, f: impl FnOnce() -> R) -> R {
+fn lend_text_key<R>(key: &str, f: impl FnOnce() -> R) -> R {
     KEY_TEXT.set(key, f)
 }
 
@@ -139,6 +137,45 @@ impl<K: KeyParam + ?Sized> KeySlot for &K {
     #[inline]
     fn lend<R>(self, f: impl FnOnce() -> R) -> R {
         self.lend(f)
+    }
+}
+
+/// A parameter that can be the idempotency key: any type that implements [`Display`] and borrows
+/// nothing itself (`u64`, `Uuid`, `str`, `String`, [`IdempotencyKey`], ...), by value or
+/// behind references, so that the key can be sent as text. The expansion passes the parameter
+/// past its references (`&*key` for `key: &str`).
+///
+/// Each attempt borrows the parameter for `attempt().key()`, which renders it only when the body
+/// asks; the attempts themselves neither copy nor render it.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an idempotency key: a key parameter's type must implement `Display`",
+    label = "`{Self}` does not implement `Display`",
+    note = "every attempt sends the key as text, and `attempt().key()` renders it with `Display`: an order number (`u64`), a `Uuid`, a `&str` or `String` and an `IdempotencyKey` all can be keys",
+    note = "implement `std::fmt::Display` for the type (writing the text every attempt sends), or make the key a parameter of its own, like `#[idempotency_key] order_number: u64`"
+)]
+pub trait KeyParam: Display + 'static {
+    /// Which slot of the attempt context the key goes to.
+    #[doc(hidden)]
+    const KIND: KeyKind;
+    /// Runs `f` with the key lent to the attempt context.
+    #[doc(hidden)]
+    fn lend<R>(&self, f: impl FnOnce() -> R) -> R;
+}
+
+impl<K: Display + 'static> KeyParam for K {
+    const KIND: KeyKind = KeyKind::Display;
+    #[inline]
+    fn lend<R>(&self, f: impl FnOnce() -> R) -> R {
+        lend_key(self, f)
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl KeyParam for str {
+    const KIND: KeyKind = KeyKind::Text;
+    #[inline]
+    fn lend<R>(&self, f: impl FnOnce() -> R) -> R {
+        lend_text_key(self, f)
     }
 }
 

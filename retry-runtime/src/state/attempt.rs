@@ -1,9 +1,9 @@
 //! Running one attempt: the breaker's permission, the attempt context around the body, the
 //! timeout; and what happened to the attempt, as a value for the decision.
 
-use super::options::{Fallback, IntoError, KeyParam};
+use super::{Fallback, IntoError};
 use super::{GiveUp, Hooks, MaybeExtras, Retry, RetryEvent, Slot};
-use crate::context::{Enter, Frame, KeyKind, KeySlot, Scoped};
+use crate::context::{Enter, Frame, KeyKind, KeyParam, KeySlot, Scoped};
 use crate::timer::{Sleeper, Timed};
 use std::future::Future;
 use std::pin::Pin;
@@ -121,8 +121,7 @@ where
     }
 
     /// [`run`](Retry::run) with `timeout`: the attempt races the timer, whose limit is clipped to
-    /// the time left before the deadline. A separate method, so that a function without a
-    /// timeout does not carry a timer in its future.
+    /// the time left before the deadline. A method of its own: `PERFORMANCE.md` §4.
     #[inline(always)]
     pub fn run_timed(
         &mut self,
@@ -185,7 +184,7 @@ pin_project_lite::pin_project! {
         /// The body runs.
         Attempt { #[pin] scoped: Scoped<F, K> },
         /// The breaker refused: its refusal, turned into the function's error when polled. A
-        /// function without a breaker has [`NoRefusal`](super::options::NoRefusal) here, so
+        /// function without a breaker has [`NoRefusal`](super::NoRefusal) here, so
         /// this variant takes no room in its future.
         Refused { refusal: Ref },
     }

@@ -3,167 +3,18 @@
 
 #[cfg(feature = "tracing")]
 use super::LogLevel;
-use super::options::{Classify, Fallback, FallbackScope, Logs};
-use super::{Attempted, Extras, Hooks, MaybeExtras, Progress, Retry, Site, Slot};
+use super::hooks::Classify;
+use super::{
+    Attempted, Extras, Fallback, FallbackScope, GiveUp, GiveUpReason, Hooks, Logs, MaybeExtras,
+    Progress, Retry, RetryEvent, Site, Slot,
+};
 use crate::context::{Frame, KeySlot};
 use crate::policy::nanos;
 use crate::{RetryBudget, Verdict};
+#[cfg(feature = "tracing")]
 use std::fmt;
 use std::ops::ControlFlow;
 use std::time::Duration;
-
-/// What `notify` hears before each pause.
-///
-/// ```
-/// use retry_runtime::{retry, RetryEvent};
-/// use std::io;
-/// use std::sync::Mutex;
-///
-/// static HEARD: Mutex<Vec<(u32, u128)>> = Mutex::new(Vec::new());
-///
-/// fn remember(_: &io::Error, event: &RetryEvent) {
-///     HEARD.lock().unwrap().push((event.attempt, event.pause.as_millis()));
-/// }
-///
-/// #[retry(max = 2, base = "1ms", jitter = none, notify = remember)]
-/// fn flaky() -> io::Result<()> {
-///     Err(io::ErrorKind::TimedOut.into())
-/// }
-///
-/// assert!(flaky().is_err());
-/// assert_eq!(*HEARD.lock().unwrap(), [(1, 1), (2, 2)]);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct RetryEvent {
-    /// The name of the annotated function.
-    pub function: &'static str,
-    /// The attempt that failed: 1 for the first call.
-    pub attempt: u32,
-    /// The pause about to be taken, jitter and any server-suggested pause included.
-    pub pause: Duration,
-    /// Time since the first attempt started, on the loop's clock (the clock of the pauses).
-    pub elapsed: Duration,
-}
-
-/// Why the loop gave up, with the attempts made and the time spent: what `on_give_up` (in its
-/// forms with a second argument) and `fallback` hear.
-///
-/// The loop gives up on a failure that it could have retried; a permanent error (one the
-/// classifier says is not worth retrying) is an answer, returned as it is, and nobody hears a
-/// `GiveUp` for it.
-///
-/// ```
-/// use retry_runtime::{retry, GiveUp, GiveUpReason};
-/// use std::io;
-///
-/// /// What the portal does when the check is not possible right now: save the claim for
-/// /// later, and answer with what was saved.
-/// fn save_for_later(error: io::Error, why: GiveUp) -> io::Result<&'static str> {
-///     assert_eq!(why.reason, GiveUpReason::Exhausted);
-///     assert_eq!(why.attempts, 3);
-///     eprintln!("saved for later after {error}: {why}");
-///     Ok("your details are saved")
-/// }
-///
-/// #[retry(max = 2, base = "1ms", fallback = save_for_later)]
-/// fn check_coverage() -> io::Result<&'static str> {
-///     Err(io::ErrorKind::ConnectionReset.into())
-/// }
-///
-/// assert_eq!(check_coverage().unwrap(), "your details are saved");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct GiveUp {
-    /// The name of the annotated function.
-    pub function: &'static str,
-    /// Why the loop stopped.
-    pub reason: GiveUpReason,
-    /// The attempts that ran (the body was called): 0 when the circuit breaker refused the
-    /// first one.
-    pub attempts: u32,
-    /// Time since the first attempt started, on the loop's clock (the clock of the pauses).
-    pub elapsed: Duration,
-}
-
-impl GiveUp {
-    /// A `GiveUp` as the loop would pass it, for calling a fallback outside the loop: in its
-    /// unit tests, or where work saved by hand should read the same as work the fallback saved.
-    ///
-    /// ```
-    /// use retry_runtime::{GiveUp, GiveUpReason};
-    /// use std::time::Duration;
-    ///
-    /// let why = GiveUp::new("check_coverage", GiveUpReason::Exhausted, 4, Duration::from_secs(7));
-    /// assert_eq!(
-    ///     why.to_string(),
-    ///     "`check_coverage` gave up after 4 attempts in 7s: retries used up"
-    /// );
-    /// ```
-    pub const fn new(
-        function: &'static str,
-        reason: GiveUpReason,
-        attempts: u32,
-        elapsed: Duration,
-    ) -> Self {
-        GiveUp {
-            function,
-            reason,
-            attempts,
-            elapsed,
-        }
-    }
-}
-
-impl fmt::Display for GiveUp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "`{}` gave up after {} attempt{} in {:?}: {}",
-            self.function,
-            self.attempts,
-            if self.attempts == 1 { "" } else { "s" },
-            self.elapsed,
-            self.reason
-        )
-    }
-}
-
-/// Why the loop gave up on a failure that it could have retried.
-///
-/// Later versions may add reasons (`#[non_exhaustive]`), so a `match` outside this crate needs a
-/// `_` arm.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum GiveUpReason {
-    /// The retries were used up (`max`).
-    Exhausted,
-    /// The next pause would end past the `deadline`.
-    Deadline,
-    /// The server asked for a pause longer than `max_delay` (HTTP `Retry-After`, gRPC pushback).
-    SuggestedTooLong(Duration),
-    /// The retry `budget` is empty.
-    Budget,
-    /// The circuit `breaker` is open: it opened with this failure (or others' while this one
-    /// ran), or it refused the attempt, whose error is then `E::from(CircuitOpen)`.
-    BreakerOpen,
-}
-
-impl fmt::Display for GiveUpReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            GiveUpReason::Exhausted => f.write_str("retries used up"),
-            GiveUpReason::Deadline => f.write_str("the next pause would end past the deadline"),
-            GiveUpReason::SuggestedTooLong(d) => write!(
-                f,
-                "the server asked for a {d:?} pause, longer than `max_delay`"
-            ),
-            GiveUpReason::Budget => f.write_str("the retry budget is empty"),
-            GiveUpReason::BreakerOpen => f.write_str("the circuit breaker is open"),
-        }
-    }
-}
 
 /// How a failed call ended, for its final event and its hooks.
 #[derive(Clone, Copy)]
@@ -181,10 +32,7 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
     /// together with the retry counted. `ok_verdict` is `on_result`'s verdict on a rejected
     /// `Ok`.
     ///
-    /// Nothing of the state has its address taken: an async function keeps its state in its
-    /// future, written field by field, and a reference would make the compiler copy the state
-    /// out of the future in wider words (padding included), each load of which waits for the
-    /// narrower stores to finish. Taken apart, each field is read as it was written.
+    /// Taken apart, not borrowed: `PERFORMANCE.md` §2.
     #[inline(always)]
     #[allow(clippy::type_complexity)]
     pub(super) fn after_failure<K: KeySlot>(
@@ -249,13 +97,8 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
 /// `Break` with the function's result and, when the loop gave up and a hook or the fallback
 /// hears it, why; or `Continue` with the pause before the next attempt, in nanoseconds.
 ///
-/// Inline in the annotated function, where the policy is a constant: the compiler folds the
-/// policy's arithmetic, the hooks that are not set and the limits that are not written, so a
-/// sync failure with a constant policy costs a few dozen instructions. It is per function
-/// anyway (generic over the classifier's type), so inlining it adds no code; the happy path
-/// stays the comparison at its start (`next`). The progress is only read: the caller counts
-/// the retry, so that it keeps its progress in registers rather than reading back what this
-/// function wrote (a store of one width read back at another stalls the load).
+/// The progress is only read: the caller counts the retry. Inline, for a constant policy to
+/// fold: `PERFORMANCE.md` §3.
 #[inline(always)]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
 fn decide<'p, T, E, C, R, N, G, F, L>(
@@ -386,8 +229,8 @@ enum Step {
     GiveUp(GiveUpReason),
 }
 
-/// The pause before the next attempt, or why there is none. Inline in `decide`: a call of its
-/// own would cost as much as the work on the common path.
+/// The pause before the next attempt, or why there is none. Inline in `decide`:
+/// `PERFORMANCE.md` §3.
 #[inline(always)]
 fn schedule(
     site: &Site<'_>,
@@ -451,8 +294,8 @@ fn shown<L: Logs<E>, E>(error: &E) -> Shown<'_, L, E> {
     Shown(error, std::marker::PhantomData)
 }
 
-/// A failure that will be retried: `INFO`. Tracing's first check (the global maximum level,
-/// `OFF` without a subscriber) inline; the event out of line.
+/// A failure that will be retried: `INFO`. The level check inline, the event out of line:
+/// `PERFORMANCE.md` §6.
 #[cfg(feature = "tracing")]
 #[inline(always)]
 fn log_retry<T, E, L: Logs<E>>(

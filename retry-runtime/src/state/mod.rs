@@ -18,37 +18,57 @@
 //! - here: the state and its entry points: `start`, the builders (one per option, named by its
 //!   key, which store what they are given and do nothing else, so their order does not matter,
 //!   except that `fallback` follows `sleep` and `on_result`), `next` and the pause;
-//! - [`options`]: the option slots (hooks, the fallback, `timeout`, `budget`, `breaker`,
-//!   `nested`, the logging): what each option stores, and how the loop asks for it;
+//! - the option slots, what each option stores and how the loop asks for it, one file per
+//!   concern: [`hooks`] (`on`, `on_result`, `notify`, `on_give_up`, as [`Hook`]s in a [`Slot`]
+//!   each), [`fallback`] (`fallback`, sync or async), [`extras`] (`timeout`, `budget`,
+//!   `breaker`, `nested`) and [`log`] (`log_level`, and how an event shows the error); an option
+//!   that is not written is the zero-sized [`Unset`] in its slot, so it costs nothing;
 //! - [`attempt`]: running one attempt, which returns what happened to it ([`Attempted`]), with
 //!   the idempotency key lent to it if the function has one;
 //! - [`decide`]: the decision after an attempt that did not end in an accepted `Ok`: pause and
-//!   retry, return, or give up (and why), with the hooks, the fallback and the logging.
+//!   retry, return, or give up (and why), with the hooks, the fallback and the logging;
+//! - [`events`]: what the hooks hear, the public [`RetryEvent`] and [`GiveUp`].
+//!
+//! Why the state is shaped as it is (by value, inline, zero-sized options, a small future) is
+//! in one design note beside these files, `state/PERFORMANCE.md`; a line that follows from it
+//! names its section.
 
 mod attempt;
 mod decide;
-mod options;
+mod events;
+mod extras;
+mod fallback;
+mod hooks;
+mod log;
 
 pub use attempt::{Attempted, Run};
-pub use decide::{GiveUp, GiveUpReason, RetryEvent};
-pub use options::{
-    AsyncFallback, AsyncForm, Awaits, ByDebug, ByName, ErrorForm, ErrorOnly, Extras, Fallback,
-    FallbackInput, FallbackOutput, FallbackScope, Finish, GiveUpHook, Hook, Hooks, IntoError,
-    IntoFinish, KeyParam, Log, LogLevel, Logs, MaybeExtras, NoRefusal, NotifyHook, OutcomeForm,
-    PerAttempt, Refusal, Slot, SyncFallback, SyncForm, Unset, Untimed, level,
+pub use events::{GiveUp, GiveUpReason, RetryEvent};
+pub use extras::{Extras, IntoError, MaybeExtras, NoRefusal, PerAttempt, Refusal};
+pub use fallback::{
+    AsyncFallback, AsyncForm, Awaits, Fallback, FallbackInput, FallbackOutput, FallbackScope,
+    Finish, IntoFinish, SyncFallback, SyncForm,
 };
+pub use hooks::{
+    ErrorForm, ErrorOnly, GiveUpHook, Hook, Hooks, NotifyHook, OutcomeForm, Slot, Untimed,
+};
+pub use log::{ByDebug, ByName, Log, LogLevel, Logs, level};
 
 use crate::breaker::FromCircuitOpen;
-use crate::context::{self, KeySlot};
+use crate::context::{self, KeyParam, KeySlot};
 use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
 use crate::{CircuitBreaker, Policy, RetryBudget, Verdict};
-use options::{Classify, Guard, Notify, OnResult, Timeout};
+use extras::{Guard, Timeout};
+use hooks::{Classify, Notify, OnResult, with_hook};
 use std::fmt;
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
+
+/// An option that was not written.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Unset;
 
 /// What a classifier (`on = ...`) may return: `bool` or a [`Verdict`], with an error message
 /// that says so.
@@ -138,14 +158,10 @@ pub type LogName = Log<ByName, level::Error>;
 ///
 /// # Layout
 ///
-/// The happy path is what the layout serves. Every option lives in a type parameter that is
-/// the zero-sized [`Unset`] when the option is not written (`H` holds the hooks, one
-/// [`Slot`] each, and the fallback; `X` holds `timeout`, `budget`, `breaker` and `nested`; `L`
-/// how failures are logged, zero-sized too), so a function that uses none of them carries only
-/// the policy, its name, the clock, the classifier and two small words of progress. The decision
-/// after a failure takes the state apart by value on its own branch, so the state stays in
-/// registers and the compiler folds every constant: on the happy path, and in the decision
-/// itself, where a sync function's constant policy folds too.
+/// Every option lives in a type parameter that is the zero-sized [`Unset`] when the option is
+/// not written: `H` holds the hooks, one [`Slot`] each, and the fallback; `X` holds `timeout`,
+/// `budget`, `breaker` and `nested`; `L` how failures are logged. Why the state is shaped for
+/// the happy path, and kept by value: `state/PERFORMANCE.md` §1 and §2.
 ///
 /// Each user-supplied callable is a [`Hook`]: stored with a function pointer that calls it, made
 /// where its bound is checked (in `start` and the builders), so that a mistyped classifier or
@@ -177,8 +193,7 @@ struct Site<'p> {
 }
 
 /// What changes from attempt to attempt: small and `Copy`, handed by value to the decision after
-/// a failure and back, so that nothing of the loop state has to live in memory on the happy
-/// path.
+/// a failure and back. Performance: `PERFORMANCE.md` §2.
 #[derive(Clone, Copy)]
 struct Progress {
     /// Retries taken so far; the attempt under way (or that just ended) is number `retries + 1`.
@@ -186,8 +201,7 @@ struct Progress {
     /// An enclosing annotated function or `scope::caller_retries` retries this work.
     retried_above: bool,
     /// The pause `next` decided last, in nanoseconds: the one to take now, and the previous one
-    /// for decorrelated jitter. Eight bytes, not a `Duration`'s sixteen, because an async
-    /// function's future holds this across every attempt.
+    /// for decorrelated jitter. A `u64`, not a `Duration`: `PERFORMANCE.md` §4.
     previous_pause: u64,
     /// When the first attempt started, read only for a deadline or a hook that hears the time.
     started: Option<Instant>,
@@ -205,8 +219,7 @@ impl Progress {
     }
 
     /// Time since the first attempt started, or zero if the clock was not read then. By value
-    /// and inline: a reference would put the progress in memory, copied there padding and all
-    /// in odd-sized words whose loads stall on the narrower stores of its fields.
+    /// and inline: `PERFORMANCE.md` §2.
     #[inline(always)]
     fn elapsed(self, clock: fn() -> Instant) -> Duration {
         self.started
@@ -385,8 +398,7 @@ impl<'p, T, E, C, S, L> Retry<'p, Result<T, E>, C, S, Hooks, Unset, L> {
                 retries: 0,
                 retried_above: context::current().retried_above,
                 previous_pause: 0,
-                // Here, where a constant policy is known to have no deadline, and not at the
-                // first attempt, where an async function reads the policy from its future.
+                // Read here, not at the first attempt. Performance: PERFORMANCE.md §5.
                 started: policy.get_deadline().map(|_| clock()),
             },
             classify: Hook::new(classify, |c, error, ()| c(error).into_verdict()),
@@ -519,7 +531,7 @@ impl<'p, T, E, C, S, H, X, D, V> Retry<'p, Result<T, E>, C, S, H, X, Log<D, V>> 
 }
 
 // The hooks' builders: the hooks are one slot type, `Hooks<R, N, G, F>`, and each builder fills
-// one of its slots.
+// one of its slots with `with_hook!`, which moves the others over.
 #[allow(clippy::type_complexity)]
 impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N, G, F>, X, L> {
     /// `on_result = f`: an `Ok` value for which `f` answers `true` (or a [`Verdict`] that
@@ -534,15 +546,7 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
         V: IntoResultVerdict,
     {
         let on_result = Hook::new(f, |f, value, ()| f(value).into_verdict());
-        self.with_options(|s, h, x| {
-            let hooks = Hooks {
-                on_result,
-                notify: h.notify,
-                on_give_up: h.on_give_up,
-                fallback: h.fallback,
-            };
-            (s, hooks, x)
-        })
+        self.with_options(|s, h, x| (s, with_hook!(h, on_result = on_result), x))
     }
 
     /// `notify = f`: called before each pause with a [`RetryEvent`] and, as `f` takes it, the
@@ -557,15 +561,7 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
         J: NotifyHook<T, E, M>,
     {
         let notify = f.into_slot();
-        self.with_options(|s, h, x| {
-            let hooks = Hooks {
-                on_result: h.on_result,
-                notify,
-                on_give_up: h.on_give_up,
-                fallback: h.fallback,
-            };
-            (s, hooks, x)
-        })
+        self.with_options(|s, h, x| (s, with_hook!(h, notify = notify), x))
     }
 
     /// `on_give_up = f`: called once when the loop gives up (retries used up, the deadline, a
@@ -580,15 +576,7 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
         J: GiveUpHook<T, E, M>,
     {
         let on_give_up = f.into_slot();
-        self.with_options(|s, h, x| {
-            let hooks = Hooks {
-                on_result: h.on_result,
-                notify: h.notify,
-                on_give_up,
-                fallback: h.fallback,
-            };
-            (s, hooks, x)
-        })
+        self.with_options(|s, h, x| (s, with_hook!(h, on_give_up = on_give_up), x))
     }
 
     /// `fallback = f`: when the loop gives up, `f(error, why)` is called, and what it returns is
@@ -612,15 +600,7 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
         S: Awaits<M>,
     {
         let fallback = Out::slot::<R, J>(f);
-        self.with_options(|s, h, x| {
-            let hooks = Hooks {
-                on_result: h.on_result,
-                notify: h.notify,
-                on_give_up: h.on_give_up,
-                fallback,
-            };
-            (s, hooks, x)
-        })
+        self.with_options(|s, h, x| (s, with_hook!(h, fallback = fallback), x))
     }
 }
 
@@ -629,10 +609,8 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
     /// fallback, a future of it), or `Continue` with the state for the next attempt, whose
     /// [`pause`](Retry::pause) is then taken.
     ///
-    /// The state is taken and given back by value. An accepted `Ok` is decided at once;
-    /// anything else goes to the decision after a failure, with the state taken apart into
-    /// separate locals on that branch alone. Nothing of the state has its address taken, so the
-    /// compiler keeps it in registers and constants instead of storing it up front.
+    /// An accepted `Ok` is decided at once; anything else goes to the decision after a failure.
+    /// The state is taken and given back by value: `PERFORMANCE.md` §2.
     #[inline(always)]
     #[allow(clippy::type_complexity)]
     pub fn next(
@@ -731,10 +709,8 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
         }
     }
 
-    /// The pause of an async function. The timer is boxed and the future holds nothing else:
-    /// it is only needed once an attempt has failed, and anything inline would make every
-    /// call's future larger, which costs the happy path. A zero pause is not slept (tokio's
-    /// timer would round it up to its 1 ms tick).
+    /// The pause of an async function, its timer boxed (`PERFORMANCE.md` §4). A zero pause is
+    /// not slept (tokio's timer would round it up to its 1 ms tick).
     ///
     /// The future is opaque, so that a `sleep = f` that is not an async sleep is one error, at
     /// `sleep`, and not a second one here.

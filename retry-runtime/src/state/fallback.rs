@@ -1,0 +1,253 @@
+//! `fallback = f`: what the fallback takes ([`FallbackInput`]), its sync and async forms and
+//! their slots, and the end of an async function that awaits one ([`Finish`]).
+
+use super::{GiveUp, OnResult, Unset};
+use crate::context::{Enter, Frame, KeySlot, Scoped};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+
+/// What the fallback takes first, by the `on_result` slot `Self`: what can end the loop. Without
+/// `on_result` ([`Unset`]) only an error can, and the fallback takes the error `E`; with it, an
+/// `Ok` that `on_result` rejected can too, and the fallback takes the outcome `Result<T, E>`, so
+/// that a fallback never misses the end of a loop (an error form would not hear a rejected `Ok`).
+pub trait FallbackInput<T, E> {
+    /// `E`, or `Result<T, E>` with `on_result`.
+    type Input;
+    /// The outcome the loop gave up on as the fallback's input; the `Ok` value back if the
+    /// input cannot hold it (without `on_result`, where no `Ok` ends the loop).
+    fn input(outcome: Result<T, E>) -> Result<Self::Input, T>;
+}
+
+impl<T, E> FallbackInput<T, E> for Unset {
+    type Input = E;
+    #[inline(always)]
+    fn input(outcome: Result<T, E>) -> Result<E, T> {
+        match outcome {
+            Err(error) => Ok(error),
+            Ok(value) => Err(value),
+        }
+    }
+}
+
+impl<F, T, E> FallbackInput<T, E> for OnResult<F, T> {
+    type Input = Result<T, E>;
+    #[inline(always)]
+    fn input(outcome: Result<T, E>) -> Result<Result<T, E>, T> {
+        Ok(outcome)
+    }
+}
+
+/// What a fallback returns: the function's `Result` (a sync fallback), or a future of it (an
+/// async one), told apart by `M` ([`SyncForm`] or [`AsyncForm`]); and the slot that holds such
+/// a fallback.
+#[diagnostic::on_unimplemented(
+    message = "`fallback = ...` must return `Result<{T}, {E}>`, the function's own result, not `{Self}`",
+    label = "this fallback returns `{Self}`",
+    note = "a fallback is called as `FnOnce({E}, GiveUp) -> Result<{T}, {E}>` when the loop gives up (with `on_result`, as `FnOnce(Result<{T}, {E}>, GiveUp) -> Result<{T}, {E}>`, since a rejected `Ok` can end the loop too); in an `async fn` it may also be async (return a future of that `Result`)"
+)]
+pub trait FallbackOutput<T, E, M>: Sized {
+    /// The slot of a fallback `J` that returns `Self`.
+    type Slot<J>: Fallback<T, E>;
+    /// `f` in its slot, with the pointer that calls it with the outcome, as `R` (the
+    /// `on_result` slot) gives it to `f`: made here, where `f`'s bound is checked, so that the
+    /// loop needs no bound of its own (and a mistyped fallback is one error, at `fallback`).
+    fn slot<R: FallbackInput<T, E>, J: FnOnce(R::Input, GiveUp) -> Self>(f: J) -> Self::Slot<J>;
+}
+
+/// A fallback that returns the `Result` itself.
+pub enum SyncForm {}
+/// A fallback that returns a future of the `Result`.
+pub enum AsyncForm {}
+
+/// The pointer that calls a fallback `J` with the outcome the loop gave up on: what `J`
+/// returned, or the `Ok` value back if `J` does not take one.
+type CallFallback<J, T, E, Out> = fn(J, Result<T, E>, GiveUp) -> Result<Out, T>;
+
+impl<T, E> FallbackOutput<T, E, SyncForm> for Result<T, E> {
+    type Slot<J> = SyncFallback<J, T, E>;
+    fn slot<R: FallbackInput<T, E>, J: FnOnce(R::Input, GiveUp) -> Self>(
+        f: J,
+    ) -> SyncFallback<J, T, E> {
+        SyncFallback {
+            f,
+            call: |f, outcome, why| R::input(outcome).map(|input| f(input, why)),
+        }
+    }
+}
+
+impl<T, E, Fut: Future<Output = Result<T, E>>> FallbackOutput<T, E, AsyncForm> for Fut {
+    type Slot<J> = AsyncFallback<J, Fut, T, E>;
+    fn slot<R: FallbackInput<T, E>, J: FnOnce(R::Input, GiveUp) -> Self>(
+        f: J,
+    ) -> AsyncFallback<J, Fut, T, E> {
+        AsyncFallback {
+            f,
+            call: |f, outcome, why| R::input(outcome).map(|input| f(input, why)),
+        }
+    }
+}
+
+/// A loop that can await a fallback of form `M`: every async one, and a sync one only a sync
+/// fallback. The loop's sleeper says which it is: a sync function has none ([`Unset`]), which
+/// settles the form before the fallback's return type is looked at, so that an async fallback
+/// of a sync function is the one error "must return `Result<T, E>`".
+pub trait Awaits<M> {}
+
+impl Awaits<SyncForm> for Unset {}
+impl<S: crate::timer::Sleeper, M> Awaits<M> for S {}
+
+/// The attempt context the fallback runs in: the last attempt's frame and the key, so that
+/// `attempt()` inside it gives the same idempotency key as the attempts had.
+pub struct FallbackScope<K> {
+    pub(super) frame: Frame,
+    pub(super) key: K,
+}
+
+/// The fallback's slot: [`Unset`], or `fallback = f` in its form.
+pub trait Fallback<T, E> {
+    /// What `next` breaks with: the function's `Result`, or for an async fallback a future of
+    /// it ([`Finish`]).
+    type Output<K: KeySlot>;
+    /// Whether a fallback is there.
+    const SET: bool;
+    /// A result that needs no fallback (an `Ok`, a permanent error), as the output.
+    fn ready<K: KeySlot>(result: Result<T, E>) -> Self::Output<K>;
+    /// Calls the fallback with the outcome the loop gave up on (the last error, or an `Ok` that
+    /// `on_result` rejected) and why, in `scope`.
+    fn call<K: KeySlot>(
+        self,
+        outcome: Result<T, E>,
+        why: GiveUp,
+        scope: FallbackScope<K>,
+    ) -> Self::Output<K>;
+}
+
+impl<T, E> Fallback<T, E> for Unset {
+    type Output<K: KeySlot> = Result<T, E>;
+    const SET: bool = false;
+    #[inline(always)]
+    fn ready<K: KeySlot>(result: Result<T, E>) -> Result<T, E> {
+        result
+    }
+    #[inline(always)]
+    fn call<K: KeySlot>(
+        self,
+        outcome: Result<T, E>,
+        _: GiveUp,
+        _: FallbackScope<K>,
+    ) -> Result<T, E> {
+        outcome
+    }
+}
+
+/// `fallback = f` with a sync `f`: called where the loop gives up.
+pub struct SyncFallback<J, T, E> {
+    f: J,
+    call: CallFallback<J, T, E, Result<T, E>>,
+}
+
+impl<J, T, E> Fallback<T, E> for SyncFallback<J, T, E> {
+    type Output<K: KeySlot> = Result<T, E>;
+    const SET: bool = true;
+    #[inline(always)]
+    fn ready<K: KeySlot>(result: Result<T, E>) -> Result<T, E> {
+        result
+    }
+    fn call<K: KeySlot>(
+        self,
+        outcome: Result<T, E>,
+        why: GiveUp,
+        scope: FallbackScope<K>,
+    ) -> Result<T, E> {
+        let _entered = Enter::new(scope.frame);
+        scope
+            .key
+            .lend(|| (self.call)(self.f, outcome, why).unwrap_or_else(Ok))
+    }
+}
+
+/// `fallback = f` with an async `f`: its future, made where the loop gives up, is what the
+/// function awaits last.
+pub struct AsyncFallback<J, Fut, T, E> {
+    f: J,
+    call: CallFallback<J, T, E, Fut>,
+}
+
+// Without a bound on `Fut`: `FallbackOutput` checked it where the slot was made, and a second
+// check here would repeat its error at every use of the loop state.
+impl<J, Fut, T, E> Fallback<T, E> for AsyncFallback<J, Fut, T, E> {
+    type Output<K: KeySlot> = Finish<Scoped<Fut, K>, T, E>;
+    const SET: bool = true;
+    #[inline(always)]
+    fn ready<K: KeySlot>(result: Result<T, E>) -> Self::Output<K> {
+        Finish::Ready {
+            result: Some(result),
+        }
+    }
+    fn call<K: KeySlot>(
+        self,
+        outcome: Result<T, E>,
+        why: GiveUp,
+        scope: FallbackScope<K>,
+    ) -> Self::Output<K> {
+        match (self.call)(self.f, outcome, why) {
+            Ok(future) => Finish::Fallback {
+                future: Scoped::new(scope.frame, scope.key, future),
+            },
+            Err(value) => Self::ready(Ok(value)),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The end of an async function with an async fallback: its result, or the fallback's
+    /// future, which runs in the last attempt's context.
+    #[project = FinishProj]
+    #[allow(missing_docs)] // the fields are described with their variants
+    pub enum Finish<Fut, T, E> {
+        /// The result, without a fallback.
+        Ready { result: Option<Result<T, E>> },
+        /// The fallback's future.
+        Fallback { #[pin] future: Fut },
+    }
+}
+
+impl<Fut: Future<Output = Result<T, E>>, T, E> Future for Finish<Fut, T, E> {
+    type Output = Result<T, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<T, E>> {
+        match self.project() {
+            FinishProj::Ready { result } => match result.take() {
+                Some(result) => Poll::Ready(result),
+                None => panic!("`Finish` polled after it completed"),
+            },
+            FinishProj::Fallback { future } => future.poll(cx),
+        }
+    }
+}
+
+/// What `next` breaks with in an async function that has a fallback, as a future: a sync
+/// fallback's `Result`, or an async fallback's [`Finish`].
+pub trait IntoFinish {
+    /// The future.
+    type Future: Future;
+    /// `self`, as a future.
+    fn into_finish(self) -> Self::Future;
+}
+
+impl<T, E> IntoFinish for Result<T, E> {
+    type Future = std::future::Ready<Result<T, E>>;
+    #[inline(always)]
+    fn into_finish(self) -> Self::Future {
+        std::future::ready(self)
+    }
+}
+
+impl<Fut: Future<Output = Result<T, E>>, T, E> IntoFinish for Finish<Fut, T, E> {
+    type Future = Self;
+    #[inline(always)]
+    fn into_finish(self) -> Self {
+        self
+    }
+}

@@ -3,7 +3,7 @@
 //!
 //! | header | a client | a service |
 //! |---|---|---|
-//! | `Idempotency-Key` ([`IdempotencyKey::HEADER`](crate::IdempotencyKey::HEADER)) | writes [`key_header_value`]: the key as the IETF draft's structured-field string | reads it with `retry_durable::store::key_from_header` |
+//! | `Idempotency-Key` ([`IdempotencyKey::HEADER`](crate::IdempotencyKey::HEADER)) | writes [`key_header_value`]: the key as the IETF draft's structured-field string | reads it with [`key_from_header`] ([`KeyError`] is a 400), under the rule of every key ([`validate_key`]) |
 //! | `Retry-Attempt` ([`AttemptHeader`]) | writes [`AttemptHeader::for_current_attempt`] | reads [`AttemptHeader::caller_retries`], and runs its own retrying functions once ([`scope::caller_retries`](crate::scope::caller_retries)) |
 //! | `Retry-After` ([`RETRY_AFTER`]) | reads [`parse_retry_after`] into a [`Verdict::RetryAfter`](crate::Verdict::RetryAfter) | writes seconds, for example `Retry-After: 1` with a 503 |
 //!
@@ -27,5 +27,5 @@ mod key;
 mod retry_after;
 
 pub use attempt::AttemptHeader;
-pub use key::key_header_value;
+pub use key::{KEY_RULE, KeyError, key_from_header, key_header_value, validate_key};
 pub use retry_after::{RETRY_AFTER, parse_retry_after};

@@ -2,67 +2,27 @@
 //! schema on the server `.ci/postgres.sh` starts), the rule for a missing server, and the
 //! `claims-portal` process, started, read and killed.
 //!
-//! The rule and the databases are the behaviour tests' own (`tests/it/common`), included by
-//! path, so that there is one of each.
+//! The rule, the databases and the engines are those of the behaviour tests and the durable
+//! crate's tests (`retry-durable/tests/common`), included by path, so that there is one of each.
 
 #![allow(dead_code)] // each test binary uses a part
 
-#[path = "../../../tests/it/common/databases.rs"]
-pub mod databases;
-#[path = "../../../tests/it/common/skip.rs"]
-mod skip;
+#[path = "../../../retry-durable/tests/common/mod.rs"]
+mod durable;
 
-pub use databases::unique_name;
-pub use skip::skip_or_fail;
+#[allow(unused_imports)] // each test binary uses a part
+pub use durable::{Database, Engine, databases, postgres_url, skip_or_fail, unique_name};
 
 use retry_durable::queue::Queue;
 use retry_examples::portal::later;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// The engines every test runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Engine {
-    Sqlite,
-    Postgres,
-}
-
-/// A fresh database for one test: a SQLite file in a directory of its own (deleted when the
-/// value drops), or a schema of its own on the test server.
-pub struct Database {
-    /// What `Queue::open` and `claims-portal --database` take.
-    pub url: String,
-    dir: Option<PathBuf>,
-}
-
+/// The portal's databases.
 impl Database {
-    /// A fresh database on `engine`, or `None` after [`databases::server_missing`] when the test's
-    /// PostgreSQL server is missing.
-    pub async fn fresh(engine: Engine, test: &str) -> Option<Self> {
-        match engine {
-            Engine::Sqlite => {
-                let dir = std::env::temp_dir().join(unique_name(test));
-                std::fs::create_dir_all(&dir).expect("a temp dir");
-                Some(Database {
-                    url: dir.join("queue.db").display().to_string(),
-                    dir: Some(dir),
-                })
-            }
-            Engine::Postgres => {
-                let server = postgres_url(test)?;
-                let schema = databases::new_schema(&server, test).await;
-                Some(Database {
-                    url: format!("{server}?options[search_path]={schema}"),
-                    dir: None,
-                })
-            }
-        }
-    }
-
     /// The coverage-check queue and the portal's tables in it.
     pub async fn queue(&self) -> Queue {
         let queue = Queue::open(&self.url, later::QUEUE)
@@ -71,22 +31,6 @@ impl Database {
         later::migrate(&queue).await.expect("the portal's tables");
         queue
     }
-}
-
-impl Drop for Database {
-    fn drop(&mut self) {
-        if let Some(dir) = &self.dir {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-    }
-}
-
-/// The shared server's URL, or `None` after [`databases::server_missing`].
-pub fn postgres_url(test: &str) -> Option<String> {
-    databases::postgres_url(
-        test,
-        ".ci/postgres.sh run cargo test -p retry-examples --test 'queue_*'",
-    )
 }
 
 /// How long a test waits for a process before it fails with the process's output.

@@ -1,4 +1,4 @@
-//! What the durable crate's tests share: a fresh database per test (a SQLite file, or a
+//! What the durable crate's tests (and, by path, the examples' tests) share: a fresh database per test (a SQLite file, or a
 //! PostgreSQL schema on the server `.ci/postgres.sh` starts) and the rule for a missing server.
 //!
 //! The rule and the databases are the behaviour tests' own (`tests/it/common`), included by
@@ -66,5 +66,5 @@ impl Drop for Database {
 
 /// The shared server's URL, or `None` after [`databases::server_missing`].
 pub fn postgres_url(test: &str) -> Option<String> {
-    databases::postgres_url(test, ".ci/postgres.sh run cargo test -p retry-durable")
+    databases::postgres_url(test, ".ci/postgres.sh run cargo test --workspace")
 }

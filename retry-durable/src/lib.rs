@@ -30,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod queue;
+mod sql;
 pub mod store;
 
 /// The guides: the stores and the queue as a user meets them, with their examples.

@@ -11,8 +11,11 @@
 //!
 //! # The table
 //!
-//! [`Queue::open`] creates it (idempotent, serialized between processes that start together);
-//! PostgreSQL's types are `BIGINT` where SQLite's are `INTEGER`:
+//! [`Queue::open`] creates it, or brings it to this version, in one transaction that processes
+//! starting together take one after the other (`BEGIN IMMEDIATE` on SQLite, an advisory lock on
+//! PostgreSQL), with the version kept in `retry_jobs_schema`, as the idempotency stores keep
+//! theirs. A table made before the queue had versions is taken as version 1. PostgreSQL's
+//! types are `BIGINT` where SQLite's are `INTEGER`:
 //!
 //! ```sql
 //! CREATE TABLE retry_jobs (
@@ -68,6 +71,7 @@ mod worker;
 
 pub use worker::{Drained, Outcome, Worker};
 
+use crate::sql::{Dialect, Generic, MigrateError, Run};
 use retry_runtime::Transient;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -75,7 +79,7 @@ use sql::Statements;
 use sqlx::any::AnyPoolOptions;
 use sqlx::{Any, AnyConnection, AnyPool, Executor, Row, Transaction};
 use std::fmt;
-use std::sync::{Arc, Once};
+use std::sync::{Arc, LazyLock, Once};
 use std::time::Duration;
 
 /// A transaction on the queue's database, for the caller's own rows next to a job: the claim that
@@ -93,6 +97,16 @@ pub enum Engine {
     Sqlite,
     /// A PostgreSQL database: every replica of the portal shares it.
     Postgres,
+}
+
+impl Engine {
+    /// The engine's SQL, from the layer the stores share.
+    fn dialect(self) -> &'static Dialect {
+        match self {
+            Engine::Sqlite => &crate::sql::SQLITE,
+            Engine::Postgres => &crate::sql::POSTGRES,
+        }
+    }
 }
 
 /// Where a queue lives: a PostgreSQL URL, or a SQLite file.
@@ -180,14 +194,19 @@ pub struct Queue {
 }
 
 impl Queue {
-    /// Connects to `database` (see [`Location::parse`]) and creates the table if it is missing.
+    /// Connects to `database` (see [`Location::parse`]) and creates the table, or brings it to
+    /// this version.
     pub async fn open(database: &str, name: &str) -> Result<Self, QueueError> {
         let location = Location::parse(database);
         let pool = connect(&location).await?;
         Self::on(pool, location.engine(), name).await
     }
 
-    /// The queue `name` on an open pool; creates the table if it is missing.
+    /// The queue `name` on an open pool; creates the table, or brings it to this version.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Schema`] if the database's table is newer than this library's.
     pub async fn on(pool: AnyPool, engine: Engine, name: &str) -> Result<Self, QueueError> {
         let queue = Queue {
             pool,
@@ -195,9 +214,7 @@ impl Queue {
             name: name.into(),
             max_attempts: DEFAULT_MAX_ATTEMPTS,
         };
-        sqlx::raw_sql(queue.sql().schema)
-            .execute(&queue.pool)
-            .await?;
+        <Generic as Run<Any>>::migrate(&queue.pool, engine.dialect(), &sql::SCHEMA).await?;
         Ok(queue)
     }
 
@@ -223,20 +240,20 @@ impl Queue {
     }
 
     fn sql(&self) -> &'static Statements {
+        static SQLITE: LazyLock<Statements> =
+            LazyLock::new(|| Statements::new(Engine::Sqlite.dialect()));
+        static POSTGRES: LazyLock<Statements> =
+            LazyLock::new(|| Statements::new(Engine::Postgres.dialect()));
         match self.engine {
-            Engine::Sqlite => &sql::SQLITE,
-            Engine::Postgres => &sql::POSTGRES,
+            Engine::Sqlite => &SQLITE,
+            Engine::Postgres => &POSTGRES,
         }
     }
 
     /// A transaction on the queue's database. On SQLite it takes the write lock at once
     /// (`BEGIN IMMEDIATE`), so that it never fails halfway for want of it.
     pub async fn begin(&self) -> Result<Tx, QueueError> {
-        let tx = match self.engine {
-            Engine::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
-            Engine::Postgres => self.pool.begin().await?,
-        };
-        Ok(tx)
+        Ok(self.pool.begin_with(self.engine.dialect().begin).await?)
     }
 
     /// Enqueues a job for `payload` under `key`, in a transaction of its own.
@@ -264,7 +281,7 @@ impl Queue {
         payload: &P,
     ) -> Result<Enqueued, QueueError> {
         let payload = serde_json::to_string(payload).map_err(QueueError::Codec)?;
-        let inserted = sqlx::query(self.sql().enqueue)
+        let inserted = sqlx::query(self.sql().enqueue.as_str())
             .bind(&*self.name)
             .bind(key)
             .bind(&payload)
@@ -272,7 +289,7 @@ impl Queue {
             .execute(&mut **tx)
             .await?
             .rows_affected();
-        let row = sqlx::query(self.sql().find)
+        let row = sqlx::query(self.sql().find.as_str())
             .bind(&*self.name)
             .bind(key)
             .fetch_one(&mut **tx)
@@ -294,10 +311,10 @@ impl Queue {
         worker: &str,
         lease: Duration,
     ) -> Result<Option<Claimed<P>>, QueueError> {
-        let token = new_token();
-        let Some(row) = sqlx::query(self.sql().claim)
+        let token = crate::sql::new_token();
+        let Some(row) = sqlx::query(self.sql().claim.as_str())
             .bind(&*self.name)
-            .bind(millis(lease))
+            .bind(crate::sql::capped_ms(lease))
             .bind(token)
             .bind(worker)
             .fetch_optional(&self.pool)
@@ -336,7 +353,7 @@ impl Queue {
     /// Running jobs whose lease ended on their last attempt go dead, with the reason; returns
     /// how many. A worker calls it when it finds nothing to claim.
     pub async fn bury_abandoned(&self) -> Result<u64, QueueError> {
-        let buried = sqlx::query(self.sql().bury)
+        let buried = sqlx::query(self.sql().bury.as_str())
             .bind(&*self.name)
             .execute(&self.pool)
             .await?
@@ -347,7 +364,7 @@ impl Queue {
     /// How long until the next available or running job is due: `Some(ZERO)` when one is due
     /// now, `None` when the queue has none (every job is done or dead).
     pub async fn next_due(&self) -> Result<Option<Duration>, QueueError> {
-        let row = sqlx::query(self.sql().next_due)
+        let row = sqlx::query(self.sql().next_due.as_str())
             .bind(&*self.name)
             .fetch_one(&self.pool)
             .await?;
@@ -357,7 +374,7 @@ impl Queue {
 
     /// Every job of this queue, oldest first.
     pub async fn jobs(&self) -> Result<Vec<JobRecord>, QueueError> {
-        let rows = sqlx::query(self.sql().list)
+        let rows = sqlx::query(self.sql().list.as_str())
             .bind(&*self.name)
             .fetch_all(&self.pool)
             .await?;
@@ -460,10 +477,10 @@ impl Claim {
 
     /// A full `lease` from now.
     pub async fn renew(&self, lease: Duration) -> Result<(), QueueError> {
-        let renewed = sqlx::query(self.sql().renew)
+        let renewed = sqlx::query(self.sql().renew.as_str())
             .bind(self.id.0)
             .bind(self.token)
-            .bind(millis(lease))
+            .bind(crate::sql::capped_ms(lease))
             .execute(&self.queue.pool)
             .await?
             .rows_affected();
@@ -480,7 +497,7 @@ impl Claim {
     /// was taken over, the transaction rolls back, so the handler's rows are undone too.
     pub async fn complete_in<R: Serialize>(self, mut tx: Tx, result: &R) -> Result<(), QueueError> {
         let result = serde_json::to_string(result).map_err(QueueError::Codec)?;
-        let completed = sqlx::query(self.sql().complete)
+        let completed = sqlx::query(self.sql().complete.as_str())
             .bind(self.id.0)
             .bind(self.token)
             .bind(result)
@@ -496,10 +513,10 @@ impl Claim {
     /// The attempt failed with `error`: available again after `pause`, or dead with the error
     /// when it was the last attempt.
     pub async fn retry_later(self, error: &str, pause: Duration) -> Result<Retried, QueueError> {
-        let row = sqlx::query(self.sql().retry)
+        let row = sqlx::query(self.sql().retry.as_str())
             .bind(self.id.0)
             .bind(self.token)
-            .bind(millis(pause))
+            .bind(crate::sql::capped_ms(pause))
             .bind(error)
             .fetch_optional(&self.queue.pool)
             .await?;
@@ -517,10 +534,10 @@ impl Claim {
     /// Not now, for a reason that is not the job's (the breaker refused the call, so the service
     /// was never asked): available again after `pause`, and the attempt does not count.
     pub async fn snooze(self, pause: Duration, reason: &str) -> Result<(), QueueError> {
-        let snoozed = sqlx::query(self.sql().snooze)
+        let snoozed = sqlx::query(self.sql().snooze.as_str())
             .bind(self.id.0)
             .bind(self.token)
-            .bind(millis(pause))
+            .bind(crate::sql::capped_ms(pause))
             .bind(reason)
             .execute(&self.queue.pool)
             .await?
@@ -530,7 +547,7 @@ impl Claim {
 
     /// Dead, with `error`: a permanent failure that no retry will get past.
     pub async fn kill(self, error: &str) -> Result<(), QueueError> {
-        let killed = sqlx::query(self.sql().kill)
+        let killed = sqlx::query(self.sql().kill.as_str())
             .bind(self.id.0)
             .bind(self.token)
             .bind(error)
@@ -636,6 +653,17 @@ pub enum QueueError {
     },
     /// A payload or result could not be converted to or from JSON.
     Codec(serde_json::Error),
+    /// The database's table is newer than this library: the message says what to do.
+    Schema(String),
+}
+
+impl From<MigrateError> for QueueError {
+    fn from(error: MigrateError) -> Self {
+        match error {
+            MigrateError::Database(e) => QueueError::Database(e),
+            MigrateError::Newer(message) => QueueError::Schema(message),
+        }
+    }
 }
 
 impl From<sqlx::Error> for QueueError {
@@ -659,6 +687,7 @@ impl fmt::Display for QueueError {
                  for another job"
             ),
             QueueError::Codec(e) => write!(f, "a job's JSON could not be converted: {e}"),
+            QueueError::Schema(message) => f.write_str(message),
         }
     }
 }
@@ -678,16 +707,6 @@ impl Transient for QueueError {
     fn is_transient(&self) -> bool {
         matches!(self, QueueError::Database(e) if e.is_transient())
     }
-}
-
-fn new_token() -> i64 {
-    use rand::Rng;
-    rand::rng().next_u64() as i64
-}
-
-/// Milliseconds for a column, capped far from overflow (about 285,000 years).
-fn millis(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).map_or(1 << 53, |ms| ms.min(1 << 53))
 }
 
 fn count(value: i64) -> u32 {

@@ -166,6 +166,8 @@ pub use postgres::PostgresStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use transactional::{TransactionalStore, TxBegin, TxGuard};
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use {crate::sql::Backend, sql::SqlStore};
 
 /// How long a completed key replays its response: 24 hours, as Stripe keeps its keys.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);

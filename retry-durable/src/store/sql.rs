@@ -1,181 +1,458 @@
-//! What the SQLite and PostgreSQL stores share: their settings, the response codec, the answer
-//! for a key that was not claimed, the classification of their errors, and the retry of their
-//! own statements.
+//! [`SqlStore`]: the SQL stores, written once over a [`Backend`] (`sqlx::Sqlite` for
+//! `SqliteStore`, `sqlx::Postgres` for `PostgresStore`), with both modes: the lease mode
+//! ([`IdempotencyStore`]) and the one-commit mode ([`TransactionalStore`]).
 
+use super::transactional::{TransactionalStore, TxBegin, TxGuard};
 use super::{
-    Claim, DEFAULT_LEASE, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TTL, Fingerprint, StoreError,
+    Begin, BoxFuture, Claim, DEFAULT_LEASE, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TTL, Fingerprint,
+    Guard, IdempotencyStore, StoreError,
 };
-use retry_runtime::Transient;
+use crate::sql::sealed::Engine;
+use crate::sql::{
+    self, Backend, ClaimRow, Claimed, InFlight, MigrateError, Run, STORE_SCHEMA, Taken,
+};
+use retry_runtime::{IdempotencyKey, Transient};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// The schema version `migrate` brings a database to.
-pub(super) const SCHEMA_VERSION: i64 = 1;
+use std::time::{Duration, SystemTime};
 
 /// Rows one purge statement deletes at most, so that no statement holds the table for long.
-pub(super) const PURGE_BATCH: i64 = 1000;
+const PURGE_BATCH: i64 = 1000;
 
 /// How often `begin` claims again when the row it could not claim vanished before it was read
-/// (released or purged in between). After that it answers `InProgress`, which is safe.
-pub(super) const CLAIM_ROUNDS: usize = 4;
+/// (released or purged in between), or was claimed by a transaction it waited for. After that it
+/// answers `InProgress`, which is safe.
+const CLAIM_ROUNDS: usize = 4;
 
-/// Longer durations count as forever: about 36 million years in milliseconds, far from `i64`
-/// overflow when a lease and a TTL are added to the time.
-const FOREVER_MS: i64 = 1 << 60;
+/// The statements of engine `B`.
+type RunOn<B> = <B as Engine>::Run;
 
-/// A clock the tests move by hand.
-pub(super) type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
-
-/// The settings of a SQL store.
-#[derive(Clone)]
-pub(super) struct Settings {
-    pub(super) ttl: Duration,
-    pub(super) lease: Duration,
-    pub(super) max_response_bytes: usize,
-    pub(super) clock: Option<Clock>,
+/// An [`IdempotencyStore`] and a [`TransactionalStore`] in a SQL database: the one
+/// implementation behind [`SqliteStore`](super::SqliteStore) (`SqlStore<sqlx::Sqlite, R>`) and
+/// [`PostgresStore`](super::PostgresStore) (`SqlStore<sqlx::Postgres, R>`), whose pages say
+/// what each engine does. `R` is the stored response.
+pub struct SqlStore<B: Backend, R> {
+    pool: sqlx::Pool<B>,
+    ttl: Duration,
+    lease: Duration,
+    max_response_bytes: usize,
+    clock: Option<Arc<dyn Fn() -> SystemTime + Send + Sync>>,
+    response: PhantomData<fn() -> R>,
 }
 
-impl Settings {
-    pub(super) fn new() -> Self {
-        Settings {
+impl<B: Backend, R> SqlStore<B, R> {
+    /// A store on `pool` with the default TTL, lease and size limit.
+    pub(crate) fn on(pool: sqlx::Pool<B>) -> Self {
+        SqlStore {
+            pool,
             ttl: DEFAULT_TTL,
             lease: DEFAULT_LEASE,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             clock: None,
+            response: PhantomData,
         }
     }
 
-    /// Now, in milliseconds since the Unix epoch, from the injected clock or the system's.
-    #[cfg(feature = "sqlite")]
-    pub(super) fn now_ms(&self) -> i64 {
-        millis(
-            self.clock
-                .as_ref()
-                .map_or_else(SystemTime::now, |clock| clock()),
-        )
+    /// Completed responses are replayed for `ttl` after completion
+    /// ([`DEFAULT_TTL`] unless set). `Duration::MAX` keeps them until they are deleted by hand.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// A running key is held for `lease` after its claim or last renewal
+    /// ([`DEFAULT_LEASE`] unless set); after that the same request may take it over.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// The longest serialized response `complete` stores, in bytes
+    /// ([`DEFAULT_MAX_RESPONSE_BYTES`] unless set).
+    pub fn max_response_bytes(mut self, limit: usize) -> Self {
+        self.max_response_bytes = limit;
+        self
+    }
+
+    /// Reads the time from `clock` instead of the database's clock: for tests that move time
+    /// by hand, so that a lease or a TTL ends without waiting for it. Every process and replica
+    /// must use the same clock.
+    pub fn with_clock(mut self, clock: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
+        self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// How long a stored response is replayed.
+    pub fn get_ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// How long a running key is held without renewal.
+    pub fn get_lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// The longest serialized response stored, in bytes.
+    pub fn get_max_response_bytes(&self) -> usize {
+        self.max_response_bytes
+    }
+
+    /// The pool the store runs on, for the service's own tables.
+    pub fn pool(&self) -> &sqlx::Pool<B> {
+        &self.pool
+    }
+
+    /// The same store (the same pool and settings) for another response type, for a second
+    /// route whose responses differ.
+    pub fn with_response<S>(&self) -> SqlStore<B, S> {
+        SqlStore {
+            pool: self.pool.clone(),
+            ttl: self.ttl,
+            lease: self.lease,
+            max_response_bytes: self.max_response_bytes,
+            clock: self.clock.clone(),
+            response: PhantomData,
+        }
+    }
+
+    /// Creates the store's tables and indexes, or brings them to this version, in one
+    /// transaction that waits for any other migration of them.
+    pub(crate) async fn migrate_schema(&self) -> Result<(), StoreError> {
+        RunOn::<B>::migrate(&self.pool, B::DIALECT, &STORE_SCHEMA)
+            .await
+            .map_err(|e| match e {
+                MigrateError::Database(e) => db(e),
+                MigrateError::Newer(message) => StoreError::Schema(message),
+            })
     }
 
     /// Now from the injected clock, if there is one; `None` lets the database read its own.
-    #[cfg(feature = "postgres")]
-    pub(super) fn injected_now_ms(&self) -> Option<i64> {
-        self.clock.as_ref().map(|clock| millis(clock()))
+    fn now(&self) -> Option<i64> {
+        self.clock.as_ref().map(|clock| sql::millis(clock()))
     }
 
-    pub(super) fn lease_ms(&self) -> i64 {
-        capped_ms(self.lease)
+    /// A claim's arguments.
+    fn row<'a>(
+        &self,
+        scope: &'a str,
+        key: &'a IdempotencyKey,
+        fingerprint: Fingerprint,
+        token: i64,
+    ) -> ClaimRow<'a> {
+        ClaimRow {
+            scope,
+            key: key.as_str(),
+            fingerprint: fingerprint.as_u64() as i64,
+            token,
+            now: self.now(),
+            lease: sql::capped_ms(self.lease),
+            ttl: sql::capped_ms(self.ttl),
+        }
     }
 
-    pub(super) fn ttl_ms(&self) -> i64 {
-        capped_ms(self.ttl)
+    /// Rolls `transaction` back (if any) and deletes the claim's running row, or refuses with
+    /// `Superseded` when the claim no longer holds the key (the rollback happens all the same).
+    async fn release_claim(
+        &self,
+        claim: &Claim,
+        transaction: Option<sqlx::Transaction<'static, B>>,
+    ) -> Result<(), StoreError> {
+        if let Some(transaction) = transaction {
+            // A failed rollback leaves nothing to undo: the database rolls back the
+            // transaction of a connection that broke or closed.
+            let _ = transaction.rollback().await;
+        }
+        match RunOn::<B>::release(&self.pool, B::statements(), claim).await {
+            Ok(0) => Err(superseded(claim)),
+            Ok(_) => Ok(()),
+            Err(e) => Err(db(e)),
+        }
     }
 }
 
-impl fmt::Debug for Settings {
+impl<B: Backend, R> Clone for SqlStore<B, R> {
+    fn clone(&self) -> Self {
+        self.with_response()
+    }
+}
+
+impl<B: Backend, R> fmt::Debug for SqlStore<B, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Settings")
+        f.debug_struct(B::STORE)
             .field("ttl", &self.ttl)
             .field("lease", &self.lease)
             .field("max_response_bytes", &self.max_response_bytes)
-            .field(
-                "clock",
-                &if self.clock.is_some() {
-                    "injected"
-                } else {
-                    "system"
-                },
-            )
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
-fn capped_ms(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).map_or(FOREVER_MS, |ms| ms.min(FOREVER_MS))
-}
+impl<B, R> IdempotencyStore<R> for SqlStore<B, R>
+where
+    B: Backend,
+    R: Serialize + DeserializeOwned + Send + 'static,
+{
+    type Transaction = sqlx::Transaction<'static, B>;
 
-fn millis(time: SystemTime) -> i64 {
-    time.duration_since(UNIX_EPOCH).map_or(0, capped_ms)
-}
+    fn begin_scoped<'s, 'a>(
+        &'s self,
+        scope: &'a str,
+        key: &'a IdempotencyKey,
+        fingerprint: Fingerprint,
+    ) -> BoxFuture<'a, Result<Begin<'s, R, Self::Transaction>, StoreError>>
+    where
+        's: 'a,
+    {
+        Box::pin(async move {
+            super::validate_key(key.as_str())?;
+            let token = sql::new_token();
+            let claim = Claim::new(scope, key.clone(), 0, token as u64);
+            let mut in_flight = InFlight::new::<RunOn<B>>(&self.pool, B::statements(), claim);
+            for _ in 0..CLAIM_ROUNDS {
+                let row = self.row(scope, key, fingerprint, token);
+                // An error leaves `in_flight` armed: the claim may have committed before the
+                // connection broke, and the drop gives it back.
+                match RunOn::<B>::claim(&mut in_flight, B::statements(), &row)
+                    .await
+                    .map_err(db)?
+                {
+                    Claimed::Mine(number) => {
+                        in_flight.settled();
+                        let claim = Claim::new(scope, key.clone(), number as u64, token as u64);
+                        return Ok(Begin::Execute(Guard::new(self, claim)));
+                    }
+                    Claimed::Other(taken) => {
+                        in_flight.settled();
+                        return Ok(match decide(fingerprint, taken)? {
+                            Decision::Replay(response) => Begin::Replay(response),
+                            Decision::InProgress => Begin::InProgress,
+                            Decision::Mismatch => Begin::Mismatch,
+                        });
+                    }
+                    // Claimed by another request after this statement's snapshot (the snapshot
+                    // had no row, or a free one), or released in between: claim again, with a
+                    // new snapshot that sees the winner.
+                    Claimed::Unseen => {}
+                }
+            }
+            in_flight.settled();
+            Ok(Begin::InProgress)
+        })
+    }
 
-/// A fresh claim token: random, so that it names one claim across processes and restarts.
-pub(super) fn new_token() -> i64 {
-    super::random_token() as i64
-}
+    fn transaction<'a>(
+        &'a self,
+        _: &'a Claim,
+    ) -> BoxFuture<'a, Result<Self::Transaction, StoreError>> {
+        Box::pin(async move { RunOn::<B>::begin(&self.pool, B::DIALECT).await.map_err(db) })
+    }
 
-/// How a store gives back a claim whose `begin` was dropped: on the connection that ran the
-/// claim statement if there is one, else on the pool.
-pub(super) type GiveBack<DB> = fn(
-    Option<sqlx::pool::PoolConnection<DB>>,
-    sqlx::Pool<DB>,
-    Claim,
-) -> super::BoxFuture<'static, ()>;
+    fn complete<'a>(
+        &'a self,
+        claim: &'a Claim,
+        transaction: Option<Self::Transaction>,
+        response: &'a R,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let encoded = encode(response, self.max_response_bytes);
+        Box::pin(async move {
+            let encoded = match encoded {
+                Ok(encoded) => encoded,
+                Err(refused) => {
+                    // A claim taken over meanwhile has nothing to release: the size is still
+                    // the answer.
+                    match self.release_claim(claim, transaction).await {
+                        Ok(()) | Err(StoreError::Superseded { .. }) => {}
+                        Err(e) => return Err(e),
+                    }
+                    return Err(refused);
+                }
+            };
+            let (sql, now, ttl) = (B::statements(), self.now(), sql::capped_ms(self.ttl));
+            let failed = match transaction {
+                Some(mut transaction) => {
+                    match RunOn::<B>::complete_in(&mut transaction, sql, claim, encoded, now, ttl)
+                        .await
+                    {
+                        Ok(0) => {
+                            let _ = transaction.rollback().await;
+                            return Err(superseded(claim));
+                        }
+                        Ok(_) => match transaction.commit().await {
+                            Ok(()) => return Ok(()),
+                            Err(e) => e,
+                        },
+                        Err(e) => {
+                            let _ = transaction.rollback().await;
+                            e
+                        }
+                    }
+                }
+                None => {
+                    match RunOn::<B>::complete(&self.pool, sql, claim, &encoded, now, ttl).await {
+                        Ok(0) => return Err(superseded(claim)),
+                        Ok(_) => return Ok(()),
+                        Err(e) => e,
+                    }
+                }
+            };
+            // At repeatable read or serializable, a transaction that read the row before a
+            // takeover changed it fails with a serialization failure (40001) instead of finding
+            // no row: a fresh read tells a takeover from a passing failure, so that a stale
+            // holder is told `Superseded`, never to retry.
+            match RunOn::<B>::holds(&self.pool, sql, claim).await {
+                Ok(false) => Err(superseded(claim)),
+                Ok(true) | Err(_) => Err(db(failed)),
+            }
+        })
+    }
 
-/// A claim statement in flight: the connection it runs on and the claim it may write. Dropped
-/// before [`settled`](InFlight::settled) (the `begin` future was cancelled, or it failed after
-/// the statement may have committed), it gives the claim back in a background task that runs
-/// on the same connection, after the statement, so that the release cannot overtake the claim.
-/// A claim that was never written is not found by its random token: the release changes
-/// nothing.
-pub(super) struct InFlight<DB: sqlx::Database> {
-    pool: sqlx::Pool<DB>,
-    connection: Option<sqlx::pool::PoolConnection<DB>>,
-    claim: Option<Claim>,
-    give_back: GiveBack<DB>,
-}
+    fn renew<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let (lease, ttl) = (sql::capped_ms(self.lease), sql::capped_ms(self.ttl));
+            match RunOn::<B>::renew(&self.pool, B::statements(), claim, self.now(), lease, ttl)
+                .await
+            {
+                Ok(0) => Err(superseded(claim)),
+                Ok(_) => Ok(()),
+                Err(e) => Err(db(e)),
+            }
+        })
+    }
 
-impl<DB: sqlx::Database> InFlight<DB> {
-    /// Armed for `claim` (its number is not known yet and does not matter to a release).
-    pub(super) fn new(pool: &sqlx::Pool<DB>, claim: Claim, give_back: GiveBack<DB>) -> Self {
-        InFlight {
-            pool: pool.clone(),
-            connection: None,
-            claim: Some(claim),
-            give_back,
+    fn release<'a>(
+        &'a self,
+        claim: &'a Claim,
+        transaction: Option<Self::Transaction>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.release_claim(claim, transaction))
+    }
+
+    fn release_in_background(&self, claim: Claim, transaction: Option<Self::Transaction>) {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let store = self.with_response::<()>();
+            // Nobody waits for the answer: a claim taken over meanwhile changes nothing.
+            runtime.spawn(async move { store.release_claim(&claim, transaction).await });
         }
+        // Without a runtime the transaction's drop rolls it back and the lease returns the key.
     }
 
-    /// The connection the claim statement runs on, held while it runs, so that a release
-    /// after a cancellation queues behind the statement.
-    pub(super) async fn connection(&mut self) -> Result<&mut DB::Connection, sqlx::Error> {
-        let connection = match self.connection.take() {
-            Some(connection) => connection,
-            None => self.pool.acquire().await?,
-        };
-        Ok(&mut **self.connection.insert(connection))
-    }
-
-    /// The claim statement has ended (answered or failed): its connection goes back to the
-    /// pool, since nothing on it can overtake a release any more, and so that `begin`'s next
-    /// round (SQLite's read) never waits for a connection its own claim holds.
-    pub(super) fn statement_ended(&mut self) {
-        self.connection = None;
-    }
-
-    /// `begin` has its answer: a guard holds the claim, or no claim was written.
-    pub(super) fn settled(&mut self) {
-        self.claim = None;
+    fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move {
+            let now = self.now();
+            let mut purged = 0;
+            loop {
+                let batch = RunOn::<B>::purge(&self.pool, B::statements(), now, PURGE_BATCH)
+                    .await
+                    .map_err(db)?;
+                purged += batch;
+                if batch < PURGE_BATCH as u64 {
+                    return Ok(purged);
+                }
+            }
+        })
     }
 }
 
-impl<DB: sqlx::Database> Drop for InFlight<DB> {
-    fn drop(&mut self) {
-        // Without a runtime the lease returns the key.
-        if let Some(claim) = self.claim.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            runtime.spawn((self.give_back)(
-                self.connection.take(),
-                self.pool.clone(),
-                claim,
-            ));
-        }
+/// The claim as the first statement of the handler's transaction. A concurrent duplicate's
+/// claim waits for the claimer's transaction: PostgreSQL's `INSERT … ON CONFLICT` blocks on the
+/// claimer's uncommitted row, SQLite's `BEGIN IMMEDIATE` on its write lock (up to the busy
+/// timeout). When the claimer commits, the duplicate's claim finds the committed row and claims
+/// nothing, and its next read (a new statement, so a new snapshot) replays it; when the claimer
+/// rolls back, the duplicate claims. At repeatable read or serializable PostgreSQL's blocked
+/// claim fails with a serialization failure instead; the claim is retried whole, and then reads
+/// the committed row.
+impl<B, R> TransactionalStore<R> for SqlStore<B, R>
+where
+    B: Backend,
+    R: Serialize + DeserializeOwned + Send + 'static,
+{
+    type Transaction = sqlx::Transaction<'static, B>;
+
+    fn begin_in_transaction_scoped<'s, 'a>(
+        &'s self,
+        scope: &'a str,
+        key: &'a IdempotencyKey,
+        fingerprint: Fingerprint,
+    ) -> BoxFuture<'a, Result<TxBegin<'s, R, Self::Transaction>, StoreError>>
+    where
+        's: 'a,
+    {
+        Box::pin(async move {
+            // The rule of every key, before any database work.
+            super::validate_key(key.as_str())?;
+            let (token, sql) = (sql::new_token(), B::statements());
+            for _ in 0..CLAIM_ROUNDS {
+                let row = self.row(scope, key, fingerprint, token);
+                // A replay, a mismatch and a running lease-mode key are answered by this read,
+                // one round trip that opens no transaction and never waits for a writer.
+                if let Some(taken) = RunOn::<B>::read(&self.pool, sql, &row).await.map_err(db)? {
+                    return Ok(match decide(fingerprint, taken)? {
+                        Decision::Replay(response) => TxBegin::Replay(response),
+                        Decision::InProgress => TxBegin::InProgress,
+                        Decision::Mismatch => TxBegin::Mismatch,
+                    });
+                }
+                if let Some((transaction, number)) =
+                    RunOn::<B>::claim_in_transaction(&self.pool, B::DIALECT, sql, &row)
+                        .await
+                        .map_err(db)?
+                {
+                    let claim = Claim::new(scope, key.clone(), number as u64, token as u64);
+                    return Ok(TxBegin::Execute(TxGuard::new(self, claim, transaction)));
+                }
+                // Another transaction claimed the key and committed while this claim waited for
+                // it: read what it committed.
+            }
+            Ok(TxBegin::InProgress)
+        })
+    }
+
+    fn complete_in_transaction<'a>(
+        &'a self,
+        claim: &'a Claim,
+        mut transaction: Self::Transaction,
+        response: &'a R,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let encoded = encode(response, self.max_response_bytes);
+        Box::pin(async move {
+            let encoded = match encoded {
+                Ok(encoded) => encoded,
+                Err(refused) => {
+                    let _ = transaction.rollback().await;
+                    return Err(refused);
+                }
+            };
+            let (sql, now, ttl) = (B::statements(), self.now(), sql::capped_ms(self.ttl));
+            let done = RunOn::<B>::complete_in(&mut transaction, sql, claim, encoded, now, ttl)
+                .await
+                .map_err(db)?;
+            if done == 0 {
+                // The handler deleted the claim's row in its own transaction.
+                let _ = transaction.rollback().await;
+                return Err(superseded(claim));
+            }
+            transaction.commit().await.map_err(db)
+        })
+    }
+
+    fn rollback_in_transaction(
+        &self,
+        transaction: Self::Transaction,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(async move { transaction.rollback().await.map_err(db) })
+    }
+}
+
+fn superseded(claim: &Claim) -> StoreError {
+    StoreError::Superseded {
+        claim: claim.number(),
     }
 }
 
 /// The response as stored: its JSON, refused past `limit` bytes.
-pub(super) fn encode<R: Serialize>(response: &R, limit: usize) -> Result<Vec<u8>, StoreError> {
+fn encode<R: Serialize>(response: &R, limit: usize) -> Result<Vec<u8>, StoreError> {
     let bytes = serde_json::to_vec(response).map_err(|e| StoreError::Codec(Box::new(e)))?;
     if bytes.len() > limit {
         return Err(StoreError::TooLarge {
@@ -187,24 +464,22 @@ pub(super) fn encode<R: Serialize>(response: &R, limit: usize) -> Result<Vec<u8>
 }
 
 /// What `begin` answers for a key it did not claim.
-pub(super) enum Decision<R> {
+enum Decision<R> {
     Replay(R),
     InProgress,
     Mismatch,
 }
 
 /// The answer for a row that another claim holds or completed.
-pub(super) fn decide<R: DeserializeOwned>(
+fn decide<R: DeserializeOwned>(
     fingerprint: Fingerprint,
-    stored_fingerprint: i64,
-    state: &str,
-    response: Option<&[u8]>,
+    (stored_fingerprint, state, response): Taken,
 ) -> Result<Decision<R>, StoreError> {
     if stored_fingerprint != fingerprint.as_u64() as i64 {
         return Ok(Decision::Mismatch);
     }
-    match (state, response) {
-        ("completed", Some(bytes)) => serde_json::from_slice(bytes)
+    match (state.as_str(), response) {
+        ("completed", Some(bytes)) => serde_json::from_slice(&bytes)
             .map(Decision::Replay)
             .map_err(|e| StoreError::Codec(Box::new(e))),
         _ => Ok(Decision::InProgress),
@@ -214,16 +489,11 @@ pub(super) fn decide<R: DeserializeOwned>(
 /// A driver error as the store reports it: a missing table says to migrate; every other error
 /// is a database error, classified.
 pub(super) fn db(error: sqlx::Error) -> StoreError {
-    if let sqlx::Error::Database(database) = &error {
-        let message = database.message();
-        let missing_table =
-            database.code().as_deref() == Some("42P01") || message.starts_with("no such table");
-        if missing_table && message.contains("retry_idempotency") {
-            return StoreError::Schema(format!(
-                "the idempotency store's table is missing ({message}): call `store.migrate().await` \
-                 once at startup; it is idempotent and safe to run from every replica"
-            ));
-        }
+    if sql::missing_table(&error, STORE_SCHEMA.table) {
+        return StoreError::Schema(format!(
+            "the idempotency store's table is missing ({error}): call `store.migrate().await` \
+             once at startup; it is idempotent and safe to run from every replica"
+        ));
     }
     let transient = error.is_transient();
     StoreError::Database {
@@ -232,175 +502,9 @@ pub(super) fn db(error: sqlx::Error) -> StoreError {
     }
 }
 
-/// The classifier of the stores' own statements: what is transient, except what has already
-/// waited its whole budget: a pool timeout (the pool's `acquire_timeout`) and SQLite's busy
-/// (the connection's busy timeout).
-pub(super) fn retry_own_statement(error: &sqlx::Error) -> bool {
-    const SQLITE_BUSY: u32 = 5;
-    let busy = error
-        .as_database_error()
-        .and_then(|e| e.code())
-        .and_then(|code| code.parse::<u32>().ok())
-        .is_some_and(|code| code & 0xff == SQLITE_BUSY);
-    !busy && !matches!(error, sqlx::Error::PoolTimedOut) && error.is_transient()
-}
-
-/// The error for a database whose schema is newer than this library.
-pub(super) fn newer_schema(found: i64) -> StoreError {
-    StoreError::Schema(format!(
-        "the idempotency store's schema is version {found}, newer than version {SCHEMA_VERSION} \
-         that this retry-runtime knows: upgrade retry-runtime in this service, or run it \
-         against another database"
-    ))
-}
-
-/// The methods of `IdempotencyStore` that the two SQL stores share word for word: `transaction`,
-/// `complete`, `renew`, `release`, `release_in_background` and `purge_expired`, written once.
-/// Each store's module has the statements for its database under the same names
-/// (`open_transaction`, `complete_statement`, `complete_row`, `holds_row`, `renew_row`,
-/// `release`, `purge_batch`), and `$now` names the `Settings` method that gives its statements
-/// the time: `now_ms` for SQLite, `injected_now_ms` for PostgreSQL (the server's clock unless a
-/// test injects one).
-macro_rules! shared_methods {
-    ($now:ident) => {
-        fn transaction<'a>(
-            &'a self,
-            _: &'a Claim,
-        ) -> BoxFuture<'a, Result<Self::Transaction, StoreError>> {
-            Box::pin(async move { open_transaction(&self.pool).await.map_err(sql::db) })
-        }
-
-        fn complete<'a>(
-            &'a self,
-            claim: &'a Claim,
-            transaction: Option<Self::Transaction>,
-            response: &'a R,
-        ) -> BoxFuture<'a, Result<(), StoreError>> {
-            let encoded = sql::encode(response, self.settings.max_response_bytes);
-            Box::pin(async move {
-                let encoded = match encoded {
-                    Ok(encoded) => encoded,
-                    Err(refused) => {
-                        // A claim taken over meanwhile has nothing to release: the size is
-                        // still the answer.
-                        match release(&self.pool, claim, transaction).await {
-                            Ok(()) | Err(StoreError::Superseded { .. }) => {}
-                            Err(e) => return Err(e),
-                        }
-                        return Err(refused);
-                    }
-                };
-                let (now, ttl) = (self.settings.$now(), self.settings.ttl_ms());
-                let superseded = StoreError::Superseded {
-                    claim: claim.number(),
-                };
-                let failed = match transaction {
-                    Some(mut transaction) => {
-                        match complete_statement(claim, encoded, now, ttl)
-                            .execute(&mut *transaction)
-                            .await
-                        {
-                            Ok(done) if done.rows_affected() == 0 => {
-                                let _ = transaction.rollback().await;
-                                return Err(superseded);
-                            }
-                            Ok(_) => match transaction.commit().await {
-                                Ok(()) => return Ok(()),
-                                Err(e) => e,
-                            },
-                            Err(e) => {
-                                let _ = transaction.rollback().await;
-                                e
-                            }
-                        }
-                    }
-                    None => match complete_row(&self.pool, claim, &encoded, now, ttl).await {
-                        Ok(0) => return Err(superseded),
-                        Ok(_) => return Ok(()),
-                        Err(e) => e,
-                    },
-                };
-                // At repeatable read or serializable, a transaction that read the row before a
-                // takeover changed it fails with a serialization failure (40001) instead of
-                // finding no row: a fresh read tells a takeover from a passing failure, so that
-                // a stale holder is told `Superseded`, never to retry.
-                match holds_row(&self.pool, claim).await {
-                    Ok(false) => Err(superseded),
-                    Ok(true) | Err(_) => Err(sql::db(failed)),
-                }
-            })
-        }
-
-        fn renew<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), StoreError>> {
-            Box::pin(async move {
-                let settings = &self.settings;
-                let now = settings.$now();
-                match renew_row(
-                    &self.pool,
-                    claim,
-                    now,
-                    settings.lease_ms(),
-                    settings.ttl_ms(),
-                )
-                .await
-                {
-                    Ok(0) => Err(StoreError::Superseded {
-                        claim: claim.number(),
-                    }),
-                    Ok(_) => Ok(()),
-                    Err(e) => Err(sql::db(e)),
-                }
-            })
-        }
-
-        fn release<'a>(
-            &'a self,
-            claim: &'a Claim,
-            transaction: Option<Self::Transaction>,
-        ) -> BoxFuture<'a, Result<(), StoreError>> {
-            Box::pin(release(&self.pool, claim, transaction))
-        }
-
-        fn release_in_background(&self, claim: Claim, transaction: Option<Self::Transaction>) {
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                let pool = self.pool.clone();
-                // Nobody waits for the answer: a claim taken over meanwhile changes nothing.
-                runtime.spawn(async move { release(&pool, &claim, transaction).await });
-            }
-            // Without a runtime the transaction's drop rolls it back and the lease returns the key.
-        }
-
-        fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
-            Box::pin(async move {
-                let now = self.settings.$now();
-                let mut purged = 0;
-                loop {
-                    let batch = purge_batch(&self.pool, now).await.map_err(sql::db)?;
-                    purged += batch;
-                    if batch < PURGE_BATCH as u64 {
-                        return Ok(purged);
-                    }
-                }
-            })
-        }
-    };
-}
-pub(super) use shared_methods;
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_are_capped_far_from_overflow() {
-        assert_eq!(capped_ms(Duration::from_millis(1500)), 1500);
-        assert_eq!(capped_ms(Duration::MAX), FOREVER_MS);
-        assert!(
-            FOREVER_MS.checked_mul(3).is_some(),
-            "now + lease + ttl fits"
-        );
-        assert_eq!(millis(UNIX_EPOCH - Duration::from_secs(1)), 0);
-    }
 
     #[test]
     fn responses_past_the_limit_are_refused() {
@@ -416,13 +520,100 @@ mod tests {
     fn a_stored_response_of_another_shape_is_a_codec_error() {
         let fingerprint = Fingerprint::of(b"pay");
         let stored = fingerprint.as_u64() as i64;
-        let answer = decide::<u32>(fingerprint, stored, "completed", Some(b"\"text\""));
+        let completed = |bytes: &[u8]| (stored, "completed".to_owned(), Some(bytes.to_vec()));
+        let answer = decide::<u32>(fingerprint, completed(b"\"text\""));
         assert!(matches!(answer, Err(StoreError::Codec(_))));
-        let answer = decide::<u32>(fingerprint, stored, "completed", Some(b"7"));
+        let answer = decide::<u32>(fingerprint, completed(b"7"));
         assert!(matches!(answer, Ok(Decision::Replay(7))));
-        let answer = decide::<u32>(fingerprint, stored + 1, "completed", Some(b"7"));
+        let answer = decide::<u32>(fingerprint, (stored + 1, "completed".to_owned(), None));
         assert!(matches!(answer, Ok(Decision::Mismatch)));
-        let answer = decide::<u32>(fingerprint, stored, "running", None);
+        let answer = decide::<u32>(fingerprint, (stored, "running".to_owned(), None));
         assert!(matches!(answer, Ok(Decision::InProgress)));
+    }
+
+    /// The claim statement of a `begin` whose answer was lost (the connection broke after the
+    /// commit) runs again with the same token: the key is still its own, not another's.
+    async fn a_claim_retried_with_its_token_is_recognised_as_its_own<B: Backend>(
+        pool: sqlx::Pool<B>,
+    ) {
+        let store = SqlStore::<B, ()>::on(pool);
+        store.migrate_schema().await.unwrap();
+        let row = ClaimRow {
+            scope: "",
+            key: "k",
+            fingerprint: 7,
+            token: 42,
+            now: Some(1_000),
+            lease: 60_000,
+            ttl: 86_400_000,
+        };
+        let claim_once = async |row: &ClaimRow<'_>| {
+            let claim = Claim::new("", IdempotencyKey::from("k"), 0, row.token as u64);
+            let mut in_flight = InFlight::new::<RunOn<B>>(store.pool(), B::statements(), claim);
+            let claimed = RunOn::<B>::claim(&mut in_flight, B::statements(), row)
+                .await
+                .unwrap();
+            in_flight.settled();
+            claimed
+        };
+        assert!(matches!(claim_once(&row).await, Claimed::Mine(1)));
+        // The answer to the first statement was lost: the same statement again is still ours.
+        assert!(matches!(claim_once(&row).await, Claimed::Mine(1)));
+        // Another request's token does not get it: it finds the row running.
+        let other = ClaimRow { token: 43, ..row };
+        let claimed = claim_once(&other).await;
+        assert!(matches!(claimed, Claimed::Other((7, ref state, None)) if state == "running"));
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn a_sqlite_claim_retried_with_its_token_is_recognised_as_its_own() {
+        let dir = std::env::temp_dir().join(format!("retry-claim-{}", IdempotencyKey::new()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pool = super::super::SqliteStore::<()>::open(dir.join("store.db"))
+            .await
+            .unwrap()
+            .pool()
+            .clone();
+        a_claim_retried_with_its_token_is_recognised_as_its_own(pool).await;
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(feature = "postgres")]
+    #[tokio::test]
+    async fn a_postgres_claim_retried_with_its_token_is_recognised_as_its_own() {
+        let Some(pool) = fresh_schema("a_postgres_claim_retried_with_its_token").await else {
+            return;
+        };
+        a_claim_retried_with_its_token_is_recognised_as_its_own(pool).await;
+    }
+
+    /// A pool on a fresh schema of the server in `RETRY_TEST_POSTGRES_URL` (`.ci/postgres.sh`),
+    /// or `None` after saying how to run the test (a failure when `CI` is set).
+    #[cfg(feature = "postgres")]
+    pub(crate) async fn fresh_schema(test: &str) -> Option<sqlx::PgPool> {
+        use std::io::Write;
+        let Ok(url) = std::env::var("RETRY_TEST_POSTGRES_URL") else {
+            let message = format!(
+                "{test} needs PostgreSQL: run it with \
+                 `.ci/postgres.sh run cargo test -p retry-durable --lib {test}`"
+            );
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI is set, so a skip is a failure: {message}"
+            );
+            let _ = writeln!(std::io::stderr(), "skipped: {message}");
+            return None;
+        };
+        let schema = format!("unit_{}", IdempotencyKey::new().as_str().replace('-', ""));
+        let admin = sqlx::PgPool::connect(&url).await.unwrap();
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+            .execute(&admin)
+            .await
+            .unwrap();
+        let options: sqlx::postgres::PgConnectOptions = url.parse().unwrap();
+        Some(sqlx::PgPool::connect_lazy_with(
+            options.options([("search_path", schema.as_str())]),
+        ))
     }
 }

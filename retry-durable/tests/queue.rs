@@ -6,7 +6,9 @@
 mod common;
 
 use common::{Database, Engine};
-use retry_durable::queue::{Claim, Job, Outcome, Queue, QueueError, Retried, State, Worker};
+use retry_durable::queue::{
+    Claim, Job, Location, Outcome, Queue, QueueError, Retried, State, Worker,
+};
 use retry_runtime::{BreakerState, CircuitBreaker, Policy};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -56,6 +58,7 @@ on_both!(
     the_worker_keeps_its_pace,
     the_worker_retries_passing_failures_and_buries_permanent_ones,
     the_worker_waits_for_the_breaker_and_sends_the_trial_alone,
+    a_table_made_before_versions_is_adopted_and_a_newer_one_refused,
 );
 
 async fn open(engine: Engine, test: &str) -> Option<(Database, Queue)> {
@@ -499,5 +502,112 @@ async fn the_worker_waits_for_the_breaker_and_sends_the_trial_alone(engine: Engi
     assert!(
         spans[1..].iter().all(|(start, _)| *start >= trial_end),
         "the trial ran alone: {spans:?}"
+    );
+}
+
+/// The table as the queue created it before it kept a version (`CREATE … IF NOT EXISTS` at
+/// every open), word for word.
+fn table_before_versions(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Sqlite => {
+            "BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS retry_jobs (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue        TEXT    NOT NULL,
+    key          TEXT    NOT NULL,
+    payload      TEXT    NOT NULL,
+    state        TEXT    NOT NULL CHECK (state IN ('available', 'running', 'done', 'dead')),
+    attempts     INTEGER NOT NULL,
+    max_attempts INTEGER NOT NULL,
+    run_at       INTEGER NOT NULL,
+    token        INTEGER,
+    worker       TEXT,
+    last_error   TEXT,
+    result       TEXT,
+    created_at   INTEGER NOT NULL,
+    finished_at  INTEGER,
+    UNIQUE (queue, key)
+);
+CREATE INDEX IF NOT EXISTS retry_jobs_due ON retry_jobs (queue, run_at)
+    WHERE state IN ('available', 'running');
+COMMIT;"
+        }
+        Engine::Postgres => {
+            "SELECT pg_advisory_xact_lock(7411);
+CREATE TABLE IF NOT EXISTS retry_jobs (
+    id           BIGINT  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    queue        TEXT    NOT NULL,
+    key          TEXT    NOT NULL,
+    payload      TEXT    NOT NULL,
+    state        TEXT    NOT NULL CHECK (state IN ('available', 'running', 'done', 'dead')),
+    attempts     BIGINT  NOT NULL,
+    max_attempts BIGINT  NOT NULL,
+    run_at       BIGINT  NOT NULL,
+    token        BIGINT,
+    worker       TEXT,
+    last_error   TEXT,
+    result       TEXT,
+    created_at   BIGINT  NOT NULL,
+    finished_at  BIGINT,
+    UNIQUE (queue, key)
+);
+CREATE INDEX IF NOT EXISTS retry_jobs_due ON retry_jobs (queue, run_at)
+    WHERE state IN ('available', 'running');"
+        }
+    }
+}
+
+async fn a_table_made_before_versions_is_adopted_and_a_newer_one_refused(engine: Engine) {
+    let Some(db) = Database::fresh(engine, "a_table_made_before_versions").await else {
+        return;
+    };
+    let pool = retry_durable::queue::connect(&Location::parse(&db.url))
+        .await
+        .expect("a pool");
+    sqlx::raw_sql(table_before_versions(engine))
+        .execute(&pool)
+        .await
+        .expect("the table of an older release");
+    sqlx::query(
+        "INSERT INTO retry_jobs (queue, key, payload, state, attempts, max_attempts, run_at, \
+         created_at) VALUES ('tasks', 'k', '{\"name\":\"old\"}', 'available', 0, 3, 0, 0)",
+    )
+    .execute(&pool)
+    .await
+    .expect("a job enqueued by an older release");
+
+    // Opened by this release, twice: the table and its job are taken as version 1.
+    for _ in 0..2 {
+        Queue::open(&db.url, "tasks")
+            .await
+            .expect("the queue opens");
+    }
+    let version: i64 = sqlx::query_scalar("SELECT CAST(version AS BIGINT) FROM retry_jobs_schema")
+        .fetch_one(&pool)
+        .await
+        .expect("the version row");
+    assert_eq!(version, 1);
+    let queue = Queue::open(&db.url, "tasks")
+        .await
+        .expect("the queue opens");
+    let (job, claim) = claim(&queue, 60_000).await.expect("the old job");
+    assert_eq!(
+        (job.key.as_str(), job.payload, job.max_attempts),
+        ("k", task("old"), 3)
+    );
+    claim.complete(&"done").await.expect("completed");
+
+    // A table from a newer release is refused, with what to do.
+    sqlx::query("UPDATE retry_jobs_schema SET version = 2")
+        .execute(&pool)
+        .await
+        .expect("a newer version");
+    let refused = Queue::open(&db.url, "tasks").await;
+    let Err(QueueError::Schema(message)) = &refused else {
+        panic!("a newer table is refused: {refused:?}");
+    };
+    assert!(
+        message.starts_with("the job queue's schema is version 2, newer than version 1"),
+        "{message}"
     );
 }

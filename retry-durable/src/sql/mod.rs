@@ -49,7 +49,7 @@ pub struct Dialect {
 }
 
 /// SQLite's dialect.
-pub const SQLITE: Dialect = Dialect {
+pub static SQLITE: Dialect = Dialect {
     clock: "CAST(unixepoch('subsec') * 1000 AS INTEGER)",
     int: "INTEGER",
     blob: "BLOB",
@@ -61,7 +61,7 @@ pub const SQLITE: Dialect = Dialect {
 };
 
 /// PostgreSQL's dialect.
-pub const POSTGRES: Dialect = Dialect {
+pub static POSTGRES: Dialect = Dialect {
     clock: "CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000 AS BIGINT)",
     int: "BIGINT",
     blob: "BYTEA",
@@ -99,7 +99,9 @@ pub mod sealed {
         /// The name of the store on this engine, for `Debug`.
         const STORE: &'static str;
         /// The store's statements rendered for this engine, once.
-        fn statements() -> &'static super::StoreStatements;
+        fn statements() -> &'static super::StoreStatements {
+            super::StoreStatements::of(Self::DIALECT)
+        }
     }
 }
 
@@ -108,11 +110,6 @@ impl sealed::Engine for sqlx::Sqlite {
     const DIALECT: &'static Dialect = &SQLITE;
     type Run = Generic;
     const STORE: &'static str = "SqliteStore";
-    fn statements() -> &'static StoreStatements {
-        static STATEMENTS: std::sync::LazyLock<StoreStatements> =
-            std::sync::LazyLock::new(|| StoreStatements::new(&SQLITE));
-        &STATEMENTS
-    }
 }
 #[cfg(feature = "sqlite")]
 impl Backend for sqlx::Sqlite {}
@@ -122,11 +119,6 @@ impl sealed::Engine for sqlx::Postgres {
     const DIALECT: &'static Dialect = &POSTGRES;
     type Run = Generic;
     const STORE: &'static str = "PostgresStore";
-    fn statements() -> &'static StoreStatements {
-        static STATEMENTS: std::sync::LazyLock<StoreStatements> =
-            std::sync::LazyLock::new(|| StoreStatements::new(&POSTGRES));
-        &STATEMENTS
-    }
 }
 #[cfg(feature = "postgres")]
 impl Backend for sqlx::Postgres {}

@@ -8,6 +8,7 @@ use retry_runtime::retry;
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Pool, Row, Transaction};
 use std::future::Future;
+use std::sync::LazyLock;
 
 /// The store's table, version by version (see `SqliteStore`'s and `PostgresStore`'s docs).
 pub const STORE_SCHEMA: Schema = Schema {
@@ -86,9 +87,9 @@ pub struct StoreStatements {
     /// `$1` scope, `$2` key, `$3` injected time, `$4` fingerprint, `$5` token: the row and
     /// whether it is free.
     read: String,
-    /// `$1` response, `$2` injected time, `$3` TTL, `$4` scope, `$5` key, `$6` token.
+    /// `$1` scope, `$2` key, `$3` token, `$4` response, `$5` injected time, `$6` TTL.
     complete: String,
-    /// `$1` injected time, `$2` lease, `$3` TTL, `$4` scope, `$5` key, `$6` token.
+    /// `$1` scope, `$2` key, `$3` token, `$4` injected time, `$5` lease, `$6` TTL.
     renew: String,
     /// `$1` scope, `$2` key, `$3` token: whether the token holds the key.
     holds: String,
@@ -100,7 +101,20 @@ pub struct StoreStatements {
 }
 
 impl StoreStatements {
-    pub fn new(dialect: &Dialect) -> Self {
+    /// The statements in `dialect` (one of the layer's two), rendered on first use.
+    pub fn of(dialect: &'static Dialect) -> &'static Self {
+        static SQLITE: LazyLock<StoreStatements> =
+            LazyLock::new(|| StoreStatements::new(&super::SQLITE));
+        static POSTGRES: LazyLock<StoreStatements> =
+            LazyLock::new(|| StoreStatements::new(&super::POSTGRES));
+        if std::ptr::eq(dialect, &super::SQLITE) {
+            &SQLITE
+        } else {
+            &POSTGRES
+        }
+    }
+
+    fn new(dialect: &Dialect) -> Self {
         let claim_or_read = format!(
             "{now}, claimed AS ({CLAIM})
 SELECT TRUE AS claimed, claim, NULL::BIGINT AS fingerprint, NULL::TEXT AS state,
@@ -123,16 +137,16 @@ FROM retry_idempotency_keys, now WHERE scope = $1 AND key = $2",
             ),
             format!(
                 "{} UPDATE retry_idempotency_keys
-SET state = 'completed', response = $1, completed_at = now.ms, lease_until = NULL,
-    expires_at = now.ms + $3
-FROM now WHERE scope = $4 AND key = $5 AND token = $6",
-                now("$2")
+SET state = 'completed', response = $4, completed_at = now.ms, lease_until = NULL,
+    expires_at = now.ms + $6
+FROM now WHERE scope = $1 AND key = $2 AND token = $3",
+                now("$5")
             ),
             format!(
                 "{} UPDATE retry_idempotency_keys
-SET lease_until = now.ms + $2, expires_at = now.ms + $2 + $3
-FROM now WHERE scope = $4 AND key = $5 AND token = $6 AND state = 'running'",
-                now("$1")
+SET lease_until = now.ms + $5, expires_at = now.ms + $5 + $6
+FROM now WHERE scope = $1 AND key = $2 AND token = $3 AND state = 'running'",
+                now("$4")
             ),
             format!(
                 "{} DELETE FROM retry_idempotency_keys WHERE (scope, key) IN (
@@ -457,13 +471,7 @@ where
         now: Option<i64>,
         ttl: i64,
     ) -> Result<u64, sqlx::Error> {
-        let done = sqlx::query(sql.complete.as_str())
-            .bind(response)
-            .bind(now)
-            .bind(ttl)
-            .bind(claim.scope())
-            .bind(claim.key().as_str())
-            .bind(claim.token() as i64)
+        let done = bind_complete(sql, claim, response, now, ttl)
             .execute(&mut **transaction)
             .await?;
         Ok(done.rows())
@@ -478,13 +486,7 @@ where
         now: Option<i64>,
         ttl: i64,
     ) -> Result<u64, sqlx::Error> {
-        let done = sqlx::query(sql.complete.as_str())
-            .bind(response.to_vec())
-            .bind(now)
-            .bind(ttl)
-            .bind(claim.scope())
-            .bind(claim.key().as_str())
-            .bind(claim.token() as i64)
+        let done = bind_complete(sql, claim, response.to_vec(), now, ttl)
             .execute(pool)
             .await?;
         Ok(done.rows())
@@ -512,13 +514,10 @@ where
         lease: i64,
         ttl: i64,
     ) -> Result<u64, sqlx::Error> {
-        let done = sqlx::query(sql.renew.as_str())
+        let done = bind_token(sqlx::query(sql.renew.as_str()), claim)
             .bind(now)
             .bind(lease)
             .bind(ttl)
-            .bind(claim.scope())
-            .bind(claim.key().as_str())
-            .bind(claim.token() as i64)
             .execute(pool)
             .await?;
         Ok(done.rows())
@@ -617,6 +616,27 @@ where
         .bind(row.now)
         .bind(row.lease)
         .bind(row.ttl)
+}
+
+/// The completion, with its arguments.
+fn bind_complete<'q, DB>(
+    sql: &'static StoreStatements,
+    claim: &'q Claim,
+    response: Vec<u8>,
+    now: Option<i64>,
+    ttl: i64,
+) -> Query<'q, DB>
+where
+    DB: sqlx::Database,
+    i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<i64>: sqlx::Encode<'q, DB>,
+    &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Vec<u8>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    bind_token(sqlx::query(sql.complete.as_str()), claim)
+        .bind(response)
+        .bind(now)
+        .bind(ttl)
 }
 
 /// A claim's scope, key and token, `$1` to `$3`.

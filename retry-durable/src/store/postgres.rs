@@ -6,10 +6,10 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::{PgPool, Postgres};
 use std::time::Duration;
 
-/// An [`IdempotencyStore`](super::IdempotencyStore) in one PostgreSQL database, shared by every replica of the service:
-/// a retry that lands on another replica finds the key, and two requests with the same new key
-/// on two replicas get exactly one [`Begin::Execute`](super::Begin::Execute). The handler's own rows go in the same
-/// database, in the same transaction as the key's completion.
+/// An [`IdempotencyStore`](super::IdempotencyStore) in one PostgreSQL database, shared by every
+/// replica of the service: a retry that lands on another replica finds the key, and two requests
+/// with the same new key on two replicas get exactly one [`Begin::Execute`](super::Begin::Execute).
+/// The handler's own rows go in the same database, in the same transaction as the key's completion.
 ///
 /// ```no_run
 /// # #[tokio::main(flavor = "current_thread")]
@@ -86,20 +86,25 @@ use std::time::Duration;
 /// running payload a mismatch; otherwise it runs the statement again, with a new snapshot that
 /// sees the winning claim.
 ///
-/// [`Guard::transaction`](super::Guard::transaction) opens a transaction at the server's default isolation (read committed
-/// unless configured otherwise); `complete` runs `UPDATE … WHERE token = $n` in it and commits,
-/// or rolls back when the token no longer holds the key. A takeover and a completion lock the
-/// same row, so exactly one of them wins. At repeatable read or serializable (the server's
-/// default, or `SET TRANSACTION` by the handler), a transaction that read the row before a
-/// takeover changed it fails there with a serialization failure (40001) instead: `complete`
-/// then rolls back, reads the row afresh, and answers [`StoreError::Superseded`](super::StoreError::Superseded) when the token
-/// no longer holds the key, at every isolation level. A 40001 reaches the caller as a transient
-/// [`StoreError::Database`](super::StoreError::Database) only when the claim still holds the key, and a retry may succeed.
+/// [`Guard::transaction`](super::Guard::transaction) opens a transaction at the server's default
+/// isolation (read committed unless configured otherwise); `complete` runs `UPDATE … WHERE token =
+/// $n` in it and commits, or rolls back when the token no longer holds the key. A takeover and a
+/// completion lock the same row, so exactly one of them wins. At repeatable read or serializable
+/// (the server's default, or `SET TRANSACTION` by the handler), a transaction that read the row
+/// before a takeover changed it fails there with a serialization failure (40001) instead:
+/// `complete` then rolls back, reads the row afresh, and answers
+/// [`StoreError::Superseded`](super::StoreError::Superseded) when the token no longer holds the
+/// key, at every isolation level. A 40001 reaches the caller as a transient
+/// [`StoreError::Database`](super::StoreError::Database) only when the claim still holds the key,
+/// and a retry may succeed.
 ///
 /// Times come from the database's clock (`statement_timestamp()`), so that replicas whose clocks
 /// differ agree on when a lease ends, or from [`with_clock`](PostgresStore::with_clock) in
 /// tests. A replay is one round trip; a new key is one round trip before the handler and one
 /// statement inside its transaction.
+///
+/// The statements are [`SqlStore`]'s, written once for both engines; this page lists what
+/// PostgreSQL adds.
 pub type PostgresStore<R> = SqlStore<Postgres, R>;
 
 impl<R> SqlStore<Postgres, R> {

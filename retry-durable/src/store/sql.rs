@@ -225,11 +225,8 @@ where
                     }
                     Claimed::Other(taken) => {
                         in_flight.settled();
-                        return Ok(match decide(fingerprint, taken)? {
-                            Decision::Replay(response) => Begin::Replay(response),
-                            Decision::InProgress => Begin::InProgress,
-                            Decision::Mismatch => Begin::Mismatch,
-                        });
+                        let answers = (Begin::Replay, Begin::InProgress, Begin::Mismatch);
+                        return decide(fingerprint, taken, answers);
                     }
                     // Claimed by another request after this statement's snapshot (the snapshot
                     // had no row, or a free one), or released in between: claim again, with a
@@ -388,11 +385,8 @@ where
                 // A replay, a mismatch and a running lease-mode key are answered by this read,
                 // one round trip that opens no transaction and never waits for a writer.
                 if let Some(taken) = RunOn::<B>::read(&self.pool, sql, &row).await.map_err(db)? {
-                    return Ok(match decide(fingerprint, taken)? {
-                        Decision::Replay(response) => TxBegin::Replay(response),
-                        Decision::InProgress => TxBegin::InProgress,
-                        Decision::Mismatch => TxBegin::Mismatch,
-                    });
+                    let answers = (TxBegin::Replay, TxBegin::InProgress, TxBegin::Mismatch);
+                    return decide(fingerprint, taken, answers);
                 }
                 if let Some((transaction, number)) =
                     RunOn::<B>::claim_in_transaction(&self.pool, B::DIALECT, sql, &row)
@@ -463,26 +457,21 @@ fn encode<R: Serialize>(response: &R, limit: usize) -> Result<Vec<u8>, StoreErro
     Ok(bytes)
 }
 
-/// What `begin` answers for a key it did not claim.
-enum Decision<R> {
-    Replay(R),
-    InProgress,
-    Mismatch,
-}
-
-/// The answer for a row that another claim holds or completed.
-fn decide<R: DeserializeOwned>(
+/// The answer for a row that another claim holds or completed, as one of `answers`: a replay
+/// of the stored response, in progress, a mismatch.
+fn decide<R: DeserializeOwned, A>(
     fingerprint: Fingerprint,
     (stored_fingerprint, state, response): Taken,
-) -> Result<Decision<R>, StoreError> {
+    (replay, in_progress, mismatch): (impl FnOnce(R) -> A, A, A),
+) -> Result<A, StoreError> {
     if stored_fingerprint != fingerprint.as_u64() as i64 {
-        return Ok(Decision::Mismatch);
+        return Ok(mismatch);
     }
     match (state.as_str(), response) {
         ("completed", Some(bytes)) => serde_json::from_slice(&bytes)
-            .map(Decision::Replay)
+            .map(replay)
             .map_err(|e| StoreError::Codec(Box::new(e))),
-        _ => Ok(Decision::InProgress),
+        _ => Ok(in_progress),
     }
 }
 
@@ -521,14 +510,25 @@ mod tests {
         let fingerprint = Fingerprint::of(b"pay");
         let stored = fingerprint.as_u64() as i64;
         let completed = |bytes: &[u8]| (stored, "completed".to_owned(), Some(bytes.to_vec()));
-        let answer = decide::<u32>(fingerprint, completed(b"\"text\""));
+        let answers = || {
+            (
+                |n: u32| format!("replay {n}"),
+                "in progress".into(),
+                "mismatch".into(),
+            )
+        };
+        let answer = decide(fingerprint, completed(b"\"text\""), answers());
         assert!(matches!(answer, Err(StoreError::Codec(_))));
-        let answer = decide::<u32>(fingerprint, completed(b"7"));
-        assert!(matches!(answer, Ok(Decision::Replay(7))));
-        let answer = decide::<u32>(fingerprint, (stored + 1, "completed".to_owned(), None));
-        assert!(matches!(answer, Ok(Decision::Mismatch)));
-        let answer = decide::<u32>(fingerprint, (stored, "running".to_owned(), None));
-        assert!(matches!(answer, Ok(Decision::InProgress)));
+        let answer = decide(fingerprint, completed(b"7"), answers());
+        assert_eq!(answer.unwrap(), "replay 7");
+        let answer = decide(
+            fingerprint,
+            (stored + 1, "completed".to_owned(), None),
+            answers(),
+        );
+        assert_eq!(answer.unwrap(), "mismatch");
+        let answer = decide(fingerprint, (stored, "running".to_owned(), None), answers());
+        assert_eq!(answer.unwrap(), "in progress");
     }
 
     /// The claim statement of a `begin` whose answer was lost (the connection broke after the

@@ -7,9 +7,9 @@ use sqlx::{Sqlite, SqlitePool};
 use std::path::Path;
 use std::time::Duration;
 
-/// An [`IdempotencyStore`](super::IdempotencyStore) in a SQLite file: the embedded default. It survives a restart of the
-/// service, and processes on one machine can share the file; the handler's own rows go in the
-/// same file, in the same transaction as the key's completion.
+/// An [`IdempotencyStore`](super::IdempotencyStore) in a SQLite file: the embedded default. It
+/// survives a restart of the service, and processes on one machine can share the file; the
+/// handler's own rows go in the same file, in the same transaction as the key's completion.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -82,8 +82,9 @@ use std::time::Duration;
 ///
 /// # The statements
 ///
-/// `begin` first reads the key's row, and whether it is free: a completed key (replay), a running one (in progress) and a
-/// mismatch are answered from that read, which in write-ahead-log mode never waits for a writer.
+/// `begin` first reads the key's row and whether it is free: a completed key (replay), a running
+/// one (in progress) and a mismatch are answered from that read, which in write-ahead-log mode
+/// never waits for a writer.
 /// Only when the row is missing or free does it claim, with one `INSERT … ON CONFLICT (scope,
 /// key) DO UPDATE … WHERE <free> RETURNING claim`, where a row is free when its TTL has passed,
 /// or it is running with an ended lease and the same fingerprint. The read decides nothing about
@@ -91,11 +92,11 @@ use std::time::Duration;
 /// two processes cannot both claim. When it claims nothing (another request was faster), `begin`
 /// reads again.
 ///
-/// [`Guard::transaction`](super::Guard::transaction) opens `BEGIN IMMEDIATE`; `complete` runs an `UPDATE … WHERE token = ?`
-/// in it and commits, or rolls back when the token no longer holds the key. SQLite has one
-/// writer at a time: while a handler's transaction is open, the claim of another new key waits
-/// for it (up to the busy timeout, then `begin` fails with a transient error). Keep the
-/// transaction short: make calls to other systems before opening it.
+/// [`Guard::transaction`](super::Guard::transaction) opens `BEGIN IMMEDIATE`; `complete` runs an
+/// `UPDATE … WHERE token = ?` in it and commits, or rolls back when the token no longer holds the
+/// key. SQLite has one writer at a time: while a handler's transaction is open, the claim of
+/// another new key waits for it (up to the busy timeout, then `begin` fails with a transient
+/// error). Keep the transaction short: make calls to other systems before opening it.
 ///
 /// Times come from SQLite's clock (the machine's), read by each statement, or from
 /// [`with_clock`](SqliteStore::with_clock) in tests.
@@ -103,6 +104,9 @@ use std::time::Duration;
 /// [`open`](SqliteStore::open) sets the file up for this: write-ahead logging (readers do not
 /// wait for the writer), `synchronous = FULL` (a commit is on disk before `complete` returns),
 /// and a busy timeout of 5 s (a writer waits that long for another).
+///
+/// The statements are [`SqlStore`]'s, written once for both engines; this page lists what
+/// SQLite adds.
 pub type SqliteStore<R> = SqlStore<Sqlite, R>;
 
 impl<R> SqlStore<Sqlite, R> {

@@ -33,6 +33,7 @@ mod shapes;
 mod testing_recorder;
 mod timeout;
 mod timing;
+mod tower_layer;
 mod tracing_events;
 mod transactional_stores;
 mod verdict;

@@ -28,6 +28,7 @@ mod nested;
 mod non_idempotent;
 mod on_result;
 mod policy;
+mod reqwest_middleware;
 mod send;
 mod shapes;
 mod testing_recorder;

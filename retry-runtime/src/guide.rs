@@ -34,7 +34,15 @@ pub mod protecting {}
 #[doc = include_str!("../docs/fallback.md")]
 pub mod fallback {}
 
-#[doc = include_str!("../docs/tower.md")]
+// The guide's examples need both features; docs.rs builds with every feature.
+#[cfg_attr(
+    all(feature = "tower", feature = "reqwest-middleware"),
+    doc = include_str!("../docs/tower.md")
+)]
+#[cfg_attr(
+    not(all(feature = "tower", feature = "reqwest-middleware")),
+    doc = "The guide to the tower layer and the reqwest middleware: built with the features `tower` and `reqwest-middleware` (docs.rs has every feature)."
+)]
 pub mod tower {}
 
 #[doc = include_str!("../docs/testing.md")]

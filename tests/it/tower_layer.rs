@@ -463,3 +463,43 @@ async fn an_open_breaker_refuses_without_sending() {
     assert_eq!(received.lock().unwrap().len(), 1);
     assert_eq!(attempts.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn inside_a_retrying_function_the_layer_sends_once_and_the_function_retries() {
+    fn retry_everything(_: &BoxError) -> bool {
+        true
+    }
+
+    #[retry_runtime::retry(max = 1, base = "5s", jitter = none, on = retry_everything)]
+    async fn pay(
+        service: &(
+             impl Service<
+            Request<TestBody>,
+            Response = Response<hyper::body::Incoming>,
+            Error = BoxError,
+        > + Clone
+         ),
+        url: &str,
+    ) -> Result<StatusCode, BoxError> {
+        let response = service
+            .clone()
+            .oneshot(request(Method::GET, url, full("")))
+            .await?;
+        match response.status() {
+            StatusCode::OK => Ok(StatusCode::OK),
+            status => Err(status.to_string().into()),
+        }
+    }
+
+    let (url, received) = scripted(&[UNAVAILABLE, UNAVAILABLE, PAID]).await;
+    let layer = RetryLayer::new(HttpRetry::new(policy()));
+    let counters = layer.counters();
+    let (service, _) = stack(layer);
+    let started = Instant::now();
+    let error = pay(&service, &url).await.expect_err("two 503s");
+    assert_eq!(error.to_string(), "503 Service Unavailable");
+    // One request per attempt of the function, and the function's pause, not the layer's.
+    assert_eq!(received.lock().unwrap().len(), 2);
+    assert_eq!(started.elapsed(), Duration::from_secs(5));
+    assert_eq!((counters.requests(), counters.retries()), (2, 0));
+}

@@ -20,6 +20,9 @@ pub type BoxError = Box<dyn Error + Send + Sync>;
 /// The largest request body buffered for replay by default: 64 KiB.
 pub const DEFAULT_BODY_LIMIT: usize = 64 * 1024;
 
+/// A `notify` hook, shared by the clones of the options.
+type NotifyFn = Arc<dyn Fn(&Resend) + Send + Sync>;
+
 /// The options of the tower layer and of the reqwest middleware: a [`Policy`] and what the
 /// attribute's other options would say (`budget`, `breaker`, `notify`), the body limit and
 /// whether to add an idempotency key. Cheap to clone (the shared parts are behind `Arc`s).
@@ -32,7 +35,7 @@ pub struct HttpRetry {
     pub(crate) body_limit: usize,
     pub(crate) add_key: bool,
     pub(crate) counters: Arc<Counters>,
-    pub(crate) notify: Option<Arc<dyn Fn(&Resend) + Send + Sync>>,
+    pub(crate) notify: Option<NotifyFn>,
 }
 
 impl fmt::Debug for HttpRetry {
@@ -354,28 +357,6 @@ pub(crate) fn sent_once(config: &HttpRetry, why: SendOnce) {
     tracing::info!(function = config.name, reason = %why, "sending once, without retries");
     #[cfg(not(feature = "tracing"))]
     let _ = why;
-}
-
-/// Whether the error, or an error in its `source()` chain, is a refused connection: the
-/// request never reached the server.
-pub(crate) fn refused(error: &(dyn Error + 'static)) -> bool {
-    let mut next = Some(error);
-    for _ in 0..64 {
-        let Some(error) = next else {
-            return false;
-        };
-        if let Some(io) = error.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::ConnectionRefused {
-                return true;
-            }
-            if let Some(wrapped) = io.get_ref() {
-                next = Some(wrapped);
-                continue;
-            }
-        }
-        next = error.source();
-    }
-    false
 }
 
 /// The error of one attempt inside the loop: the service's, or the breaker's refusal.

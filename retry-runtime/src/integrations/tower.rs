@@ -80,7 +80,24 @@ pub fn error_verdict(error: &(dyn Error + 'static)) -> Verdict {
 /// })
 /// ```
 pub fn never_sent(error: &(dyn Error + 'static)) -> bool {
-    replay::refused(error)
+    let mut next = Some(error);
+    for _ in 0..64 {
+        let Some(error) = next else {
+            return false;
+        };
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::ConnectionRefused {
+                return true;
+            }
+            // `io::Error::source` is the wrapped error's source, not the wrapped error.
+            if let Some(wrapped) = io.get_ref() {
+                next = Some(wrapped);
+                continue;
+            }
+        }
+        next = error.source();
+    }
+    false
 }
 
 /// The layer: wraps a service in a [`RetryService`]. Cheap to clone; every service it makes

@@ -19,7 +19,7 @@
 //!
 //! - **Verdicts**: a response by [`reqwest::response_verdict`](super::reqwest::response_verdict)
 //!   (the status table, `Retry-After` as a floor for the pause), a `reqwest::Error` by its
-//!   [`Transient`](crate::Transient) implementation; an error of another middleware is not
+//!   [`Transient`] implementation; an error of another middleware is not
 //!   retried.
 //! - **Keys**: GET, HEAD, OPTIONS, TRACE, PUT and DELETE are resent; POST, PATCH and any other
 //!   method only with a valid `Idempotency-Key` header, which

@@ -240,10 +240,10 @@ impl<B, E> tower::retry::Policy<Request<B>, Response<Incoming>, E> for TowerPoli
         _: &mut Request<B>,
         result: &mut Result<Response<Incoming>, E>,
     ) -> Option<Self::Future> {
-        if std::mem::take(&mut self.first) {
-            if let Some(budget) = &self.budget {
-                budget.deposit();
-            }
+        if std::mem::take(&mut self.first)
+            && let Some(budget) = &self.budget
+        {
+            budget.deposit();
         }
         let failed = match result {
             Ok(response) => response.status().is_server_error() || response.status() == 429,
@@ -252,10 +252,10 @@ impl<B, E> tower::retry::Policy<Request<B>, Response<Incoming>, E> for TowerPoli
         if !failed || self.left == 0 {
             return None;
         }
-        if let Some(budget) = &self.budget {
-            if !budget.withdraw() {
-                return None;
-            }
+        if let Some(budget) = &self.budget
+            && !budget.withdraw()
+        {
+            return None;
         }
         self.left -= 1;
         Some(self.backoff.next_backoff())

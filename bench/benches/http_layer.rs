@@ -2,7 +2,8 @@
 //! tower-resilience's `RetryLayer`: `cargo bench -p retry-bench --bench http_layer`. The service
 //! below answers 200 at once (a `service_fn`), so what is measured is the layer alone: the
 //! request taken apart and put together, the body (empty, known length) buffered, the method
-//! and key checked, the loop's one decision, and the boxed future.
+//! and key checked, the loop's one decision, and the boxed future. tower-resilience's row needs
+//! `--features tower-resilience`.
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -93,21 +94,24 @@ fn happy_path(c: &mut Criterion) {
         })
     });
 
-    type Req = Request<Full<Bytes>>;
-    let resilience = tower::ServiceBuilder::new()
-        .layer(
-            tower_resilience_retry::RetryLayer::<Req, Response<()>, Infallible>::builder()
-                .max_attempts(4)
-                .exponential_backoff(Duration::from_millis(10))
-                .build(),
-        )
-        .service_fn(ok::<Full<Bytes>>);
-    g.bench_function("tower-resilience RetryLayer", |b| {
-        b.to_async(&runtime).iter(|| {
-            let service = resilience.clone();
-            async move { black_box(service.oneshot(black_box(request())).await) }
-        })
-    });
+    #[cfg(feature = "tower-resilience")]
+    {
+        type Req = Request<Full<Bytes>>;
+        let resilience = tower::ServiceBuilder::new()
+            .layer(
+                tower_resilience_retry::RetryLayer::<Req, Response<()>, Infallible>::builder()
+                    .max_attempts(4)
+                    .exponential_backoff(Duration::from_millis(10))
+                    .build(),
+            )
+            .service_fn(ok::<Full<Bytes>>);
+        g.bench_function("tower-resilience RetryLayer", |b| {
+            b.to_async(&runtime).iter(|| {
+                let service = resilience.clone();
+                async move { black_box(service.oneshot(black_box(request())).await) }
+            })
+        });
+    }
     g.finish();
 }
 

@@ -6,7 +6,8 @@
 //! `reqwest-retry` (0.9.1). Each runs against the same scripted HTTP/1 server on loopback, on
 //! the real clock (a `Retry-After: 1` costs a real second), and the program prints two markdown
 //! tables of what was observed: what the server received and what the caller got. The jitter
-//! cap is drawn from each crate's backoff 10,000 times. About 10 s.
+//! cap is drawn from each crate's backoff 10,000 times. About 4 s. The tower-resilience column
+//! needs `--features tower-resilience` (see bench/Cargo.toml why it is optional).
 
 use bytes::Bytes;
 use http::{Method, Request, Response};
@@ -319,6 +320,7 @@ fn tower_retry(budget: Option<Arc<TpsBudget>>) -> Caller {
     })
 }
 
+#[cfg(feature = "tower-resilience")]
 /// tower-resilience's `RetryLayer`: three retries, exponential backoff from 10 ms, errors and
 /// 5xx/429 retried. Its requests must be `Clone`, so a stream body does not compile; that
 /// scenario is answered from its bounds.
@@ -561,18 +563,21 @@ fn jitter_caps() -> [String; 4] {
         }
         longest
     });
-    use tower_resilience_retry::IntervalFunction;
-    let resilience = tower_resilience_retry::ExponentialRandomBackoff::new(s, 0.5)
-        .expect("a valid backoff")
-        .max_interval(cap);
-    let resilience_max = (0..RUNS)
-        .flat_map(|_| {
-            (0..3)
-                .map(|n| resilience.next_interval(n))
-                .collect::<Vec<_>>()
-        })
-        .max()
-        .unwrap_or_default();
+    #[cfg(feature = "tower-resilience")]
+    let resilience_max = {
+        use tower_resilience_retry::IntervalFunction;
+        let resilience = tower_resilience_retry::ExponentialRandomBackoff::new(s, 0.5)
+            .expect("a valid backoff")
+            .max_interval(cap);
+        (0..RUNS)
+            .flat_map(|_| {
+                (0..3)
+                    .map(|n| resilience.next_interval(n))
+                    .collect::<Vec<_>>()
+            })
+            .max()
+            .unwrap_or_default()
+    };
     use reqwest_retry::RetryPolicy;
     let reqwest_max = (0..RUNS)
         .flat_map(|_| {
@@ -598,15 +603,22 @@ fn jitter_caps() -> [String; 4] {
     [
         show("`max_delay(2s)`, default jitter", ours_max),
         show("`ExponentialBackoffMaker::new(1s, 2s, 0.5)`", tower_max),
+        #[cfg(feature = "tower-resilience")]
         show(
             "`ExponentialRandomBackoff::new(1s, 0.5).max_interval(2s)`",
             resilience_max,
         ),
+        #[cfg(not(feature = "tower-resilience"))]
+        NOT_BUILT.to_string(),
         show("`retry_bounds(1s, 2s)`, default jitter", reqwest_max),
     ]
 }
 
 // ---------------------------------------------------------------- the tables
+
+/// The tower-resilience column without its feature.
+#[cfg(not(feature = "tower-resilience"))]
+const NOT_BUILT: &str = "not built: `--features tower-resilience`";
 
 fn main() {
     let [ours_cap, tower_cap, resilience_cap, reqwest_cap] = jitter_caps();
@@ -630,6 +642,9 @@ fn main() {
             let tower_budget = budgeted
                 .then(|| Arc::new(TpsBudget::new(Duration::from_secs(10), 0, 0.1)));
             let tower = run(scenario, &tower_retry(tower_budget)).await;
+            #[cfg(not(feature = "tower-resilience"))]
+            let resilience = NOT_BUILT;
+            #[cfg(feature = "tower-resilience")]
             let resilience = if budgeted {
                 "budget API (`TokenBucketBudget`, `AimdBudget`: tokens per second), no ratio to requests; not run".to_string()
             } else {

@@ -10,6 +10,7 @@
 //! | [`attempts`] | control over each attempt: timeouts, hooks, logging, the attempt context, policies chosen at run time, other runtimes |
 //! | [`protecting`] | protecting the service that is called: retry budget, circuit breaker, one retrying layer |
 //! | [`fallback`] | what the caller gets after the last attempt |
+//! | [`tower`] | the same loop for every request of a client: a tower layer (features `tower`) and reqwest middleware (`reqwest-middleware`), bodies, keys, never-sent requests |
 //! | [`testing`] | tests that assert pauses and calls without waiting |
 //!
 //! The durable job queue that the portal example drains is documented with that example
@@ -32,6 +33,17 @@ pub mod protecting {}
 
 #[doc = include_str!("../docs/fallback.md")]
 pub mod fallback {}
+
+// The guide's examples need both features; docs.rs builds with every feature.
+#[cfg_attr(
+    all(feature = "tower", feature = "reqwest-middleware"),
+    doc = include_str!("../docs/tower.md")
+)]
+#[cfg_attr(
+    not(all(feature = "tower", feature = "reqwest-middleware")),
+    doc = "The guide to the tower layer and the reqwest middleware: built with the features `tower` and `reqwest-middleware` (docs.rs has every feature)."
+)]
+pub mod tower {}
 
 #[doc = include_str!("../docs/testing.md")]
 pub mod testing {}

@@ -1,0 +1,461 @@
+//! What the tower layer and the reqwest middleware share: the options ([`HttpRetry`]), the
+//! rule of which requests may be sent again (method, key, body), the buffering of a body, the
+//! counters and the events, and the loop, which is the attribute's own
+//! ([`Retry`](crate::__private::Retry)) driven by [`drive!`].
+
+use crate::headers::key_from_header;
+use crate::{CircuitBreaker, CircuitOpen, IdempotencyKey, Policy, RetryBudget, RetryEvent};
+use ::http::{HeaderMap, HeaderValue, Method};
+use bytes::Bytes;
+use http_body::Body;
+use http_body_util::BodyExt;
+use std::error::Error;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// An error of any service, boxed: what tower's own middleware returns (`tower::BoxError`).
+pub type BoxError = Box<dyn Error + Send + Sync>;
+
+/// The largest request body buffered for replay by default: 64 KiB.
+pub const DEFAULT_BODY_LIMIT: usize = 64 * 1024;
+
+/// A `notify` hook, shared by the clones of the options.
+type NotifyFn = Arc<dyn Fn(&Resend) + Send + Sync>;
+
+/// The options of the tower layer and of the reqwest middleware: a [`Policy`] and what the
+/// attribute's other options would say (`budget`, `breaker`, `notify`), the body limit and
+/// whether to add an idempotency key. Cheap to clone (the shared parts are behind `Arc`s).
+#[derive(Clone)]
+pub struct HttpRetry {
+    pub(crate) policy: Policy,
+    pub(crate) name: &'static str,
+    pub(crate) budget: Option<Arc<RetryBudget>>,
+    pub(crate) breaker: Option<Arc<CircuitBreaker>>,
+    pub(crate) body_limit: usize,
+    pub(crate) add_key: bool,
+    pub(crate) counters: Arc<Counters>,
+    pub(crate) notify: Option<NotifyFn>,
+}
+
+impl fmt::Debug for HttpRetry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpRetry")
+            .field("policy", &self.policy)
+            .field("name", &self.name)
+            .field("budget", &self.budget.is_some())
+            .field("breaker", &self.breaker.is_some())
+            .field("body_limit", &self.body_limit)
+            .field("add_key", &self.add_key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpRetry {
+    /// Retries with `policy` (its `max`, backoff, jitter, `max_delay` and `deadline`), under the
+    /// name `"http"` in events.
+    pub fn new(policy: Policy) -> Self {
+        HttpRetry {
+            policy,
+            name: "http",
+            budget: None,
+            breaker: None,
+            body_limit: DEFAULT_BODY_LIMIT,
+            add_key: false,
+            counters: Arc::default(),
+            notify: None,
+        }
+    }
+
+    /// The name the loop's tracing events and [`RetryEvent::function`] carry, for example the
+    /// service called: `"payments"`.
+    pub fn name(mut self, name: &'static str) -> Self {
+        self.name = name;
+        self
+    }
+
+    /// `budget = B`: retries draw from a shared [`RetryBudget`]; each request deposits into it.
+    pub fn budget(mut self, budget: Arc<RetryBudget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// `breaker = B`: while the [`CircuitBreaker`] is open, requests fail at once with
+    /// [`CircuitOpen`] (boxed) without being sent; every attempt feeds it.
+    pub fn breaker(mut self, breaker: Arc<CircuitBreaker>) -> Self {
+        self.breaker = Some(breaker);
+        self
+    }
+
+    /// The largest body buffered so that a request can be sent again ([`DEFAULT_BODY_LIMIT`],
+    /// 64 KiB, by default). A body whose length is not known in advance (a stream) or is larger
+    /// is sent once, as it is, and never retried: [`SendOnce`] says why.
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// Give a POST or PATCH (any method that is not idempotent) that carries no
+    /// `Idempotency-Key` a fresh one ([`IdempotencyKey::new`], a UUID v4), the same on every
+    /// attempt, so that it may be retried. Without this, such a request is retried only when
+    /// it provably never reached the server.
+    pub fn add_idempotency_key(mut self) -> Self {
+        self.add_key = true;
+        self
+    }
+
+    /// `notify = f`: called before each pause with what is about to be resent.
+    pub fn notify(mut self, f: impl Fn(&Resend) + Send + Sync + 'static) -> Self {
+        self.notify = Some(Arc::new(f));
+        self
+    }
+
+    /// The counts of this configuration's requests, retries and requests sent once, shared by
+    /// every clone of it (and of the layer or middleware made from it).
+    pub fn counters(&self) -> Arc<Counters> {
+        Arc::clone(&self.counters)
+    }
+}
+
+/// What `notify` hears before each pause of the tower layer or the reqwest middleware.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Resend {
+    /// The loop's own event: the attempt that failed, the pause, the time spent.
+    pub event: RetryEvent,
+    /// The failed attempt provably never reached the server (a refused connection, a DNS or
+    /// connect failure): it is resent even when the request could not be retried otherwise (a
+    /// POST without a key), as gRPC's transparent retries are.
+    pub never_sent: bool,
+}
+
+/// Why a request was sent once and never retried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SendOnce {
+    /// Its body's length was not known in advance (a stream): buffering it could end past the
+    /// limit with part of it consumed, so it is not buffered.
+    UnknownLength,
+    /// Its body is longer than the limit ([`HttpRetry::body_limit`]).
+    OverLimit {
+        /// The body's length, or the least it will be.
+        length: u64,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+impl fmt::Display for SendOnce {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendOnce::UnknownLength => f.write_str(
+                "the body's length is not known in advance (a stream), so it cannot be buffered to be sent again",
+            ),
+            SendOnce::OverLimit { length, limit } => write!(
+                f,
+                "the body ({length} bytes) is longer than the {limit}-byte buffer limit (`body_limit`)"
+            ),
+        }
+    }
+}
+
+/// Counts of the requests a tower layer or a reqwest middleware handled, shared by its clones.
+#[derive(Debug, Default)]
+pub struct Counters {
+    requests: AtomicU64,
+    retries: AtomicU64,
+    never_sent: AtomicU64,
+    sent_once: AtomicU64,
+    without_key: AtomicU64,
+}
+
+impl Counters {
+    /// Requests handled (each counted once, however many attempts it took).
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+    /// Retries taken, the never-sent ones included.
+    pub fn retries(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
+    }
+    /// Retries of an attempt that provably never reached the server.
+    pub fn never_sent_retries(&self) -> u64 {
+        self.never_sent.load(Ordering::Relaxed)
+    }
+    /// Requests sent once because their body could not be buffered ([`SendOnce`]).
+    pub fn sent_once(&self) -> u64 {
+        self.sent_once.load(Ordering::Relaxed)
+    }
+    /// Non-idempotent requests without a (valid) `Idempotency-Key`, retried only if never sent.
+    pub fn without_key(&self) -> u64 {
+        self.without_key.load(Ordering::Relaxed)
+    }
+    pub(crate) fn count(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Whether a method is idempotent (RFC 9110 §9.2.2): GET, HEAD, OPTIONS, TRACE, PUT, DELETE.
+/// Any other (POST, PATCH, CONNECT, an extension method) needs an idempotency key to be retried.
+pub(crate) fn idempotent(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE
+    )
+}
+
+/// Whether a request may be sent again after it reached the server: an idempotent method, or
+/// a valid `Idempotency-Key` (added here if `add_key` and there is none). Counts one request.
+pub(crate) fn may_resend(config: &HttpRetry, method: &Method, headers: &mut HeaderMap) -> bool {
+    Counters::count(&config.counters.requests);
+    if idempotent(method) {
+        return true;
+    }
+    let present = headers.get(IdempotencyKey::HEADER);
+    if present.is_none() && config.add_key {
+        let key = crate::headers::key_header_value(&IdempotencyKey::new());
+        // A UUID in quotes is always a valid header value.
+        if let Ok(value) = HeaderValue::from_str(&key) {
+            headers.insert(IdempotencyKey::HEADER, value);
+            return true;
+        }
+    }
+    let keyed = key_from_header(headers.get(IdempotencyKey::HEADER)).is_ok();
+    if !keyed {
+        Counters::count(&config.counters.without_key);
+        #[cfg(feature = "tracing")]
+        tracing::debug!(
+            function = config.name,
+            %method,
+            "a non-idempotent request without a valid `Idempotency-Key` header: retried only if it never reached the server"
+        );
+    }
+    keyed
+}
+
+/// A body read whole, to be sent again as often as needed.
+#[derive(Clone, Debug)]
+pub(crate) struct Buffered {
+    pub(crate) data: Bytes,
+    pub(crate) trailers: Option<HeaderMap>,
+}
+
+/// Reads `body` whole if its length is known and within `limit`; otherwise gives it back
+/// untouched with the reason, so that it is sent once as it is and nothing of it is lost.
+pub(crate) async fn buffer<B: Body>(
+    body: B,
+    limit: usize,
+) -> Result<Result<Buffered, (B, SendOnce)>, B::Error> {
+    let hint = body.size_hint();
+    let over = SendOnce::OverLimit {
+        length: hint.lower(),
+        limit,
+    };
+    match hint.upper() {
+        Some(length) if length <= limit as u64 => {
+            let collected = body.collect().await?;
+            let trailers = collected.trailers().cloned();
+            Ok(Ok(Buffered {
+                data: collected.to_bytes(),
+                trailers,
+            }))
+        }
+        Some(_) => Ok(Err((body, over))),
+        None if hint.lower() > limit as u64 => Ok(Err((body, over))),
+        None => Ok(Err((body, SendOnce::UnknownLength))),
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request body as the tower layer hands it to the service below: buffered, sent again
+    /// on each attempt, or the original body, sent once.
+    #[project = ReplayProj]
+    #[allow(missing_docs)] // the fields are described with their variants
+    pub enum ReplayBody<B> {
+        /// A body read whole (within the limit), with its trailers.
+        Buffered { data: Option<Bytes>, trailers: Option<HeaderMap> },
+        /// A body that could not be buffered ([`SendOnce`]): the request is sent once.
+        Once { #[pin] body: B },
+    }
+}
+
+impl<B> ReplayBody<B> {
+    pub(crate) fn buffered(buffered: &Buffered) -> Self {
+        ReplayBody::Buffered {
+            data: Some(buffered.data.clone()),
+            trailers: buffered.trailers.clone(),
+        }
+    }
+}
+
+impl<B> fmt::Debug for ReplayBody<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReplayBody::Buffered { data, .. } => f
+                .debug_struct("Buffered")
+                .field("len", &data.as_ref().map_or(0, Bytes::len))
+                .finish_non_exhaustive(),
+            ReplayBody::Once { .. } => f.write_str("Once"),
+        }
+    }
+}
+
+impl<B> Body for ReplayBody<B>
+where
+    B: Body,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+        use bytes::Buf;
+        use std::task::Poll;
+        match self.project() {
+            ReplayProj::Buffered { data, trailers } => {
+                if let Some(data) = data.take().filter(|d| !d.is_empty()) {
+                    return Poll::Ready(Some(Ok(http_body::Frame::data(data))));
+                }
+                Poll::Ready(trailers.take().map(|t| Ok(http_body::Frame::trailers(t))))
+            }
+            ReplayProj::Once { body } => body.poll_frame(cx).map(|frame| {
+                frame.map(|frame| {
+                    frame
+                        .map(|frame| frame.map_data(|mut d| d.copy_to_bytes(d.remaining())))
+                        .map_err(Into::into)
+                })
+            }),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            ReplayBody::Buffered { data, trailers } => {
+                data.as_ref().is_none_or(Bytes::is_empty) && trailers.is_none()
+            }
+            ReplayBody::Once { body } => body.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        match self {
+            ReplayBody::Buffered { data, .. } => {
+                http_body::SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
+            }
+            ReplayBody::Once { body } => body.size_hint(),
+        }
+    }
+}
+
+/// Counts a request sent once, and says why in an event.
+pub(crate) fn sent_once(config: &HttpRetry, why: SendOnce) {
+    Counters::count(&config.counters.sent_once);
+    #[cfg(feature = "tracing")]
+    tracing::info!(function = config.name, reason = %why, "sending once, without retries");
+    #[cfg(not(feature = "tracing"))]
+    let _ = why;
+}
+
+/// The error of one attempt inside the loop: the service's, or the breaker's refusal.
+#[derive(Debug)]
+pub(crate) enum Failed<E> {
+    Inner(E),
+    Open(CircuitOpen),
+}
+
+impl<E> From<CircuitOpen> for Failed<E> {
+    fn from(open: CircuitOpen) -> Self {
+        Failed::Open(open)
+    }
+}
+
+/// Before each pause: counts the retry and tells `notify`.
+pub(crate) fn heard(config: &HttpRetry, never_sent: bool, event: &RetryEvent) {
+    Counters::count(&config.counters.retries);
+    if never_sent {
+        Counters::count(&config.counters.never_sent);
+        #[cfg(feature = "tracing")]
+        tracing::info!(
+            function = config.name,
+            attempt = event.attempt,
+            "the attempt never reached the server: resending it"
+        );
+    }
+    if let Some(notify) = &config.notify {
+        notify(&Resend {
+            event: *event,
+            never_sent,
+        });
+    }
+}
+
+/// The loop of one request, the attribute's: `drive!(config, T, E, may_resend, classify,
+/// never_sent, judge, n => attempt)` evaluates to `Result<T, Failed<E>>`, where `attempt` (with
+/// `n` the retries so far) is a future of `Result<T, E>`, `classify: Fn(&E) -> Verdict` judges
+/// an error that reached the server, `never_sent: Fn(&E) -> bool` tells one that did not, and
+/// `judge: Fn(&T) -> Verdict` judges an answer. The loop is written out four times, once per
+/// combination of budget and breaker, because each is a different type of loop state.
+macro_rules! drive {
+    ($config:expr, $t:ty, $e:ty, $may_resend:expr, $classify:expr, $never_sent:expr, $judge:expr, $n:ident => $attempt:expr) => {{
+        use $crate::Verdict;
+        use $crate::__private::Retry;
+        use $crate::integrations::replay::{Failed, heard, run_loop};
+        let config: &$crate::integrations::replay::HttpRetry = $config;
+        let may_resend: bool = $may_resend;
+        let classify = $classify;
+        let never_sent = $never_sent;
+        let judge = $judge;
+        let verdict = |failed: &Failed<$e>| match failed {
+            Failed::Inner(error) if never_sent(error) => Verdict::Retry,
+            Failed::Inner(error) if may_resend => classify(error),
+            _ => Verdict::Fail,
+        };
+        let accept = |answer: &$t| {
+            if may_resend {
+                judge(answer)
+            } else {
+                Verdict::Fail
+            }
+        };
+        let notify = |outcome: Result<&$t, &Failed<$e>>, event: &$crate::RetryEvent| {
+            let never = matches!(outcome, Err(Failed::Inner(error)) if never_sent(error));
+            heard(config, never, event)
+        };
+        let start = || {
+            Retry::<Result<$t, Failed<$e>>>::start_async(&config.policy, config.name, verdict)
+                .on_result(accept)
+                .notify(notify)
+        };
+        match (config.budget.as_deref(), config.breaker.as_deref()) {
+            (None, None) => run_loop!(start(), $n => $attempt),
+            (Some(budget), None) => run_loop!(start().budget(budget), $n => $attempt),
+            (None, Some(breaker)) => run_loop!(start().breaker(breaker), $n => $attempt),
+            (Some(budget), Some(breaker)) => {
+                run_loop!(start().budget(budget).breaker(breaker), $n => $attempt)
+            }
+        }
+    }};
+}
+
+/// The expansion's loop, for [`drive!`]: attempt, decide, pause.
+macro_rules! run_loop {
+    ($state:expr, $n:ident => $attempt:expr) => {{
+        let mut state = $state;
+        loop {
+            let $n = state.retries();
+            let attempt = $attempt;
+            let attempted = state
+                .run(async move { attempt.await.map_err(Failed::Inner) })
+                .await;
+            state = match state.next(attempted) {
+                $crate::__private::ControlFlow::Break(result) => break result,
+                $crate::__private::ControlFlow::Continue(state) => state,
+            };
+            state.pause().await;
+        }
+    }};
+}
+pub(crate) use {drive, run_loop};

@@ -1,0 +1,505 @@
+//! The tower layer (`retry_runtime::integrations::tower`) in a `ServiceBuilder` stack over
+//! hyper's client, against a scripted HTTP/1 server on loopback: what the server received (how
+//! many requests, their keys and whole bodies), the exact virtual times on tokio's paused clock,
+//! and the counters.
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use retry_runtime::integrations::tower::{
+    BoxError, HttpRetry, ReplayBody, Resend, RetryLayer, SendOnce,
+};
+use retry_runtime::{CircuitBreaker, CircuitOpen, IdempotencyKey, Jitter, Policy, RetryBudget};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
+use tower::{Service, ServiceBuilder, ServiceExt};
+
+/// What the server received in one request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Received {
+    pub method: String,
+    pub key: Option<String>,
+    pub body: Vec<u8>,
+}
+
+/// The scripted answers: a whole HTTP/1.1 response, or `CLOSE` to close the connection after
+/// reading the request, without an answer.
+pub const CLOSE: &str = "";
+pub const BUSY_2S: &str =
+    "HTTP/1.1 503 Service Unavailable\r\nretry-after: 2\r\ncontent-length: 0\r\n\r\n";
+pub const UNAVAILABLE: &str = "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n";
+pub const PAID: &str = "HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\npaid";
+
+/// A loopback HTTP/1 server that reads each request whole (by `content-length` or chunked),
+/// records it, and gives the n-th the n-th of `answers` (the last again once they run out),
+/// one request per connection. Returns its address and what it received.
+pub async fn scripted(answers: &'static [&'static str]) -> (String, Arc<Mutex<Vec<Received>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let address = listener.local_addr().expect("a bound address");
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&received);
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let Some(request) = read_request(&mut socket).await else {
+                continue;
+            };
+            let n = {
+                let mut log = log.lock().expect("the log");
+                log.push(request);
+                log.len() - 1
+            };
+            let answer = answers[n.min(answers.len() - 1)];
+            if answer != CLOSE {
+                // One request per connection, so that the client never reuses a closed one.
+                let answer = answer.replacen("\r\n", "\r\nconnection: close\r\n", 1);
+                let _ = socket.write_all(answer.as_bytes()).await;
+            }
+            let _ = socket.shutdown().await;
+        }
+    });
+    (format!("http://{address}/pay"), received)
+}
+
+async fn read_request(socket: &mut TcpStream) -> Option<Received> {
+    let mut data = Vec::new();
+    let mut buffer = [0u8; 4096];
+    let head_end = loop {
+        if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end + 4;
+        }
+        let n = socket.read(&mut buffer).await.ok().filter(|&n| n > 0)?;
+        data.extend_from_slice(&buffer[..n]);
+    };
+    let head = String::from_utf8_lossy(&data[..head_end]).to_string();
+    let header = |name: &str| {
+        head.lines().find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+        })
+    };
+    let method = head.split(' ').next().unwrap_or_default().to_string();
+    let key = header("idempotency-key");
+    let mut rest = data[head_end..].to_vec();
+    let body = if let Some(length) = header("content-length") {
+        let length: usize = length.parse().ok()?;
+        while rest.len() < length {
+            let n = socket.read(&mut buffer).await.ok().filter(|&n| n > 0)?;
+            rest.extend_from_slice(&buffer[..n]);
+        }
+        rest[..length].to_vec()
+    } else if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+        while !rest.ends_with(b"0\r\n\r\n") {
+            let n = socket.read(&mut buffer).await.ok().filter(|&n| n > 0)?;
+            rest.extend_from_slice(&buffer[..n]);
+        }
+        dechunk(&rest)
+    } else {
+        Vec::new()
+    };
+    Some(Received { method, key, body })
+}
+
+/// A chunked body's data.
+fn dechunk(mut chunked: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    while let Some(line_end) = chunked.windows(2).position(|w| w == b"\r\n") {
+        let size = usize::from_str_radix(&String::from_utf8_lossy(&chunked[..line_end]), 16)
+            .unwrap_or_default();
+        if size == 0 {
+            break;
+        }
+        let start = line_end + 2;
+        body.extend_from_slice(&chunked[start..start + size]);
+        chunked = &chunked[start + size + 2..];
+    }
+    body
+}
+
+pub type TestBody = BoxBody<Bytes, std::io::Error>;
+
+/// A body of known length.
+pub fn full(text: &'static str) -> TestBody {
+    Full::new(Bytes::from_static(text.as_bytes()))
+        .map_err(|never| match never {})
+        .boxed()
+}
+
+/// A body of unknown length: a stream of chunks.
+pub fn stream(chunks: &'static [&'static str]) -> TestBody {
+    let frames = chunks
+        .iter()
+        .map(|chunk| Ok(http_body::Frame::data(Bytes::from_static(chunk.as_bytes()))));
+    StreamBody::new(futures_util::stream::iter(frames)).boxed()
+}
+
+/// The layer over hyper's client, with a count of the attempts the client was asked to send
+/// (refused connections included, which the server never sees).
+fn stack(
+    layer: RetryLayer,
+) -> (
+    impl Service<
+        Request<TestBody>,
+        Response = Response<hyper::body::Incoming>,
+        Error = BoxError,
+        Future: Send,
+    > + Clone,
+    Arc<AtomicUsize>,
+) {
+    let client: Client<HttpConnector, ReplayBody<TestBody>> =
+        Client::builder(TokioExecutor::new()).build_http();
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&attempts);
+    let service = ServiceBuilder::new().layer(layer).service_fn(
+        move |request: Request<ReplayBody<TestBody>>| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            client.request(request)
+        },
+    );
+    (service, attempts)
+}
+
+fn request(method: Method, url: &str, body: TestBody) -> Request<TestBody> {
+    Request::builder()
+        .method(method)
+        .uri(url)
+        .body(body)
+        .expect("a valid request")
+}
+
+async fn text(response: Response<hyper::body::Incoming>) -> String {
+    let body = response.into_body().collect().await.expect("a body");
+    String::from_utf8_lossy(&body.to_bytes()).to_string()
+}
+
+fn policy() -> Policy {
+    Policy::new()
+        .max(3)
+        .base(Duration::from_secs(1))
+        .jitter(Jitter::None)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_503_with_retry_after_is_retried_after_the_pause_it_asks_for() {
+    let (url, received) = scripted(&[BUSY_2S, UNAVAILABLE, PAID]).await;
+    let (service, attempts) = stack(RetryLayer::new(HttpRetry::new(policy())));
+    let started = Instant::now();
+    let response = service
+        .oneshot(request(Method::GET, &url, full("")))
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(text(response).await, "paid");
+    // Retry-After 2 s is a floor above the policy's 1 s; then the policy's 2 s.
+    assert_eq!(started.elapsed(), Duration::from_secs(4));
+    assert_eq!(received.lock().unwrap().len(), 3);
+    assert_eq!(attempts.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_after_is_a_floor_that_the_jitter_spreads_above() {
+    let (url, _) = scripted(&[BUSY_2S, PAID]).await;
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&heard);
+    let config = HttpRetry::new(
+        Policy::new()
+            .max(3)
+            .base(Duration::from_millis(100))
+            .jitter(Jitter::Proportional(0.5)),
+    )
+    .notify(move |resend: &Resend| log.lock().unwrap().push(resend.event.pause));
+    let (service, _) = stack(RetryLayer::new(config));
+    let started = Instant::now();
+    let response = service
+        .oneshot(request(Method::GET, &url, full("")))
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), StatusCode::OK);
+    let pause = heard.lock().unwrap()[0];
+    assert!(
+        pause >= Duration::from_secs(2) && pause < Duration::from_secs(3),
+        "{pause:?}"
+    );
+    // tokio's timer rounds a pause up to its 1 ms tick.
+    let slept = Duration::from_millis(pause.as_nanos().div_ceil(1_000_000) as u64);
+    assert_eq!(started.elapsed(), slept);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_post_with_an_added_key_is_resent_with_the_same_key_and_the_whole_body() {
+    let (url, received) = scripted(&[CLOSE, UNAVAILABLE, PAID]).await;
+    let layer = RetryLayer::new(HttpRetry::new(policy()).add_idempotency_key());
+    let counters = layer.counters();
+    let (service, _) = stack(layer);
+    let started = Instant::now();
+    let response = service
+        .oneshot(request(Method::POST, &url, full("amount=100&to=4711")))
+        .await
+        .expect("an answer");
+    assert_eq!(text(response).await, "paid");
+    assert_eq!(started.elapsed(), Duration::from_secs(1 + 2));
+    let received = received.lock().unwrap().clone();
+    assert_eq!(received.len(), 3);
+    let key = received[0].key.clone().expect("a key on the first attempt");
+    // A quoted UUID v4: `"xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"`.
+    assert_eq!((key.len(), key.as_bytes()[15]), (38, b'4'), "{key}");
+    for attempt in &received {
+        assert_eq!(attempt.method, "POST");
+        assert_eq!(attempt.key.as_deref(), Some(key.as_str()));
+        assert_eq!(attempt.body, b"amount=100&to=4711");
+    }
+    assert_eq!((counters.requests(), counters.retries()), (1, 2));
+    assert_eq!(counters.never_sent_retries(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_post_with_its_own_key_keeps_it() {
+    let (url, received) = scripted(&[UNAVAILABLE, PAID]).await;
+    let (service, _) = stack(RetryLayer::new(
+        HttpRetry::new(policy()).add_idempotency_key(),
+    ));
+    let mut post = request(Method::POST, &url, full("x"));
+    post.headers_mut()
+        .insert(IdempotencyKey::HEADER, "\"payout-4711\"".parse().unwrap());
+    let response = service.oneshot(post).await.expect("an answer");
+    assert_eq!(response.status(), StatusCode::OK);
+    let keys: Vec<_> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.key.clone())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            Some("\"payout-4711\"".into()),
+            Some("\"payout-4711\"".into())
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_post_without_a_key_is_sent_once() {
+    let (url, received) = scripted(&[UNAVAILABLE, PAID]).await;
+    let layer = RetryLayer::new(HttpRetry::new(policy()));
+    let counters = layer.counters();
+    let (service, _) = stack(layer);
+    let started = Instant::now();
+    let response = service
+        .oneshot(request(Method::POST, &url, full("amount=100")))
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    let received = received.lock().unwrap().clone();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].key, None);
+    assert_eq!((counters.without_key(), counters.retries()), (1, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_connection_closed_under_a_post_without_a_key_is_not_resent() {
+    let (url, received) = scripted(&[CLOSE, PAID]).await;
+    let (service, _) = stack(RetryLayer::new(HttpRetry::new(policy())));
+    let error = service
+        .oneshot(request(Method::PATCH, &url, full("x")))
+        .await
+        .expect_err("the connection closed");
+    assert!(
+        error
+            .downcast_ref::<hyper_util::client::legacy::Error>()
+            .is_some(),
+        "{error:?}"
+    );
+    assert_eq!(received.lock().unwrap().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_connection_is_resent_even_without_a_key() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&heard);
+    let layer = RetryLayer::new(
+        HttpRetry::new(policy().max(2)).notify(move |r: &Resend| log.lock().unwrap().push(*r)),
+    );
+    let counters = layer.counters();
+    let (service, attempts) = stack(layer);
+    let started = Instant::now();
+    let error = service
+        .oneshot(request(
+            Method::POST,
+            &format!("http://127.0.0.1:{port}/pay"),
+            full("amount=100"),
+        ))
+        .await
+        .expect_err("nothing listens");
+    let refused = error
+        .downcast_ref::<hyper_util::client::legacy::Error>()
+        .is_some_and(|e| e.is_connect());
+    assert!(refused, "{error:?}");
+    assert_eq!(attempts.load(Ordering::SeqCst), 3);
+    assert_eq!(started.elapsed(), Duration::from_secs(1 + 2));
+    assert_eq!(
+        (
+            counters.retries(),
+            counters.never_sent_retries(),
+            counters.without_key()
+        ),
+        (2, 2, 1)
+    );
+    let heard = heard.lock().unwrap();
+    assert!(heard.iter().all(|r| r.never_sent), "{heard:?}");
+    assert_eq!(
+        heard.iter().map(|r| r.event.attempt).collect::<Vec<_>>(),
+        [1, 2]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_body_is_sent_once_whole_and_never_resent_without_it() {
+    let (url, received) = scripted(&[UNAVAILABLE, PAID]).await;
+    let layer = RetryLayer::new(HttpRetry::new(policy()));
+    let counters = layer.counters();
+    let (service, attempts) = stack(layer);
+    let response = service
+        .oneshot(request(
+            Method::PUT,
+            &url,
+            stream(&["chunk one, ", "chunk two"]),
+        ))
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let received = received.lock().unwrap().clone();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].body, b"chunk one, chunk two");
+    assert_eq!(attempts.load(Ordering::SeqCst), 1);
+    assert_eq!((counters.sent_once(), counters.retries()), (1, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_over_the_limit_is_sent_once() {
+    let (url, received) = scripted(&[UNAVAILABLE, PAID]).await;
+    let layer = RetryLayer::new(HttpRetry::new(policy()).body_limit(4));
+    let counters = layer.counters();
+    let (service, _) = stack(layer);
+    let response = service
+        .oneshot(request(Method::PUT, &url, full("longer than four")))
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(received.lock().unwrap()[0].body, b"longer than four");
+    assert_eq!(received.lock().unwrap().len(), 1);
+    assert_eq!(counters.sent_once(), 1);
+    assert_eq!(
+        SendOnce::OverLimit {
+            length: 16,
+            limit: 4
+        }
+        .to_string(),
+        "the body (16 bytes) is longer than the 4-byte buffer limit (`body_limit`)"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_404_is_returned_at_once() {
+    const NOT_FOUND: &str = "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n";
+    let (url, received) = scripted(&[NOT_FOUND, PAID]).await;
+    let (service, _) = stack(RetryLayer::new(HttpRetry::new(policy())));
+    let response = service
+        .oneshot(request(Method::GET, &url, full("")))
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    assert_eq!(received.lock().unwrap().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_empty_budget_ends_the_retries() {
+    // No reserve and no deposits worth a retry: every request is sent once.
+    let budget = Arc::new(RetryBudget::new().ratio(0.0).min_per_second(0));
+    let (url, received) = scripted(&[UNAVAILABLE, PAID]).await;
+    let layer = RetryLayer::new(HttpRetry::new(policy()).budget(budget));
+    let (service, _) = stack(layer);
+    let response = service
+        .oneshot(request(Method::GET, &url, full("")))
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(received.lock().unwrap().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_open_breaker_refuses_without_sending() {
+    let breaker = Arc::new(CircuitBreaker::new().consecutive_failures(1));
+    let (url, received) = scripted(&[UNAVAILABLE]).await;
+    let (service, attempts) = stack(RetryLayer::new(
+        HttpRetry::new(policy()).breaker(Arc::clone(&breaker)),
+    ));
+    // The first 503 opens it; the loop ends with that answer.
+    let response = service
+        .clone()
+        .oneshot(request(Method::GET, &url, full("")))
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let error = service
+        .oneshot(request(Method::GET, &url, full("")))
+        .await
+        .expect_err("refused");
+    assert!(error.downcast_ref::<CircuitOpen>().is_some(), "{error:?}");
+    assert_eq!(received.lock().unwrap().len(), 1);
+    assert_eq!(attempts.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn inside_a_retrying_function_the_layer_sends_once_and_the_function_retries() {
+    fn retry_everything(_: &BoxError) -> bool {
+        true
+    }
+
+    #[retry_runtime::retry(max = 1, base = "5s", jitter = none, on = retry_everything)]
+    async fn pay(
+        service: &(
+             impl Service<
+            Request<TestBody>,
+            Response = Response<hyper::body::Incoming>,
+            Error = BoxError,
+        > + Clone
+         ),
+        url: &str,
+    ) -> Result<StatusCode, BoxError> {
+        let response = service
+            .clone()
+            .oneshot(request(Method::GET, url, full("")))
+            .await?;
+        match response.status() {
+            StatusCode::OK => Ok(StatusCode::OK),
+            status => Err(status.to_string().into()),
+        }
+    }
+
+    let (url, received) = scripted(&[UNAVAILABLE, UNAVAILABLE, PAID]).await;
+    let layer = RetryLayer::new(HttpRetry::new(policy()));
+    let counters = layer.counters();
+    let (service, _) = stack(layer);
+    let started = Instant::now();
+    let error = pay(&service, &url).await.expect_err("two 503s");
+    assert_eq!(error.to_string(), "503 Service Unavailable");
+    // One request per attempt of the function, and the function's pause, not the layer's.
+    assert_eq!(received.lock().unwrap().len(), 2);
+    assert_eq!(started.elapsed(), Duration::from_secs(5));
+    assert_eq!((counters.requests(), counters.retries()), (2, 0));
+}

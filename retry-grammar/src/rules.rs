@@ -224,10 +224,17 @@ fn async_only(settings: &Settings, context: &Context, out: &mut Vec<Violation>) 
     }
     for entry in settings.entries() {
         if let Some(why) = entry.key.async_only {
-            out.push(at_key(
-                entry.key,
-                format!("`{}` needs an `async fn`: {why}", entry.key.name),
-            ));
+            let message = if context.block {
+                // The same reason, said of the block: `=> async { ... }` is its `async fn`.
+                format!(
+                    "`{}` needs an async block (`=> async {{ ... }}`): {}",
+                    entry.key.name,
+                    why.replace("function", "block")
+                )
+            } else {
+                format!("`{}` needs an `async fn`: {why}", entry.key.name)
+            };
+            out.push(at_key(entry.key, message));
         }
     }
 }
@@ -245,7 +252,10 @@ mod tests {
             let _ = settings.read(name.trim(), Some(&Value::from_text(value)), value);
         }
         settings
-            .check(&Context { is_async })
+            .check(&Context {
+                is_async,
+                block: false,
+            })
             .into_iter()
             .map(|v| (v.key.name.to_owned(), v.problem.at, v.problem.message))
             .collect()

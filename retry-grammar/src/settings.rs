@@ -55,13 +55,17 @@ pub enum Scope {
     Attribute,
     /// A policy string (`Policy::from_str`): the timing keys.
     PolicyString,
+    /// A block (`retry_block!(...)`): every key, and the [`BLOCK_KEYS`](crate::BLOCK_KEYS).
+    Block,
 }
 
 /// What the rules across keys need to know beyond the keys.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Context {
-    /// Whether the function is an `async fn`; `None` outside an attribute.
+    /// Whether the function (or block) is async; `None` outside an attribute or a block.
     pub is_async: Option<bool>,
+    /// The settings are a block's, so that a message speaks of the block, not the function.
+    pub block: bool,
 }
 
 /// One key that was written.
@@ -121,7 +125,7 @@ impl Settings {
         value: Option<&Value>,
         written: &str,
     ) -> Result<&'static Key, Problem> {
-        let Some(key) = keys::key(name) else {
+        let Some(key) = self.lookup(name) else {
             return Err(Problem::key(self.unknown(name)));
         };
         if !self.allows(key) {
@@ -198,13 +202,27 @@ impl Settings {
 
     fn allows(&self, key: &Key) -> bool {
         match self.scope {
-            Scope::Attribute => true,
+            Scope::Attribute | Scope::Block => true,
             Scope::PolicyString => key.is_timing(),
         }
     }
 
+    /// The key named `name`: one of the table's, or in a block one of the block's own.
+    fn lookup(&self, name: &str) -> Option<&'static Key> {
+        match self.scope {
+            Scope::Block => {
+                keys::key(name).or_else(|| keys::BLOCK_KEYS.iter().find(|k| k.name == name))
+            }
+            _ => keys::key(name),
+        }
+    }
+
     fn in_scope(&self) -> impl Iterator<Item = &'static Key> + Clone + '_ {
-        KEYS.iter().filter(|key| self.allows(key))
+        let block: &'static [Key] = match self.scope {
+            Scope::Block => keys::BLOCK_KEYS,
+            _ => &[],
+        };
+        KEYS.iter().chain(block).filter(|key| self.allows(key))
     }
 
     /// The keys that may be written here, as a message lists them.

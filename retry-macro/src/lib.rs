@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod block;
 mod errors;
 mod expand;
 mod item;
@@ -42,6 +43,15 @@ fn retry_impl(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream
     };
     let plan = validate::plan(args, func, errors)?;
     Ok(expand::expand(plan))
+}
+
+/// Retries a block that borrows its surroundings: `retry_block!(max = 3 => { read(&path) })`,
+/// or `retry_block!(max = 3 => async { fetch(&url).await }).await`.
+///
+/// See the `retry-runtime` crate for the arguments and the semantics.
+#[proc_macro]
+pub fn retry_block(input: TokenStream) -> TokenStream {
+    block::retry_block(input.into()).into()
 }
 
 /// Marks a function whose repetition would have a second effect: a payment, an email.

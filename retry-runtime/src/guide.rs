@@ -35,3 +35,6 @@ pub mod fallback {}
 
 #[doc = include_str!("../docs/testing.md")]
 pub mod testing {}
+
+#[doc = include_str!("../docs/blocks.md")]
+pub mod blocks {}

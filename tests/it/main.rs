@@ -9,6 +9,7 @@
 mod common;
 
 mod attempt_context;
+mod block_form;
 mod breaker;
 mod budget;
 mod cancellation;

@@ -34,6 +34,7 @@
 //! names its section.
 
 mod attempt;
+mod block;
 mod decide;
 mod events;
 mod extras;
@@ -42,6 +43,7 @@ mod hooks;
 mod log;
 
 pub use attempt::{Attempted, Run};
+pub use block::{AsyncBlock, AsyncBlockWithoutDebug, SyncBlock, SyncBlockWithoutDebug};
 pub use events::{GiveUp, GiveUpReason, RetryEvent};
 pub use extras::{Extras, IntoError, MaybeExtras, NoRefusal, PerAttempt, Refusal};
 pub use fallback::{

@@ -335,3 +335,86 @@ async fn deadline_fallback_budget_breaker_and_hooks_in_an_async_block() {
     assert_eq!(*gave_up.borrow(), [(GiveUpReason::Deadline, 3)]);
     assert_eq!(t0.elapsed(), 3 * S);
 }
+
+// ---- what the compiler and the runtime see ------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_async_block_is_send_when_its_body_is() {
+    let shared = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let task = tokio::spawn({
+        let shared = shared.clone();
+        async move {
+            retry_block!(max = 2, base = "1ms" => async {
+                let n = shared.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                tokio::task::yield_now().await;
+                if n < 3 { Err(Busy(n)) } else { Ok(n) }
+            })
+            .await
+        }
+    });
+    assert_eq!(task.await.expect("the task ran"), Ok(3));
+}
+
+/// An error type without `Debug`: no bound is added, and the log shows its type name.
+struct Opaque;
+
+impl retry_runtime::Transient for Opaque {
+    fn is_transient(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn an_error_without_debug_is_logged_by_its_type_name() {
+    let calls = Cell::new(0);
+    let (result, events) = crate::tracing_events::capture(|| {
+        retry_block!(max = 1, base = "1ms" => {
+            calls.set(calls.get() + 1);
+            Err::<(), _>(Opaque)
+        })
+    });
+    assert!(result.is_err());
+    assert_eq!(calls.get(), 2);
+    assert!(
+        events[0].field("error").ends_with("::Opaque` (no `Debug`)"),
+        "{:?}",
+        events[0]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_async_error_without_debug_compiles_too() {
+    let result = retry_block!(max = 1, base = "1s" => async { Err::<(), _>(Opaque) }).await;
+    assert!(result.is_err());
+}
+
+/// The attribute's events, with the block's file and line where a function has its name.
+#[test]
+fn the_events_are_the_attributes() {
+    use tracing::Level;
+    let calls = Cell::new(0);
+    let line = line!() + 2;
+    let (result, events) = crate::tracing_events::capture(
+        || retry_block!(max = 2, base = "1ms", jitter = none => { fail(&calls) }),
+    );
+    assert_eq!(result, Err(Busy(3)));
+    assert_eq!(
+        crate::tracing_events::levels(&events),
+        [Level::INFO, Level::INFO, Level::ERROR]
+    );
+    let here = format!("tests/it/block_form.rs:{line}");
+    for (n, event) in events[..2].iter().enumerate() {
+        assert_eq!(event.field("function"), here);
+        assert_eq!(event.field("attempt"), (n + 1).to_string());
+        assert_eq!(event.field("pause"), format!("{}ms", 1 << n));
+        assert_eq!(event.field("error"), format!("Busy({})", n + 1));
+        assert_eq!(event.field("message"), "attempt failed; retrying");
+    }
+    assert_eq!(events[2].field("function"), here);
+    assert_eq!(events[2].field("reason"), "retries used up");
+    assert_eq!(events[2].field("message"), "giving up");
+
+    // The happy path logs nothing.
+    let (_, events) = crate::tracing_events::capture(|| retry_block!(=> { Ok::<_, Busy>(1) }));
+    assert!(events.is_empty(), "{events:?}");
+}

@@ -234,6 +234,19 @@ impl Settings {
     }
 
     fn unknown(&self, name: &str) -> String {
+        if self.scope == Scope::Attribute {
+            // A block's own key, written on a function: say what a function has instead.
+            if name == keys::NON_IDEMPOTENT.name {
+                return format!(
+                    "`{name}` is an argument of `retry_block!`; mark a function with `#[non_idempotent]` instead, beside `#[retry]`"
+                );
+            }
+            if name == keys::KEY.name {
+                return format!(
+                    "`{name}` is an argument of `retry_block!`; a function's idempotency key is a parameter: `key: &IdempotencyKey`, or the one that identifies the operation marked `#[idempotency_key]`"
+                );
+            }
+        }
         let valid = self.valid();
         match suggestion(name, self.in_scope()) {
             Some(key) => format!(

@@ -97,51 +97,29 @@ fn split(input: TokenStream, errors: &mut Errors) -> (TokenStream, Option<Body>)
         _ => false,
     });
     let Some(arrow) = arrow else {
-        // Without `=>`: a block written alone, or the arguments alone.
-        let at = tokens.first().map_or_else(Span::call_site, TokenTree::span);
+        // Without `=>`: the block is taken to be the last token (after an optional `async` and
+        // `move`), so that the arguments before it are still checked in the same compile.
+        let (body, start) = last_block(&tokens);
+        let at = match &body {
+            Some(body) => body.group().span_open(),
+            None => tokens.last().map_or_else(Span::call_site, TokenTree::span),
+        };
         errors.push(syn::Error::new(
             at,
             "`retry_block!` needs `=>` between its arguments and the block to retry: `retry_block!(max = 3 => { ... })`, `retry_block!(max = 3 => async { ... }).await`, or `retry_block!(=> { ... })` with the defaults",
         ));
-        let body = match tokens.as_slice() {
-            [TokenTree::Group(group)] if group.delimiter() == Delimiter::Brace => {
-                Some(Body::Sync(group.clone()))
+        let mut arguments = &tokens[..start];
+        if let [init @ .., TokenTree::Punct(comma)] = arguments {
+            if comma.as_char() == ',' {
+                arguments = init;
             }
-            _ => None,
-        };
-        let arguments = if body.is_some() {
-            TokenStream::new()
-        } else {
-            tokens.into_iter().collect()
-        };
-        return (arguments, body);
+        }
+        return (arguments.iter().cloned().collect(), body);
     };
     let arguments: TokenStream = tokens[..arrow].iter().cloned().collect();
     let rest = &tokens[arrow + 2..];
-    let body = match rest {
-        [TokenTree::Group(group)] if group.delimiter() == Delimiter::Brace => {
-            Some(Body::Sync(group.clone()))
-        }
-        [TokenTree::Ident(a), TokenTree::Group(group)]
-            if a == "async" && group.delimiter() == Delimiter::Brace =>
-        {
-            Some(Body::Async {
-                async_token: a.clone(),
-                move_token: None,
-                group: group.clone(),
-            })
-        }
-        [
-            TokenTree::Ident(a),
-            TokenTree::Ident(m),
-            TokenTree::Group(group),
-        ] if a == "async" && m == "move" && group.delimiter() == Delimiter::Brace => {
-            Some(Body::Async {
-                async_token: a.clone(),
-                move_token: Some(m.clone()),
-                group: group.clone(),
-            })
-        }
+    let body = match last_block(rest) {
+        (Some(body), 0) => Some(body),
         _ => None,
     };
     if body.is_none() {
@@ -154,6 +132,30 @@ fn split(input: TokenStream, errors: &mut Errors) -> (TokenStream, Option<Body>)
         }
     }
     (arguments, body)
+}
+
+/// The block at the end of `tokens` (`{ ... }`, `async { ... }`, `async move { ... }`), and
+/// where it starts; `(None, tokens.len())` if they end otherwise.
+fn last_block(tokens: &[TokenTree]) -> (Option<Body>, usize) {
+    let n = tokens.len();
+    let body = |async_token: &Ident, move_token: Option<&Ident>, group: &Group| Body::Async {
+        async_token: async_token.clone(),
+        move_token: move_token.cloned(),
+        group: group.clone(),
+    };
+    match tokens {
+        [.., TokenTree::Group(g)] if g.delimiter() != Delimiter::Brace => (None, n),
+        [.., TokenTree::Ident(a), TokenTree::Ident(m), TokenTree::Group(g)]
+            if a == "async" && m == "move" =>
+        {
+            (Some(body(a, Some(m), g)), n - 3)
+        }
+        [.., TokenTree::Ident(a), TokenTree::Group(g)] if a == "async" => {
+            (Some(body(a, None, g)), n - 2)
+        }
+        [.., TokenTree::Group(g)] => (Some(Body::Sync(g.clone())), n - 1),
+        _ => (None, n),
+    }
 }
 
 /// Input: `max = 3, base = "1s", on = is_transient => { read_config(&path) }`.

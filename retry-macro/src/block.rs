@@ -145,11 +145,12 @@ fn last_block(tokens: &[TokenTree]) -> (Option<Body>, usize) {
     };
     match tokens {
         [.., TokenTree::Group(g)] if g.delimiter() != Delimiter::Brace => (None, n),
-        [.., TokenTree::Ident(a), TokenTree::Ident(m), TokenTree::Group(g)]
-            if a == "async" && m == "move" =>
-        {
-            (Some(body(a, Some(m), g)), n - 3)
-        }
+        [
+            ..,
+            TokenTree::Ident(a),
+            TokenTree::Ident(m),
+            TokenTree::Group(g),
+        ] if a == "async" && m == "move" => (Some(body(a, Some(m), g)), n - 3),
         [.., TokenTree::Ident(a), TokenTree::Group(g)] if a == "async" => {
             (Some(body(a, None, g)), n - 2)
         }
@@ -168,7 +169,7 @@ fn last_block(tokens: &[TokenTree]) -> (Option<Body>, usize) {
 ///     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new().max(3).base(..);
 ///     let mut __retry_body = || { read_config(&path) };
 ///     let mut __retry = __retry_rt::SyncBlock::of(&__retry_body)
-///         .start(&__RETRY_POLICY, "src/config.rs:12", is_transient);
+///         .start(&__RETRY_POLICY, "my_app::config:12", is_transient);
 ///     loop {
 ///         let __retry_outcome = __retry.attempt(&mut __retry_body);
 ///         #[allow(unreachable_code)]
@@ -236,7 +237,13 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
     } else {
         (quote!(SyncBlock), quote!(SyncBlockWithoutDebug))
     };
-    let name = quote!(::core::concat!(::core::file!(), ":", ::core::line!()));
+    // A block has no name of its own: its module and line, which `cargo expand` and a log show
+    // alike wherever the crate is checked out.
+    let name = quote!(::core::concat!(
+        ::core::module_path!(),
+        ":",
+        ::core::line!()
+    ));
     let mut builder = quote_spanned!(start_span=>
         __retry_rt::#block_type::of(&#closure).#start(#policy_ref, #name, #classify));
     builder.extend(pass_through(args));

@@ -402,7 +402,7 @@ fn the_events_are_the_attributes() {
         crate::tracing_events::levels(&events),
         [Level::INFO, Level::INFO, Level::ERROR]
     );
-    let here = format!("tests/it/block_form.rs:{line}");
+    let here = format!("it::block_form:{line}");
     for (n, event) in events[..2].iter().enumerate() {
         assert_eq!(event.field("function"), here);
         assert_eq!(event.field("attempt"), (n + 1).to_string());

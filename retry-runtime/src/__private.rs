@@ -4,12 +4,13 @@
 pub use crate::breaker::FromCircuitOpen;
 pub use crate::context::KeyParam;
 pub use crate::state::{
-    AsyncBlock, AsyncBlockWithoutDebug, AsyncFallback, AsyncForm, Attempted, Awaits, ByDebug,
-    ByName, ErrorForm, ErrorOnly, Extras, Fallback, FallbackInput, FallbackOutput, FallbackScope,
-    Finish, GiveUpHook, Hook, Hooks, IntoError, IntoFinish, IntoResultVerdict, IntoVerdict, Log,
-    LogDebug, LogLevel, LogName, Logs, MaybeExtras, NoRefusal, NotifyHook, Outcome, OutcomeForm,
-    PerAttempt, Refusal, Retry, Run, Slot, StartWithoutDebug, SyncBlock, SyncBlockWithoutDebug,
-    SyncFallback, SyncForm, Unset, Untimed, finish, level,
+    AsyncBlock, AsyncBlockWithoutDebug, AsyncFallback, AsyncForm, AsyncOnly, Attempted, Awaits,
+    ByDebug, ByName, ByTransient, Classifier, DefaultSleeper, ErrorForm, ErrorOnly, Extras,
+    Fallback, FallbackInput, FallbackOutput, FallbackScope, Finish, GiveUpHook, Hook, Hooks,
+    IntoError, IntoFinish, IntoResultVerdict, IntoVerdict, Log, LogDebug, LogLevel, LogName, Logs,
+    MaybeExtras, NoRefusal, NotifyHook, Outcome, OutcomeForm, PerAttempt, Refusal, Retry, Run,
+    Slot, StartWithoutDebug, SyncBlock, SyncBlockWithoutDebug, SyncFallback, SyncForm, SyncRun,
+    Unset, Untimed, finish, level,
 };
 pub use crate::timer::{
     FnForm, FromElapsed, IntoSleeper, NoTimer, SleepFn, SleepFuture, Sleeper, TimerFor, TypeForm,

@@ -325,7 +325,10 @@ pub use budget::RetryBudget;
 pub use context::{Attempt, attempt, scope};
 pub use key::IdempotencyKey;
 pub use policy::{Backoff, Jitter, Policy, PolicyError};
-pub use state::{GiveUp, GiveUpReason, RetryEvent};
+pub use state::{GiveUp, GiveUpReason, Retrier, RetryEvent};
+
+/// The levels of [`Retrier::log_level`], as `log_level = "warn"` names them in the attribute.
+pub use state::level;
 pub use timer::{Elapsed, Sleeper};
 pub use transient::{Transient, Verdict, has_transient_io_cause};
 

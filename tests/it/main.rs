@@ -12,6 +12,7 @@ mod attempt_context;
 mod block_form;
 mod breaker;
 mod budget;
+mod builder;
 mod cancellation;
 mod classification;
 mod custom_sleep;

@@ -41,6 +41,7 @@ mod extras;
 mod fallback;
 mod hooks;
 mod log;
+mod retrier;
 
 pub use attempt::{Attempted, Run};
 pub use block::{AsyncBlock, AsyncBlockWithoutDebug, SyncBlock, SyncBlockWithoutDebug};
@@ -54,6 +55,7 @@ pub use hooks::{
     ErrorForm, ErrorOnly, GiveUpHook, Hook, Hooks, NotifyHook, OutcomeForm, Slot, Untimed,
 };
 pub use log::{ByDebug, ByName, Log, LogLevel, Logs, level};
+pub use retrier::{AsyncOnly, ByTransient, Classifier, DefaultSleeper, Retrier, SyncRun};
 
 use crate::breaker::FromCircuitOpen;
 use crate::context::{self, KeyParam, KeySlot};

@@ -10,6 +10,7 @@
 //! | [`attempts`] | control over each attempt: timeouts, hooks, logging, the attempt context, policies chosen at run time, other runtimes |
 //! | [`protecting`] | protecting the service that is called: retry budget, circuit breaker, one retrying layer |
 //! | [`fallback`] | what the caller gets after the last attempt |
+//! | [`blocks`] | the same loop for a block (`retry_block!`), for a closure with a policy chosen at run time (`Retrier`), and for a loop that runs for hours (`reset_after`) |
 //! | [`testing`] | tests that assert pauses and calls without waiting |
 //!
 //! The durable job queue that the portal example drains is documented with that example

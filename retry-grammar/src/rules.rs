@@ -299,6 +299,20 @@ mod tests {
     }
 
     #[test]
+    fn a_blocks_async_only_keys_speak_of_the_block() {
+        let mut settings = Settings::new(Scope::Block);
+        let _ = settings.read("sleep", Some(&Value::from_text("f")), "f");
+        let found = settings.check(&Context {
+            is_async: Some(false),
+            block: true,
+        });
+        assert_eq!(
+            found[0].problem.message,
+            "`sleep` needs an async block (`=> async { ... }`): a sync block pauses with `std::thread::sleep`; remove `sleep`"
+        );
+    }
+
+    #[test]
     fn the_docs() {
         let docs: Vec<String> = RULES.iter().map(|r| (r.doc)()).collect();
         assert_eq!(

@@ -303,6 +303,34 @@ mod tests {
     }
 
     #[test]
+    fn a_block_takes_its_own_keys_and_the_attribute_says_where_they_go() {
+        let (block, problems) = settings(Scope::Block, "non_idempotent, key = id, max = 2");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(block.setting(&keys::NON_IDEMPOTENT), Some(Setting::Flag));
+        let (_, problems) = settings(Scope::Block, "non_idempotent = true, retries = 2");
+        assert_eq!(
+            problems[0],
+            Problem::value("`non_idempotent` takes no value; write `non_idempotent` alone")
+        );
+        assert!(
+            problems[1]
+                .message
+                .ends_with("`crate`, `non_idempotent`, `key`")
+        );
+        let (_, problems) = settings(Scope::Attribute, "non_idempotent, key = id");
+        assert!(
+            problems[0]
+                .message
+                .contains("mark a function with `#[non_idempotent]`")
+        );
+        assert!(
+            problems[1]
+                .message
+                .contains("a function's idempotency key is a parameter")
+        );
+    }
+
+    #[test]
     fn a_refused_value_is_still_written() {
         let (settings, problems) = settings(Scope::Attribute, "max=-1, max=2");
         assert_eq!(problems.len(), 2);
@@ -322,7 +350,7 @@ mod properties {
         fn any_value_of_any_key_reads_or_says_why(text in ".*", name in prop::sample::select(KEYS.iter().map(|k| k.name).collect::<Vec<_>>())) {
             let mut settings = Settings::new(Scope::Attribute);
             let _ = settings.read(name, Some(&Value::from_text(&text)), &text);
-            let _ = settings.check(&Context { is_async: Some(false) });
+            let _ = settings.check(&Context { is_async: Some(false), block: false });
             let _ = settings.timings();
         }
     }

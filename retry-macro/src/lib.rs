@@ -169,5 +169,24 @@ mod tests {
             };
             let _ = retry_impl(args, item);
         }
+
+        /// Any tokens as a block's input, and any arguments before a sync or async block: an
+        /// error or an expansion, never a panic.
+        #[test]
+        fn any_block_input_expands_or_says_why(
+            text in ".*",
+            key in prop::sample::select(
+                retry_grammar::KEYS.iter().chain(retry_grammar::BLOCK_KEYS).map(|k| k.name).collect::<Vec<_>>(),
+            ),
+            value in prop_oneof![Just(""), Just(" = 2"), Just(" = \"1s\""), Just(" = f")],
+            body in prop_oneof![Just("=> { Ok(()) }"), Just("=> async { Ok(()) }"), Just("=> async move { x }"), Just("{ }"), Just("=>"), Just("=> f()")],
+        ) {
+            if let Ok(tokens) = text.parse() {
+                let _ = crate::block::retry_block(tokens);
+            }
+            if let Ok(tokens) = format!("{key}{value} {body}").parse() {
+                let _ = crate::block::retry_block(tokens);
+            }
+        }
     }
 }

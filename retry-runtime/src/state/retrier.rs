@@ -97,7 +97,7 @@ pub enum AsyncOnly {}
 #[diagnostic::on_unimplemented(
     message = "`timeout` and `sleep` need `run_async`: a blocking call cannot be cut off from outside, and a sync loop pauses with `std::thread::sleep`",
     label = "this `Retrier` has `timeout` or `sleep`",
-    note = "give the call its own timeout (a socket read timeout, a client timeout) and remove `timeout`, or run an async closure: `.run_async(|| async { ... }).await`"
+    note = "give the call its own timeout (a socket read timeout, a client timeout) and remove `timeout`, or run an async closure: `.run_async(|| async {{ ... }}).await`"
 )]
 pub trait SyncRun {}
 impl SyncRun for Unset {}

@@ -254,7 +254,7 @@ async fn an_async_block_borrows_its_surroundings_mutably() {
 
 #[tokio::test(start_paused = true)]
 async fn an_async_move_block_owns_what_it_moves_and_lends_it_to_each_attempt() {
-    let names = vec!["a".to_owned(), "b".to_owned()];
+    let names = ["a".to_owned(), "b".to_owned()];
     let calls = Cell::new(0);
     let calls = &calls;
     let result = retry_block!(max = 3, base = "1s", jitter = none => async move {

@@ -221,7 +221,7 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
     };
     let classify = match args.expr(&grammar::ON) {
         Some(on) => quote!(#on),
-        None => quote!(|__retry_error| __retry_rt::is_transient(__retry_error)),
+        None => quote!(|__retry_error| __retry_rt::block_is_transient(__retry_error)),
     };
     let start_span = args
         .expr(&grammar::ON)

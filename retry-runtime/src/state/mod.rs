@@ -55,7 +55,9 @@ pub use hooks::{
     ErrorForm, ErrorOnly, GiveUpHook, Hook, Hooks, NotifyHook, OutcomeForm, Slot, Untimed,
 };
 pub use log::{ByDebug, ByName, Log, LogLevel, Logs, level};
-pub use retrier::{AsyncOnly, ByTransient, Classifier, DefaultSleeper, Retrier, SyncRun};
+pub use retrier::{
+    AsyncOnly, ByTransient, Classifier, DefaultSleeper, Retrier, SyncRun, TransientInRetrier,
+};
 
 use crate::breaker::FromCircuitOpen;
 use crate::context::{self, KeyParam, KeySlot};

@@ -113,7 +113,20 @@ pub trait Classifier<E, M> {
 /// The default classifier's form.
 pub enum ByTransient {}
 
-impl<E: Transient> Classifier<E, ByTransient> for Unset {
+/// A [`Transient`] error of a [`Retrier`] without [`on`](Retrier::on): its message names the
+/// method.
+#[diagnostic::on_unimplemented(
+    message = "this `Retrier` cannot tell which `{Self}` errors are worth retrying",
+    label = "the closure's error type `{Self}` does not implement `retry_runtime::Transient`",
+    note = "either name a classifier, which works for any error type: `.on(is_transient)` with `fn is_transient(error: &{Self}) -> bool`",
+    note = "or, if `{Self}` is defined in your crate, implement `retry_runtime::Transient` for it; a type from another crate cannot implement it in yours (E0117), so wrap such a type in an error type of your own"
+)]
+pub trait TransientInRetrier: Transient {}
+
+#[diagnostic::do_not_recommend]
+impl<E: Transient + ?Sized> TransientInRetrier for E {}
+
+impl<E: TransientInRetrier> Classifier<E, ByTransient> for Unset {
     type Call = fn(&E) -> Verdict;
     #[inline(always)]
     fn into_classify(self) -> Classify<fn(&E) -> Verdict, E> {

@@ -10,7 +10,7 @@ pub use crate::state::{
     IntoError, IntoFinish, IntoResultVerdict, IntoVerdict, Log, LogDebug, LogLevel, LogName, Logs,
     MaybeExtras, NoRefusal, NotifyHook, Outcome, OutcomeForm, PerAttempt, Refusal, Retry, Run,
     Slot, StartWithoutDebug, SyncBlock, SyncBlockWithoutDebug, SyncFallback, SyncForm, SyncRun,
-    Unset, Untimed, finish, level,
+    TransientInRetrier, Unset, Untimed, finish, level,
 };
 pub use crate::timer::{
     FnForm, FromElapsed, IntoSleeper, NoTimer, SleepFn, SleepFuture, Sleeper, TimerFor, TypeForm,

@@ -18,6 +18,10 @@ fn happy_path(c: &mut Criterion) {
         b.iter(|| sync::attribute(black_box(7)))
     });
     g.bench_function("backon", |b| b.iter(|| sync::backon(black_box(7))));
+    g.bench_function("retry_block", |b| b.iter(|| sync::block(black_box(7))));
+    g.bench_function("Retrier", |b| {
+        b.iter(|| sync::retrier(black_box(&variants::RUN_TIME_POLICY), black_box(7)))
+    });
     g.bench_function("attempt context alone", |b| {
         b.iter(|| sync::context_alone(black_box(7)))
     });
@@ -58,6 +62,17 @@ fn failure_path(c: &mut Criterion) {
     });
     g.bench_function("backon", |b| {
         b.iter(|| sync::backon_flaky(black_box(&calls)))
+    });
+    g.bench_function("retry_block", |b| {
+        b.iter(|| sync::block_flaky(black_box(&calls)))
+    });
+    g.bench_function("Retrier", |b| {
+        b.iter(|| {
+            sync::retrier_flaky(
+                black_box(&variants::RUN_TIME_POLICY_ZERO),
+                black_box(&calls),
+            )
+        })
     });
     g.finish();
 

@@ -79,6 +79,21 @@ fn main() {
             Box::new(|| block(|| drop(black_box(sync::backon(black_box(7)))))),
         ),
         (
+            "happy sync: retry_block!",
+            Box::new(|| block(|| drop(black_box(sync::block(black_box(7)))))),
+        ),
+        (
+            "happy sync: Retrier",
+            Box::new(|| {
+                block(|| {
+                    drop(black_box(sync::retrier(
+                        black_box(&variants::RUN_TIME_POLICY),
+                        black_box(7),
+                    )))
+                })
+            }),
+        ),
+        (
             "happy sync: attempt context alone",
             Box::new(|| block(|| drop(black_box(sync::context_alone(black_box(7)))))),
         ),
@@ -109,6 +124,21 @@ fn main() {
         (
             "one failure sync: backon",
             Box::new(|| block(|| drop(black_box(sync::backon_flaky(black_box(calls)))))),
+        ),
+        (
+            "one failure sync: retry_block!",
+            Box::new(|| block(|| drop(black_box(sync::block_flaky(black_box(calls)))))),
+        ),
+        (
+            "one failure sync: Retrier",
+            Box::new(|| {
+                block(|| {
+                    drop(black_box(sync::retrier_flaky(
+                        black_box(&variants::RUN_TIME_POLICY_ZERO),
+                        black_box(calls),
+                    )))
+                })
+            }),
         ),
         (
             "one failure async: #[retry]",

@@ -87,6 +87,8 @@ pub enum Kind {
     Policy,
     /// A path.
     Path,
+    /// The key alone, without a value: `non_idempotent`.
+    Flag,
 }
 
 /// A word a [`Kind::Words`] key accepts.
@@ -449,6 +451,36 @@ pub fn key(name: &str) -> Option<&'static Key> {
     KEYS.iter().find(|key| key.name == name)
 }
 
+/// `non_idempotent`, in a block: the attribute's `#[non_idempotent]`.
+pub const NON_IDEMPOTENT: Key = Key {
+    name: "non_idempotent",
+    aliases: &["not_idempotent"],
+    example: "non_idempotent",
+    kind: Kind::Flag,
+    doc: "the block has a side effect that a repeat would do twice (a payment, an email): it compiles only with `key`, which every attempt sends",
+    default: "—",
+    async_only: None,
+    pass: Pass::Macro,
+};
+
+/// `key = claim.id`, in a block: the attribute's key parameter.
+pub const KEY: Key = Key {
+    name: "key",
+    aliases: &["idempotency_key"],
+    example: "claim.id",
+    kind: Kind::Expr {
+        value: "a value whose type implements `Display` and owns its data (`IdempotencyKey`, `u64`, `Uuid`, `String`, `str`)",
+    },
+    doc: "the idempotency key every attempt sends, which `attempt().key()` gives inside the block; evaluated once, before the first attempt",
+    default: "—",
+    async_only: None,
+    pass: Pass::Macro,
+};
+
+/// The keys that only a block takes, beside [`KEYS`]: a function has its `#[non_idempotent]`
+/// mark and its key parameter instead.
+pub static BLOCK_KEYS: &[Key] = &[NON_IDEMPOTENT, KEY];
+
 /// The key someone who wrote `name` most likely meant: the one whose alias it is, else one
 /// within two edits of it, among `candidates`.
 pub(crate) fn suggestion<'k>(
@@ -496,7 +528,7 @@ mod tests {
     #[test]
     fn names_and_aliases_are_unique() {
         let mut seen = Vec::new();
-        for key in KEYS {
+        for key in KEYS.iter().chain(BLOCK_KEYS) {
             for name in std::iter::once(&key.name).chain(key.aliases) {
                 assert!(!seen.contains(name), "`{name}` appears twice in the table");
                 seen.push(name);

@@ -24,6 +24,8 @@ pub enum Setting {
     /// A [`Kind::Expr`], [`Kind::Policy`] or [`Kind::Path`]: the caller keeps the expression as
     /// written.
     Expr,
+    /// A [`Kind::Flag`]: the key was written.
+    Flag,
 }
 
 /// A backoff form: its word and its pause.
@@ -136,6 +138,7 @@ pub fn read(key: &'static Key, value: Option<&Value>, written: &str) -> Result<S
     let Some(value) = value else {
         return match key.kind {
             Kind::Jitter => Ok(Setting::Jitter(crate::DEFAULT_JITTER)),
+            Kind::Flag => Ok(Setting::Flag),
             _ => Err(Problem::key(format!(
                 "`{}` needs a value: `{}`",
                 key.name,
@@ -162,6 +165,10 @@ pub fn read(key: &'static Key, value: Option<&Value>, written: &str) -> Result<S
         Kind::Expr { .. } => Ok(Setting::Expr),
         Kind::Policy => read.policy().map(|()| Setting::Expr),
         Kind::Path => read.path().map(|()| Setting::Expr),
+        Kind::Flag => Err(Problem::value(format!(
+            "`{0}` takes no value; write `{0}` alone",
+            key.name
+        ))),
     }
 }
 
@@ -178,6 +185,7 @@ pub fn describe(kind: &Kind) -> String {
         Kind::Expr { value } => (*value).to_owned(),
         Kind::Policy => "an expression giving a `Policy` or `&Policy`".to_owned(),
         Kind::Path => "a path".to_owned(),
+        Kind::Flag => "the key alone".to_owned(),
     }
 }
 

@@ -224,10 +224,17 @@ fn async_only(settings: &Settings, context: &Context, out: &mut Vec<Violation>) 
     }
     for entry in settings.entries() {
         if let Some(why) = entry.key.async_only {
-            out.push(at_key(
-                entry.key,
-                format!("`{}` needs an `async fn`: {why}", entry.key.name),
-            ));
+            let message = if context.block {
+                // The same reason, said of the block: `=> async { ... }` is its `async fn`.
+                format!(
+                    "`{}` needs an async block (`=> async {{ ... }}`): {}",
+                    entry.key.name,
+                    why.replace("function", "block")
+                )
+            } else {
+                format!("`{}` needs an `async fn`: {why}", entry.key.name)
+            };
+            out.push(at_key(entry.key, message));
         }
     }
 }
@@ -245,7 +252,10 @@ mod tests {
             let _ = settings.read(name.trim(), Some(&Value::from_text(value)), value);
         }
         settings
-            .check(&Context { is_async })
+            .check(&Context {
+                is_async,
+                block: false,
+            })
             .into_iter()
             .map(|v| (v.key.name.to_owned(), v.problem.at, v.problem.message))
             .collect()
@@ -286,6 +296,20 @@ mod tests {
         assert_eq!(check("timeout = 2s, sleep = f", Some(false)).len(), 2);
         assert!(check("timeout = 2s, sleep = f", Some(true)).is_empty());
         assert!(check("timeout = 2s, sleep = f", None).is_empty());
+    }
+
+    #[test]
+    fn a_blocks_async_only_keys_speak_of_the_block() {
+        let mut settings = Settings::new(Scope::Block);
+        let _ = settings.read("sleep", Some(&Value::from_text("f")), "f");
+        let found = settings.check(&Context {
+            is_async: Some(false),
+            block: true,
+        });
+        assert_eq!(
+            found[0].problem.message,
+            "`sleep` needs an async block (`=> async { ... }`): a sync block pauses with `std::thread::sleep`; remove `sleep`"
+        );
     }
 
     #[test]

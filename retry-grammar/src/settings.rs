@@ -55,13 +55,17 @@ pub enum Scope {
     Attribute,
     /// A policy string (`Policy::from_str`): the timing keys.
     PolicyString,
+    /// A block (`retry_block!(...)`): every key, and the [`BLOCK_KEYS`](crate::BLOCK_KEYS).
+    Block,
 }
 
 /// What the rules across keys need to know beyond the keys.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Context {
-    /// Whether the function is an `async fn`; `None` outside an attribute.
+    /// Whether the function (or block) is async; `None` outside an attribute or a block.
     pub is_async: Option<bool>,
+    /// The settings are a block's, so that a message speaks of the block, not the function.
+    pub block: bool,
 }
 
 /// One key that was written.
@@ -121,7 +125,7 @@ impl Settings {
         value: Option<&Value>,
         written: &str,
     ) -> Result<&'static Key, Problem> {
-        let Some(key) = keys::key(name) else {
+        let Some(key) = self.lookup(name) else {
             return Err(Problem::key(self.unknown(name)));
         };
         if !self.allows(key) {
@@ -198,13 +202,27 @@ impl Settings {
 
     fn allows(&self, key: &Key) -> bool {
         match self.scope {
-            Scope::Attribute => true,
+            Scope::Attribute | Scope::Block => true,
             Scope::PolicyString => key.is_timing(),
         }
     }
 
+    /// The key named `name`: one of the table's, or in a block one of the block's own.
+    fn lookup(&self, name: &str) -> Option<&'static Key> {
+        match self.scope {
+            Scope::Block => {
+                keys::key(name).or_else(|| keys::BLOCK_KEYS.iter().find(|k| k.name == name))
+            }
+            _ => keys::key(name),
+        }
+    }
+
     fn in_scope(&self) -> impl Iterator<Item = &'static Key> + Clone + '_ {
-        KEYS.iter().filter(|key| self.allows(key))
+        let block: &'static [Key] = match self.scope {
+            Scope::Block => keys::BLOCK_KEYS,
+            _ => &[],
+        };
+        KEYS.iter().chain(block).filter(|key| self.allows(key))
     }
 
     /// The keys that may be written here, as a message lists them.
@@ -216,6 +234,19 @@ impl Settings {
     }
 
     fn unknown(&self, name: &str) -> String {
+        if self.scope == Scope::Attribute {
+            // A block's own key, written on a function: say what a function has instead.
+            if name == keys::NON_IDEMPOTENT.name {
+                return format!(
+                    "`{name}` is an argument of `retry_block!`; mark a function with `#[non_idempotent]` instead, beside `#[retry]`"
+                );
+            }
+            if name == keys::KEY.name {
+                return format!(
+                    "`{name}` is an argument of `retry_block!`; a function's idempotency key is a parameter: `key: &IdempotencyKey`, or the one that identifies the operation marked `#[idempotency_key]`"
+                );
+            }
+        }
         let valid = self.valid();
         match suggestion(name, self.in_scope()) {
             Some(key) => format!(
@@ -272,6 +303,34 @@ mod tests {
     }
 
     #[test]
+    fn a_block_takes_its_own_keys_and_the_attribute_says_where_they_go() {
+        let (block, problems) = settings(Scope::Block, "non_idempotent, key = id, max = 2");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(block.setting(&keys::NON_IDEMPOTENT), Some(Setting::Flag));
+        let (_, problems) = settings(Scope::Block, "non_idempotent = true, retries = 2");
+        assert_eq!(
+            problems[0],
+            Problem::value("`non_idempotent` takes no value; write `non_idempotent` alone")
+        );
+        assert!(
+            problems[1]
+                .message
+                .ends_with("`crate`, `non_idempotent`, `key`")
+        );
+        let (_, problems) = settings(Scope::Attribute, "non_idempotent, key = id");
+        assert!(
+            problems[0]
+                .message
+                .contains("mark a function with `#[non_idempotent]`")
+        );
+        assert!(
+            problems[1]
+                .message
+                .contains("a function's idempotency key is a parameter")
+        );
+    }
+
+    #[test]
     fn a_refused_value_is_still_written() {
         let (settings, problems) = settings(Scope::Attribute, "max=-1, max=2");
         assert_eq!(problems.len(), 2);
@@ -291,7 +350,7 @@ mod properties {
         fn any_value_of_any_key_reads_or_says_why(text in ".*", name in prop::sample::select(KEYS.iter().map(|k| k.name).collect::<Vec<_>>())) {
             let mut settings = Settings::new(Scope::Attribute);
             let _ = settings.read(name, Some(&Value::from_text(&text)), &text);
-            let _ = settings.check(&Context { is_async: Some(false) });
+            let _ = settings.check(&Context { is_async: Some(false), block: false });
             let _ = settings.timings();
         }
     }

@@ -93,18 +93,29 @@ impl Args {
 /// Parses the attribute's arguments, pushing every mistake to `errors`. The settings that are
 /// valid are kept, so the rules across arguments can still be checked in the same compile.
 pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
+    parse_in(Scope::Attribute, tokens, errors)
+}
+
+/// [`parse`] for `scope`: the attribute's arguments, or a block's (which also take the
+/// [`BLOCK_KEYS`](grammar::BLOCK_KEYS)).
+pub(crate) fn parse_in(scope: Scope, tokens: TokenStream, errors: &mut Errors) -> Args {
     let mut args = Args {
-        settings: Settings::new(Scope::Attribute),
+        settings: Settings::new(scope),
         written: Vec::new(),
     };
     let raw = syn::parse::Parser::parse2(Punctuated::<RawArg, Token![,]>::parse_terminated, tokens);
     let raw = match raw {
         Ok(raw) => raw,
         Err(e) => {
-            errors.push(syn::Error::new(
-                e.span(),
-                format!("{e}; `#[retry]` takes `key = value` pairs separated by commas, like `#[retry(max = 3, base = \"1s\")]`"),
-            ));
+            let how = match scope {
+                Scope::Block => {
+                    "`retry_block!` takes `key = value` pairs separated by commas, then `=>` and the block, like `retry_block!(max = 3, base = \"1s\" => { ... })`"
+                }
+                _ => {
+                    "`#[retry]` takes `key = value` pairs separated by commas, like `#[retry(max = 3, base = \"1s\")]`"
+                }
+            };
+            errors.push(syn::Error::new(e.span(), format!("{e}; {how}")));
             return args;
         }
     };
@@ -114,7 +125,12 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
             .as_ref()
             .map(|v| v.to_token_stream().to_string())
             .unwrap_or_default();
-        let first = grammar::key(&name).filter(|key| args.settings.get(key).is_none());
+        let first = grammar::key(&name)
+            .or_else(|| match scope {
+                Scope::Block => grammar::BLOCK_KEYS.iter().find(|k| k.name == name),
+                _ => None,
+            })
+            .filter(|key| args.settings.get(key).is_none());
         let read = args
             .settings
             .read(&name, value.as_ref().map(value_of).as_ref(), &written);

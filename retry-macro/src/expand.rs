@@ -203,12 +203,12 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
 
 /// The macro's own span context at the location of `tokens`: errors point at the user's
 /// tokens, while lints still see generated code.
-fn at(tokens: &TokenStream) -> Span {
+pub(crate) fn at(tokens: &TokenStream) -> Span {
     Span::call_site().located_at(span_of(tokens))
 }
 
 /// A generated local that the user's body cannot see or shadow.
-fn local(name: &str) -> Ident {
+pub(crate) fn local(name: &str) -> Ident {
     Ident::new(name, Span::mixed_site())
 }
 
@@ -226,7 +226,7 @@ fn span_of(tokens: &TokenStream) -> Span {
 /// .nested_retry()`, one builder call per pass-through key given, in the table's order, each
 /// located at its value so that an unmet bound of the builder (`E: From<Elapsed>` for
 /// `timeout`, `E: From<CircuitOpen>` for `breaker`) is reported there.
-fn pass_through(args: &Args) -> TokenStream {
+pub(crate) fn pass_through(args: &Args) -> TokenStream {
     let mut calls = TokenStream::new();
     for key in KEYS {
         let Some((arg, setting)) = args.accepted(key) else {
@@ -266,7 +266,7 @@ fn pass_through(args: &Args) -> TokenStream {
 }
 
 /// `Policy::new()` followed by a builder call for each timing the user wrote, and nothing else.
-fn policy_expr(args: &Args) -> TokenStream {
+pub(crate) fn policy_expr(args: &Args) -> TokenStream {
     let timings = args.settings.timings();
     let mut calls = TokenStream::new();
     if let Some(n) = timings.max {
@@ -338,8 +338,8 @@ fn setting_tokens(setting: Setting) -> TokenStream {
                 "a word of the key table is not an expression"
             )),
         },
-        // An expression is passed as written, by the caller.
-        Setting::Expr => TokenStream::new(),
+        // An expression is passed as written, by the caller; a flag is read by the macro.
+        Setting::Expr | Setting::Flag => TokenStream::new(),
     }
 }
 

@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod block;
 mod errors;
 mod expand;
 mod item;
@@ -42,6 +43,15 @@ fn retry_impl(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream
     };
     let plan = validate::plan(args, func, errors)?;
     Ok(expand::expand(plan))
+}
+
+/// Retries a block that borrows its surroundings: `retry_block!(max = 3 => { read(&path) })`,
+/// or `retry_block!(max = 3 => async { fetch(&url).await }).await`.
+///
+/// See the `retry-runtime` crate for the arguments and the semantics.
+#[proc_macro]
+pub fn retry_block(input: TokenStream) -> TokenStream {
+    block::retry_block(input.into()).into()
 }
 
 /// Marks a function whose repetition would have a second effect: a payment, an email.
@@ -158,6 +168,25 @@ mod tests {
                 quote!(fn f() -> Result<(), E> { Ok(()) })
             };
             let _ = retry_impl(args, item);
+        }
+
+        /// Any tokens as a block's input, and any arguments before a sync or async block: an
+        /// error or an expansion, never a panic.
+        #[test]
+        fn any_block_input_expands_or_says_why(
+            text in ".*",
+            key in prop::sample::select(
+                retry_grammar::KEYS.iter().chain(retry_grammar::BLOCK_KEYS).map(|k| k.name).collect::<Vec<_>>(),
+            ),
+            value in prop_oneof![Just(""), Just(" = 2"), Just(" = \"1s\""), Just(" = f")],
+            body in prop_oneof![Just("=> { Ok(()) }"), Just("=> async { Ok(()) }"), Just("=> async move { x }"), Just("{ }"), Just("=>"), Just("=> f()")],
+        ) {
+            if let Ok(tokens) = text.parse() {
+                let _ = crate::block::retry_block(tokens);
+            }
+            if let Ok(tokens) = format!("{key}{value} {body}").parse() {
+                let _ = crate::block::retry_block(tokens);
+            }
         }
     }
 }

@@ -29,6 +29,7 @@ pub(crate) fn plan(args: Args, mut func: RetryFn, mut errors: Errors) -> syn::Re
     // In the order a reader meets them: the arguments, then the function.
     let context = Context {
         is_async: Some(func.sig.asyncness.is_some()),
+        block: false,
     };
     for violation in args.settings.check(&context) {
         if let Some(arg) = args.written(violation.key) {

@@ -4,11 +4,13 @@
 pub use crate::breaker::FromCircuitOpen;
 pub use crate::context::KeyParam;
 pub use crate::state::{
-    AsyncFallback, AsyncForm, Attempted, Awaits, ByDebug, ByName, ErrorForm, ErrorOnly, Extras,
+    AsyncBlock, AsyncBlockWithoutDebug, AsyncFallback, AsyncForm, AsyncOnly, Attempted, Awaits,
+    ByDebug, ByName, ByTransient, Classifier, DefaultSleeper, ErrorForm, ErrorOnly, Extras,
     Fallback, FallbackInput, FallbackOutput, FallbackScope, Finish, GiveUpHook, Hook, Hooks,
     IntoError, IntoFinish, IntoResultVerdict, IntoVerdict, Log, LogDebug, LogLevel, LogName, Logs,
     MaybeExtras, NoRefusal, NotifyHook, Outcome, OutcomeForm, PerAttempt, Refusal, Retry, Run,
-    Slot, StartWithoutDebug, SyncFallback, SyncForm, Unset, Untimed, finish, level,
+    Slot, StartWithoutDebug, SyncBlock, SyncBlockWithoutDebug, SyncFallback, SyncForm, SyncRun,
+    TransientInRetrier, Unset, Untimed, finish, level,
 };
 pub use crate::timer::{
     FnForm, FromElapsed, IntoSleeper, NoTimer, SleepFn, SleepFuture, Sleeper, TimerFor, TypeForm,
@@ -32,6 +34,25 @@ pub fn output_type<R>() -> R {
 pub fn is_transient<E: crate::Transient + ?Sized>(error: &E) -> Verdict {
     error.verdict()
 }
+
+/// The default classifier of a `retry_block!`: [`is_transient`], with the block's message when
+/// the error type has no [`Transient`](crate::Transient) impl.
+#[inline]
+pub fn block_is_transient<E: TransientInBlock + ?Sized>(error: &E) -> Verdict {
+    error.verdict()
+}
+
+/// A [`Transient`](crate::Transient) error of a block: its message names `retry_block!`.
+#[diagnostic::on_unimplemented(
+    message = "`retry_block!` cannot tell which `{Self}` errors are worth retrying",
+    label = "the block's error type `{Self}` does not implement `retry_runtime::Transient`",
+    note = "either name a classifier, which works for any error type: `retry_block!(on = is_transient => ...)` with `fn is_transient(error: &{Self}) -> bool`, or a closure `on = |error| ...`",
+    note = "or, if `{Self}` is defined in your crate, implement `retry_runtime::Transient` for it; a type from another crate cannot implement it in yours (E0117), so wrap such a type in an error type of your own"
+)]
+pub trait TransientInBlock: crate::Transient {}
+
+#[diagnostic::do_not_recommend]
+impl<E: crate::Transient + ?Sized> TransientInBlock for E {}
 
 /// The default classifier of the error types that one of the runtime's features classifies,
 /// which the macro recognises by their path in the return type (`sqlx::Error`, `sqlx::Result<T>`,

@@ -11,10 +11,11 @@
 //! | [`protecting`] | protecting the service that is called: retry budget, circuit breaker, one retrying layer |
 //! | [`fallback`] | what the caller gets after the last attempt |
 //! | [`tower`] | the same loop for every request of a client: a tower layer (features `tower`) and reqwest middleware (`reqwest-middleware`), bodies, keys, never-sent requests |
+//! | [`blocks`] | the same loop for a block (`retry_block!`), for a closure with a policy chosen at run time (`Retrier`), and for a loop that runs for hours (`reset_after`) |
 //! | [`testing`] | tests that assert pauses and calls without waiting |
 //!
-//! The durable job queue that the portal example drains is documented with that example
-//! (`retry_examples::queue` in the repository's `examples/` package).
+//! The idempotency stores and the durable job queue are documented in their own crate,
+//! `retry-durable` (`retry_durable::store`, `retry_durable::queue`).
 
 #[doc = include_str!("../docs/behaviour.md")]
 pub mod behaviour {}
@@ -47,3 +48,6 @@ pub mod tower {}
 
 #[doc = include_str!("../docs/testing.md")]
 pub mod testing {}
+
+#[doc = include_str!("../docs/blocks.md")]
+pub mod blocks {}

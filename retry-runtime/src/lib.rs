@@ -325,7 +325,10 @@ pub use budget::RetryBudget;
 pub use context::{Attempt, attempt, scope};
 pub use key::IdempotencyKey;
 pub use policy::{Backoff, Jitter, Policy, PolicyError};
-pub use state::{GiveUp, GiveUpReason, RetryEvent};
+pub use state::{GiveUp, GiveUpReason, Retrier, RetryEvent};
+
+/// The levels of [`Retrier::log_level`], as `log_level = "warn"` names them in the attribute.
+pub use state::level;
 pub use timer::{Elapsed, Sleeper};
 pub use transient::{Transient, Verdict, has_transient_io_cause};
 
@@ -455,6 +458,35 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 /// ```
 #[doc(inline)]
 pub use retry_macro::retry;
+
+/// Retries a block, sync or async, with the attribute's arguments: the block borrows its
+/// surroundings, and runs the same loop as [`retry`].
+///
+/// ```
+/// use retry_runtime::retry_block;
+/// use std::io;
+///
+/// fn is_transient(error: &io::Error) -> bool {
+///     error.kind() == io::ErrorKind::Interrupted
+/// }
+///
+/// let mut answers = vec![Ok("tariffs"), Err(io::Error::from(io::ErrorKind::Interrupted))];
+/// let tariffs = retry_block!(max = 3, base = "1ms", on = is_transient => {
+///     answers.pop().unwrap_or_else(|| Err(io::ErrorKind::NotFound.into()))
+/// });
+/// assert_eq!(tariffs.unwrap(), "tariffs"); // failed once, then answered
+/// assert!(answers.is_empty());
+/// ```
+///
+/// An async block is written `async { ... }` and the whole is awaited:
+/// `retry_block!(max = 3, on = is_transient => async { client.coverage(&claim).await }).await`.
+/// The arguments, their values and the rules across them are those of [`retry`], checked when
+/// the macro expands, with the same messages; a block also takes `non_idempotent` (it then
+/// needs `key = ...`, the idempotency key every attempt sends, or it does not compile) and
+/// `key = value`. The name is not `retry!` because an attribute and a function-like macro
+/// cannot share a name. The guide: [`guide::blocks`].
+#[doc(inline)]
+pub use retry_macro::retry_block;
 
 /// Marks a function whose repetition would have a second effect: a payment, an email.
 ///

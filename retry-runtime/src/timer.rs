@@ -169,6 +169,11 @@ impl Sleeper for NoTimer {
 )]
 pub trait TimerFor<T> {}
 
+/// With the `tokio` feature, tokio's timer is there for every function (the bound of an async
+/// `retry!` block's start, which names the default timer whichever it is).
+#[cfg(feature = "tokio")]
+impl<T> TimerFor<T> for TokioTimer {}
+
 /// The error of an attempt cut off by `#[retry(timeout = ...)]`.
 ///
 /// An annotated function with a `timeout` needs an error type that can carry it:

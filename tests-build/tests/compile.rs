@@ -67,8 +67,8 @@ fn expansions_match_their_snapshots() {
         .map(|dir| dir.filter_map(Result::ok).count())
         .unwrap_or(0);
     assert!(
-        cases >= 10,
-        "expected 5 cases and their snapshots in tests/expand, found {cases} files"
+        cases >= 12,
+        "expected 6 cases and their snapshots in tests/expand, found {cases} files"
     );
     macrotest::expand_without_refresh("tests/expand/*.rs");
 }

@@ -217,3 +217,23 @@ fn an_async_fn_in_a_module_without_the_prelude() {
     assert_eq!(on_paused_clock(no_prelude::bare_async(&calls)), Err(()));
     assert_eq!(calls.get(), 3);
 }
+
+/// `retry_block!` under the same lints and names: locals named like the generated ones (which
+/// the block borrows), a one-line block, an async block and a keyed one.
+#[test]
+fn blocks_under_strict_lints_and_names() {
+    let __retry = Cell::new(0);
+    let __retry_body = 2;
+    let __retry_key = IdempotencyKey::from("k");
+    let result =
+        ::retry_runtime::retry_block!(max = 2, base = "1ms" => { step(&__retry, __retry_body) });
+    assert_eq!(result, Ok(2));
+    let keyed = ::retry_runtime::retry_block!(non_idempotent, key = __retry_key, base = "1ms" => {
+        step(&__retry, 4)
+    });
+    assert_eq!(keyed, Ok(4));
+    let awaited = on_paused_clock(async {
+        ::retry_runtime::retry_block!(max = 2, base = "1s" => async { step(&__retry, 6) }).await
+    });
+    assert_eq!(awaited, Ok(6));
+}

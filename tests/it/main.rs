@@ -9,8 +9,10 @@
 mod common;
 
 mod attempt_context;
+mod block_form;
 mod breaker;
 mod budget;
+mod builder;
 mod cancellation;
 mod classification;
 mod custom_sleep;

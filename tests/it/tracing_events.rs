@@ -21,14 +21,14 @@ use tracing::{Level, Metadata, span};
 
 /// One event as captured: its level, target and fields.
 #[derive(Clone, Debug)]
-struct Captured {
-    level: Level,
+pub(crate) struct Captured {
+    pub(crate) level: Level,
     target: String,
     fields: BTreeMap<String, String>,
 }
 
 impl Captured {
-    fn field(&self, name: &str) -> &str {
+    pub(crate) fn field(&self, name: &str) -> &str {
         self.fields
             .get(name)
             .map_or_else(|| panic!("no field `{name}` in {self:?}"), String::as_str)
@@ -78,7 +78,7 @@ impl tracing::Subscriber for Capture {
 use crate::common::callsites;
 
 /// Runs `f` with every event on this thread captured; returns them in order.
-fn capture<R>(f: impl FnOnce() -> R) -> (R, Vec<Captured>) {
+pub(crate) fn capture<R>(f: impl FnOnce() -> R) -> (R, Vec<Captured>) {
     callsites::keep_open();
     let capture = Capture::default();
     let result = tracing::subscriber::with_default(capture.clone(), f);
@@ -87,7 +87,7 @@ fn capture<R>(f: impl FnOnce() -> R) -> (R, Vec<Captured>) {
 }
 
 /// Runs an async test on a current-thread runtime with the paused clock, capturing its events.
-fn capture_async<F: Future>(f: impl FnOnce() -> F) -> (F::Output, Vec<Captured>) {
+pub(crate) fn capture_async<F: Future>(f: impl FnOnce() -> F) -> (F::Output, Vec<Captured>) {
     capture(|| {
         tokio::runtime::Builder::new_current_thread()
             .enable_time()
@@ -98,7 +98,7 @@ fn capture_async<F: Future>(f: impl FnOnce() -> F) -> (F::Output, Vec<Captured>)
     })
 }
 
-fn levels(events: &[Captured]) -> Vec<Level> {
+pub(crate) fn levels(events: &[Captured]) -> Vec<Level> {
     events.iter().map(|e| e.level).collect()
 }
 

@@ -7,7 +7,7 @@
 //! into the benchmark loop. `tokio-retry` has no sync form; its variants are async only.
 
 use backon::{BlockingRetryable, ConstantBuilder, ExponentialBuilder, Retryable};
-use retry_runtime::{Transient, retry};
+use retry_runtime::{Policy, Retrier, Transient, retry, retry_block};
 use std::cell::Cell;
 use std::time::Duration;
 use tokio_retry::RetryIf;
@@ -58,6 +58,15 @@ pub const BACKON_ZERO: ConstantBuilder = ConstantBuilder::new()
     .with_delay(Duration::ZERO)
     .with_max_times(3);
 
+/// The `Retrier`'s policies, as a configuration file would give them: the benchmarks pass them
+/// through `black_box`, so that the compiler cannot fold them as it folds the attribute's
+/// constant policy.
+pub static RUN_TIME_POLICY: Policy = Policy::new().max(3).base(Duration::from_secs(1));
+pub static RUN_TIME_POLICY_ZERO: Policy = Policy::new()
+    .max(3)
+    .base(Duration::ZERO)
+    .jitter(retry_runtime::Jitter::None);
+
 pub mod sync {
     use super::*;
 
@@ -75,6 +84,16 @@ pub mod sync {
     #[inline(never)]
     pub fn backon(x: u64) -> Result<u64, Busy> {
         (|| answer(x)).retry(BACKON).when(is_busy).call()
+    }
+
+    #[inline(never)]
+    pub fn block(x: u64) -> Result<u64, Busy> {
+        retry_block!(max = 3, base = "1s" => { answer(x) })
+    }
+
+    #[inline(never)]
+    pub fn retrier(policy: &Policy, x: u64) -> Result<u64, Busy> {
+        Retrier::new(policy).run(|| answer(x))
     }
 
     /// The floor under `#[retry]`: the attempt context alone (what `attempt()` and nested
@@ -105,6 +124,16 @@ pub mod sync {
     #[inline(never)]
     pub fn backon_flaky(calls: &Cell<u64>) -> Result<u64, Busy> {
         (|| flaky(calls)).retry(BACKON_ZERO).when(is_busy).call()
+    }
+
+    #[inline(never)]
+    pub fn block_flaky(calls: &Cell<u64>) -> Result<u64, Busy> {
+        retry_block!(max = 3, base = "0ns", jitter = none => { flaky(calls) })
+    }
+
+    #[inline(never)]
+    pub fn retrier_flaky(policy: &Policy, calls: &Cell<u64>) -> Result<u64, Busy> {
+        Retrier::new(policy).run(|| flaky(calls))
     }
 }
 

@@ -34,14 +34,17 @@
 //! names its section.
 
 mod attempt;
+mod block;
 mod decide;
 mod events;
 mod extras;
 mod fallback;
 mod hooks;
 mod log;
+mod retrier;
 
 pub use attempt::{Attempted, Run};
+pub use block::{AsyncBlock, AsyncBlockWithoutDebug, SyncBlock, SyncBlockWithoutDebug};
 pub use events::{GiveUp, GiveUpReason, RetryEvent};
 pub use extras::{Extras, IntoError, MaybeExtras, NoRefusal, PerAttempt, Refusal};
 pub use fallback::{
@@ -52,6 +55,9 @@ pub use hooks::{
     ErrorForm, ErrorOnly, GiveUpHook, Hook, Hooks, NotifyHook, OutcomeForm, Slot, Untimed,
 };
 pub use log::{ByDebug, ByName, Log, LogLevel, Logs, level};
+pub use retrier::{
+    AsyncOnly, ByTransient, Classifier, DefaultSleeper, Retrier, SyncRun, TransientInRetrier,
+};
 
 use crate::breaker::FromCircuitOpen;
 use crate::context::{self, KeyParam, KeySlot};

@@ -1,0 +1,325 @@
+//! `retry_block!(arguments => { body })` and `retry_block!(arguments => async { body })`: the
+//! attribute's arguments, read by the same grammar and checked by the same rules, for a block
+//! that borrows its surroundings; and the same loop over the runtime's state.
+
+use crate::args::{self, Args};
+use crate::errors::Errors;
+use crate::expand::{at, local, pass_through, policy_expr};
+use proc_macro2::{Delimiter, Group, Ident, Spacing, Span, TokenStream, TokenTree};
+use quote::{ToTokens, quote, quote_spanned};
+use retry_grammar::{self as grammar, Context, Scope};
+
+/// The block after `=>`, as written.
+enum Body {
+    /// `{ ... }`.
+    Sync(Group),
+    /// `async { ... }` or `async move { ... }`.
+    Async {
+        async_token: Ident,
+        move_token: Option<Ident>,
+        group: Group,
+    },
+}
+
+impl Body {
+    fn is_async(&self) -> bool {
+        matches!(self, Body::Async { .. })
+    }
+
+    fn group(&self) -> &Group {
+        match self {
+            Body::Sync(group) | Body::Async { group, .. } => group,
+        }
+    }
+
+    /// The block as written: what is emitted beside an error, so that the code inside it is
+    /// still checked and seen by the IDE. A sync block runs as a closure, as it would in the
+    /// loop (`?` and `return` end it there too).
+    fn as_written(&self) -> TokenStream {
+        match self {
+            Body::Sync(group) => quote!((|| #group)()),
+            Body::Async {
+                async_token,
+                move_token,
+                group,
+            } => quote!(#async_token #move_token #group),
+        }
+    }
+}
+
+/// Input: `max = 3, on = is_transient => async { client.coverage(&claim).await }`.
+/// Output: an `async` block that loops over the runtime's state (see [`expand`]), or the errors
+/// beside the block as written.
+pub(crate) fn retry_block(input: TokenStream) -> TokenStream {
+    let mut errors = Errors::default();
+    let (arguments, body) = split(input, &mut errors);
+    let args = args::parse_in(Scope::Block, arguments, &mut errors);
+    let Some(body) = body else {
+        return errors.finish().err().map_or_else(TokenStream::new, |e| {
+            let e = e.to_compile_error();
+            quote!({ #e })
+        });
+    };
+    let context = Context {
+        is_async: Some(body.is_async()),
+        block: true,
+    };
+    for violation in args.settings.check(&context) {
+        if let Some(arg) = args.written(violation.key) {
+            errors.push(Args::error(arg, &violation.problem));
+        }
+    }
+    if let Some(mark) = args.written(&grammar::NON_IDEMPOTENT) {
+        if args.written(&grammar::KEY).is_none() {
+            errors.spanned(
+                &mark.ident,
+                "this block is `non_idempotent`, so a retry without an idempotency key could act twice (the first call may have succeeded and only its response been lost); add `key = ...`, the value every attempt sends: an `IdempotencyKey` created once before the block with `IdempotencyKey::new()`, or what already identifies the operation (an order number, a `Uuid`; any type that implements `Display` and owns its data)",
+            );
+        }
+    }
+    match errors.finish() {
+        Ok(()) => expand(&args, &body),
+        Err(error) => {
+            let error = error.to_compile_error();
+            let written = body.as_written();
+            quote!({ #error #written })
+        }
+    }
+}
+
+/// The arguments before the first `=>` outside any brackets, and the block after it.
+fn split(input: TokenStream, errors: &mut Errors) -> (TokenStream, Option<Body>) {
+    let tokens: Vec<TokenTree> = input.into_iter().collect();
+    let arrow = tokens.windows(2).position(|pair| match pair {
+        [TokenTree::Punct(eq), TokenTree::Punct(gt)] => {
+            eq.as_char() == '=' && eq.spacing() == Spacing::Joint && gt.as_char() == '>'
+        }
+        _ => false,
+    });
+    let Some(arrow) = arrow else {
+        // Without `=>`: the block is taken to be the last token (after an optional `async` and
+        // `move`), so that the arguments before it are still checked in the same compile.
+        let (body, start) = last_block(&tokens);
+        let at = match &body {
+            Some(body) => body.group().span_open(),
+            None => tokens.last().map_or_else(Span::call_site, TokenTree::span),
+        };
+        errors.push(syn::Error::new(
+            at,
+            "`retry_block!` needs `=>` between its arguments and the block to retry: `retry_block!(max = 3 => { ... })`, `retry_block!(max = 3 => async { ... }).await`, or `retry_block!(=> { ... })` with the defaults",
+        ));
+        let mut arguments = &tokens[..start];
+        if let [init @ .., TokenTree::Punct(comma)] = arguments {
+            if comma.as_char() == ',' {
+                arguments = init;
+            }
+        }
+        return (arguments.iter().cloned().collect(), body);
+    };
+    let arguments: TokenStream = tokens[..arrow].iter().cloned().collect();
+    let rest = &tokens[arrow + 2..];
+    let body = match last_block(rest) {
+        (Some(body), 0) => Some(body),
+        _ => None,
+    };
+    if body.is_none() {
+        let after: TokenStream = rest.iter().cloned().collect();
+        let message = "expected the block to retry after `=>`: `{ ... }`, or `async { ... }` for an async one (then awaited: `retry_block!(... => async { ... }).await`); to retry a call, write it in braces: `=> { read_config(&path) }`";
+        if after.is_empty() {
+            errors.push(syn::Error::new(tokens[arrow + 1].span(), message));
+        } else {
+            errors.spanned(after, message);
+        }
+    }
+    (arguments, body)
+}
+
+/// The block at the end of `tokens` (`{ ... }`, `async { ... }`, `async move { ... }`), and
+/// where it starts; `(None, tokens.len())` if they end otherwise.
+fn last_block(tokens: &[TokenTree]) -> (Option<Body>, usize) {
+    let n = tokens.len();
+    let body = |async_token: &Ident, move_token: Option<&Ident>, group: &Group| Body::Async {
+        async_token: async_token.clone(),
+        move_token: move_token.cloned(),
+        group: group.clone(),
+    };
+    match tokens {
+        [.., TokenTree::Group(g)] if g.delimiter() != Delimiter::Brace => (None, n),
+        [
+            ..,
+            TokenTree::Ident(a),
+            TokenTree::Ident(m),
+            TokenTree::Group(g),
+        ] if a == "async" && m == "move" => (Some(body(a, Some(m), g)), n - 3),
+        [.., TokenTree::Ident(a), TokenTree::Group(g)] if a == "async" => {
+            (Some(body(a, None, g)), n - 2)
+        }
+        [.., TokenTree::Group(g)] => (Some(Body::Sync(g.clone())), n - 1),
+        _ => (None, n),
+    }
+}
+
+/// Input: `max = 3, base = "1s", on = is_transient => { read_config(&path) }`.
+///
+/// Output:
+///
+/// ```text
+/// {
+///     use ::retry_runtime::__private::{self as __retry_rt, SyncBlockWithoutDebug as _};
+///     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new().max(3).base(..);
+///     let mut __retry_body = || { read_config(&path) };
+///     let mut __retry = __retry_rt::SyncBlock::of(&__retry_body)
+///         .start(&__RETRY_POLICY, "my_app::config:12", is_transient);
+///     loop {
+///         let __retry_outcome = __retry.attempt(&mut __retry_body);
+///         #[allow(unreachable_code)]
+///         {
+///             __retry = match __retry.next(__retry_outcome) {
+///                 ControlFlow::Break(__retry_result) => break __retry_result,
+///                 ControlFlow::Continue(__retry_next) => __retry_next,
+///             };
+///             __retry.pause_blocking();
+///         }
+///     }
+/// }
+/// ```
+///
+/// The block is bound to a closure first, so that its output type, inferred from the body, is
+/// known when the state starts (`SyncBlock::of` reads it), as the return type is for the
+/// attribute. An async block is an `async` block around the same loop, its body an async
+/// closure (`async || { ... }`, which lends its captures to each attempt's future), each
+/// attempt `__retry.run(__retry_body()).await` and each pause `__retry.pause().await`. With
+/// `key = k`, `let __retry_key = &(k);` before the closure and the `_keyed` forms, as the
+/// attribute writes them for a key parameter.
+fn expand(args: &Args, body: &Body) -> TokenStream {
+    let runtime = match args.krate() {
+        Some(path) => path.to_token_stream(),
+        None => quote!(::retry_runtime),
+    };
+    let policy_name = Ident::new("__RETRY_POLICY", Span::call_site());
+    let policy_local = local("__retry_policy");
+    let state = local("__retry");
+    let closure = local("__retry_body");
+    let key_local = local("__retry_key");
+    let outcome = local("__retry_outcome");
+    let result = local("__retry_result");
+    let next = local("__retry_next");
+    let is_async = body.is_async();
+
+    let (policy_item, policy_ref) = match args.expr(&grammar::POLICY) {
+        Some(expr) => (
+            quote!(let #policy_local = #expr;),
+            quote_spanned!(at(&expr.to_token_stream())=> __retry_rt::policy_ref(&#policy_local)),
+        ),
+        None => {
+            let value = policy_expr(args);
+            (
+                quote!(const #policy_name: __retry_rt::Policy = #value;),
+                quote!(&#policy_name),
+            )
+        }
+    };
+    let classify = match args.expr(&grammar::ON) {
+        Some(on) => quote!(#on),
+        None => quote!(|__retry_error| __retry_rt::block_is_transient(__retry_error)),
+    };
+    let start_span = args
+        .expr(&grammar::ON)
+        .map_or_else(Span::call_site, |on| at(&on.to_token_stream()));
+    let start = if is_async && args.accepted(&grammar::SLEEP).is_none() {
+        "start_async"
+    } else {
+        "start"
+    };
+    let start = Ident::new(start, start_span);
+    let (block_type, without_debug) = if is_async {
+        (quote!(AsyncBlock), quote!(AsyncBlockWithoutDebug))
+    } else {
+        (quote!(SyncBlock), quote!(SyncBlockWithoutDebug))
+    };
+    // A block has no name of its own: its module and line, which `cargo expand` and a log show
+    // alike wherever the crate is checked out.
+    let name = quote!(::core::concat!(
+        ::core::module_path!(),
+        ":",
+        ::core::line!()
+    ));
+    let mut builder = quote_spanned!(start_span=>
+        __retry_rt::#block_type::of(&#closure).#start(#policy_ref, #name, #classify));
+    builder.extend(pass_through(args));
+
+    let (key_item, key, suffix) = match args.expr(&grammar::KEY) {
+        Some(expr) => {
+            let at = at(&expr.to_token_stream());
+            (
+                quote_spanned!(at=> let #key_local = &(#expr);),
+                quote_spanned!(at=> #key_local,),
+                "_keyed",
+            )
+        }
+        None => (TokenStream::new(), TokenStream::new(), ""),
+    };
+    let method = |plain: &str| Ident::new(&format!("{plain}{suffix}"), Span::call_site());
+    let group = body.group();
+    let (closure_item, attempt, sleep) = match body {
+        Body::Async {
+            async_token,
+            move_token,
+            ..
+        } => {
+            let run = if args.accepted(&grammar::TIMEOUT).is_some() {
+                method("run_timed")
+            } else {
+                method("run")
+            };
+            (
+                quote!(let mut #closure = #async_token #move_token || #group;),
+                quote!(#state.#run(#key #closure()).await),
+                quote!(#state.pause().await),
+            )
+        }
+        Body::Sync(_) => {
+            let attempt = method("attempt");
+            (
+                quote!(let mut #closure = || #group;),
+                quote!(#state.#attempt(#key &mut #closure)),
+                quote!(#state.pause_blocking()),
+            )
+        }
+    };
+    let has_fallback = args.accepted(&grammar::FALLBACK).is_some();
+    let decision = if has_fallback {
+        let next = method("next");
+        quote!(#state.#next(#key #outcome))
+    } else {
+        quote!(#state.next(#outcome))
+    };
+    let finish = if is_async && has_fallback {
+        quote!(__retry_rt::finish(#result).await)
+    } else {
+        quote!(#result)
+    };
+    let statements = quote! {
+        use #runtime::__private::{self as __retry_rt, #without_debug as _};
+        #policy_item
+        #key_item
+        #closure_item
+        let mut #state = #builder;
+        loop {
+            let #outcome = #attempt;
+            #[allow(unreachable_code)]
+            {
+                #state = match #decision {
+                    __retry_rt::ControlFlow::Break(#result) => break #finish,
+                    __retry_rt::ControlFlow::Continue(#next) => #next,
+                };
+                #sleep;
+            }
+        }
+    };
+    if is_async {
+        quote!(async { #statements })
+    } else {
+        quote!({ #statements })
+    }
+}

@@ -1,0 +1,80 @@
+use retry_runtime::retry_block;
+pub struct ContractClient;
+pub struct Claim;
+pub struct Coverage;
+pub enum ContractError {
+    Overloaded,
+}
+#[automatically_derived]
+impl ::core::fmt::Debug for ContractError {
+    #[inline]
+    fn fmt(&self, f: &mut ::core::fmt::Formatter) -> ::core::fmt::Result {
+        ::core::fmt::Formatter::write_str(f, "Overloaded")
+    }
+}
+fn is_transient(error: &ContractError) -> bool {
+    #[allow(non_exhaustive_omitted_patterns)]
+    match error {
+        ContractError::Overloaded => true,
+        _ => false,
+    }
+}
+impl ContractClient {
+    async fn coverage(&self, _claim: &Claim) -> Result<Coverage, ContractError> {
+        Ok(Coverage)
+    }
+}
+async fn check_coverage(
+    client: &ContractClient,
+    claim: &Claim,
+) -> Result<Coverage, ContractError> {
+    async {
+        use ::retry_runtime::__private::{
+            self as __retry_rt, AsyncBlockWithoutDebug as _,
+        };
+        const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
+            .max(3)
+            .base(__retry_rt::Duration::from_secs(1))
+            .jitter(__retry_rt::Jitter::Proportional(0.5));
+        let mut __retry_body = async || { client.coverage(claim).await };
+        let mut __retry = __retry_rt::AsyncBlock::of(&__retry_body)
+            .start_async(&__RETRY_POLICY, "macrotest003:22", is_transient);
+        loop {
+            let __retry_outcome = __retry.run(__retry_body()).await;
+            #[allow(unreachable_code)]
+            {
+                __retry = match __retry.next(__retry_outcome) {
+                    __retry_rt::ControlFlow::Break(__retry_result) => {
+                        break __retry_result;
+                    }
+                    __retry_rt::ControlFlow::Continue(__retry_next) => __retry_next,
+                };
+                __retry.pause().await;
+            }
+        }
+    }
+        .await
+}
+fn read_config(path: &str) -> Result<String, ContractError> {
+    {
+        use ::retry_runtime::__private::{self as __retry_rt, SyncBlockWithoutDebug as _};
+        const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new().max(3);
+        let mut __retry_body = || { Ok(path.to_owned()) };
+        let mut __retry = __retry_rt::SyncBlock::of(&__retry_body)
+            .start(&__RETRY_POLICY, "macrotest003:26", is_transient);
+        loop {
+            let __retry_outcome = __retry.attempt(&mut __retry_body);
+            #[allow(unreachable_code)]
+            {
+                __retry = match __retry.next(__retry_outcome) {
+                    __retry_rt::ControlFlow::Break(__retry_result) => {
+                        break __retry_result;
+                    }
+                    __retry_rt::ControlFlow::Continue(__retry_next) => __retry_next,
+                };
+                __retry.pause_blocking();
+            }
+        }
+    }
+}
+fn main() {}

@@ -1,0 +1,424 @@
+//! `Retrier`: the attribute's options as methods, for a `Policy` chosen at run time and a
+//! closure, sync and async. The same loop: call counts, exact virtual times on tokio's paused
+//! clock, borrows of the surroundings, the attempt context, one retrying layer, the budget, the
+//! breaker, the fallback, the deadline, the timeout, the hooks and the events; and
+//! `reset_after`, which starts the backoff afresh after a healthy attempt in a long-lived loop.
+
+use crate::common::{Busy, MS, NEVER, S, fail, step};
+use retry_runtime::{
+    CircuitBreaker, CircuitOpen, Elapsed, GiveUp, GiveUpReason, Policy, Retrier, RetryBudget,
+    RetryEvent, Verdict, attempt, level, retry, testing,
+};
+use std::cell::{Cell, RefCell};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// A policy as a configuration file gives it: read at run time.
+fn from_config(text: &str) -> Policy {
+    text.parse().expect("a valid policy string")
+}
+
+// ---- sync ------------------------------------------------------------------------------------
+
+#[test]
+fn a_policy_from_a_string_drives_the_pauses() {
+    let policy = from_config("max = 3, base = 1s, jitter = none");
+    let calls = Cell::new(0);
+    let (result, pauses) = testing::record(|| Retrier::new(&policy).run(|| step(&calls, 3)));
+    assert_eq!(result, Ok(3));
+    assert_eq!(pauses, [S, 2 * S]);
+}
+
+#[test]
+fn the_defaults_are_the_attributes() {
+    let policy = Policy::new().jitter(retry_runtime::Jitter::None);
+    let calls = Cell::new(0);
+    let (result, pauses) = testing::record(|| Retrier::new(&policy).run(|| fail(&calls)));
+    assert_eq!(result, Err(Busy(4)));
+    assert_eq!(pauses, [S, 2 * S, 4 * S]);
+}
+
+#[test]
+fn the_closure_borrows_its_surroundings_mutably() {
+    let policy = from_config("max = 3, base = 1ms");
+    let mut log = Vec::new();
+    let (result, _) = testing::record(|| {
+        Retrier::new(&policy).run(|| {
+            log.push(attempt().number());
+            if log.len() < 3 {
+                Err(Busy(log.len() as u32))
+            } else {
+                Ok(log.len())
+            }
+        })
+    });
+    assert_eq!(result, Ok(3));
+    assert_eq!(log, [1, 2, 3]);
+}
+
+#[test]
+fn on_names_the_classifier_and_a_permanent_error_is_returned_at_once() {
+    let policy = from_config("max = 3, base = 1s");
+    let calls = Cell::new(0);
+    let (result, pauses) = testing::record(|| {
+        Retrier::new(&policy)
+            .on(|e: &Busy| {
+                if e.0 < 2 {
+                    Verdict::Retry
+                } else {
+                    Verdict::Fail
+                }
+            })
+            .run(|| fail(&calls))
+    });
+    assert_eq!((result, pauses.len(), calls.get()), (Err(Busy(2)), 1, 2));
+}
+
+#[test]
+fn on_result_notify_and_on_give_up() {
+    let policy = from_config("max = 2, base = 1s, jitter = none");
+    let heard = RefCell::new(Vec::new());
+    let gave_up = RefCell::new(Vec::new());
+    let (result, _) = testing::record(|| {
+        Retrier::new(&policy)
+            .on_result(|status: &u16| *status == 503)
+            .notify(|outcome: Result<&u16, &Busy>, event: &RetryEvent| {
+                heard
+                    .borrow_mut()
+                    .push((outcome.ok().copied(), event.pause));
+            })
+            .on_give_up(|outcome: Result<&u16, &Busy>, why: &GiveUp| {
+                gave_up
+                    .borrow_mut()
+                    .push((outcome.ok().copied(), why.reason));
+            })
+            .log_level(level::Warn)
+            .run(|| Ok::<u16, Busy>(503))
+    });
+    assert_eq!(result, Ok(503));
+    assert_eq!(*heard.borrow(), [(Some(503), S), (Some(503), 2 * S)]);
+    assert_eq!(*gave_up.borrow(), [(Some(503), GiveUpReason::Exhausted)]);
+}
+
+#[test]
+fn a_sync_fallback_makes_the_result() {
+    let policy = from_config("max = 1, base = 1ms");
+    let saved = RefCell::new(Vec::new());
+    let result = Retrier::new(&policy)
+        .fallback(|error: Busy, why: GiveUp| {
+            saved.borrow_mut().push((error, why.attempts));
+            Ok::<u32, Busy>(0)
+        })
+        .run(|| Err(Busy(attempt().number())));
+    assert_eq!(result, Ok(0));
+    assert_eq!(*saved.borrow(), [(Busy(2), 2)]);
+}
+
+#[derive(Debug, PartialEq)]
+enum CallError {
+    Busy,
+    TimedOut,
+    Open,
+}
+
+impl retry_runtime::Transient for CallError {
+    fn is_transient(&self) -> bool {
+        !matches!(self, CallError::Open)
+    }
+}
+
+impl From<Elapsed> for CallError {
+    fn from(_: Elapsed) -> Self {
+        CallError::TimedOut
+    }
+}
+
+impl From<CircuitOpen> for CallError {
+    fn from(_: CircuitOpen) -> Self {
+        CallError::Open
+    }
+}
+
+#[test]
+fn the_breaker_opens_and_then_refuses_without_calling() {
+    static BREAKER: CircuitBreaker = CircuitBreaker::new()
+        .consecutive_failures(2)
+        .open_for(Duration::from_secs(30));
+    let policy = from_config("max = 5, base = 1ms");
+    let calls = Cell::new(0);
+    let body = || {
+        calls.set(calls.get() + 1);
+        Err::<(), _>(CallError::Busy)
+    };
+    let (first, _) = testing::record(|| Retrier::new(&policy).breaker(&BREAKER).run(body));
+    assert_eq!((first, calls.get()), (Err(CallError::Busy), 2));
+    let (second, _) = testing::record(|| Retrier::new(&policy).breaker(&BREAKER).run(body));
+    assert_eq!((second, calls.get()), (Err(CallError::Open), 2));
+}
+
+#[test]
+fn an_empty_budget_ends_the_loop() {
+    // No reserve per second and a ratio that deposits a tenth of a token: no retry.
+    static BUDGET: RetryBudget = RetryBudget::new().ratio(0.1).min_per_second(0);
+    let policy = from_config("max = 3, base = 1s");
+    let calls = Cell::new(0);
+    let (result, pauses) =
+        testing::record(|| Retrier::new(&policy).budget(&BUDGET).run(|| fail(&calls)));
+    assert_eq!((result, pauses.len()), (Err(Busy(1)), 0));
+}
+
+#[retry(max = 3, base = "1ms", jitter = none)]
+fn handle_request(policy: &Policy, calls: &Cell<u32>) -> Result<u32, Busy> {
+    Retrier::new(policy).run(|| fail(calls))
+}
+
+#[test]
+fn inside_a_retrying_function_it_makes_one_attempt_unless_nested_retry() {
+    let policy = from_config("max = 2, base = 1ms");
+    let calls = Cell::new(0);
+    let (result, _) = testing::record(|| handle_request(&policy, &calls));
+    assert_eq!((result, calls.get()), (Err(Busy(4)), 4));
+
+    let calls = Cell::new(0);
+    let (result, _) = testing::record(|| {
+        Retrier::new(&policy).run(|| Retrier::new(&policy).nested_retry().run(|| fail(&calls)))
+    });
+    assert_eq!((result, calls.get()), (Err(Busy(9)), 9));
+}
+
+#[test]
+fn the_events_are_the_attributes_under_the_retriers_name() {
+    use tracing::Level;
+    let policy = from_config("max = 2, base = 1ms, jitter = none");
+    let calls = Cell::new(0);
+    let (result, events) = crate::tracing_events::capture(|| {
+        Retrier::new(&policy)
+            .name("read_tariffs")
+            .run(|| fail(&calls))
+    });
+    assert_eq!(result, Err(Busy(3)));
+    assert_eq!(
+        crate::tracing_events::levels(&events),
+        [Level::INFO, Level::INFO, Level::ERROR]
+    );
+    for (n, event) in events[..2].iter().enumerate() {
+        assert_eq!(event.field("function"), "read_tariffs");
+        assert_eq!(event.field("attempt"), (n + 1).to_string());
+        assert_eq!(event.field("pause"), format!("{}ms", 1 << n));
+        assert_eq!(event.field("error"), format!("Busy({})", n + 1));
+    }
+    assert_eq!(events[2].field("reason"), "retries used up");
+}
+
+// ---- async, on the paused clock ----------------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn run_async_pauses_on_tokios_clock() {
+    let policy = from_config("max = 3, base = 1s, jitter = none");
+    let seen = RefCell::new(Vec::new());
+    let t0 = Instant::now();
+    let result = Retrier::new(&policy)
+        .run_async(|| async {
+            tokio::time::sleep(10 * MS).await;
+            seen.borrow_mut().push(t0.elapsed());
+            let n = seen.borrow().len();
+            if n < 3 { Err(Busy(n as u32)) } else { Ok(n) }
+        })
+        .await;
+    assert_eq!(result, Ok(3));
+    assert_eq!(*seen.borrow(), [10 * MS, S + 20 * MS, 3 * S + 30 * MS]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_closure_returning_a_future_works_too() {
+    let policy = from_config("max = 2, base = 1s, jitter = none");
+    let calls = Cell::new(0);
+    let t0 = Instant::now();
+    let result = Retrier::new(&policy)
+        .run_async(|| async { fail(&calls) })
+        .await;
+    assert_eq!((result, calls.get()), (Err(Busy(3)), 3));
+    assert_eq!(t0.elapsed(), 3 * S);
+}
+
+#[tokio::test(start_paused = true)]
+async fn timeout_cuts_off_each_attempt() {
+    let policy = from_config("max = 2, base = 1s, jitter = none");
+    let calls = Cell::new(0);
+    let t0 = Instant::now();
+    let result = Retrier::new(&policy)
+        .timeout(100 * MS)
+        .run_async(|| async {
+            calls.set(calls.get() + 1);
+            let wait = if calls.get() < 3 { 3600 * S } else { 10 * MS };
+            tokio::time::sleep(wait).await;
+            Ok::<_, CallError>(calls.get())
+        })
+        .await;
+    assert_eq!(result, Ok(3));
+    assert_eq!(t0.elapsed(), 3 * S + 210 * MS);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_and_an_async_fallback() {
+    let policy = from_config("max = 10, base = 1s, jitter = none, deadline = 5s");
+    let gave_up = RefCell::new(Vec::new());
+    let t0 = Instant::now();
+    let result = Retrier::new(&policy)
+        .fallback(async |error: CallError, why: GiveUp| {
+            gave_up.borrow_mut().push((why.reason, why.attempts));
+            tokio::time::sleep(S).await;
+            Err(error)
+        })
+        .run_async(|| async { Err::<(), _>(CallError::Busy) })
+        .await;
+    assert_eq!(result, Err(CallError::Busy));
+    assert_eq!(*gave_up.borrow(), [(GiveUpReason::Deadline, 3)]);
+    // Pauses of 1 s and 2 s; 4 s more would end past 5 s; the fallback takes 1 s.
+    assert_eq!(t0.elapsed(), 4 * S);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_async_is_send_when_its_closure_is() {
+    static POLICY: Policy = Policy::new().max(2).base(Duration::from_millis(1));
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let task = tokio::spawn({
+        let calls = calls.clone();
+        async move {
+            Retrier::new(&POLICY)
+                .run_async(|| async {
+                    let n = calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                    tokio::task::yield_now().await;
+                    if n < 3 { Err(Busy(n)) } else { Ok(n) }
+                })
+                .await
+        }
+    });
+    assert_eq!(task.await.expect("the task ran"), Ok(3));
+}
+
+// ---- a long-lived loop: reset_after --------------------------------------------------------------
+
+/// A consumer that stays connected for the given times, then drops: each entry is how long one
+/// connection lasts before it fails.
+struct Connection<'a> {
+    lifetimes: &'a RefCell<Vec<Duration>>,
+    connects: &'a RefCell<Vec<Duration>>,
+    t0: Instant,
+}
+
+impl Connection<'_> {
+    async fn consume_until_dropped(&self) -> Result<(), Busy> {
+        self.connects.borrow_mut().push(self.t0.elapsed());
+        let lifetime = self.lifetimes.borrow_mut().remove(0);
+        if lifetime == Duration::MAX {
+            return Ok(()); // shut down cleanly
+        }
+        tokio::time::sleep(lifetime).await;
+        Err(Busy(self.connects.borrow().len() as u32))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn reset_after_starts_the_backoff_afresh_after_a_healthy_connection() {
+    let policy = from_config("max = 4, base = 1s, jitter = none");
+    let t0 = Instant::now();
+    // Two quick drops, an hour of health, two quick drops, then a clean end.
+    let lifetimes = RefCell::new(vec![
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::from_secs(3600),
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::MAX,
+    ]);
+    let connects = RefCell::new(Vec::new());
+    let connection = Connection {
+        lifetimes: &lifetimes,
+        connects: &connects,
+        t0,
+    };
+    let result = Retrier::new(&policy)
+        .reset_after(Duration::from_secs(60))
+        .run_async(|| connection.consume_until_dropped())
+        .await;
+    assert_eq!(result, Ok(()));
+    let h = Duration::from_secs(3600);
+    // Pauses 1 s, 2 s; the healthy hour (at 3 s to 3 s + 1 h) resets them: 1 s, 2 s, 4 s again,
+    // and the retries are counted afresh (six connections with `max = 4`).
+    assert_eq!(
+        *connects.borrow(),
+        [
+            Duration::ZERO,
+            S,
+            3 * S,
+            3 * S + h + S,
+            3 * S + h + 3 * S,
+            3 * S + h + 7 * S
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_reset_after_the_pauses_keep_growing_and_the_retries_run_out() {
+    let policy = from_config("max = 4, base = 1s, jitter = none");
+    let t0 = Instant::now();
+    let lifetimes = RefCell::new(vec![
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::from_secs(3600),
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::MAX,
+    ]);
+    let connects = RefCell::new(Vec::new());
+    let connection = Connection {
+        lifetimes: &lifetimes,
+        connects: &connects,
+        t0,
+    };
+    let result = Retrier::new(&policy)
+        .run_async(|| connection.consume_until_dropped())
+        .await;
+    let h = Duration::from_secs(3600);
+    assert_eq!(
+        result,
+        Err(Busy(5)),
+        "the fifth connection's drop used up `max = 4`"
+    );
+    assert_eq!(
+        *connects.borrow(),
+        [
+            Duration::ZERO,
+            S,
+            3 * S,
+            3 * S + h + 4 * S,
+            3 * S + h + 12 * S
+        ]
+    );
+}
+
+#[test]
+fn reset_after_in_a_sync_loop_with_a_deadline_runs_the_deadline_afresh() {
+    // Virtual time: the recorder's clock advances by each pause, and the body advances it by
+    // its "work" through a pause of its own that the loop does not see.
+    let policy =
+        from_config("max = 100, base = 1s, jitter = none, backoff = constant, deadline = 3s");
+    let calls = Cell::new(0);
+    let (result, pauses) = testing::record(|| {
+        Retrier::new(&policy)
+            .reset_after(Duration::ZERO) // every attempt counts as healthy
+            .run(|| {
+                calls.set(calls.get() + 1);
+                if calls.get() < 8 {
+                    Err(Busy(calls.get()))
+                } else {
+                    Ok(calls.get())
+                }
+            })
+    });
+    // A deadline of 3 s with pauses of 1 s would end after 3 pauses; each reset starts it anew.
+    assert_eq!(result, Ok(8));
+    assert_eq!(pauses, [S; 7]);
+    let _ = NEVER;
+}

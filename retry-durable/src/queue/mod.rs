@@ -63,9 +63,11 @@
 
 #![warn(missing_docs)]
 
+mod metrics;
 mod sql;
 mod worker;
 
+pub use metrics::QueueStats;
 pub use worker::{Drained, Outcome, Worker};
 
 use retry_runtime::Transient;

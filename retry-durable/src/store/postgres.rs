@@ -574,7 +574,7 @@ where
     where
         's: 'a,
     {
-        Box::pin(async move {
+        super::metrics::begin("postgres", async move {
             super::validate_key(key.as_str())?;
             let row = ClaimRow {
                 scope,
@@ -622,6 +622,10 @@ where
     }
 
     sql::shared_methods!(injected_now_ms);
+
+    fn metrics_label(&self) -> &'static str {
+        "postgres"
+    }
 }
 
 // The one-commit mode: the claim in the handler's transaction (after `now!`, which it uses).

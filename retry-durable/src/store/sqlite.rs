@@ -550,7 +550,7 @@ where
     where
         's: 'a,
     {
-        Box::pin(async move {
+        super::metrics::begin("sqlite", async move {
             super::validate_key(key.as_str())?;
             let token = sql::new_token();
             let fingerprint_bits = fingerprint.as_u64() as i64;
@@ -598,6 +598,10 @@ where
     }
 
     sql::shared_methods!(now_ms);
+
+    fn metrics_label(&self) -> &'static str {
+        "sqlite"
+    }
 }
 
 // The one-commit mode: the claim in the handler's transaction.

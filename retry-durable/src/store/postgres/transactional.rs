@@ -147,7 +147,7 @@ where
     where
         's: 'a,
     {
-        Box::pin(async move {
+        crate::store::metrics::begin("postgres", async move {
             // The rule of every key, before any database work.
             crate::store::validate_key(key.as_str())?;
             let token = sql::new_token();
@@ -233,5 +233,9 @@ where
         transaction: Self::Transaction,
     ) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(async move { transaction.rollback().await.map_err(sql::db) })
+    }
+
+    fn metrics_label(&self) -> &'static str {
+        "postgres"
     }
 }

@@ -11,6 +11,7 @@
 //! | [`protecting`] | protecting the service that is called: retry budget, circuit breaker, one retrying layer |
 //! | [`fallback`] | what the caller gets after the last attempt |
 //! | [`testing`] | tests that assert pauses and calls without waiting |
+//! | `metrics` | with the `metrics` feature: the instruments the loop, breakers and budgets record, in one table |
 //!
 //! The durable job queue that the portal example drains is documented with that example
 //! (`retry_examples::queue` in the repository's `examples/` package).
@@ -35,3 +36,7 @@ pub mod fallback {}
 
 #[doc = include_str!("../docs/testing.md")]
 pub mod testing {}
+
+#[cfg(feature = "metrics")]
+#[doc = include_str!("../docs/metrics.md")]
+pub mod metrics {}

@@ -287,6 +287,7 @@
 //! | `tonic` | off | `Transient for tonic::Status`, with `grpc-retry-pushback-ms` |
 //! | `sqlx` | off | `Transient for sqlx::Error`, by SQLSTATE, SQLite result code and kind |
 //! | `tokio-postgres` | off | `Transient for tokio_postgres::Error`: SQLSTATE, closed connection, I/O cause |
+//! | `metrics` | off | calls by outcome, retries, attempts, pauses, breaker states and budget tokens through the `metrics` facade, for any recorder (Prometheus, OpenTelemetry, ...): the table is in `guide::metrics` |
 //!
 //! The crate builds on Rust 1.85 (its `rust-version`), with every feature but the one that
 //! builds on sqlx 0.9, which needs Rust 1.94: `sqlx`. The idempotency stores and the durable job
@@ -301,6 +302,8 @@ mod context;
 mod doc_tables;
 pub mod guide;
 mod key;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod policy;
 mod random;
 mod state;

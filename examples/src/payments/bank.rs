@@ -254,10 +254,12 @@ fn bank_is_transient(error: &BankError) -> Verdict {
 /// How long [`BANK_BREAKER`] stays open before it lets one trial transfer through.
 pub const BANK_OPEN_FOR: Duration = Duration::from_secs(2);
 
-/// The bank's breaker, shared by every payout of the service's process: open after 5 failed
+/// The bank's breaker (`bank` in the metrics), shared by every payout of the service's process:
+/// open after 5 failed
 /// transfer attempts in a row, for [`BANK_OPEN_FOR`]. While it is open a payout does not ask the
 /// bank at all: it gives its key back and answers 503 at once.
 pub static BANK_BREAKER: CircuitBreaker = CircuitBreaker::new()
+    .name("bank")
     .consecutive_failures(5)
     .open_for(BANK_OPEN_FOR);
 

@@ -124,6 +124,7 @@ where
     let (outcome, verdict) = match attempted {
         Attempted::Refused(refusal) if single => {
             log_nested(name);
+            count_end(name, Ended::Nested, progress.retries);
             return ControlFlow::Break((Err(refusal), None));
         }
         // The body did not run: the attempts are the ones before.
@@ -158,11 +159,14 @@ where
     let attempt = progress.retries + 1;
     if single && verdict.is_retry() {
         log_nested(name);
+        count_end(name, Ended::Nested, attempt);
         return ControlFlow::Break((outcome, None));
     }
     match schedule(&site, &progress, verdict, breaker_open, budget) {
         Step::Pause(pause) => {
             log_retry::<T, E, L>(name, attempt, pause, &outcome);
+            #[cfg(feature = "metrics")]
+            crate::metrics::retrying(name, pause);
             // The event and the elapsed time only for a `notify` that hears them.
             if N::SET {
                 let event = RetryEvent {
@@ -180,6 +184,7 @@ where
             if progress.retries > 0 {
                 log_final::<T, E, L>(name, attempt, End::Permanent, &outcome);
             }
+            count_end(name, Ended::Permanent, attempt);
             ControlFlow::Break((outcome, None))
         }
         Step::GiveUp(reason) => {
@@ -206,6 +211,12 @@ where
     L: Logs<E>,
 {
     log_final::<T, E, L>(site.name, attempts, End::GaveUp(reason), outcome);
+    let ended = if F::SET {
+        Ended::Fallback(reason)
+    } else {
+        Ended::GaveUp(reason)
+    };
+    count_end(site.name, ended, attempts);
     if !G::SET && !F::SET {
         return None;
     }
@@ -217,6 +228,32 @@ where
     };
     hooks.on_give_up.call(outcome, &why);
     Some(why)
+}
+
+/// How a call that did not end in an accepted `Ok` ended, for the metrics.
+#[derive(Clone, Copy)]
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))] // read by the metrics alone
+enum Ended {
+    Permanent,
+    GaveUp(GiveUpReason),
+    Fallback(GiveUpReason),
+    Nested,
+}
+
+/// Counts the end of a call (feature `metrics`): `attempts` is how many ran.
+#[inline(always)]
+fn count_end(_function: &'static str, _ended: Ended, _attempts: u32) {
+    #[cfg(feature = "metrics")]
+    {
+        use crate::metrics::Ended as M;
+        let ended = match _ended {
+            Ended::Permanent => M::Permanent,
+            Ended::GaveUp(reason) => M::GaveUp(reason),
+            Ended::Fallback(reason) => M::Fallback(reason),
+            Ended::Nested => M::Nested,
+        };
+        crate::metrics::call_ended(_function, ended, 0, _attempts);
+    }
 }
 
 /// What follows a failure, by the policy and the limits.

@@ -672,6 +672,13 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
                     if let Some(extras) = self.extras.get_mut() {
                         extras.record(false, self.site.clock);
                     }
+                    #[cfg(feature = "metrics")]
+                    crate::metrics::call_ended(
+                        self.site.name,
+                        crate::metrics::Ended::Accepted,
+                        self.progress.retries,
+                        self.progress.retries + 1,
+                    );
                     return ControlFlow::Break(F::ready(Ok(value)));
                 }
                 self.after_failure(key, Attempted::Completed(Ok(value)), verdict)

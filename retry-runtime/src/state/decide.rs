@@ -252,7 +252,7 @@ fn count_end(_function: &'static str, _ended: Ended, _attempts: u32) {
             Ended::Fallback(reason) => M::Fallback(reason),
             Ended::Nested => M::Nested,
         };
-        crate::metrics::call_ended(_function, ended, 0, _attempts);
+        crate::metrics::call_ended(_function, ended, _attempts);
     }
 }
 

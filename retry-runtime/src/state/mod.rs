@@ -673,12 +673,15 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
                         extras.record(false, self.site.clock);
                     }
                     #[cfg(feature = "metrics")]
-                    crate::metrics::call_ended(
-                        self.site.name,
-                        crate::metrics::Ended::Accepted,
-                        self.progress.retries,
-                        self.progress.retries + 1,
-                    );
+                    if self.progress.retries == 0 {
+                        crate::metrics::first_try(self.site.name);
+                    } else {
+                        crate::metrics::call_ended(
+                            self.site.name,
+                            crate::metrics::Ended::Accepted,
+                            self.progress.retries + 1,
+                        );
+                    }
                     return ControlFlow::Break(F::ready(Ok(value)));
                 }
                 self.after_failure(key, Attempted::Completed(Ok(value)), verdict)

@@ -40,6 +40,7 @@ mod extras;
 mod fallback;
 mod hooks;
 mod log;
+mod spans;
 
 pub use attempt::{Attempted, Run};
 pub use events::{GiveUp, GiveUpReason, RetryEvent};
@@ -182,6 +183,8 @@ pub struct Retry<'p, Out: Outcome, C = Unset, S = Unset, H = Hooks, X = Unset, L
     hooks: H,
     extras: X,
     log: std::marker::PhantomData<fn() -> L>,
+    /// The call's span (feature `attempt-spans`; zero-sized without it).
+    spans: spans::CallSpan,
 }
 
 /// What is fixed for the whole call.
@@ -406,6 +409,7 @@ impl<'p, T, E, C, S, L> Retry<'p, Result<T, E>, C, S, Hooks, Unset, L> {
             hooks: Hooks::default(),
             extras: Unset,
             log: std::marker::PhantomData,
+            spans: spans::CallSpan::default(),
         }
     }
 }
@@ -429,6 +433,7 @@ impl<'p, T, E, C, S, H, X, L> Retry<'p, Result<T, E>, C, S, H, X, L> {
             hooks,
             extras,
             log: std::marker::PhantomData,
+            spans: self.spans,
         }
     }
 

@@ -532,3 +532,114 @@ impl fmt::Debug for BudgetMetrics {
         f.write_str("BudgetMetrics")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metrics::{KeyName, SharedString, Unit};
+    use metrics_util::registry::{AtomicStorage, Registry};
+    use std::sync::atomic::Ordering;
+
+    /// A recorder over metrics-util's registry.
+    struct Counting(Registry<Key, AtomicStorage>);
+
+    impl Recorder for Counting {
+        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+            self.0
+                .get_or_create_counter(key, |c| Counter::from_arc(c.clone()))
+        }
+        fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+            self.0
+                .get_or_create_gauge(key, |g| Gauge::from_arc(g.clone()))
+        }
+        fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+            self.0
+                .get_or_create_histogram(key, |h| Histogram::from_arc(h.clone()))
+        }
+    }
+
+    impl Counting {
+        fn new() -> Self {
+            Counting(Registry::atomic())
+        }
+
+        fn first_tries(&self, function: &'static str) -> u64 {
+            let key = Key::from_parts(
+                names::CALLS,
+                vec![
+                    Label::new("function", function),
+                    Label::new("outcome", outcome::FIRST_TRY),
+                ],
+            );
+            self.0
+                .get_counter(&key)
+                .map_or(0, |c| c.load(Ordering::Relaxed))
+        }
+    }
+
+    #[test]
+    fn a_recorder_put_in_place_after_the_first_calls_gets_the_next_ones() {
+        const F: &str = "unit_late_recorder";
+        // Before any recorder: the no-op recorder's handles are kept.
+        first_try(F);
+        let (a, b, c, d) = (
+            Counting::new(),
+            Counting::new(),
+            Counting::new(),
+            Counting::new(),
+        );
+        metrics::with_local_recorder(&a, || first_try(F));
+        assert_eq!(a.first_tries(F), 1);
+        metrics::with_local_recorder(&b, || {
+            first_try(F);
+            first_try(F);
+        });
+        metrics::with_local_recorder(&a, || first_try(F));
+        assert_eq!((a.first_tries(F), b.first_tries(F)), (2, 2));
+        // The three slots hold the no-op recorder's, a's and b's handles: c and d record through
+        // their registries each time, and still count right.
+        metrics::with_local_recorder(&c, || first_try(F));
+        metrics::with_local_recorder(&d, || first_try(F));
+        metrics::with_local_recorder(&c, || first_try(F));
+        assert_eq!((c.first_tries(F), d.first_tries(F)), (2, 1));
+        assert_eq!((a.first_tries(F), b.first_tries(F)), (2, 2));
+    }
+
+    #[test]
+    fn two_names_that_share_an_address_are_two_functions() {
+        // "unit_shared_name" and its first 4 bytes: the same address, another length.
+        const LONG: &str = "unit_shared_name";
+        let short: &'static str = &LONG[..4];
+        let recorder = Counting::new();
+        metrics::with_local_recorder(&recorder, || {
+            first_try(LONG);
+            first_try(short);
+            first_try(short);
+        });
+        assert_eq!(
+            (recorder.first_tries(LONG), recorder.first_tries(short)),
+            (1, 2)
+        );
+    }
+
+    #[test]
+    fn every_reason_has_its_own_label() {
+        let labels = REASONS.map(reason_label);
+        assert_eq!(
+            labels,
+            [
+                "exhausted",
+                "deadline",
+                "suggested_too_long",
+                "budget",
+                "breaker_open"
+            ]
+        );
+        for (i, reason) in REASONS.into_iter().enumerate() {
+            assert_eq!(reason_index(reason), i);
+        }
+    }
+}

@@ -107,6 +107,13 @@ pub struct Instrument {
     pub when: &'static str,
 }
 
+/// When `retry_attempts` is recorded. A call whose first attempt's result was accepted (most
+/// calls) records no sample: it is counted by `retry_calls_total{outcome="first_try"}`, one
+/// attempt each, as gRPC's `grpc.client.call.retries` reports no 0. So the happy path adds one
+/// to one counter and nothing else: a histogram sample costs more than the rest of the call
+/// with metrics (a Prometheus recorder's histogram also allocates a block every 64 samples).
+const ATTEMPTS_WHEN: &str = "once as a call ends, unless its first attempt's result was accepted (`first_try`): the attempts whose body ran";
+
 /// Every instrument the runtime records, in the order of the guide's table.
 pub const INSTRUMENTS: &[Instrument] = &[
     Instrument {
@@ -128,7 +135,7 @@ pub const INSTRUMENTS: &[Instrument] = &[
         kind: Kind::Histogram,
         unit: "1",
         labels: &["function"],
-        when: "once as a call ends: the attempts whose body ran",
+        when: ATTEMPTS_WHEN,
     },
     Instrument {
         name: names::PAUSE,
@@ -206,7 +213,7 @@ const METADATA: Metadata<'static> =
 /// How a call ended, as the loop tells it.
 #[derive(Clone, Copy)]
 pub(crate) enum Ended {
-    /// Accepted after `retries` retries.
+    /// A result accepted after at least one retry.
     Accepted,
     Permanent,
     GaveUp(GiveUpReason),
@@ -352,14 +359,21 @@ fn with_function(function: &'static str, f: impl FnOnce(&FunctionHandles)) {
     }
 }
 
-/// A call of `function` ended: its outcome and its attempts. Out of line: the happy path
-/// makes one call here (`state/PERFORMANCE.md` §6 keeps logging out of line for the same
-/// reason).
+/// A call of `function` ended with its first attempt's result accepted: one counter, and no
+/// sample of `retry_attempts` (see [`ATTEMPTS_WHEN`]). Out of line, so that the happy path
+/// carries one call and none of the code behind it (`state/PERFORMANCE.md` §6 keeps logging
+/// out of line for the same reason).
 #[inline(never)]
-pub(crate) fn call_ended(function: &'static str, ended: Ended, retries: u32, attempts: u32) {
+pub(crate) fn first_try(function: &'static str) {
+    with_function(function, |h| h.first_try.increment(1));
+}
+
+/// A call of `function` ended any other way: its outcome and its attempts.
+#[cold]
+#[inline(never)]
+pub(crate) fn call_ended(function: &'static str, ended: Ended, attempts: u32) {
     with_function(function, |h| {
         let counter = match ended {
-            Ended::Accepted if retries == 0 => &h.first_try,
             Ended::Accepted => &h.after_retries,
             Ended::Permanent => &h.permanent,
             Ended::Nested => &h.nested,
@@ -516,5 +530,116 @@ impl BudgetMetrics {
 impl fmt::Debug for BudgetMetrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("BudgetMetrics")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metrics::{KeyName, SharedString, Unit};
+    use metrics_util::registry::{AtomicStorage, Registry};
+    use std::sync::atomic::Ordering;
+
+    /// A recorder over metrics-util's registry.
+    struct Counting(Registry<Key, AtomicStorage>);
+
+    impl Recorder for Counting {
+        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+            self.0
+                .get_or_create_counter(key, |c| Counter::from_arc(c.clone()))
+        }
+        fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+            self.0
+                .get_or_create_gauge(key, |g| Gauge::from_arc(g.clone()))
+        }
+        fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+            self.0
+                .get_or_create_histogram(key, |h| Histogram::from_arc(h.clone()))
+        }
+    }
+
+    impl Counting {
+        fn new() -> Self {
+            Counting(Registry::atomic())
+        }
+
+        fn first_tries(&self, function: &'static str) -> u64 {
+            let key = Key::from_parts(
+                names::CALLS,
+                vec![
+                    Label::new("function", function),
+                    Label::new("outcome", outcome::FIRST_TRY),
+                ],
+            );
+            self.0
+                .get_counter(&key)
+                .map_or(0, |c| c.load(Ordering::Relaxed))
+        }
+    }
+
+    #[test]
+    fn a_recorder_put_in_place_after_the_first_calls_gets_the_next_ones() {
+        const F: &str = "unit_late_recorder";
+        // Before any recorder: the no-op recorder's handles are kept.
+        first_try(F);
+        let (a, b, c, d) = (
+            Counting::new(),
+            Counting::new(),
+            Counting::new(),
+            Counting::new(),
+        );
+        metrics::with_local_recorder(&a, || first_try(F));
+        assert_eq!(a.first_tries(F), 1);
+        metrics::with_local_recorder(&b, || {
+            first_try(F);
+            first_try(F);
+        });
+        metrics::with_local_recorder(&a, || first_try(F));
+        assert_eq!((a.first_tries(F), b.first_tries(F)), (2, 2));
+        // The three slots hold the no-op recorder's, a's and b's handles: c and d record through
+        // their registries each time, and still count right.
+        metrics::with_local_recorder(&c, || first_try(F));
+        metrics::with_local_recorder(&d, || first_try(F));
+        metrics::with_local_recorder(&c, || first_try(F));
+        assert_eq!((c.first_tries(F), d.first_tries(F)), (2, 1));
+        assert_eq!((a.first_tries(F), b.first_tries(F)), (2, 2));
+    }
+
+    #[test]
+    fn two_names_that_share_an_address_are_two_functions() {
+        // "unit_shared_name" and its first 4 bytes: the same address, another length.
+        const LONG: &str = "unit_shared_name";
+        let short: &'static str = &LONG[..4];
+        let recorder = Counting::new();
+        metrics::with_local_recorder(&recorder, || {
+            first_try(LONG);
+            first_try(short);
+            first_try(short);
+        });
+        assert_eq!(
+            (recorder.first_tries(LONG), recorder.first_tries(short)),
+            (1, 2)
+        );
+    }
+
+    #[test]
+    fn every_reason_has_its_own_label() {
+        let labels = REASONS.map(reason_label);
+        assert_eq!(
+            labels,
+            [
+                "exhausted",
+                "deadline",
+                "suggested_too_long",
+                "budget",
+                "breaker_open"
+            ]
+        );
+        for (i, reason) in REASONS.into_iter().enumerate() {
+            assert_eq!(reason_index(reason), i);
+        }
     }
 }

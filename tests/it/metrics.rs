@@ -144,7 +144,8 @@ fn a_call_that_succeeds_first_try_counts_once_with_one_attempt() {
         ended("metrics_first_try"),
         [("first_try".to_owned(), None, 2)]
     );
-    assert_eq!(histogram(names::ATTEMPTS, "metrics_first_try"), [1.0, 1.0]);
+    // Counted by `first_try`, one attempt each: no sample (the happy path's cost).
+    assert!(histogram(names::ATTEMPTS, "metrics_first_try").is_empty());
     assert_eq!(
         counter(names::RETRIES, &[("function", "metrics_first_try")]),
         0
@@ -261,10 +262,7 @@ async fn an_empty_budget_gives_up_budget_and_the_gauge_follows_the_tokens() {
             ("gave_up".to_owned(), Some("budget".to_owned()), 1)
         ]
     );
-    assert_eq!(
-        histogram(names::ATTEMPTS, "metrics_budgeted"),
-        [1.0, 1.0, 2.0]
-    );
+    assert_eq!(histogram(names::ATTEMPTS, "metrics_budgeted"), [2.0]);
     assert_eq!(
         counter(names::RETRIES, &[("function", "metrics_budgeted")]),
         1
@@ -316,10 +314,7 @@ async fn the_breaker_gauge_and_transitions_follow_its_states() {
             ("gave_up".to_owned(), Some("breaker_open".to_owned()), 2)
         ]
     );
-    assert_eq!(
-        histogram(names::ATTEMPTS, "metrics_guarded"),
-        [1.0, 2.0, 0.0, 1.0]
-    );
+    assert_eq!(histogram(names::ATTEMPTS, "metrics_guarded"), [2.0, 0.0]);
 }
 
 #[retry(max = 3, base = "1s", on = busy)]

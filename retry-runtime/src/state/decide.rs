@@ -56,6 +56,7 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
             hooks,
             mut extras,
             log,
+            spans,
         } = self;
         let flow = decide::<T, E, C, R, N, G, F, L>(
             site,
@@ -75,6 +76,7 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
                 hooks,
                 extras,
                 log,
+                spans,
             }),
             // The last error, or an `Ok` that `on_result` rejected: the fallback's input says
             // which it hears (`FallbackInput`).
@@ -252,7 +254,7 @@ fn count_end(_function: &'static str, _ended: Ended, _attempts: u32) {
             Ended::Fallback(reason) => M::Fallback(reason),
             Ended::Nested => M::Nested,
         };
-        crate::metrics::call_ended(_function, ended, 0, _attempts);
+        crate::metrics::call_ended(_function, ended, _attempts);
     }
 }
 

@@ -40,6 +40,7 @@ mod extras;
 mod fallback;
 mod hooks;
 mod log;
+mod spans;
 
 pub use attempt::{Attempted, Run};
 pub use events::{GiveUp, GiveUpReason, RetryEvent};
@@ -182,6 +183,8 @@ pub struct Retry<'p, Out: Outcome, C = Unset, S = Unset, H = Hooks, X = Unset, L
     hooks: H,
     extras: X,
     log: std::marker::PhantomData<fn() -> L>,
+    /// The call's span (feature `attempt-spans`; zero-sized without it).
+    spans: spans::CallSpan,
 }
 
 /// What is fixed for the whole call.
@@ -406,6 +409,7 @@ impl<'p, T, E, C, S, L> Retry<'p, Result<T, E>, C, S, Hooks, Unset, L> {
             hooks: Hooks::default(),
             extras: Unset,
             log: std::marker::PhantomData,
+            spans: spans::CallSpan::default(),
         }
     }
 }
@@ -429,6 +433,7 @@ impl<'p, T, E, C, S, H, X, L> Retry<'p, Result<T, E>, C, S, H, X, L> {
             hooks,
             extras,
             log: std::marker::PhantomData,
+            spans: self.spans,
         }
     }
 
@@ -673,12 +678,15 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
                         extras.record(false, self.site.clock);
                     }
                     #[cfg(feature = "metrics")]
-                    crate::metrics::call_ended(
-                        self.site.name,
-                        crate::metrics::Ended::Accepted,
-                        self.progress.retries,
-                        self.progress.retries + 1,
-                    );
+                    if self.progress.retries == 0 {
+                        crate::metrics::first_try(self.site.name);
+                    } else {
+                        crate::metrics::call_ended(
+                            self.site.name,
+                            crate::metrics::Ended::Accepted,
+                            self.progress.retries + 1,
+                        );
+                    }
                     return ControlFlow::Break(F::ready(Ok(value)));
                 }
                 self.after_failure(key, Attempted::Completed(Ok(value)), verdict)

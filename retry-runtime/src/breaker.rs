@@ -504,10 +504,11 @@ impl Drop for Admission<'_> {
 /// use std::time::Instant;
 ///
 /// let breaker = CircuitBreaker::new();
+/// // The values of the `retry_breaker_state` gauge (feature `metrics`).
 /// let gauge = match breaker.state(Instant::now()) {
 ///     BreakerState::Closed => 0,
-///     BreakerState::HalfOpen => 1,
-///     BreakerState::Open { .. } => 2,
+///     BreakerState::Open { .. } => 1,
+///     BreakerState::HalfOpen => 2,
 ///     _ => 3,
 /// };
 /// assert_eq!(gauge, 0);

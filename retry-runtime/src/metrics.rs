@@ -3,8 +3,8 @@
 //! [`guide::metrics`](crate::guide::metrics) documents them in one table.
 //!
 //! Nothing here is needed to record: install a recorder (`metrics-exporter-prometheus`, an
-//! OpenTelemetry bridge, ...) and every annotated function, [`CircuitBreaker`] and
-//! [`RetryBudget`] records into it. The names are public so that a dashboard, an alert or a test
+//! OpenTelemetry bridge, ...) and every annotated function, [`CircuitBreaker`](crate::CircuitBreaker) and
+//! [`RetryBudget`](crate::RetryBudget) records into it. The names are public so that a dashboard, an alert or a test
 //! can refer to them without spelling them again.
 //!
 //! # How handles are kept

@@ -1,6 +1,11 @@
 //! The attribute's own cost, against a plain function and the same retry written with `backon`
 //! and `tokio-retry`: `cargo bench -p retry-bench --bench attribute`. The variants are in
 //! `common/variants.rs`.
+//!
+//! The workspace builds retry-runtime with its `metrics` feature, so every group but the last
+//! runs with the feature compiled in and no recorder (the facade's no-op recorder). The last
+//! group, `happy/.../Prometheus recorder`, installs the Prometheus exporter's recorder as the
+//! global recorder and measures the happy path again, beside a plain function.
 
 mod common;
 #[path = "common/variants.rs"]
@@ -97,6 +102,37 @@ fn failure_path(c: &mut Criterion) {
     g.finish();
 }
 
+/// The happy path with the Prometheus exporter's recorder installed (for good: the last group).
+fn happy_path_recorded(c: &mut Criterion) {
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    let prometheus = recorder.handle();
+    metrics::set_global_recorder(recorder).expect("the only recorder of this benchmark");
+
+    let mut g = c.benchmark_group("happy/sync, Prometheus recorder");
+    g.bench_function("plain", |b| b.iter(|| sync::plain(black_box(7))));
+    g.bench_function("retry attribute", |b| {
+        b.iter(|| sync::attribute(black_box(7)))
+    });
+    g.finish();
+
+    let rt = runtime();
+    let mut g = c.benchmark_group("happy/async, Prometheus recorder");
+    g.bench_function("plain", |b| {
+        b.to_async(&rt).iter(|| not_sync::plain(black_box(7)))
+    });
+    g.bench_function("retry attribute", |b| {
+        b.to_async(&rt).iter(|| not_sync::attribute(black_box(7)))
+    });
+    g.finish();
+
+    // The recorder saw the calls: the benchmark measured what it claims.
+    let scrape = prometheus.render();
+    assert!(
+        scrape.contains("retry_calls_total{function=\"attribute\",outcome=\"first_try\"}"),
+        "{scrape}"
+    );
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -107,6 +143,6 @@ fn runtime() -> tokio::runtime::Runtime {
 criterion_group! {
     name = benches;
     config = common::config();
-    targets = happy_path, failure_path
+    targets = happy_path, failure_path, happy_path_recorded
 }
 criterion_main!(benches);

@@ -10,6 +10,10 @@
 //! Async variants are polled once with a waker that does nothing: none of them sleeps (the
 //! failure rows have zero pauses, and backon's sleep returns at once), so each is ready at its
 //! first poll, and no runtime's work is counted.
+//!
+//! The workspace builds retry-runtime with its `metrics` feature: every `#[retry]` row records
+//! into the facade's no-op recorder, and the rows marked `Prometheus recorder` into the
+//! Prometheus exporter's recorder, set as the thread's recorder for their blocks.
 
 // The variants that sleep on tokio's timer (tokio-retry, backon's default sleep) need a runtime:
 // they are criterion's rows only.
@@ -62,9 +66,22 @@ fn block(call: impl Fn()) -> Duration {
     start.elapsed()
 }
 
+/// One block with `recorder` as this thread's recorder: the facade finds it before the global
+/// one, so the rows that use it are interleaved with the rest in the same rounds.
+fn recorded(recorder: &dyn metrics::Recorder, call: impl Fn()) -> Duration {
+    let _local = metrics::set_default_local_recorder(recorder);
+    block(call)
+}
+
 fn main() {
     let calls = Cell::new(0);
     let calls = &calls;
+    // The Prometheus exporter's recorder (without its listener), for the `Prometheus recorder`
+    // rows; the other rows run with the facade's no-op recorder. Its counters are read back at
+    // the end, so that the rows are known to have recorded.
+    let prometheus = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    let scrape = prometheus.handle();
+    let prometheus = &prometheus;
     let variants: Vec<(&str, Block<'_>)> = vec![
         (
             "happy sync: plain",
@@ -73,6 +90,14 @@ fn main() {
         (
             "happy sync: #[retry]",
             Box::new(|| block(|| drop(black_box(sync::attribute(black_box(7)))))),
+        ),
+        (
+            "happy sync: #[retry], Prometheus recorder",
+            Box::new(|| {
+                recorded(prometheus, || {
+                    drop(black_box(sync::attribute(black_box(7))))
+                })
+            }),
         ),
         (
             "happy sync: backon",
@@ -104,6 +129,14 @@ fn main() {
         (
             "happy async: #[retry]",
             Box::new(|| block(|| drop(black_box(ready!(not_sync::attribute(black_box(7))))))),
+        ),
+        (
+            "happy async: #[retry], Prometheus recorder",
+            Box::new(|| {
+                recorded(prometheus, || {
+                    drop(black_box(ready!(not_sync::attribute(black_box(7)))))
+                })
+            }),
         ),
         (
             "happy async: backon",
@@ -181,5 +214,12 @@ fn main() {
     for ((name, _), fastest) in variants.iter().zip(&fastest) {
         let nanos = fastest.as_secs_f64() * 1e9 / f64::from(BLOCK);
         println!("{nanos:>9.2} ns  {name}");
+    }
+    if variants.iter().any(|(name, _)| name.contains("Prometheus")) {
+        let scrape = scrape.render();
+        assert!(
+            scrape.contains("retry_calls_total{function=\"attribute\",outcome=\"first_try\"}"),
+            "the recorder saw no call: {scrape}"
+        );
     }
 }

@@ -4,6 +4,12 @@
 //! `allocation-counter` installs a counting global allocator (its `unsafe` stays in that crate)
 //! and counts only the current thread's allocations, so tests running in parallel threads do not
 //! disturb each other's counts.
+//!
+//! With the `metrics` feature (on in the workspace), the first call of each function registers
+//! its handles with the recorder in place, once: its entry in the runtime's table and the keys of
+//! its series. Each test makes that first call on another thread (`warm_up`), so that what it
+//! measures on its own thread is a call like every later one, and a first draw of the jitter is
+//! still this thread's first. `no_allocation_metrics.rs` does the same with a recorder installed.
 
 use allocation_counter::measure;
 use retry_runtime::{IdempotencyKey, Transient, attempt, non_idempotent, retry};
@@ -110,6 +116,14 @@ fn sync_asks_for_its_key(#[idempotency_key] order: u64) -> Result<String, Busy> 
     Ok(attempt().key().map(ToString::to_string).unwrap_or_default())
 }
 
+/// Makes the first call of the functions that `calls` calls on another thread: their metrics are
+/// registered (see the top of this file), and nothing of this thread's is touched.
+fn warm_up(calls: impl FnOnce() + Send) {
+    std::thread::scope(|scope| {
+        scope.spawn(calls);
+    });
+}
+
 /// Polls an async call once, by hand, with a waker that does nothing: no runtime, so nothing
 /// else allocates.
 fn poll_once<F: Future>(call: F) -> Poll<F::Output> {
@@ -126,6 +140,7 @@ fn the_counter_sees_allocations() {
 
 #[test]
 fn a_sync_first_call_that_succeeds_allocates_nothing() {
+    warm_up(|| drop(sync_first_call_succeeds(1)));
     let mut answer = None;
     let counted = measure(|| answer = Some(sync_first_call_succeeds(black_box(41))));
     assert_eq!(answer, Some(Ok(42)));
@@ -135,6 +150,7 @@ fn a_sync_first_call_that_succeeds_allocates_nothing() {
 #[test]
 fn an_async_first_call_that_succeeds_allocates_nothing() {
     // Polled by hand with a waker that does nothing: no runtime, so nothing else allocates.
+    warm_up(|| drop(poll_once(async_first_call_succeeds(1))));
     let mut answer = None;
     let counted = measure(|| {
         let mut call = pin!(async_first_call_succeeds(black_box(41)));
@@ -147,6 +163,7 @@ fn an_async_first_call_that_succeeds_allocates_nothing() {
 
 #[test]
 fn a_retried_sync_call_without_jitter_allocates_nothing() {
+    warm_up(|| drop(sync_fails_twice_then_succeeds(&Cell::new(0))));
     let calls = Cell::new(0);
     let mut answer = None;
     let counted = measure(|| answer = Some(sync_fails_twice_then_succeeds(black_box(&calls))));
@@ -158,6 +175,7 @@ fn a_retried_sync_call_without_jitter_allocates_nothing() {
 fn jitter_allocates_only_the_threads_generator_once() {
     // The first draw on a thread creates the per-thread generator (one allocation, 336 bytes
     // with rand 0.10); every later retry on that thread allocates nothing.
+    warm_up(|| drop(sync_fails_twice_with_default_jitter(&Cell::new(0))));
     let calls = Cell::new(0);
     let first = measure(|| drop(sync_fails_twice_with_default_jitter(&calls)));
     assert!(first.count_total <= 1, "{first:?}");
@@ -171,6 +189,14 @@ fn jitter_allocates_only_the_threads_generator_once() {
 #[test]
 fn a_keyed_first_call_that_succeeds_allocates_nothing() {
     let key = IdempotencyKey::from("claim-4711-payout-1");
+    warm_up(|| {
+        drop(sync_with_key(1, &key));
+        drop(sync_with_str_key(1, "claim-4711"));
+        drop(sync_with_order_number(1, 4711));
+        drop(poll_once(async_with_key(1, &key)));
+        drop(poll_once(async_with_str_key(1, "claim-4711")));
+        drop(poll_once(async_with_order_number(1, 4711)));
+    });
     let mut answers = Vec::with_capacity(6);
     let counted = measure(|| {
         answers.push(Poll::Ready(sync_with_key(black_box(1), &key)));
@@ -189,6 +215,7 @@ fn a_keyed_first_call_that_succeeds_allocates_nothing() {
 
 #[test]
 fn a_retried_keyed_call_without_jitter_allocates_nothing() {
+    warm_up(|| drop(sync_with_str_key_fails_twice(&Cell::new(0), "claim-4711")));
     let calls = Cell::new(0);
     let mut answer = None;
     let counted = measure(|| {

@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --example portal                                   # the queue in a SQLite file
 //! cargo run --example portal -- --database-url postgres://...   # or in PostgreSQL
+//! cargo run --example portal -- --metrics 127.0.0.1:9464        # and GET /metrics there
 //! ```
 //!
 //! The run takes fifteen to twenty seconds, because the pauses are real. Five scenes:
@@ -36,17 +37,17 @@
 //! port and a one-line protocol, which counts the requests it gets) in `portal::contract`. Only
 //! the payout of scene 4 is here, in [`payout`].
 
-use futures_util::future::join_all;
-use retry_durable::queue::{Engine, Job, Location, Queue, State, Worker};
-use retry_examples::portal::coverage::{CONTRACT_BREAKER, ContractError, Coverage, check_coverage};
-use retry_examples::portal::later::{self, CoverageJob};
-use retry_examples::portal::story::{scene, scene_time};
+use retry_durable::queue::{Engine, Location, Queue};
+use retry_examples::metrics::Metrics;
+use retry_examples::portal::coverage::{ContractError, Coverage, check_coverage};
+use retry_examples::portal::later;
+use retry_examples::portal::outage::{long_outage, tell_customer};
+use retry_examples::portal::story::scene;
 use retry_examples::portal::{Claim, ClaimId, ContractClient, ContractService};
-use retry_runtime::{BreakerState, GiveUpReason, IdempotencyKey, Policy};
+use retry_runtime::{GiveUpReason, IdempotencyKey};
 use std::error::Error;
 use std::fmt;
-use std::time::Duration;
-use tokio::time::Instant;
+use std::net::SocketAddr;
 
 use payout::pay_out;
 
@@ -57,7 +58,11 @@ const GARDEN_SHED: ClaimId = ClaimId(4713); // a shed the policy does not includ
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
-    let queue = open_queue().await?;
+    let args = Args::parse()?;
+    let queue = open_queue(args.database).await?;
+    if let Some(addr) = args.metrics {
+        serve_metrics(addr, &queue).await?;
+    }
     let service = ContractService::start()
         .await
         .map_err(|e| format!("cannot start the contract service on a loopback port: {e}"))?;
@@ -133,113 +138,63 @@ async fn main() -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-/// Scene 5.
-async fn long_outage(
-    service: &ContractService,
-    client: &ContractClient,
-    queue: &Queue,
-) -> Result<(), Box<dyn Error>> {
-    service.overload_next_checks(u32::MAX).await;
-    let customers = [
-        Claim::new(4714, "dana@example.com"),
-        Claim::new(4715, "emil@example.com"),
-        Claim::new(4716, "fatma@example.com"),
-        Claim::new(4717, "goran@example.com"),
-        Claim::new(4718, "hanna@example.com"),
-        // A typo: the service has no claim 4791.
-        Claim::new(4791, "ivo@example.com"),
-    ];
-    println!(
-        "  the contract service is down; {} customers report claims, 50 ms apart",
-        customers.len()
-    );
-    let reports = customers.iter().zip(0u32..).map(|(claim, i)| async move {
-        tokio::time::sleep(Duration::from_millis(50) * i).await;
-        let answer = check_coverage(client, queue, claim, &IdempotencyKey::new()).await;
-        if let Err(e @ ContractError::Deferred { .. }) = &answer {
-            println!("    claim {} at {:5.2} s: {e}", claim.id, scene_time());
+/// The command line.
+struct Args {
+    /// `--database-url URL`, else `DATABASE_URL`.
+    database: Option<String>,
+    /// `--metrics ADDR:PORT`: serve `GET /metrics` there.
+    metrics: Option<SocketAddr>,
+}
+
+const USAGE: &str = "usage: portal [--database-url postgres://...] [--metrics 127.0.0.1:9464]";
+
+impl Args {
+    fn parse() -> Result<Self, Box<dyn Error>> {
+        let mut parsed = Args {
+            database: None,
+            metrics: None,
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(arg) = args.next() {
+            match (arg.as_str(), args.next()) {
+                ("--database-url", Some(url)) => parsed.database = Some(url),
+                ("--metrics", Some(addr)) => {
+                    parsed.metrics = Some(addr.parse().map_err(|_| {
+                        format!("`--metrics` takes ADDR:PORT, such as 127.0.0.1:9464, not {addr:?}")
+                    })?);
+                }
+                _ => return Err(USAGE.into()),
+            }
         }
-        tell_customer(claim.id, &answer);
-        answer
-    });
-    let answers = join_all(reports).await;
-    // The first five calls failed; the fifth opened the breaker, which ended that customer's
-    // loop at once (no pause). After that no call reached the service: each customer's next
-    // attempt was refused at once, the loop gave up, and the fallback saved every claim.
-    let reached: u32 = join_all(customers.iter().map(|c| service.coverage_checks(c.id)))
+        if parsed.database.is_none() {
+            parsed.database = std::env::var("DATABASE_URL")
+                .ok()
+                .filter(|url| !url.is_empty());
+        }
+        Ok(parsed)
+    }
+}
+
+/// `GET /metrics` on `addr` for the rest of the run: the retry loops', the breaker's, the
+/// budget's and the queue's instruments in Prometheus's text format, the queue's depth read at
+/// each scrape.
+async fn serve_metrics(addr: SocketAddr, queue: &Queue) -> Result<(), Box<dyn Error>> {
+    let metrics = Metrics::install()?.observe(queue);
+    let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .into_iter()
-        .sum();
-    println!("  calls that reached the service during the outage: {reached}");
-    assert_eq!(reached, 5);
-    assert!(answers.iter().all(|answer| matches!(
-        answer,
-        Err(ContractError::Deferred { why, .. }) if why.reason == GiveUpReason::BreakerOpen
-    )));
-
-    service.overload_next_checks(0).await;
-    println!(
-        "\n  the contract service is back; a worker drains the queue (2 at a time, 10 a second)"
-    );
-    if let BreakerState::Open { remaining } = CONTRACT_BREAKER.state(Instant::now().into_std()) {
-        println!(
-            "  the breaker stays open for another {:.2} s: the worker claims nothing until then",
-            remaining.as_secs_f64()
-        );
-    }
-    let worker = Worker::new("portal-example")
-        .concurrency(2)
-        .per_second(10.0)
-        .lease(Duration::from_secs(10))
-        .poll(Duration::from_millis(100))
-        .backoff(Policy::new().base(Duration::from_millis(500)))
-        .breaker(&CONTRACT_BREAKER)
-        .until_empty();
-    let (worker_client, worker_queue) = (client.clone(), queue.clone());
-    let drained = worker
-        .run(queue, move |job: Job<CoverageJob>| {
-            later::check_later(worker_client.clone(), worker_queue.clone(), job)
-        })
-        .await?;
-
-    println!(
-        "  drained: {} done, {} dead, {} retried",
-        drained.done, drained.dead, drained.retried
-    );
-    println!("\n  delivered later by e-mail:");
-    let emails = later::outbox(queue).await?;
-    for email in &emails {
-        println!("    to {}: {}", email.to, email.message);
-    }
-    println!("  in the dead-letter state:");
-    let jobs = queue.jobs().await?;
-    for job in jobs.iter().filter(|job| job.state == State::Dead) {
-        let error = job.last_error.as_deref().unwrap_or("no error kept");
-        println!(
-            "    job {} after {} attempt(s): {error}",
-            job.id, job.attempts
-        );
-    }
-    // Scene 2's claim and the five known ones of this scene, each checked once by the service.
-    assert_eq!(emails.len(), 6);
-    assert_eq!((drained.done, drained.dead), (6, 1));
-    for job in &jobs {
-        assert_eq!(service.executions(&job.key).await, 1, "job {}", job.id);
-    }
+        .map_err(|e| format!("cannot listen on {addr} for /metrics: {e}"))?;
+    println!("Metrics: http://{}/metrics", listener.local_addr()?);
+    tokio::spawn(async move {
+        if let Err(e) = metrics.serve(listener).await {
+            eprintln!("the /metrics server stopped: {e}");
+        }
+    });
     Ok(())
 }
 
 /// The queue of checks that cannot be made now: in PostgreSQL given `--database-url URL` or
 /// `DATABASE_URL`, otherwise in a SQLite file made afresh for this run.
-async fn open_queue() -> Result<Queue, Box<dyn Error>> {
-    let mut args = std::env::args().skip(1);
-    let given = match (args.next().as_deref(), args.next()) {
-        (Some("--database-url"), Some(url)) => Some(url),
-        (None, _) => std::env::var("DATABASE_URL")
-            .ok()
-            .filter(|url| !url.is_empty()),
-        _ => return Err("usage: portal [--database-url postgres://...]".into()),
-    };
+async fn open_queue(given: Option<String>) -> Result<Queue, Box<dyn Error>> {
     let (database, queue_name) = match given {
         Some(url)
             if Location::parse(&url).engine() == Engine::Postgres || url.starts_with("sqlite:") =>
@@ -274,25 +229,6 @@ async fn open_queue() -> Result<Queue, Box<dyn Error>> {
         Engine::Postgres => println!("Job queue: PostgreSQL, queue {queue_name}"),
     }
     Ok(queue)
-}
-
-/// What the customer reads. The match is the point of the whole design: "not covered" can only
-/// come from an `Ok`, so an outage can never be mistaken for a refusal, and "your details are
-/// saved" only from the fallback, once they are.
-fn tell_customer(claim: ClaimId, answer: &Result<Coverage, ContractError>) {
-    let message = match answer {
-        Ok(Coverage::Covered) => format!("Claim {claim} is covered; we will arrange the payout."),
-        Ok(Coverage::NotCovered) => format!("Claim {claim} is not covered by your policy."),
-        Err(ContractError::Deferred { .. }) => "The coverage check is not possible right now; \
-             your details are saved and you will get the result by e-mail."
-            .to_owned(),
-        // The fallback could not save the claim (its database failed): nothing is promised.
-        Err(e) if e.may_pass() => {
-            "The coverage check is not possible right now; please try again later.".to_owned()
-        }
-        Err(e) => format!("We cannot check claim {claim}: {e}."),
-    };
-    println!("  Portal ({claim}): {message}");
 }
 
 /// An amount of money in euro cents, so that no payout is ever rounded.

@@ -5,7 +5,9 @@
 //!   crash points (`examples/tests/queue_*.rs`);
 //! - [`payments`], the payment service of `cargo run --example payments`, which the
 //!   `payments-service` binary runs on its own for the fault tests
-//!   (`examples/tests/payments_faults.rs`) and the benchmark in `bench/`.
+//!   (`examples/tests/payments_faults.rs`) and the benchmark in `bench/`;
+//! - [`metrics`], the `/metrics` page both serve when asked to (`--metrics`), which the
+//!   Prometheus test (`examples/tests/prometheus.rs`) scrapes.
 
 pub mod crash;
 /// The guides whose code blocks need the portal: their doctests run here.
@@ -15,5 +17,6 @@ pub mod guide {
     #[doc = include_str!("../../retry-durable/docs/queue.md")]
     pub mod queue {}
 }
+pub mod metrics;
 pub mod payments;
 pub mod portal;

@@ -24,6 +24,7 @@
 //! | `sqlite` | yes | `store::SqliteStore` and queues in a SQLite file (sqlx's bundled SQLite): no server |
 //! | `postgres` | yes | `store::PostgresStore` and queues in a PostgreSQL database shared by every replica |
 //! | `conformance` | no | `store::conformance`: the store contract as a test suite, for a store of your own |
+//! | `metrics` | no | the stores' begins and errors, the queue's depth, oldest due age, attempts and dead letters through the `metrics` facade ([`guide::metrics`]) |
 //!
 //! The crate needs Rust 1.94 (sqlx 0.9); `retry-runtime` needs 1.85.
 
@@ -33,10 +34,13 @@ pub mod queue;
 mod sql;
 pub mod store;
 
-/// The guides: the stores and the queue as a user meets them, with their examples.
+/// The guides: the stores, the queue and their metrics as a user meets them, with their examples.
 pub mod guide {
     #[doc = include_str!("../docs/stores.md")]
     pub mod stores {}
+
+    #[doc = include_str!("../docs/metrics.md")]
+    pub mod metrics {}
 
     // The guide's code block is the portal example's: its doctest runs in the examples package
     // (`retry_examples::guide::queue`), which has the portal, so it is left out of this crate's.

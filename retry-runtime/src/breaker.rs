@@ -59,6 +59,9 @@ const MAX_WINDOW: u32 = 128;
 pub struct CircuitBreaker {
     config: Config,
     inner: Mutex<Inner>,
+    /// The handles of its metrics (feature `metrics`), registered at its first use.
+    #[cfg(feature = "metrics")]
+    metrics: crate::metrics::BreakerMetrics,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -72,10 +75,13 @@ struct Config {
     /// `None`: the whole window.
     min_calls: Option<u32>,
     open_for: Duration,
+    /// The `breaker` label of its metrics.
+    name: &'static str,
 }
 
 impl Config {
     const DEFAULT: Config = Config {
+        name: "unnamed",
         consecutive_failures: 5,
         failure_rate: None,
         window: 20,
@@ -134,6 +140,8 @@ impl CircuitBreaker {
         Self {
             config: Config::DEFAULT,
             inner: Mutex::new(Inner::START),
+            #[cfg(feature = "metrics")]
+            metrics: crate::metrics::BreakerMetrics::new(),
         }
     }
 
@@ -143,6 +151,8 @@ impl CircuitBreaker {
         Self {
             config: Config::DEFAULT,
             inner: Mutex::new(Inner::START),
+            #[cfg(feature = "metrics")]
+            metrics: crate::metrics::BreakerMetrics::new(),
         }
     }
 
@@ -214,6 +224,27 @@ impl CircuitBreaker {
         self
     }
 
+    /// Its name, the `breaker` label of its metrics (feature `metrics`): a name of the code's,
+    /// such as the service it protects, never anything a request brings. A breaker without one
+    /// is labelled `unnamed`.
+    ///
+    /// ```
+    /// use retry_runtime::CircuitBreaker;
+    ///
+    /// static BANK: CircuitBreaker = CircuitBreaker::new().name("bank");
+    /// assert_eq!(BANK.get_name(), "bank");
+    /// assert_eq!(CircuitBreaker::new().get_name(), "unnamed");
+    /// ```
+    pub const fn name(mut self, name: &'static str) -> Self {
+        self.config.name = name;
+        self
+    }
+
+    /// Its name ([`name`](CircuitBreaker::name)), `unnamed` if none was given.
+    pub const fn get_name(&self) -> &'static str {
+        self.config.name
+    }
+
     /// Asks to make a call at `now`.
     ///
     /// `Ok` while closed, and for the one trial call when the open time is over; report the
@@ -222,13 +253,19 @@ impl CircuitBreaker {
     pub fn admit(&self, now: Instant) -> Result<Admission<'_>, CircuitOpen> {
         let mut inner = self.lock();
         inner.observe(now);
+        #[cfg(feature = "metrics")]
+        self.metrics
+            .admitted(self.config.name, gauge_of(inner.phase));
         let trial = match inner.phase {
             Phase::Closed => false,
             Phase::Open { until } => match until {
                 Some(until) if now >= until => {
-                    inner.change(Phase::HalfOpen {
-                        trial_outstanding: true,
-                    });
+                    self.change(
+                        &mut inner,
+                        Phase::HalfOpen {
+                            trial_outstanding: true,
+                        },
+                    );
                     true
                 }
                 _ => {
@@ -284,7 +321,9 @@ impl CircuitBreaker {
         if inner.generation == generation {
             let reopen_from = now.or(inner.latest);
             match inner.phase {
-                Phase::HalfOpen { .. } if trial && success => inner.change(Phase::Closed),
+                Phase::HalfOpen { .. } if trial && success => {
+                    self.change(&mut inner, Phase::Closed)
+                }
                 Phase::HalfOpen { .. } if trial => self.open(&mut inner, reopen_from),
                 Phase::Closed if !trial => {
                     let trips = self.closed_outcome(&mut inner, success);
@@ -334,7 +373,15 @@ impl CircuitBreaker {
 
     fn open(&self, inner: &mut Inner, from: Option<Instant>) {
         let until = from.and_then(|from| from.checked_add(self.config.open_for));
-        inner.change(Phase::Open { until });
+        self.change(inner, Phase::Open { until });
+    }
+
+    /// A change of phase, with its metrics (under the lock, so that the state gauge ends at the
+    /// last change).
+    fn change(&self, inner: &mut Inner, phase: Phase) {
+        inner.change(phase);
+        #[cfg(feature = "metrics")]
+        self.metrics.changed(self.config.name, gauge_of(phase));
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -364,6 +411,17 @@ impl Inner {
         self.consecutive = 0;
         self.history = 0;
         self.len = 0;
+    }
+}
+
+/// A phase as the state gauge shows it.
+#[cfg(feature = "metrics")]
+fn gauge_of(phase: Phase) -> crate::metrics::BreakerGauge {
+    use crate::metrics::BreakerGauge;
+    match phase {
+        Phase::Closed => BreakerGauge::Closed,
+        Phase::Open { .. } => BreakerGauge::Open,
+        Phase::HalfOpen { .. } => BreakerGauge::HalfOpen,
     }
 }
 
@@ -446,10 +504,11 @@ impl Drop for Admission<'_> {
 /// use std::time::Instant;
 ///
 /// let breaker = CircuitBreaker::new();
+/// // The values of the `retry_breaker_state` gauge (feature `metrics`).
 /// let gauge = match breaker.state(Instant::now()) {
 ///     BreakerState::Closed => 0,
-///     BreakerState::HalfOpen => 1,
-///     BreakerState::Open { .. } => 2,
+///     BreakerState::Open { .. } => 1,
+///     BreakerState::HalfOpen => 2,
 ///     _ => 3,
 /// };
 /// assert_eq!(gauge, 0);

@@ -70,6 +70,11 @@ pub struct RetryBudget {
     window: AtomicU64,
     /// The time of the first withdrawal: second 0 of the reserve's windows.
     epoch: OnceInstant,
+    /// The `budget` label of its metrics.
+    name: &'static str,
+    /// The handles of its metrics (feature `metrics`), registered at its first use.
+    #[cfg(feature = "metrics")]
+    metrics: crate::metrics::BudgetMetrics,
 }
 
 impl Default for RetryBudget {
@@ -100,6 +105,9 @@ impl RetryBudget {
             tokens: AtomicU64::new(0),
             window: AtomicU64::new(0),
             epoch: OnceInstant::new(),
+            name: "unnamed",
+            #[cfg(feature = "metrics")]
+            metrics: crate::metrics::BudgetMetrics::new(),
         }
     }
 
@@ -113,6 +121,9 @@ impl RetryBudget {
             tokens: AtomicU64::new(0),
             window: AtomicU64::new(0),
             epoch: OnceInstant::new(),
+            name: "unnamed",
+            #[cfg(feature = "metrics")]
+            metrics: crate::metrics::BudgetMetrics::new(),
         }
     }
 
@@ -146,6 +157,26 @@ impl RetryBudget {
         self
     }
 
+    /// Its name, the `budget` label of its metrics (feature `metrics`): a name of the code's,
+    /// never anything a request brings. A budget without one is labelled `unnamed`.
+    ///
+    /// ```
+    /// use retry_runtime::RetryBudget;
+    ///
+    /// static BANK_BUDGET: RetryBudget = RetryBudget::new().name("bank");
+    /// assert_eq!(BANK_BUDGET.get_name(), "bank");
+    /// assert_eq!(RetryBudget::new().get_name(), "unnamed");
+    /// ```
+    pub const fn name(mut self, name: &'static str) -> Self {
+        self.name = name;
+        self
+    }
+
+    /// Its name ([`name`](RetryBudget::name)), `unnamed` if none was given.
+    pub const fn get_name(&self) -> &'static str {
+        self.name
+    }
+
     /// Records a first attempt: adds [`get_ratio`](RetryBudget::get_ratio) of a token,
     /// up to [`get_max_tokens`](RetryBudget::get_max_tokens). Call it once per call of the function, not
     /// per attempt.
@@ -155,11 +186,16 @@ impl RetryBudget {
         }
         // Relaxed: the counter publishes no other data, and each update is a single atomic
         // read-modify-write, so no deposit is lost.
-        let _ = self
+        let _deposited = self
             .tokens
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tokens| {
                 (tokens < self.cap).then(|| tokens.saturating_add(self.deposit).min(self.cap))
             });
+        #[cfg(feature = "metrics")]
+        if let Ok(before) = _deposited {
+            let after = before.saturating_add(self.deposit).min(self.cap);
+            self.metrics.tokens(self.name, after as f64 / SCALE as f64);
+        }
     }
 
     /// Asks for one retry at `now`: `true` takes it from this second's reserve or, when that is
@@ -188,11 +224,19 @@ impl RetryBudget {
                 return true;
             }
         }
-        self.tokens
+        let withdrawn = self
+            .tokens
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tokens| {
                 tokens.checked_sub(SCALE)
-            })
-            .is_ok()
+            });
+        #[cfg(feature = "metrics")]
+        match withdrawn {
+            Ok(before) => self
+                .metrics
+                .tokens(self.name, (before - SCALE) as f64 / SCALE as f64),
+            Err(_) => self.metrics.refused(self.name),
+        }
+        withdrawn.is_ok()
     }
 
     /// Tokens in the bucket now, the reserve not included: each whole token is one retry.
@@ -255,6 +299,7 @@ fn unpack(window: u64) -> (u32, u32) {
 impl fmt::Debug for RetryBudget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryBudget")
+            .field("name", &self.name)
             .field("ratio", &self.get_ratio())
             .field("min_per_second", &self.reserve)
             .field("max_tokens", &self.get_max_tokens())

@@ -13,6 +13,7 @@
 //! | [`tower`] | the same loop for every request of a client: a tower layer (features `tower`) and reqwest middleware (`reqwest-middleware`), bodies, keys, never-sent requests |
 //! | [`blocks`] | the same loop for a block (`retry_block!`), for a closure with a policy chosen at run time (`Retrier`), and for a loop that runs for hours (`reset_after`) |
 //! | [`testing`] | tests that assert pauses and calls without waiting |
+//! | `metrics` | with the `metrics` feature: the instruments the loop, breakers and budgets record, in one table |
 //!
 //! The idempotency stores and the durable job queue are documented in their own crate,
 //! `retry-durable` (`retry_durable::store`, `retry_durable::queue`).
@@ -51,3 +52,6 @@ pub mod testing {}
 
 #[doc = include_str!("../docs/blocks.md")]
 pub mod blocks {}
+#[cfg(feature = "metrics")]
+#[doc = include_str!("../docs/metrics.md")]
+pub mod metrics {}

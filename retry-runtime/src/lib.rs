@@ -276,6 +276,13 @@
 //! `on_give_up = f` the give-up, each the error or, in their outcome forms, an `Ok` that
 //! `on_result` rejected as well.
 //!
+//! With the `attempt-spans` feature as well, a call that retries is one span, `retry`, with one
+//! child span per attempt, `attempt`, as gRPC's tracing shows a call and its attempts: each
+//! carries `attempt` (1 for the first), `resend_count` (0 for the first, as OpenTelemetry's
+//! `http.request.resend_count`) and the `pause` before it, and the body runs inside it, so that
+//! its own events and spans (an HTTP client's, a database driver's) nest under the attempt that
+//! made them. The events above stay as they are.
+//!
 //! # Features
 //!
 //! | feature | default | what it adds |
@@ -287,6 +294,8 @@
 //! | `tonic` | off | `Transient for tonic::Status`, with `grpc-retry-pushback-ms` |
 //! | `sqlx` | off | `Transient for sqlx::Error`, by SQLSTATE, SQLite result code and kind |
 //! | `tokio-postgres` | off | `Transient for tokio_postgres::Error`: SQLSTATE, closed connection, I/O cause |
+//! | `attempt-spans` | off | with `tracing`: one span per call (`retry`, with `function`) and one child span per attempt (`attempt`, with `function`, `attempt` from 1, `resend_count` from 0 as OpenTelemetry's `http.request.resend_count`, and the `pause` before it), entered around the attempt's body (on every poll of an async one); off by default, because every call would then carry and make its spans |
+//! | `metrics` | off | calls by outcome, retries, attempts, pauses, breaker states and budget tokens through the `metrics` facade, for any recorder (Prometheus, OpenTelemetry, ...): the table is in `guide::metrics` |
 //!
 //! The crate builds on Rust 1.85 (its `rust-version`), with every feature but the one that
 //! builds on sqlx 0.9, which needs Rust 1.94: `sqlx`. The idempotency stores and the durable job
@@ -301,6 +310,8 @@ mod context;
 mod doc_tables;
 pub mod guide;
 mod key;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod policy;
 mod random;
 mod state;

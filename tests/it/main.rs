@@ -26,6 +26,7 @@ mod idempotency_stores;
 mod integrations;
 mod jitter;
 mod layout;
+mod metrics;
 mod nested;
 mod non_idempotent;
 mod on_result;

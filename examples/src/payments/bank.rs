@@ -14,12 +14,12 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore, key_from_header};
-use retry_runtime::{IdempotencyKey, Verdict, non_idempotent, retry};
+use retry_runtime::{CircuitBreaker, CircuitOpen, IdempotencyKey, Verdict, non_idempotent, retry};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -52,6 +52,10 @@ struct Books {
     slow_next: Mutex<Option<Duration>>,
     started: Notify,
     verbose: bool,
+    /// While set, every transfer is answered 503: an outage, scripted by a test.
+    down: AtomicBool,
+    /// Transfers answered 503 during an outage.
+    refused: AtomicU32,
 }
 
 /// The bank, serving `POST /transfers` on a loopback port in a background task.
@@ -83,6 +87,8 @@ impl Bank {
             slow_next: Mutex::default(),
             started: Notify::new(),
             verbose,
+            down: AtomicBool::new(false),
+            refused: AtomicU32::new(0),
         });
         let app = Router::new()
             .route("/transfers", post(transfer_in_bank))
@@ -124,6 +130,17 @@ impl Bank {
     pub fn executed(&self) -> HashMap<String, u32> {
         lock(&self.books.executed).clone()
     }
+
+    /// Starts (`true`) or ends an outage: meanwhile every transfer is answered 503, before the
+    /// bank looks at it, and nothing is transferred.
+    pub fn set_down(&self, down: bool) {
+        self.books.down.store(down, Ordering::SeqCst);
+    }
+
+    /// How many transfer requests were answered 503 during outages.
+    pub fn refused(&self) -> u32 {
+        self.books.refused.load(Ordering::SeqCst)
+    }
 }
 
 /// `POST /transfers` at the bank: once per key, as the service's own payouts.
@@ -132,6 +149,10 @@ async fn transfer_in_bank(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if books.down.load(Ordering::SeqCst) {
+        books.refused.fetch_add(1, Ordering::SeqCst);
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
     let Ok(key) = key_from_header(headers.get(IdempotencyKey::HEADER)) else {
         return StatusCode::BAD_REQUEST.into_response();
     };
@@ -201,6 +222,14 @@ pub enum BankError {
     Unavailable(String),
     /// The bank refused the transfer.
     Refused(u16),
+    /// [`BANK_BREAKER`] is open: the bank was not asked.
+    NotCalled(CircuitOpen),
+}
+
+impl From<CircuitOpen> for BankError {
+    fn from(open: CircuitOpen) -> Self {
+        BankError::NotCalled(open)
+    }
 }
 
 impl fmt::Display for BankError {
@@ -208,6 +237,7 @@ impl fmt::Display for BankError {
         match self {
             BankError::Unavailable(why) => write!(f, "the bank is unavailable: {why}"),
             BankError::Refused(status) => write!(f, "the bank refused the transfer: {status}"),
+            BankError::NotCalled(open) => write!(f, "the bank was not asked: {open}"),
         }
     }
 }
@@ -217,15 +247,35 @@ impl std::error::Error for BankError {}
 fn bank_is_transient(error: &BankError) -> Verdict {
     match error {
         BankError::Unavailable(_) => Verdict::Retry,
-        BankError::Refused(_) => Verdict::Fail,
+        BankError::Refused(_) | BankError::NotCalled(_) => Verdict::Fail,
     }
 }
 
+/// How long [`BANK_BREAKER`] stays open before it lets one trial transfer through.
+pub const BANK_OPEN_FOR: Duration = Duration::from_secs(2);
+
+/// The bank's breaker (`bank` in the metrics), shared by every payout of the service's process:
+/// open after 5 failed
+/// transfer attempts in a row, for [`BANK_OPEN_FOR`]. While it is open a payout does not ask the
+/// bank at all: it gives its key back and answers 503 at once.
+pub static BANK_BREAKER: CircuitBreaker = CircuitBreaker::new()
+    .name("bank")
+    .consecutive_failures(5)
+    .open_for(BANK_OPEN_FOR);
+
 /// The service's call to the bank, with the service's own key: a second call after a crash gets
 /// the first transfer. Short pauses: a payout that cannot reach the bank gives its key back and
-/// answers 503, and the client's retry comes back later.
+/// answers 503, and the client's retry comes back later. Every attempt asks [`BANK_BREAKER`]
+/// first.
 #[non_idempotent]
-#[retry(max = 3, base = "20ms", max_delay = "200ms", jitter = full, on = bank_is_transient)]
+#[retry(
+    max = 3,
+    base = "20ms",
+    max_delay = "200ms",
+    jitter = full,
+    on = bank_is_transient,
+    breaker = BANK_BREAKER,
+)]
 pub async fn transfer(
     http: &reqwest::Client,
     bank: &str,

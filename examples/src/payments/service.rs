@@ -29,6 +29,7 @@
 use super::bank;
 use super::faults::{Faults, Listener, Peer, Step};
 use super::{Cents, ClaimId, PayoutRequest, Receipt, short};
+use crate::metrics::Metrics;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, State};
@@ -140,6 +141,9 @@ pub struct Config {
     pub name: String,
     /// `--quiet`: no log line per request.
     pub quiet: bool,
+    /// `--metrics`: `GET /metrics` on the same port, the retry loops' and the store's
+    /// instruments in Prometheus's text format ([`crate::metrics`]).
+    pub metrics: bool,
 }
 
 impl Default for Config {
@@ -155,6 +159,7 @@ impl Default for Config {
             one_commit: false,
             name: "service".to_owned(),
             quiet: false,
+            metrics: false,
         }
     }
 }
@@ -164,13 +169,15 @@ pub const USAGE: &str = "\
 usage: payments-service [--listen ADDR:PORT] [--database-url URL] [--bank-url URL]
                         [--lease-ms N] [--db-timeout-ms N] [--stop-at STEP]
                         [--lose-first-response] [--one-commit] [--name NAME] [--quiet]
+                        [--metrics]
 
   --database-url URL   postgres://user@host:port/database, or sqlite:PATH
                        (default: DATABASE_URL, else a SQLite file in the temp dir)
   --stop-at STEP       stop at STEP of the first payout and wait to be killed: before-begin,
                        after-begin, after-ledger-write, after-commit, after-response
   --one-commit         claim each key in the payout's own transaction: one commit per payout
-                       (not with --bank-url)";
+                       (not with --bank-url)
+  --metrics            serve GET /metrics (Prometheus's text format) on the same port";
 
 impl Config {
     /// Reads the command line (without the program's name). `DATABASE_URL` is read when
@@ -205,6 +212,7 @@ impl Config {
                 "--one-commit" => config.one_commit = true,
                 "--name" => config.name = value()?,
                 "--quiet" => config.quiet = true,
+                "--metrics" => config.metrics = true,
                 _ => return Err(format!("unknown argument `{arg}`\n{USAGE}")),
             }
         }
@@ -253,6 +261,9 @@ impl Config {
         if self.quiet {
             args.push("--quiet".to_owned());
         }
+        if self.metrics {
+            args.push("--metrics".to_owned());
+        }
         args
     }
 }
@@ -265,6 +276,11 @@ pub async fn run(config: Config) -> Result<(), Box<dyn Error>> {
         faults: Arc::new(Faults::new(config.stop_at, config.lose_first_response)),
         name: config.name.clone(),
         verbose: !config.quiet,
+        metrics: if config.metrics {
+            Some(Metrics::install()?)
+        } else {
+            None
+        },
     };
     match &config.database {
         Database::Sqlite(path) => {
@@ -337,6 +353,8 @@ pub struct Options {
     pub name: String,
     /// One log line per request.
     pub verbose: bool,
+    /// `GET /metrics` beside `POST /payouts`, with this process's recorder.
+    pub metrics: Option<Metrics>,
 }
 
 /// The ledger row of a payout.
@@ -594,9 +612,12 @@ where
         name: options.name,
         verbose: options.verbose,
     });
-    let router = Router::new()
+    let mut router = Router::new()
         .route("/payouts", post(pay::<S, M>))
         .with_state(app);
+    if let Some(metrics) = &options.metrics {
+        router = metrics.route(router);
+    }
     let listener = Listener::new(listener, options.faults);
     axum::serve(
         listener,

@@ -15,15 +15,17 @@ use std::{fmt, io};
 
 /// The retries of coverage checks, from every customer and the worker together: at most a tenth
 /// of the first calls, plus a reserve of 10 a second (the defaults).
-pub static COVERAGE_BUDGET: RetryBudget = RetryBudget::new();
+/// `coverage` in the metrics.
+pub static COVERAGE_BUDGET: RetryBudget = RetryBudget::new().name("coverage");
 
 /// How long the breaker stays open before it lets one trial call through: 2 s, short so that the
 /// example does not wait long; a real portal waits tens of seconds.
 pub const OPEN_FOR: Duration = Duration::from_secs(2);
 
 /// The contract service's breaker, shared by every coverage check of this process: open after 5
-/// failures in a row, for [`OPEN_FOR`].
+/// failures in a row, for [`OPEN_FOR`]. `contract` in the metrics.
 pub static CONTRACT_BREAKER: CircuitBreaker = CircuitBreaker::new()
+    .name("contract")
     .consecutive_failures(5)
     .open_for(OPEN_FOR);
 

@@ -8,12 +8,15 @@
 //! - [`contract`]: the wire to the contract service, and a stand-in for the service that keeps
 //!   its answers by idempotency key.
 //! - [`story`]: the scenes and the lines the retry loop's hooks print.
+//! - [`outage`]: scene 5, the long outage, which the example plays and the benchmark that draws
+//!   the metrics of an outage replays.
 
 #![warn(missing_docs)]
 
 pub mod contract;
 pub mod coverage;
 pub mod later;
+pub mod outage;
 pub mod story;
 
 pub use contract::{ContractClient, ContractService};

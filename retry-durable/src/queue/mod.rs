@@ -66,9 +66,11 @@
 
 #![warn(missing_docs)]
 
+mod metrics;
 mod sql;
 mod worker;
 
+pub use metrics::QueueStats;
 pub use worker::{Drained, Outcome, Worker};
 
 use crate::sql::{Dialect, Generic, MigrateError, Run};

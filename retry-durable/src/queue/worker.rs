@@ -1,6 +1,7 @@
 //! The worker: claims due jobs and runs a handler on each, at a bounded rate, with the same
 //! circuit breaker as the calls the jobs make.
 
+use super::metrics::{self, Attempt};
 use super::{Claim, Claimed, Job, JobId, Queue, QueueError, Retried, Tx};
 use retry_runtime::{BreakerState, CircuitBreaker, Policy, Transient};
 use serde::Serialize;
@@ -178,7 +179,16 @@ impl Worker {
             pace.set_missed_tick_behavior(MissedTickBehavior::Delay);
             pace
         });
+        // The gauges of the queue's depth and oldest due job: at most once per poll interval,
+        // and whenever nothing is due.
+        #[cfg(feature = "metrics")]
+        let mut observed: Option<Instant> = None;
         loop {
+            #[cfg(feature = "metrics")]
+            if observed.is_none_or(|at| at.elapsed() >= self.poll) {
+                observe(queue).await;
+                observed = Some(Instant::now());
+            }
             while let Some(finished) = in_flight.try_join_next() {
                 drained.count(finished);
             }
@@ -199,7 +209,14 @@ impl Worker {
                     in_flight.spawn(self.run_one(claimed, move |job| (*handler)(job)));
                 }
                 Ok(None) => {
-                    drained.dead += count(queue.bury_abandoned().await);
+                    let buried = count(queue.bury_abandoned().await);
+                    metrics::dead_letters(queue.name(), u64::from(buried));
+                    drained.dead += buried;
+                    #[cfg(feature = "metrics")]
+                    {
+                        observe(queue).await;
+                        observed = Some(Instant::now());
+                    }
                     let next = match queue.next_due().await {
                         Ok(next) => next,
                         Err(e) if e.is_transient() => Some(self.poll),
@@ -217,6 +234,7 @@ impl Worker {
                 // A payload this build cannot read: `claim` has buried it.
                 Err(QueueError::Codec(e)) => {
                     tracing::warn!(error = %e, "a job was dead on arrival");
+                    metrics::dead_letters(queue.name(), 1);
                     drained.dead += 1;
                 }
                 Err(e) if e.is_transient() => {
@@ -316,6 +334,7 @@ async fn record<R: Serialize + Sync>(
     backoff: &Policy,
 ) -> Finished {
     let id = claim.job();
+    let queue = Arc::clone(&claim.queue.name);
     let recorded = match outcome {
         Outcome::Done(result) => claim.complete(&result).await.map(|()| Finished::Done),
         Outcome::DoneIn(tx, result) => claim
@@ -338,6 +357,12 @@ async fn record<R: Serialize + Sync>(
             .map(|()| Finished::Snoozed),
         Outcome::Dead(error) => claim.kill(&error).await.map(|()| Finished::Dead),
     };
+    match &recorded {
+        Ok(Finished::Done) => metrics::attempt(&queue, Attempt::Done),
+        Ok(Finished::Retried) => metrics::attempt(&queue, Attempt::Retry),
+        Ok(Finished::Dead) => metrics::attempt(&queue, Attempt::Dead),
+        _ => {}
+    }
     recorded.unwrap_or_else(|e| match e {
         QueueError::Superseded { .. } => {
             tracing::warn!(job = %id, "the job was taken over; its outcome here is discarded");
@@ -368,6 +393,14 @@ async fn wait_or_one_finishes(
     tokio::select! {
         () = tokio::time::sleep(wait) => {}
         Some(finished) = in_flight.join_next() => drained.count(finished),
+    }
+}
+
+/// Sets the queue's gauges; a failure leaves them as they were.
+#[cfg(feature = "metrics")]
+async fn observe(queue: &Queue) {
+    if let Err(e) = queue.observe().await {
+        tracing::debug!(error = %e, "cannot read the queue's depth for its gauges");
     }
 }
 

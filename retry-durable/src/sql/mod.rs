@@ -105,6 +105,8 @@ pub mod sealed {
         type Run: super::Run<Self>;
         /// The name of the store on this engine, for `Debug`.
         const STORE: &'static str;
+        /// The `store` label of the metrics: `sqlite` or `postgres`.
+        const LABEL: &'static str;
         /// The store's statements rendered for this engine, once.
         fn statements() -> &'static super::StoreStatements {
             super::StoreStatements::of(Self::DIALECT)
@@ -117,6 +119,7 @@ impl sealed::Engine for sqlx::Sqlite {
     const DIALECT: &'static Dialect = &SQLITE;
     type Run = Generic;
     const STORE: &'static str = "SqliteStore";
+    const LABEL: &'static str = "sqlite";
 }
 #[cfg(feature = "sqlite")]
 impl Backend for sqlx::Sqlite {}
@@ -126,6 +129,7 @@ impl sealed::Engine for sqlx::Postgres {
     const DIALECT: &'static Dialect = &POSTGRES;
     type Run = Generic;
     const STORE: &'static str = "PostgresStore";
+    const LABEL: &'static str = "postgres";
 }
 #[cfg(feature = "postgres")]
 impl Backend for sqlx::Postgres {}

@@ -243,16 +243,16 @@ impl<R: Clone + Send + 'static> IdempotencyStore<R> for MemoryStore<R> {
     where
         's: 'a,
     {
-        if let Err(invalid) = super::validate_key(key.as_str()) {
-            return Box::pin(ready(Err(invalid.into())));
-        }
-        let begin = match self.claim(scope, key, fingerprint) {
-            Decision::Execute(claim) => Begin::Execute(Guard::new(self, claim)),
-            Decision::Replay(response) => Begin::Replay(response),
-            Decision::InProgress => Begin::InProgress,
-            Decision::Mismatch => Begin::Mismatch,
-        };
-        Box::pin(ready(Ok(begin)))
+        let begin = super::validate_key(key.as_str())
+            .map_err(StoreError::from)
+            .map(|()| match self.claim(scope, key, fingerprint) {
+                Decision::Execute(claim) => Begin::Execute(Guard::new(self, claim)),
+                Decision::Replay(response) => Begin::Replay(response),
+                Decision::InProgress => Begin::InProgress,
+                Decision::Mismatch => Begin::Mismatch,
+            });
+        super::metrics::record_begin("memory", &begin);
+        Box::pin(ready(begin))
     }
 
     fn transaction<'a>(&'a self, _: &'a Claim) -> BoxFuture<'a, Result<(), StoreError>> {
@@ -311,6 +311,10 @@ impl<R: Clone + Send + 'static> IdempotencyStore<R> for MemoryStore<R> {
         let removed = state.remove_expired(now, self.ttl, self.lease);
         state.purged = Some(now);
         Box::pin(ready(Ok(removed)))
+    }
+
+    fn metrics_label(&self) -> &'static str {
+        "memory"
     }
 }
 

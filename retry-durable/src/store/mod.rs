@@ -152,6 +152,7 @@ use std::time::Duration;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 mod memory;
+pub(crate) mod metrics;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -326,6 +327,13 @@ pub trait IdempotencyStore<R>: Send + Sync {
     /// Deletes the keys whose TTL has passed and returns how many. Expired keys already behave
     /// as absent; this only frees the space. See the [module docs](self#expiry) for how often.
     fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>>;
+
+    /// The `store` label of this store's metrics (feature `metrics`, `docs/metrics.md`): the
+    /// kind of store, `memory`, `sqlite` or `postgres`, and `custom` for a store that does not
+    /// say. A bounded name: never a URL, a file or a key.
+    fn metrics_label(&self) -> &'static str {
+        "custom"
+    }
 }
 
 /// What a service should do with a request that carries an idempotency key: the answer of
@@ -528,7 +536,10 @@ impl<'s, R, T: Send> Guard<'s, R, T> {
     pub async fn transaction(&mut self) -> Result<&mut T, StoreError> {
         let transaction = match self.transaction.take() {
             Some(open) => open,
-            None => self.store.transaction(&self.claim).await?,
+            None => metrics::counted(
+                self.store.metrics_label(),
+                self.store.transaction(&self.claim).await,
+            )?,
         };
         Ok(self.transaction.insert(transaction))
     }
@@ -545,9 +556,11 @@ impl<'s, R, T: Send> Guard<'s, R, T> {
     /// the background if the commit did not happen; if it did, a repeat gets the response.
     pub async fn complete(mut self, response: &R) -> Result<(), StoreError> {
         let transaction = self.transaction.take();
-        self.store
+        let completed = self
+            .store
             .complete(&self.claim, transaction, response)
-            .await?;
+            .await;
+        metrics::counted(self.store.metrics_label(), completed)?;
         self.finished = true;
         Ok(())
     }
@@ -562,7 +575,8 @@ impl<'s, R, T: Send> Guard<'s, R, T> {
     ///
     /// [`StoreError::Superseded`] if the key was taken over: stop, and drop the guard.
     pub async fn renew(&self) -> Result<(), StoreError> {
-        self.store.renew(&self.claim).await
+        let renewed = self.store.renew(&self.claim).await;
+        metrics::counted(self.store.metrics_label(), renewed)
     }
 
     /// Rolls the handler's transaction back and gives the key up, so that the next request with
@@ -578,6 +592,7 @@ impl<'s, R, T: Send> Guard<'s, R, T> {
     pub async fn release(mut self) -> Result<(), StoreError> {
         let transaction = self.transaction.take();
         let released = self.store.release(&self.claim, transaction).await;
+        let released = metrics::counted(self.store.metrics_label(), released);
         // After a database error the drop tries once more in the background; otherwise the
         // claim is released or no longer the key's, and there is nothing left to give back.
         if !matches!(released, Err(StoreError::Database { .. })) {

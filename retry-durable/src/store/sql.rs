@@ -196,6 +196,10 @@ where
 {
     type Transaction = sqlx::Transaction<'static, B>;
 
+    fn metrics_label(&self) -> &'static str {
+        B::LABEL
+    }
+
     fn begin_scoped<'s, 'a>(
         &'s self,
         scope: &'a str,
@@ -205,7 +209,7 @@ where
     where
         's: 'a,
     {
-        Box::pin(async move {
+        super::metrics::begin(B::LABEL, async move {
             super::validate_key(key.as_str())?;
             let token = sql::new_token();
             let claim = Claim::new(scope, key.clone(), 0, token as u64);
@@ -367,6 +371,10 @@ where
 {
     type Transaction = sqlx::Transaction<'static, B>;
 
+    fn metrics_label(&self) -> &'static str {
+        B::LABEL
+    }
+
     fn begin_in_transaction_scoped<'s, 'a>(
         &'s self,
         scope: &'a str,
@@ -376,7 +384,7 @@ where
     where
         's: 'a,
     {
-        Box::pin(async move {
+        super::metrics::begin(B::LABEL, async move {
             // The rule of every key, before any database work.
             super::validate_key(key.as_str())?;
             let (token, sql) = (sql::new_token(), B::statements());

@@ -136,6 +136,12 @@ pub trait TransactionalStore<R>: Send + Sync {
         &self,
         transaction: Self::Transaction,
     ) -> BoxFuture<'_, Result<(), StoreError>>;
+
+    /// The `store` label of this store's metrics, as
+    /// [`IdempotencyStore::metrics_label`](super::IdempotencyStore::metrics_label) says it.
+    fn metrics_label(&self) -> &'static str {
+        "custom"
+    }
 }
 
 /// The answer of [`TransactionalStore::begin_in_transaction`].
@@ -265,15 +271,17 @@ impl<'s, R, T: Send> TxGuard<'s, R, T> {
             claim,
             transaction,
         } = self;
-        store
+        let completed = store
             .complete_in_transaction(&claim, transaction, response)
-            .await
+            .await;
+        super::metrics::counted(store.metrics_label(), completed)
     }
 
     /// Rolls the transaction back, the claim with it, and waits for the database: the next
     /// request with the key executes. Dropping the guard does the same without waiting.
     pub async fn rollback(self) -> Result<(), StoreError> {
-        self.store.rollback_in_transaction(self.transaction).await
+        let rolled_back = self.store.rollback_in_transaction(self.transaction).await;
+        super::metrics::counted(self.store.metrics_label(), rolled_back)
     }
 }
 

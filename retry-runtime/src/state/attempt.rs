@@ -1,6 +1,7 @@
 //! Running one attempt: the breaker's permission, the attempt context around the body, the
 //! timeout; and what happened to the attempt, as a value for the decision.
 
+use super::spans::{AttemptSpan, Body};
 use super::{Fallback, IntoError};
 use super::{GiveUp, Hooks, MaybeExtras, Retry, RetryEvent, Slot};
 use crate::context::{Enter, Frame, KeyKind, KeyParam, KeySlot, Scoped};
@@ -55,6 +56,16 @@ where
         })
     }
 
+    /// The span of the attempt about to start (feature `attempt-spans`).
+    #[inline(always)]
+    fn attempt_span(&mut self) -> AttemptSpan {
+        self.spans.attempt(
+            self.site.name,
+            self.progress.retries,
+            self.progress.previous_pause,
+        )
+    }
+
     /// Runs one attempt of a sync function, with the attempt context in place.
     #[inline(always)]
     pub fn attempt(&mut self, body: impl FnOnce() -> Result<T, E>) -> Attempted<T, E> {
@@ -82,6 +93,7 @@ where
             Ok(frame) => frame,
             Err(refusal) => return Attempted::Refused(refusal.into_error()),
         };
+        let _span = self.attempt_span().entered();
         let _entered = Enter::new(frame);
         Attempted::Completed(key.lend(body))
     }
@@ -89,7 +101,7 @@ where
     /// Runs one attempt of an async function, with the attempt context in place on every poll.
     /// The returned future holds only the frame and the body's future, not the loop state.
     #[inline(always)]
-    pub fn run<F>(&mut self, body: F) -> Run<F, (), X::Refusal>
+    pub fn run<F>(&mut self, body: F) -> Run<Body<F>, (), X::Refusal>
     where
         F: Future<Output = Result<T, E>>,
     {
@@ -99,7 +111,7 @@ where
     /// [`run`](Retry::run) for a function with an idempotency key: the attempt borrows `key`,
     /// and its future holds that reference (and nothing else for the key).
     #[inline(always)]
-    pub fn run_keyed<'k, K, F>(&mut self, key: &'k K, body: F) -> Run<F, &'k K, X::Refusal>
+    pub fn run_keyed<'k, K, F>(&mut self, key: &'k K, body: F) -> Run<Body<F>, &'k K, X::Refusal>
     where
         K: KeyParam + ?Sized,
         F: Future<Output = Result<T, E>>,
@@ -108,13 +120,13 @@ where
     }
 
     #[inline(always)]
-    fn run_lending<K: KeySlot, F>(&mut self, key: K, body: F) -> Run<F, K, X::Refusal>
+    fn run_lending<K: KeySlot, F>(&mut self, key: K, body: F) -> Run<Body<F>, K, X::Refusal>
     where
         F: Future<Output = Result<T, E>>,
     {
         match self.enter(K::KIND) {
             Ok(frame) => Run::Attempt {
-                scoped: Scoped::new(frame, key, body),
+                scoped: Scoped::new(frame, key, self.attempt_span().instrument(body)),
             },
             Err(refusal) => Run::Refused { refusal },
         }
@@ -158,7 +170,7 @@ where
             Ok(frame) => frame,
             Err(refusal) => return Attempted::Refused(refusal.into_error()),
         };
-        let attempt = Scoped::new(frame, key, body);
+        let attempt = Scoped::new(frame, key, self.attempt_span().instrument(body));
         let Some(timeout) = self.extras.get().and_then(|x| x.timeout) else {
             return Attempted::Completed(attempt.await);
         };

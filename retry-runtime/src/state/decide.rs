@@ -56,6 +56,7 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
             hooks,
             mut extras,
             log,
+            spans,
         } = self;
         let flow = decide::<T, E, C, R, N, G, F, L>(
             site,
@@ -75,6 +76,7 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
                 hooks,
                 extras,
                 log,
+                spans,
             }),
             // The last error, or an `Ok` that `on_result` rejected: the fallback's input says
             // which it hears (`FallbackInput`).
@@ -124,6 +126,7 @@ where
     let (outcome, verdict) = match attempted {
         Attempted::Refused(refusal) if single => {
             log_nested(name);
+            count_end(name, Ended::Nested, progress.retries);
             return ControlFlow::Break((Err(refusal), None));
         }
         // The body did not run: the attempts are the ones before.
@@ -158,11 +161,14 @@ where
     let attempt = progress.retries + 1;
     if single && verdict.is_retry() {
         log_nested(name);
+        count_end(name, Ended::Nested, attempt);
         return ControlFlow::Break((outcome, None));
     }
     match schedule(&site, &progress, verdict, breaker_open, budget) {
         Step::Pause(pause) => {
             log_retry::<T, E, L>(name, attempt, pause, &outcome);
+            #[cfg(feature = "metrics")]
+            crate::metrics::retrying(name, pause);
             // The event and the elapsed time only for a `notify` that hears them.
             if N::SET {
                 let event = RetryEvent {
@@ -180,6 +186,7 @@ where
             if progress.retries > 0 {
                 log_final::<T, E, L>(name, attempt, End::Permanent, &outcome);
             }
+            count_end(name, Ended::Permanent, attempt);
             ControlFlow::Break((outcome, None))
         }
         Step::GiveUp(reason) => {
@@ -206,6 +213,12 @@ where
     L: Logs<E>,
 {
     log_final::<T, E, L>(site.name, attempts, End::GaveUp(reason), outcome);
+    let ended = if F::SET {
+        Ended::Fallback(reason)
+    } else {
+        Ended::GaveUp(reason)
+    };
+    count_end(site.name, ended, attempts);
     if !G::SET && !F::SET {
         return None;
     }
@@ -217,6 +230,32 @@ where
     };
     hooks.on_give_up.call(outcome, &why);
     Some(why)
+}
+
+/// How a call that did not end in an accepted `Ok` ended, for the metrics.
+#[derive(Clone, Copy)]
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))] // read by the metrics alone
+enum Ended {
+    Permanent,
+    GaveUp(GiveUpReason),
+    Fallback(GiveUpReason),
+    Nested,
+}
+
+/// Counts the end of a call (feature `metrics`): `attempts` is how many ran.
+#[inline(always)]
+fn count_end(_function: &'static str, _ended: Ended, _attempts: u32) {
+    #[cfg(feature = "metrics")]
+    {
+        use crate::metrics::Ended as M;
+        let ended = match _ended {
+            Ended::Permanent => M::Permanent,
+            Ended::GaveUp(reason) => M::GaveUp(reason),
+            Ended::Fallback(reason) => M::Fallback(reason),
+            Ended::Nested => M::Nested,
+        };
+        crate::metrics::call_ended(_function, ended, _attempts);
+    }
 }
 
 /// What follows a failure, by the policy and the limits.

@@ -42,6 +42,7 @@ mod fallback;
 mod hooks;
 mod log;
 mod retrier;
+mod spans;
 
 pub use attempt::{Attempted, Run};
 pub use block::{AsyncBlock, AsyncBlockWithoutDebug, SyncBlock, SyncBlockWithoutDebug};
@@ -188,6 +189,8 @@ pub struct Retry<'p, Out: Outcome, C = Unset, S = Unset, H = Hooks, X = Unset, L
     hooks: H,
     extras: X,
     log: std::marker::PhantomData<fn() -> L>,
+    /// The call's span (feature `attempt-spans`; zero-sized without it).
+    spans: spans::CallSpan,
 }
 
 /// What is fixed for the whole call.
@@ -412,6 +415,7 @@ impl<'p, T, E, C, S, L> Retry<'p, Result<T, E>, C, S, Hooks, Unset, L> {
             hooks: Hooks::default(),
             extras: Unset,
             log: std::marker::PhantomData,
+            spans: spans::CallSpan::default(),
         }
     }
 }
@@ -435,6 +439,7 @@ impl<'p, T, E, C, S, H, X, L> Retry<'p, Result<T, E>, C, S, H, X, L> {
             hooks,
             extras,
             log: std::marker::PhantomData,
+            spans: self.spans,
         }
     }
 
@@ -677,6 +682,16 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
                 if !verdict.is_retry() {
                     if let Some(extras) = self.extras.get_mut() {
                         extras.record(false, self.site.clock);
+                    }
+                    #[cfg(feature = "metrics")]
+                    if self.progress.retries == 0 {
+                        crate::metrics::first_try(self.site.name);
+                    } else {
+                        crate::metrics::call_ended(
+                            self.site.name,
+                            crate::metrics::Ended::Accepted,
+                            self.progress.retries + 1,
+                        );
                     }
                     return ControlFlow::Break(F::ready(Ok(value)));
                 }

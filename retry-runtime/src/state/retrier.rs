@@ -165,6 +165,7 @@ impl<'p, T, E> Retrier<'p, Result<T, E>> {
                 hooks: Hooks::default(),
                 extras: Unset,
                 log: std::marker::PhantomData,
+                spans: super::spans::CallSpan::default(),
             },
             only: std::marker::PhantomData,
         }
@@ -386,6 +387,7 @@ where
             hooks: state.hooks,
             extras: state.extras,
             log: std::marker::PhantomData,
+            spans: state.spans,
         };
         state.restart();
         state

@@ -1,0 +1,645 @@
+//! The runtime's metrics, through the [`metrics`](https://docs.rs/metrics) facade (feature
+//! `metrics`): every instrument is in [`INSTRUMENTS`], and the guide
+//! [`guide::metrics`](crate::guide::metrics) documents them in one table.
+//!
+//! Nothing here is needed to record: install a recorder (`metrics-exporter-prometheus`, an
+//! OpenTelemetry bridge, ...) and every annotated function, [`CircuitBreaker`](crate::CircuitBreaker) and
+//! [`RetryBudget`](crate::RetryBudget) records into it. The names are public so that a dashboard, an alert or a test
+//! can refer to them without spelling them again.
+//!
+//! # How handles are kept
+//!
+//! Registering a metric with labels goes through the recorder's registry (a hash and a lock), too
+//! slow for every call. So each function's handles are registered once per recorder and kept: in
+//! a table of the runtime keyed by the function's name (its `&'static str`, by address), and in
+//! the breaker or budget itself for theirs. The handles belong to the recorder that was in place
+//! when they were registered, so the cache also keeps which recorder that was (by its address):
+//! when another recorder is in place (one installed after the first calls, which went to the
+//! no-op recorder; a thread's local recorder), the handles are registered again for it. Up to
+//! three recorders are kept per function, breaker or budget; beyond that each record goes through
+//! the registry of the recorder in place, which is correct but slower.
+//!
+//! A recorder is told apart by its address, so a *local* recorder
+//! ([`metrics::with_local_recorder`]) that is dropped and followed by another at the same
+//! address would be taken for the first: use one global recorder
+//! ([`metrics::set_global_recorder`]), as exporters install themselves, for anything but a
+//! short test.
+
+use crate::GiveUpReason;
+use metrics::{Counter, Gauge, Histogram, Key, Label, Level, Metadata, Recorder};
+use std::fmt;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The names of the instruments, as constants.
+pub mod names {
+    /// Counter: calls of annotated functions that ended, by `function`, `outcome` and, for
+    /// `gave_up` and `fallback`, `reason`.
+    pub const CALLS: &str = "retry_calls_total";
+    /// Counter: retries started (one per pause), by `function`.
+    pub const RETRIES: &str = "retry_retries_total";
+    /// Histogram: attempts per call, recorded once as a call ends, by `function`.
+    pub const ATTEMPTS: &str = "retry_attempts";
+    /// Histogram: each pause taken before a retry, in seconds, by `function`.
+    pub const PAUSE: &str = "retry_pause_seconds";
+    /// Gauge: a circuit breaker's state, by `breaker`: 0 closed, 1 open, 2 half-open.
+    pub const BREAKER_STATE: &str = "retry_breaker_state";
+    /// Counter: a circuit breaker's changes of state, by `breaker` and `to`.
+    pub const BREAKER_TRANSITIONS: &str = "retry_breaker_transitions_total";
+    /// Gauge: the tokens in a retry budget's bucket, by `budget`.
+    pub const BUDGET_TOKENS: &str = "retry_budget_tokens";
+    /// Counter: retries a retry budget refused, by `budget`.
+    pub const BUDGET_REFUSALS: &str = "retry_budget_refusals_total";
+}
+
+/// The label values of `outcome` on [`names::CALLS`].
+pub mod outcome {
+    /// The first attempt's result was accepted.
+    pub const FIRST_TRY: &str = "first_try";
+    /// A result was accepted after at least one retry.
+    pub const AFTER_RETRIES: &str = "after_retries";
+    /// The loop gave up (with a `reason`) and the function has no `fallback`.
+    pub const GAVE_UP: &str = "gave_up";
+    /// The error was not worth retrying (the classifier said so), after any number of retries.
+    pub const PERMANENT: &str = "permanent";
+    /// The loop gave up (with a `reason`) and the `fallback` answered.
+    pub const FALLBACK: &str = "fallback";
+    /// A failure worth retrying, returned at once because a retrying layer above this function
+    /// retries the work (nested functions retry once, at the top; `nested = retry` changes it).
+    pub const NESTED: &str = "nested";
+}
+
+/// What kind of instrument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Only goes up; exported as a Prometheus counter (`_total`).
+    Counter,
+    /// Goes up and down.
+    Gauge,
+    /// A distribution; exported as a Prometheus histogram or summary, as the recorder chooses.
+    Histogram,
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
+        })
+    }
+}
+
+/// One instrument: a row of the table in the metrics guide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Instrument {
+    /// The metric's name, as a recorder exports it.
+    pub name: &'static str,
+    /// Counter, gauge or histogram.
+    pub kind: Kind,
+    /// The unit of its values (`1` for a count).
+    pub unit: &'static str,
+    /// Its label keys. Every value is bounded: a function's name, a breaker's or budget's name,
+    /// or one of a fixed set; never a key, a URL or an error message.
+    pub labels: &'static [&'static str],
+    /// When it is recorded.
+    pub when: &'static str,
+}
+
+/// When `retry_attempts` is recorded. A call whose first attempt's result was accepted (most
+/// calls) records no sample: it is counted by `retry_calls_total{outcome="first_try"}`, one
+/// attempt each, as gRPC's `grpc.client.call.retries` reports no 0. So the happy path adds one
+/// to one counter and nothing else: a histogram sample costs more than the rest of the call
+/// with metrics (a Prometheus recorder's histogram also allocates a block every 64 samples).
+const ATTEMPTS_WHEN: &str = "once as a call ends, unless its first attempt's result was accepted (`first_try`): the attempts whose body ran";
+
+/// Every instrument the runtime records, in the order of the guide's table.
+pub const INSTRUMENTS: &[Instrument] = &[
+    Instrument {
+        name: names::CALLS,
+        kind: Kind::Counter,
+        unit: "1",
+        labels: &["function", "outcome", "reason"],
+        when: "once as a call ends; `reason` only with `gave_up` and `fallback`",
+    },
+    Instrument {
+        name: names::RETRIES,
+        kind: Kind::Counter,
+        unit: "1",
+        labels: &["function"],
+        when: "once per retry, as its pause is decided",
+    },
+    Instrument {
+        name: names::ATTEMPTS,
+        kind: Kind::Histogram,
+        unit: "1",
+        labels: &["function"],
+        when: ATTEMPTS_WHEN,
+    },
+    Instrument {
+        name: names::PAUSE,
+        kind: Kind::Histogram,
+        unit: "seconds",
+        labels: &["function"],
+        when: "once per retry: the pause before it",
+    },
+    Instrument {
+        name: names::BREAKER_STATE,
+        kind: Kind::Gauge,
+        unit: "1",
+        labels: &["breaker"],
+        when: "at the breaker's first admission and each change of state: 0 closed, 1 open, 2 half-open",
+    },
+    Instrument {
+        name: names::BREAKER_TRANSITIONS,
+        kind: Kind::Counter,
+        unit: "1",
+        labels: &["breaker", "to"],
+        when: "each change of state; `to` is `open`, `half_open` or `closed`",
+    },
+    Instrument {
+        name: names::BUDGET_TOKENS,
+        kind: Kind::Gauge,
+        unit: "tokens",
+        labels: &["budget"],
+        when: "each deposit and each retry paid with a token",
+    },
+    Instrument {
+        name: names::BUDGET_REFUSALS,
+        kind: Kind::Counter,
+        unit: "1",
+        labels: &["budget"],
+        when: "each retry the budget refused",
+    },
+];
+
+/// The label of a breaker or budget built without [`name`](crate::CircuitBreaker::name).
+pub const UNNAMED: &str = "unnamed";
+
+/// The `reason` label of a [`GiveUpReason`].
+pub const fn reason_label(reason: GiveUpReason) -> &'static str {
+    match reason {
+        GiveUpReason::Exhausted => "exhausted",
+        GiveUpReason::Deadline => "deadline",
+        GiveUpReason::SuggestedTooLong(_) => "suggested_too_long",
+        GiveUpReason::Budget => "budget",
+        GiveUpReason::BreakerOpen => "breaker_open",
+    }
+}
+
+/// The reasons in the order of the handles' arrays.
+const REASONS: [GiveUpReason; 5] = [
+    GiveUpReason::Exhausted,
+    GiveUpReason::Deadline,
+    GiveUpReason::SuggestedTooLong(Duration::ZERO),
+    GiveUpReason::Budget,
+    GiveUpReason::BreakerOpen,
+];
+
+const fn reason_index(reason: GiveUpReason) -> usize {
+    match reason {
+        GiveUpReason::Exhausted => 0,
+        GiveUpReason::Deadline => 1,
+        GiveUpReason::SuggestedTooLong(_) => 2,
+        GiveUpReason::Budget => 3,
+        GiveUpReason::BreakerOpen => 4,
+    }
+}
+
+const METADATA: Metadata<'static> =
+    Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+/// How a call ended, as the loop tells it.
+#[derive(Clone, Copy)]
+pub(crate) enum Ended {
+    /// A result accepted after at least one retry.
+    Accepted,
+    Permanent,
+    GaveUp(GiveUpReason),
+    Fallback(GiveUpReason),
+    Nested,
+}
+
+/// A set of handles registered with one recorder, kept per recorder (see the module's docs).
+struct PerRecorder<H> {
+    slots: [OnceLock<(usize, H)>; 3],
+}
+
+impl<H> PerRecorder<H> {
+    const fn new() -> Self {
+        PerRecorder {
+            slots: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
+        }
+    }
+
+    /// The handles for the recorder in place, registered with `register` the first time; or,
+    /// when three other recorders hold the slots, handles registered for this use alone.
+    #[inline]
+    fn with(&self, register: impl Fn(&dyn Recorder) -> H, use_them: impl FnOnce(&H)) {
+        metrics::with_recorder(|recorder| {
+            let id = recorder_id(recorder);
+            for slot in &self.slots {
+                let (held, handles) = match slot.get() {
+                    Some(entry) => entry,
+                    None => slot.get_or_init(|| (id, register(recorder))),
+                };
+                if *held == id {
+                    return use_them(handles);
+                }
+            }
+            use_them(&register(recorder));
+        });
+    }
+}
+
+fn recorder_id(recorder: &dyn Recorder) -> usize {
+    (recorder as *const dyn Recorder).cast::<()>() as usize
+}
+
+// ---- functions ----
+
+/// The handles of one annotated function.
+struct FunctionHandles {
+    first_try: Counter,
+    after_retries: Counter,
+    permanent: Counter,
+    nested: Counter,
+    gave_up: [Counter; 5],
+    fallback: [Counter; 5],
+    retries: Counter,
+    attempts: Histogram,
+    pause: Histogram,
+}
+
+impl FunctionHandles {
+    #[cold]
+    fn register(recorder: &dyn Recorder, function: &'static str) -> Self {
+        let counter = |labels: Vec<Label>| {
+            recorder.register_counter(&Key::from_parts(names::CALLS, labels), &METADATA)
+        };
+        let f = || Label::new("function", function);
+        let outcome = |o: &'static str| counter(vec![f(), Label::from_static_parts("outcome", o)]);
+        let with_reason = |o: &'static str| {
+            REASONS.map(|r| {
+                counter(vec![
+                    f(),
+                    Label::from_static_parts("outcome", o),
+                    Label::from_static_parts("reason", reason_label(r)),
+                ])
+            })
+        };
+        FunctionHandles {
+            first_try: outcome(outcome::FIRST_TRY),
+            after_retries: outcome(outcome::AFTER_RETRIES),
+            permanent: outcome(outcome::PERMANENT),
+            nested: outcome(outcome::NESTED),
+            gave_up: with_reason(outcome::GAVE_UP),
+            fallback: with_reason(outcome::FALLBACK),
+            retries: recorder
+                .register_counter(&Key::from_parts(names::RETRIES, vec![f()]), &METADATA),
+            attempts: recorder
+                .register_histogram(&Key::from_parts(names::ATTEMPTS, vec![f()]), &METADATA),
+            pause: recorder
+                .register_histogram(&Key::from_parts(names::PAUSE, vec![f()]), &METADATA),
+        }
+    }
+}
+
+/// One function's entry in the table: its name (the key) and its handles per recorder.
+struct FunctionEntry {
+    name: &'static str,
+    handles: PerRecorder<FunctionHandles>,
+}
+
+/// Functions the table holds; a program with more annotated functions than this records the
+/// others through the recorder's registry on every call (correct, slower).
+const TABLE_SIZE: usize = 1024;
+
+static TABLE: [OnceLock<Box<FunctionEntry>>; TABLE_SIZE] = [const { OnceLock::new() }; TABLE_SIZE];
+
+/// The same `&'static str`: the same address and length (two names may share an address when
+/// one is the start of the other).
+fn same_name(a: &'static str, b: &'static str) -> bool {
+    std::ptr::eq(a.as_ptr(), b.as_ptr()) && a.len() == b.len()
+}
+
+/// The entry of `name`, found by its address; made the first time.
+#[inline]
+fn entry(name: &'static str) -> Option<&'static FunctionEntry> {
+    let hash = (name.as_ptr() as usize as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let start = (hash >> 54) as usize; // the top 10 bits: 0..TABLE_SIZE
+    for probe in 0..TABLE_SIZE {
+        let slot = &TABLE[(start + probe) % TABLE_SIZE];
+        let entry = match slot.get() {
+            Some(entry) => entry,
+            None => slot.get_or_init(|| new_entry(name)),
+        };
+        if same_name(entry.name, name) {
+            return Some(entry);
+        }
+    }
+    None
+}
+
+#[cold]
+fn new_entry(name: &'static str) -> Box<FunctionEntry> {
+    Box::new(FunctionEntry {
+        name,
+        handles: PerRecorder::new(),
+    })
+}
+
+#[inline]
+fn with_function(function: &'static str, f: impl FnOnce(&FunctionHandles)) {
+    let register = |recorder: &dyn Recorder| FunctionHandles::register(recorder, function);
+    match entry(function) {
+        Some(entry) => entry.handles.with(register, f),
+        None => metrics::with_recorder(|recorder| f(&register(recorder))),
+    }
+}
+
+/// A call of `function` ended with its first attempt's result accepted: one counter, and no
+/// sample of `retry_attempts` (see [`ATTEMPTS_WHEN`]). Out of line, so that the happy path
+/// carries one call and none of the code behind it (`state/PERFORMANCE.md` §6 keeps logging
+/// out of line for the same reason).
+#[inline(never)]
+pub(crate) fn first_try(function: &'static str) {
+    with_function(function, |h| h.first_try.increment(1));
+}
+
+/// A call of `function` ended any other way: its outcome and its attempts.
+#[cold]
+#[inline(never)]
+pub(crate) fn call_ended(function: &'static str, ended: Ended, attempts: u32) {
+    with_function(function, |h| {
+        let counter = match ended {
+            Ended::Accepted => &h.after_retries,
+            Ended::Permanent => &h.permanent,
+            Ended::Nested => &h.nested,
+            Ended::GaveUp(reason) => &h.gave_up[reason_index(reason)],
+            Ended::Fallback(reason) => &h.fallback[reason_index(reason)],
+        };
+        counter.increment(1);
+        h.attempts.record(f64::from(attempts));
+    });
+}
+
+/// `function` retries after a pause of `pause` nanoseconds.
+#[cold]
+#[inline(never)]
+pub(crate) fn retrying(function: &'static str, pause: u64) {
+    with_function(function, |h| {
+        h.retries.increment(1);
+        h.pause.record(Duration::from_nanos(pause).as_secs_f64());
+    });
+}
+
+// ---- breakers ----
+
+/// A breaker's handles, kept in the breaker.
+pub(crate) struct BreakerMetrics {
+    handles: PerRecorder<BreakerHandles>,
+    /// Whether the first admission has set the state gauge.
+    announced: std::sync::atomic::AtomicBool,
+}
+
+struct BreakerHandles {
+    state: Gauge,
+    to_open: Counter,
+    to_half_open: Counter,
+    to_closed: Counter,
+}
+
+/// A breaker's state as the gauge shows it.
+#[derive(Clone, Copy)]
+pub(crate) enum BreakerGauge {
+    Closed = 0,
+    Open = 1,
+    HalfOpen = 2,
+}
+
+impl BreakerMetrics {
+    pub(crate) const fn new() -> Self {
+        BreakerMetrics {
+            handles: PerRecorder::new(),
+            announced: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    fn with(&self, name: &'static str, f: impl FnOnce(&BreakerHandles)) {
+        let register = |recorder: &dyn Recorder| {
+            let b = || Label::new("breaker", name);
+            let to = |to: &'static str| {
+                recorder.register_counter(
+                    &Key::from_parts(
+                        names::BREAKER_TRANSITIONS,
+                        vec![b(), Label::from_static_parts("to", to)],
+                    ),
+                    &METADATA,
+                )
+            };
+            BreakerHandles {
+                state: recorder
+                    .register_gauge(&Key::from_parts(names::BREAKER_STATE, vec![b()]), &METADATA),
+                to_open: to("open"),
+                to_half_open: to("half_open"),
+                to_closed: to("closed"),
+            }
+        };
+        self.handles.with(register, f);
+    }
+
+    /// The first admission: the gauge shows the state (closed, unless a transition came first).
+    #[inline]
+    pub(crate) fn admitted(&self, name: &'static str, state: BreakerGauge) {
+        use std::sync::atomic::Ordering;
+        if !self.announced.load(Ordering::Relaxed) && !self.announced.swap(true, Ordering::Relaxed)
+        {
+            self.with(name, |h| h.state.set(state as u8 as f64));
+        }
+    }
+
+    /// A change of state, recorded under the breaker's lock so that the gauge ends at the last.
+    #[cold]
+    pub(crate) fn changed(&self, name: &'static str, to: BreakerGauge) {
+        self.announced
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.with(name, |h| {
+            h.state.set(to as u8 as f64);
+            match to {
+                BreakerGauge::Closed => &h.to_closed,
+                BreakerGauge::Open => &h.to_open,
+                BreakerGauge::HalfOpen => &h.to_half_open,
+            }
+            .increment(1);
+        });
+    }
+}
+
+impl fmt::Debug for BreakerMetrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("BreakerMetrics")
+    }
+}
+
+// ---- budgets ----
+
+/// A budget's handles, kept in the budget.
+pub(crate) struct BudgetMetrics {
+    handles: PerRecorder<BudgetHandles>,
+}
+
+struct BudgetHandles {
+    tokens: Gauge,
+    refusals: Counter,
+}
+
+impl BudgetMetrics {
+    pub(crate) const fn new() -> Self {
+        BudgetMetrics {
+            handles: PerRecorder::new(),
+        }
+    }
+
+    fn with(&self, name: &'static str, f: impl FnOnce(&BudgetHandles)) {
+        let register = |recorder: &dyn Recorder| {
+            let b = || vec![Label::new("budget", name)];
+            BudgetHandles {
+                tokens: recorder
+                    .register_gauge(&Key::from_parts(names::BUDGET_TOKENS, b()), &METADATA),
+                refusals: recorder
+                    .register_counter(&Key::from_parts(names::BUDGET_REFUSALS, b()), &METADATA),
+            }
+        };
+        self.handles.with(register, f);
+    }
+
+    /// The bucket holds `tokens` now.
+    pub(crate) fn tokens(&self, name: &'static str, tokens: f64) {
+        self.with(name, |h| h.tokens.set(tokens));
+    }
+
+    /// The budget refused a retry.
+    #[cold]
+    pub(crate) fn refused(&self, name: &'static str) {
+        self.with(name, |h| h.refusals.increment(1));
+    }
+}
+
+impl fmt::Debug for BudgetMetrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("BudgetMetrics")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metrics::{KeyName, SharedString, Unit};
+    use metrics_util::registry::{AtomicStorage, Registry};
+    use std::sync::atomic::Ordering;
+
+    /// A recorder over metrics-util's registry.
+    struct Counting(Registry<Key, AtomicStorage>);
+
+    impl Recorder for Counting {
+        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+            self.0
+                .get_or_create_counter(key, |c| Counter::from_arc(c.clone()))
+        }
+        fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+            self.0
+                .get_or_create_gauge(key, |g| Gauge::from_arc(g.clone()))
+        }
+        fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+            self.0
+                .get_or_create_histogram(key, |h| Histogram::from_arc(h.clone()))
+        }
+    }
+
+    impl Counting {
+        fn new() -> Self {
+            Counting(Registry::atomic())
+        }
+
+        fn first_tries(&self, function: &'static str) -> u64 {
+            let key = Key::from_parts(
+                names::CALLS,
+                vec![
+                    Label::new("function", function),
+                    Label::new("outcome", outcome::FIRST_TRY),
+                ],
+            );
+            self.0
+                .get_counter(&key)
+                .map_or(0, |c| c.load(Ordering::Relaxed))
+        }
+    }
+
+    #[test]
+    fn a_recorder_put_in_place_after_the_first_calls_gets_the_next_ones() {
+        const F: &str = "unit_late_recorder";
+        // Before any recorder: the no-op recorder's handles are kept.
+        first_try(F);
+        let (a, b, c, d) = (
+            Counting::new(),
+            Counting::new(),
+            Counting::new(),
+            Counting::new(),
+        );
+        metrics::with_local_recorder(&a, || first_try(F));
+        assert_eq!(a.first_tries(F), 1);
+        metrics::with_local_recorder(&b, || {
+            first_try(F);
+            first_try(F);
+        });
+        metrics::with_local_recorder(&a, || first_try(F));
+        assert_eq!((a.first_tries(F), b.first_tries(F)), (2, 2));
+        // The three slots hold the no-op recorder's, a's and b's handles: c and d record through
+        // their registries each time, and still count right.
+        metrics::with_local_recorder(&c, || first_try(F));
+        metrics::with_local_recorder(&d, || first_try(F));
+        metrics::with_local_recorder(&c, || first_try(F));
+        assert_eq!((c.first_tries(F), d.first_tries(F)), (2, 1));
+        assert_eq!((a.first_tries(F), b.first_tries(F)), (2, 2));
+    }
+
+    #[test]
+    fn two_names_that_share_an_address_are_two_functions() {
+        // "unit_shared_name" and its first 4 bytes: the same address, another length.
+        const LONG: &str = "unit_shared_name";
+        let short: &'static str = &LONG[..4];
+        let recorder = Counting::new();
+        metrics::with_local_recorder(&recorder, || {
+            first_try(LONG);
+            first_try(short);
+            first_try(short);
+        });
+        assert_eq!(
+            (recorder.first_tries(LONG), recorder.first_tries(short)),
+            (1, 2)
+        );
+    }
+
+    #[test]
+    fn every_reason_has_its_own_label() {
+        let labels = REASONS.map(reason_label);
+        assert_eq!(
+            labels,
+            [
+                "exhausted",
+                "deadline",
+                "suggested_too_long",
+                "budget",
+                "breaker_open"
+            ]
+        );
+        for (i, reason) in REASONS.into_iter().enumerate() {
+            assert_eq!(reason_index(reason), i);
+        }
+    }
+}

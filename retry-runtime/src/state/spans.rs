@@ -1,0 +1,274 @@
+//! `attempt-spans` (with `tracing`): one span per call, `retry`, and one child span per attempt,
+//! `attempt`, as gRPC's tracing shows a call and its attempts. Without the feature every type
+//! here is zero-sized and every method does nothing, so the loop carries no span and makes none.
+
+#[cfg(feature = "attempt-spans")]
+use std::time::Duration;
+
+/// The span of one call, made as its first attempt starts (none before: a call refused by its
+/// breaker before any attempt ran has none).
+#[derive(Default)]
+pub(crate) struct CallSpan {
+    #[cfg(feature = "attempt-spans")]
+    span: Option<tracing::Span>,
+}
+
+/// The span of one attempt, entered around its body: a guard for a sync body, or what an async
+/// body is instrumented with.
+pub(crate) struct AttemptSpan {
+    #[cfg(feature = "attempt-spans")]
+    span: tracing::Span,
+}
+
+/// The guard of an entered [`AttemptSpan`], for a sync body.
+pub(crate) struct Entered {
+    #[cfg(feature = "attempt-spans")]
+    _entered: tracing::span::EnteredSpan,
+}
+
+/// The future of an async attempt's body: instrumented with its span, or the body itself.
+#[cfg(feature = "attempt-spans")]
+pub type Body<F> = tracing::instrument::Instrumented<F>;
+/// The future of an async attempt's body: instrumented with its span, or the body itself.
+#[cfg(not(feature = "attempt-spans"))]
+pub type Body<F> = F;
+
+impl CallSpan {
+    /// The span of the attempt about to start, after `retries` retries and a pause of
+    /// `pause` nanoseconds; the call's span is made with the first.
+    #[inline(always)]
+    pub(crate) fn attempt(
+        &mut self,
+        _function: &'static str,
+        _retries: u32,
+        _pause: u64,
+    ) -> AttemptSpan {
+        #[cfg(feature = "attempt-spans")]
+        {
+            let call = self
+                .span
+                .get_or_insert_with(|| tracing::info_span!("retry", function = _function));
+            AttemptSpan {
+                span: tracing::info_span!(
+                    parent: &*call,
+                    "attempt",
+                    function = _function,
+                    attempt = _retries + 1,
+                    resend_count = _retries,
+                    pause = ?Duration::from_nanos(_pause),
+                ),
+            }
+        }
+        #[cfg(not(feature = "attempt-spans"))]
+        AttemptSpan {}
+    }
+}
+
+impl AttemptSpan {
+    /// Entered until the guard drops: around a sync body.
+    #[inline(always)]
+    pub(crate) fn entered(self) -> Entered {
+        Entered {
+            #[cfg(feature = "attempt-spans")]
+            _entered: self.span.entered(),
+        }
+    }
+
+    /// `body`, entering the span on each of its polls.
+    #[inline(always)]
+    pub(crate) fn instrument<F: Future>(self, body: F) -> Body<F> {
+        #[cfg(feature = "attempt-spans")]
+        {
+            tracing::Instrument::instrument(body, self.span)
+        }
+        #[cfg(not(feature = "attempt-spans"))]
+        body
+    }
+}
+
+// `cargo test -p retry-runtime --features attempt-spans --lib spans` (in `.ci/run`): the
+// workspace's build leaves the feature off, as users do by default.
+#[cfg(all(test, feature = "attempt-spans", not(loom)))]
+mod tests {
+    use crate::__private::Retry;
+    use crate::{Jitter, Policy};
+    use std::collections::BTreeMap;
+    use std::fmt;
+    use std::ops::ControlFlow;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::subscriber::Interest;
+    use tracing::{Event, Metadata};
+
+    /// A span as the subscriber saw it made: its name, its parent's index, its fields.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Made {
+        name: &'static str,
+        parent: Option<u64>,
+        fields: BTreeMap<String, String>,
+    }
+
+    /// Records every span made, and the spans entered now (innermost last).
+    #[derive(Clone, Default)]
+    struct Spans(Arc<Mutex<Vec<Made>>>, Arc<Mutex<Vec<u64>>>);
+
+    impl Spans {
+        /// The span entered innermost now.
+        fn current(&self) -> Option<u64> {
+            self.1.lock().expect("not poisoned").last().copied()
+        }
+    }
+
+    struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+    impl Visit for Fields<'_> {
+        fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+            self.0.insert(field.name().to_owned(), format!("{value:?}"));
+        }
+        fn record_str(&mut self, field: &Field, value: &str) {
+            self.0.insert(field.name().to_owned(), value.to_owned());
+        }
+    }
+
+    impl tracing::Subscriber for Spans {
+        fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
+            Interest::sometimes()
+        }
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, attributes: &Attributes<'_>) -> Id {
+            let mut fields = BTreeMap::new();
+            attributes.record(&mut Fields(&mut fields));
+            let mut made = self.0.lock().expect("not poisoned");
+            made.push(Made {
+                name: attributes.metadata().name(),
+                parent: attributes.parent().map(Id::into_u64),
+                fields,
+            });
+            Id::from_u64(made.len() as u64)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, _: &Event<'_>) {}
+        fn enter(&self, id: &Id) {
+            self.1.lock().expect("not poisoned").push(id.into_u64());
+        }
+        fn exit(&self, id: &Id) {
+            let mut entered = self.1.lock().expect("not poisoned");
+            assert_eq!(entered.pop(), Some(id.into_u64()), "spans exit in order");
+        }
+    }
+
+    fn made(name: &'static str, parent: Option<u64>, fields: &[(&str, &str)]) -> Made {
+        Made {
+            name,
+            parent,
+            fields: fields
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    fn attempt(n: &str, resends: &str, pause: &str) -> Made {
+        made(
+            "attempt",
+            Some(1),
+            &[
+                ("function", "check"),
+                ("attempt", n),
+                ("resend_count", resends),
+                ("pause", pause),
+            ],
+        )
+    }
+
+    #[test]
+    fn a_sync_call_is_one_span_with_a_child_per_attempt() {
+        let spans = Spans::default();
+        let policy = Policy::new()
+            .max(3)
+            .base(Duration::ZERO)
+            .jitter(Jitter::None);
+        let mut current = Vec::new();
+        let subscriber = spans.clone();
+        tracing::subscriber::with_default(subscriber, || {
+            let mut state = Retry::<Result<u32, &str>>::start(&policy, "check", |_: &&str| true);
+            let mut calls = 0;
+            loop {
+                let attempted = state.attempt(|| {
+                    calls += 1;
+                    current.push(spans.current());
+                    if calls < 3 { Err("busy") } else { Ok(calls) }
+                });
+                state = match state.next(attempted) {
+                    ControlFlow::Break(result) => return assert_eq!(result, Ok(3)),
+                    ControlFlow::Continue(state) => state,
+                };
+                state.pause_blocking();
+            }
+        });
+        assert_eq!(
+            *spans.0.lock().expect("not poisoned"),
+            [
+                made("retry", None, &[("function", "check")]),
+                attempt("1", "0", "0ns"),
+                attempt("2", "1", "0ns"),
+                attempt("3", "2", "0ns"),
+            ]
+        );
+        // Each body ran inside its attempt's span.
+        assert_eq!(current, [Some(2), Some(3), Some(4)]);
+    }
+
+    #[test]
+    fn an_async_attempt_runs_in_its_span_and_carries_the_pause_before_it() {
+        let spans = Spans::default();
+        let policy = Policy::new()
+            .max(3)
+            .base(Duration::from_millis(100))
+            .jitter(Jitter::None);
+        let mut current = Vec::new();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("a runtime");
+        let subscriber = spans.clone();
+        tracing::subscriber::with_default(subscriber, || {
+            runtime.block_on(async {
+                let mut state =
+                    Retry::<Result<u32, &str>>::start_async(&policy, "check", |_: &&str| true);
+                let mut calls = 0;
+                loop {
+                    let attempted = state
+                        .run(async {
+                            calls += 1;
+                            tokio::task::yield_now().await;
+                            current.push(spans.current());
+                            if calls < 3 { Err("busy") } else { Ok(calls) }
+                        })
+                        .await;
+                    state = match state.next(attempted) {
+                        ControlFlow::Break(result) => return assert_eq!(result, Ok(3)),
+                        ControlFlow::Continue(state) => state,
+                    };
+                    state.pause().await;
+                }
+            })
+        });
+        assert_eq!(
+            *spans.0.lock().expect("not poisoned"),
+            [
+                made("retry", None, &[("function", "check")]),
+                attempt("1", "0", "0ns"),
+                attempt("2", "1", "100ms"),
+                attempt("3", "2", "200ms"),
+            ]
+        );
+        assert_eq!(current, [Some(2), Some(3), Some(4)]);
+    }
+}

@@ -25,8 +25,8 @@ mod settings;
 mod value;
 
 pub use keys::{
-    ATTEMPTS, BACKOFF, BASE, CRATE, DEADLINE, FACTOR, FALLBACK, JITTER, KEYS, Key, Kind, MAX,
-    MAX_DELAY, ON, POLICY, Pass, SLEEP, TIMEOUT, Word, key,
+    ATTEMPTS, BACKOFF, BASE, CRATE, DEADLINE, FACTOR, FALLBACK, HEDGE, JITTER, KEYS, Key, Kind,
+    MAX, MAX_DELAY, MAX_HEDGES, ON, POLICY, Pass, SLEEP, TIMEOUT, Word, key,
 };
 pub use read::{BACKOFF_FORMS, BackoffForm, JITTER_FORMS, JitterForm, Setting};
 pub use rules::{RULES, Rule};

@@ -2,7 +2,9 @@
 //! value has already been reported, so the rules compare only values that were read, never a
 //! default standing in for a refused one.
 
-use crate::keys::{ATTEMPTS, BASE, DEADLINE, FACTOR, KEYS, Key, MAX, MAX_DELAY, POLICY, Pass};
+use crate::keys::{
+    ATTEMPTS, BASE, DEADLINE, FACTOR, HEDGE, KEYS, Key, MAX, MAX_DELAY, MAX_HEDGES, POLICY, Pass,
+};
 use crate::read::{BACKOFF_FORMS, Setting};
 use crate::settings::{Context, Problem, Settings, Violation};
 
@@ -77,7 +79,26 @@ pub static RULES: &[Rule] = &[
         at: "the key",
         check: async_only,
     },
+    Rule {
+        doc: || format!("`{}` without `{}`", MAX_HEDGES.name, HEDGE.name),
+        at: "`max_hedges`",
+        check: max_hedges_needs_hedge,
+    },
 ];
+
+fn max_hedges_needs_hedge(settings: &Settings, _: &Context, out: &mut Vec<Violation>) {
+    if settings.get(&MAX_HEDGES).is_some() && settings.get(&HEDGE).is_none() {
+        out.push(at_key(
+            &MAX_HEDGES,
+            format!(
+                "`{}` counts the copies that `{}` starts, and there is no `{1}`; add `{}`, or remove `{0}`",
+                MAX_HEDGES.name,
+                HEDGE.name,
+                HEDGE.with_example()
+            ),
+        ));
+    }
+}
 
 fn at_key(key: &'static Key, message: String) -> Violation {
     Violation {

@@ -300,6 +300,7 @@ mod context;
 #[cfg(test)]
 mod doc_tables;
 pub mod guide;
+mod hedge;
 mod key;
 mod policy;
 mod random;
@@ -323,6 +324,7 @@ struct ReadmeDoctests;
 pub use breaker::{Admission, BreakerState, CircuitBreaker, CircuitOpen};
 pub use budget::RetryBudget;
 pub use context::{Attempt, attempt, scope};
+pub use hedge::Hedge;
 pub use key::IdempotencyKey;
 pub use policy::{Backoff, Jitter, Policy, PolicyError};
 pub use state::{GiveUp, GiveUpReason, RetryEvent};

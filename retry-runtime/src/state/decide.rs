@@ -83,6 +83,7 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
                     attempt: why.attempts.max(1),
                     key: K::KIND,
                     retried_above: progress.retried_above,
+                    hedge: 0,
                 };
                 let scope = FallbackScope { frame, key };
                 ControlFlow::Break(hooks.fallback.call(outcome, why, scope))
@@ -170,6 +171,7 @@ where
                     attempt,
                     pause: Duration::from_nanos(pause),
                     elapsed: progress.elapsed(clock),
+                    hedges: progress.hedges,
                 };
                 hooks.notify.call(&outcome, &event);
             }

@@ -38,6 +38,7 @@ mod decide;
 mod events;
 mod extras;
 mod fallback;
+mod hedge;
 mod hooks;
 mod log;
 
@@ -205,6 +206,8 @@ struct Progress {
     previous_pause: u64,
     /// When the first attempt started, read only for a deadline or a hook that hears the time.
     started: Option<Instant>,
+    /// The hedges that the attempt that just ended started (`hedge = ...`), for its event.
+    hedges: u32,
 }
 
 impl Progress {
@@ -400,6 +403,7 @@ impl<'p, T, E, C, S, L> Retry<'p, Result<T, E>, C, S, Hooks, Unset, L> {
                 previous_pause: 0,
                 // Read here, not at the first attempt. Performance: PERFORMANCE.md §5.
                 started: policy.get_deadline().map(|_| clock()),
+                hedges: 0,
             },
             classify: Hook::new(classify, |c, error, ()| c(error).into_verdict()),
             sleeper,

@@ -181,12 +181,8 @@ fn check_hedge(func: &RetryFn, errors: &mut Errors) {
             syn::FnArg::Typed(param) if has_mut_reference(param.ty.to_token_stream()) => (
                 param.ty.to_token_stream(),
                 format!(
-                    "`{}`",
-                    param
-                        .to_token_stream()
-                        .to_string()
-                        .replace(" :", ":")
-                        .replace("& ", "&")
+                    "the `&mut` in parameter `{}`",
+                    param.pat.to_token_stream().to_string().replace(' ', "")
                 ),
             ),
             _ => continue,

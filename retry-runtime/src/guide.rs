@@ -9,6 +9,7 @@
 //! | [`keys`] | calls with a side effect: `#[non_idempotent]` and the idempotency key every attempt sends |
 //! | [`attempts`] | control over each attempt: timeouts, hooks, logging, the attempt context, policies chosen at run time, other runtimes |
 //! | [`protecting`] | protecting the service that is called: retry budget, circuit breaker, one retrying layer |
+//! | [`hedging`] | slow rather than failed calls: `hedge`, a copy of a slow attempt beside it, and what wins |
 //! | [`fallback`] | what the caller gets after the last attempt |
 //! | [`testing`] | tests that assert pauses and calls without waiting |
 //!
@@ -29,6 +30,9 @@ pub mod attempts {}
 
 #[doc = include_str!("../docs/protecting.md")]
 pub mod protecting {}
+
+#[doc = include_str!("../docs/hedging.md")]
+pub mod hedging {}
 
 #[doc = include_str!("../docs/fallback.md")]
 pub mod fallback {}

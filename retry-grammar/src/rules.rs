@@ -74,7 +74,15 @@ pub static RULES: &[Rule] = &[
                 .filter(|k| k.async_only.is_some())
                 .map(|k| format!("`{}`", k.name))
                 .collect();
-            format!("{} on a sync function", keys.join(" or "))
+            let (last, init) = keys
+                .split_last()
+                .map_or((String::new(), &[][..]), |(l, i)| (l.clone(), i));
+            let keys = if init.is_empty() {
+                last
+            } else {
+                format!("{} or {last}", init.join(", "))
+            };
+            format!("{keys} on a sync function")
         },
         at: "the key",
         check: async_only,

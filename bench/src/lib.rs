@@ -9,3 +9,4 @@ pub mod occ;
 pub mod plot;
 pub mod records;
 pub mod storm;
+pub mod tail;

@@ -33,5 +33,8 @@ fn every_csv_under_docs_reads_back_with_the_headers_field_count() {
         read.push(name.into_owned());
     }
     read.sort();
-    assert_eq!(read, ["occ.csv", "storm-protection.csv", "storm.csv"]);
+    assert_eq!(
+        read,
+        ["occ.csv", "storm-protection.csv", "storm.csv", "tail.csv"]
+    );
 }

@@ -171,7 +171,7 @@ where
                     attempt,
                     pause: Duration::from_nanos(pause),
                     elapsed: progress.elapsed(clock),
-                    hedges: progress.hedges,
+                    hedges: u32::from(progress.hedges),
                 };
                 hooks.notify.call(&outcome, &event);
             }

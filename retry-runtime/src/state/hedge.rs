@@ -122,7 +122,12 @@ where
         // that layer decides how much work one request may cause.
         let single =
             self.progress.retried_above && !self.extras.get().is_some_and(|x| x.nested_retry);
-        let max_hedges = if single { 0 } else { hedge.get_max_hedges() };
+        // At most `u16::MAX` copies: the frame numbers them in 16 bits.
+        let max_hedges = if single {
+            0
+        } else {
+            hedge.get_max_hedges().min(u32::from(u16::MAX))
+        };
         let name = self.site.name;
         let Retry {
             progress,
@@ -227,7 +232,7 @@ where
             hedge.record(now.saturating_duration_since(started), now);
         }
         drop(running);
-        progress.hedges = u32::from(hedges);
+        progress.hedges = hedges;
         if let Some(x) = extras.get_mut() {
             x.admission = admission;
         }

@@ -206,8 +206,9 @@ struct Progress {
     previous_pause: u64,
     /// When the first attempt started, read only for a deadline or a hook that hears the time.
     started: Option<Instant>,
-    /// The hedges that the attempt that just ended started (`hedge = ...`), for its event.
-    hedges: u32,
+    /// The hedges that the attempt that just ended started (`hedge = ...`), for its event. A
+    /// `u16`, which fits beside `retries` and `retried_above` without growing the state.
+    hedges: u16,
 }
 
 impl Progress {

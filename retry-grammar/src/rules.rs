@@ -328,7 +328,8 @@ mod tests {
                 "`deadline` below `base` when `max > 0`",
                 "`factor` with `backoff = linear` or `backoff = constant`",
                 "`policy` with a timing key (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `deadline`, `jitter`)",
-                "`timeout` or `sleep` on a sync function",
+                "`timeout`, `sleep`, `hedge` or `max_hedges` on a sync function",
+                "`max_hedges` without `hedge`",
             ]
         );
     }

@@ -146,6 +146,7 @@ impl Hedge {
         let period = self.period.as_nanos().max(1);
         let epoch = (now.saturating_duration_since(base).as_nanos() / period) as u64;
         let current = latency_data.epoch.load(Relaxed);
+        let mut rotated = false;
         if current == u64::MAX || epoch > current {
             // A new window: clear the one it reuses (both after a silence of two periods).
             // Racy by design: a record that lands during the clearing may be lost.
@@ -165,6 +166,7 @@ impl Hedge {
                     }
                     latency_data.counts[w].store(0, Relaxed);
                 }
+                rotated = true;
             }
         }
         let window = (latency_data.epoch.load(Relaxed) % 2) as usize;
@@ -172,7 +174,8 @@ impl Hedge {
         latency_data.windows[window][bucket(micros)].fetch_add(1, Relaxed);
         latency_data.counts[window].fetch_add(1, Relaxed);
         let records = latency_data.records.fetch_add(1, Relaxed).wrapping_add(1);
-        if records % 16 == 0 || latency_data.cached.load(Relaxed) == 0 {
+        // Again after a rotation too, which may leave too few latencies for a percentile.
+        if rotated || records % 16 == 0 || latency_data.cached.load(Relaxed) == 0 {
             let nanos = self.compute(fraction).map_or(0, |d| {
                 u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1)
             });

@@ -11,3 +11,4 @@ pub mod outage;
 pub mod plot;
 pub mod records;
 pub mod storm;
+pub mod tail;

@@ -39,7 +39,8 @@ fn every_csv_under_docs_reads_back_with_the_headers_field_count() {
             "metrics.csv",
             "occ.csv",
             "storm-protection.csv",
-            "storm.csv"
+            "storm.csv",
+            "tail.csv"
         ]
     );
 }

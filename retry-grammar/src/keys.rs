@@ -89,6 +89,8 @@ pub enum Kind {
     Path,
     /// The key alone, without a value: `non_idempotent`.
     Flag,
+    /// A duration string (not zero), or a percentile of the observed latency: `"p95"`.
+    Hedge,
 }
 
 /// A word a [`Kind::Words`] key accepts.
@@ -296,6 +298,39 @@ pub const FALLBACK: Key = Key {
     pass: Pass::Value,
 };
 
+/// `hedge = "50ms"` or `hedge = "p95"`: read by the macro, which runs each attempt with
+/// `run_hedged` and a `static` `Hedge` of the function.
+pub const HEDGE: Key = Key {
+    name: "hedge",
+    aliases: &["hedge_after", "hedging_delay", "hedge_delay"],
+    example: "\"50ms\"",
+    kind: Kind::Hedge,
+    doc: "an attempt that has not answered after this long gets a copy running beside it (a hedge), and the first acceptable answer wins (an `Ok`, or an error not worth retrying) while the others are dropped; `\"p95\"` waits for the 95th percentile of this function's observed latency; each hedge withdraws a token from `budget` and asks `breaker`; only for a body that may run twice at once (no `&mut` parameter; a `#[non_idempotent]` function sends its key on every copy)",
+    default: "—",
+    async_only: Some(
+        "hedging runs the body several times at once, which a blocking function cannot do on one thread; make the function `async`, or remove `hedge`",
+    ),
+    pass: Pass::Macro,
+};
+
+/// `max_hedges = 2`: with `hedge`, read by the macro.
+pub const MAX_HEDGES: Key = Key {
+    name: "max_hedges",
+    aliases: &["hedges", "max_hedged_attempts"],
+    example: "2",
+    kind: Kind::Count {
+        min: 1,
+        counts: "counts the copies started beside each attempt",
+        below_min: "to not hedge, remove `hedge` and `max_hedges`",
+    },
+    doc: "with `hedge`, the most copies started beside each attempt, one per delay",
+    default: "1",
+    async_only: Some(
+        "hedging runs the body several times at once, which a blocking function cannot do on one thread; make the function `async`, or remove `max_hedges`",
+    ),
+    pass: Pass::Macro,
+};
+
 /// `crate = my_reexport::retry_runtime`.
 pub const CRATE: Key = Key {
     name: "crate",
@@ -443,6 +478,8 @@ pub static KEYS: &[Key] = &[
         async_only: None,
         pass: Pass::Value,
     },
+    HEDGE,
+    MAX_HEDGES,
     CRATE,
 ];
 

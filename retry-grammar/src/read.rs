@@ -21,6 +21,9 @@ pub enum Setting {
     Jitter(Jitter),
     /// A [`Kind::Words`] value.
     Word(&'static Word),
+    /// A percentile of a [`Kind::Hedge`], above 0 and below 100 (a duration there is a
+    /// [`Setting::Duration`]).
+    Percentile(f64),
     /// A [`Kind::Expr`], [`Kind::Policy`] or [`Kind::Path`]: the caller keeps the expression as
     /// written.
     Expr,
@@ -169,6 +172,7 @@ pub fn read(key: &'static Key, value: Option<&Value>, written: &str) -> Result<S
             "`{0}` takes no value; write `{0}` alone",
             key.name
         ))),
+        Kind::Hedge => read.hedge(),
     }
 }
 
@@ -186,6 +190,10 @@ pub fn describe(kind: &Kind) -> String {
         Kind::Policy => "an expression giving a `Policy` or `&Policy`".to_owned(),
         Kind::Path => "a path".to_owned(),
         Kind::Flag => "the key alone".to_owned(),
+        Kind::Hedge => {
+            "duration string > 0, or a percentile of the observed latency: `\"p95\"`, `\"p99.9\"`"
+                .to_owned()
+        }
     }
 }
 
@@ -237,6 +245,25 @@ impl Read<'_> {
                 self.key.with_example()
             )),
         }
+    }
+
+    /// `hedge = "50ms"` or `hedge = "p95"`.
+    fn hedge(&self) -> Result<Setting, Problem> {
+        let key = self.key.name;
+        if let Value::Str(text) = self.value {
+            if let Some(number) = text.trim().strip_prefix('p') {
+                return match number.parse::<f64>() {
+                    Ok(p) if p > 0.0 && p < 100.0 => Ok(Setting::Percentile(p)),
+                    _ => self.problem(format!(
+                        "`{key} = \"{text}\"` is not a percentile: write `p` and a number above 0 and below 100, like `{key} = \"p95\"` (hedge after the 95th percentile of the observed latency), or a duration like `{key} = \"50ms\"`"
+                    )),
+                };
+            }
+        }
+        self.duration(Some(
+            "would start every hedge with the attempt itself, doubling every call",
+        ))
+        .map(Setting::Duration)
     }
 
     fn duration(&self, zero: Option<&str>) -> Result<u64, Problem> {

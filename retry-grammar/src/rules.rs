@@ -2,7 +2,9 @@
 //! value has already been reported, so the rules compare only values that were read, never a
 //! default standing in for a refused one.
 
-use crate::keys::{ATTEMPTS, BASE, DEADLINE, FACTOR, KEYS, Key, MAX, MAX_DELAY, POLICY, Pass};
+use crate::keys::{
+    ATTEMPTS, BASE, DEADLINE, FACTOR, HEDGE, KEYS, Key, MAX, MAX_DELAY, MAX_HEDGES, POLICY, Pass,
+};
 use crate::read::{BACKOFF_FORMS, Setting};
 use crate::settings::{Context, Problem, Settings, Violation};
 
@@ -72,12 +74,39 @@ pub static RULES: &[Rule] = &[
                 .filter(|k| k.async_only.is_some())
                 .map(|k| format!("`{}`", k.name))
                 .collect();
-            format!("{} on a sync function", keys.join(" or "))
+            let (last, init) = keys
+                .split_last()
+                .map_or((String::new(), &[][..]), |(l, i)| (l.clone(), i));
+            let keys = if init.is_empty() {
+                last
+            } else {
+                format!("{} or {last}", init.join(", "))
+            };
+            format!("{keys} on a sync function")
         },
         at: "the key",
         check: async_only,
     },
+    Rule {
+        doc: || format!("`{}` without `{}`", MAX_HEDGES.name, HEDGE.name),
+        at: "`max_hedges`",
+        check: max_hedges_needs_hedge,
+    },
 ];
+
+fn max_hedges_needs_hedge(settings: &Settings, _: &Context, out: &mut Vec<Violation>) {
+    if settings.get(&MAX_HEDGES).is_some() && settings.get(&HEDGE).is_none() {
+        out.push(at_key(
+            &MAX_HEDGES,
+            format!(
+                "`{}` counts the copies that `{}` starts, and there is no `{1}`; add `{}`, or remove `{0}`",
+                MAX_HEDGES.name,
+                HEDGE.name,
+                HEDGE.with_example()
+            ),
+        ));
+    }
+}
 
 fn at_key(key: &'static Key, message: String) -> Violation {
     Violation {
@@ -323,7 +352,8 @@ mod tests {
                 "`deadline` below `base` when `max > 0`",
                 "`factor` with `backoff = linear` or `backoff = constant`",
                 "`policy` with a timing key (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `deadline`, `jitter`)",
-                "`timeout` or `sleep` on a sync function",
+                "`timeout`, `sleep`, `hedge` or `max_hedges` on a sync function",
+                "`max_hedges` without `hedge`",
             ]
         );
     }

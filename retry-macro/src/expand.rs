@@ -127,6 +127,8 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         None => ("", TokenStream::new(), Span::call_site()),
     };
     let method = |plain: &str| Ident::new(&format!("{plain}{suffix}"), key_at);
+    // `hedge = ...`: the function's `Hedge`, a `static` that keeps its observed latency.
+    let mut hedge_item = TokenStream::new();
 
     let (attempt, sleep) = if is_async {
         // The `if false { return ... }` fixes the `async` block's output type before its body,
@@ -136,15 +138,24 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         let mut body = body.clone();
         body.set_span(Span::call_site().located_at(body.span()));
         let output_type = quote!(if false { return __retry_rt::output_type::<#output>(); });
-        let run = if args.accepted(&grammar::TIMEOUT).is_some() {
-            method("run_timed")
-        } else {
-            method("run")
+        let attempt = match hedge_static(args) {
+            // Each copy of a hedged attempt is a new `async` block; `run_hedged` times each one
+            // itself with `timeout`.
+            Some(hedge) => {
+                hedge_item = hedge;
+                let run = method("run_hedged");
+                quote!(#state.#run(#key &__RETRY_HEDGE, || async { #output_type #body }).await)
+            }
+            None => {
+                let run = if args.accepted(&grammar::TIMEOUT).is_some() {
+                    method("run_timed")
+                } else {
+                    method("run")
+                };
+                quote!(#state.#run(#key async { #output_type #body }).await)
+            }
         };
-        (
-            quote!(#state.#run(#key async { #output_type #body }).await),
-            quote!(#state.pause().await),
-        )
+        (attempt, quote!(#state.pause().await))
     } else {
         let attempt = method("attempt");
         (
@@ -177,6 +188,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
             // type with `Debug` gets the inherent one (see `Retry`).
             use #runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
             #policy_item
+            #hedge_item
             let mut #state = #builder;
             loop {
                 let #outcome = #attempt;
@@ -265,6 +277,32 @@ pub(crate) fn pass_through(args: &Args) -> TokenStream {
     calls
 }
 
+/// Input: `hedge = "50ms", max_hedges = 2`. Output: `static __RETRY_HEDGE: __retry_rt::Hedge =
+/// __retry_rt::Hedge::after(__retry_rt::Duration::from_millis(50)).max_hedges(2);`
+/// (`Hedge::percentile(95)` for `hedge = "p95"`); `None` without `hedge`.
+fn hedge_static(args: &Args) -> Option<TokenStream> {
+    let (arg, setting) = args.accepted(&grammar::HEDGE)?;
+    let span = at(&arg.value.to_token_stream());
+    let hedge = match setting {
+        Setting::Percentile(p) => {
+            let p = Literal::f64_unsuffixed(p);
+            quote_spanned!(span=> __retry_rt::Hedge::percentile(#p))
+        }
+        setting => {
+            let delay = setting_tokens(setting);
+            quote_spanned!(span=> __retry_rt::Hedge::after(#delay))
+        }
+    };
+    let max = match args.settings.setting(&grammar::MAX_HEDGES) {
+        Some(Setting::Count(n)) => {
+            let n = Literal::u32_unsuffixed(n);
+            quote!(.max_hedges(#n))
+        }
+        _ => TokenStream::new(),
+    };
+    Some(quote!(static __RETRY_HEDGE: __retry_rt::Hedge = #hedge #max;))
+}
+
 /// `Policy::new()` followed by a builder call for each timing the user wrote, and nothing else.
 pub(crate) fn policy_expr(args: &Args) -> TokenStream {
     let timings = args.settings.timings();
@@ -332,6 +370,7 @@ fn setting_tokens(setting: Setting) -> TokenStream {
             };
             quote!(__retry_rt::Jitter::#variant)
         }
+        Setting::Percentile(p) => Literal::f64_unsuffixed(p).into_token_stream(),
         Setting::Word(word) => match word.value.parse::<TokenStream>() {
             Ok(value) => quote!(__retry_rt::#value),
             Err(_) => quote!(::core::compile_error!(

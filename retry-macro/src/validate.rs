@@ -38,6 +38,9 @@ pub(crate) fn plan(args: Args, mut func: RetryFn, mut errors: Errors) -> syn::Re
     }
     check_signature(&func, &mut errors);
     check_idempotency(&func, &mut errors);
+    if args.written(&retry_grammar::HEDGE).is_some() {
+        check_hedge(&func, &mut errors);
+    }
     let key = item::key_param(&func.sig);
     item::strip_key_marks(&mut func.sig);
 
@@ -150,6 +153,66 @@ fn check_idempotency(func: &RetryFn, errors: &mut Errors) {
             "two parameters are `IdempotencyKey`s; mark the one that every attempt sends with `#[idempotency_key]`",
         );
     }
+}
+
+/// `hedge = ...` runs the body several times at once: a `&mut` receiver or parameter cannot be
+/// lent to more than one copy.
+fn check_hedge(func: &RetryFn, errors: &mut Errors) {
+    for input in &func.sig.inputs {
+        let (at, what): (proc_macro2::TokenStream, String) = match input {
+            syn::FnArg::Receiver(receiver)
+                if match &receiver.kind {
+                    syn::ReceiverKind::Reference(_, _, mutability) => mutability.is_some(),
+                    syn::ReceiverKind::Typed(_, ty) => has_mut_reference(ty.to_token_stream()),
+                    _ => false,
+                } =>
+            {
+                (
+                    receiver.to_token_stream(),
+                    format!(
+                        "`{}`",
+                        receiver
+                            .to_token_stream()
+                            .to_string()
+                            .replace("& ", "&")
+                            .replace(" :", ":")
+                    ),
+                )
+            }
+            syn::FnArg::Typed(param) if has_mut_reference(param.ty.to_token_stream()) => (
+                param.ty.to_token_stream(),
+                format!(
+                    "the `&mut` in parameter `{}`",
+                    param.pat.to_token_stream().to_string().replace(' ', "")
+                ),
+            ),
+            _ => continue,
+        };
+        errors.spanned(
+            at,
+            format!(
+                "`hedge` runs the body several times at once, and {what} can be lent to one of them only; take it by shared reference (`&self`, `&T`, with a `Mutex` or an atomic inside for what the body changes), or remove `hedge`"
+            ),
+        );
+    }
+}
+
+/// Whether a type holds a `&mut` anywhere: `&mut T`, `Option<&mut T>`.
+fn has_mut_reference(tokens: proc_macro2::TokenStream) -> bool {
+    use proc_macro2::TokenTree;
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    tokens.iter().enumerate().any(|(i, token)| match token {
+        TokenTree::Punct(p) if p.as_char() == '&' => {
+            // `&mut` or `&'a mut`.
+            let next = match tokens.get(i + 1) {
+                Some(TokenTree::Punct(q)) if q.as_char() == '\'' => tokens.get(i + 3),
+                next => next,
+            };
+            matches!(next, Some(TokenTree::Ident(word)) if word == "mut")
+        }
+        TokenTree::Group(group) => has_mut_reference(group.stream()),
+        _ => false,
+    })
 }
 
 /// The first lifetime other than `'static` in a key's type (`'_` in `Cow<'_, str>`), or `impl`

@@ -15,7 +15,7 @@ pub use crate::state::{
 pub use crate::timer::{
     FnForm, FromElapsed, IntoSleeper, NoTimer, SleepFn, SleepFuture, Sleeper, TimerFor, TypeForm,
 };
-pub use crate::{Backoff, Jitter, Policy, Verdict};
+pub use crate::{Backoff, Hedge, Jitter, Policy, Verdict};
 pub use std::ops::ControlFlow;
 pub use std::time::Duration;
 

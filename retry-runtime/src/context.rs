@@ -24,13 +24,19 @@ pub(crate) struct Frame {
     /// A layer above retries this work: an enclosing annotated function that is retrying, or
     /// [`scope::caller_retries`].
     pub retried_above: bool,
+    /// 0 for the attempt itself, `n` for its `n`-th hedge (`hedge = ...`), a copy started
+    /// because the attempt had not answered in time.
+    pub hedge: u16,
 }
 
 impl Frame {
     /// One `u64` in the thread-local: `state/PERFORMANCE.md` §7.
     #[inline]
     const fn pack(self) -> u64 {
-        self.attempt as u64 | (self.key as u64) << 32 | (self.retried_above as u64) << 34
+        self.attempt as u64
+            | (self.key as u64) << 32
+            | (self.retried_above as u64) << 34
+            | (self.hedge as u64) << 35
     }
 
     #[inline]
@@ -43,6 +49,7 @@ impl Frame {
                 _ => KeyKind::None,
             },
             retried_above: bits & (1 << 34) != 0,
+            hedge: (bits >> 35) as u16,
         }
     }
 }
@@ -234,6 +241,7 @@ impl<F: Future, K: KeySlot> Future for Scoped<F, K> {
 pub struct Attempt {
     number: u32,
     key: Option<IdempotencyKey>,
+    hedge: u16,
 }
 
 impl Attempt {
@@ -241,6 +249,13 @@ impl Attempt {
     /// annotated function it is 1.
     pub fn number(&self) -> u32 {
         self.number
+    }
+
+    /// 0 for an attempt, `n` for its `n`-th hedge: a copy of the attempt that `hedge = ...`
+    /// started because the attempt had not answered in time. A hedge has the attempt's
+    /// [`number`](Attempt::number) and [`key`](Attempt::key).
+    pub fn hedge(&self) -> u16 {
+        self.hedge
     }
 
     /// `true` from the second attempt on.
@@ -277,6 +292,7 @@ pub fn attempt() -> Attempt {
     Attempt {
         number: frame.attempt.max(1),
         key,
+        hedge: frame.hedge,
     }
 }
 
@@ -367,7 +383,8 @@ mod tests {
                     attempt(),
                     Attempt {
                         number: 5,
-                        key: None
+                        key: None,
+                        hedge: 0,
                     }
                 );
                 // An inner function with a key of another type: its own, rendered.

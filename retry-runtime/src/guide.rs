@@ -9,6 +9,7 @@
 //! | [`keys`] | calls with a side effect: `#[non_idempotent]` and the idempotency key every attempt sends |
 //! | [`attempts`] | control over each attempt: timeouts, hooks, logging, the attempt context, policies chosen at run time, other runtimes |
 //! | [`protecting`] | protecting the service that is called: retry budget, circuit breaker, one retrying layer |
+//! | [`hedging`] | slow rather than failed calls: `hedge`, a copy of a slow attempt beside it, and what wins |
 //! | [`fallback`] | what the caller gets after the last attempt |
 //! | [`tower`] | the same loop for every request of a client: a tower layer (features `tower`) and reqwest middleware (`reqwest-middleware`), bodies, keys, never-sent requests |
 //! | [`blocks`] | the same loop for a block (`retry_block!`), for a closure with a policy chosen at run time (`Retrier`), and for a loop that runs for hours (`reset_after`) |
@@ -32,6 +33,9 @@ pub mod attempts {}
 
 #[doc = include_str!("../docs/protecting.md")]
 pub mod protecting {}
+
+#[doc = include_str!("../docs/hedging.md")]
+pub mod hedging {}
 
 #[doc = include_str!("../docs/fallback.md")]
 pub mod fallback {}

@@ -309,6 +309,7 @@ mod context;
 #[cfg(test)]
 mod doc_tables;
 pub mod guide;
+mod hedge;
 mod key;
 #[cfg(feature = "metrics")]
 pub mod metrics;
@@ -334,6 +335,7 @@ struct ReadmeDoctests;
 pub use breaker::{Admission, BreakerState, CircuitBreaker, CircuitOpen};
 pub use budget::RetryBudget;
 pub use context::{Attempt, attempt, scope};
+pub use hedge::Hedge;
 pub use key::IdempotencyKey;
 pub use policy::{Backoff, Jitter, Policy, PolicyError};
 pub use state::{GiveUp, GiveUpReason, Retrier, RetryEvent};
@@ -385,6 +387,8 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 /// | `nested` | `retry` or `single` | inside another annotated function that retries: retry here too, or make one attempt | `single` |
 /// | `fallback` | `FnOnce(E, GiveUp) -> Result<T, E>`; with `on_result`, `FnOnce(Result<T, E>, GiveUp) -> Result<T, E>`; in an `async fn` also async | called once when the loop gives up, with why (a [`GiveUp`]) and the last error, or with `on_result` the last outcome (an `Ok` it rejected as well); what it returns is the function's result. Not called for an accepted `Ok`, a permanent error, a dropped future, or under a layer that retries | — |
 /// | `log_level` | `error`, `warn`, `info`, `debug` or `trace` | with the `tracing` feature, the level of the one event logged when a call fails after retrying or the loop gives up | `"error"` |
+/// | `hedge` | duration string > 0, or a percentile of the observed latency: `"p95"`, `"p99.9"`, `async fn` only | an attempt that has not answered after this long gets a copy running beside it (a hedge), and the first acceptable answer wins (an `Ok`, or an error not worth retrying) while the others are dropped; `"p95"` waits for the 95th percentile of this function's observed latency; each hedge withdraws a token from `budget` and asks `breaker`; only for a body that may run twice at once (no `&mut` parameter; a `#[non_idempotent]` function sends its key on every copy) | — |
+/// | `max_hedges` | integer ≥ 1, `async fn` only | with `hedge`, the most copies started beside each attempt, one per delay | 1 |
 /// | `crate` | a path | where the runtime is, for a renamed dependency (`rt = { package = "retry-runtime", ... }`, then `crate = rt`) or one re-exported by another crate; every generated path goes through it | `::retry_runtime` |
 ///
 /// Duration strings are an unsigned decimal number and a unit: `ns`, `us`, `µs`, `ms`, `s`, `m`
@@ -401,7 +405,8 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 /// | `deadline` below `base` when `max > 0` | `deadline`'s value |
 /// | `factor` with `backoff = linear` or `backoff = constant` | `factor` |
 /// | `policy` with a timing key (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `deadline`, `jitter`) | the timing key |
-/// | `timeout` or `sleep` on a sync function | the key |
+/// | `timeout`, `sleep`, `hedge` or `max_hedges` on a sync function | the key |
+/// | `max_hedges` without `hedge` | `max_hedges` |
 /// | a value its key does not take: `factor` below 1, a jitter number outside (0, 1], `timeout = "0s"`, a duration finer than a nanosecond, a string where a number belongs | the value |
 /// | an unknown key (the message lists the valid keys and suggests the closest, or the one that does that job: `retries` → `max`) | the key |
 /// | a repeated key | the second one |

@@ -19,6 +19,7 @@ mod custom_sleep;
 mod database_errors;
 mod deadline;
 mod fallback;
+mod hedge;
 mod hooks;
 mod hygiene;
 mod idempotency_http;

@@ -44,7 +44,7 @@ where
     /// The frame the next attempt runs in (which says whether it has a key); or the breaker's
     /// refusal.
     #[inline(always)]
-    fn enter(&mut self, key: KeyKind) -> Result<Frame, X::Refusal> {
+    pub(super) fn enter(&mut self, key: KeyKind) -> Result<Frame, X::Refusal> {
         if self.progress.retries == 0 {
             self.begin();
         }
@@ -53,6 +53,7 @@ where
             attempt: self.progress.retries + 1,
             key,
             retried_above: self.progress.retried_above || self.site.policy.get_max() > 0,
+            hedge: 0,
         })
     }
 

@@ -85,6 +85,7 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
                     attempt: why.attempts.max(1),
                     key: K::KIND,
                     retried_above: progress.retried_above,
+                    hedge: 0,
                 };
                 let scope = FallbackScope { frame, key };
                 ControlFlow::Break(hooks.fallback.call(outcome, why, scope))
@@ -176,6 +177,7 @@ where
                     attempt,
                     pause: Duration::from_nanos(pause),
                     elapsed: progress.elapsed(clock),
+                    hedges: u32::from(progress.hedges),
                 };
                 hooks.notify.call(&outcome, &event);
             }

@@ -37,6 +37,9 @@ pub struct RetryEvent {
     pub pause: Duration,
     /// Time since the first attempt started, on the loop's clock (the clock of the pauses).
     pub elapsed: Duration,
+    /// The hedges (`hedge = ...`) that the failed attempt started beside itself, all of which
+    /// failed too: 0 without hedging, or when the attempt failed before its first hedge.
+    pub hedges: u32,
 }
 
 /// Why the loop gave up, with the attempts made and the time spent: what `on_give_up` (in its

@@ -39,6 +39,7 @@ mod decide;
 mod events;
 mod extras;
 mod fallback;
+mod hedge;
 mod hooks;
 mod log;
 mod retrier;
@@ -214,6 +215,9 @@ struct Progress {
     previous_pause: u64,
     /// When the first attempt started, read only for a deadline or a hook that hears the time.
     started: Option<Instant>,
+    /// The hedges that the attempt that just ended started (`hedge = ...`), for its event. A
+    /// `u16`, which fits beside `retries` and `retried_above` without growing the state.
+    hedges: u16,
 }
 
 impl Progress {
@@ -409,6 +413,7 @@ impl<'p, T, E, C, S, L> Retry<'p, Result<T, E>, C, S, Hooks, Unset, L> {
                 previous_pause: 0,
                 // Read here, not at the first attempt. Performance: PERFORMANCE.md §5.
                 started: policy.get_deadline().map(|_| clock()),
+                hedges: 0,
             },
             classify: Hook::new(classify, |c, error, ()| c(error).into_verdict()),
             sleeper,

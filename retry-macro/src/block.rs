@@ -77,6 +77,19 @@ pub(crate) fn retry_block(input: TokenStream) -> TokenStream {
             );
         }
     }
+    // Hedging starts copies of the body beside each other; a block's body is one closure that
+    // may borrow its surroundings mutably, which copies could not share.
+    for key in [&grammar::HEDGE, &grammar::MAX_HEDGES] {
+        if let Some(arg) = args.written(key) {
+            errors.spanned(
+                &arg.ident,
+                format_args!(
+                    "`{0}` is not available on `retry_block!`: hedging runs the body several times at once, and a block may borrow its surroundings mutably; move the block into an `async fn` that takes its inputs by shared reference and write `#[retry({0} = ...)]` on it",
+                    key.name
+                ),
+            );
+        }
+    }
     match errors.finish() {
         Ok(()) => expand(&args, &body),
         Err(error) => {

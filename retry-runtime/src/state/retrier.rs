@@ -159,6 +159,7 @@ impl<'p, T, E> Retrier<'p, Result<T, E>> {
                     retried_above: false,
                     previous_pause: 0,
                     started: None,
+                    hedges: 0,
                 },
                 classify: Hook::new(Unset, |_, _, ()| Verdict::Fail),
                 sleeper: DefaultSleeper {},
@@ -467,6 +468,7 @@ impl<'p, T, E, C, S, H, X, L> Retry<'p, Result<T, E>, C, S, H, X, L> {
             retried_above: context::current().retried_above,
             previous_pause: 0,
             started: self.site.policy.get_deadline().map(|_| (self.site.clock)()),
+            hedges: 0,
         };
     }
 

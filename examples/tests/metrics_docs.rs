@@ -1,9 +1,10 @@
 //! The metric tables in the docs (`retry-runtime/docs/metrics.md`, `retry-durable/docs/metrics.md`)
 //! against what a scrape of `/metrics` shows: after a scenario that makes every instrument
 //! record (the portal's long outage, which opens a breaker, spends a budget, queues checks and
-//! drains them with one dead letter; a retry refused by an empty budget; a key a store refuses),
-//! every instrument in the tables is in the scrape with the type the table gives, every label
-//! of the scrape is in the table's row, and every `retry_*` series of the scrape is in a table.
+//! drains them with one dead letter; a retry refused by an empty budget; a hedged call; a key a
+//! store refuses), every instrument in the tables is in the scrape with the type the table gives,
+//! every label of the scrape is in the table's row, and every `retry_*` series of the scrape is
+//! in a table.
 //!
 //! The Prometheus recorder is installed for this process (its own test binary), and the scrape
 //! is a real HTTP `GET /metrics` of `retry_examples::metrics`, what the payment service and the
@@ -29,6 +30,13 @@ static EMPTY: RetryBudget = RetryBudget::new()
 #[retry(max = 3, base = "1ms", budget = EMPTY)]
 async fn refused_by_the_budget() -> io::Result<()> {
     Err(io::ErrorKind::ConnectionReset.into())
+}
+
+/// Answers after 50 ms: a hedge starts at 5 ms.
+#[retry(max = 0, hedge = "5ms")]
+async fn hedged() -> io::Result<()> {
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    Ok(())
 }
 
 /// One documented instrument: its type and the cell that lists its labels.
@@ -129,8 +137,9 @@ async fn the_metric_tables_match_a_scrape() {
     long_outage(&service, &client, &queue)
         .await
         .expect("the scene plays");
-    // A retry the budget refuses, and a key the store refuses.
+    // A retry the budget refuses, a hedge, and a key the store refuses.
     assert!(refused_by_the_budget().await.is_err());
+    assert!(hedged().await.is_ok());
     let store = MemoryStore::<String>::new();
     let refused = store
         .begin(&IdempotencyKey::from(""), Fingerprint::of(b""))
@@ -154,7 +163,7 @@ async fn the_metric_tables_match_a_scrape() {
         let text = std::fs::read_to_string(format!("{root}/{table}")).expect("the table");
         documented(table, &text, &mut rows);
     }
-    assert!(rows.len() >= 14, "{rows:#?}");
+    assert!(rows.len() >= 15, "{rows:#?}");
 
     for (name, row) in &rows {
         let Some((kind, labels)) = scraped.get(name) else {

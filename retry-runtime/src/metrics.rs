@@ -42,6 +42,9 @@ pub mod names {
     pub const ATTEMPTS: &str = "retry_attempts";
     /// Histogram: each pause taken before a retry, in seconds, by `function`.
     pub const PAUSE: &str = "retry_pause_seconds";
+    /// Counter: hedges started (copies of an attempt that had not answered, `hedge = ...`), by
+    /// `function`.
+    pub const HEDGES: &str = "retry_hedges_total";
     /// Gauge: a circuit breaker's state, by `breaker`: 0 closed, 1 open, 2 half-open.
     pub const BREAKER_STATE: &str = "retry_breaker_state";
     /// Counter: a circuit breaker's changes of state, by `breaker` and `to`.
@@ -143,6 +146,13 @@ pub const INSTRUMENTS: &[Instrument] = &[
         unit: "seconds",
         labels: &["function"],
         when: "once per retry: the pause before it",
+    },
+    Instrument {
+        name: names::HEDGES,
+        kind: Kind::Counter,
+        unit: "1",
+        labels: &["function"],
+        when: "each hedge started beside an attempt that had not answered (`hedge = ...`)",
     },
     Instrument {
         name: names::BREAKER_STATE,
@@ -393,6 +403,14 @@ pub(crate) fn retrying(function: &'static str, pause: u64) {
         h.retries.increment(1);
         h.pause.record(Duration::from_nanos(pause).as_secs_f64());
     });
+}
+
+/// `function` started a hedge. Through the recorder's registry rather than a kept handle: a
+/// hedged attempt already boxes each copy, and functions that never hedge get no series.
+#[cold]
+#[inline(never)]
+pub(crate) fn hedged(function: &'static str) {
+    metrics::counter!(names::HEDGES, "function" => function).increment(1);
 }
 
 // ---- breakers ----

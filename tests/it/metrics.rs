@@ -174,6 +174,30 @@ async fn a_call_that_retries_twice_counts_two_retries_and_their_pauses() {
     assert_eq!(histogram(names::PAUSE, "metrics_after_retries"), [0.1, 0.2]);
 }
 
+/// Answers after 100 ms, whichever copy it is.
+#[retry(max = 0, hedge = "30ms", max_hedges = 2, on = busy)]
+async fn metrics_hedged(calls: &std::sync::atomic::AtomicU32) -> Result<u32, Error> {
+    let n = calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    Ok(n)
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_hedge_started_counts_once() {
+    install();
+    let calls = std::sync::atomic::AtomicU32::new(0);
+    // The attempt at 0 ms answers at 100 ms; its two hedges start at 30 and 60 ms.
+    assert_eq!(metrics_hedged(&calls).await, Ok(1));
+    assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 3);
+    assert_eq!(counter(names::HEDGES, &[("function", "metrics_hedged")]), 2);
+    assert_eq!(ended("metrics_hedged"), one("first_try", None));
+    // A function that answers before its delay starts none, and has no series.
+    assert_eq!(
+        counter(names::HEDGES, &[("function", "metrics_first_try")]),
+        0
+    );
+}
+
 #[retry(max = 2, base = "1s", jitter = none, on = busy)]
 async fn metrics_exhausted() -> Result<u32, Error> {
     Err(Error::Busy)

@@ -181,6 +181,8 @@ where
                 }
                 hedges += 1;
                 log_hedge(name, frame.attempt, hedges, true);
+                #[cfg(feature = "metrics")]
+                crate::metrics::hedged(name);
                 running.push(copy(
                     Frame {
                         hedge: hedges,

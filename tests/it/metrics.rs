@@ -177,7 +177,7 @@ async fn a_call_that_retries_twice_counts_two_retries_and_their_pauses() {
 /// Answers after 100 ms, whichever copy it is.
 #[retry(max = 0, hedge = "30ms", max_hedges = 2, on = busy)]
 async fn metrics_hedged(calls: &std::sync::atomic::AtomicU32) -> Result<u32, Error> {
-    let n = calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    let n = calls.fetch_add(1, Ordering::Relaxed) + 1;
     tokio::time::sleep(Duration::from_millis(100)).await;
     Ok(n)
 }
@@ -188,7 +188,7 @@ async fn each_hedge_started_counts_once() {
     let calls = std::sync::atomic::AtomicU32::new(0);
     // The attempt at 0 ms answers at 100 ms; its two hedges start at 30 and 60 ms.
     assert_eq!(metrics_hedged(&calls).await, Ok(1));
-    assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 3);
+    assert_eq!(calls.load(Ordering::Relaxed), 3);
     assert_eq!(counter(names::HEDGES, &[("function", "metrics_hedged")]), 2);
     assert_eq!(ended("metrics_hedged"), one("first_try", None));
     // A function that answers before its delay starts none, and has no series.

@@ -94,14 +94,7 @@ type DefaultTimer = crate::timer::TokioTimer;
 #[cfg(not(feature = "tokio"))]
 type DefaultTimer = crate::timer::NoTimer;
 
-#[cfg(feature = "tokio")]
-fn default_clock() -> std::time::Instant {
-    super::tokio_now()
-}
-#[cfg(not(feature = "tokio"))]
-fn default_clock() -> std::time::Instant {
-    std_now()
-}
+use super::async_default_clock as default_clock;
 
 impl<B, T, E: std::fmt::Debug> AsyncBlock<B>
 where

@@ -252,6 +252,15 @@ fn tokio_now() -> Instant {
     crate::timer::clock_of::<crate::timer::TokioTimer>()
 }
 
+/// The clock of an async block or `Retrier::run_async` without `sleep`: tokio's with the
+/// `tokio` feature, [`std_now`] without.
+fn async_default_clock() -> Instant {
+    #[cfg(feature = "tokio")]
+    return tokio_now();
+    #[cfg(not(feature = "tokio"))]
+    return std_now();
+}
+
 impl<'p, T, E: fmt::Debug> Retry<'p, Result<T, E>> {
     /// For a sync function: pauses with `std::thread::sleep`, and measures the deadline on
     /// [`Instant::now`]. For an error type with `Debug`; [`StartWithoutDebug::start`] for the

@@ -29,14 +29,7 @@ pub type DefaultSleeper = crate::timer::TokioTimer;
 #[cfg(not(feature = "tokio"))]
 pub type DefaultSleeper = Unset;
 
-#[cfg(feature = "tokio")]
-fn default_clock() -> Instant {
-    super::tokio_now()
-}
-#[cfg(not(feature = "tokio"))]
-fn default_clock() -> Instant {
-    std_now()
-}
+use super::async_default_clock as default_clock;
 
 /// Retries a closure with a configuration chosen at run time: the options of
 /// [`#[retry]`](crate::retry), each one method of the same name, with the same defaults, around

@@ -4,7 +4,7 @@
 
 use crate::args::{self, Args};
 use crate::errors::Errors;
-use crate::expand::{at, local, pass_through, policy_expr};
+use crate::expand::{at, local, pass_through, policy_binding};
 use proc_macro2::{Delimiter, Group, Ident, Spacing, Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote, quote_spanned};
 use retry_grammar::{self as grammar, Context, Scope};
@@ -219,19 +219,7 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
     let next = local("__retry_next");
     let is_async = body.is_async();
 
-    let (policy_item, policy_ref) = match args.expr(&grammar::POLICY) {
-        Some(expr) => (
-            quote!(let #policy_local = #expr;),
-            quote_spanned!(at(&expr.to_token_stream())=> __retry_rt::policy_ref(&#policy_local)),
-        ),
-        None => {
-            let value = policy_expr(args);
-            (
-                quote!(const #policy_name: __retry_rt::Policy = #value;),
-                quote!(&#policy_name),
-            )
-        }
-    };
+    let (policy_item, policy_ref) = policy_binding(args, &policy_name, &policy_local);
     let classify = match args.expr(&grammar::ON) {
         Some(on) => quote!(#on),
         None => quote!(|__retry_error| __retry_rt::block_is_transient(__retry_error)),

@@ -62,20 +62,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let args = &plan.args;
     let is_async = func.sig.asyncness.is_some();
 
-    let (policy_item, policy_ref) = match args.expr(&grammar::POLICY) {
-        // Located at the expression, so a value that is not a `Policy` is reported there.
-        Some(expr) => (
-            quote!(let #policy_local = #expr;),
-            quote_spanned!(at(&expr.to_token_stream())=> __retry_rt::policy_ref(&#policy_local)),
-        ),
-        None => {
-            let value = policy_expr(args);
-            (
-                quote!(const #policy_name: __retry_rt::Policy = #value;),
-                quote!(&#policy_name),
-            )
-        }
-    };
+    let (policy_item, policy_ref) = policy_binding(args, &policy_name, &policy_local);
     let classify = match args.expr(&grammar::ON) {
         Some(on) => quote!(#on),
         // Every token located at the error type, so a missing `Transient` impl is reported
@@ -275,6 +262,30 @@ pub(crate) fn pass_through(args: &Args) -> TokenStream {
         }
     }
     calls
+}
+
+/// Input: `policy = RUNTIME_POLICY` or the timing keys. Output: the item that holds the policy
+/// (`let __retry_policy = RUNTIME_POLICY;` or `const __RETRY_POLICY: Policy = ...;`) and the
+/// `&Policy` the loop starts with. Shared by the attribute and `retry_block!`.
+pub(crate) fn policy_binding(
+    args: &Args,
+    policy_name: &Ident,
+    policy_local: &Ident,
+) -> (TokenStream, TokenStream) {
+    match args.expr(&grammar::POLICY) {
+        // Located at the expression, so a value that is not a `Policy` is reported there.
+        Some(expr) => (
+            quote!(let #policy_local = #expr;),
+            quote_spanned!(at(&expr.to_token_stream())=> __retry_rt::policy_ref(&#policy_local)),
+        ),
+        None => {
+            let value = policy_expr(args);
+            (
+                quote!(const #policy_name: __retry_rt::Policy = #value;),
+                quote!(&#policy_name),
+            )
+        }
+    }
 }
 
 /// Input: `hedge = "50ms", max_hedges = 2`. Output: `static __RETRY_HEDGE: __retry_rt::Hedge =

@@ -58,11 +58,18 @@ impl Step {
     }
 }
 
-/// A worker run on `database`, until the queue is empty, with a lease of 300 ms.
+/// The lease of a worker that is killed: short, so that the next one takes its job over soon.
+const KILLED: &str = "300";
+/// The lease of a worker that runs to the end: long, so that a loaded machine cannot make its
+/// own claim expire mid-job and let its second slot claim the job again (a third attempt).
+const SURVIVES: &str = "30000";
+
+/// A worker run on `database`, until the queue is empty, with a lease of `lease_ms`.
 fn worker_args<'a>(
     database: &'a str,
     contract: &'a str,
     pause_at: Option<&'a str>,
+    lease_ms: &'a str,
 ) -> Vec<&'a str> {
     let mut args = vec![
         "work",
@@ -72,7 +79,7 @@ fn worker_args<'a>(
         contract,
         "--until-empty",
         "--lease-ms",
-        "300",
+        lease_ms,
         "--poll-ms",
         "20",
         "--backoff-ms",
@@ -108,7 +115,7 @@ async fn kill_worker_at(engine: Engine, test: &str, step: Step) -> Option<()> {
     }
     let first = Portal::start(
         &format!("{test}: first worker"),
-        &worker_args(&database.url, &contract, step.pause_at()),
+        &worker_args(&database.url, &contract, step.pause_at(), KILLED),
     );
     let first = match step.pause_at() {
         Some(at) => {
@@ -134,7 +141,7 @@ async fn kill_worker_at(engine: Engine, test: &str, step: Step) -> Option<()> {
 
     let second = Portal::start(
         &format!("{test}: second worker"),
-        &worker_args(&database.url, &contract, None),
+        &worker_args(&database.url, &contract, None, SURVIVES),
     );
     let output = blocking(move || second.wait_success()).await;
 
@@ -243,13 +250,16 @@ async fn one_of_two_workers_killed(engine: Engine) -> Option<()> {
         );
         keys.push(key);
     }
-    let mut slow = worker_args(&database.url, &contract, None);
     // Each at most 20 claims a second, so that the kill lands while both are busy.
-    if let Some(rate) = slow.iter().position(|arg| *arg == "--per-second") {
-        slow[rate + 1] = "20";
-    }
-    let doomed = Portal::start(&format!("{test}: worker A"), &slow);
-    let survivor = Portal::start(&format!("{test}: worker B"), &slow);
+    let slow = |lease_ms| {
+        let mut args = worker_args(&database.url, &contract, None, lease_ms);
+        if let Some(rate) = args.iter().position(|arg| *arg == "--per-second") {
+            args[rate + 1] = "20";
+        }
+        args
+    };
+    let doomed = Portal::start(&format!("{test}: worker A"), &slow(KILLED));
+    let survivor = Portal::start(&format!("{test}: worker B"), &slow(SURVIVES));
     let kill_after = Duration::from_millis(50 + schedule.below(250));
     tokio::time::sleep(kill_after).await;
     blocking(move || doomed.kill()).await;
@@ -348,7 +358,7 @@ async fn portal_killed(engine: Engine, pause_at: &str) -> Option<()> {
     service.overload_next_checks(0).await;
     let restarted = Portal::start(
         &format!("{test}: restarted portal"),
-        &worker_args(&database.url, &contract, None),
+        &worker_args(&database.url, &contract, None, SURVIVES),
     );
     let output = blocking(move || restarted.wait_success()).await;
     let jobs = queue.jobs().await.expect("the jobs");

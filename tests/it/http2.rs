@@ -39,8 +39,12 @@ const BODY: &str = "amount=100&to=4711";
 enum Conn {
     /// Resets its first stream with REFUSED_STREAM before reading it; answers the others.
     RefuseFirst,
-    /// Reads the first request's HEADERS and sends GOAWAY with last stream id 0, below it.
+    /// Reads the first request's HEADERS and sends GOAWAY(NO_ERROR) with last stream id 0,
+    /// below it.
     GoAwayBelow,
+    /// The same with the reason ENHANCE_YOUR_CALM: RFC 9113 §6.8's guarantee holds whatever
+    /// the reason.
+    GoAwayBelowCalm,
     /// Reads each request whole (the handler saw it), then resets it with INTERNAL_ERROR.
     ResetAfterReading,
     /// Reads the first request whole, sends GOAWAY with its stream id (1) as the last, and
@@ -88,8 +92,11 @@ async fn server(script: &'static [Conn]) -> (String, Arc<Seen>) {
             let log = Arc::clone(&log);
             tokio::spawn(async move {
                 match conn {
-                    Conn::GoAwayBelow => go_away(socket, &log, 0).await,
-                    Conn::GoAwayCovering => go_away(socket, &log, 1).await,
+                    Conn::GoAwayBelow => go_away(socket, &log, 0, h2::Reason::NO_ERROR).await,
+                    Conn::GoAwayBelowCalm => {
+                        go_away(socket, &log, 0, h2::Reason::ENHANCE_YOUR_CALM).await
+                    }
+                    Conn::GoAwayCovering => go_away(socket, &log, 1, h2::Reason::NO_ERROR).await,
                     _ => serve(socket, &log, conn).await,
                 }
             });
@@ -160,9 +167,9 @@ async fn read_frame(socket: &mut TcpStream) -> Option<(u8, u8, Vec<u8>)> {
 }
 
 /// A server that reads the first request's HEADERS (and, when its GOAWAY will cover the
-/// stream, its whole body) and answers with GOAWAY(last stream id, NO_ERROR). One that covers
+/// stream, its whole body) and answers with GOAWAY(last stream id, reason). One that covers
 /// the stream then closes the connection; one below it lets the client close it.
-async fn go_away(mut socket: TcpStream, seen: &Seen, last_stream_id: u32) {
+async fn go_away(mut socket: TcpStream, seen: &Seen, last_stream_id: u32, reason: h2::Reason) {
     // The server's preface is a SETTINGS frame; the client's, 24 octets and its SETTINGS.
     let mut preface = [0u8; 24];
     if socket.write_all(&frame(SETTINGS, 0, 0, &[])).await.is_err()
@@ -199,7 +206,7 @@ async fn go_away(mut socket: TcpStream, seen: &Seen, last_stream_id: u32) {
         seen.processed.lock().expect("the log").push(body);
     }
     let mut payload = last_stream_id.to_be_bytes().to_vec();
-    payload.extend_from_slice(&0u32.to_be_bytes()); // NO_ERROR
+    payload.extend_from_slice(&u32::from(reason).to_be_bytes());
     if socket
         .write_all(&frame(GOAWAY, 0, 0, &payload))
         .await
@@ -406,6 +413,14 @@ async fn tower_resends_a_stream_above_a_goaway_without_a_key() {
 }
 
 #[tokio::test]
+async fn tower_resends_a_stream_above_a_goaway_with_an_error_without_a_key() {
+    let (url, seen) = server(&[Conn::GoAwayBelowCalm, Conn::Answer]).await;
+    let outcome = through_tower(&url).await;
+    assert_resent_as_never_sent(&outcome, &seen);
+    assert_eq!(seen.connections(), 2);
+}
+
+#[tokio::test]
 async fn tower_does_not_resend_a_stream_reset_after_the_server_read_it() {
     let (url, seen) = server(&[Conn::ResetAfterReading, Conn::Answer]).await;
     let outcome = through_tower(&url).await;
@@ -462,12 +477,10 @@ async fn reqwest_does_not_resend_a_stream_a_goaway_covers() {
     assert_sent_once(&outcome, &seen);
 }
 
-/// reqwest 0.13 resends a refused stream itself by default (its "protocol NACK" retries, up to
-/// two), below the middleware: the middleware sees the answer, and counts no retry.
-#[tokio::test]
-async fn reqwest_by_default_resends_a_refused_stream_below_the_middleware() {
-    let (url, seen) = server(&[Conn::RefuseFirst]).await;
-    let outcome = through_reqwest(&url, true).await;
+/// reqwest 0.13 resends a refused stream, and one above a GOAWAY with NO_ERROR, by itself by
+/// default (its "protocol NACK" retries, up to two), below the middleware: the middleware sees
+/// the answer, and counts no retry.
+fn assert_resent_below_the_middleware(outcome: &Outcome, seen: &Seen) {
     assert_eq!(
         outcome.result,
         Ok((StatusCode::OK, "paid".to_string())),
@@ -484,4 +497,30 @@ async fn reqwest_by_default_resends_a_refused_stream_below_the_middleware() {
     assert!(outcome.heard.is_empty());
     assert_eq!(seen.arrived(), 2);
     assert_eq!(seen.processed(), [BODY.as_bytes()]);
+}
+
+#[tokio::test]
+async fn reqwest_by_default_resends_a_refused_stream_below_the_middleware() {
+    let (url, seen) = server(&[Conn::RefuseFirst]).await;
+    let outcome = through_reqwest(&url, true).await;
+    assert_resent_below_the_middleware(&outcome, &seen);
+    assert_eq!(seen.connections(), 1);
+}
+
+#[tokio::test]
+async fn reqwest_by_default_resends_a_stream_above_a_goaway_below_the_middleware() {
+    let (url, seen) = server(&[Conn::GoAwayBelow, Conn::Answer]).await;
+    let outcome = through_reqwest(&url, true).await;
+    assert_resent_below_the_middleware(&outcome, &seen);
+    assert_eq!(seen.connections(), 2);
+}
+
+/// reqwest's own retries take a GOAWAY with NO_ERROR only; the middleware resends a stream
+/// above a GOAWAY with any reason.
+#[tokio::test]
+async fn reqwest_with_its_defaults_leaves_a_goaway_with_an_error_to_the_middleware() {
+    let (url, seen) = server(&[Conn::GoAwayBelowCalm, Conn::Answer]).await;
+    let outcome = through_reqwest(&url, true).await;
+    assert_resent_as_never_sent(&outcome, &seen);
+    assert_eq!(seen.connections(), 2);
 }

@@ -231,7 +231,8 @@ fn policy() -> Policy {
 fn config() -> (HttpRetry, Arc<Mutex<Vec<Resend>>>) {
     let heard = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&heard);
-    let config = HttpRetry::new(policy()).notify(move |r: &Resend| log.lock().unwrap().push(*r));
+    let config =
+        HttpRetry::new(policy()).notify(move |r: &Resend| log.lock().expect("the log").push(*r));
     (config, heard)
 }
 
@@ -297,7 +298,7 @@ async fn through_tower(url: &str) -> Outcome {
             (Err(format!("{error:?}")), h2_error(&*error))
         }
     };
-    let heard = heard.lock().unwrap().clone();
+    let heard = heard.lock().expect("the log").clone();
     Outcome {
         result,
         h2,
@@ -334,7 +335,7 @@ async fn through_reqwest(url: &str, own_retries: bool) -> Outcome {
         }
         Err(error) => (Err(format!("{error:?}")), h2_error(&error)),
     };
-    let heard = heard.lock().unwrap().clone();
+    let heard = heard.lock().expect("the log").clone();
     Outcome {
         result,
         h2,

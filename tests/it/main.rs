@@ -21,6 +21,7 @@ mod deadline;
 mod fallback;
 mod hedge;
 mod hooks;
+mod http2;
 mod hygiene;
 mod idempotency_http;
 mod idempotency_stores;

@@ -43,6 +43,8 @@ pub(crate) mod replay;
 pub mod reqwest;
 #[cfg(feature = "reqwest-middleware")]
 pub mod reqwest_middleware;
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+mod sent;
 #[cfg(feature = "sqlx")]
 pub mod sqlx;
 #[cfg(feature = "tokio-postgres")]

@@ -25,7 +25,9 @@
 //!   method only with a valid `Idempotency-Key` header, which
 //!   [`HttpRetry::add_idempotency_key`] adds (a UUID v4, the same on every attempt). Without
 //!   one, such a request is resent only after a connect error (`reqwest::Error::is_connect`: a
-//!   refused connection, a DNS or TLS failure), which proves it never reached the server.
+//!   refused connection, a DNS or TLS failure) or an HTTP/2 stream the server refused or
+//!   announced it did not process (the [tower layer's rule](super::tower::never_sent)), which
+//!   prove it never reached the server.
 //! - **Bodies**: a body reqwest cannot clone (made with `Body::wrap` or `Body::wrap_stream`) is
 //!   read whole when its length is known and within [`HttpRetry::body_limit`]; otherwise it is
 //!   sent once, untouched, with the reason ([`SendOnce`]) in an event and in
@@ -67,9 +69,10 @@ fn classify(error: &Error) -> Verdict {
     }
 }
 
-/// A connect error: the request never reached the server.
+/// A connect error, or an HTTP/2 stream the server refused or announced it did not process
+/// (the tower layer's rule): the request never reached the server.
 fn never_sent(error: &Error) -> bool {
-    matches!(error, Error::Reqwest(error) if error.is_connect())
+    matches!(error, Error::Reqwest(error) if error.is_connect() || super::sent::never_reached(error))
 }
 
 #[async_trait::async_trait]

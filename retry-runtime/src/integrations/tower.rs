@@ -22,7 +22,8 @@
 //!   RFC 9110 §9.2.2); any other method (POST, PATCH) only with a valid `Idempotency-Key`
 //!   header, which [`HttpRetry::add_idempotency_key`] adds when it is missing (a UUID v4, the
 //!   same on every attempt). A request without one is still resent when it provably never
-//!   reached the server ([`never_sent`]: a refused connection), as gRPC's transparent retries
+//!   reached the server ([`never_sent`]: a refused connection, an HTTP/2 stream the server
+//!   refused or announced it did not process), as gRPC's transparent retries
 //!   are; such retries are counted apart ([`Counters::never_sent_retries`]) and reported
 //!   ([`Resend::never_sent`], and an `INFO` event).
 //! - **Bodies.** A body whose length is known and within [`HttpRetry::body_limit`] (64 KiB by
@@ -68,36 +69,24 @@ pub fn error_verdict(error: &(dyn Error + 'static)) -> Verdict {
     Verdict::from(broke)
 }
 
-/// The default test of an error for "the request never reached the server": a refused
-/// connection ([`std::io::ErrorKind::ConnectionRefused`]) anywhere in the `source()` chain.
+/// The default test of an error for "the request never reached the server", anywhere in the
+/// `source()` chain: a refused connection ([`std::io::ErrorKind::ConnectionRefused`]), or an
+/// HTTP/2 stream that the server refused (a reset with REFUSED_STREAM, RFC 9113 §8.7) or
+/// announced it did not process (above the last stream id of a GOAWAY it sent, §6.8), as h2
+/// reports them under hyper's errors. A reset with another reason, or a GOAWAY that covers the
+/// stream, may come after the server began, and does not count.
 ///
 /// A client's own connect errors say more; with hyper-util's client under the layer, a DNS or
 /// connect failure of any kind is recognised by:
 ///
 /// ```ignore
 /// layer.never_sent(|e| {
-///     e.downcast_ref::<hyper_util::client::legacy::Error>().is_some_and(|e| e.is_connect())
+///     retry_runtime::integrations::tower::never_sent(e)
+///         || e.downcast_ref::<hyper_util::client::legacy::Error>().is_some_and(|e| e.is_connect())
 /// })
 /// ```
 pub fn never_sent(error: &(dyn Error + 'static)) -> bool {
-    let mut next = Some(error);
-    for _ in 0..64 {
-        let Some(error) = next else {
-            return false;
-        };
-        if let Some(io) = error.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::ConnectionRefused {
-                return true;
-            }
-            // `io::Error::source` is the wrapped error's source, not the wrapped error.
-            if let Some(wrapped) = io.get_ref() {
-                next = Some(wrapped);
-                continue;
-            }
-        }
-        next = error.source();
-    }
-    false
+    super::sent::never_reached(error)
 }
 
 /// The layer: wraps a service in a [`RetryService`]. Cheap to clone; every service it makes

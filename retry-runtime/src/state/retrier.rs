@@ -601,6 +601,7 @@ fn failed() {}
 /// the happy path pays for it; and the decision's result (the loop state, or the call's result,
 /// in one value) made it take the happy path's `Ok` apart and put it back together.
 #[inline(always)]
+#[allow(clippy::type_complexity)]
 fn run_retries<'p, T, E, C, S, R, N, G, F, X, L, B>(
     mut state: Retry<'p, Result<T, E>, C, S, Hooks<R, N, G, F>, X, L>,
     mut attempted: Attempted<T, E>,

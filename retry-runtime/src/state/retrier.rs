@@ -529,8 +529,9 @@ where
         let attempted = state.attempt(&mut body);
         state.reset_if_healthy(reset_after, started);
         match attempted {
-            // Without `on_result`, an `Ok` is accepted as it is.
+            // Without `on_result`, an `Ok` is accepted as it is; with it, the loop judges it.
             Attempted::Completed(Ok(value)) if !R::SET => state.accept::<()>(value),
+            ok @ Attempted::Completed(Ok(_)) => run_retries(state, ok, body, reset_after),
             attempted => {
                 failed();
                 run_retries(state, attempted, body, reset_after)

@@ -630,3 +630,23 @@ fn deadline_in_a_sync_loop_on_the_recorders_clock() {
     assert_eq!((result, calls.get()), (Err(Busy(3)), 3));
     assert_eq!(pauses, [S, 2 * S]);
 }
+
+#[test]
+fn an_ok_that_on_result_accepts_is_judged_once_and_returned() {
+    let policy = from_config("max = 3, base = 1s, jitter = none");
+    let (calls, judged) = (Cell::new(0), Cell::new(0));
+    let (result, pauses) = testing::record(|| {
+        Retrier::new(&policy)
+            .on_result(|status: &u16| {
+                judged.set(judged.get() + 1);
+                *status == 503
+            })
+            .run(|| {
+                calls.set(calls.get() + 1);
+                Ok::<u16, Busy>(if calls.get() < 2 { 503 } else { 200 })
+            })
+    });
+    assert_eq!(result, Ok(200));
+    assert_eq!((calls.get(), judged.get()), (2, 2), "each Ok judged once");
+    assert_eq!(pauses, [S]);
+}

@@ -9,8 +9,8 @@ pub use crate::state::{
     Fallback, FallbackInput, FallbackOutput, FallbackScope, Finish, GiveUpHook, Hook, Hooks,
     IntoError, IntoFinish, IntoResultVerdict, IntoVerdict, Log, LogDebug, LogLevel, LogName, Logs,
     MaybeExtras, NoRefusal, NotifyHook, Outcome, OutcomeForm, PerAttempt, Refusal, Retry, Run,
-    Slot, StartWithoutDebug, SyncBlock, SyncBlockWithoutDebug, SyncFallback, SyncForm, SyncRun,
-    TransientInRetrier, Unset, Untimed, finish, level,
+    RunExtras, Slot, StartWithoutDebug, SyncBlock, SyncBlockWithoutDebug, SyncFallback, SyncForm,
+    SyncRun, TransientInRetrier, Unset, Untimed, finish, level,
 };
 pub use crate::timer::{
     FnForm, FromElapsed, IntoSleeper, NoTimer, SleepFn, SleepFuture, Sleeper, TimerFor, TypeForm,

@@ -1,13 +1,15 @@
 //! `Retrier`: the attribute's options as methods, for a `Policy` chosen at run time and a
 //! closure, sync and async. The same loop: call counts, exact virtual times on tokio's paused
 //! clock, borrows of the surroundings, the attempt context, one retrying layer, the budget, the
-//! breaker, the fallback, the deadline, the timeout, the hooks and the events; and
+//! breaker, the fallback, the deadline, the timeout, the hooks and the events; the timing
+//! methods (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `deadline`, `jitter`)
+//! over the policy's, and a default `Retrier` against a `#[retry]` without arguments; and
 //! `reset_after`, which starts the backoff afresh after a healthy attempt in a long-lived loop.
 
 use crate::common::{Busy, MS, NEVER, S, fail, step};
 use retry_runtime::{
-    CircuitBreaker, CircuitOpen, Elapsed, GiveUp, GiveUpReason, Policy, Retrier, RetryBudget,
-    RetryEvent, Verdict, attempt, level, retry, testing,
+    Backoff, CircuitBreaker, CircuitOpen, Elapsed, GiveUp, GiveUpReason, Jitter, Policy, Retrier,
+    RetryBudget, RetryEvent, Verdict, attempt, level, retry, testing,
 };
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
@@ -31,7 +33,7 @@ fn a_policy_from_a_string_drives_the_pauses() {
 
 #[test]
 fn the_defaults_are_the_attributes() {
-    let policy = Policy::new().jitter(retry_runtime::Jitter::None);
+    let policy = Policy::new().jitter(Jitter::None);
     let calls = Cell::new(0);
     let (result, pauses) = testing::record(|| Retrier::new(&policy).run(|| fail(&calls)));
     assert_eq!(result, Err(Busy(4)));
@@ -421,4 +423,230 @@ fn reset_after_in_a_sync_loop_with_a_deadline_runs_the_deadline_afresh() {
     assert_eq!(result, Ok(8));
     assert_eq!(pauses, [S; 7]);
     let _ = NEVER;
+}
+
+// ---- the defaults, and the timing methods ------------------------------------------------------
+
+#[retry]
+fn attribute_defaults(calls: &Cell<u32>) -> Result<u32, Busy> {
+    fail(calls)
+}
+
+#[retry]
+async fn attribute_defaults_async(calls: &Cell<u32>) -> Result<u32, Busy> {
+    fail(calls)
+}
+
+#[retry(jitter = none)]
+async fn attribute_without_jitter(
+    calls: &Cell<u32>,
+    seen: &RefCell<Vec<Duration>>,
+    t0: Instant,
+) -> Result<u32, Busy> {
+    seen.borrow_mut().push(t0.elapsed());
+    fail(calls)
+}
+
+#[test]
+fn a_default_retrier_retries_and_pauses_as_retry_without_arguments() {
+    let policy = Policy::default();
+    for seed in [1, 2, 3] {
+        let (attribute_calls, retrier_calls) = (Cell::new(0), Cell::new(0));
+        let attribute = testing::record_seeded(seed, || attribute_defaults(&attribute_calls));
+        let retrier =
+            testing::record_seeded(seed, || Retrier::new(&policy).run(|| fail(&retrier_calls)));
+        assert_eq!(retrier, attribute, "seed {seed}");
+        assert_eq!((retrier.0, retrier_calls.get()), (Err(Busy(4)), 4));
+        // 1 s, 2 s, 4 s, each with up to half more at random.
+        for (pause, nominal) in retrier.1.iter().zip([S, 2 * S, 4 * S]) {
+            assert!(*pause >= nominal && *pause < nominal * 3 / 2, "{pause:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_default_retrier_retries_and_pauses_as_retry_without_arguments_async() {
+    let policy = Policy::default();
+    let (attribute_calls, retrier_calls) = (Cell::new(0), Cell::new(0));
+    let attribute = testing::record_async(attribute_defaults_async(&attribute_calls)).await;
+    let retrier =
+        testing::record_async(Retrier::new(&policy).run_async(|| async { fail(&retrier_calls) }))
+            .await;
+    assert_eq!(retrier, attribute);
+    assert_eq!((retrier.1.len(), retrier_calls.get()), (3, 4));
+}
+
+#[tokio::test(start_paused = true)]
+async fn on_the_paused_clock_a_default_retrier_with_jitter_none_is_retry_jitter_none() {
+    let policy = Policy::default();
+    let t0 = Instant::now();
+    let (calls, seen) = (Cell::new(0), RefCell::new(Vec::new()));
+    let attribute = attribute_without_jitter(&calls, &seen, t0).await;
+    let attribute = (attribute, calls.get(), seen.take(), t0.elapsed());
+
+    let t0 = Instant::now();
+    let calls = Cell::new(0);
+    let retrier = Retrier::new(&policy)
+        .jitter(Jitter::None)
+        .run_async(|| async {
+            seen.borrow_mut().push(t0.elapsed());
+            fail(&calls)
+        })
+        .await;
+    let retrier = (retrier, calls.get(), seen.take(), t0.elapsed());
+    assert_eq!(retrier, attribute);
+    assert_eq!(retrier.2, [Duration::ZERO, S, 3 * S, 7 * S]);
+}
+
+/// A body that always fails with `Busy(call)`, noting the virtual time each call started at.
+fn noted(
+    seen: &RefCell<Vec<Duration>>,
+    t0: Instant,
+) -> impl FnMut() -> std::future::Ready<Result<u32, Busy>> + '_ {
+    move || {
+        seen.borrow_mut().push(t0.elapsed());
+        std::future::ready(Err(Busy(seen.borrow().len() as u32)))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_and_attempts_set_the_limit_over_the_policys() {
+    let policy = from_config("max = 5, base = 1s, jitter = none");
+    let seen = RefCell::new(Vec::new());
+    let t0 = Instant::now();
+    let result = Retrier::new(&policy)
+        .max(1)
+        .run_async(noted(&seen, t0))
+        .await;
+    assert_eq!(result, Err(Busy(2)));
+    assert_eq!(seen.take(), [Duration::ZERO, S]);
+
+    let t0 = Instant::now();
+    let result = Retrier::new(&policy)
+        .attempts(3)
+        .run_async(noted(&seen, t0))
+        .await;
+    assert_eq!(result, Err(Busy(3)));
+    assert_eq!(seen.take(), [Duration::ZERO, S, 3 * S]);
+
+    // `attempts = 0` does not compile in the attribute; here it is one call, as `attempts(1)`.
+    for calls in [0, 1] {
+        let t0 = Instant::now();
+        let result = Retrier::new(&policy)
+            .attempts(calls)
+            .run_async(noted(&seen, t0))
+            .await;
+        assert_eq!((result, seen.take()), (Err(Busy(1)), vec![Duration::ZERO]));
+    }
+
+    // The policy itself is unchanged: a retrier without the method makes its 6 calls.
+    let t0 = Instant::now();
+    let result = Retrier::new(&policy)
+        .base(MS)
+        .run_async(noted(&seen, t0))
+        .await;
+    assert_eq!((result, seen.take().len()), (Err(Busy(6)), 6));
+}
+
+#[tokio::test(start_paused = true)]
+async fn base_factor_backoff_and_max_delay_shape_the_pauses() {
+    let policy = from_config("max = 3, jitter = none");
+    let seen = RefCell::new(Vec::new());
+    let ms = |n: u32| n * MS;
+
+    let t0 = Instant::now();
+    let _ = Retrier::new(&policy)
+        .base(ms(100))
+        .factor(3.0)
+        .run_async(noted(&seen, t0))
+        .await;
+    // Pauses 100, 300, 900 ms.
+    assert_eq!(seen.take(), [ms(0), ms(100), ms(400), ms(1300)]);
+
+    let t0 = Instant::now();
+    let _ = Retrier::new(&policy)
+        .base(ms(100))
+        .backoff(Backoff::Linear)
+        .run_async(noted(&seen, t0))
+        .await;
+    // Pauses 100, 200, 300 ms.
+    assert_eq!(seen.take(), [ms(0), ms(100), ms(300), ms(600)]);
+
+    let t0 = Instant::now();
+    let _ = Retrier::new(&policy)
+        .base(ms(100))
+        .max_delay(ms(250))
+        .run_async(noted(&seen, t0))
+        .await;
+    // Pauses 100, 200, then 400 capped at 250 ms.
+    assert_eq!(seen.take(), [ms(0), ms(100), ms(300), ms(550)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn deadline_ends_the_loop_when_the_next_pause_would_pass_it() {
+    // No deadline in the policy: the method gives this retrier one.
+    let policy = from_config("max = 10, base = 1s, jitter = none");
+    let seen = RefCell::new(Vec::new());
+    let gave_up = RefCell::new(Vec::new());
+    let t0 = Instant::now();
+    let result = Retrier::new(&policy)
+        .deadline(5 * S)
+        .on_give_up(|_: &Busy, why: &GiveUp| gave_up.borrow_mut().push((why.reason, why.attempts)))
+        .run_async(noted(&seen, t0))
+        .await;
+    // Calls at 0, 1 s and 3 s; a pause of 4 s more would end at 7 s, past 5 s.
+    assert_eq!(result, Err(Busy(3)));
+    assert_eq!(seen.take(), [Duration::ZERO, S, 3 * S]);
+    assert_eq!(t0.elapsed(), 3 * S);
+    assert_eq!(*gave_up.borrow(), [(GiveUpReason::Deadline, 3)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn deadline_replaces_the_policys_and_clips_a_timeout() {
+    let policy = from_config("max = 10, base = 1s, jitter = none, deadline = 1h");
+    let calls = Cell::new(0);
+    let t0 = Instant::now();
+    let result = Retrier::new(&policy)
+        .deadline(2500 * MS)
+        .timeout(S)
+        .run_async(|| async {
+            calls.set(calls.get() + 1);
+            tokio::time::sleep(3600 * S).await;
+            Ok::<u32, CallError>(calls.get())
+        })
+        .await;
+    // Cut off at 1 s, a pause of 1 s, then the second attempt's limit is clipped to the 0.5 s
+    // left; the next pause would pass the deadline.
+    assert_eq!((result, calls.get()), (Err(CallError::TimedOut), 2));
+    assert_eq!(t0.elapsed(), 2500 * MS);
+}
+
+#[test]
+fn deadline_in_a_sync_loop_on_the_recorders_clock() {
+    let policy = from_config("max = 10, base = 1s, jitter = none");
+    let calls = Cell::new(0);
+    let (result, pauses) =
+        testing::record(|| Retrier::new(&policy).deadline(5 * S).run(|| fail(&calls)));
+    assert_eq!((result, calls.get()), (Err(Busy(3)), 3));
+    assert_eq!(pauses, [S, 2 * S]);
+}
+
+#[test]
+fn an_ok_that_on_result_accepts_is_judged_once_and_returned() {
+    let policy = from_config("max = 3, base = 1s, jitter = none");
+    let (calls, judged) = (Cell::new(0), Cell::new(0));
+    let (result, pauses) = testing::record(|| {
+        Retrier::new(&policy)
+            .on_result(|status: &u16| {
+                judged.set(judged.get() + 1);
+                *status == 503
+            })
+            .run(|| {
+                calls.set(calls.get() + 1);
+                Ok::<u16, Busy>(if calls.get() < 2 { 503 } else { 200 })
+            })
+    });
+    assert_eq!(result, Ok(200));
+    assert_eq!((calls.get(), judged.get()), (2, 2), "each Ok judged once");
+    assert_eq!(pauses, [S]);
 }

@@ -58,7 +58,8 @@ pub use hooks::{
 };
 pub use log::{ByDebug, ByName, Log, LogLevel, Logs, level};
 pub use retrier::{
-    AsyncOnly, ByTransient, Classifier, DefaultSleeper, Retrier, SyncRun, TransientInRetrier,
+    AsyncOnly, ByTransient, Classifier, DefaultSleeper, Retrier, RunExtras, SyncRun,
+    TransientInRetrier,
 };
 
 use crate::breaker::FromCircuitOpen;
@@ -678,7 +679,7 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
     #[inline(always)]
     #[allow(clippy::type_complexity)]
     fn next_lending<K: KeySlot>(
-        mut self,
+        self,
         key: K,
         attempted: Attempted<T, E>,
     ) -> ControlFlow<<F as Fallback<T, E>>::Output<K>, Self>
@@ -694,25 +695,36 @@ impl<'p, T, E, C, S, R, N, G, F, X, L> Retry<'p, Result<T, E>, C, S, Hooks<R, N,
             Attempted::Completed(Ok(value)) => {
                 let verdict = self.hooks.judge(&value);
                 if !verdict.is_retry() {
-                    if let Some(extras) = self.extras.get_mut() {
-                        extras.record(false, self.site.clock);
-                    }
-                    #[cfg(feature = "metrics")]
-                    if self.progress.retries == 0 {
-                        crate::metrics::first_try(self.site.name);
-                    } else {
-                        crate::metrics::call_ended(
-                            self.site.name,
-                            crate::metrics::Ended::Accepted,
-                            self.progress.retries + 1,
-                        );
-                    }
-                    return ControlFlow::Break(F::ready(Ok(value)));
+                    return ControlFlow::Break(self.accept(value));
                 }
                 self.after_failure(key, Attempted::Completed(Ok(value)), verdict)
             }
             attempted => self.after_failure(key, attempted, Verdict::Fail),
         }
+    }
+
+    /// The end of a call whose `Ok` was accepted: the breaker hears of it, the metrics count
+    /// it, and it is the result.
+    #[inline(always)]
+    fn accept<K: KeySlot>(mut self, value: T) -> <F as Fallback<T, E>>::Output<K>
+    where
+        F: Fallback<T, E>,
+        X: MaybeExtras<'p, E>,
+    {
+        if let Some(extras) = self.extras.get_mut() {
+            extras.record(false, self.site.clock);
+        }
+        #[cfg(feature = "metrics")]
+        if self.progress.retries == 0 {
+            crate::metrics::first_try(self.site.name);
+        } else {
+            crate::metrics::call_ended(
+                self.site.name,
+                crate::metrics::Ended::Accepted,
+                self.progress.retries + 1,
+            );
+        }
+        F::ready(Ok(value))
     }
 
     /// Retries taken so far.

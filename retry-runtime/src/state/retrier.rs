@@ -10,7 +10,7 @@ use super::{Awaits, Extras};
 use crate::breaker::FromCircuitOpen;
 use crate::context;
 use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
-use crate::{CircuitBreaker, Policy, RetryBudget, Transient, Verdict};
+use crate::{Backoff, CircuitBreaker, Jitter, Policy, RetryBudget, Transient, Verdict};
 use hooks_alias::{Classify, Notify, OnResult};
 use std::future::Future;
 use std::ops::ControlFlow;
@@ -36,10 +36,10 @@ use super::async_default_clock as default_clock;
 /// the same loop (the attempt context, one retrying layer, the events, the hooks, the budget,
 /// the breaker, the fallback, the deadline, the timeout).
 ///
-/// The timings (`max`, `base`, `jitter`, `deadline`, ...) are the [`Policy`]'s, read from a
+/// The timings (`max`, `base`, `jitter`, `deadline`, ...) start as the [`Policy`]'s, read from a
 /// configuration file with [`Policy::from_str`](std::str::FromStr) or built with its `const`
-/// builders; a per-call deadline is `policy.deadline(d)`.
-/// The error type's [`Transient`] impl
+/// builders; a method of the same name changes one for this retrier only (a per-call
+/// [`deadline`](Retrier::deadline)). The error type's [`Transient`] impl
 /// decides which errors are retried unless [`on`](Retrier::on) names a classifier.
 ///
 /// ```
@@ -77,9 +77,55 @@ pub struct Retrier<
 > {
     on: C,
     reset_after: Option<Duration>,
+    /// The policy as the timing methods (`max`, `deadline`, ...) changed it, once one was
+    /// called; until then the loop reads the borrowed one, `state`'s.
+    timings: Option<Policy>,
     /// The options, stored in the loop state they will run in.
     state: Retry<'p, Out, Unset, S, H, X, L>,
     only: std::marker::PhantomData<fn() -> A>,
+}
+
+/// The extras ([`Unset`], or [`Extras`] once `timeout`, `budget`, `breaker` or `nested_retry`
+/// is given) as the loop of one [`Retrier::run`] holds them: their borrows shortened to the
+/// run's, which may read a policy of its own (changed by a timing method) rather than the one
+/// borrowed for `'p`.
+pub trait RunExtras<'p, E>: MaybeExtras<'p, E> {
+    /// The extras with borrows of lifetime `'s`.
+    type At<'s>: MaybeExtras<'s, E>
+    where
+        Self: 's;
+    /// The same extras, borrowed for `'s` only.
+    fn at<'s>(self) -> Self::At<'s>
+    where
+        Self: 's;
+}
+
+impl<'p, E> RunExtras<'p, E> for Unset {
+    type At<'s>
+        = Unset
+    where
+        Self: 's;
+    #[inline(always)]
+    fn at<'s>(self) -> Unset
+    where
+        Self: 's,
+    {
+        self
+    }
+}
+
+impl<'p, E> RunExtras<'p, E> for Extras<'p, E> {
+    type At<'s>
+        = Extras<'s, E>
+    where
+        Self: 's;
+    #[inline(always)]
+    fn at<'s>(self) -> Extras<'s, E>
+    where
+        Self: 's,
+    {
+        self
+    }
 }
 
 /// The mark of a [`Retrier`] with an option that only [`run_async`](Retrier::run_async) can
@@ -137,10 +183,12 @@ impl<F: Fn(&E) -> V, V: IntoVerdict, E> Classifier<E, V> for F {
 
 impl<'p, T, E> Retrier<'p, Result<T, E>> {
     /// A retrier with `policy`'s timings and every other option at its default.
+    #[inline(always)]
     pub fn new(policy: &'p Policy) -> Self {
         Retrier {
             on: Unset,
             reset_after: None,
+            timings: None,
             state: Retry {
                 site: Site {
                     policy,
@@ -187,6 +235,7 @@ impl<'p, T, E, C, S, H, X, L, A> Retrier<'p, Result<T, E>, C, S, H, X, L, A> {
         Retrier {
             on: on(self.on),
             reset_after: self.reset_after,
+            timings: self.timings,
             state: f(self.state),
             only: std::marker::PhantomData,
         }
@@ -197,6 +246,65 @@ impl<'p, T, E, C, S, H, X, L, A> Retrier<'p, Result<T, E>, C, S, H, X, L, A> {
     pub fn name(mut self, name: &'static str) -> Self {
         self.state.site.name = name;
         self
+    }
+
+    /// The policy with one timing changed, for this retrier only.
+    #[inline(always)]
+    fn timing(mut self, change: impl FnOnce(Policy) -> Policy) -> Self {
+        let policy = self.timings.unwrap_or(*self.state.site.policy);
+        self.timings = Some(change(policy));
+        self
+    }
+
+    /// `max = 3`: retries after the first call, so at most `retries + 1` calls
+    /// ([`Policy::max`]). The policy's until then (3 in [`Policy::new`]).
+    pub fn max(self, retries: u32) -> Self {
+        self.timing(|p| p.max(retries))
+    }
+
+    /// `attempts = 4`: the same limit counted as calls, the first one included: `attempts(4)`
+    /// is `max(3)`. The attribute refuses `attempts = 0` at compile time; here it makes a single
+    /// call, as `attempts(1)` does.
+    pub fn attempts(self, calls: u32) -> Self {
+        self.timing(|p| p.max(calls.saturating_sub(1)))
+    }
+
+    /// `base = "1s"`: the pause before the first retry ([`Policy::base`]; 1 s in
+    /// [`Policy::new`]).
+    pub fn base(self, base: Duration) -> Self {
+        self.timing(|p| p.base(base))
+    }
+
+    /// `factor = 2`: the growth of the pause per retry, exponential backoff only
+    /// ([`Policy::factor`], which takes a value below 1 as 1; 2 in [`Policy::new`]).
+    pub fn factor(self, factor: f64) -> Self {
+        self.timing(|p| p.factor(factor))
+    }
+
+    /// `backoff = exponential`: how the pause grows ([`Policy::backoff`]; exponential in
+    /// [`Policy::new`]).
+    pub fn backoff(self, backoff: Backoff) -> Self {
+        self.timing(|p| p.backoff(backoff))
+    }
+
+    /// `max_delay = "30s"`: no single pause is longer, jitter and a server's suggested pause
+    /// included ([`Policy::max_delay`]; 30 s or `base` in [`Policy::new`]).
+    pub fn max_delay(self, max_delay: Duration) -> Self {
+        self.timing(|p| p.max_delay(max_delay))
+    }
+
+    /// `deadline = "10s"`: the time budget of the whole run from its first attempt, attempts
+    /// and pauses included; a pause that would end past it is not taken, and the last error is
+    /// returned ([`Policy::deadline`]; none in [`Policy::new`]). With
+    /// [`timeout`](Retrier::timeout), an attempt is also cut off at the deadline.
+    pub fn deadline(self, deadline: Duration) -> Self {
+        self.timing(|p| p.deadline(deadline))
+    }
+
+    /// `jitter = none`, `jitter = full`, ...: how each pause is randomised ([`Policy::jitter`];
+    /// [`Jitter::Proportional(0.5)`](Jitter::Proportional) in [`Policy::new`]).
+    pub fn jitter(self, jitter: Jitter) -> Self {
+        self.timing(|p| p.jitter(jitter))
     }
 
     /// For a loop that runs for hours (a consumer, a reconnect loop): an attempt that ran for at
@@ -356,30 +464,33 @@ where
     N: Slot<Result<T, E>, RetryEvent>,
     G: Slot<Result<T, E>, GiveUp>,
     F: Fallback<T, E>,
-    X: MaybeExtras<'p, E>,
+    X: RunExtras<'p, E>,
     L: Logs<E>,
 {
-    /// The loop state for one run, with the retrier's own policy, the classifier and a fresh
-    /// start read on `clock`.
+    /// The loop state for one run: `policy` (the borrowed one, or the retrier's own if a
+    /// timing method changed it), the classifier, and a fresh start read on `clock`.
     #[inline(always)]
-    fn start<M>(
+    fn start<'s, M>(
         on: C,
+        policy: &'s Policy,
         state: Retry<'p, Result<T, E>, Unset, S, Hooks<R, N, G, F>, X, L>,
         clock: fn() -> Instant,
-    ) -> Retry<'p, Result<T, E>, C::Call, S, Hooks<R, N, G, F>, X, L>
+    ) -> Retry<'s, Result<T, E>, C::Call, S, Hooks<R, N, G, F>, X::At<'s>, L>
     where
+        'p: 's,
         C: Classifier<E, M>,
     {
         let mut state = Retry {
             site: Site {
+                policy,
                 clock,
-                ..state.site
+                name: state.site.name,
             },
             progress: state.progress,
             classify: on.into_classify(),
             sleeper: state.sleeper,
             hooks: state.hooks,
-            extras: state.extras,
+            extras: state.extras.at(),
             log: std::marker::PhantomData,
             spans: state.spans,
         };
@@ -390,6 +501,11 @@ where
     /// Runs `body` until it succeeds or the loop gives up, pausing with
     /// [`std::thread::sleep`] and measuring the deadline on [`Instant::now`], as a sync
     /// annotated function does. `?` and `return` in the closure end the attempt.
+    ///
+    /// Inline, as an annotated function's loop is written into it: made for the closure's type
+    /// anyway, and inline the options not given cost nothing. The first attempt and its `Ok`
+    /// come before the loop (`run_retries`, `PERFORMANCE.md` §8).
+    #[inline(always)]
     pub fn run<M, B>(self, mut body: B) -> Result<T, E>
     where
         C: Classifier<E, M>,
@@ -400,19 +516,26 @@ where
         let Retrier {
             on,
             reset_after,
+            timings,
             state,
             ..
         } = self;
-        let mut state = Self::start(on, state, std_now);
-        loop {
-            let started = reset_after.map(|_| (state.site.clock)());
-            let attempted = state.attempt(&mut body);
-            state.reset_if_healthy(reset_after, started);
-            state = match state.next(attempted) {
-                ControlFlow::Break(result) => return result,
-                ControlFlow::Continue(next) => next,
-            };
-            state.pause_blocking();
+        let policy = match &timings {
+            Some(own) => own,
+            None => state.site.policy,
+        };
+        let mut state = Self::start(on, policy, state, std_now);
+        let started = reset_after.map(|_| (state.site.clock)());
+        let attempted = state.attempt(&mut body);
+        state.reset_if_healthy(reset_after, started);
+        match attempted {
+            // Without `on_result`, an `Ok` is accepted as it is; with it, the loop judges it.
+            Attempted::Completed(Ok(value)) if !R::SET => state.accept::<()>(value),
+            ok @ Attempted::Completed(Ok(_)) => run_retries(state, ok, body, reset_after),
+            attempted => {
+                failed();
+                run_retries(state, attempted, body, reset_after)
+            }
         }
     }
 
@@ -433,11 +556,16 @@ where
         let Retrier {
             on,
             reset_after,
+            timings,
             state,
             ..
         } = self;
+        let policy = match &timings {
+            Some(own) => own,
+            None => state.site.policy,
+        };
         let clock = state.site.clock;
-        let mut state = Self::start(on, state, clock);
+        let mut state = Self::start(on, policy, state, clock);
         loop {
             let started = reset_after.map(|_| (state.site.clock)());
             let attempted: Attempted<T, E> = state.run_timed(body()).await;
@@ -451,6 +579,62 @@ where
     }
 }
 
+/// Reads `clock`, out of the happy path's way: a run whose policy, read at run time, has a
+/// deadline reads the time as it starts; laid out inline, the reading made every other run
+/// jump over it. Beside a clock reading, the call costs nothing.
+#[cold]
+#[inline(never)]
+fn read(clock: fn() -> Instant) -> Instant {
+    clock()
+}
+
+/// Marks the branch it is called on as the unlikely one, so that the compiler lays the happy
+/// path out straight, its return beside it.
+#[cold]
+#[inline(never)]
+fn failed() {}
+
+/// [`Retrier::run`] after a first attempt that did not end in an accepted `Ok`: the decision
+/// on it, then the loop. Inline, but after the first attempt and its `Ok` (`PERFORMANCE.md`
+/// §8): the policy is read at run time, so the loop's arithmetic on it (the cap, the base in
+/// nanoseconds, the factor) does not fold as the attribute's constant policy does, and in a
+/// loop that begins with the first attempt the compiler hoists that arithmetic above it, where
+/// the happy path pays for it; and the decision's result (the loop state, or the call's result,
+/// in one value) made it take the happy path's `Ok` apart and put it back together.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn run_retries<'p, T, E, C, S, R, N, G, F, X, L, B>(
+    mut state: Retry<'p, Result<T, E>, C, S, Hooks<R, N, G, F>, X, L>,
+    mut attempted: Attempted<T, E>,
+    mut body: B,
+    reset_after: Option<Duration>,
+) -> Result<T, E>
+where
+    R: Slot<T, (), Verdict>,
+    N: Slot<Result<T, E>, RetryEvent>,
+    G: Slot<Result<T, E>, GiveUp>,
+    F: Fallback<T, E, Output<()> = Result<T, E>>,
+    X: MaybeExtras<'p, E>,
+    L: Logs<E>,
+    B: FnMut() -> Result<T, E>,
+{
+    // Read again, as `restart` read it: the attempt has put the caller's frame back. Read here,
+    // the value `restart` read serves only the attempt's frame, which the compiler drops with
+    // the frame when the closure does not look at it, and the happy path reads no
+    // thread-local.
+    state.progress.retried_above = context::current().retried_above;
+    loop {
+        state = match state.next(attempted) {
+            ControlFlow::Break(result) => return result,
+            ControlFlow::Continue(next) => next,
+        };
+        state.pause_blocking();
+        let started = reset_after.map(|_| (state.site.clock)());
+        attempted = state.attempt(&mut body);
+        state.reset_if_healthy(reset_after, started);
+    }
+}
+
 impl<'p, T, E, C, S, H, X, L> Retry<'p, Result<T, E>, C, S, H, X, L> {
     /// The loop as a new call finds it: no retries, no pause yet, whether a layer above retries
     /// read again, and the start read again if the deadline or a hook needs it.
@@ -460,7 +644,11 @@ impl<'p, T, E, C, S, H, X, L> Retry<'p, Result<T, E>, C, S, H, X, L> {
             retries: 0,
             retried_above: context::current().retried_above,
             previous_pause: 0,
-            started: self.site.policy.get_deadline().map(|_| (self.site.clock)()),
+            started: self
+                .site
+                .policy
+                .get_deadline()
+                .map(|_| read(self.site.clock)),
             hedges: 0,
         };
     }
@@ -473,6 +661,175 @@ impl<'p, T, E, C, S, H, X, L> Retry<'p, Result<T, E>, C, S, H, X, L> {
             if (self.site.clock)().saturating_duration_since(started) >= healthy {
                 self.restart();
             }
+        }
+    }
+}
+
+/// Each key of the attribute's grammar (`retry_grammar::KEYS` and `BLOCK_KEYS`) and what a
+/// [`Retrier`] has for it: a method, or why it has none (the reason `docs/blocks.md` gives too).
+/// A key added to the grammar fails `every_key_has_a_method_or_a_reason` until it has a row.
+// Under loom, `RetryBudget::new` and `CircuitBreaker::new` are not `const`.
+#[cfg(test)]
+#[cfg(not(loom))]
+mod parity {
+    use super::*;
+    use crate::{CircuitOpen, Elapsed};
+    use retry_grammar::{BLOCK_KEYS, KEYS};
+
+    /// What a [`Retrier`] has for a key.
+    enum Has {
+        /// A method: its name, and a probe that calls it (the probe is written by `method!`
+        /// from the name, so it does not compile if the method is missing) and runs the
+        /// retrier where it can run without a runtime.
+        Method(&'static str, fn()),
+        /// No method, and why.
+        Reason(&'static str),
+    }
+
+    #[derive(Debug)]
+    struct Probe;
+
+    impl Transient for Probe {
+        fn is_transient(&self) -> bool {
+            true
+        }
+    }
+
+    impl From<Elapsed> for Probe {
+        fn from(_: Elapsed) -> Self {
+            Probe
+        }
+    }
+
+    impl From<CircuitOpen> for Probe {
+        fn from(_: CircuitOpen) -> Self {
+            Probe
+        }
+    }
+
+    static POLICY: Policy = Policy::new();
+    static BUDGET: RetryBudget = RetryBudget::new();
+    static BREAKER: CircuitBreaker = CircuitBreaker::new();
+
+    /// A row for a method: `method!(key => name(args))` calls `Retrier::new(..).name(args)` and
+    /// runs it on a first attempt that succeeds (`run`); `method!(async key => ...)` only
+    /// makes its future, for the options that need `run_async` (with `sleep`, which needs no
+    /// runtime and no `tokio` feature).
+    macro_rules! method {
+        ($key:literal => $name:ident($($arg:expr),*)) => {
+            ($key, Has::Method(stringify!($name), || {
+                let result = Retrier::new(&POLICY).$name($($arg),*).run(|| Ok::<u32, Probe>(7));
+                assert!(matches!(result, Ok(7)));
+            }))
+        };
+        (async $key:literal => $name:ident($($arg:expr),*)) => {
+            ($key, Has::Method(stringify!($name), || {
+                let retrier = Retrier::new(&POLICY).sleep(no_pause).$name($($arg),*);
+                drop(retrier.run_async(|| async { Ok::<u32, Probe>(7) }));
+            }))
+        };
+    }
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn no_pause(_: Duration) -> std::future::Ready<()> {
+        std::future::ready(())
+    }
+
+    /// The table.
+    fn table() -> Vec<(&'static str, Has)> {
+        vec![
+            method!("max" => max(5)),
+            method!("attempts" => attempts(4)),
+            method!("base" => base(MS)),
+            method!("factor" => factor(3.0)),
+            method!("backoff" => backoff(Backoff::Linear)),
+            method!("max_delay" => max_delay(MS)),
+            method!("deadline" => deadline(MS)),
+            method!("jitter" => jitter(Jitter::None)),
+            (
+                "policy",
+                Has::Reason("the constructor's argument: `Retrier::new(&policy)`"),
+            ),
+            method!("on" => on(|_: &Probe| true)),
+            method!(async "timeout" => timeout(MS)),
+            method!(async "sleep" => sleep(no_pause)),
+            method!("fallback" => fallback(|error: Probe, _: GiveUp| Err::<u32, Probe>(error))),
+            (
+                "hedge",
+                Has::Reason(
+                    "runs the closure several times at once, which `run_async`'s `FnMut` closure cannot be",
+                ),
+            ),
+            ("max_hedges", Has::Reason("a setting of `hedge`'s `Hedge`")),
+            (
+                "crate",
+                Has::Reason("where the macro finds the runtime; a `Retrier` is the runtime's own"),
+            ),
+            method!("on_result" => on_result(|_: &u32| false)),
+            method!("notify" => notify(|_: &Probe, _: &RetryEvent| {})),
+            method!("on_give_up" => on_give_up(|_: &Probe| {})),
+            method!("budget" => budget(&BUDGET)),
+            method!("breaker" => breaker(&BREAKER)),
+            method!("nested" => nested_retry()),
+            method!("log_level" => log_level(level::Warn)),
+            (
+                "non_idempotent",
+                Has::Reason(
+                    "a compile-time guard: a block that declares it does not compile without `key`",
+                ),
+            ),
+            (
+                "key",
+                Has::Reason(
+                    "lends a key to `attempt().key()` for `non_idempotent`'s compile-time check; a closure captures its key and sends the same one on every attempt",
+                ),
+            ),
+        ]
+    }
+
+    /// The guide that gives the reasons to the reader.
+    const GUIDE: &str = include_str!("../../docs/blocks.md");
+
+    #[test]
+    fn every_key_has_a_method_or_a_reason() {
+        let table = table();
+        for key in KEYS.iter().chain(BLOCK_KEYS) {
+            let Some((_, has)) = table.iter().find(|(name, _)| *name == key.name) else {
+                panic!(
+                    "the attribute's key `{}` has neither a `Retrier` method nor a reason in \
+                     state/retrier.rs's `parity` table: add the method, or the reason here and \
+                     in docs/blocks.md",
+                    key.name
+                );
+            };
+            match has {
+                Has::Method(method, probe) => {
+                    probe();
+                    assert!(
+                        GUIDE.contains(&format!("`{method}`")),
+                        "docs/blocks.md does not name the method `{method}`"
+                    );
+                }
+                Has::Reason(why) => {
+                    assert!(!why.is_empty());
+                    assert!(
+                        GUIDE.contains(&format!("`{}`", key.name)),
+                        "docs/blocks.md does not say why `{}` has no method",
+                        key.name
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_row_is_a_key_of_the_grammar() {
+        for (name, _) in table() {
+            assert!(
+                KEYS.iter().chain(BLOCK_KEYS).any(|key| key.name == name),
+                "`{name}` is not a key of the attribute any more: remove its row"
+            );
         }
     }
 }

@@ -2,10 +2,11 @@
 //! and `tokio-retry`: `cargo bench -p retry-bench --bench attribute`. The variants are in
 //! `common/variants.rs`.
 //!
-//! The workspace builds retry-runtime with its `metrics` feature, so every group but the last
-//! runs with the feature compiled in and no recorder (the facade's no-op recorder). The last
-//! group, `happy/.../Prometheus recorder`, installs the Prometheus exporter's recorder as the
-//! global recorder and measures the happy path again, beside a plain function.
+//! Without this package's `metrics` feature retry-runtime is built without its own. With
+//! `--features metrics` every group but the last runs with the feature compiled in and no
+//! recorder (the facade's no-op recorder), and the last group, `happy/.../Prometheus recorder`
+//! (only in that build), installs the Prometheus exporter's recorder as the global recorder and
+//! measures the happy path again, beside a plain function.
 
 mod common;
 #[path = "common/variants.rs"]
@@ -103,6 +104,7 @@ fn failure_path(c: &mut Criterion) {
 }
 
 /// The happy path with the Prometheus exporter's recorder installed (for good: the last group).
+#[cfg(feature = "metrics")]
 fn happy_path_recorded(c: &mut Criterion) {
     let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
     let prometheus = recorder.handle();
@@ -140,9 +142,16 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("a current-thread runtime")
 }
 
+#[cfg(feature = "metrics")]
 criterion_group! {
     name = benches;
     config = common::config();
     targets = happy_path, failure_path, happy_path_recorded
+}
+#[cfg(not(feature = "metrics"))]
+criterion_group! {
+    name = benches;
+    config = common::config();
+    targets = happy_path, failure_path
 }
 criterion_main!(benches);

@@ -11,9 +11,11 @@
 //! failure rows have zero pauses, and backon's sleep returns at once), so each is ready at its
 //! first poll, and no runtime's work is counted.
 //!
-//! The workspace builds retry-runtime with its `metrics` feature: every `#[retry]` row records
-//! into the facade's no-op recorder, and the rows marked `Prometheus recorder` into the
-//! Prometheus exporter's recorder, set as the thread's recorder for their blocks.
+//! Without this package's `metrics` feature, retry-runtime is built without its own `metrics`
+//! feature (the happy path as an application without metrics gets it). With `--features metrics`
+//! it is built with it: every `#[retry]` row records into the facade's no-op recorder, and the
+//! rows marked `Prometheus recorder` (only in that build) into the Prometheus exporter's
+//! recorder, set as the thread's recorder for their blocks.
 
 // The variants that sleep on tokio's timer (tokio-retry, backon's default sleep) need a runtime:
 // they are criterion's rows only.
@@ -68,6 +70,7 @@ fn block(call: impl Fn()) -> Duration {
 
 /// One block with `recorder` as this thread's recorder: the facade finds it before the global
 /// one, so the rows that use it are interleaved with the rest in the same rounds.
+#[cfg(feature = "metrics")]
 fn recorded(recorder: &dyn metrics::Recorder, call: impl Fn()) -> Duration {
     let _local = metrics::set_default_local_recorder(recorder);
     block(call)
@@ -76,13 +79,17 @@ fn recorded(recorder: &dyn metrics::Recorder, call: impl Fn()) -> Duration {
 fn main() {
     let calls = Cell::new(0);
     let calls = &calls;
-    // The Prometheus exporter's recorder (without its listener), for the `Prometheus recorder`
-    // rows; the other rows run with the facade's no-op recorder. Its counters are read back at
-    // the end, so that the rows are known to have recorded.
+    // With `--features metrics`, the Prometheus exporter's recorder (without its listener), for
+    // the `Prometheus recorder` rows; the other rows run with the facade's no-op recorder. Its
+    // counters are read back at the end, so that the rows are known to have recorded.
+    #[cfg(feature = "metrics")]
     let prometheus = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    #[cfg(feature = "metrics")]
     let scrape = prometheus.handle();
+    #[cfg(feature = "metrics")]
     let prometheus = &prometheus;
-    let variants: Vec<(&str, Block<'_>)> = vec![
+    #[cfg_attr(not(feature = "metrics"), allow(unused_mut))]
+    let mut variants: Vec<(&str, Block<'_>)> = vec![
         (
             "happy sync: plain",
             Box::new(|| block(|| drop(black_box(sync::plain(black_box(7)))))),
@@ -90,14 +97,6 @@ fn main() {
         (
             "happy sync: #[retry]",
             Box::new(|| block(|| drop(black_box(sync::attribute(black_box(7)))))),
-        ),
-        (
-            "happy sync: #[retry], Prometheus recorder",
-            Box::new(|| {
-                recorded(prometheus, || {
-                    drop(black_box(sync::attribute(black_box(7))))
-                })
-            }),
         ),
         (
             "happy sync: backon",
@@ -129,14 +128,6 @@ fn main() {
         (
             "happy async: #[retry]",
             Box::new(|| block(|| drop(black_box(ready!(not_sync::attribute(black_box(7))))))),
-        ),
-        (
-            "happy async: #[retry], Prometheus recorder",
-            Box::new(|| {
-                recorded(prometheus, || {
-                    drop(black_box(ready!(not_sync::attribute(black_box(7)))))
-                })
-            }),
         ),
         (
             "happy async: backon",
@@ -194,6 +185,25 @@ fn main() {
             }),
         ),
     ];
+    #[cfg(feature = "metrics")]
+    variants.extend::<[(&str, Block<'_>); 2]>([
+        (
+            "happy sync: #[retry], Prometheus recorder",
+            Box::new(|| {
+                recorded(prometheus, || {
+                    drop(black_box(sync::attribute(black_box(7))))
+                })
+            }),
+        ),
+        (
+            "happy async: #[retry], Prometheus recorder",
+            Box::new(|| {
+                recorded(prometheus, || {
+                    drop(black_box(ready!(not_sync::attribute(black_box(7)))))
+                })
+            }),
+        ),
+    ]);
     // `cargo bench --bench steady -- async` keeps the variants whose name contains `async`
     // (for profiling one of them); cargo's own `--bench` argument is not a filter.
     let filters: Vec<String> = std::env::args()
@@ -215,6 +225,7 @@ fn main() {
         let nanos = fastest.as_secs_f64() * 1e9 / f64::from(BLOCK);
         println!("{nanos:>9.2} ns  {name}");
     }
+    #[cfg(feature = "metrics")]
     if variants.iter().any(|(name, _)| name.contains("Prometheus")) {
         let scrape = scrape.render();
         assert!(

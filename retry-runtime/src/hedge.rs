@@ -118,9 +118,9 @@ impl Hedge {
         self.max_hedges
     }
 
-    /// The delay after which an attempt (and then each hedge after the previous one) gets a
-    /// copy, as of now: the fixed delay, or the percentile of the latency observed so far;
-    /// `None` while too few latencies were observed.
+    /// The delay after which an attempt gets a copy (copy `k` is due `k` delays after the
+    /// attempt started), as of now: the fixed delay, or the percentile of the latency observed so
+    /// far; `None` while too few latencies were observed.
     pub fn delay(&self) -> Option<Duration> {
         match self.delay {
             Delay::Fixed(delay) => Some(delay),

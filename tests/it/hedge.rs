@@ -143,6 +143,53 @@ async fn hedges_start_one_delay_apart_up_to_max_hedges() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn copy_k_starts_k_delays_after_the_attempt_and_the_first_answer_wins() {
+    // gRPC's rule: copy 1 at 50 ms, copy 2 at 100 ms (not both at 50 ms, and not 50 ms after
+    // copy 1 answered). The attempt and copy 1 take 1 s; copy 2 answers 30 ms after its start.
+    let service = Service::new(|n| match n {
+        3 => (30 * MS, Ok(3)),
+        _ => (S, Ok(n)),
+    });
+    assert_eq!(two_hedges(&service).await, Ok(3));
+    assert_eq!(service.t0.elapsed(), 130 * MS);
+    assert_eq!(
+        service.started(),
+        [(Duration::ZERO, 1, 0), (50 * MS, 1, 1), (100 * MS, 1, 2)]
+    );
+    // The attempt and copy 1, still running at 130 ms, were dropped (their guards counted it).
+    assert_eq!(service.dropped.get(), 2);
+}
+
+#[retry(hedge = "50ms", max_hedges = 3, max = 0)]
+async fn three_hedges(service: &Service) -> Result<u32, CallError> {
+    service.call().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_copy_that_fails_keeps_the_schedule_of_the_next_ones() {
+    // Copy 1 (at 50 ms) fails at 60 ms with an error worth retrying: copy 2 still starts at
+    // 100 ms and copy 3 at 150 ms, each 50 ms after the one before; copy 3 answers first.
+    let service = Service::new(|n| match n {
+        2 => (10 * MS, Err(CallError::Busy(2))),
+        4 => (5 * MS, Ok(4)),
+        _ => (S, Ok(n)),
+    });
+    assert_eq!(three_hedges(&service).await, Ok(4));
+    assert_eq!(
+        service.started(),
+        [
+            (Duration::ZERO, 1, 0),
+            (50 * MS, 1, 1),
+            (100 * MS, 1, 2),
+            (150 * MS, 1, 3)
+        ]
+    );
+    assert_eq!(service.t0.elapsed(), 155 * MS);
+    // The attempt and copy 2 dropped; copy 1 had answered (with its failure).
+    assert_eq!(service.dropped.get(), 2);
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_answer_before_the_delay_starts_no_hedge() {
     let service = Service::new(|n| (49 * MS, Ok(n)));
     assert_eq!(two_hedges(&service).await, Ok(1));
@@ -153,6 +200,8 @@ async fn an_answer_before_the_delay_starts_no_hedge() {
 #[tokio::test(start_paused = true)]
 async fn a_copy_that_fails_transiently_leaves_the_others_running() {
     // The hedge fails at 60 ms with an error worth retrying; the attempt answers at 200 ms.
+    // (gRPC and Polly would start the next copy at once after such a failure; here it keeps
+    // its time, see the hedging guide.)
     let service = Service::new(|n| match n {
         1 => (200 * MS, Ok(1)),
         _ => (10 * MS, Err(CallError::Busy(n))),
@@ -304,4 +353,29 @@ async fn a_percentile_hedges_after_the_observed_latency_once_it_has_enough_sampl
     });
     assert_eq!(after_the_95th_percentile(&slow).await, Ok(2));
     assert_eq!(slow.started(), [(Duration::ZERO, 1, 0), (11 * MS, 1, 1)]);
+}
+
+#[retry(hedge = "p95", max_hedges = 2, max = 0)]
+async fn twice_after_the_95th_percentile(service: &Service) -> Result<u32, CallError> {
+    service.call().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_a_percentile_copy_k_is_due_k_delays_after_the_attempt() {
+    let fast = Service::new(|n| (10 * MS, Ok(n)));
+    for _ in 0..20 {
+        twice_after_the_95th_percentile(&fast)
+            .await
+            .expect("answers");
+    }
+    // The delay is 10.24 ms (see above): copy 1 at 11 ms (the timer's next whole millisecond),
+    // copy 2 due at 2 × 10.24 = 20.48 ms after the attempt, so at 21 ms; counted from copy 1's
+    // start it would have been 11 + 10.24, at 22 ms.
+    let slow = Service::new(|n| (S, Ok(n)));
+    assert_eq!(twice_after_the_95th_percentile(&slow).await, Ok(1));
+    assert_eq!(
+        slow.started(),
+        [(Duration::ZERO, 1, 0), (11 * MS, 1, 1), (21 * MS, 1, 2)]
+    );
+    assert_eq!(slow.dropped.get(), 2);
 }

@@ -1,4 +1,4 @@
-//! `cargo run -p retry-bench --bin metrics -- [--plot docs/metrics.png] [--csv docs/metrics.csv]`
+//! `cargo run -p retry-bench --features metrics --bin metrics -- [--plot docs/metrics.png] [--csv docs/metrics.csv]`
 //!
 //! The portal's long outage (scene 5 of `cargo run --example portal`) as an operator's dashboard
 //! shows it: the portal's `/metrics` (the Prometheus recorder, `retry_examples::metrics`) is

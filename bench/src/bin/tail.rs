@@ -3,8 +3,10 @@
 //!
 //! "The Tail at Scale" (Dean and Barroso, CACM 2013) with `#[retry(hedge = ...)]`: requests
 //! that fan out to 100 and to 1,000 sub-requests of a long-tailed service, without hedging,
-//! hedged after 10 ms (about the service's 95th percentile) and after the observed `p95`; the
-//! 99th and 99.9th percentile of request latency and the extra calls. See `retry_bench::tail`.
+//! hedged after 10 ms (about the service's 95th percentile) and after the observed `p95`, and
+//! tower's `Hedge` middleware after its own histogram's 95th percentile, in the same run with the
+//! same seed; the 99th and 99.9th percentile of request latency and the extra calls, over all
+//! requests and over those after tower's first 10 s (its warm-up). See `retry_bench::tail`.
 
 use plotters::chart::SeriesLabelPosition;
 use retry_bench::cli::Flags;
@@ -39,17 +41,22 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!("\n{requests} requests per row, seed {seed}\n");
-    println!("| fan-out | sub-requests | p50 | p99 | p99.9 | extra calls |");
-    println!("|---:|---|---:|---:|---:|---:|");
+    println!(
+        "| fan-out | sub-requests | p50 | p99 | p99.9 | extra calls | after 10 s: requests | p99 | p99.9 |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|");
     for o in &outcomes {
         println!(
-            "| {} | {} | {:.0} ms | {:.0} ms | {:.0} ms | {:.1} % |",
+            "| {} | {} | {:.0} ms | {:.0} ms | {:.0} ms | {:.2} % | {} | {:.0} ms | {:.0} ms |",
             o.fan_out,
             o.strategy.name(),
             o.percentile(50.0),
             o.percentile(99.0),
             o.percentile(99.9),
-            o.extra_calls_percent()
+            o.extra_calls_percent(),
+            o.after_warm_up.len(),
+            o.percentile_after_warm_up(99.0),
+            o.percentile_after_warm_up(99.9),
         );
     }
     if let Some(path) = flags.optional::<PathBuf>("csv")? {

@@ -1,6 +1,6 @@
 //! Scene 5 of `cargo run --example portal`, the long outage, as a library function: the example
 //! plays it, and so does the benchmark that draws the metrics an operator would watch during it
-//! (`cargo run -p retry-bench --bin metrics`).
+//! (`cargo run -p retry-bench --features metrics --bin metrics`).
 
 use super::coverage::{CONTRACT_BREAKER, ContractError, Coverage, check_coverage};
 use super::later::{self, CoverageJob};

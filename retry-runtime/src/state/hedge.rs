@@ -5,9 +5,11 @@
 //! `next` decides as for any attempt. Inside:
 //!
 //! - the attempt starts as any other (`enter`: the budget's deposit on the first one, the
-//!   breaker's permission), then after each [`Hedge::delay`] one more copy starts, up to
-//!   `max_hedges`, if the breaker admits it and the budget gives a token for it (no permission
-//!   or no token: no more copies for this attempt);
+//!   breaker's permission), then copy `k` starts `k` × [`Hedge::delay`] after the attempt did
+//!   (gRPC's hedging policy: one delay between copies), up to `max_hedges`, if the breaker admits
+//!   it and the budget gives a token for it (no permission or no token: no more copies for this
+//!   attempt). Each copy's time is counted from the attempt's start, not from when the previous
+//!   copy's timer was seen, so that a late poll does not push the later copies back;
 //! - every copy runs with the attempt's frame (its number, its key, `attempt().hedge()` its
 //!   index) and, with `timeout`, its own timer;
 //! - an acceptable answer (an `Ok` that `on_result` does not reject, or an error the classifier
@@ -155,6 +157,9 @@ where
         };
         let admission = extras.get_mut().and_then(|x| x.admission.take());
         let mut running = vec![copy(frame, admission)];
+        // With more than one copy, when the attempt started: copy `k` is due `k` delays after
+        // it (gRPC's rule), however late copy `k - 1` was started.
+        let attempt_started = (max_hedges > 1).then(clock);
         let mut hedges: u16 = 0;
         let mut timer = match hedge.delay() {
             Some(delay) if max_hedges > 0 => Some(Box::pin(sleeper.sleep(delay))),
@@ -191,7 +196,13 @@ where
                     admission,
                 ));
                 if u32::from(hedges) < max_hedges {
-                    timer = hedge.delay().map(|delay| Box::pin(sleeper.sleep(delay)));
+                    timer = hedge.delay().map(|delay| {
+                        let due = delay.saturating_mul(u32::from(hedges) + 1);
+                        let wait = attempt_started.map_or(delay, |started| {
+                            due.saturating_sub(clock().saturating_duration_since(started))
+                        });
+                        Box::pin(sleeper.sleep(wait))
+                    });
                 }
             }
             let mut i = 0;

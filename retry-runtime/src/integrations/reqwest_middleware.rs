@@ -128,6 +128,7 @@ impl Middleware for RetryMiddleware {
         outcome.map_err(|failed| match failed {
             Failed::Inner(error) => error,
             Failed::Open(open) => Error::middleware(open),
+            Failed::Elapsed(elapsed) => Error::middleware(elapsed),
         })
     }
 }

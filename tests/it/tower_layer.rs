@@ -827,3 +827,130 @@ async fn a_clone_request_shares_the_budget_and_the_timeout() {
     assert_eq!(answer, 1);
     assert_eq!(started.elapsed(), Duration::from_secs(2 + 1));
 }
+
+// ---- the events a user reads (feature `tracing`) -------------------------------------------------
+
+use crate::tracing_events::{Captured, capture_async, levels};
+use tracing::Level;
+
+fn messages(events: &[Captured]) -> Vec<&str> {
+    events.iter().map(|e| e.field("message")).collect()
+}
+
+#[test]
+fn early_failures_are_info_events_and_only_the_last_is_an_error() {
+    let ((), events) = capture_async(|| async {
+        let (inner, calls) = scripted_fn(&[(Duration::ZERO, 503)]);
+        let service = ServiceBuilder::new()
+            .layer(RetryLayer::new(
+                HttpRetry::new(policy().max(2)).name("payments"),
+            ))
+            .service(inner);
+        let response = service
+            .oneshot(request(Method::GET, "http://payments/pay", full("")))
+            .await
+            .expect("an answer");
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+    });
+    assert_eq!(
+        levels(&events),
+        [Level::INFO, Level::INFO, Level::ERROR],
+        "{events:?}"
+    );
+    for (n, event) in events[..2].iter().enumerate() {
+        assert_eq!(event.field("function"), "payments");
+        assert_eq!(event.field("attempt"), (n + 1).to_string());
+        assert_eq!(event.field("pause"), format!("{}s", 1 << n));
+    }
+    let last = &events[2];
+    assert_eq!(last.field("function"), "payments");
+    assert_eq!(last.field("attempts"), "3");
+    assert_eq!(last.field("reason"), "retries used up");
+}
+
+#[test]
+fn a_never_sent_retry_says_so_and_the_final_error_shows_the_services_error() {
+    let ((), events) = capture_async(|| async {
+        let refused = tower::service_fn(|_: Request<ReplayBody<TestBody>>| {
+            std::future::ready(Err::<Response<()>, _>(std::io::Error::from(
+                std::io::ErrorKind::ConnectionRefused,
+            )))
+        });
+        let service = ServiceBuilder::new()
+            .layer(RetryLayer::new(
+                HttpRetry::new(policy().max(1)).name("payments"),
+            ))
+            .service(refused);
+        let error = service
+            .oneshot(request(Method::POST, "http://payments/pay", full("x")))
+            .await
+            .expect_err("refused");
+        assert!(error.is::<std::io::Error>(), "{error:?}");
+    });
+    assert_eq!(
+        levels(&events),
+        [Level::DEBUG, Level::INFO, Level::INFO, Level::ERROR],
+        "{events:?}"
+    );
+    assert_eq!(
+        messages(&events),
+        [
+            "a non-idempotent request without a valid `Idempotency-Key` header: retried only if it never reached the server",
+            "attempt failed; retrying",
+            "the attempt never reached the server: resending it",
+            "giving up",
+        ]
+    );
+    assert_eq!(events[0].field("method"), "POST");
+    for event in &events[1..3] {
+        assert_eq!(event.field("function"), "payments");
+        assert_eq!(event.field("attempt"), "1");
+    }
+    assert_eq!(events[1].field("error"), "Kind(ConnectionRefused)");
+    assert_eq!(events[3].field("error"), "Kind(ConnectionRefused)");
+    assert_eq!(events[3].field("attempts"), "2");
+}
+
+#[test]
+fn a_request_sent_once_says_why_and_logs_no_retry() {
+    let ((), events) = capture_async(|| async {
+        let (inner, calls) = scripted_fn(&[(Duration::ZERO, 503)]);
+        let service = ServiceBuilder::new()
+            .layer(RetryLayer::new(HttpRetry::new(policy()).name("payments")))
+            .service(inner);
+        let response = service
+            .oneshot(request(
+                Method::PUT,
+                "http://payments/pay",
+                stream(&["a", "b"]),
+            ))
+            .await
+            .expect("an answer");
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    });
+    assert_eq!(levels(&events), [Level::INFO], "{events:?}");
+    assert_eq!(events[0].field("function"), "payments");
+    assert_eq!(events[0].field("message"), "sending once, without retries");
+    assert_eq!(
+        events[0].field("reason"),
+        SendOnce::UnknownLength.to_string()
+    );
+}
+
+#[test]
+fn the_happy_path_of_the_layer_logs_nothing() {
+    let ((), events) = capture_async(|| async {
+        let (inner, _) = scripted_fn(&[(Duration::ZERO, 200)]);
+        let service = ServiceBuilder::new()
+            .layer(RetryLayer::new(HttpRetry::new(policy())))
+            .service(inner);
+        let response = service
+            .oneshot(request(Method::GET, "http://payments/pay", full("")))
+            .await
+            .expect("an answer");
+        assert_eq!(response.status(), StatusCode::OK);
+    });
+    assert!(events.is_empty(), "{events:?}");
+}

@@ -453,6 +453,26 @@ pub(crate) fn heard(config: &HttpRetry, never_sent: bool, event: &RetryEvent) {
     }
 }
 
+pin_project_lite::pin_project! {
+    /// An attempt whose error is the loop's [`Failed::Inner`]: a named future, not an `async`
+    /// block that would hold the attempt twice.
+    pub(crate) struct InnerError<F> {
+        #[pin]
+        pub(crate) attempt: F,
+    }
+}
+
+impl<T, E, F: Future<Output = Result<T, E>>> Future for InnerError<F> {
+    type Output = Result<T, Failed<E>>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        self.project().attempt.poll(cx).map_err(Failed::Inner)
+    }
+}
+
 /// When the loop gives up: tells `on_give_up`.
 pub(crate) fn gave_up(config: &HttpRetry, why: &GiveUp) {
     if let Some(on_give_up) = &config.on_give_up {
@@ -464,9 +484,8 @@ pub(crate) fn gave_up(config: &HttpRetry, why: &GiveUp) {
 /// never_sent, judge, n => attempt)` evaluates to `Result<T, Failed<E>>`, where `attempt` (with
 /// `n` the retries so far) is a future of `Result<T, E>`, `classify: Fn(&E) -> Verdict` judges
 /// an error that reached the server, `never_sent: Fn(&E) -> bool` tells one that did not, and
-/// `judge: Fn(&T) -> Verdict` judges an answer. The loop is written out five times, once per
-/// combination of budget and breaker and once for `timeout` (with either or both), because
-/// each is a different type of loop state.
+/// `judge: Fn(&T) -> Verdict` judges an answer. The loop is written out twice: without options,
+/// and with `budget`, `breaker` or `timeout` (`Extras`), a different type of loop state.
 macro_rules! drive {
     ($config:expr, $t:ty, $e:ty, $may_resend:expr, $classify:expr, $never_sent:expr, $judge:expr, $n:ident => $attempt:expr) => {{
         use $crate::Verdict;
@@ -501,33 +520,37 @@ macro_rules! drive {
                 .notify(notify)
                 .on_give_up(give_up)
         };
-        match (
+        let (budget, breaker, timeout) = (
             config.budget.as_deref(),
             config.breaker.as_deref(),
             config.timeout,
-        ) {
-            (None, None, None) => run_loop!(start(), $n => $attempt),
-            (Some(budget), None, None) => run_loop!(start().budget(budget), $n => $attempt),
-            (None, Some(breaker), None) => run_loop!(start().breaker(breaker), $n => $attempt),
-            (Some(budget), Some(breaker), None) => {
-                run_loop!(start().budget(budget).breaker(breaker), $n => $attempt)
-            }
-            (budget, breaker, Some(limit)) => {
-                let mut state = start().timeout(limit);
-                if let Some(budget) = budget {
-                    state = state.budget(budget);
-                }
+        );
+        // The options' state (`Extras`), when any is set; its loop runs boxed, so that the
+        // future of a request without options stays small (`PERFORMANCE.md` §4: it is moved
+        // into a box of its own on every request).
+        let extras = match (budget, breaker, timeout) {
+            (None, None, None) => None,
+            (Some(budget), _, _) => Some(start().budget(budget)),
+            (None, Some(breaker), _) => Some(start().breaker(breaker)),
+            (None, None, Some(limit)) => Some(start().timeout(limit)),
+        };
+        match extras {
+            None => run_loop!(start(), $n => $attempt),
+            Some(mut state) => {
                 if let Some(breaker) = breaker {
                     state = state.breaker(breaker);
                 }
-                run_loop!(state, timed if may_resend, $n => $attempt)
+                if let Some(limit) = timeout {
+                    state = state.timeout(limit);
+                }
+                Box::pin(async move { run_loop!(state, timed if may_resend, $n => $attempt) }).await
             }
         }
     }};
 }
 
 /// The expansion's loop, for [`drive!`]: attempt, decide, pause. With `timed if may_resend`, each
-/// attempt races the `timeout`, and a timed-out attempt of a request that may not be sent again
+/// attempt races the `timeout` if there is one, and a timed-out attempt of a request that may not be sent again
 /// is its final failure (it may have reached the server).
 macro_rules! run_loop {
     ($state:expr, $n:ident => $attempt:expr) => {{
@@ -536,7 +559,7 @@ macro_rules! run_loop {
             let $n = state.retries();
             let attempt = $attempt;
             let attempted = state
-                .run(async move { attempt.await.map_err(Failed::Inner) })
+                .run($crate::integrations::replay::InnerError { attempt })
                 .await;
             state = match state.next(attempted) {
                 $crate::__private::ControlFlow::Break(result) => break result,
@@ -552,7 +575,7 @@ macro_rules! run_loop {
             let $n = state.retries();
             let attempt = $attempt;
             let attempted = match state
-                .run_timed(async move { attempt.await.map_err(Failed::Inner) })
+                .run_timed($crate::integrations::replay::InnerError { attempt })
                 .await
             {
                 Attempted::TimedOut(elapsed) if !$may_resend => Attempted::Completed(Err(elapsed)),

@@ -1,6 +1,7 @@
 //! A `tower::Layer` that retries HTTP requests with the attribute's loop: a [`Policy`](crate::Policy),
-//! the status table and `Retry-After`, a budget, a breaker, `notify` and the tracing events.
-//! Feature `tower`; the guide is [`guide::tower`](crate::guide::tower).
+//! the status table and `Retry-After`, a budget, a breaker, `notify`, `on_give_up`, a per-attempt
+//! `timeout` and the tracing events; and [`CloneRetryLayer`], the same loop for any service
+//! whose request is `Clone`. Feature `tower`; the guide is [`guide::tower`](crate::guide::tower).
 //!
 //! ```
 //! use retry_runtime::integrations::tower::{HttpRetry, RetryLayer};
@@ -50,6 +51,7 @@ use http_body::Body;
 use std::error::Error;
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -233,30 +235,76 @@ where
         super::http::response_verdict::<RB>,
         _retries => {
             let request = Request::from_parts(parts.clone(), ReplayBody::buffered(&buffered));
-            boxed(send(&mut service, &mut ready, request))
+            send::<_, _, BoxError>(&mut service, &mut ready, request)
         }
     );
     outcome.map_err(into_box_error)
 }
 
-/// One attempt: the service is polled ready first, unless it is still the one the caller
-/// polled (`ready`, true until the first call).
-async fn send<S: Service<Req>, Req>(
-    service: &mut S,
-    ready: &mut bool,
-    request: Req,
-) -> Result<S::Response, S::Error> {
-    if !std::mem::replace(ready, false) {
-        std::future::poll_fn(|cx| service.poll_ready(cx)).await?;
+pin_project_lite::pin_project! {
+    /// One attempt, a named future rather than an `async fn`, so that the request is held once
+    /// (`PERFORMANCE.md` §4): the service to call when first polled (not before: a breaker may
+    /// refuse the attempt), polled ready first unless it is still the one the caller polled;
+    /// then the service's call under way.
+    #[project = AttemptProj]
+    enum Attempt<'s, S, Req, F, E> {
+        Called { #[pin] future: F, error: PhantomData<fn() -> E> },
+        Waiting { service: &'s mut S, request: Option<Req>, ready: bool },
     }
-    service.call(request).await
 }
 
-/// An attempt whose error is boxed.
-async fn boxed<T, E: Into<BoxError>>(
-    attempt: impl Future<Output = Result<T, E>>,
-) -> Result<T, BoxError> {
-    attempt.await.map_err(Into::into)
+/// The attempt of `request` on `service`; `ready` is true until the first call, while the
+/// service is the one the caller polled ready.
+fn send<'s, S, Req, E>(
+    service: &'s mut S,
+    ready: &mut bool,
+    request: Req,
+) -> Attempt<'s, S, Req, S::Future, E>
+where
+    S: Service<Req>,
+{
+    Attempt::Waiting {
+        service,
+        request: Some(request),
+        ready: std::mem::replace(ready, false),
+    }
+}
+
+impl<S, Req, E> Future for Attempt<'_, S, Req, S::Future, E>
+where
+    S: Service<Req>,
+    S::Error: Into<E>,
+{
+    type Output = Result<S::Response, E>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            let future = match self.as_mut().project() {
+                AttemptProj::Called { future, .. } => return future.poll(cx).map_err(Into::into),
+                AttemptProj::Waiting {
+                    service,
+                    request,
+                    ready,
+                } => {
+                    if !*ready {
+                        if let Err(error) = std::task::ready!(service.poll_ready(cx)) {
+                            return Poll::Ready(Err(error.into()));
+                        }
+                        *ready = true;
+                    }
+                    match request.take() {
+                        Some(request) => service.call(request),
+                        // Not reached: the variant is replaced once the request is sent.
+                        None => return Poll::Pending,
+                    }
+                }
+            };
+            self.set(Attempt::Called {
+                future,
+                error: PhantomData,
+            });
+        }
+    }
 }
 
 /// The caller's error: the service's, or the loop's own (a breaker's refusal, a timeout), boxed.
@@ -495,7 +543,7 @@ where
         |error: &S::Error| layer.classify.verdict(error),
         |_: &S::Error| false,
         |answer: &S::Response| layer.judge.verdict(answer),
-        _retries => send(&mut service, &mut ready, request.clone())
+        _retries => send::<_, _, S::Error>(&mut service, &mut ready, request.clone())
     );
     outcome.map_err(into_box_error)
 }

@@ -711,7 +711,7 @@ fn store(
     let log = Arc::clone(&seen);
     let service = tower::service_fn(move |command: Command| {
         let n = {
-            let mut log = log.lock().unwrap();
+            let mut log = log.lock().expect("the log");
             log.push(command);
             log.len() - 1
         };

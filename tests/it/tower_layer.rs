@@ -877,16 +877,16 @@ fn a_never_sent_retry_says_so_and_the_final_error_shows_the_services_error() {
                 std::io::ErrorKind::ConnectionRefused,
             )))
         });
-        let service = ServiceBuilder::new()
-            .layer(RetryLayer::new(
-                HttpRetry::new(policy().max(1)).name("payments"),
-            ))
-            .service(refused);
+        // No hook: the loop without `notify` counts the retries itself.
+        let layer = RetryLayer::new(HttpRetry::new(policy().max(1)).name("payments"));
+        let counters = layer.counters();
+        let service = ServiceBuilder::new().layer(layer).service(refused);
         let error = service
             .oneshot(request(Method::POST, "http://payments/pay", full("x")))
             .await
             .expect_err("refused");
         assert!(error.is::<std::io::Error>(), "{error:?}");
+        assert_eq!((counters.retries(), counters.never_sent_retries()), (1, 1));
     });
     assert_eq!(
         levels(&events),

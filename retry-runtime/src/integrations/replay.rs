@@ -435,21 +435,29 @@ impl<E> From<CircuitOpen> for Failed<E> {
 
 /// Before each pause: counts the retry and tells `notify`.
 pub(crate) fn heard(config: &HttpRetry, never_sent: bool, event: &RetryEvent) {
+    retried(config, never_sent, event.attempt);
+    if let Some(notify) = &config.notify {
+        notify(&Resend {
+            event: *event,
+            never_sent,
+        });
+    }
+}
+
+/// Before each pause: counts the retry of attempt number `attempt`, and a never-sent one apart
+/// with an event.
+pub(crate) fn retried(config: &HttpRetry, never_sent: bool, attempt: u32) {
     Counters::count(&config.counters.retries);
     if never_sent {
         Counters::count(&config.counters.never_sent);
         #[cfg(feature = "tracing")]
         tracing::info!(
             function = config.name,
-            attempt = event.attempt,
+            attempt,
             "the attempt never reached the server: resending it"
         );
-    }
-    if let Some(notify) = &config.notify {
-        notify(&Resend {
-            event: *event,
-            never_sent,
-        });
+        #[cfg(not(feature = "tracing"))]
+        let _ = attempt;
     }
 }
 
@@ -484,13 +492,14 @@ pub(crate) fn gave_up(config: &HttpRetry, why: &GiveUp) {
 /// never_sent, judge, n => attempt)` evaluates to `Result<T, Failed<E>>`, where `attempt` (with
 /// `n` the retries so far) is a future of `Result<T, E>`, `classify: Fn(&E) -> Verdict` judges
 /// an error that reached the server, `never_sent: Fn(&E) -> bool` tells one that did not, and
-/// `judge: Fn(&T) -> Verdict` judges an answer. The loop is written out twice: without options,
-/// and with `budget`, `breaker` or `timeout` (`Extras`), a different type of loop state.
+/// `judge: Fn(&T) -> Verdict` judges an answer. The loop is written out three times, each a
+/// different type of loop state: without hooks or options, with hooks (`notify`, `on_give_up`),
+/// and with `budget`, `breaker` or `timeout` (`Extras`, boxed).
 macro_rules! drive {
     ($config:expr, $t:ty, $e:ty, $may_resend:expr, $classify:expr, $never_sent:expr, $judge:expr, $n:ident => $attempt:expr) => {{
         use $crate::Verdict;
         use $crate::__private::Retry;
-        use $crate::integrations::replay::{Failed, gave_up, heard, run_loop};
+        use $crate::integrations::replay::{Failed, gave_up, heard, retried, run_loop};
         let config: &$crate::integrations::replay::HttpRetry = $config;
         let may_resend: bool = $may_resend;
         let classify = $classify;
@@ -514,12 +523,14 @@ macro_rules! drive {
             heard(config, never, event)
         };
         let give_up = |_: Result<&$t, &Failed<$e>>, why: &$crate::GiveUp| gave_up(config, why);
-        let start = || {
+        // Without hooks, the loop has no `notify` or `on_give_up` slot, which would read the
+        // clock as each request starts for the time they hear; the retries are counted by the
+        // loop instead.
+        let bare = || {
             Retry::<Result<$t, Failed<$e>>>::start_async(&config.policy, config.name, verdict)
                 .on_result(accept)
-                .notify(notify)
-                .on_give_up(give_up)
         };
+        let start = || bare().notify(notify).on_give_up(give_up);
         let (budget, breaker, timeout) = (
             config.budget.as_deref(),
             config.breaker.as_deref(),
@@ -535,6 +546,9 @@ macro_rules! drive {
             (None, None, Some(limit)) => Some(start().timeout(limit)),
         };
         match extras {
+            None if config.notify.is_none() && config.on_give_up.is_none() => {
+                run_loop!(bare(), counting retried(config, never_sent), $n => $attempt)
+            }
             None => run_loop!(start(), $n => $attempt),
             Some(mut state) => {
                 if let Some(breaker) = breaker {
@@ -565,6 +579,28 @@ macro_rules! run_loop {
                 $crate::__private::ControlFlow::Break(result) => break result,
                 $crate::__private::ControlFlow::Continue(state) => state,
             };
+            state.pause().await;
+        }
+    }};
+    ($state:expr, counting $retried:ident($config:expr, $never_sent:expr), $n:ident => $attempt:expr) => {{
+        use $crate::__private::Attempted;
+        let mut state = $state;
+        loop {
+            let $n = state.retries();
+            let attempt = $attempt;
+            let attempted = state
+                .run($crate::integrations::replay::InnerError { attempt })
+                .await;
+            let never = matches!(
+                &attempted,
+                Attempted::Completed(Err(Failed::Inner(error))) if $never_sent(error)
+            );
+            state = match state.next(attempted) {
+                $crate::__private::ControlFlow::Break(result) => break result,
+                $crate::__private::ControlFlow::Continue(state) => state,
+            };
+            // The attempt that failed is the one numbered by the retries now taken.
+            $retried($config, never, state.retries());
             state.pause().await;
         }
     }};

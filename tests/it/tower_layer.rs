@@ -3,6 +3,7 @@
 //! many requests, their keys and whole bodies), the exact virtual times on tokio's paused clock,
 //! and the counters.
 
+use crate::common::HOUR;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
@@ -11,9 +12,12 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use retry_runtime::integrations::tower::{
-    BoxError, HttpRetry, ReplayBody, Resend, RetryLayer, SendOnce,
+    BoxError, CloneRetryLayer, HttpRetry, ReplayBody, Resend, RetryLayer, SendOnce,
 };
-use retry_runtime::{CircuitBreaker, CircuitOpen, IdempotencyKey, Jitter, Policy, RetryBudget};
+use retry_runtime::{
+    CircuitBreaker, CircuitOpen, Elapsed, GiveUp, GiveUpReason, IdempotencyKey, Jitter, Policy,
+    RetryBudget,
+};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -502,4 +506,451 @@ async fn inside_a_retrying_function_the_layer_sends_once_and_the_function_retrie
     assert_eq!(received.lock().unwrap().len(), 2);
     assert_eq!(started.elapsed(), Duration::from_secs(5));
     assert_eq!((counters.requests(), counters.retries()), (2, 0));
+}
+
+/// A `service_fn` below the layer, in process: the n-th request gets the n-th answer of
+/// `script` (the last again once they run out) after the delay beside it, on tokio's clock.
+fn scripted_fn(
+    script: &'static [(Duration, u16)],
+) -> (
+    impl Service<
+        Request<ReplayBody<TestBody>>,
+        Response = Response<()>,
+        Error = std::io::Error,
+        Future: Send,
+    > + Clone
+    + Send
+    + 'static,
+    Arc<AtomicUsize>,
+) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let service = tower::service_fn(move |_: Request<ReplayBody<TestBody>>| {
+        let n = counted.fetch_add(1, Ordering::SeqCst);
+        let (delay, status) = script[n.min(script.len() - 1)];
+        async move {
+            tokio::time::sleep(delay).await;
+            Ok(Response::builder()
+                .status(status)
+                .body(())
+                .expect("a response"))
+        }
+    });
+    (service, calls)
+}
+
+#[tokio::test(start_paused = true)]
+async fn on_give_up_hears_once_why_when_the_retries_run_out() {
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&heard);
+    let config = HttpRetry::new(policy().max(2))
+        .name("payments")
+        .on_give_up(move |why: &GiveUp| log.lock().unwrap().push(*why));
+    let (inner, calls) = scripted_fn(&[(Duration::ZERO, 503)]);
+    let service = ServiceBuilder::new()
+        .layer(RetryLayer::new(config))
+        .service(inner);
+    let started = Instant::now();
+    let response = service
+        .oneshot(request(Method::GET, "http://payments/pay", full("")))
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(started.elapsed(), Duration::from_secs(1 + 2));
+    assert_eq!(
+        *heard.lock().unwrap(),
+        [GiveUp::new(
+            "payments",
+            GiveUpReason::Exhausted,
+            3,
+            Duration::from_secs(3)
+        )]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn on_give_up_is_not_called_for_an_answer_that_is_not_retried() {
+    let heard = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&heard);
+    let config = HttpRetry::new(policy()).on_give_up(move |_: &GiveUp| {
+        count.fetch_add(1, Ordering::SeqCst);
+    });
+    let (inner, calls) = scripted_fn(&[(Duration::ZERO, 503), (Duration::ZERO, 404)]);
+    let service = ServiceBuilder::new()
+        .layer(RetryLayer::new(config))
+        .service(inner);
+    let response = service
+        .oneshot(request(Method::GET, "http://payments/pay", full("")))
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(heard.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_attempt_is_abandoned_after_the_timeout_and_retried() {
+    // The first answer would take an hour; the timeout cuts it at 2 s, the pause is 1 s.
+    let (inner, calls) = scripted_fn(&[(HOUR, 200), (Duration::ZERO, 200)]);
+    let layer = RetryLayer::new(HttpRetry::new(policy()).timeout(Duration::from_secs(2)));
+    let counters = layer.counters();
+    let service = ServiceBuilder::new().layer(layer).service(inner);
+    let started = Instant::now();
+    let response = service
+        .oneshot(request(Method::GET, "http://payments/pay", full("")))
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(started.elapsed(), Duration::from_secs(2 + 1));
+    assert_eq!(counters.retries(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_last_timeout_is_the_callers_elapsed_error() {
+    let (inner, calls) = scripted_fn(&[(HOUR, 200)]);
+    let gave_up = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&gave_up);
+    let config = HttpRetry::new(policy().max(1))
+        .timeout(Duration::from_secs(2))
+        .on_give_up(move |why: &GiveUp| log.lock().unwrap().push(why.reason));
+    let service = ServiceBuilder::new()
+        .layer(RetryLayer::new(config))
+        .service(inner);
+    let started = Instant::now();
+    let error = service
+        .oneshot(request(Method::GET, "http://payments/pay", full("")))
+        .await
+        .expect_err("every attempt times out");
+    let elapsed = error.downcast_ref::<Elapsed>().expect("an `Elapsed`");
+    assert_eq!(elapsed.limit(), Duration::from_secs(2));
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(started.elapsed(), Duration::from_secs(2 + 1 + 2));
+    assert_eq!(*gave_up.lock().unwrap(), [GiveUpReason::Exhausted]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_post_without_a_key_that_times_out_is_not_resent() {
+    let (inner, calls) = scripted_fn(&[(HOUR, 200), (Duration::ZERO, 200)]);
+    let service = ServiceBuilder::new()
+        .layer(RetryLayer::new(
+            HttpRetry::new(policy()).timeout(Duration::from_secs(2)),
+        ))
+        .service(inner);
+    let started = Instant::now();
+    let error = service
+        .oneshot(request(Method::POST, "http://payments/pay", full("x")))
+        .await
+        .expect_err("the attempt timed out");
+    assert!(error.is::<Elapsed>(), "{error:?}");
+    // It may have reached the server: sent once, abandoned at the limit.
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(started.elapsed(), Duration::from_secs(2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_timeout_is_clipped_to_the_deadline() {
+    let (inner, calls) = scripted_fn(&[(HOUR, 200)]);
+    let service = ServiceBuilder::new()
+        .layer(RetryLayer::new(
+            HttpRetry::new(policy().deadline(Duration::from_secs(4)))
+                .timeout(Duration::from_secs(2)),
+        ))
+        .service(inner);
+    let started = Instant::now();
+    let error = service
+        .oneshot(request(Method::GET, "http://payments/pay", full("")))
+        .await
+        .expect_err("every attempt times out");
+    // 2 s, a pause of 1 s, then the 1 s left before the deadline: the second attempt's limit.
+    let elapsed = error.downcast_ref::<Elapsed>().expect("an `Elapsed`");
+    assert_eq!(elapsed.limit(), Duration::from_secs(1));
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(started.elapsed(), Duration::from_secs(2 + 1 + 1));
+}
+
+/// The requests of a custom service: not HTTP, but `Clone`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Command {
+    Get(&'static str),
+    Set(&'static str, u32),
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum StoreError {
+    Busy,
+    NoSuchKey,
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self:?}")
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl retry_runtime::Transient for StoreError {
+    fn is_transient(&self) -> bool {
+        *self == StoreError::Busy
+    }
+}
+
+/// A store that answers the n-th command with the n-th of `script` and records the commands.
+fn store(
+    script: &'static [Result<Option<u32>, StoreError>],
+) -> (
+    impl Service<Command, Response = Option<u32>, Error = StoreError, Future: Send>
+    + Clone
+    + Send
+    + 'static,
+    Arc<Mutex<Vec<Command>>>,
+) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let service = tower::service_fn(move |command: Command| {
+        let n = {
+            let mut log = log.lock().expect("the log");
+            log.push(command);
+            log.len() - 1
+        };
+        let answer = match &script[n.min(script.len() - 1)] {
+            Ok(value) => Ok(*value),
+            Err(StoreError::Busy) => Err(StoreError::Busy),
+            Err(StoreError::NoSuchKey) => Err(StoreError::NoSuchKey),
+        };
+        std::future::ready(answer)
+    });
+    (service, seen)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_clone_request_is_resent_while_its_errors_are_transient() {
+    let (inner, seen) = store(&[Err(StoreError::Busy), Err(StoreError::Busy), Ok(Some(7))]);
+    let layer = CloneRetryLayer::new(HttpRetry::new(policy()).name("store"));
+    let counters = layer.counters();
+    let service = ServiceBuilder::new().layer(layer).service(inner);
+    let started = Instant::now();
+    let answer = service
+        .oneshot(Command::Set("quota", 7))
+        .await
+        .expect("stored");
+    assert_eq!(answer, Some(7));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [const { Command::Set("quota", 7) }; 3]
+    );
+    assert_eq!(started.elapsed(), Duration::from_secs(1 + 2));
+    assert_eq!((counters.requests(), counters.retries()), (1, 2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_permanent_error_of_a_clone_request_is_returned_at_once() {
+    let (inner, seen) = store(&[Err(StoreError::NoSuchKey), Ok(Some(7))]);
+    let service = ServiceBuilder::new()
+        .layer(CloneRetryLayer::new(HttpRetry::new(policy())))
+        .service(inner);
+    let error = service
+        .oneshot(Command::Get("quota"))
+        .await
+        .expect_err("no such key");
+    assert_eq!(error.downcast_ref(), Some(&StoreError::NoSuchKey));
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_clone_request_with_a_classifier_and_an_answer_judge() {
+    // `classify` replaces `Transient`: here every error is retried, the permanent one too.
+    let (inner, seen) = store(&[Err(StoreError::NoSuchKey), Ok(None), Ok(None), Ok(Some(1))]);
+    let gave_up = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&gave_up);
+    let config = HttpRetry::new(policy().max(2)).on_give_up(move |why: &GiveUp| {
+        log.lock().unwrap().push((why.reason, why.attempts));
+    });
+    let service = ServiceBuilder::new()
+        .layer(
+            CloneRetryLayer::new(config)
+                .classify(|_: &StoreError| true)
+                .on_response(|value: &Option<u32>| value.is_none()),
+        )
+        .service(inner);
+    let started = Instant::now();
+    // The retries run out on a rejected answer: it is the caller's, as with `on_result`.
+    let answer = service
+        .oneshot(Command::Get("quota"))
+        .await
+        .expect("the last answer");
+    assert_eq!(answer, None);
+    assert_eq!(seen.lock().unwrap().len(), 3);
+    assert_eq!(started.elapsed(), Duration::from_secs(1 + 2));
+    assert_eq!(*gave_up.lock().unwrap(), [(GiveUpReason::Exhausted, 3)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_clone_request_shares_the_budget_and_the_timeout() {
+    let budget = Arc::new(RetryBudget::new().ratio(0.0).min_per_second(0));
+    let (inner, seen) = store(&[Err(StoreError::Busy), Ok(Some(1))]);
+    let service = ServiceBuilder::new()
+        .layer(CloneRetryLayer::new(
+            HttpRetry::new(policy()).budget(budget),
+        ))
+        .service(inner);
+    let error = service
+        .oneshot(Command::Get("quota"))
+        .await
+        .expect_err("no retry in the budget");
+    assert_eq!(error.downcast_ref(), Some(&StoreError::Busy));
+    assert_eq!(seen.lock().unwrap().len(), 1);
+
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let slow_once = tower::service_fn(move |_: Command| {
+        let n = counted.fetch_add(1, Ordering::SeqCst);
+        async move {
+            if n == 0 {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+            }
+            Ok::<_, StoreError>(n)
+        }
+    });
+    let service = ServiceBuilder::new()
+        .layer(CloneRetryLayer::new(
+            HttpRetry::new(policy()).timeout(Duration::from_secs(2)),
+        ))
+        .service(slow_once);
+    let started = Instant::now();
+    let answer = service
+        .oneshot(Command::Get("quota"))
+        .await
+        .expect("an answer");
+    assert_eq!(answer, 1);
+    assert_eq!(started.elapsed(), Duration::from_secs(2 + 1));
+}
+
+// ---- the events a user reads (feature `tracing`) -------------------------------------------------
+
+use crate::tracing_events::{Captured, capture_async, levels};
+use tracing::Level;
+
+fn messages(events: &[Captured]) -> Vec<&str> {
+    events.iter().map(|e| e.field("message")).collect()
+}
+
+#[test]
+fn early_failures_are_info_events_and_only_the_last_is_an_error() {
+    let ((), events) = capture_async(|| async {
+        let (inner, calls) = scripted_fn(&[(Duration::ZERO, 503)]);
+        let service = ServiceBuilder::new()
+            .layer(RetryLayer::new(
+                HttpRetry::new(policy().max(2)).name("payments"),
+            ))
+            .service(inner);
+        let response = service
+            .oneshot(request(Method::GET, "http://payments/pay", full("")))
+            .await
+            .expect("an answer");
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+    });
+    assert_eq!(
+        levels(&events),
+        [Level::INFO, Level::INFO, Level::ERROR],
+        "{events:?}"
+    );
+    for (n, event) in events[..2].iter().enumerate() {
+        assert_eq!(event.field("function"), "payments");
+        assert_eq!(event.field("attempt"), (n + 1).to_string());
+        assert_eq!(event.field("pause"), format!("{}s", 1 << n));
+    }
+    let last = &events[2];
+    assert_eq!(last.field("function"), "payments");
+    assert_eq!(last.field("attempts"), "3");
+    assert_eq!(last.field("reason"), "retries used up");
+}
+
+#[test]
+fn a_never_sent_retry_says_so_and_the_final_error_shows_the_services_error() {
+    let ((), events) = capture_async(|| async {
+        let refused = tower::service_fn(|_: Request<ReplayBody<TestBody>>| {
+            std::future::ready(Err::<Response<()>, _>(std::io::Error::from(
+                std::io::ErrorKind::ConnectionRefused,
+            )))
+        });
+        // No hook: the loop without `notify` counts the retries itself.
+        let layer = RetryLayer::new(HttpRetry::new(policy().max(1)).name("payments"));
+        let counters = layer.counters();
+        let service = ServiceBuilder::new().layer(layer).service(refused);
+        let error = service
+            .oneshot(request(Method::POST, "http://payments/pay", full("x")))
+            .await
+            .expect_err("refused");
+        assert!(error.is::<std::io::Error>(), "{error:?}");
+        assert_eq!((counters.retries(), counters.never_sent_retries()), (1, 1));
+    });
+    assert_eq!(
+        levels(&events),
+        [Level::DEBUG, Level::INFO, Level::INFO, Level::ERROR],
+        "{events:?}"
+    );
+    assert_eq!(
+        messages(&events),
+        [
+            "a non-idempotent request without a valid `Idempotency-Key` header: retried only if it never reached the server",
+            "attempt failed; retrying",
+            "the attempt never reached the server: resending it",
+            "giving up",
+        ]
+    );
+    assert_eq!(events[0].field("method"), "POST");
+    for event in &events[1..3] {
+        assert_eq!(event.field("function"), "payments");
+        assert_eq!(event.field("attempt"), "1");
+    }
+    assert_eq!(events[1].field("error"), "Kind(ConnectionRefused)");
+    assert_eq!(events[3].field("error"), "Kind(ConnectionRefused)");
+    assert_eq!(events[3].field("attempts"), "2");
+}
+
+#[test]
+fn a_request_sent_once_says_why_and_logs_no_retry() {
+    let ((), events) = capture_async(|| async {
+        let (inner, calls) = scripted_fn(&[(Duration::ZERO, 503)]);
+        let service = ServiceBuilder::new()
+            .layer(RetryLayer::new(HttpRetry::new(policy()).name("payments")))
+            .service(inner);
+        let response = service
+            .oneshot(request(
+                Method::PUT,
+                "http://payments/pay",
+                stream(&["a", "b"]),
+            ))
+            .await
+            .expect("an answer");
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    });
+    assert_eq!(levels(&events), [Level::INFO], "{events:?}");
+    assert_eq!(events[0].field("function"), "payments");
+    assert_eq!(events[0].field("message"), "sending once, without retries");
+    assert_eq!(
+        events[0].field("reason"),
+        SendOnce::UnknownLength.to_string()
+    );
+}
+
+#[test]
+fn the_happy_path_of_the_layer_logs_nothing() {
+    let ((), events) = capture_async(|| async {
+        let (inner, _) = scripted_fn(&[(Duration::ZERO, 200)]);
+        let service = ServiceBuilder::new()
+            .layer(RetryLayer::new(HttpRetry::new(policy())))
+            .service(inner);
+        let response = service
+            .oneshot(request(Method::GET, "http://payments/pay", full("")))
+            .await
+            .expect("an answer");
+        assert_eq!(response.status(), StatusCode::OK);
+    });
+    assert!(events.is_empty(), "{events:?}");
 }

@@ -23,7 +23,7 @@ use tracing::{Level, Metadata, span};
 #[derive(Clone, Debug)]
 pub(crate) struct Captured {
     pub(crate) level: Level,
-    target: String,
+    pub(crate) target: String,
     fields: BTreeMap<String, String>,
 }
 

@@ -4,7 +4,9 @@
 //! ([`Retry`](crate::__private::Retry)) driven by [`drive!`].
 
 use crate::headers::key_from_header;
-use crate::{CircuitBreaker, CircuitOpen, IdempotencyKey, Policy, RetryBudget, RetryEvent};
+use crate::{
+    CircuitBreaker, CircuitOpen, Elapsed, GiveUp, IdempotencyKey, Policy, RetryBudget, RetryEvent,
+};
 use ::http::{HeaderMap, HeaderValue, Method};
 use bytes::Bytes;
 use http_body::Body;
@@ -13,6 +15,7 @@ use std::error::Error;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 /// An error of any service, boxed: what tower's own middleware returns (`tower::BoxError`).
 pub type BoxError = Box<dyn Error + Send + Sync>;
@@ -22,10 +25,12 @@ pub const DEFAULT_BODY_LIMIT: usize = 64 * 1024;
 
 /// A `notify` hook, shared by the clones of the options.
 type NotifyFn = Arc<dyn Fn(&Resend) + Send + Sync>;
+/// An `on_give_up` hook, shared by the clones of the options.
+type GiveUpFn = Arc<dyn Fn(&GiveUp) + Send + Sync>;
 
 /// The options of the tower layer and of the reqwest middleware: a [`Policy`] and what the
-/// attribute's other options would say (`budget`, `breaker`, `notify`), the body limit and
-/// whether to add an idempotency key. Cheap to clone (the shared parts are behind `Arc`s).
+/// attribute's other options would say (`budget`, `breaker`, `notify`, `on_give_up`,
+/// `timeout`), the body limit and whether to add an idempotency key. Cheap to clone (the shared parts are behind `Arc`s).
 #[derive(Clone)]
 pub struct HttpRetry {
     pub(crate) policy: Policy,
@@ -36,6 +41,8 @@ pub struct HttpRetry {
     pub(crate) add_key: bool,
     pub(crate) counters: Arc<Counters>,
     pub(crate) notify: Option<NotifyFn>,
+    pub(crate) on_give_up: Option<GiveUpFn>,
+    pub(crate) timeout: Option<Duration>,
 }
 
 impl fmt::Debug for HttpRetry {
@@ -47,6 +54,7 @@ impl fmt::Debug for HttpRetry {
             .field("breaker", &self.breaker.is_some())
             .field("body_limit", &self.body_limit)
             .field("add_key", &self.add_key)
+            .field("timeout", &self.timeout)
             .finish_non_exhaustive()
     }
 }
@@ -64,6 +72,8 @@ impl HttpRetry {
             add_key: false,
             counters: Arc::default(),
             notify: None,
+            on_give_up: None,
+            timeout: None,
         }
     }
 
@@ -107,6 +117,27 @@ impl HttpRetry {
     /// `notify = f`: called before each pause with what is about to be resent.
     pub fn notify(mut self, f: impl Fn(&Resend) + Send + Sync + 'static) -> Self {
         self.notify = Some(Arc::new(f));
+        self
+    }
+
+    /// `on_give_up = f`: called once when the loop gives up on a request that it could have
+    /// retried (retries used up, the deadline, a `Retry-After` longer than `max_delay`, the
+    /// budget empty, the breaker open), with why, the attempts and the time spent, as the
+    /// attribute's `on_give_up`. A permanent failure (a 404, an error that is not transient, a
+    /// request that may not be sent again) is an answer, and nobody hears a [`GiveUp`] for it.
+    pub fn on_give_up(mut self, f: impl Fn(&GiveUp) + Send + Sync + 'static) -> Self {
+        self.on_give_up = Some(Arc::new(f));
+        self
+    }
+
+    /// `timeout = limit`: each attempt is abandoned after `limit` (clipped to the time left
+    /// before the policy's deadline), as the attribute's `timeout`. The abandoned attempt fails
+    /// with [`Elapsed`](crate::Elapsed), which counts as transient for a request that may be
+    /// sent again, and is the caller's error (boxed) when it is the last. A request that may not
+    /// be sent again (a POST without a key) is not resent after a timeout: it may have reached
+    /// the server.
+    pub fn timeout(mut self, limit: Duration) -> Self {
+        self.timeout = Some(limit);
         self
     }
 
@@ -204,10 +235,15 @@ pub(crate) fn idempotent(method: &Method) -> bool {
     )
 }
 
+/// Counts one request.
+pub(crate) fn count_request(config: &HttpRetry) {
+    Counters::count(&config.counters.requests);
+}
+
 /// Whether a request may be sent again after it reached the server: an idempotent method, or
 /// a valid `Idempotency-Key` (added here if `add_key` and there is none). Counts one request.
 pub(crate) fn may_resend(config: &HttpRetry, method: &Method, headers: &mut HeaderMap) -> bool {
-    Counters::count(&config.counters.requests);
+    count_request(config);
     if idempotent(method) {
         return true;
     }
@@ -246,6 +282,13 @@ pub(crate) async fn buffer<B: Body>(
     body: B,
     limit: usize,
 ) -> Result<Result<Buffered, (B, SendOnce)>, B::Error> {
+    // A body that says it has ended (an empty one) has nothing to read, trailers included.
+    if body.is_end_stream() {
+        return Ok(Ok(Buffered {
+            data: Bytes::new(),
+            trailers: None,
+        }));
+    }
     let hint = body.size_hint();
     let over = SendOnce::OverLimit {
         length: hint.lower(),
@@ -359,11 +402,29 @@ pub(crate) fn sent_once(config: &HttpRetry, why: SendOnce) {
     let _ = why;
 }
 
-/// The error of one attempt inside the loop: the service's, or the breaker's refusal.
-#[derive(Debug)]
+/// The error of one attempt inside the loop: the service's, the breaker's refusal, or the
+/// attempt's `timeout`.
 pub(crate) enum Failed<E> {
     Inner(E),
     Open(CircuitOpen),
+    Elapsed(Elapsed),
+}
+
+/// The error as the loop's events show it: the service's own, not the wrapper.
+impl<E: fmt::Debug> fmt::Debug for Failed<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failed::Inner(error) => error.fmt(f),
+            Failed::Open(open) => open.fmt(f),
+            Failed::Elapsed(elapsed) => elapsed.fmt(f),
+        }
+    }
+}
+
+impl<E> From<Elapsed> for Failed<E> {
+    fn from(elapsed: Elapsed) -> Self {
+        Failed::Elapsed(elapsed)
+    }
 }
 
 impl<E> From<CircuitOpen> for Failed<E> {
@@ -374,16 +435,7 @@ impl<E> From<CircuitOpen> for Failed<E> {
 
 /// Before each pause: counts the retry and tells `notify`.
 pub(crate) fn heard(config: &HttpRetry, never_sent: bool, event: &RetryEvent) {
-    Counters::count(&config.counters.retries);
-    if never_sent {
-        Counters::count(&config.counters.never_sent);
-        #[cfg(feature = "tracing")]
-        tracing::info!(
-            function = config.name,
-            attempt = event.attempt,
-            "the attempt never reached the server: resending it"
-        );
-    }
+    retried(config, never_sent, event.attempt);
     if let Some(notify) = &config.notify {
         notify(&Resend {
             event: *event,
@@ -392,17 +444,62 @@ pub(crate) fn heard(config: &HttpRetry, never_sent: bool, event: &RetryEvent) {
     }
 }
 
+/// Before each pause: counts the retry of attempt number `attempt`, and a never-sent one apart
+/// with an event.
+pub(crate) fn retried(config: &HttpRetry, never_sent: bool, attempt: u32) {
+    Counters::count(&config.counters.retries);
+    if never_sent {
+        Counters::count(&config.counters.never_sent);
+        #[cfg(feature = "tracing")]
+        tracing::info!(
+            function = config.name,
+            attempt,
+            "the attempt never reached the server: resending it"
+        );
+        #[cfg(not(feature = "tracing"))]
+        let _ = attempt;
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// An attempt whose error is the loop's [`Failed::Inner`]: a named future, not an `async`
+    /// block that would hold the attempt twice.
+    pub(crate) struct InnerError<F> {
+        #[pin]
+        pub(crate) attempt: F,
+    }
+}
+
+impl<T, E, F: Future<Output = Result<T, E>>> Future for InnerError<F> {
+    type Output = Result<T, Failed<E>>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        self.project().attempt.poll(cx).map_err(Failed::Inner)
+    }
+}
+
+/// When the loop gives up: tells `on_give_up`.
+pub(crate) fn gave_up(config: &HttpRetry, why: &GiveUp) {
+    if let Some(on_give_up) = &config.on_give_up {
+        on_give_up(why);
+    }
+}
+
 /// The loop of one request, the attribute's: `drive!(config, T, E, may_resend, classify,
 /// never_sent, judge, n => attempt)` evaluates to `Result<T, Failed<E>>`, where `attempt` (with
 /// `n` the retries so far) is a future of `Result<T, E>`, `classify: Fn(&E) -> Verdict` judges
 /// an error that reached the server, `never_sent: Fn(&E) -> bool` tells one that did not, and
-/// `judge: Fn(&T) -> Verdict` judges an answer. The loop is written out four times, once per
-/// combination of budget and breaker, because each is a different type of loop state.
+/// `judge: Fn(&T) -> Verdict` judges an answer. The loop is written out three times, each a
+/// different type of loop state: without hooks or options, with hooks (`notify`, `on_give_up`),
+/// and with `budget`, `breaker` or `timeout` (`Extras`, boxed).
 macro_rules! drive {
     ($config:expr, $t:ty, $e:ty, $may_resend:expr, $classify:expr, $never_sent:expr, $judge:expr, $n:ident => $attempt:expr) => {{
         use $crate::Verdict;
         use $crate::__private::Retry;
-        use $crate::integrations::replay::{Failed, heard, run_loop};
+        use $crate::integrations::replay::{Failed, gave_up, heard, retried, run_loop};
         let config: &$crate::integrations::replay::HttpRetry = $config;
         let may_resend: bool = $may_resend;
         let classify = $classify;
@@ -411,6 +508,7 @@ macro_rules! drive {
         let verdict = |failed: &Failed<$e>| match failed {
             Failed::Inner(error) if never_sent(error) => Verdict::Retry,
             Failed::Inner(error) if may_resend => classify(error),
+            Failed::Elapsed(_) if may_resend => Verdict::Retry,
             _ => Verdict::Fail,
         };
         let accept = |answer: &$t| {
@@ -424,23 +522,50 @@ macro_rules! drive {
             let never = matches!(outcome, Err(Failed::Inner(error)) if never_sent(error));
             heard(config, never, event)
         };
-        let start = || {
+        let give_up = |_: Result<&$t, &Failed<$e>>, why: &$crate::GiveUp| gave_up(config, why);
+        // Without hooks, the loop has no `notify` or `on_give_up` slot, which would read the
+        // clock as each request starts for the time they hear; the retries are counted by the
+        // loop instead.
+        let bare = || {
             Retry::<Result<$t, Failed<$e>>>::start_async(&config.policy, config.name, verdict)
                 .on_result(accept)
-                .notify(notify)
         };
-        match (config.budget.as_deref(), config.breaker.as_deref()) {
-            (None, None) => run_loop!(start(), $n => $attempt),
-            (Some(budget), None) => run_loop!(start().budget(budget), $n => $attempt),
-            (None, Some(breaker)) => run_loop!(start().breaker(breaker), $n => $attempt),
-            (Some(budget), Some(breaker)) => {
-                run_loop!(start().budget(budget).breaker(breaker), $n => $attempt)
+        let start = || bare().notify(notify).on_give_up(give_up);
+        let (budget, breaker, timeout) = (
+            config.budget.as_deref(),
+            config.breaker.as_deref(),
+            config.timeout,
+        );
+        // The options' state (`Extras`), when any is set; its loop runs boxed, so that the
+        // future of a request without options stays small (`PERFORMANCE.md` §4: it is moved
+        // into a box of its own on every request).
+        let extras = match (budget, breaker, timeout) {
+            (None, None, None) => None,
+            (Some(budget), _, _) => Some(start().budget(budget)),
+            (None, Some(breaker), _) => Some(start().breaker(breaker)),
+            (None, None, Some(limit)) => Some(start().timeout(limit)),
+        };
+        match extras {
+            None if config.notify.is_none() && config.on_give_up.is_none() => {
+                run_loop!(bare(), counting retried(config, never_sent), $n => $attempt)
+            }
+            None => run_loop!(start(), $n => $attempt),
+            Some(mut state) => {
+                if let Some(breaker) = breaker {
+                    state = state.breaker(breaker);
+                }
+                if let Some(limit) = timeout {
+                    state = state.timeout(limit);
+                }
+                Box::pin(async move { run_loop!(state, timed if may_resend, $n => $attempt) }).await
             }
         }
     }};
 }
 
-/// The expansion's loop, for [`drive!`]: attempt, decide, pause.
+/// The expansion's loop, for [`drive!`]: attempt, decide, pause. With `timed if may_resend`, each
+/// attempt races the `timeout` if there is one, and a timed-out attempt of a request that may not be sent again
+/// is its final failure (it may have reached the server).
 macro_rules! run_loop {
     ($state:expr, $n:ident => $attempt:expr) => {{
         let mut state = $state;
@@ -448,8 +573,50 @@ macro_rules! run_loop {
             let $n = state.retries();
             let attempt = $attempt;
             let attempted = state
-                .run(async move { attempt.await.map_err(Failed::Inner) })
+                .run($crate::integrations::replay::InnerError { attempt })
                 .await;
+            state = match state.next(attempted) {
+                $crate::__private::ControlFlow::Break(result) => break result,
+                $crate::__private::ControlFlow::Continue(state) => state,
+            };
+            state.pause().await;
+        }
+    }};
+    ($state:expr, counting $retried:ident($config:expr, $never_sent:expr), $n:ident => $attempt:expr) => {{
+        use $crate::__private::Attempted;
+        let mut state = $state;
+        loop {
+            let $n = state.retries();
+            let attempt = $attempt;
+            let attempted = state
+                .run($crate::integrations::replay::InnerError { attempt })
+                .await;
+            let never = matches!(
+                &attempted,
+                Attempted::Completed(Err(Failed::Inner(error))) if $never_sent(error)
+            );
+            state = match state.next(attempted) {
+                $crate::__private::ControlFlow::Break(result) => break result,
+                $crate::__private::ControlFlow::Continue(state) => state,
+            };
+            // The attempt that failed is the one numbered by the retries now taken.
+            $retried($config, never, state.retries());
+            state.pause().await;
+        }
+    }};
+    ($state:expr, timed if $may_resend:expr, $n:ident => $attempt:expr) => {{
+        use $crate::__private::Attempted;
+        let mut state = $state;
+        loop {
+            let $n = state.retries();
+            let attempt = $attempt;
+            let attempted = match state
+                .run_timed($crate::integrations::replay::InnerError { attempt })
+                .await
+            {
+                Attempted::TimedOut(elapsed) if !$may_resend => Attempted::Completed(Err(elapsed)),
+                attempted => attempted,
+            };
             state = match state.next(attempted) {
                 $crate::__private::ControlFlow::Break(result) => break result,
                 $crate::__private::ControlFlow::Continue(state) => state,

@@ -33,8 +33,12 @@
 //!   sent once, untouched, with the reason ([`SendOnce`]) in an event and in
 //!   [`Counters::sent_once`], where `reqwest-retry` fails with "Request object is not
 //!   cloneable".
+//! - **Hooks and timeout**: [`HttpRetry::notify`], [`HttpRetry::on_give_up`] and
+//!   [`HttpRetry::timeout`] (each attempt abandoned after the limit, transient for a request
+//!   that may be sent again) as for the tower layer.
 //! - **Errors**: a breaker's refusal is `reqwest_middleware::Error::Middleware` holding a
-//!   [`CircuitOpen`](crate::CircuitOpen).
+//!   [`CircuitOpen`](crate::CircuitOpen), the last attempt's timeout one holding an
+//!   [`Elapsed`](crate::Elapsed).
 
 use super::replay::{self, Failed, drive};
 pub use super::replay::{Counters, DEFAULT_BODY_LIMIT, HttpRetry, ReplayBody, Resend, SendOnce};
@@ -131,6 +135,7 @@ impl Middleware for RetryMiddleware {
         outcome.map_err(|failed| match failed {
             Failed::Inner(error) => error,
             Failed::Open(open) => Error::middleware(open),
+            Failed::Elapsed(elapsed) => Error::middleware(elapsed),
         })
     }
 }

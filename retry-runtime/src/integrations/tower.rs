@@ -1,6 +1,7 @@
 //! A `tower::Layer` that retries HTTP requests with the attribute's loop: a [`Policy`](crate::Policy),
-//! the status table and `Retry-After`, a budget, a breaker, `notify` and the tracing events.
-//! Feature `tower`; the guide is [`guide::tower`](crate::guide::tower).
+//! the status table and `Retry-After`, a budget, a breaker, `notify`, `on_give_up`, a per-attempt
+//! `timeout` and the tracing events; and [`CloneRetryLayer`], the same loop for any service
+//! whose request is `Clone`. Feature `tower`; the guide is [`guide::tower`](crate::guide::tower).
 //!
 //! ```
 //! use retry_runtime::integrations::tower::{HttpRetry, RetryLayer};
@@ -44,13 +45,16 @@ use super::replay::{self, Failed, drive};
 pub use super::replay::{
     BoxError, Counters, DEFAULT_BODY_LIMIT, HttpRetry, ReplayBody, Resend, SendOnce,
 };
+use crate::Transient;
 use crate::Verdict;
 use ::http::{Request, Response};
 use http_body::Body;
 use std::error::Error;
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use tower_service::Service;
 
@@ -131,7 +135,7 @@ impl RetryLayer {
     }
 
     /// The counts of the requests that the services of this layer handled.
-    pub fn counters(&self) -> std::sync::Arc<Counters> {
+    pub fn counters(&self) -> Arc<Counters> {
         self.config.counters()
     }
 }
@@ -142,7 +146,7 @@ impl<S> tower_layer::Layer<S> for RetryLayer {
     fn layer(&self, inner: S) -> RetryService<S> {
         RetryService {
             inner,
-            layer: self.clone(),
+            layer: Arc::new(self.clone()),
         }
     }
 }
@@ -152,7 +156,8 @@ impl<S> tower_layer::Layer<S> for RetryLayer {
 #[derive(Clone, Debug)]
 pub struct RetryService<S> {
     inner: S,
-    layer: RetryLayer,
+    // One reference count per request, where the options would be several.
+    layer: Arc<RetryLayer>,
 }
 
 impl<S, B, RB> Service<Request<B>> for RetryService<S>
@@ -174,20 +179,21 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        // The service that was polled ready takes the first attempt; its clone stays here.
+        // The service that was polled ready takes the first attempt and, polled ready again,
+        // the others; its clone stays here.
         let clone = self.inner.clone();
         let ready = std::mem::replace(&mut self.inner, clone);
-        Box::pin(respond(self.layer.clone(), ready, request))
+        Box::pin(respond(Arc::clone(&self.layer), ready, request))
     }
 }
 
 async fn respond<S, B, RB>(
-    layer: RetryLayer,
-    ready: S,
+    layer: Arc<RetryLayer>,
+    mut service: S,
     request: Request<B>,
 ) -> Result<Response<RB>, BoxError>
 where
-    S: Service<Request<ReplayBody<B>>, Response = Response<RB>> + Clone,
+    S: Service<Request<ReplayBody<B>>, Response = Response<RB>>,
     S::Error: Into<BoxError>,
     B: Body,
     B::Error: Into<BoxError>,
@@ -202,13 +208,11 @@ where
         Ok(buffered) => buffered,
         Err((body, why)) => {
             replay::sent_once(config, why);
-            let mut ready = ready;
             let request = Request::from_parts(parts, ReplayBody::Once { body });
-            return ready.call(request).await.map_err(Into::into);
+            return service.call(request).await.map_err(Into::into);
         }
     };
-    let spare = ready.clone();
-    let mut first = Some(ready);
+    let mut ready = true;
     let (classify, never_sent) = (layer.classify, layer.never_sent);
     let outcome = drive!(
         config,
@@ -219,32 +223,316 @@ where
         |error: &BoxError| never_sent(&**error),
         super::http::response_verdict::<RB>,
         _retries => {
-            let service = first.take().ok_or_else(|| spare.clone());
             let request = Request::from_parts(parts.clone(), ReplayBody::buffered(&buffered));
-            send(service, request)
+            send::<_, _, BoxError>(&mut service, &mut ready, request)
         }
     );
-    outcome.map_err(|failed| match failed {
-        Failed::Inner(error) => error,
-        Failed::Open(open) => Box::new(open) as BoxError,
-    })
+    outcome.map_err(into_box_error)
 }
 
-/// One attempt: `Ok` holds the service polled ready by the caller (the first attempt), `Err` a
-/// clone to be polled ready here.
-async fn send<S, Req>(service: Result<S, S>, request: Req) -> Result<S::Response, BoxError>
+pin_project_lite::pin_project! {
+    /// One attempt, a named future rather than an `async fn`, so that the request is held once
+    /// (`PERFORMANCE.md` §4): the service to call when first polled (not before: a breaker may
+    /// refuse the attempt), polled ready first unless it is still the one the caller polled;
+    /// then the service's call under way.
+    #[project = AttemptProj]
+    enum Attempt<'s, S, Req, F, E> {
+        Called { #[pin] future: F, error: PhantomData<fn() -> E> },
+        Waiting { service: &'s mut S, request: Option<Req>, ready: bool },
+    }
+}
+
+/// The attempt of `request` on `service`; `ready` is true until the first call, while the
+/// service is the one the caller polled ready.
+fn send<'s, S, Req, E>(
+    service: &'s mut S,
+    ready: &mut bool,
+    request: Req,
+) -> Attempt<'s, S, Req, S::Future, E>
 where
     S: Service<Req>,
-    S::Error: Into<BoxError>,
 {
-    let mut service = match service {
-        Ok(ready) => ready,
-        Err(mut spare) => {
-            std::future::poll_fn(|cx| spare.poll_ready(cx))
-                .await
-                .map_err(Into::into)?;
-            spare
+    Attempt::Waiting {
+        service,
+        request: Some(request),
+        ready: std::mem::replace(ready, false),
+    }
+}
+
+impl<S, Req, E> Future for Attempt<'_, S, Req, S::Future, E>
+where
+    S: Service<Req>,
+    S::Error: Into<E>,
+{
+    type Output = Result<S::Response, E>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            let future = match self.as_mut().project() {
+                AttemptProj::Called { future, .. } => return future.poll(cx).map_err(Into::into),
+                AttemptProj::Waiting {
+                    service,
+                    request,
+                    ready,
+                } => {
+                    if !*ready {
+                        if let Err(error) = std::task::ready!(service.poll_ready(cx)) {
+                            return Poll::Ready(Err(error.into()));
+                        }
+                        *ready = true;
+                    }
+                    match request.take() {
+                        Some(request) => service.call(request),
+                        // Not reached: the variant is replaced once the request is sent.
+                        None => return Poll::Pending,
+                    }
+                }
+            };
+            self.set(Attempt::Called {
+                future,
+                error: PhantomData,
+            });
         }
-    };
-    service.call(request).await.map_err(Into::into)
+    }
+}
+
+/// The caller's error: the service's, or the loop's own (a breaker's refusal, a timeout), boxed.
+fn into_box_error<E: Into<BoxError>>(failed: Failed<E>) -> BoxError {
+    match failed {
+        Failed::Inner(error) => error.into(),
+        Failed::Open(open) => Box::new(open),
+        Failed::Elapsed(elapsed) => Box::new(elapsed),
+    }
+}
+
+/// How a [`CloneRetryLayer`] judges the service's errors: [`ByTransient`] (the error type's
+/// [`Transient`] implementation, by default), or a function `Fn(&E) -> V` where `V` is a
+/// `bool` (`true`: worth another try) or a [`Verdict`].
+pub trait ClassifyError<E> {
+    /// The verdict on one error.
+    fn verdict(&self, error: &E) -> Verdict;
+}
+
+/// The default classifier of a [`CloneRetryLayer`]: the error type's [`Transient`]
+/// implementation, with its server-suggested pause, as `#[retry]` without `on = ...`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ByTransient;
+
+impl<E: Transient> ClassifyError<E> for ByTransient {
+    fn verdict(&self, error: &E) -> Verdict {
+        error.verdict()
+    }
+}
+
+impl<E, F, V> ClassifyError<E> for F
+where
+    F: Fn(&E) -> V,
+    V: Into<Verdict>,
+{
+    fn verdict(&self, error: &E) -> Verdict {
+        self(error).into()
+    }
+}
+
+/// How a [`CloneRetryLayer`] judges the service's answers, as the attribute's `on_result`:
+/// [`AnyResponse`] (every answer accepted, by default), or a function `Fn(&T) -> V` where `V`
+/// is a `bool` (`true`: retry) or a [`Verdict`]. When the retries run out, the last answer is
+/// returned.
+pub trait ClassifyResponse<T> {
+    /// The verdict on one answer.
+    fn verdict(&self, answer: &T) -> Verdict;
+}
+
+/// The default answer classifier of a [`CloneRetryLayer`]: every answer is accepted.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AnyResponse;
+
+impl<T> ClassifyResponse<T> for AnyResponse {
+    fn verdict(&self, _: &T) -> Verdict {
+        Verdict::Fail
+    }
+}
+
+impl<T, F, V> ClassifyResponse<T> for F
+where
+    F: Fn(&T) -> V,
+    V: Into<Verdict>,
+{
+    fn verdict(&self, answer: &T) -> Verdict {
+        self(answer).into()
+    }
+}
+
+/// A layer for any service whose request is `Clone` (a request enum to a custom service, a
+/// tonic message, ...): each attempt sends a clone of the request through the attribute's loop,
+/// with the [`HttpRetry`] options that apply to any request (the policy, `name`, `budget`,
+/// `breaker`, `notify`, `on_give_up`, `timeout`; `body_limit` and `add_idempotency_key` are
+/// for HTTP requests and have no effect here). Errors are judged by `C` ([`ByTransient`] by
+/// default), answers by `R` ([`AnyResponse`] by default). The caller's error is boxed
+/// ([`BoxError`]), as with [`RetryLayer`].
+///
+/// Whether a request may be sent again is the classifier's to say: it hears every error, so a
+/// request that is not idempotent needs a classifier that answers `false` (or a key of its own,
+/// the same on every clone).
+///
+/// ```
+/// use retry_runtime::integrations::tower::{CloneRetryLayer, HttpRetry};
+/// use retry_runtime::{Jitter, Policy, Verdict};
+/// use std::time::Duration;
+///
+/// #[derive(Clone)]
+/// enum Command { Get(String), Put(String, u64) }
+///
+/// #[derive(Debug)]
+/// struct Busy;
+/// # impl std::fmt::Display for Busy { fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str("busy") } }
+/// # impl std::error::Error for Busy {}
+///
+/// let layer = CloneRetryLayer::new(HttpRetry::new(Policy::new().max(3).jitter(Jitter::None)))
+///     .classify(|_: &Busy| Verdict::Retry)
+///     .on_response(|stored: &Option<u64>| stored.is_none());
+/// # let _ = layer;
+/// ```
+#[derive(Clone)]
+pub struct CloneRetryLayer<C = ByTransient, R = AnyResponse> {
+    config: HttpRetry,
+    classify: C,
+    judge: R,
+}
+
+impl<C, R> fmt::Debug for CloneRetryLayer<C, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CloneRetryLayer")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CloneRetryLayer {
+    /// A layer with these options, judging errors by their [`Transient`] implementation and
+    /// accepting every answer.
+    pub fn new(config: HttpRetry) -> Self {
+        CloneRetryLayer {
+            config,
+            classify: ByTransient,
+            judge: AnyResponse,
+        }
+    }
+}
+
+impl<C, R> CloneRetryLayer<C, R> {
+    /// Judge the service's errors with `f` (`Fn(&E) -> bool` or `Fn(&E) -> Verdict`) instead of
+    /// their [`Transient`] implementation, as the attribute's `on = ...`.
+    pub fn classify<F>(self, f: F) -> CloneRetryLayer<F, R> {
+        CloneRetryLayer {
+            config: self.config,
+            classify: f,
+            judge: self.judge,
+        }
+    }
+
+    /// Judge the service's answers with `f` (`Fn(&T) -> bool` or `Fn(&T) -> Verdict`), as the
+    /// attribute's `on_result`: an answer it rejects is retried, and returned when the retries
+    /// run out.
+    pub fn on_response<F>(self, f: F) -> CloneRetryLayer<C, F> {
+        CloneRetryLayer {
+            config: self.config,
+            classify: self.classify,
+            judge: f,
+        }
+    }
+
+    /// The counts of the requests that the services of this layer handled.
+    pub fn counters(&self) -> Arc<Counters> {
+        self.config.counters()
+    }
+}
+
+impl<S, C: Clone, R: Clone> tower_layer::Layer<S> for CloneRetryLayer<C, R> {
+    type Service = CloneRetryService<S, C, R>;
+
+    fn layer(&self, inner: S) -> CloneRetryService<S, C, R> {
+        CloneRetryService {
+            inner,
+            layer: Arc::new(self.clone()),
+        }
+    }
+}
+
+/// The service of a [`CloneRetryLayer`]: sends a clone of each request to `S`, and another
+/// while the policy and the verdicts allow.
+pub struct CloneRetryService<S, C = ByTransient, R = AnyResponse> {
+    inner: S,
+    layer: Arc<CloneRetryLayer<C, R>>,
+}
+
+impl<S: Clone, C, R> Clone for CloneRetryService<S, C, R> {
+    fn clone(&self) -> Self {
+        CloneRetryService {
+            inner: self.inner.clone(),
+            layer: Arc::clone(&self.layer),
+        }
+    }
+}
+
+impl<S: fmt::Debug, C, R> fmt::Debug for CloneRetryService<S, C, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CloneRetryService")
+            .field("inner", &self.inner)
+            .field("layer", &self.layer)
+            .finish()
+    }
+}
+
+impl<S, Req, C, R> Service<Req> for CloneRetryService<S, C, R>
+where
+    S: Service<Req> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Response: Send + 'static,
+    S::Error: Into<BoxError> + fmt::Debug + Send + 'static,
+    Req: Clone + Send + 'static,
+    C: ClassifyError<S::Error> + Send + Sync + 'static,
+    R: ClassifyResponse<S::Response> + Send + Sync + 'static,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: Req) -> Self::Future {
+        let clone = self.inner.clone();
+        let ready = std::mem::replace(&mut self.inner, clone);
+        Box::pin(respond_cloned(Arc::clone(&self.layer), ready, request))
+    }
+}
+
+async fn respond_cloned<S, Req, C, R>(
+    layer: Arc<CloneRetryLayer<C, R>>,
+    mut service: S,
+    request: Req,
+) -> Result<S::Response, BoxError>
+where
+    S: Service<Req>,
+    S::Error: Into<BoxError> + fmt::Debug,
+    Req: Clone,
+    C: ClassifyError<S::Error>,
+    R: ClassifyResponse<S::Response>,
+{
+    let config = &layer.config;
+    replay::count_request(config);
+    let mut ready = true;
+    let outcome = drive!(
+        config,
+        S::Response,
+        S::Error,
+        true,
+        |error: &S::Error| layer.classify.verdict(error),
+        |_: &S::Error| false,
+        |answer: &S::Response| layer.judge.verdict(answer),
+        _retries => send::<_, _, S::Error>(&mut service, &mut ready, request.clone())
+    );
+    outcome.map_err(into_box_error)
 }

@@ -631,6 +631,70 @@ fn deadline_in_a_sync_loop_on_the_recorders_clock() {
     assert_eq!(pauses, [S, 2 * S]);
 }
 
+// A run whose deadline or `reset_after` reads the clock before its first attempt makes that
+// attempt in the out-of-line loop, not on the inline happy path: the same results either way.
+
+#[test]
+fn with_a_deadline_or_reset_after_a_first_ok_is_returned_after_one_call() {
+    for policy in ["max = 3, base = 1s, deadline = 5s", "max = 3, base = 1s"] {
+        let policy = from_config(policy);
+        let calls = Cell::new(0);
+        let (result, pauses) = testing::record(|| {
+            Retrier::new(&policy)
+                .reset_after(Duration::from_secs(60))
+                .run(|| step(&calls, 1))
+        });
+        assert_eq!((result, calls.get()), (Ok(1), 1));
+        assert_eq!(pauses, []);
+    }
+}
+
+#[test]
+fn with_a_deadline_the_classifier_and_the_pauses_are_the_same() {
+    for deadline in ["", ", deadline = 1h"] {
+        let policy = from_config(&format!("max = 5, base = 1s, jitter = none{deadline}"));
+        let calls = Cell::new(0);
+        let (result, pauses) = testing::record(|| {
+            Retrier::new(&policy)
+                .on(|error: &Busy| error.0 < 3)
+                .run(|| fail(&calls))
+        });
+        assert_eq!((result, calls.get()), (Err(Busy(3)), 3), "{deadline}");
+        assert_eq!(pauses, [S, 2 * S], "{deadline}");
+    }
+}
+
+#[test]
+fn the_elapsed_time_in_the_events_counts_from_the_first_attempt_with_or_without_a_deadline() {
+    for deadline in ["", ", deadline = 1h"] {
+        let policy = from_config(&format!("max = 3, base = 1s, jitter = none{deadline}"));
+        let (calls, elapsed) = (Cell::new(0), RefCell::new(Vec::new()));
+        let (result, pauses) = testing::record(|| {
+            Retrier::new(&policy)
+                .notify(|_: &Busy, event: &RetryEvent| elapsed.borrow_mut().push(event.elapsed))
+                .run(|| fail(&calls))
+        });
+        assert_eq!(result, Err(Busy(4)), "{deadline}");
+        assert_eq!(pauses, [S, 2 * S, 4 * S], "{deadline}");
+        assert_eq!(*elapsed.borrow(), [Duration::ZERO, S, 3 * S], "{deadline}");
+    }
+}
+
+#[retry(max = 2, base = "1ms", jitter = none)]
+fn handle_request_with_a_deadline(policy: &Policy, calls: &Cell<u32>) -> Result<u32, Busy> {
+    Retrier::new(policy)
+        .deadline(Duration::from_secs(3600))
+        .run(|| fail(calls))
+}
+
+#[test]
+fn with_a_deadline_inside_a_retrying_function_it_makes_one_attempt() {
+    let policy = from_config("max = 5, base = 1ms");
+    let calls = Cell::new(0);
+    let (result, _) = testing::record(|| handle_request_with_a_deadline(&policy, &calls));
+    assert_eq!((result, calls.get()), (Err(Busy(3)), 3));
+}
+
 #[test]
 fn an_ok_that_on_result_accepts_is_judged_once_and_returned() {
     let policy = from_config("max = 3, base = 1s, jitter = none");

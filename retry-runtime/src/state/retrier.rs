@@ -468,43 +468,43 @@ where
     L: Logs<E>,
 {
     /// The loop state for one run: `policy` (the borrowed one, or the retrier's own if a
-    /// timing method changed it), the classifier, and a fresh start read on `clock`.
+    /// timing method changed it), `clock`, and no start read yet
+    /// ([`restart`](Retry::restart) reads it). The classifier is not in it yet
+    /// ([`classified`](Retry::classified) puts it in): the first attempt does not need it.
     #[inline(always)]
-    fn start<'s, M>(
-        on: C,
+    fn start<'s>(
         policy: &'s Policy,
         state: Retry<'p, Result<T, E>, Unset, S, Hooks<R, N, G, F>, X, L>,
         clock: fn() -> Instant,
-    ) -> Retry<'s, Result<T, E>, C::Call, S, Hooks<R, N, G, F>, X::At<'s>, L>
+    ) -> Retry<'s, Result<T, E>, Unset, S, Hooks<R, N, G, F>, X::At<'s>, L>
     where
         'p: 's,
-        C: Classifier<E, M>,
     {
-        let mut state = Retry {
+        Retry {
             site: Site {
                 policy,
                 clock,
                 name: state.site.name,
             },
-            progress: state.progress,
-            classify: on.into_classify(),
+            progress: Progress {
+                retried_above: context::current().retried_above,
+                ..state.progress
+            },
+            classify: state.classify,
             sleeper: state.sleeper,
             hooks: state.hooks,
             extras: state.extras.at(),
             log: std::marker::PhantomData,
             spans: state.spans,
-        };
-        state.restart();
-        state
+        }
     }
 
     /// Runs `body` until it succeeds or the loop gives up, pausing with
     /// [`std::thread::sleep`] and measuring the deadline on [`Instant::now`], as a sync
     /// annotated function does. `?` and `return` in the closure end the attempt.
     ///
-    /// Inline, as an annotated function's loop is written into it: made for the closure's type
-    /// anyway, and inline the options not given cost nothing. The first attempt and its `Ok`
-    /// come before the loop (`run_retries`, `PERFORMANCE.md` §8).
+    /// The first attempt and its `Ok` are inline, in the caller; the loop after a failure is
+    /// out of line, made for the closure's type (`run_retries`, `PERFORMANCE.md` §8).
     #[inline(always)]
     pub fn run<M, B>(self, mut body: B) -> Result<T, E>
     where
@@ -524,19 +524,24 @@ where
             Some(own) => own,
             None => state.site.policy,
         };
-        let mut state = Self::start(on, policy, state, std_now);
-        let started = reset_after.map(|_| (state.site.clock)());
-        let attempted = state.attempt(&mut body);
-        state.reset_if_healthy(reset_after, started);
-        match attempted {
-            // Without `on_result`, an `Ok` is accepted as it is; with it, the loop judges it.
-            Attempted::Completed(Ok(value)) if !R::SET => state.accept::<()>(value),
-            ok @ Attempted::Completed(Ok(_)) => run_retries(state, ok, body, reset_after),
-            attempted => {
-                failed();
-                run_retries(state, attempted, body, reset_after)
+        let mut state = Self::start(policy, state, std_now);
+        // A run that reads the clock before its first attempt (a deadline, `reset_after`) makes
+        // it in the loop, with the failures (`PERFORMANCE.md` §8).
+        let first = if policy.get_deadline().is_some() || reset_after.is_some() {
+            None
+        } else {
+            match state.attempt(&mut body) {
+                // Without `on_result`, an `Ok` is accepted as it is; with it, the loop judges it.
+                Attempted::Completed(Ok(value)) if !R::SET => return state.accept::<()>(value),
+                attempted => {
+                    // `run_retries` reads it again: left as `start` read it, the reading would
+                    // be kept for the call, on the happy path too.
+                    state.progress.retried_above = false;
+                    Some(attempted)
+                }
             }
-        }
+        };
+        run_retries(on, state, first, body, reset_after)
     }
 
     /// Runs `body`, a closure that returns a future (`|| async { ... }`), until it succeeds or
@@ -565,7 +570,8 @@ where
             None => state.site.policy,
         };
         let clock = state.site.clock;
-        let mut state = Self::start(on, policy, state, clock);
+        let mut state = Self::start(policy, state, clock).classified(on.into_classify());
+        state.restart();
         loop {
             let started = reset_after.map(|_| (state.site.clock)());
             let attempted: Attempted<T, E> = state.run_timed(body()).await;
@@ -588,28 +594,24 @@ fn read(clock: fn() -> Instant) -> Instant {
     clock()
 }
 
-/// Marks the branch it is called on as the unlikely one, so that the compiler lays the happy
-/// path out straight, its return beside it.
-#[cold]
+/// [`Retrier::run`] after a first attempt that did not end in an accepted `Ok` (`first`), or
+/// from its first attempt (`None`: a run whose deadline or `reset_after` reads the clock as it
+/// starts): the decision, then the loop. Out of line, so that the happy path, inline in the
+/// caller, is the attempt and a return (`PERFORMANCE.md` §8): laid out in the caller, the loop,
+/// or a clock reading before the first attempt, made every call save six registers first. The
+/// classifier comes as the retrier holds it (`on`) and the clock is named here, so that both
+/// are called directly, as they are inline.
 #[inline(never)]
-fn failed() {}
-
-/// [`Retrier::run`] after a first attempt that did not end in an accepted `Ok`: the decision
-/// on it, then the loop. Inline, but after the first attempt and its `Ok` (`PERFORMANCE.md`
-/// §8): the policy is read at run time, so the loop's arithmetic on it (the cap, the base in
-/// nanoseconds, the factor) does not fold as the attribute's constant policy does, and in a
-/// loop that begins with the first attempt the compiler hoists that arithmetic above it, where
-/// the happy path pays for it; and the decision's result (the loop state, or the call's result,
-/// in one value) made it take the happy path's `Ok` apart and put it back together.
-#[inline(always)]
 #[allow(clippy::type_complexity)]
-fn run_retries<'p, T, E, C, S, R, N, G, F, X, L, B>(
-    mut state: Retry<'p, Result<T, E>, C, S, Hooks<R, N, G, F>, X, L>,
-    mut attempted: Attempted<T, E>,
+fn run_retries<'p, T, E, C, M, S, R, N, G, F, X, L, B>(
+    on: C,
+    state: Retry<'p, Result<T, E>, Unset, S, Hooks<R, N, G, F>, X, L>,
+    first: Option<Attempted<T, E>>,
     mut body: B,
     reset_after: Option<Duration>,
 ) -> Result<T, E>
 where
+    C: Classifier<E, M>,
     R: Slot<T, (), Verdict>,
     N: Slot<Result<T, E>, RetryEvent>,
     G: Slot<Result<T, E>, GiveUp>,
@@ -618,11 +620,34 @@ where
     L: Logs<E>,
     B: FnMut() -> Result<T, E>,
 {
-    // Read again, as `restart` read it: the attempt has put the caller's frame back. Read here,
-    // the value `restart` read serves only the attempt's frame, which the compiler drops with
-    // the frame when the closure does not look at it, and the happy path reads no
-    // thread-local.
-    state.progress.retried_above = context::current().retried_above;
+    // Put in here, not handed over in memory: known here, they are called directly, and inline.
+    let mut state = state.classified(on.into_classify());
+    state.site.clock = std_now;
+    let mut attempted = match first {
+        Some(failed) => {
+            // The progress after a first attempt, as constants, so that the first decision's
+            // arithmetic folds as it does inline; only `started` may have been read.
+            // `retried_above` is read again, as `start` read it: the attempt has put the
+            // caller's frame back. Read here, the value `start` read serves only the attempt's
+            // frame, which the compiler drops with the frame when the closure does not look at
+            // it, and the happy path reads no thread-local.
+            state.progress = Progress {
+                retries: 0,
+                retried_above: context::current().retried_above,
+                previous_pause: 0,
+                started: state.progress.started,
+                hedges: 0,
+            };
+            failed
+        }
+        None => {
+            state.restart();
+            let started = reset_after.map(|_| (state.site.clock)());
+            let attempted = state.attempt(&mut body);
+            state.reset_if_healthy(reset_after, started);
+            attempted
+        }
+    };
     loop {
         state = match state.next(attempted) {
             ControlFlow::Break(result) => return result,
@@ -632,6 +657,23 @@ where
         let started = reset_after.map(|_| (state.site.clock)());
         attempted = state.attempt(&mut body);
         state.reset_if_healthy(reset_after, started);
+    }
+}
+
+impl<'p, T, E, S, H, X, L> Retry<'p, Result<T, E>, Unset, S, H, X, L> {
+    /// The same state with `classify` as its classifier.
+    #[inline(always)]
+    fn classified<C>(self, classify: Classify<C, E>) -> Retry<'p, Result<T, E>, C, S, H, X, L> {
+        Retry {
+            site: self.site,
+            progress: self.progress,
+            classify,
+            sleeper: self.sleeper,
+            hooks: self.hooks,
+            extras: self.extras,
+            log: std::marker::PhantomData,
+            spans: self.spans,
+        }
     }
 }
 

@@ -655,8 +655,13 @@ where
         };
         state.pause_blocking();
         let started = reset_after.map(|_| (state.site.clock)());
-        attempted = state.attempt(&mut body);
+        let now = state.attempt(&mut body);
         state.reset_if_healthy(reset_after, started);
+        attempted = match now {
+            // As on the first attempt: an `Ok` without `on_result` is accepted as it is.
+            Attempted::Completed(Ok(value)) if !R::SET => return state.accept::<()>(value),
+            attempted => attempted,
+        };
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::args::{self, Args};
 use crate::errors::Errors;
-use crate::expand::{at, local, pass_through, policy_binding};
+use crate::expand::{at, local, pass_through, policy_binding, timer};
 use proc_macro2::{Delimiter, Group, Ident, Spacing, Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote, quote_spanned};
 use retry_grammar::{self as grammar, Context, Scope};
@@ -178,16 +178,16 @@ fn last_block(tokens: &[TokenTree]) -> (Option<Body>, usize) {
 ///
 /// ```text
 /// {
-///     use ::retry_runtime::__private::{self as __retry_rt, SyncBlockWithoutDebug as _};
+///     use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
 ///     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new().max(3).base(..);
 ///     let mut __retry_body = || { read_config(&path) };
-///     let mut __retry = __retry_rt::SyncBlock::of(&__retry_body)
-///         .start(&__RETRY_POLICY, "my_app::config:12", is_transient);
+///     let mut __retry = __retry_rt::Shape::of(&__retry_body)
+///         .start(&__RETRY_POLICY, "my_app::config:12", is_transient, __retry_rt::Unset);
 ///     loop {
-///         let __retry_outcome = __retry.attempt(&mut __retry_body);
+///         let __retry_outcome = __retry.attempt((), &mut __retry_body);
 ///         #[allow(unreachable_code)]
 ///         {
-///             __retry = match __retry.next(__retry_outcome) {
+///             __retry = match __retry.next((), __retry_outcome) {
 ///                 ControlFlow::Break(__retry_result) => break __retry_result,
 ///                 ControlFlow::Continue(__retry_next) => __retry_next,
 ///             };
@@ -198,12 +198,13 @@ fn last_block(tokens: &[TokenTree]) -> (Option<Body>, usize) {
 /// ```
 ///
 /// The block is bound to a closure first, so that its output type, inferred from the body, is
-/// known when the state starts (`SyncBlock::of` reads it), as the return type is for the
+/// known when the state starts (`Shape::of` reads it), as the return type is for the
 /// attribute. An async block is an `async` block around the same loop, its body an async
-/// closure (`async || { ... }`, which lends its captures to each attempt's future), each
-/// attempt `__retry.run(__retry_body()).await` and each pause `__retry.pause().await`. With
-/// `key = k`, `let __retry_key = &(k);` before the closure and the `_keyed` forms, as the
-/// attribute writes them for a key parameter.
+/// closure (`async || { ... }`, which lends its captures to each attempt's future; the shape
+/// `Shape::of_async`, the timer `__retry_rt::ASYNC_TIMER`), each attempt
+/// `__retry.run((), __retry_body()).await` and each pause `__retry.pause().await`. With
+/// `key = k`, `let __retry_key = &(k);` before the closure, and `__retry_key` in place of `()`,
+/// as the attribute writes a key parameter.
 fn expand(args: &Args, body: &Body) -> TokenStream {
     let runtime = match args.krate() {
         Some(path) => path.to_token_stream(),
@@ -227,17 +228,13 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
     let start_span = args
         .expr(&grammar::ON)
         .map_or_else(Span::call_site, |on| at(&on.to_token_stream()));
-    let start = if is_async && args.accepted(&grammar::SLEEP).is_none() {
-        "start_async"
+    let start = Ident::new("start", start_span);
+    let shape = if is_async {
+        quote!(of_async)
     } else {
-        "start"
+        quote!(of)
     };
-    let start = Ident::new(start, start_span);
-    let (block_type, without_debug) = if is_async {
-        (quote!(AsyncBlock), quote!(AsyncBlockWithoutDebug))
-    } else {
-        (quote!(SyncBlock), quote!(SyncBlockWithoutDebug))
-    };
+    let timer = timer(is_async, args);
     // A block has no name of its own: its module and line, which `cargo expand` and a log show
     // alike wherever the crate is checked out.
     let name = quote!(::core::concat!(
@@ -246,21 +243,19 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
         ::core::line!()
     ));
     let mut builder = quote_spanned!(start_span=>
-        __retry_rt::#block_type::of(&#closure).#start(#policy_ref, #name, #classify));
+        __retry_rt::Shape::#shape(&#closure).#start(#policy_ref, #name, #classify, #timer));
     builder.extend(pass_through(args));
 
-    let (key_item, key, suffix) = match args.expr(&grammar::KEY) {
+    let (key_item, key) = match args.expr(&grammar::KEY) {
         Some(expr) => {
             let at = at(&expr.to_token_stream());
             (
                 quote_spanned!(at=> let #key_local = &(#expr);),
-                quote_spanned!(at=> #key_local,),
-                "_keyed",
+                quote_spanned!(at=> #key_local),
             )
         }
-        None => (TokenStream::new(), TokenStream::new(), ""),
+        None => (TokenStream::new(), quote!(())),
     };
-    let method = |plain: &str| Ident::new(&format!("{plain}{suffix}"), Span::call_site());
     let group = body.group();
     let (closure_item, attempt, sleep) = match body {
         Body::Async {
@@ -269,39 +264,31 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
             ..
         } => {
             let run = if args.accepted(&grammar::TIMEOUT).is_some() {
-                method("run_timed")
+                quote!(run_timed)
             } else {
-                method("run")
+                quote!(run)
             };
             (
                 quote!(let mut #closure = #async_token #move_token || #group;),
-                quote!(#state.#run(#key #closure()).await),
+                quote!(#state.#run(#key, #closure()).await),
                 quote!(#state.pause().await),
             )
         }
-        Body::Sync(_) => {
-            let attempt = method("attempt");
-            (
-                quote!(let mut #closure = || #group;),
-                quote!(#state.#attempt(#key &mut #closure)),
-                quote!(#state.pause_blocking()),
-            )
-        }
+        Body::Sync(_) => (
+            quote!(let mut #closure = || #group;),
+            quote!(#state.attempt(#key, &mut #closure)),
+            quote!(#state.pause_blocking()),
+        ),
     };
     let has_fallback = args.accepted(&grammar::FALLBACK).is_some();
-    let decision = if has_fallback {
-        let next = method("next");
-        quote!(#state.#next(#key #outcome))
-    } else {
-        quote!(#state.next(#outcome))
-    };
+    let decision = quote!(#state.next(#key, #outcome));
     let finish = if is_async && has_fallback {
         quote!(__retry_rt::finish(#result).await)
     } else {
         quote!(#result)
     };
     let statements = quote! {
-        use #runtime::__private::{self as __retry_rt, #without_debug as _};
+        use #runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
         #policy_item
         #key_item
         #closure_item

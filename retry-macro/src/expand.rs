@@ -21,11 +21,12 @@ use syn::ext::IdentExt;
 /// async fn check(claim: &Claim) -> Result<Coverage, ContractError> {
 ///     use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
 ///     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new().max(3).base(__retry_rt::Duration::from_secs(1));
-///     let mut __retry = __retry_rt::Retry::<Result<Coverage, ContractError>>::start_async(
-///         &__RETRY_POLICY, "check", |e| __retry_rt::is_transient(e)).notify(log_retry);
+///     let mut __retry = __retry_rt::Shape::<Result<Coverage, ContractError>>::new()
+///         .start(&__RETRY_POLICY, "check", |e| __retry_rt::is_transient(e), __retry_rt::ASYNC_TIMER)
+///         .notify(log_retry);
 ///     loop {
-///         let __retry_outcome = __retry.run(async { if false { return output_type::<..>(); } { body } }).await;
-///         __retry = match __retry.next(__retry_outcome) {
+///         let __retry_outcome = __retry.run((), async { if false { return output_type::<..>(); } { body } }).await;
+///         __retry = match __retry.next((), __retry_outcome) {
 ///             ControlFlow::Break(__retry_result) => return __retry_result,
 ///             ControlFlow::Continue(__retry_next) => __retry_next,
 ///         };
@@ -37,13 +38,14 @@ use syn::ext::IdentExt;
 /// The runtime is named once, in the `use` (`crate = path` replaces `::retry_runtime`), which
 /// also brings the `start` of an error type without `Debug` into scope: Rust picks the inherent
 /// `start` when the error type has `Debug`, that one otherwise, so the error is logged with
-/// `Debug` or by its type name without a bound on the function. With an async `fallback`, the
-/// `Break` arm is `return __retry_rt::finish(__retry_result).await`. A sync
-/// function runs each attempt as `__retry.attempt(|| { body })` and pauses with
-/// `__retry.pause_blocking()`. A function with an idempotency key lends it to each attempt:
-/// `__retry.run_keyed(&key, async { body })`, `attempt_keyed(&key, || { body })`. The return type in the turbofish lets the closure or `async`
-/// block infer what `?` and `return` in the body convert to. `next` takes the loop state by
-/// value and gives it back for the next attempt, so that the compiler can keep it in registers.
+/// `Debug` or by its type name without a bound on the function. The `Shape` carries the return
+/// type, so that the closure or `async` block infers what `?` and `return` in the body convert
+/// to. With an async `fallback`, the `Break` arm is `return __retry_rt::finish(__retry_result).await`.
+/// A sync function runs each attempt as `__retry.attempt((), || { body })` and pauses with
+/// `__retry.pause_blocking()`. The first argument of each step is the idempotency key the
+/// attempts (and the fallback) borrow: `()` without one, `&key` for a function with a key
+/// parameter. `next` takes the loop state by value and gives it back for the next attempt, so
+/// that the compiler can keep it in registers.
 pub(crate) fn expand(plan: Plan) -> TokenStream {
     // `crate = path`, or the runtime's own name.
     let runtime = match plan.args.krate() {
@@ -83,25 +85,21 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         },
     };
     let name = Literal::string(&func.sig.ident.unraw().to_string());
-    // With `sleep = f` the function needs no default timer: `start`, then `.sleep(f)`.
-    let start = if is_async && args.accepted(&grammar::SLEEP).is_none() {
-        "start_async"
-    } else {
-        "start"
-    };
     // Located at `on`'s value if given, so a classifier that returns neither `bool` nor
     // `Verdict` is reported there.
     let start_span = args
         .expr(&grammar::ON)
         .map_or_else(Span::call_site, |on| at(&on.to_token_stream()));
-    let start = Ident::new(start, start_span);
+    let start = Ident::new("start", start_span);
+    let timer = timer(is_async, args);
     let mut builder = quote_spanned!(start_span=>
-        __retry_rt::Retry::<#output>::#start(#policy_ref, #name, #classify));
+        __retry_rt::Shape::<#output>::new().#start(#policy_ref, #name, #classify, #timer));
     builder.extend(pass_through(args));
-    // A function with an idempotency key lends it to each attempt: `attempt_keyed(&key, ...)`,
-    // `run_keyed`, `run_timed_keyed`. Located at the parameter's type (past any `&`), so that a
-    // type without `Display` is reported there.
-    let (suffix, key, key_at) = match &plan.key {
+    // A function with an idempotency key lends it to each attempt and to its fallback: the first
+    // argument of `attempt`, `run`, `run_timed`, `run_hedged` and `next` (`()` without a key).
+    // Located at the parameter's type (past any `&`), so that a type without `Display` is
+    // reported there.
+    let key = match &plan.key {
         Some(key) => {
             let at = at(&item::referent(&key.ty).to_token_stream());
             let mut name = key.name.clone();
@@ -109,11 +107,10 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
             // Past the parameter's own references (`&*key` for `key: &str`), so that the runtime
             // lends the key's type itself, which must borrow nothing.
             let derefs = (0..item::references(&key.ty)).map(|_| quote_spanned!(at=> *));
-            ("_keyed", quote_spanned!(at=> &#(#derefs)*#name,), at)
+            quote_spanned!(at=> &#(#derefs)*#name)
         }
-        None => ("", TokenStream::new(), Span::call_site()),
+        None => quote!(()),
     };
-    let method = |plain: &str| Ident::new(&format!("{plain}{suffix}"), key_at);
     // `hedge = ...`: the function's `Hedge`, a `static` that keeps its observed latency.
     let mut hedge_item = TokenStream::new();
 
@@ -130,36 +127,27 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
             // itself with `timeout`.
             Some(hedge) => {
                 hedge_item = hedge;
-                let run = method("run_hedged");
-                quote!(#state.#run(#key &__RETRY_HEDGE, || async { #output_type #body }).await)
+                quote!(#state.run_hedged(#key, &__RETRY_HEDGE, || async { #output_type #body }).await)
             }
             None => {
                 let run = if args.accepted(&grammar::TIMEOUT).is_some() {
-                    method("run_timed")
+                    quote!(run_timed)
                 } else {
-                    method("run")
+                    quote!(run)
                 };
-                quote!(#state.#run(#key async { #output_type #body }).await)
+                quote!(#state.#run(#key, async { #output_type #body }).await)
             }
         };
         (attempt, quote!(#state.pause().await))
     } else {
-        let attempt = method("attempt");
         (
-            quote!(#state.#attempt(#key || #body)),
+            quote!(#state.attempt(#key, || #body)),
             quote!(#state.pause_blocking()),
         )
     };
     // An async fallback is awaited when the loop ends (a sync one is wrapped in a ready future).
-    // A fallback runs with the key lent to it too, so `next` takes it: `next_keyed(&key, ..)`.
-    // Without a fallback nothing after the attempts needs the key.
     let has_fallback = args.accepted(&grammar::FALLBACK).is_some();
-    let decision = if has_fallback {
-        let next = method("next");
-        quote!(#state.#next(#key #outcome))
-    } else {
-        quote!(#state.next(#outcome))
-    };
+    let decision = quote!(#state.next(#key, #outcome));
     let finish = if is_async && has_fallback {
         quote!(__retry_rt::finish(#result).await)
     } else {
@@ -197,6 +185,17 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     quote! {
         #(#attrs)*
         #vis #sig #loop_body
+    }
+}
+
+/// The timer the loop starts with: `ASYNC_TIMER` (tokio's) for an async function or block
+/// without `sleep`, `Unset` otherwise (a sync loop, whose pauses block, or one whose `sleep`
+/// builder names the timer next).
+pub(crate) fn timer(is_async: bool, args: &Args) -> TokenStream {
+    if is_async && args.accepted(&grammar::SLEEP).is_none() {
+        quote!(__retry_rt::ASYNC_TIMER)
+    } else {
+        quote!(__retry_rt::Unset)
     }
 }
 

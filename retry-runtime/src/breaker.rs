@@ -584,7 +584,7 @@ impl Error for CircuitOpen {}
     label = "`{Self}` does not implement `From<retry_runtime::CircuitOpen>`",
     note = "add `impl From<retry_runtime::CircuitOpen> for {Self}` (a variant such as `Unavailable(CircuitOpen)`), or remove `breaker`"
 )]
-pub trait FromCircuitOpen {
+pub(crate) trait FromCircuitOpen {
     /// The error for a call the open circuit refused.
     fn from_circuit_open(open: CircuitOpen) -> Self;
 }

@@ -160,7 +160,7 @@ impl<K: KeyParam + ?Sized> KeySlot for &K {
     note = "every attempt sends the key as text, and `attempt().key()` renders it with `Display`: an order number (`u64`), a `Uuid`, a `&str` or `String` and an `IdempotencyKey` all can be keys",
     note = "implement `std::fmt::Display` for the type (writing the text every attempt sends), or make the key a parameter of its own, like `#[idempotency_key] order_number: u64`"
 )]
-pub trait KeyParam: Display + 'static {
+pub(crate) trait KeyParam: Display + 'static {
     /// Which slot of the attempt context the key goes to.
     #[doc(hidden)]
     const KIND: KeyKind;

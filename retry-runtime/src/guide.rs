@@ -11,13 +11,15 @@
 //! | [`protecting`] | protecting the service that is called: retry budget, circuit breaker, one retrying layer |
 //! | [`hedging`] | slow rather than failed calls: `hedge`, a copy of a slow attempt beside it, and what wins |
 //! | [`fallback`] | what the caller gets after the last attempt |
-//! | [`tower`] | the same loop for every request of a client: a tower layer (features `tower`) and reqwest middleware (`reqwest-middleware`), bodies, keys, never-sent requests |
 //! | [`blocks`] | the same loop for a block (`retry_block!`), for a closure with a policy chosen at run time (`Retrier`), and for a loop that runs for hours (`reset_after`) |
 //! | [`testing`] | tests that assert pauses and calls without waiting |
 //! | `metrics` | with the `metrics` feature: the instruments the loop, breakers and budgets record, in one table |
 //!
-//! The idempotency stores and the durable job queue are documented in their own crate,
-//! `retry-durable` (`retry_durable::store`, `retry_durable::queue`).
+//! The same loop for every request of a client (a tower layer, a reqwest middleware: bodies, keys,
+//! never-sent requests) is the crate `retry-http`, built on [`engine`](crate::engine), as an
+//! integration of your own would be. The idempotency stores and the durable job queue are
+//! documented in their own crate, `retry-durable` (`retry_durable::store`,
+//! `retry_durable::queue`).
 
 #[doc = include_str!("../docs/behaviour.md")]
 pub mod behaviour {}
@@ -39,17 +41,6 @@ pub mod hedging {}
 
 #[doc = include_str!("../docs/fallback.md")]
 pub mod fallback {}
-
-// The guide's examples need both features; docs.rs builds with every feature.
-#[cfg_attr(
-    all(feature = "tower", feature = "reqwest-middleware"),
-    doc = include_str!("../docs/tower.md")
-)]
-#[cfg_attr(
-    not(all(feature = "tower", feature = "reqwest-middleware")),
-    doc = "The guide to the tower layer and the reqwest middleware: built with the features `tower` and `reqwest-middleware` (docs.rs has every feature)."
-)]
-pub mod tower {}
 
 #[doc = include_str!("../docs/testing.md")]
 pub mod testing {}

@@ -308,6 +308,7 @@ mod budget;
 mod context;
 #[cfg(test)]
 mod doc_tables;
+pub mod engine;
 pub mod guide;
 mod hedge;
 mod key;
@@ -338,7 +339,7 @@ pub use context::{Attempt, attempt, scope};
 pub use hedge::Hedge;
 pub use key::IdempotencyKey;
 pub use policy::{Backoff, Jitter, Policy, PolicyError};
-pub use state::{GiveUp, GiveUpReason, Retrier, RetryEvent};
+pub use state::{GiveUp, GiveUpReason, LogLevel, Retrier, RetryEvent};
 
 /// The levels of [`Retrier::log_level`], as `log_level = "warn"` names them in the attribute.
 pub use state::level;

@@ -50,6 +50,11 @@ use std::time::{Duration, Instant};
 /// # });
 /// assert_eq!(calls.get(), 51);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot pause an async retry loop: it is no `retry_runtime::Sleeper`",
+    label = "no timer for the pauses",
+    note = "enable the `tokio` feature of `retry-runtime` (on by default), or name a timer for your runtime: `sleep = my_runtime::sleep` in `#[retry]` or `retry_block!`, `.sleep(my_runtime::sleep)` on a `Retrier`, with `fn sleep(Duration) -> impl Future<Output = ()>`"
+)]
 pub trait Sleeper {
     /// The future of one pause.
     type Sleep: Future<Output = ()>;
@@ -125,7 +130,7 @@ pub(crate) fn clock_of<S: Sleeper>() -> Instant {
     label = "returns `{Self}`, not a future",
     note = "name an async sleep function, `fn(Duration) -> impl Future<Output = ()>`, such as `async_std::task::sleep` or `futures_timer::Delay::new`; a blocking `std::thread::sleep` would stop the executor's thread"
 )]
-pub trait SleepFuture: Future<Output = ()> {}
+pub(crate) trait SleepFuture: Future<Output = ()> {}
 
 impl<F: Future<Output = ()>> SleepFuture for F {}
 
@@ -146,33 +151,11 @@ impl Sleeper for TokioTimer {
     }
 }
 
-/// No timer: the `tokio` feature is off and no `sleep = ...` was given. `start_async` then
-/// requires [`TimerFor`], which nothing implements, so the function does not compile; the
-/// `Sleeper` impl only keeps that the one error.
+/// No timer: the `tokio` feature is off and no `sleep = ...` was given. It is no [`Sleeper`], so
+/// an async loop without one does not compile, and says which to add.
+#[cfg(not(feature = "tokio"))]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoTimer;
-
-impl Sleeper for NoTimer {
-    type Sleep = std::future::Ready<()>;
-    fn sleep(&self, _: Duration) -> Self::Sleep {
-        std::future::ready(())
-    }
-}
-
-/// A timer for async functions returning `Result<T, _>`; not implemented by [`NoTimer`], so an
-/// async `#[retry]` function without the `tokio` feature and without `sleep = ...` is an error
-/// that says which to add.
-#[diagnostic::on_unimplemented(
-    message = "this async `#[retry]` function has no timer to pause with",
-    label = "no timer",
-    note = "enable the `tokio` feature of `retry-runtime` (on by default), or name a sleep function for your runtime: `#[retry(sleep = my_runtime::sleep)]` with `fn sleep(Duration) -> impl Future<Output = ()>`"
-)]
-pub trait TimerFor<T> {}
-
-/// With the `tokio` feature, tokio's timer is there for every function (the bound of an async
-/// `retry!` block's start, which names the default timer whichever it is).
-#[cfg(feature = "tokio")]
-impl<T> TimerFor<T> for TokioTimer {}
 
 /// The error of an attempt cut off by `#[retry(timeout = ...)]`.
 ///
@@ -236,7 +219,7 @@ impl From<Elapsed> for std::io::Error {
     label = "`{Self}` does not implement `From<retry_runtime::Elapsed>`",
     note = "add `impl From<retry_runtime::Elapsed> for {Self}` (a variant such as `TimedOut(Elapsed)`), or remove `timeout`"
 )]
-pub trait FromElapsed {
+pub(crate) trait FromElapsed {
     /// The error for a timed-out attempt.
     fn from_elapsed(elapsed: Elapsed) -> Self;
 }

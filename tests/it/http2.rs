@@ -17,10 +17,9 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use retry_runtime::integrations::reqwest_middleware::RetryMiddleware;
-use retry_runtime::integrations::tower::{
-    BoxError, Counters, HttpRetry, ReplayBody, Resend, RetryLayer,
-};
+use retry_http::reqwest::RetryMiddleware;
+use retry_http::tower::RetryLayer;
+use retry_http::{BoxError, Counters, HttpRetry, ReplayBody, Resend};
 use retry_runtime::{Jitter, Policy, testing};
 use std::error::Error;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,4 +1,4 @@
-//! The tower layer (`retry_runtime::integrations::tower`) in a `ServiceBuilder` stack over
+//! The tower layer (`retry_http::tower`) in a `ServiceBuilder` stack over
 //! hyper's client, against a scripted HTTP/1 server on loopback: what the server received (how
 //! many requests, their keys and whole bodies), the exact virtual times on tokio's paused clock,
 //! and the counters.
@@ -11,9 +11,8 @@ use http_body_util::{BodyExt, Full, StreamBody};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use retry_runtime::integrations::tower::{
-    BoxError, CloneRetryLayer, HttpRetry, ReplayBody, Resend, RetryLayer, SendOnce,
-};
+use retry_http::tower::{CloneRetryLayer, RetryLayer};
+use retry_http::{BoxError, HttpRetry, ReplayBody, Resend, SendOnce};
 use retry_runtime::{
     CircuitBreaker, CircuitOpen, Elapsed, GiveUp, GiveUpReason, IdempotencyKey, Jitter, Policy,
     RetryBudget,

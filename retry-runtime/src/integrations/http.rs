@@ -156,6 +156,48 @@ pub fn response_verdict<B>(response: &Response<B>) -> Verdict {
     verdict_of(response.status().as_u16(), response.headers())
 }
 
+/// [`response_verdict`] for a response's parts: its status and headers (a reqwest response, a
+/// response whose body is elsewhere).
+///
+/// ```
+/// use http::{HeaderMap, StatusCode};
+/// use retry_runtime::integrations::http::status_verdict;
+/// use retry_runtime::Verdict;
+///
+/// assert_eq!(status_verdict(StatusCode::BAD_GATEWAY, &HeaderMap::new()), Verdict::Retry);
+/// assert_eq!(status_verdict(StatusCode::CONFLICT, &HeaderMap::new()), Verdict::Fail);
+/// ```
+#[cfg(feature = "http")]
+pub fn status_verdict(status: StatusCode, headers: &HeaderMap) -> Verdict {
+    verdict_of(status.as_u16(), headers)
+}
+
+/// Whether a connection broke under a request: a transient I/O error anywhere in the error's
+/// `source()` chain ([`has_transient_io_cause`](crate::has_transient_io_cause): reset, broken
+/// pipe, a body cut off, which hyper reports as `UnexpectedEof`, ...), or hyper's own "connection
+/// closed before the message completed" or "request canceled" (a kept-alive connection the server
+/// closed). The rule of `Transient for reqwest::Error` and of the HTTP doors' (`retry-http`)
+/// error classifier: one rule for both. Feature `hyper` (on with `reqwest`).
+///
+/// ```
+/// use retry_runtime::integrations::http::connection_broke;
+/// use std::io;
+///
+/// assert!(connection_broke(&io::Error::from(io::ErrorKind::ConnectionReset)));
+/// assert!(!connection_broke(&io::Error::from(io::ErrorKind::PermissionDenied)));
+/// ```
+#[cfg(feature = "hyper")]
+pub fn connection_broke(error: &(dyn std::error::Error + 'static)) -> bool {
+    if crate::has_transient_io_cause(error) {
+        return true;
+    }
+    // Bounded as `has_transient_io_cause` is, against a chain that loops.
+    std::iter::successors(Some(error), |&cause| cause.source())
+        .take(64)
+        .filter_map(|cause| cause.downcast_ref::<::hyper::Error>())
+        .any(|hyper| hyper.is_incomplete_message() || hyper.is_canceled())
+}
+
 /// The [`status_is_transient`] table. A bare status carries no headers, so
 /// [`retry_after`](crate::Transient::retry_after) is `None`: use [`response_verdict`] to honour
 /// `Retry-After`.

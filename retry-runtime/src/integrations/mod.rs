@@ -37,22 +37,14 @@
 //! for a client of any HTTP library.
 
 pub mod http;
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-pub(crate) mod replay;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;
-#[cfg(feature = "reqwest-middleware")]
-pub mod reqwest_middleware;
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-mod sent;
 #[cfg(feature = "sqlx")]
 pub mod sqlx;
 #[cfg(feature = "tokio-postgres")]
 pub mod tokio_postgres;
 #[cfg(feature = "tonic")]
 pub mod tonic;
-#[cfg(feature = "tower")]
-pub mod tower;
 
 /// Whether a PostgreSQL SQLSTATE names a passing failure: the table that `sqlx` and
 /// `tokio-postgres` share, for other drivers too.

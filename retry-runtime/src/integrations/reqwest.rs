@@ -72,7 +72,6 @@
 //! ```
 
 use crate::{Transient, Verdict};
-use std::error::Error as _;
 
 /// Whether a response is worth another request: [`Verdict::Retry`] for a transient status (408,
 /// 429, 500, 502, 503, 504), or [`Verdict::RetryAfter`] when it also carries a valid
@@ -134,19 +133,10 @@ impl Transient for ::reqwest::Error {
     }
 }
 
-/// Whether a connection died under the request: a transient I/O error in the chain (reset,
-/// broken pipe, a body cut off, which hyper reports as `UnexpectedEof`), or hyper's own "closed
-/// before the message completed" or "request canceled" (a kept-alive connection the server
-/// closed).
+/// Whether a connection died under the request: the rule of
+/// [`connection_broke`](super::http::connection_broke), which the HTTP doors share.
 fn connection_broke(error: &::reqwest::Error) -> bool {
-    if crate::has_transient_io_cause(error) {
-        return true;
-    }
-    // Bounded as `has_transient_io_cause` is, against a chain that loops.
-    std::iter::successors(error.source(), |&cause| cause.source())
-        .take(64)
-        .filter_map(|cause| cause.downcast_ref::<::hyper::Error>())
-        .any(|hyper| hyper.is_incomplete_message() || hyper.is_canceled())
+    super::http::connection_broke(error)
 }
 
 #[cfg(test)]

@@ -8,35 +8,33 @@ use std::time::{Duration, Instant};
 
 /// The options that have no hook of their own: `timeout`, `budget`, `breaker` and `nested =
 /// retry`, with the breaker's permission for the attempt under way. Present only when one of
-/// them is written; otherwise the loop carries [`Unset`] in its place. (The idempotency key is
-/// not kept here: each attempt borrows it, see
-/// [`KeyParam`](crate::__private::KeyParam).)
+/// them is written; otherwise the loop carries [`Unset`] in its place.
 pub struct Extras<'p, E> {
-    /// A per-attempt time limit, and how to turn its expiry into the function's error.
-    pub(super) timeout: Option<Timeout<E>>,
-    pub(super) budget: Option<&'p RetryBudget>,
-    /// The breaker, and how to turn its refusal into the function's error.
-    pub(super) breaker: Option<Guard<'p, E>>,
+    /// A per-attempt time limit, and how to turn its expiry into the loop's error.
+    pub(crate) timeout: Option<Timeout<E>>,
+    pub(crate) budget: Option<&'p RetryBudget>,
+    /// The breaker, and how to turn its refusal into the loop's error.
+    pub(crate) breaker: Option<Guard<'p, E>>,
     /// The breaker's permission for the attempt under way, recorded when the attempt ends; a
     /// trial dropped unrecorded (a cancelled call) counts as failed, by `Admission`'s own drop.
-    pub(super) admission: Option<Admission<'p>>,
+    pub(crate) admission: Option<Admission<'p>>,
     /// `nested = retry`: retry even when a layer above does.
-    pub(super) nested_retry: bool,
+    pub(crate) nested_retry: bool,
 }
 
-/// `timeout = "2s"`: the limit, and how to turn its expiry into the function's error.
-pub(super) struct Timeout<E> {
-    pub(super) limit: Duration,
-    pub(super) error: fn(Elapsed) -> E,
+/// `timeout = "2s"`: the limit, and how to turn its expiry into the loop's error.
+pub struct Timeout<E> {
+    pub(crate) limit: Duration,
+    pub(crate) error: fn(Elapsed) -> E,
 }
 
-/// `breaker = B`: the breaker, and how to turn its refusal into the function's error.
-pub(super) struct Guard<'p, E> {
-    pub(super) breaker: &'p CircuitBreaker,
-    pub(super) error: fn(CircuitOpen) -> E,
+/// `breaker = B`: the breaker, and how to turn its refusal into the loop's error.
+pub struct Guard<'p, E> {
+    pub(crate) breaker: &'p CircuitBreaker,
+    pub(crate) error: fn(CircuitOpen) -> E,
 }
 
-/// The breaker's refusal of an attempt, and how to turn it into the function's error; not the
+/// The breaker's refusal of an attempt, and how to turn it into the loop's error; not the
 /// error itself: `PERFORMANCE.md` §4.
 pub struct Refusal<E> {
     open: CircuitOpen,
@@ -75,10 +73,68 @@ impl<E> Default for Extras<'_, E> {
     }
 }
 
-impl<'p, E> Extras<'p, E> {
+/// [`Unset`] or [`Extras`]: the loop asks for the extras through this, so an unset one answers
+/// at compile time and costs nothing.
+pub(crate) trait MaybeExtras<E> {
+    /// [`NoRefusal`] without extras: such an attempt cannot be refused, so its future has no
+    /// room for a refusal. [`Refusal`] with them.
+    type Refusal: IntoError<E> + Copy;
+    /// The breaker's permission for one attempt: an [`Admission`], or nothing without extras.
+    type Admission: Held;
     /// Asks the breaker, if any, to let the next attempt through.
+    fn admit(&mut self, clock: fn() -> Instant) -> Result<(), Self::Refusal>;
+    /// Tells the breaker, if any, how the attempt went: a transient failure counts against the
+    /// service; a success or a permanent error (the service answered) counts for it. `true`
+    /// when the circuit is open after it, by this outcome or by others'.
+    fn record(&mut self, service_failed: bool, clock: fn() -> Instant) -> bool;
+    /// The breaker's permission for the attempt under way, taken (a hedge holds its own).
+    fn take_admission(&mut self) -> Option<Self::Admission>;
+    /// The permission of the copy that won a hedged attempt, put back for `next` to record.
+    fn put_admission(&mut self, admission: Option<Self::Admission>);
+    /// The budget, if any.
+    fn budget(&self) -> Option<&RetryBudget>;
+    /// The timeout, if any.
+    fn timeout(&self) -> Option<Timeout<E>>;
+    /// `nested = retry`.
+    fn nested_retry(&self) -> bool;
+}
+
+impl<E> MaybeExtras<E> for Unset {
+    type Refusal = NoRefusal;
+    type Admission = NoRefusal;
+    #[inline(always)]
+    fn admit(&mut self, _: fn() -> Instant) -> Result<(), NoRefusal> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn record(&mut self, _: bool, _: fn() -> Instant) -> bool {
+        false
+    }
+    #[inline(always)]
+    fn take_admission(&mut self) -> Option<NoRefusal> {
+        None
+    }
+    #[inline(always)]
+    fn put_admission(&mut self, _: Option<NoRefusal>) {}
+    #[inline(always)]
+    fn budget(&self) -> Option<&RetryBudget> {
+        None
+    }
+    #[inline(always)]
+    fn timeout(&self) -> Option<Timeout<E>> {
+        None
+    }
+    #[inline(always)]
+    fn nested_retry(&self) -> bool {
+        false
+    }
+}
+
+impl<'p, E> MaybeExtras<E> for Extras<'p, E> {
+    type Refusal = Refusal<E>;
+    type Admission = Admission<'p>;
     #[inline]
-    pub(super) fn admit(&mut self, clock: fn() -> Instant) -> Result<(), Refusal<E>> {
+    fn admit(&mut self, clock: fn() -> Instant) -> Result<(), Refusal<E>> {
         let Some(guard) = self.breaker else {
             return Ok(());
         };
@@ -93,92 +149,80 @@ impl<'p, E> Extras<'p, E> {
             }),
         }
     }
-
-    /// Tells the breaker, if any, how the attempt went: a transient failure counts against the
-    /// service; a success or a permanent error (the service answered) counts for it. `true`
-    /// when the circuit is open after it, by this outcome or by others'.
     #[inline]
-    pub(super) fn record(&mut self, service_failed: bool, clock: fn() -> Instant) -> bool {
+    fn record(&mut self, service_failed: bool, clock: fn() -> Instant) -> bool {
         match self.admission.take() {
             Some(admission) => admission.record_and_check(!service_failed, clock()),
             None => false,
         }
     }
+    #[inline(always)]
+    fn take_admission(&mut self) -> Option<Admission<'p>> {
+        self.admission.take()
+    }
+    #[inline(always)]
+    fn put_admission(&mut self, admission: Option<Admission<'p>>) {
+        self.admission = admission;
+    }
+    #[inline(always)]
+    fn budget(&self) -> Option<&RetryBudget> {
+        self.budget
+    }
+    #[inline(always)]
+    fn timeout(&self) -> Option<Timeout<E>> {
+        self.timeout
+    }
+    #[inline(always)]
+    fn nested_retry(&self) -> bool {
+        self.nested_retry
+    }
 }
 
-/// [`Unset`] or [`Extras`]: the loop asks for the extras through this, so an unset one is
-/// `None` at compile time and costs nothing.
-pub trait MaybeExtras<'p, E>: PerAttempt<Refusal: IntoError<E>> {
-    /// Asks the breaker, if any, to let the next attempt through.
-    fn admit(&mut self, clock: fn() -> Instant) -> Result<(), Self::Refusal>;
-    /// The extras, if any option put them in place.
-    fn get(&self) -> Option<&Extras<'p, E>>;
-    /// The extras, mutably.
-    fn get_mut(&mut self) -> Option<&mut Extras<'p, E>>;
-    /// The extras, made if none were yet.
+/// The extras of a loop, made if none were yet: what the builders of `timeout`, `budget`,
+/// `breaker` and `nested = retry` start from.
+pub(crate) trait IntoExtras<'p, E> {
     fn into_extras(self) -> Extras<'p, E>;
 }
 
-impl<'p, E> MaybeExtras<'p, E> for Unset {
-    #[inline(always)]
-    fn admit(&mut self, _: fn() -> Instant) -> Result<(), NoRefusal> {
-        Ok(())
-    }
-    #[inline(always)]
-    fn get(&self) -> Option<&Extras<'p, E>> {
-        None
-    }
-    #[inline(always)]
-    fn get_mut(&mut self) -> Option<&mut Extras<'p, E>> {
-        None
-    }
+impl<'p, E> IntoExtras<'p, E> for Unset {
     fn into_extras(self) -> Extras<'p, E> {
         Extras::default()
     }
 }
 
-impl<'p, E> MaybeExtras<'p, E> for Extras<'p, E> {
-    #[inline(always)]
-    fn admit(&mut self, clock: fn() -> Instant) -> Result<(), Refusal<E>> {
-        Extras::admit(self, clock)
-    }
-    #[inline(always)]
-    fn get(&self) -> Option<&Extras<'p, E>> {
-        Some(self)
-    }
-    #[inline(always)]
-    fn get_mut(&mut self) -> Option<&mut Extras<'p, E>> {
-        Some(self)
-    }
+impl<'p, E> IntoExtras<'p, E> for Extras<'p, E> {
     fn into_extras(self) -> Extras<'p, E> {
         self
     }
 }
 
-/// What an attempt takes from the extras: the breaker's refusal. Apart from [`MaybeExtras`] and
-/// without its lifetime, so that an async function's future, whose lifetimes the compiler
-/// erases, can still name this type.
-pub trait PerAttempt {
-    /// [`NoRefusal`] without extras: such an attempt cannot be refused, so its future has no
-    /// room for a refusal. [`Refusal`] with them.
-    type Refusal;
+/// A breaker's permission for one attempt, recorded when the attempt ends.
+pub(crate) trait Held {
+    /// Tells the breaker how the attempt went.
+    fn record(self, success: bool, now: Instant);
 }
 
-impl PerAttempt for Unset {
-    type Refusal = NoRefusal;
+impl Held for Admission<'_> {
+    #[inline]
+    fn record(self, success: bool, now: Instant) {
+        Admission::record(self, success, now);
+    }
 }
 
-impl<E> PerAttempt for Extras<'_, E> {
-    type Refusal = Refusal<E>;
+impl Held for NoRefusal {
+    #[inline(always)]
+    fn record(self, _: bool, _: Instant) {
+        match self {}
+    }
 }
 
-/// The refusal of a function without a breaker: there is none.
+/// The refusal of a loop without a breaker: there is none.
 #[derive(Clone, Copy, Debug)]
 pub enum NoRefusal {}
 
-/// A refusal by the breaker, turned into the function's error.
-pub trait IntoError<E> {
-    /// The refusal as the function's error.
+/// A refusal by the breaker, turned into the loop's error.
+pub(crate) trait IntoError<E> {
+    /// The refusal as the loop's error.
     fn into_error(self) -> E;
 }
 

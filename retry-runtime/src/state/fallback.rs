@@ -1,7 +1,8 @@
 //! `fallback = f`: what the fallback takes ([`FallbackInput`]), its sync and async forms and
 //! their slots, and the end of an async function that awaits one ([`Finish`]).
 
-use super::{GiveUp, OnResult, Unset};
+use super::hooks::OnResult;
+use super::{GiveUp, Unset};
 use crate::context::{Enter, Frame, KeySlot, Scoped};
 use std::future::Future;
 use std::pin::Pin;
@@ -38,20 +39,24 @@ impl<F, T, E> FallbackInput<T, E> for OnResult<F, T> {
     }
 }
 
-/// What a fallback returns: the function's `Result` (a sync fallback), or a future of it (an
-/// async one), told apart by `M` ([`SyncForm`] or [`AsyncForm`]); and the slot that holds such
-/// a fallback.
+/// What a fallback returns, told apart by `M`: the loop's own `Result` ([`SyncForm`]), or in an
+/// async loop (one whose timer `S` is a [`Sleeper`](crate::Sleeper)) a future of it
+/// ([`AsyncForm`]). A sync loop has no timer, so an async fallback there is this trait's error,
+/// at `fallback`.
 #[diagnostic::on_unimplemented(
     message = "`fallback = ...` must return `Result<{T}, {E}>`, the function's own result, not `{Self}`",
     label = "this fallback returns `{Self}`",
     note = "a fallback is called as `FnOnce({E}, GiveUp) -> Result<{T}, {E}>` when the loop gives up (with `on_result`, as `FnOnce(Result<{T}, {E}>, GiveUp) -> Result<{T}, {E}>`, since a rejected `Ok` can end the loop too); in an `async fn` it may also be async (return a future of that `Result`)"
 )]
-pub trait FallbackOutput<T, E, M>: Sized {
+pub trait FallbackOutput<T, E, M, S>: Sized {
     /// The slot of a fallback `J` that returns `Self`.
+    #[doc(hidden)]
     type Slot<J>: Fallback<T, E>;
     /// `f` in its slot, with the pointer that calls it with the outcome, as `R` (the
     /// `on_result` slot) gives it to `f`: made here, where `f`'s bound is checked, so that the
     /// loop needs no bound of its own (and a mistyped fallback is one error, at `fallback`).
+    #[doc(hidden)]
+    #[allow(private_bounds)]
     fn slot<R: FallbackInput<T, E>, J: FnOnce(R::Input, GiveUp) -> Self>(f: J) -> Self::Slot<J>;
 }
 
@@ -64,7 +69,7 @@ pub enum AsyncForm {}
 /// returned, or the `Ok` value back if `J` does not take one.
 type CallFallback<J, T, E, Out> = fn(J, Result<T, E>, GiveUp) -> Result<Out, T>;
 
-impl<T, E> FallbackOutput<T, E, SyncForm> for Result<T, E> {
+impl<T, E, S> FallbackOutput<T, E, SyncForm, S> for Result<T, E> {
     type Slot<J> = SyncFallback<J, T, E>;
     fn slot<R: FallbackInput<T, E>, J: FnOnce(R::Input, GiveUp) -> Self>(
         f: J,
@@ -76,7 +81,9 @@ impl<T, E> FallbackOutput<T, E, SyncForm> for Result<T, E> {
     }
 }
 
-impl<T, E, Fut: Future<Output = Result<T, E>>> FallbackOutput<T, E, AsyncForm> for Fut {
+impl<T, E, S: crate::Sleeper, Fut: Future<Output = Result<T, E>>> FallbackOutput<T, E, AsyncForm, S>
+    for Fut
+{
     type Slot<J> = AsyncFallback<J, Fut, T, E>;
     fn slot<R: FallbackInput<T, E>, J: FnOnce(R::Input, GiveUp) -> Self>(
         f: J,
@@ -88,20 +95,11 @@ impl<T, E, Fut: Future<Output = Result<T, E>>> FallbackOutput<T, E, AsyncForm> f
     }
 }
 
-/// A loop that can await a fallback of form `M`: every async one, and a sync one only a sync
-/// fallback. The loop's sleeper says which it is: a sync function has none ([`Unset`]), which
-/// settles the form before the fallback's return type is looked at, so that an async fallback
-/// of a sync function is the one error "must return `Result<T, E>`".
-pub trait Awaits<M> {}
-
-impl Awaits<SyncForm> for Unset {}
-impl<S: crate::timer::Sleeper, M> Awaits<M> for S {}
-
 /// The attempt context the fallback runs in: the last attempt's frame and the key, so that
 /// `attempt()` inside it gives the same idempotency key as the attempts had.
 pub struct FallbackScope<K> {
-    pub(super) frame: Frame,
-    pub(super) key: K,
+    pub(crate) frame: Frame,
+    pub(crate) key: K,
 }
 
 /// The fallback's slot: [`Unset`], or `fallback = f` in its form.
@@ -229,14 +227,14 @@ impl<Fut: Future<Output = Result<T, E>>, T, E> Future for Finish<Fut, T, E> {
 
 /// What `next` breaks with in an async function that has a fallback, as a future: a sync
 /// fallback's `Result`, or an async fallback's [`Finish`].
-pub trait IntoFinish {
+pub(crate) trait IntoFinish<T, E> {
     /// The future.
-    type Future: Future;
+    type Future: Future<Output = Result<T, E>>;
     /// `self`, as a future.
     fn into_finish(self) -> Self::Future;
 }
 
-impl<T, E> IntoFinish for Result<T, E> {
+impl<T, E> IntoFinish<T, E> for Result<T, E> {
     type Future = std::future::Ready<Result<T, E>>;
     #[inline(always)]
     fn into_finish(self) -> Self::Future {
@@ -244,7 +242,7 @@ impl<T, E> IntoFinish for Result<T, E> {
     }
 }
 
-impl<Fut: Future<Output = Result<T, E>>, T, E> IntoFinish for Finish<Fut, T, E> {
+impl<Fut: Future<Output = Result<T, E>>, T, E> IntoFinish<T, E> for Finish<Fut, T, E> {
     type Future = Self;
     #[inline(always)]
     fn into_finish(self) -> Self {

@@ -1,13 +1,14 @@
-//! The hooks of a function (`on`, `on_result`, `notify`, `on_give_up`): each user-supplied
-//! callable as a [`Hook`] in its [`Slot`], the forms `notify` and `on_give_up` accept, and
-//! [`Hooks`], which holds them all and the fallback as one type parameter of the loop state.
+//! The hooks of a loop (`on`, `on_result`, `notify`, `on_give_up`): each user-supplied callable
+//! as a [`Hook`] in its slot, the forms `notify` and `on_give_up` accept, and [`Hooks`], which
+//! holds them all and the fallback as one slot of the options.
 //!
 //! A hook that is not written is the zero-sized [`Unset`] in its slot, so it costs nothing. The
-//! builders that fill the slots (in the parent module, beside `start`) store what they are
-//! given and do nothing else.
+//! builders that fill the slots store what they are given and do nothing else.
 
+use super::fallback::{Fallback, FallbackInput, FallbackScope};
 use super::{GiveUp, RetryEvent, Unset};
 use crate::Verdict;
+use crate::context::KeySlot;
 
 /// A callable the user named (`on`, `on_result`, `notify`, `on_give_up`), with the pointer that
 /// calls it with what the loop hands over (`&A`, and `&B` for a hook that hears two things).
@@ -22,24 +23,49 @@ pub struct Hook<F, A, B = (), R = ()> {
 
 impl<F, A, B, R> Hook<F, A, B, R> {
     #[inline(always)]
-    pub(super) fn new(f: F, call: fn(&F, &A, &B) -> R) -> Self {
+    pub(crate) fn new(f: F, call: fn(&F, &A, &B) -> R) -> Self {
         Hook { f, call }
     }
 
     #[inline(always)]
-    pub(super) fn call(&self, a: &A, b: &B) -> R {
+    pub(crate) fn call(&self, a: &A, b: &B) -> R {
         (self.call)(&self.f, a, b)
     }
 }
 
 /// The classifier: the error, and its verdict.
-pub(super) type Classify<C, E> = Hook<C, E, (), Verdict>;
-/// `on_result = f`: an `Ok` value, and whether to retry it after all (a `bool` or a
-/// [`Verdict`], as `f` answers).
-pub(super) type OnResult<F, T> = Hook<F, T, (), Verdict>;
-/// `notify = f`: the outcome and the pause about to be taken; the form of `f` decides whether
-/// a rejected `Ok` reaches it ([`NotifyHook`]).
-pub(super) type Notify<F, T, E> = Hook<F, Result<T, E>, RetryEvent>;
+pub(crate) type Classify<C, E> = Hook<C, E, (), Verdict>;
+/// `on_result = f`: an `Ok` value, and whether to retry it after all.
+pub(crate) type OnResult<F, T> = Hook<F, T, (), Verdict>;
+/// `notify = f`: the outcome and the pause about to be taken.
+pub(crate) type Notify<F, T, E> = Hook<F, Result<T, E>, RetryEvent>;
+
+/// What a classifier (`on = ...`, `on_result = ...`) may return: `bool` or a [`Verdict`].
+///
+/// `true` is [`Verdict::Retry`], `false` [`Verdict::Fail`].
+#[diagnostic::on_unimplemented(
+    message = "a classifier must return `bool` or `retry_runtime::Verdict`, not `{Self}`",
+    label = "this classifier returns `{Self}`",
+    note = "`on = ...` judges errors and `on_result = ...` judges `Ok` values: return `true` to retry and `false` to return at once, or a `Verdict`: `Retry`, `RetryAfter(pause)`, `RetryNow` or `Fail`"
+)]
+pub trait IntoVerdict {
+    /// The answer as a [`Verdict`].
+    fn into_verdict(self) -> Verdict;
+}
+
+impl IntoVerdict for bool {
+    #[inline(always)]
+    fn into_verdict(self) -> Verdict {
+        Verdict::from(self)
+    }
+}
+
+impl IntoVerdict for Verdict {
+    #[inline(always)]
+    fn into_verdict(self) -> Verdict {
+        self
+    }
+}
 
 /// A hook's slot: [`Unset`], or a [`Hook`] that hears `&A` and `&B` and answers `R`.
 pub trait Slot<A, B = (), R = ()> {
@@ -49,6 +75,17 @@ pub trait Slot<A, B = (), R = ()> {
     /// Whether the hook hears the time since the first attempt started, for which the loop
     /// reads the clock as the call starts.
     const TIMED: bool = Self::SET;
+    /// Whether a hook is there, for a slot filled at run time; [`SET`](Slot::SET) for one
+    /// filled by a builder.
+    #[inline(always)]
+    fn is_set(&self) -> bool {
+        Self::SET
+    }
+    /// Whether a hook that hears the time is there (at run time).
+    #[inline(always)]
+    fn is_timed(&self) -> bool {
+        Self::TIMED && self.is_set()
+    }
     /// Calls the hook, if there is one.
     fn call(&self, a: &A, b: &B) -> Option<R>;
 }
@@ -76,6 +113,14 @@ impl<S: Slot<A, B, R>, A, B, R> Slot<A, B, R> for Untimed<S> {
     const SET: bool = S::SET;
     const TIMED: bool = false;
     #[inline(always)]
+    fn is_set(&self) -> bool {
+        self.0.is_set()
+    }
+    #[inline(always)]
+    fn is_timed(&self) -> bool {
+        false
+    }
+    #[inline(always)]
     fn call(&self, a: &A, b: &B) -> Option<R> {
         self.0.call(a, b)
     }
@@ -95,6 +140,7 @@ impl<S: Slot<A, B, R>, A, B, R> Slot<A, B, R> for Untimed<S> {
 )]
 pub trait NotifyHook<T, E, M> {
     /// The hook, in its slot.
+    #[doc(hidden)]
     fn into_slot(self) -> Hook<Self, Result<T, E>, RetryEvent>
     where
         Self: Sized;
@@ -136,8 +182,10 @@ impl<F: for<'a> Fn(Result<&'a T, &'a E>, &RetryEvent), T, E> NotifyHook<T, E, Ou
 )]
 pub trait GiveUpHook<T, E, M> {
     /// The slot the hook fills.
+    #[doc(hidden)]
     type Slot: Slot<Result<T, E>, GiveUp>;
     /// The hook, in its slot.
+    #[doc(hidden)]
     fn into_slot(self) -> Self::Slot;
 }
 
@@ -171,54 +219,185 @@ impl<F: for<'a> Fn(Result<&'a T, &'a E>, &GiveUp), T, E> GiveUpHook<T, E, Outcom
     }
 }
 
-/// The hooks of a function, one [`Slot`] each, and its fallback: one type parameter of
-/// [`Retry`](super::Retry) for all of them.
+/// The hooks of a loop, one slot each, and its fallback: one slot of the options for all of
+/// them.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Hooks<R = Unset, N = Unset, G = Unset, F = Unset> {
-    pub(super) on_result: R,
-    pub(super) notify: N,
-    pub(super) on_give_up: G,
-    pub(super) fallback: F,
+    pub(crate) on_result: R,
+    pub(crate) notify: N,
+    pub(crate) on_give_up: G,
+    pub(crate) fallback: F,
 }
 
-/// `with_hook!(hooks, notify = value)`: `hooks` with `value` in its `notify` slot and every
-/// other slot moved over. The one place, with the struct above, that lists the slots, so that a
-/// new hook is a field, a line here and its own builder, and the other builders stay as they
-/// are.
-///
-/// A macro because neither a function nor a struct update can do it: each builder changes the
-/// type of one slot (`Unset` to its hook), a struct update that changes a type
-/// (`Hooks { notify, ..hooks }`) is not stable Rust (rust-lang/rust#86555), and a function
-/// would take every slot, so each builder would name them all again.
-macro_rules! with_hook {
-    ($hooks:expr, $slot:ident = $value:expr) => {{
-        let hooks = $hooks;
-        // `slot!(name)`: the new value in the slot being replaced, the old one in the others.
-        macro_rules! slot {
-            ($slot) => {
-                $value
-            };
-            ($other:ident) => {
-                hooks.$other
-            };
-        }
-        Hooks {
-            on_result: slot!(on_result),
-            notify: slot!(notify),
-            on_give_up: slot!(on_give_up),
-            fallback: slot!(fallback),
-        }
-    }};
+/// What the loop asks of [`Hooks`], and how a builder replaces one of its slots: a trait, so
+/// that the options' impl needs one parameter for all four slots. Sealed: public only because
+/// the options' types name it, in a module no one outside can reach.
+pub trait HookSet<T, E>: Sized {
+    /// `on_result` is there.
+    const ON_RESULT: bool;
+    /// `notify` is there.
+    const NOTIFY: bool;
+    /// `on_give_up` or `fallback` hears why the loop gave up.
+    const HEARS_GIVE_UP: bool;
+    /// `fallback` is there.
+    const FALLBACK: bool;
+    /// A hook hears the time since the first attempt started.
+    const TIMED: bool;
+    /// What the fallback takes: `E`, or with `on_result` the outcome.
+    type Input;
+    /// The `on_result` slot, which says what the fallback takes.
+    type OnResult: FallbackInput<T, E, Input = Self::Input>;
+    /// What the loop ends with: the `Result`, or an async fallback's future of it.
+    type Finish<K: KeySlot>;
+    /// The hooks with `on_result`'s slot replaced.
+    type WithOnResult<R2: Slot<T, (), Verdict> + FallbackInput<T, E>>: HookSet<T, E>;
+    /// The hooks with `notify`'s slot replaced.
+    type WithNotify<N2: Slot<Result<T, E>, RetryEvent>>: HookSet<T, E>;
+    /// The hooks with `on_give_up`'s slot replaced.
+    type WithGiveUp<G2: Slot<Result<T, E>, GiveUp>>: HookSet<T, E>;
+    /// The hooks with the fallback's slot replaced.
+    type WithFallback<F2: Fallback<T, E>>: HookSet<T, E>;
+    /// `on_result`'s slot replaced; a fallback set before keeps what it takes (the expansion
+    /// writes `on_result` first, so that the fallback hears a rejected `Ok`).
+    fn with_on_result<R2: Slot<T, (), Verdict> + FallbackInput<T, E>>(
+        self,
+        slot: R2,
+    ) -> Self::WithOnResult<R2>;
+    /// `notify`'s slot replaced.
+    fn with_notify<N2: Slot<Result<T, E>, RetryEvent>>(self, slot: N2) -> Self::WithNotify<N2>;
+    /// `on_give_up`'s slot replaced.
+    fn with_give_up<G2: Slot<Result<T, E>, GiveUp>>(self, slot: G2) -> Self::WithGiveUp<G2>;
+    /// The fallback's slot replaced.
+    fn with_fallback<F2: Fallback<T, E>>(self, slot: F2) -> Self::WithFallback<F2>;
+    /// Whether a hook that hears the time is there (at run time: a slot filled at run time may
+    /// be empty).
+    fn timed(&self) -> bool;
+    /// Whether `notify` is there (at run time).
+    fn notifies(&self) -> bool;
+    /// Whether a hook or a fallback hears why the loop gave up (at run time).
+    fn hears_give_up(&self) -> bool;
+    /// `on_result`'s verdict on an `Ok` value: [`Verdict::Fail`] (return it) without one.
+    fn judge(&self, value: &T) -> Verdict;
+    /// Tells `notify`.
+    fn notify(&self, outcome: &Result<T, E>, event: &RetryEvent);
+    /// Tells `on_give_up`.
+    fn gave_up(&self, outcome: &Result<T, E>, why: &GiveUp);
+    /// A result that needs no fallback, as what the loop ends with.
+    fn ready<K: KeySlot>(result: Result<T, E>) -> Self::Finish<K>;
+    /// Runs the fallback (if any) on the outcome the loop gave up on.
+    fn fall_back<K: KeySlot>(
+        self,
+        outcome: Result<T, E>,
+        why: GiveUp,
+        scope: FallbackScope<K>,
+    ) -> Self::Finish<K>;
 }
-pub(super) use with_hook;
 
-impl<R, N, G, F> Hooks<R, N, G, F> {
-    /// What `on_result` says about an `Ok` value: [`Verdict::Fail`] (return it) without one.
+impl<T, E, R, N, G, F> HookSet<T, E> for Hooks<R, N, G, F>
+where
+    R: Slot<T, (), Verdict> + FallbackInput<T, E>,
+    N: Slot<Result<T, E>, RetryEvent>,
+    G: Slot<Result<T, E>, GiveUp>,
+    F: Fallback<T, E>,
+{
+    const ON_RESULT: bool = R::SET;
+    const NOTIFY: bool = N::SET;
+    const HEARS_GIVE_UP: bool = G::SET || F::SET;
+    const FALLBACK: bool = F::SET;
+    const TIMED: bool = N::TIMED || G::TIMED || F::SET;
+    type Input = R::Input;
+    type OnResult = R;
+    type Finish<K: KeySlot> = F::Output<K>;
+    type WithOnResult<R2: Slot<T, (), Verdict> + FallbackInput<T, E>> = Hooks<R2, N, G, F>;
+    type WithNotify<N2: Slot<Result<T, E>, RetryEvent>> = Hooks<R, N2, G, F>;
+    type WithGiveUp<G2: Slot<Result<T, E>, GiveUp>> = Hooks<R, N, G2, F>;
+    type WithFallback<F2: Fallback<T, E>> = Hooks<R, N, G, F2>;
+
     #[inline(always)]
-    pub(super) fn judge<T>(&self, value: &T) -> Verdict
-    where
-        R: Slot<T, (), Verdict>,
-    {
+    fn with_on_result<R2: Slot<T, (), Verdict> + FallbackInput<T, E>>(
+        self,
+        on_result: R2,
+    ) -> Hooks<R2, N, G, F> {
+        Hooks {
+            on_result,
+            notify: self.notify,
+            on_give_up: self.on_give_up,
+            fallback: self.fallback,
+        }
+    }
+
+    #[inline(always)]
+    fn with_notify<N2: Slot<Result<T, E>, RetryEvent>>(self, notify: N2) -> Hooks<R, N2, G, F> {
+        Hooks {
+            on_result: self.on_result,
+            notify,
+            on_give_up: self.on_give_up,
+            fallback: self.fallback,
+        }
+    }
+
+    #[inline(always)]
+    fn with_give_up<G2: Slot<Result<T, E>, GiveUp>>(self, on_give_up: G2) -> Hooks<R, N, G2, F> {
+        Hooks {
+            on_result: self.on_result,
+            notify: self.notify,
+            on_give_up,
+            fallback: self.fallback,
+        }
+    }
+
+    #[inline(always)]
+    fn with_fallback<F2: Fallback<T, E>>(self, fallback: F2) -> Hooks<R, N, G, F2> {
+        Hooks {
+            on_result: self.on_result,
+            notify: self.notify,
+            on_give_up: self.on_give_up,
+            fallback,
+        }
+    }
+
+    #[inline(always)]
+    fn timed(&self) -> bool {
+        self.notify.is_timed() || self.on_give_up.is_timed() || F::SET
+    }
+
+    #[inline(always)]
+    fn notifies(&self) -> bool {
+        N::SET && self.notify.is_set()
+    }
+
+    #[inline(always)]
+    fn hears_give_up(&self) -> bool {
+        (G::SET && self.on_give_up.is_set()) || F::SET
+    }
+
+    #[inline(always)]
+    fn judge(&self, value: &T) -> Verdict {
         self.on_result.call(value, &()).unwrap_or(Verdict::Fail)
+    }
+
+    #[inline(always)]
+    fn notify(&self, outcome: &Result<T, E>, event: &RetryEvent) {
+        self.notify.call(outcome, event);
+    }
+
+    #[inline(always)]
+    fn gave_up(&self, outcome: &Result<T, E>, why: &GiveUp) {
+        self.on_give_up.call(outcome, why);
+    }
+
+    #[inline(always)]
+    fn ready<K: KeySlot>(result: Result<T, E>) -> F::Output<K> {
+        F::ready(result)
+    }
+
+    #[inline(always)]
+    fn fall_back<K: KeySlot>(
+        self,
+        outcome: Result<T, E>,
+        why: GiveUp,
+        scope: FallbackScope<K>,
+    ) -> F::Output<K> {
+        self.fallback.call(outcome, why, scope)
     }
 }

@@ -1,35 +1,20 @@
 //! [`Retrier`]: the attribute's options as methods, for a configuration chosen at run time and a
-//! closure; it runs the same [`Retry`] loop.
+//! closure; it runs the same loop, in [`drive`](super::drive) and
+//! [`drive_blocking`](super::drive_blocking).
 
-use super::{
-    Attempted, Fallback, FallbackInput, FallbackOutput, GiveUp, GiveUpHook, Hook, Hooks,
-    IntoFinish, IntoResultVerdict, IntoVerdict, Log, LogDebug, Logs, MaybeExtras, NotifyHook,
-    Outcome, Progress, Retry, RetryEvent, Site, Slot, Unset, level, std_now,
-};
-use super::{Awaits, Extras};
-use crate::breaker::FromCircuitOpen;
-use crate::context;
-use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
-use crate::{Backoff, CircuitBreaker, Jitter, Policy, RetryBudget, Transient, Verdict};
-use hooks_alias::{Classify, Notify, OnResult};
+use super::attempt::Attempted;
+use super::extras::{MaybeExtras, Timeout};
+use super::fallback::{FallbackOutput, IntoFinish};
+use super::hooks::{GiveUpHook, HookSet, IntoVerdict, NotifyHook};
+use super::options::{Blocking, Classifier, Defaults, HeadSet, Options, Opts};
+use super::{GiveUp, Head, Hooks, LogLevel, Progress, Retry, Site, Unset};
+use crate::engine::{AsyncFnOperation, FnOperation, Operation};
+use crate::timer::{Elapsed, IntoSleeper, Sleeper};
+use crate::{Backoff, CircuitBreaker, CircuitOpen, Jitter, Policy, RetryBudget};
+use std::fmt;
 use std::future::Future;
-use std::ops::ControlFlow;
-use std::time::{Duration, Instant};
-
-mod hooks_alias {
-    pub(super) use super::super::hooks::{Classify, Notify, OnResult};
-}
-
-/// The timer of [`Retrier::run_async`] until [`sleep`](Retrier::sleep) names another: tokio's
-/// with the `tokio` feature, none without (`run_async` then needs `sleep`).
-#[cfg(feature = "tokio")]
-pub type DefaultSleeper = crate::timer::TokioTimer;
-/// The timer of [`Retrier::run_async`] until [`sleep`](Retrier::sleep) names another: tokio's
-/// with the `tokio` feature, none without (`run_async` then needs `sleep`).
-#[cfg(not(feature = "tokio"))]
-pub type DefaultSleeper = Unset;
-
-use super::async_default_clock as default_clock;
+use std::marker::PhantomData;
+use std::time::Duration;
 
 /// Retries a closure with a configuration chosen at run time: the options of
 /// [`#[retry]`](crate::retry), each one method of the same name, with the same defaults, around
@@ -39,7 +24,7 @@ use super::async_default_clock as default_clock;
 /// The timings (`max`, `base`, `jitter`, `deadline`, ...) start as the [`Policy`]'s, read from a
 /// configuration file with [`Policy::from_str`](std::str::FromStr) or built with its `const`
 /// builders; a method of the same name changes one for this retrier only (a per-call
-/// [`deadline`](Retrier::deadline)). The error type's [`Transient`] impl
+/// [`deadline`](Retrier::deadline)). The error type's [`Transient`](crate::Transient) impl
 /// decides which errors are retried unless [`on`](Retrier::on) names a classifier.
 ///
 /// ```
@@ -64,194 +49,79 @@ use super::async_default_clock as default_clock;
 /// [`run_async`](Retrier::run_async) is given, after the options. A named function needs
 /// nothing. The error type needs `Debug`, with which the events show it (the attribute, which
 /// sees the type, adds no such bound).
+///
+/// # Its type
+///
+/// `T` and `E` are the two sides of the closure's `Result`. `O` is the options as a type
+/// ([`Options`](crate::engine::Options)): each method that sets an option (a hook, the
+/// fallback, the timer, `timeout`, `budget`, `breaker`, `nested_retry`) gives back a `Retrier`
+/// whose `O` holds it, so that an option that is not set costs nothing, and a hook is called
+/// directly. A new `Retrier` has [`Defaults`](crate::engine::Defaults).
 #[must_use = "a `Retrier` does nothing until `run` or `run_async`"]
-pub struct Retrier<
-    'p,
-    Out: Outcome,
-    C = Unset,
-    S = DefaultSleeper,
-    H = Hooks,
-    X = Unset,
-    L = LogDebug,
-    A = Unset,
-> {
-    on: C,
-    reset_after: Option<Duration>,
+pub struct Retrier<'p, T, E, O = Defaults> {
+    policy: &'p Policy,
     /// The policy as the timing methods (`max`, `deadline`, ...) changed it, once one was
-    /// called; until then the loop reads the borrowed one, `state`'s.
+    /// called; until then the loop reads the borrowed one.
     timings: Option<Policy>,
-    /// The options, stored in the loop state they will run in.
-    state: Retry<'p, Out, Unset, S, H, X, L>,
-    only: std::marker::PhantomData<fn() -> A>,
+    name: &'static str,
+    level: LogLevel,
+    reset_after: Option<Duration>,
+    opts: O,
+    types: PhantomData<fn() -> Result<T, E>>,
 }
 
-/// The extras ([`Unset`], or [`Extras`] once `timeout`, `budget`, `breaker` or `nested_retry`
-/// is given) as the loop of one [`Retrier::run`] holds them: their borrows shortened to the
-/// run's, which may read a policy of its own (changed by a timing method) rather than the one
-/// borrowed for `'p`.
-pub trait RunExtras<'p, E>: MaybeExtras<'p, E> {
-    /// The extras with borrows of lifetime `'s`.
-    type At<'s>: MaybeExtras<'s, E>
-    where
-        Self: 's;
-    /// The same extras, borrowed for `'s` only.
-    fn at<'s>(self) -> Self::At<'s>
-    where
-        Self: 's;
-}
-
-impl<'p, E> RunExtras<'p, E> for Unset {
-    type At<'s>
-        = Unset
-    where
-        Self: 's;
-    #[inline(always)]
-    fn at<'s>(self) -> Unset
-    where
-        Self: 's,
-    {
-        self
-    }
-}
-
-impl<'p, E> RunExtras<'p, E> for Extras<'p, E> {
-    type At<'s>
-        = Extras<'s, E>
-    where
-        Self: 's;
-    #[inline(always)]
-    fn at<'s>(self) -> Extras<'s, E>
-    where
-        Self: 's,
-    {
-        self
-    }
-}
-
-/// The mark of a [`Retrier`] with an option that only [`run_async`](Retrier::run_async) can
-/// honour: `timeout` or `sleep`.
-pub enum AsyncOnly {}
-
-/// What [`Retrier::run`] needs: no option that only an async loop can honour.
-#[diagnostic::on_unimplemented(
-    message = "`timeout` and `sleep` need `run_async`: a blocking call cannot be cut off from outside, and a sync loop pauses with `std::thread::sleep`",
-    label = "this `Retrier` has `timeout` or `sleep`",
-    note = "give the call its own timeout (a socket read timeout, a client timeout) and remove `timeout`, or run an async closure: `.run_async(|| async {{ ... }}).await`"
-)]
-pub trait SyncRun {}
-impl SyncRun for Unset {}
-
-/// A classifier, or [`Unset`] for the error type's [`Transient`] impl, as the loop calls it.
-pub trait Classifier<E, M> {
-    /// The callable in the loop's slot.
-    type Call;
-    /// The classifier in its slot.
-    fn into_classify(self) -> Classify<Self::Call, E>;
-}
-
-/// The default classifier's form.
-pub enum ByTransient {}
-
-/// A [`Transient`] error of a [`Retrier`] without [`on`](Retrier::on): its message names the
-/// method.
-#[diagnostic::on_unimplemented(
-    message = "this `Retrier` cannot tell which `{Self}` errors are worth retrying",
-    label = "the closure's error type `{Self}` does not implement `retry_runtime::Transient`",
-    note = "either name a classifier, which works for any error type: `.on(is_transient)` with `fn is_transient(error: &{Self}) -> bool`",
-    note = "or, if `{Self}` is defined in your crate, implement `retry_runtime::Transient` for it; a type from another crate cannot implement it in yours (E0117), so wrap such a type in an error type of your own"
-)]
-pub trait TransientInRetrier: Transient {}
-
-#[diagnostic::do_not_recommend]
-impl<E: Transient + ?Sized> TransientInRetrier for E {}
-
-impl<E: TransientInRetrier> Classifier<E, ByTransient> for Unset {
-    type Call = fn(&E) -> Verdict;
-    #[inline(always)]
-    fn into_classify(self) -> Classify<fn(&E) -> Verdict, E> {
-        Hook::new(crate::__private::is_transient::<E>, |c, error, ()| c(error))
-    }
-}
-
-impl<F: Fn(&E) -> V, V: IntoVerdict, E> Classifier<E, V> for F {
-    type Call = F;
-    #[inline(always)]
-    fn into_classify(self) -> Classify<F, E> {
-        Hook::new(self, |c, error, ()| c(error).into_verdict())
-    }
-}
-
-impl<'p, T, E> Retrier<'p, Result<T, E>> {
+impl<'p, T, E> Retrier<'p, T, E> {
     /// A retrier with `policy`'s timings and every other option at its default.
     #[inline(always)]
     pub fn new(policy: &'p Policy) -> Self {
         Retrier {
-            on: Unset,
-            reset_after: None,
+            policy,
             timings: None,
-            state: Retry {
-                site: Site {
-                    policy,
-                    name: "retrier",
-                    clock: default_clock,
-                },
-                progress: Progress {
-                    retries: 0,
-                    retried_above: false,
-                    previous_pause: 0,
-                    started: None,
-                    hedges: 0,
-                },
-                classify: Hook::new(Unset, |_, _, ()| Verdict::Fail),
-                sleeper: DefaultSleeper {},
+            name: "retrier",
+            level: LogLevel::Error,
+            reset_after: None,
+            opts: Opts {
+                head: Head::default(),
                 hooks: Hooks::default(),
                 extras: Unset,
-                log: std::marker::PhantomData,
-                spans: super::spans::CallSpan::default(),
             },
-            only: std::marker::PhantomData,
+            types: PhantomData,
         }
     }
 }
 
-impl<'p, T, E> From<&'p Policy> for Retrier<'p, Result<T, E>> {
+impl<'p, T, E> From<&'p Policy> for Retrier<'p, T, E> {
     fn from(policy: &'p Policy) -> Self {
         Retrier::new(policy)
     }
 }
 
-// The options' return types spell out the retrier's type parameters, as the loop state's do.
-#[allow(clippy::type_complexity)]
-impl<'p, T, E, C, S, H, X, L, A> Retrier<'p, Result<T, E>, C, S, H, X, L, A> {
-    /// The same retrier with its loop state replaced by `f`, and its mark by `A2`.
+impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
+    /// The same retrier with its options replaced by `f`.
     #[inline(always)]
-    fn map<C2, S2, H2, X2, L2, A2>(
-        self,
-        on: impl FnOnce(C) -> C2,
-        f: impl FnOnce(
-            Retry<'p, Result<T, E>, Unset, S, H, X, L>,
-        ) -> Retry<'p, Result<T, E>, Unset, S2, H2, X2, L2>,
-    ) -> Retrier<'p, Result<T, E>, C2, S2, H2, X2, L2, A2> {
+    fn with<O2>(self, f: impl FnOnce(O) -> O2) -> Retrier<'p, T, E, O2> {
         Retrier {
-            on: on(self.on),
-            reset_after: self.reset_after,
+            policy: self.policy,
             timings: self.timings,
-            state: f(self.state),
-            only: std::marker::PhantomData,
+            name: self.name,
+            level: self.level,
+            reset_after: self.reset_after,
+            opts: f(self.opts),
+            types: PhantomData,
         }
     }
 
     /// The name the events give, where the attribute gives the function's (`"retrier"` unless
-    /// named).
+    /// named); the metrics' `function` label too.
     pub fn name(mut self, name: &'static str) -> Self {
-        self.state.site.name = name;
+        self.name = name;
         self
     }
 
     /// The policy with one timing changed, for this retrier only.
     #[inline(always)]
     fn timing(mut self, change: impl FnOnce(Policy) -> Policy) -> Self {
-        let policy = self.timings.unwrap_or(*self.state.site.policy);
+        let policy = self.timings.unwrap_or(*self.policy);
         self.timings = Some(change(policy));
         self
     }
@@ -318,397 +188,365 @@ impl<'p, T, E, C, S, H, X, L, A> Retrier<'p, Result<T, E>, C, S, H, X, L, A> {
     }
 
     /// `on = f`: which errors are worth retrying, `Fn(&E) -> bool` or `Fn(&E) -> Verdict`;
-    /// everything else is returned at once. The default is the error type's [`Transient`] impl.
-    pub fn on<F, V>(self, f: F) -> Retrier<'p, Result<T, E>, F, S, H, X, L, A>
+    /// everything else is returned at once. The default is the error type's
+    /// [`Transient`](crate::Transient) impl.
+    pub fn on<F, V>(self, f: F) -> Retrier<'p, T, E, O::WithOn<F>>
     where
         F: Fn(&E) -> V,
         V: IntoVerdict,
     {
-        self.map(|_| f, |s| s)
+        self.with(|o| o.with_on(f))
     }
 
     /// `timeout = "2s"`: each attempt is cut off after `limit` (clipped to the time left before
     /// the deadline) and counts as a transient failure; needs `E: From<Elapsed>`, and
     /// [`run_async`](Retrier::run_async).
-    pub fn timeout(
-        self,
-        limit: Duration,
-    ) -> Retrier<'p, Result<T, E>, C, S, H, Extras<'p, E>, L, AsyncOnly>
+    pub fn timeout(self, limit: Duration) -> Retrier<'p, T, E, O::WithTimeout>
     where
-        E: FromElapsed,
-        X: MaybeExtras<'p, E>,
+        E: From<Elapsed>,
     {
-        self.map(|c| c, |s| s.timeout(limit))
+        let timeout = Timeout {
+            limit,
+            error: E::from,
+        };
+        self.with(|o| o.with_timeout(timeout))
     }
 
     /// `budget = B`: retries draw from a shared [`RetryBudget`]; when it is empty the loop gives
     /// up with the current error.
-    pub fn budget(
-        self,
-        budget: &'p RetryBudget,
-    ) -> Retrier<'p, Result<T, E>, C, S, H, Extras<'p, E>, L, A>
-    where
-        X: MaybeExtras<'p, E>,
-    {
-        self.map(|c| c, |s| s.budget(budget))
+    pub fn budget(self, budget: &'p RetryBudget) -> Retrier<'p, T, E, O::WithExtras> {
+        self.with(|o| o.with_extras(|x| x.budget = Some(budget)))
     }
 
     /// `breaker = B`: while the [`CircuitBreaker`] is open, the call returns
     /// `E::from(CircuitOpen)` at once; needs `E: From<CircuitOpen>`.
-    pub fn breaker(
-        self,
-        breaker: &'p CircuitBreaker,
-    ) -> Retrier<'p, Result<T, E>, C, S, H, Extras<'p, E>, L, A>
+    pub fn breaker(self, breaker: &'p CircuitBreaker) -> Retrier<'p, T, E, O::WithExtras>
     where
-        E: FromCircuitOpen,
-        X: MaybeExtras<'p, E>,
+        E: From<CircuitOpen>,
     {
-        self.map(|c| c, |s| s.breaker(breaker))
+        let guard = super::extras::Guard {
+            breaker,
+            error: E::from,
+        };
+        self.with(|o| o.with_extras(|x| x.breaker = Some(guard)))
     }
 
     /// `nested = retry`: keep retrying even inside another retrying function or block.
-    pub fn nested_retry(self) -> Retrier<'p, Result<T, E>, C, S, H, Extras<'p, E>, L, A>
-    where
-        X: MaybeExtras<'p, E>,
-    {
-        self.map(|c| c, |s| s.nested_retry())
+    pub fn nested_retry(self) -> Retrier<'p, T, E, O::WithExtras> {
+        self.with(|o| o.with_extras(|x| x.nested_retry = true))
     }
 
     /// `sleep = f`: pause with another runtime's timer, `Fn(Duration) -> impl Future` or a
     /// [`Sleeper`]; the deadline is then measured on its clock. For
     /// [`run_async`](Retrier::run_async).
-    pub fn sleep<F, M>(self, f: F) -> Retrier<'p, Result<T, E>, C, F::Sleeper, H, X, L, AsyncOnly>
+    pub fn sleep<F, M>(self, f: F) -> Retrier<'p, T, E, O::WithSleeper<F::Sleeper>>
     where
         F: IntoSleeper<M>,
     {
-        self.map(|c| c, |s| s.sleep(f))
+        self.with(|o| o.with_sleeper(f.into_sleeper()))
     }
-}
 
-#[allow(clippy::type_complexity)]
-impl<'p, T, E, C, S, H, X, D, V, A> Retrier<'p, Result<T, E>, C, S, H, X, Log<D, V>, A> {
     /// `log_level = "warn"`: the level of the one event logged when a call that failed ends
     /// (`level::Error` by default; `level::Warn`, `level::Info`, ... in
     /// [`level`](crate::level)).
-    pub fn log_level<V2: level::Level>(
-        self,
-        level: V2,
-    ) -> Retrier<'p, Result<T, E>, C, S, H, X, Log<D, V2>, A> {
-        self.map(|c| c, |s| s.log_level(level))
+    pub fn log_level(mut self, level: impl Into<LogLevel>) -> Self {
+        self.level = level.into();
+        self
     }
-}
 
-#[allow(clippy::type_complexity)]
-impl<'p, T, E, C, S, R, N, G, F, X, L, A>
-    Retrier<'p, Result<T, E>, C, S, Hooks<R, N, G, F>, X, L, A>
-{
-    /// `on_result = f`: an `Ok` value for which `f` answers `true` (or a [`Verdict`] that
-    /// retries) is a transient failure; when the loop gives up, the last `Ok` is returned.
-    pub fn on_result<J, V>(
-        self,
-        f: J,
-    ) -> Retrier<'p, Result<T, E>, C, S, Hooks<OnResult<J, T>, N, G, F>, X, L, A>
+    /// `on_result = f`: an `Ok` value for which `f` answers `true` (or a
+    /// [`Verdict`](crate::Verdict) that retries) is a transient failure; when the loop gives
+    /// up, the last `Ok` is returned.
+    pub fn on_result<J, V>(self, f: J) -> Retrier<'p, T, E, O::WithOnResult<J>>
     where
         J: Fn(&T) -> V,
-        V: IntoResultVerdict,
+        V: IntoVerdict,
     {
-        self.map(|c| c, |s| s.on_result(f))
+        self.with(|o| o.with_on_result(f))
     }
 
     /// `notify = f`: called before each pause, `Fn(&E, &RetryEvent)` or
     /// `Fn(Result<&T, &E>, &RetryEvent)`.
-    pub fn notify<J, M>(
-        self,
-        f: J,
-    ) -> Retrier<'p, Result<T, E>, C, S, Hooks<R, Notify<J, T, E>, G, F>, X, L, A>
+    pub fn notify<J, M>(self, f: J) -> Retrier<'p, T, E, O::WithNotify<J>>
     where
         J: NotifyHook<T, E, M>,
     {
-        self.map(|c| c, |s| s.notify(f))
+        self.with(|o| o.with_notify(f))
     }
 
     /// `on_give_up = f`: called once when the loop gives up, `Fn(&E)`, `Fn(&E, &GiveUp)` or
     /// `Fn(Result<&T, &E>, &GiveUp)`.
-    pub fn on_give_up<J, M>(
-        self,
-        f: J,
-    ) -> Retrier<'p, Result<T, E>, C, S, Hooks<R, N, J::Slot, F>, X, L, A>
+    pub fn on_give_up<J, M>(self, f: J) -> Retrier<'p, T, E, O::WithGiveUp<J, M>>
     where
         J: GiveUpHook<T, E, M>,
     {
-        self.map(|c| c, |s| s.on_give_up(f))
+        self.with(|o| o.with_give_up(f))
     }
 
     /// `fallback = f`: when the loop gives up, `f(error, why)` (with `on_result`,
     /// `f(outcome, why)`) makes the result; sync, or for [`run_async`](Retrier::run_async) also
     /// async.
-    pub fn fallback<J, Out, M>(
-        self,
-        f: J,
-    ) -> Retrier<'p, Result<T, E>, C, S, Hooks<R, N, G, Out::Slot<J>>, X, L, A>
+    pub fn fallback<J, Out, M>(self, f: J) -> Retrier<'p, T, E, O::WithFallback<J, Out, M>>
     where
-        R: FallbackInput<T, E>,
-        J: FnOnce(R::Input, GiveUp) -> Out,
-        Out: FallbackOutput<T, E, M>,
-        S: Awaits<M>,
+        J: FnOnce(O::Input, GiveUp) -> Out,
+        Out: FallbackOutput<T, E, M, O::Sleeper>,
     {
-        self.map(|c| c, |s| s.fallback(f))
+        self.with(|o| o.with_fallback(f))
     }
 }
 
-#[allow(clippy::type_complexity)]
-impl<'p, T, E, C, S, R, N, G, F, X, L, A>
-    Retrier<'p, Result<T, E>, C, S, Hooks<R, N, G, F>, X, L, A>
-where
-    R: Slot<T, (), Verdict>,
-    N: Slot<Result<T, E>, RetryEvent>,
-    G: Slot<Result<T, E>, GiveUp>,
-    F: Fallback<T, E>,
-    X: RunExtras<'p, E>,
-    L: Logs<E>,
-{
-    /// The loop state for one run: `policy` (the borrowed one, or the retrier's own if a
-    /// timing method changed it), `clock`, and no start read yet
-    /// ([`restart`](Retry::restart) reads it). The classifier is not in it yet
-    /// ([`classified`](Retry::classified) puts it in): the first attempt does not need it.
+// The runs: apart from the options' methods, without their bound, so that a run asks of its
+// options only what it needs of them.
+impl<'p, T, E, O> Retrier<'p, T, E, O> {
+    /// The retrier taken apart for a run: the policy a timing method made (if one did), the
+    /// plan of the run (which borrows that policy, or the one borrowed for `'p`), the options.
     #[inline(always)]
-    fn start<'s>(
-        policy: &'s Policy,
-        state: Retry<'p, Result<T, E>, Unset, S, Hooks<R, N, G, F>, X, L>,
-        clock: fn() -> Instant,
-    ) -> Retry<'s, Result<T, E>, Unset, S, Hooks<R, N, G, F>, X::At<'s>, L>
-    where
-        'p: 's,
-    {
-        Retry {
-            site: Site {
-                policy,
-                clock,
-                name: state.site.name,
-            },
-            progress: Progress {
-                retried_above: context::current().retried_above,
-                ..state.progress
-            },
-            classify: state.classify,
-            sleeper: state.sleeper,
-            hooks: state.hooks,
-            extras: state.extras.at(),
-            log: std::marker::PhantomData,
-            spans: state.spans,
-        }
+    fn into_parts(self) -> (Option<Policy>, Plan<'p>, O) {
+        let plan = Plan {
+            policy: self.policy,
+            name: self.name,
+            level: self.level,
+            reset_after: self.reset_after,
+        };
+        (self.timings, plan, self.opts)
     }
 
     /// Runs `body` until it succeeds or the loop gives up, pausing with
-    /// [`std::thread::sleep`] and measuring the deadline on [`Instant::now`], as a sync
-    /// annotated function does. `?` and `return` in the closure end the attempt.
+    /// [`std::thread::sleep`] and measuring the deadline on [`Instant::now`](std::time::Instant::now),
+    /// as a sync annotated function does. `?` and `return` in the closure end the attempt.
     ///
     /// The first attempt and its `Ok` are inline, in the caller; the loop after a failure is
-    /// out of line, made for the closure's type (`run_retries`, `PERFORMANCE.md` §8).
+    /// out of line (`PERFORMANCE.md` §8).
     #[inline(always)]
-    pub fn run<M, B>(self, mut body: B) -> Result<T, E>
+    pub fn run<B>(self, body: B) -> Result<T, E>
     where
-        C: Classifier<E, M>,
+        O: SyncRun<T, E>,
+        E: fmt::Debug,
         B: FnMut() -> Result<T, E>,
-        A: SyncRun,
-        F: Fallback<T, E, Output<()> = Result<T, E>>,
     {
-        let Retrier {
-            on,
-            reset_after,
-            timings,
-            state,
-            ..
-        } = self;
-        let policy = match &timings {
-            Some(own) => own,
-            None => state.site.policy,
-        };
-        let mut state = Self::start(policy, state, std_now);
-        // A run that reads the clock before its first attempt (a deadline, `reset_after`) makes
-        // it in the loop, with the failures (`PERFORMANCE.md` §8).
-        let first = if policy.get_deadline().is_some() || reset_after.is_some() {
-            None
-        } else {
-            match state.attempt(&mut body) {
-                // Without `on_result`, an `Ok` is accepted as it is; with it, the loop judges it.
-                Attempted::Completed(Ok(value)) if !R::SET => return state.accept::<()>(value),
-                attempted => {
-                    // `run_retries` reads it again: left as `start` read it, the reading would
-                    // be kept for the call, on the happy path too.
-                    state.progress.retried_above = false;
-                    Some(attempted)
-                }
-            }
-        };
-        run_retries(on, state, first, body, reset_after)
+        let (timings, plan, opts) = self.into_parts();
+        opts.run_blocking(plan.with(&timings), body)
     }
 
     /// Runs `body`, a closure that returns a future (`|| async { ... }`), until it succeeds or
     /// the loop gives up, pausing with tokio's timer (or [`sleep`](Retrier::sleep)'s) and
     /// measuring the deadline on its clock, as an async annotated function does. The future is
-    /// `Send` when the closure's futures are, so that it can be spawned. A block that borrows
-    /// its surroundings mutably across attempts is [`retry_block!`](crate::retry_block)'s.
-    pub async fn run_async<M, B, Fut>(self, mut body: B) -> Result<T, E>
+    /// `Send` when the closure's futures are, so that it can be spawned.
+    /// [`attempt()`](crate::attempt) gives the running attempt both in the closure and in its
+    /// future.
+    ///
+    /// Each attempt's future is made by the closure and borrows nothing from it: a body that
+    /// borrows its surroundings mutably across attempts (a transaction on a `&mut` client) is
+    /// [`run_async_mut`](Retrier::run_async_mut)'s.
+    pub async fn run_async<B, Fut>(self, body: B) -> Result<T, E>
     where
-        C: Classifier<E, M>,
+        O: AsyncRun<T, E>,
+        E: fmt::Debug,
         B: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
-        S: Sleeper,
-        F::Output<()>: IntoFinish,
-        <F::Output<()> as IntoFinish>::Future: Future<Output = Result<T, E>>,
     {
-        let Retrier {
-            on,
-            reset_after,
-            timings,
-            state,
-            ..
-        } = self;
-        let policy = match &timings {
-            Some(own) => own,
-            None => state.site.policy,
-        };
-        let clock = state.site.clock;
-        let mut state = Self::start(policy, state, clock).classified(on.into_classify());
-        state.restart();
-        loop {
-            let started = reset_after.map(|_| (state.site.clock)());
-            let attempted: Attempted<T, E> = state.run_timed(body()).await;
-            state.reset_if_healthy(reset_after, started);
-            state = match state.next(attempted) {
-                ControlFlow::Break(result) => return super::finish(result).await,
-                ControlFlow::Continue(next) => next,
-            };
-            state.pause().await;
-        }
+        let (timings, plan, opts) = self.into_parts();
+        opts.run_async(plan.with(&timings), FnOperation(body)).await
+    }
+
+    /// [`run_async`](Retrier::run_async) for an async closure (`async || { ... }`) whose
+    /// attempts borrow its captures, mutably too: a SERIALIZABLE transaction on a `&mut`
+    /// `tokio_postgres::Client`, which a closure that returns a future cannot lend to each
+    /// attempt ("captured variable cannot escape `FnMut` closure body").
+    ///
+    /// Such a future is not `Send`, whatever it holds: rustc cannot yet prove it
+    /// (rust-lang/rust#100013). Await it where it is made; a retry that is spawned takes
+    /// [`run_async`](Retrier::run_async), with what each attempt needs moved or cloned into its
+    /// future (or a `tokio::sync::Mutex` around a client it borrows).
+    ///
+    /// ```
+    /// use retry_runtime::{Policy, Retrier, Transient};
+    ///
+    /// #[derive(Debug)]
+    /// struct Conflict;
+    /// impl Transient for Conflict {
+    ///     fn is_transient(&self) -> bool { true }
+    /// }
+    ///
+    /// /// A client whose transactions borrow it mutably, as tokio-postgres's do.
+    /// struct Client { committed: Vec<u32>, conflicts: u32 }
+    /// impl Client {
+    ///     async fn transfer(&mut self, amount: u32) -> Result<(), Conflict> {
+    ///         if self.conflicts > 0 { self.conflicts -= 1; return Err(Conflict); }
+    ///         self.committed.push(amount);
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let policy = Policy::new().max(3);
+    /// let mut client = Client { committed: Vec::new(), conflicts: 2 };
+    /// Retrier::new(&policy)
+    ///     .run_async_mut(async || client.transfer(100).await)
+    ///     .await
+    ///     .unwrap();
+    /// assert_eq!(client.committed, [100]);
+    /// # }
+    /// ```
+    pub async fn run_async_mut<B>(self, body: B) -> Result<T, E>
+    where
+        O: AsyncRun<T, E>,
+        E: fmt::Debug,
+        B: AsyncFnMut() -> Result<T, E>,
+    {
+        let (timings, plan, opts) = self.into_parts();
+        opts.run_async(plan.with(&timings), AsyncFnOperation(body))
+            .await
     }
 }
 
-/// Reads `clock`, out of the happy path's way: a run whose policy, read at run time, has a
-/// deadline reads the time as it starts; laid out inline, the reading made every other run
-/// jump over it. Beside a clock reading, the call costs nothing.
-#[cold]
-#[inline(never)]
-fn read(clock: fn() -> Instant) -> Instant {
-    clock()
-}
-
-/// [`Retrier::run`] after a first attempt that did not end in an accepted `Ok` (`first`), or
-/// from its first attempt (`None`: a run whose deadline or `reset_after` reads the clock as it
-/// starts): the decision, then the loop. Out of line, so that the happy path, inline in the
-/// caller, is the attempt and a return (`PERFORMANCE.md` §8): laid out in the caller, the loop,
-/// or a clock reading before the first attempt, made every call save six registers first. The
-/// classifier comes as the retrier holds it (`on`) and the clock is named here, so that both
-/// are called directly, as they are inline.
-#[inline(never)]
-#[allow(clippy::type_complexity)]
-fn run_retries<'p, T, E, C, M, S, R, N, G, F, X, L, B>(
-    on: C,
-    state: Retry<'p, Result<T, E>, Unset, S, Hooks<R, N, G, F>, X, L>,
-    first: Option<Attempted<T, E>>,
-    mut body: B,
+/// What a run needs of its [`Retrier`] besides the options.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct Plan<'s> {
+    policy: &'s Policy,
+    name: &'static str,
+    level: LogLevel,
     reset_after: Option<Duration>,
-) -> Result<T, E>
-where
-    C: Classifier<E, M>,
-    R: Slot<T, (), Verdict>,
-    N: Slot<Result<T, E>, RetryEvent>,
-    G: Slot<Result<T, E>, GiveUp>,
-    F: Fallback<T, E, Output<()> = Result<T, E>>,
-    X: MaybeExtras<'p, E>,
-    L: Logs<E>,
-    B: FnMut() -> Result<T, E>,
-{
-    // Put in here, not handed over in memory: known here, they are called directly, and inline.
-    let mut state = state.classified(on.into_classify());
-    state.site.clock = std_now;
-    let mut attempted = match first {
-        Some(failed) => {
-            // The progress after a first attempt, as constants, so that the first decision's
-            // arithmetic folds as it does inline; only `started` may have been read.
-            // `retried_above` is read again, as `start` read it: the attempt has put the
-            // caller's frame back. Read here, the value `start` read serves only the attempt's
-            // frame, which the compiler drops with the frame when the closure does not look at
-            // it, and the happy path reads no thread-local.
-            state.progress = Progress {
-                retries: 0,
-                retried_above: context::current().retried_above,
-                previous_pause: 0,
-                started: state.progress.started,
-                hedges: 0,
-            };
-            failed
-        }
-        None => {
-            state.restart();
-            let started = reset_after.map(|_| (state.site.clock)());
-            let attempted = state.attempt(&mut body);
-            state.reset_if_healthy(reset_after, started);
-            attempted
-        }
-    };
-    loop {
-        state = match state.next(attempted) {
-            ControlFlow::Break(result) => return result,
-            ControlFlow::Continue(next) => next,
-        };
-        state.pause_blocking();
-        let started = reset_after.map(|_| (state.site.clock)());
-        let now = state.attempt(&mut body);
-        state.reset_if_healthy(reset_after, started);
-        attempted = match now {
-            // As on the first attempt: an `Ok` without `on_result` is accepted as it is.
-            Attempted::Completed(Ok(value)) if !R::SET => return state.accept::<()>(value),
-            attempted => attempted,
-        };
-    }
 }
 
-impl<'p, T, E, S, H, X, L> Retry<'p, Result<T, E>, Unset, S, H, X, L> {
-    /// The same state with `classify` as its classifier.
+impl<'s> Plan<'s> {
+    /// The plan with the policy a timing method made, if one did.
     #[inline(always)]
-    fn classified<C>(self, classify: Classify<C, E>) -> Retry<'p, Result<T, E>, C, S, H, X, L> {
-        Retry {
-            site: self.site,
-            progress: self.progress,
-            classify,
-            sleeper: self.sleeper,
-            hooks: self.hooks,
-            extras: self.extras,
-            log: std::marker::PhantomData,
-            spans: self.spans,
+    fn with<'t>(self, timings: &'t Option<Policy>) -> Plan<'t>
+    where
+        's: 't,
+    {
+        Plan {
+            policy: timings.as_ref().unwrap_or(self.policy),
+            ..self
         }
     }
 }
 
-impl<'p, T, E, C, S, H, X, L> Retry<'p, Result<T, E>, C, S, H, X, L> {
-    /// The loop as a new call finds it: no retries, no pause yet, whether a layer above retries
-    /// read again, and the start read again if the deadline or a hook needs it.
+/// Options that a blocking run ([`Retrier::run`]) can honour: every set of options but those
+/// with `timeout` (a blocking call cannot be cut off from outside), `sleep` (a sync loop pauses
+/// with `std::thread::sleep`) or an async `fallback`, whose errors are a classifier that can
+/// judge `E`.
+///
+/// Sealed: implemented by what the `Retrier`'s methods build.
+pub trait SyncRun<T, E> {
+    #[doc(hidden)]
+    fn run_blocking<B>(self, plan: Plan<'_>, body: B) -> Result<T, E>
+    where
+        E: fmt::Debug,
+        B: FnMut() -> Result<T, E>;
+}
+
+/// Options that an async run ([`Retrier::run_async`]) can honour: every set of options with a
+/// timer (tokio's with the `tokio` feature, or `sleep`'s), whose errors are a classifier that
+/// can judge `E`.
+///
+/// Sealed: implemented by what the `Retrier`'s methods build.
+pub trait AsyncRun<T, E> {
+    #[doc(hidden)]
+    fn run_async<B>(self, plan: Plan<'_>, body: B) -> impl Future<Output = Result<T, E>>
+    where
+        E: fmt::Debug,
+        B: Operation<T, E>;
+}
+
+/// The result of a blocking loop, which has no async fallback to await: with a message that
+/// says so.
+#[diagnostic::on_unimplemented(
+    message = "an async `fallback` needs `run_async`: a blocking run cannot await it",
+    label = "this `Retrier` has an async fallback",
+    note = "make the fallback sync (return the `Result` itself), or run an async closure: `.run_async(async || {{ ... }}).await`"
+)]
+pub(crate) trait SyncFinish<T, E> {
+    /// The result.
+    fn into_result(self) -> Result<T, E>;
+}
+
+impl<T, E> SyncFinish<T, E> for Result<T, E> {
     #[inline(always)]
-    pub(super) fn restart(&mut self) {
-        self.progress = Progress {
+    fn into_result(self) -> Result<T, E> {
+        self
+    }
+}
+
+/// The loop state of one run: its policy (the retrier's own if a timing method made one) is
+/// borrowed for the run; the options keep theirs, for `'p`.
+#[inline(always)]
+fn state<'s, T, E: fmt::Debug, O>(
+    plan: Plan<'s>,
+    opts: O,
+    clock: fn() -> std::time::Instant,
+) -> Retry<'s, T, E, O> {
+    Retry {
+        site: Site {
+            policy: plan.policy,
+            name: plan.name,
+            clock,
+            level: plan.level,
+        },
+        progress: Progress {
             retries: 0,
-            retried_above: context::current().retried_above,
-            previous_pause: 0,
-            started: self
-                .site
-                .policy
-                .get_deadline()
-                .map(|_| read(self.site.clock)),
+            retried_above: false,
             hedges: 0,
-        };
+            previous_pause: 0,
+            started: None,
+        },
+        show: <E as fmt::Debug>::fmt,
+        opts,
+        spans: super::spans::CallSpan::default(),
+        value: PhantomData,
     }
+}
 
-    /// After an attempt that started at `started`: if it ran for `reset_after` or longer, the
-    /// backoff starts afresh.
+impl<T, E, K, H, X> SyncRun<T, E> for Opts<K, H, X>
+where
+    K: HeadSet<Only: Blocking, On: Classifier<E>>,
+    H: HookSet<T, E, Finish<()>: SyncFinish<T, E>>,
+    X: MaybeExtras<E>,
+{
     #[inline(always)]
-    fn reset_if_healthy(&mut self, reset_after: Option<Duration>, started: Option<Instant>) {
-        if let (Some(healthy), Some(started)) = (reset_after, started) {
-            if (self.site.clock)().saturating_duration_since(started) >= healthy {
-                self.restart();
+    fn run_blocking<B>(self, plan: Plan<'_>, mut body: B) -> Result<T, E>
+    where
+        E: fmt::Debug,
+        B: FnMut() -> Result<T, E>,
+    {
+        let mut state = state(plan, self, super::std_now);
+        state.progress.retried_above = crate::context::current().retried_above;
+        // A run that reads the clock before its first attempt (a deadline, `reset_after`) makes
+        // it in the loop, with the failures (`PERFORMANCE.md` §8).
+        let first = if plan.policy.get_deadline().is_some() || plan.reset_after.is_some() {
+            None
+        } else {
+            match state.attempt((), &mut body) {
+                // Without `on_result`, an `Ok` is accepted as it is; with it, the loop judges it.
+                Attempted::Completed(Ok(value)) if !H::ON_RESULT => {
+                    return state.accept::<()>(value).into_result();
+                }
+                attempted => Some(attempted),
             }
-        }
+        };
+        super::drive_blocking(state, first, plan.reset_after, |state| {
+            state.attempt((), &mut body)
+        })
+    }
+}
+
+impl<T, E, K, H, X> AsyncRun<T, E> for Opts<K, H, X>
+where
+    K: HeadSet<Sleeper: Sleeper, On: Classifier<E>>,
+    H: HookSet<T, E, Finish<()>: IntoFinish<T, E>>,
+    X: MaybeExtras<E>,
+{
+    fn run_async<B>(self, plan: Plan<'_>, body: B) -> impl Future<Output = Result<T, E>>
+    where
+        E: fmt::Debug,
+        B: Operation<T, E>,
+    {
+        let clock = crate::timer::clock_of::<K::Sleeper>;
+        let state = state(plan, self, clock);
+        super::drive(state, plan.reset_after, super::Plain(body))
     }
 }
 
@@ -720,7 +558,7 @@ impl<'p, T, E, C, S, H, X, L> Retry<'p, Result<T, E>, C, S, H, X, L> {
 #[cfg(not(loom))]
 mod parity {
     use super::*;
-    use crate::{CircuitOpen, Elapsed};
+    use crate::{RetryEvent, Transient, level};
     use retry_grammar::{BLOCK_KEYS, KEYS};
 
     /// What a [`Retrier`] has for a key.

@@ -90,7 +90,7 @@ impl AttemptSpan {
 // workspace's build leaves the feature off, as users do by default.
 #[cfg(all(test, feature = "attempt-spans", not(loom)))]
 mod tests {
-    use crate::__private::Retry;
+    use crate::__private::{ASYNC_TIMER, Shape, Unset};
     use crate::{Jitter, Policy};
     use std::collections::BTreeMap;
     use std::fmt;
@@ -196,15 +196,16 @@ mod tests {
         let mut current = Vec::new();
         let subscriber = spans.clone();
         tracing::subscriber::with_default(subscriber, || {
-            let mut state = Retry::<Result<u32, &str>>::start(&policy, "check", |_: &&str| true);
+            let mut state =
+                Shape::<Result<u32, &str>>::new().start(&policy, "check", |_: &&str| true, Unset);
             let mut calls = 0;
             loop {
-                let attempted = state.attempt(|| {
+                let attempted = state.attempt((), || {
                     calls += 1;
                     current.push(spans.current());
                     if calls < 3 { Err("busy") } else { Ok(calls) }
                 });
-                state = match state.next(attempted) {
+                state = match state.next((), attempted) {
                     ControlFlow::Break(result) => return assert_eq!(result, Ok(3)),
                     ControlFlow::Continue(state) => state,
                 };
@@ -240,19 +241,23 @@ mod tests {
         let subscriber = spans.clone();
         tracing::subscriber::with_default(subscriber, || {
             runtime.block_on(async {
-                let mut state =
-                    Retry::<Result<u32, &str>>::start_async(&policy, "check", |_: &&str| true);
+                let mut state = Shape::<Result<u32, &str>>::new().start(
+                    &policy,
+                    "check",
+                    |_: &&str| true,
+                    ASYNC_TIMER,
+                );
                 let mut calls = 0;
                 loop {
                     let attempted = state
-                        .run(async {
+                        .run((), async {
                             calls += 1;
                             tokio::task::yield_now().await;
                             current.push(spans.current());
                             if calls < 3 { Err("busy") } else { Ok(calls) }
                         })
                         .await;
-                    state = match state.next(attempted) {
+                    state = match state.next((), attempted) {
                         ControlFlow::Break(result) => return assert_eq!(result, Ok(3)),
                         ControlFlow::Continue(state) => state,
                     };

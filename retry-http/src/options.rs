@@ -1,16 +1,18 @@
 //! What the tower layer and the reqwest middleware share: the options ([`HttpRetry`]), the
 //! rule of which requests may be sent again (method, key, body), the buffering of a body, the
-//! counters and the events, and the loop, which is the attribute's own
-//! ([`Retry`](crate::__private::Retry)) driven by [`drive!`].
+//! counters and the events, and the loop of one request ([`send`]), which is the engine's
+//! ([`engine::drive`]).
 
-use crate::headers::key_from_header;
-use crate::{
-    CircuitBreaker, CircuitOpen, Elapsed, GiveUp, IdempotencyKey, Policy, RetryBudget, RetryEvent,
-};
 use ::http::{HeaderMap, HeaderValue, Method};
 use bytes::Bytes;
 use http_body::Body;
 use http_body_util::BodyExt;
+use retry_runtime::engine::{self, DynHooks, Operation, Settings, TokioTimer};
+use retry_runtime::headers::key_from_header;
+use retry_runtime::{
+    Backoff, CircuitBreaker, CircuitOpen, Elapsed, GiveUp, IdempotencyKey, Jitter, LogLevel,
+    Policy, RetryBudget, RetryEvent, Verdict,
+};
 use std::error::Error;
 use std::fmt;
 use std::sync::Arc;
@@ -27,10 +29,17 @@ pub const DEFAULT_BODY_LIMIT: usize = 64 * 1024;
 type NotifyFn = Arc<dyn Fn(&Resend) + Send + Sync>;
 /// An `on_give_up` hook, shared by the clones of the options.
 type GiveUpFn = Arc<dyn Fn(&GiveUp) + Send + Sync>;
+/// An `on_response` judge, shared by the clones of the options.
+type ResponseFn = Arc<dyn Fn(http::StatusCode, &HeaderMap) -> Verdict + Send + Sync>;
 
 /// The options of the tower layer and of the reqwest middleware: a [`Policy`] and what the
 /// attribute's other options would say (`budget`, `breaker`, `notify`, `on_give_up`,
-/// `timeout`), the body limit and whether to add an idempotency key. Cheap to clone (the shared parts are behind `Arc`s).
+/// `timeout`, `on_result` as [`on_response`](HttpRetry::on_response), `nested`, `log_level`),
+/// the body limit and whether to add an idempotency key. Cheap to clone (the shared parts are
+/// behind `Arc`s).
+///
+/// The attribute's keys that it does not offer, and why, are in the crate's guide ("The
+/// attribute's options"); a test holds the table to the attribute's keys.
 #[derive(Clone)]
 pub struct HttpRetry {
     pub(crate) policy: Policy,
@@ -42,7 +51,10 @@ pub struct HttpRetry {
     pub(crate) counters: Arc<Counters>,
     pub(crate) notify: Option<NotifyFn>,
     pub(crate) on_give_up: Option<GiveUpFn>,
+    pub(crate) on_response: Option<ResponseFn>,
     pub(crate) timeout: Option<Duration>,
+    pub(crate) nested_retry: bool,
+    pub(crate) level: LogLevel,
 }
 
 impl fmt::Debug for HttpRetry {
@@ -55,6 +67,8 @@ impl fmt::Debug for HttpRetry {
             .field("body_limit", &self.body_limit)
             .field("add_key", &self.add_key)
             .field("timeout", &self.timeout)
+            .field("nested_retry", &self.nested_retry)
+            .field("log_level", &self.level)
             .finish_non_exhaustive()
     }
 }
@@ -73,7 +87,94 @@ impl HttpRetry {
             counters: Arc::default(),
             notify: None,
             on_give_up: None,
+            on_response: None,
             timeout: None,
+            nested_retry: false,
+            level: LogLevel::Error,
+        }
+    }
+
+    /// `max = 3`: retries after the first attempt ([`Policy::max`]).
+    pub fn max(mut self, retries: u32) -> Self {
+        self.policy = self.policy.max(retries);
+        self
+    }
+
+    /// `attempts = 4`: the same limit counted as attempts, the first one included.
+    pub fn attempts(self, attempts: u32) -> Self {
+        self.max(attempts.saturating_sub(1))
+    }
+
+    /// `base = "1s"`: the pause before the first retry ([`Policy::base`]).
+    pub fn base(mut self, base: Duration) -> Self {
+        self.policy = self.policy.base(base);
+        self
+    }
+
+    /// `factor = 2`: the growth of the pause per retry ([`Policy::factor`]).
+    pub fn factor(mut self, factor: f64) -> Self {
+        self.policy = self.policy.factor(factor);
+        self
+    }
+
+    /// `backoff = exponential`: how the pause grows ([`Policy::backoff`]).
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.policy = self.policy.backoff(backoff);
+        self
+    }
+
+    /// `max_delay = "30s"`: no single pause is longer, `Retry-After` included
+    /// ([`Policy::max_delay`]); a `Retry-After` longer than this gives up at once.
+    pub fn max_delay(mut self, max_delay: Duration) -> Self {
+        self.policy = self.policy.max_delay(max_delay);
+        self
+    }
+
+    /// `deadline = "10s"`: the time budget of a request from its first attempt, attempts and
+    /// pauses included ([`Policy::deadline`]).
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.policy = self.policy.deadline(deadline);
+        self
+    }
+
+    /// `jitter = full`, ...: how each pause is randomised ([`Policy::jitter`]).
+    pub fn jitter(mut self, jitter: Jitter) -> Self {
+        self.policy = self.policy.jitter(jitter);
+        self
+    }
+
+    /// `nested = retry`: retry even when a layer above retries this work (an annotated function
+    /// or a `Retrier` around the request); by default such a request makes one attempt and
+    /// leaves the retrying to that layer.
+    pub fn nested_retry(mut self) -> Self {
+        self.nested_retry = true;
+        self
+    }
+
+    /// `log_level = "warn"`: the level of the one event that ends a request that failed after
+    /// retrying (`ERROR` by default).
+    pub fn log_level(mut self, level: impl Into<LogLevel>) -> Self {
+        self.level = level.into();
+        self
+    }
+
+    /// `on_result = f`, for answers: judge each response's status and headers with `f` instead
+    /// of the status table (408, 429, 500, 502, 503, 504 retried, `Retry-After` a floor). A
+    /// response `f` rejects (a [`Verdict`] that retries) is retried, and returned when the
+    /// retries run out. Asked only about requests that may be sent again.
+    pub fn on_response(
+        mut self,
+        f: impl Fn(http::StatusCode, &HeaderMap) -> Verdict + Send + Sync + 'static,
+    ) -> Self {
+        self.on_response = Some(Arc::new(f));
+        self
+    }
+
+    /// The judge of a response: [`on_response`](HttpRetry::on_response)'s, or the status table.
+    pub(crate) fn judge(&self, status: http::StatusCode, headers: &HeaderMap) -> Verdict {
+        match &self.on_response {
+            Some(judge) => judge(status, headers),
+            None => retry_runtime::integrations::http::status_verdict(status, headers),
         }
     }
 
@@ -109,6 +210,12 @@ impl HttpRetry {
     /// `Idempotency-Key` a fresh one ([`IdempotencyKey::new`], a UUID v4), the same on every
     /// attempt, so that it may be retried. Without this, such a request is retried only when
     /// it provably never reached the server.
+    ///
+    /// The header is sent as the IETF draft writes it, a structured-field string: the UUID in
+    /// double quotes (`Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"`). A server that
+    /// reads the raw header sees the quotes; this crate's own decoder
+    /// ([`key_from_header`](retry_runtime::headers::key_from_header)) accepts the key with or
+    /// without them.
     pub fn add_idempotency_key(mut self) -> Self {
         self.add_key = true;
         self
@@ -249,7 +356,7 @@ pub(crate) fn may_resend(config: &HttpRetry, method: &Method, headers: &mut Head
     }
     let present = headers.get(IdempotencyKey::HEADER);
     if present.is_none() && config.add_key {
-        let key = crate::headers::key_header_value(&IdempotencyKey::new());
+        let key = retry_runtime::headers::key_header_value(&IdempotencyKey::new());
         // A UUID in quotes is always a valid header value.
         if let Ok(value) = HeaderValue::from_str(&key) {
             headers.insert(IdempotencyKey::HEADER, value);
@@ -461,26 +568,6 @@ pub(crate) fn retried(config: &HttpRetry, never_sent: bool, attempt: u32) {
     }
 }
 
-pin_project_lite::pin_project! {
-    /// An attempt whose error is the loop's [`Failed::Inner`]: a named future, not an `async`
-    /// block that would hold the attempt twice.
-    pub(crate) struct InnerError<F> {
-        #[pin]
-        pub(crate) attempt: F,
-    }
-}
-
-impl<T, E, F: Future<Output = Result<T, E>>> Future for InnerError<F> {
-    type Output = Result<T, Failed<E>>;
-
-    fn poll(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        self.project().attempt.poll(cx).map_err(Failed::Inner)
-    }
-}
-
 /// When the loop gives up: tells `on_give_up`.
 pub(crate) fn gave_up(config: &HttpRetry, why: &GiveUp) {
     if let Some(on_give_up) = &config.on_give_up {
@@ -488,141 +575,59 @@ pub(crate) fn gave_up(config: &HttpRetry, why: &GiveUp) {
     }
 }
 
-/// The loop of one request, the attribute's: `drive!(config, T, E, may_resend, classify,
-/// never_sent, judge, n => attempt)` evaluates to `Result<T, Failed<E>>`, where `attempt` (with
-/// `n` the retries so far) is a future of `Result<T, E>`, `classify: Fn(&E) -> Verdict` judges
-/// an error that reached the server, `never_sent: Fn(&E) -> bool` tells one that did not, and
-/// `judge: Fn(&T) -> Verdict` judges an answer. The loop is written out three times, each a
-/// different type of loop state: without hooks or options, with hooks (`notify`, `on_give_up`),
-/// and with `budget`, `breaker` or `timeout` (`Extras`, boxed).
-macro_rules! drive {
-    ($config:expr, $t:ty, $e:ty, $may_resend:expr, $classify:expr, $never_sent:expr, $judge:expr, $n:ident => $attempt:expr) => {{
-        use $crate::Verdict;
-        use $crate::__private::Retry;
-        use $crate::integrations::replay::{Failed, gave_up, heard, retried, run_loop};
-        let config: &$crate::integrations::replay::HttpRetry = $config;
-        let may_resend: bool = $may_resend;
-        let classify = $classify;
-        let never_sent = $never_sent;
-        let judge = $judge;
-        let verdict = |failed: &Failed<$e>| match failed {
-            Failed::Inner(error) if never_sent(error) => Verdict::Retry,
-            Failed::Inner(error) if may_resend => classify(error),
-            Failed::Elapsed(_) if may_resend => Verdict::Retry,
-            _ => Verdict::Fail,
-        };
-        let accept = |answer: &$t| {
-            if may_resend {
-                judge(answer)
-            } else {
-                Verdict::Fail
-            }
-        };
-        let notify = |outcome: Result<&$t, &Failed<$e>>, event: &$crate::RetryEvent| {
-            let never = matches!(outcome, Err(Failed::Inner(error)) if never_sent(error));
-            heard(config, never, event)
-        };
-        let give_up = |_: Result<&$t, &Failed<$e>>, why: &$crate::GiveUp| gave_up(config, why);
-        // Without hooks, the loop has no `notify` or `on_give_up` slot, which would read the
-        // clock as each request starts for the time they hear; the retries are counted by the
-        // loop instead.
-        let bare = || {
-            Retry::<Result<$t, Failed<$e>>>::start_async(&config.policy, config.name, verdict)
-                .on_result(accept)
-        };
-        let start = || bare().notify(notify).on_give_up(give_up);
-        let (budget, breaker, timeout) = (
-            config.budget.as_deref(),
-            config.breaker.as_deref(),
-            config.timeout,
-        );
-        // The options' state (`Extras`), when any is set; its loop runs boxed, so that the
-        // future of a request without options stays small (`PERFORMANCE.md` §4: it is moved
-        // into a box of its own on every request).
-        let extras = match (budget, breaker, timeout) {
-            (None, None, None) => None,
-            (Some(budget), _, _) => Some(start().budget(budget)),
-            (None, Some(breaker), _) => Some(start().breaker(breaker)),
-            (None, None, Some(limit)) => Some(start().timeout(limit)),
-        };
-        match extras {
-            None if config.notify.is_none() && config.on_give_up.is_none() => {
-                run_loop!(bare(), counting retried(config, never_sent), $n => $attempt)
-            }
-            None => run_loop!(start(), $n => $attempt),
-            Some(mut state) => {
-                if let Some(breaker) = breaker {
-                    state = state.breaker(breaker);
-                }
-                if let Some(limit) = timeout {
-                    state = state.timeout(limit);
-                }
-                Box::pin(async move { run_loop!(state, timed if may_resend, $n => $attempt) }).await
-            }
+/// The loop of one request, on the engine: `body` once per attempt, its errors judged by
+/// `classify` (a request that may be sent again) or by `never_sent` (any request: one that
+/// never reached the server is resent even without a key), its answers by `judge` (a request
+/// that may be sent again; every answer is accepted for one that may not), a timed-out attempt
+/// retried only if the request may be sent again (it may have reached the server). The retries
+/// are counted, and `notify` and `on_give_up` hear them.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn send<T, E: fmt::Debug>(
+    config: &HttpRetry,
+    may_resend: bool,
+    classify: &(dyn Fn(&E) -> Verdict + Sync),
+    never_sent: &(dyn Fn(&E) -> bool + Sync),
+    judge: &(dyn Fn(&T) -> Verdict + Sync),
+    body: impl Operation<T, E>,
+) -> Result<T, Failed<E>> {
+    let verdict = |failed: &Failed<E>| match failed {
+        Failed::Inner(error) if never_sent(error) => Verdict::Retry,
+        Failed::Inner(error) if may_resend => classify(error),
+        Failed::Elapsed(_) if may_resend => Verdict::Retry,
+        _ => Verdict::Fail,
+    };
+    let accept = |answer: &T| {
+        if may_resend {
+            judge(answer)
+        } else {
+            Verdict::Fail
         }
-    }};
+    };
+    let notify = |outcome: Result<&T, &Failed<E>>, event: &RetryEvent| {
+        let never = matches!(outcome, Err(Failed::Inner(error)) if never_sent(error));
+        heard(config, never, event)
+    };
+    let give_up = |_: Result<&T, &Failed<E>>, why: &GiveUp| gave_up(config, why);
+    let hooks = DynHooks::new(&verdict)
+        .on_result(Some(&accept))
+        .notify(Some(&notify))
+        .on_give_up(config.on_give_up.is_some().then_some(&give_up as _));
+    let settings = Settings::new(&config.policy)
+        .name(config.name)
+        .budget(config.budget.as_deref())
+        .breaker(config.breaker.as_deref())
+        .timeout(config.timeout)
+        .nested_retry(config.nested_retry)
+        .log_level(config.level);
+    engine::drive(&settings, hooks, TokioTimer, Inner(body)).await
 }
 
-/// The expansion's loop, for [`drive!`]: attempt, decide, pause. With `timed if may_resend`, each
-/// attempt races the `timeout` if there is one, and a timed-out attempt of a request that may not be sent again
-/// is its final failure (it may have reached the server).
-macro_rules! run_loop {
-    ($state:expr, $n:ident => $attempt:expr) => {{
-        let mut state = $state;
-        loop {
-            let $n = state.retries();
-            let attempt = $attempt;
-            let attempted = state
-                .run($crate::integrations::replay::InnerError { attempt })
-                .await;
-            state = match state.next(attempted) {
-                $crate::__private::ControlFlow::Break(result) => break result,
-                $crate::__private::ControlFlow::Continue(state) => state,
-            };
-            state.pause().await;
-        }
-    }};
-    ($state:expr, counting $retried:ident($config:expr, $never_sent:expr), $n:ident => $attempt:expr) => {{
-        use $crate::__private::Attempted;
-        let mut state = $state;
-        loop {
-            let $n = state.retries();
-            let attempt = $attempt;
-            let attempted = state
-                .run($crate::integrations::replay::InnerError { attempt })
-                .await;
-            let never = matches!(
-                &attempted,
-                Attempted::Completed(Err(Failed::Inner(error))) if $never_sent(error)
-            );
-            state = match state.next(attempted) {
-                $crate::__private::ControlFlow::Break(result) => break result,
-                $crate::__private::ControlFlow::Continue(state) => state,
-            };
-            // The attempt that failed is the one numbered by the retries now taken.
-            $retried($config, never, state.retries());
-            state.pause().await;
-        }
-    }};
-    ($state:expr, timed if $may_resend:expr, $n:ident => $attempt:expr) => {{
-        use $crate::__private::Attempted;
-        let mut state = $state;
-        loop {
-            let $n = state.retries();
-            let attempt = $attempt;
-            let attempted = match state
-                .run_timed($crate::integrations::replay::InnerError { attempt })
-                .await
-            {
-                Attempted::TimedOut(elapsed) if !$may_resend => Attempted::Completed(Err(elapsed)),
-                attempted => attempted,
-            };
-            state = match state.next(attempted) {
-                $crate::__private::ControlFlow::Break(result) => break result,
-                $crate::__private::ControlFlow::Continue(state) => state,
-            };
-            state.pause().await;
-        }
-    }};
+/// A door's body, its errors the loop's [`Failed::Inner`].
+struct Inner<B>(B);
+
+impl<T, E, B: Operation<T, E>> Operation<T, Failed<E>> for Inner<B> {
+    fn attempt(&mut self) -> impl Future<Output = Result<T, Failed<E>>> {
+        let attempt = self.0.attempt();
+        async move { attempt.await.map_err(Failed::Inner) }
+    }
 }
-pub(crate) use {drive, run_loop};

@@ -1,10 +1,12 @@
-//! A `tower::Layer` that retries HTTP requests with the attribute's loop: a [`Policy`](crate::Policy),
-//! the status table and `Retry-After`, a budget, a breaker, `notify`, `on_give_up`, a per-attempt
-//! `timeout` and the tracing events; and [`CloneRetryLayer`], the same loop for any service
-//! whose request is `Clone`. Feature `tower`; the guide is [`guide::tower`](crate::guide::tower).
+//! A `tower::Layer` that retries HTTP requests with the attribute's loop: a
+//! [`Policy`](retry_runtime::Policy), the status table and `Retry-After`, a budget, a breaker,
+//! `notify`, `on_give_up`, a per-attempt `timeout` and the tracing events; and
+//! [`CloneRetryLayer`], the same loop for any service whose request is `Clone`. Feature `tower`;
+//! the guide is [the crate's page](crate).
 //!
 //! ```
-//! use retry_runtime::integrations::tower::{HttpRetry, RetryLayer};
+//! use retry_http::HttpRetry;
+//! use retry_http::tower::RetryLayer;
 //! use retry_runtime::Policy;
 //! use std::time::Duration;
 //!
@@ -23,8 +25,8 @@
 //!   RFC 9110 §9.2.2); any other method (POST, PATCH) only with a valid `Idempotency-Key`
 //!   header, which [`HttpRetry::add_idempotency_key`] adds when it is missing (a UUID v4, the
 //!   same on every attempt). A request without one is still resent when it provably never
-//!   reached the server ([`never_sent`]: a refused connection, an HTTP/2 stream the server
-//!   refused or announced it did not process), as gRPC's transparent retries
+//!   reached the server ([`never_sent`](crate::never_sent): a refused connection, an HTTP/2
+//!   stream the server refused or announced it did not process), as gRPC's transparent retries
 //!   are; such retries are counted apart ([`Counters::never_sent_retries`]) and reported
 //!   ([`Resend::never_sent`], and an `INFO` event).
 //! - **Bodies.** A body whose length is known and within [`HttpRetry::body_limit`] (64 KiB by
@@ -32,65 +34,38 @@
 //!   stream, or a longer body) is passed through untouched and the request is sent once, with
 //!   the reason ([`SendOnce`]) in an `INFO` event and in [`Counters::sent_once`]. A request is
 //!   never resent with a missing body.
-//! - **Answers.** A response is judged by [`http::response_verdict`](super::http::response_verdict):
+//! - **Answers.** A response is judged by
+//!   [`http::response_verdict`](retry_runtime::integrations::http::response_verdict)
+//!   (or [`HttpRetry::on_response`]):
 //!   408, 429, 500, 502, 503 and 504 are retried (a dropped response's body is not read), a
 //!   `Retry-After` is a floor for the next pause that the policy's jitter spreads above, and one
 //!   longer than `max_delay` gives up at once. Errors are judged by [`error_verdict`] (a
 //!   transient I/O error anywhere in the `source()` chain, a connection closed mid-message),
 //!   which [`RetryLayer::classify`] replaces.
 //! - **Errors.** The service's error is boxed ([`BoxError`], tower's convention for middleware
-//!   that adds errors); a breaker's refusal is a boxed [`CircuitOpen`](crate::CircuitOpen).
+//!   that adds errors); a breaker's refusal is a boxed
+//!   [`CircuitOpen`](retry_runtime::CircuitOpen).
 
-use super::replay::{self, Failed, drive};
-pub use super::replay::{
-    BoxError, Counters, DEFAULT_BODY_LIMIT, HttpRetry, ReplayBody, Resend, SendOnce,
-};
-use crate::Transient;
-use crate::Verdict;
+use crate::options::{self, Failed};
+use crate::{BoxError, Counters, HttpRetry, ReplayBody};
 use ::http::{Request, Response};
 use http_body::Body;
+use retry_runtime::{Transient, Verdict};
 use std::error::Error;
 use std::fmt;
 use std::future::Future;
-use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tower_service::Service;
 
-/// The default classifier of a service's errors: transient when an error in the `source()`
-/// chain is a transient [`std::io::Error`] ([`has_transient_io_cause`](crate::has_transient_io_cause):
-/// reset, refused, timed out, ...), a connection that hyper saw close mid-message or a request
-/// it canceled, or this crate's [`Elapsed`](crate::Elapsed).
+/// The default classifier of a service's errors: transient when the connection broke under the
+/// request ([`connection_broke`](crate::connection_broke): a transient [`std::io::Error`] in the
+/// `source()` chain, reset, refused, timed out, ..., or a connection hyper saw close
+/// mid-message, or a request it canceled, the rule `Transient for reqwest::Error` uses too), or
+/// the error is the loop's own [`Elapsed`](retry_runtime::Elapsed).
 pub fn error_verdict(error: &(dyn Error + 'static)) -> Verdict {
-    if crate::has_transient_io_cause(error) || error.is::<crate::Elapsed>() {
-        return Verdict::Retry;
-    }
-    let broke = std::iter::successors(Some(error), |&cause| cause.source())
-        .take(64)
-        .filter_map(|cause| cause.downcast_ref::<::hyper::Error>())
-        .any(|hyper| hyper.is_incomplete_message() || hyper.is_canceled());
-    Verdict::from(broke)
-}
-
-/// The default test of an error for "the request never reached the server", anywhere in the
-/// `source()` chain: a refused connection ([`std::io::ErrorKind::ConnectionRefused`]), or an
-/// HTTP/2 stream that the server refused (a reset with REFUSED_STREAM, RFC 9113 §8.7) or
-/// announced it did not process (above the last stream id of a GOAWAY it sent, §6.8), as h2
-/// reports them under hyper's errors. A reset with another reason, or a GOAWAY that covers the
-/// stream, may come after the server began, and does not count.
-///
-/// A client's own connect errors say more; with hyper-util's client under the layer, a DNS or
-/// connect failure of any kind is recognised by:
-///
-/// ```ignore
-/// layer.never_sent(|e| {
-///     retry_runtime::integrations::tower::never_sent(e)
-///         || e.downcast_ref::<hyper_util::client::legacy::Error>().is_some_and(|e| e.is_connect())
-/// })
-/// ```
-pub fn never_sent(error: &(dyn Error + 'static)) -> bool {
-    super::sent::never_reached(error)
+    Verdict::from(crate::connection_broke(error) || error.is::<retry_runtime::Elapsed>())
 }
 
 /// The layer: wraps a service in a [`RetryService`]. Cheap to clone; every service it makes
@@ -111,12 +86,12 @@ impl fmt::Debug for RetryLayer {
 }
 
 impl RetryLayer {
-    /// A layer with these options, [`error_verdict`] and [`never_sent`].
+    /// A layer with these options, [`error_verdict`] and [`never_sent`](crate::never_sent).
     pub fn new(config: HttpRetry) -> Self {
         RetryLayer {
             config,
             classify: error_verdict,
-            never_sent,
+            never_sent: crate::never_sent,
         }
     }
 
@@ -128,7 +103,7 @@ impl RetryLayer {
     }
 
     /// Tell errors of requests that never reached the server with `f` instead of
-    /// [`never_sent`]: such an attempt is resent whatever the method and key.
+    /// [`never_sent`](crate::never_sent): such an attempt is resent whatever the method and key.
     pub fn never_sent(mut self, f: fn(&(dyn Error + 'static)) -> bool) -> Self {
         self.never_sent = f;
         self
@@ -200,33 +175,36 @@ where
 {
     let config = &layer.config;
     let (mut parts, body) = request.into_parts();
-    let may_resend = replay::may_resend(config, &parts.method, &mut parts.headers);
-    let buffered = match replay::buffer(body, config.body_limit)
+    let may_resend = options::may_resend(config, &parts.method, &mut parts.headers);
+    let buffered = match options::buffer(body, config.body_limit)
         .await
         .map_err(Into::into)?
     {
         Ok(buffered) => buffered,
         Err((body, why)) => {
-            replay::sent_once(config, why);
+            options::sent_once(config, why);
             let request = Request::from_parts(parts, ReplayBody::Once { body });
             return service.call(request).await.map_err(Into::into);
         }
     };
-    let mut ready = true;
     let (classify, never_sent) = (layer.classify, layer.never_sent);
-    let outcome = drive!(
+    let outcome = options::send(
         config,
-        Response<RB>,
-        BoxError,
         may_resend,
-        |error: &BoxError| classify(&**error),
-        |error: &BoxError| never_sent(&**error),
-        super::http::response_verdict::<RB>,
-        _retries => {
-            let request = Request::from_parts(parts.clone(), ReplayBody::buffered(&buffered));
-            send::<_, _, BoxError>(&mut service, &mut ready, request)
-        }
-    );
+        &|error: &Boxed| classify(&*error.0),
+        &|error: &Boxed| never_sent(&*error.0),
+        &|response: &Response<RB>| config.judge(response.status(), response.headers()),
+        Resending {
+            service: &mut service,
+            ready: true,
+            request: (parts, buffered),
+            make: |(parts, buffered): &(::http::request::Parts, options::Buffered)| {
+                Request::from_parts(parts.clone(), ReplayBody::buffered(buffered))
+            },
+            into: |error: S::Error| Boxed(error.into()),
+        },
+    )
+    .await;
     outcome.map_err(into_box_error)
 }
 
@@ -236,68 +214,92 @@ pin_project_lite::pin_project! {
     /// refuse the attempt), polled ready first unless it is still the one the caller polled;
     /// then the service's call under way.
     #[project = AttemptProj]
-    enum Attempt<'s, S, Req, F, E> {
-        Called { #[pin] future: F, error: PhantomData<fn() -> E> },
-        Waiting { service: &'s mut S, request: Option<Req>, ready: bool },
+    enum Attempt<'s, S, Req, F, Er, E> {
+        Called { #[pin] future: F, into: fn(Er) -> E },
+        Waiting { service: &'s mut S, request: Option<Req>, ready: bool, into: fn(Er) -> E },
     }
 }
 
-/// The attempt of `request` on `service`; `ready` is true until the first call, while the
-/// service is the one the caller polled ready.
-fn send<'s, S, Req, E>(
+/// The operation of a request's loop: each attempt sends the request `make` makes from `request`
+/// to `service`, borrowed for the attempt, its error turned into the loop's by `into`; `ready` is
+/// true until the first call, while the service is the one the caller polled ready.
+struct Resending<'s, S, R, M, Er, E> {
     service: &'s mut S,
-    ready: &mut bool,
-    request: Req,
-) -> Attempt<'s, S, Req, S::Future, E>
+    ready: bool,
+    request: R,
+    make: M,
+    into: fn(Er) -> E,
+}
+
+impl<S, R, M, Req, E> retry_runtime::engine::Operation<S::Response, E>
+    for Resending<'_, S, R, M, S::Error, E>
 where
     S: Service<Req>,
+    M: Fn(&R) -> Req,
 {
-    Attempt::Waiting {
-        service,
-        request: Some(request),
-        ready: std::mem::replace(ready, false),
+    fn attempt(&mut self) -> impl Future<Output = Result<S::Response, E>> {
+        Attempt::Waiting {
+            request: Some((self.make)(&self.request)),
+            service: &mut *self.service,
+            ready: std::mem::replace(&mut self.ready, false),
+            into: self.into,
+        }
     }
 }
 
-impl<S, Req, E> Future for Attempt<'_, S, Req, S::Future, E>
+impl<S, Req, E> Future for Attempt<'_, S, Req, S::Future, S::Error, E>
 where
     S: Service<Req>,
-    S::Error: Into<E>,
 {
     type Output = Result<S::Response, E>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         loop {
-            let future = match self.as_mut().project() {
-                AttemptProj::Called { future, .. } => return future.poll(cx).map_err(Into::into),
+            let (future, into) = match self.as_mut().project() {
+                AttemptProj::Called { future, into } => return future.poll(cx).map_err(*into),
                 AttemptProj::Waiting {
                     service,
                     request,
                     ready,
+                    into,
                 } => {
                     if !*ready {
                         if let Err(error) = std::task::ready!(service.poll_ready(cx)) {
-                            return Poll::Ready(Err(error.into()));
+                            return Poll::Ready(Err(into(error)));
                         }
                         *ready = true;
                     }
                     match request.take() {
-                        Some(request) => service.call(request),
+                        Some(request) => (service.call(request), *into),
                         // Not reached: the variant is replaced once the request is sent.
                         None => return Poll::Pending,
                     }
                 }
             };
-            self.set(Attempt::Called {
-                future,
-                error: PhantomData,
-            });
+            self.set(Attempt::Called { future, into });
         }
     }
 }
 
+/// A service's error, boxed, as the loop of a [`RetryService`] holds it: a type of its own, not
+/// the `Box<dyn Error>` itself, whose object lifetime rustc loses in the future of the call
+/// ("implementation of `Operation` is not general enough").
+struct Boxed(BoxError);
+
+impl fmt::Debug for Boxed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl From<Boxed> for BoxError {
+    fn from(boxed: Boxed) -> Self {
+        boxed.0
+    }
+}
+
 /// The caller's error: the service's, or the loop's own (a breaker's refusal, a timeout), boxed.
-fn into_box_error<E: Into<BoxError>>(failed: Failed<E>) -> BoxError {
+pub(crate) fn into_box_error<E: Into<BoxError>>(failed: Failed<E>) -> BoxError {
     match failed {
         Failed::Inner(error) => error.into(),
         Failed::Open(open) => Box::new(open),
@@ -518,21 +520,25 @@ where
     S: Service<Req>,
     S::Error: Into<BoxError> + fmt::Debug,
     Req: Clone,
-    C: ClassifyError<S::Error>,
-    R: ClassifyResponse<S::Response>,
+    C: ClassifyError<S::Error> + Send + Sync,
+    R: ClassifyResponse<S::Response> + Send + Sync,
 {
     let config = &layer.config;
-    replay::count_request(config);
-    let mut ready = true;
-    let outcome = drive!(
+    options::count_request(config);
+    let outcome = options::send(
         config,
-        S::Response,
-        S::Error,
         true,
-        |error: &S::Error| layer.classify.verdict(error),
-        |_: &S::Error| false,
-        |answer: &S::Response| layer.judge.verdict(answer),
-        _retries => send::<_, _, S::Error>(&mut service, &mut ready, request.clone())
-    );
+        &|error: &S::Error| layer.classify.verdict(error),
+        &|_: &S::Error| false,
+        &|answer: &S::Response| layer.judge.verdict(answer),
+        Resending {
+            service: &mut service,
+            ready: true,
+            request,
+            make: Req::clone,
+            into: |error| error,
+        },
+    )
+    .await;
     outcome.map_err(into_box_error)
 }

@@ -1,9 +1,9 @@
 //! A `reqwest_middleware::Middleware` that retries with the attribute's loop and the rules of
-//! the [tower layer](super::tower): feature `reqwest-middleware`; the guide is
-//! [`guide::tower`](crate::guide::tower).
+//! the tower layer: feature `reqwest-middleware`; the guide is [the crate's page](crate).
 //!
 //! ```
-//! use retry_runtime::integrations::reqwest_middleware::{HttpRetry, RetryMiddleware};
+//! use retry_http::HttpRetry;
+//! use retry_http::reqwest::RetryMiddleware;
 //! use retry_runtime::Policy;
 //! use std::time::Duration;
 //!
@@ -17,17 +17,18 @@
 //! # let _ = client;
 //! ```
 //!
-//! - **Verdicts**: a response by [`reqwest::response_verdict`](super::reqwest::response_verdict)
-//!   (the status table, `Retry-After` as a floor for the pause), a `reqwest::Error` by its
-//!   [`Transient`] implementation; an error of another middleware is not
-//!   retried.
+//! - **Verdicts**: a response by
+//!   [`reqwest::response_verdict`](retry_runtime::integrations::reqwest::response_verdict)
+//!   (the status table, `Retry-After` as a floor for the pause; or [`HttpRetry::on_response`]),
+//!   a `reqwest::Error` by its [`Transient`] implementation; an error of another middleware is
+//!   not retried.
 //! - **Keys**: GET, HEAD, OPTIONS, TRACE, PUT and DELETE are resent; POST, PATCH and any other
 //!   method only with a valid `Idempotency-Key` header, which
 //!   [`HttpRetry::add_idempotency_key`] adds (a UUID v4, the same on every attempt). Without
 //!   one, such a request is resent only after a connect error (`reqwest::Error::is_connect`: a
 //!   refused connection, a DNS or TLS failure) or an HTTP/2 stream the server refused or
-//!   announced it did not process (the [tower layer's rule](super::tower::never_sent)), which
-//!   prove it never reached the server.
+//!   announced it did not process (the tower layer's rule, [`never_sent`](crate::never_sent)),
+//!   which prove it never reached the server.
 //! - **Bodies**: a body reqwest cannot clone (made with `Body::wrap` or `Body::wrap_stream`) is
 //!   read whole when its length is known and within [`HttpRetry::body_limit`]; otherwise it is
 //!   sent once, untouched, with the reason ([`SendOnce`]) in an event and in
@@ -37,15 +38,16 @@
 //!   [`HttpRetry::timeout`] (each attempt abandoned after the limit, transient for a request
 //!   that may be sent again) as for the tower layer.
 //! - **Errors**: a breaker's refusal is `reqwest_middleware::Error::Middleware` holding a
-//!   [`CircuitOpen`](crate::CircuitOpen), the last attempt's timeout one holding an
-//!   [`Elapsed`](crate::Elapsed).
+//!   [`CircuitOpen`](retry_runtime::CircuitOpen), the last attempt's timeout one holding an
+//!   [`Elapsed`](retry_runtime::Elapsed).
 
-use super::replay::{self, Failed, drive};
-pub use super::replay::{Counters, DEFAULT_BODY_LIMIT, HttpRetry, ReplayBody, Resend, SendOnce};
-use crate::{Transient, Verdict};
+use crate::options::{self, Failed};
+use crate::{Counters, HttpRetry, ReplayBody};
 use ::http::Extensions;
 use ::reqwest::{Body, Request, Response};
 use reqwest_middleware::{Error, Middleware, Next};
+use retry_runtime::{Transient, Verdict};
+use std::future::Future;
 
 /// The middleware: add it with `reqwest_middleware::ClientBuilder::with`.
 #[derive(Clone, Debug)]
@@ -76,7 +78,7 @@ fn classify(error: &Error) -> Verdict {
 /// A connect error, or an HTTP/2 stream the server refused or announced it did not process
 /// (the tower layer's rule): the request never reached the server.
 fn never_sent(error: &Error) -> bool {
-    matches!(error, Error::Reqwest(error) if error.is_connect() || super::sent::never_reached(error))
+    matches!(error, Error::Reqwest(error) if error.is_connect() || crate::never_sent(error))
 }
 
 #[async_trait::async_trait]
@@ -89,10 +91,10 @@ impl Middleware for RetryMiddleware {
     ) -> reqwest_middleware::Result<Response> {
         let config = &self.config;
         let method = request.method().clone();
-        let may_resend = replay::may_resend(config, &method, request.headers_mut());
+        let may_resend = options::may_resend(config, &method, request.headers_mut());
         if request.try_clone().is_none() {
             if let Some(body) = request.body_mut().take() {
-                match replay::buffer(body, config.body_limit).await {
+                match options::buffer(body, config.body_limit).await {
                     Ok(Ok(buffered)) if buffered.trailers.is_none() => {
                         *request.body_mut() = Some(Body::from(buffered.data));
                     }
@@ -103,7 +105,7 @@ impl Middleware for RetryMiddleware {
                     }
                     Ok(Err((body, why))) => {
                         *request.body_mut() = Some(body);
-                        replay::sent_once(config, why);
+                        options::sent_once(config, why);
                     }
                     Err(error) => return Err(Error::Reqwest(error)),
                 }
@@ -112,31 +114,46 @@ impl Middleware for RetryMiddleware {
         if request.try_clone().is_none() {
             return next.run(request, extensions).await;
         }
-        let outcome = drive!(
+        let outcome = options::send(
             config,
-            Response,
-            Error,
             may_resend,
-            classify,
-            never_sent,
-            super::reqwest::response_verdict,
-            _retries => {
-                let attempt = request.try_clone();
-                let next = next.clone();
-                let extensions = &mut *extensions;
-                async move {
-                    match attempt {
-                        Some(attempt) => next.run(attempt, extensions).await,
-                        None => Err(Error::middleware(NotCloneable)),
-                    }
-                }
-            }
-        );
+            &classify,
+            &never_sent,
+            &|response: &Response| config.judge(response.status(), response.headers()),
+            Sending {
+                request,
+                next,
+                extensions,
+            },
+        )
+        .await;
         outcome.map_err(|failed| match failed {
             Failed::Inner(error) => error,
             Failed::Open(open) => Error::middleware(open),
             Failed::Elapsed(elapsed) => Error::middleware(elapsed),
         })
+    }
+}
+
+/// The operation of the middleware's loop: each attempt sends a clone of the request to the rest
+/// of the chain, with the request's extensions borrowed for the attempt.
+struct Sending<'a> {
+    request: Request,
+    next: Next<'a>,
+    extensions: &'a mut Extensions,
+}
+
+impl retry_runtime::engine::Operation<Response, Error> for Sending<'_> {
+    fn attempt(&mut self) -> impl Future<Output = Result<Response, Error>> {
+        let attempt = self.request.try_clone();
+        let next = self.next.clone();
+        let extensions = &mut *self.extensions;
+        async move {
+            match attempt {
+                Some(attempt) => next.run(attempt, extensions).await,
+                None => Err(Error::middleware(NotCloneable)),
+            }
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! Whether a failed HTTP request provably never reached the server's application: the rule of
-//! the tower layer's [`never_sent`](super::tower::never_sent) and of the reqwest middleware,
-//! kept in one place so that both doors resend the same requests without a key.
+//! the tower layer and of the reqwest middleware, kept in one place so that both doors resend
+//! the same requests without a key.
 //!
 //! Three signals prove it, each anywhere in the error's `source()` chain:
 //!
@@ -33,10 +33,25 @@
 
 use std::error::Error;
 
-/// Whether an error says the request never reached the server's application: a refused
-/// connection, or an HTTP/2 stream that the server refused or announced it did not process
-/// (the module's page has the table and the sources).
-pub(crate) fn never_reached(error: &(dyn Error + 'static)) -> bool {
+/// Whether an error says the request never reached the server's application, anywhere in its
+/// `source()` chain: a refused connection ([`std::io::ErrorKind::ConnectionRefused`]), or an
+/// HTTP/2 stream that the server refused (a reset with REFUSED_STREAM, RFC 9113 §8.7) or
+/// announced it did not process (above the last stream id of a GOAWAY it sent, §6.8), as h2
+/// reports them under hyper's and reqwest's errors. A reset with another reason, or a GOAWAY
+/// that covers the stream, may come after the server began, and does not count. The tower
+/// layer's default ([`RetryLayer::never_sent`](crate::tower::RetryLayer::never_sent) replaces
+/// it) and the reqwest middleware's rule, with `reqwest::Error::is_connect`.
+///
+/// A client's own connect errors say more; with hyper-util's client under the layer, a DNS or
+/// connect failure of any kind is recognised by:
+///
+/// ```ignore
+/// layer.never_sent(|e| {
+///     retry_http::never_sent(e)
+///         || e.downcast_ref::<hyper_util::client::legacy::Error>().is_some_and(|e| e.is_connect())
+/// })
+/// ```
+pub fn never_sent(error: &(dyn Error + 'static)) -> bool {
     // Deeper chains exist only by mistake (a cycle); their end says nothing useful.
     const MAX_DEPTH: usize = 64;
     let mut next = Some(error);
@@ -79,7 +94,7 @@ fn not_processed(error: &h2::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::never_reached;
+    use super::never_sent as never_reached;
     use std::io;
 
     // The h2 errors that a server's frames produce cannot be made outside h2: the tests of

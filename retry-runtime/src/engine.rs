@@ -1,0 +1,246 @@
+//! The engine: the one loop every door of this crate drives, and the face an integration builds a
+//! door on.
+//!
+//! Every door ends in the same loop: the attribute and `retry_block!` write its steps out in your
+//! code (so that `?`, `return` and borrows in the body work as written); the
+//! [`Retrier`](crate::Retrier) and every integration run it in [`drive`] (or [`drive_blocking`],
+//! [`drive_hedged`]). The loop is the decision after each attempt (the classifier's
+//! [`Verdict`](crate::Verdict), the [`Policy`](crate::Policy)'s pause, the deadline, the budget,
+//! the breaker), the attempt context ([`attempt()`](crate::attempt), one retrying layer, the
+//! idempotency key), the events (the logs, the metrics, the spans, the hooks) and the fallback.
+//!
+//! # Building a door
+//!
+//! A door configured at run time (an HTTP layer, a gRPC channel, a queue consumer) keeps its
+//! configuration where its calls can borrow it, and per call makes [`Settings`] (the policy,
+//! the name, `budget`, `breaker`, `timeout`, `hedge`, ...) and [`DynHooks`] (how errors and
+//! answers are judged, who hears the pauses and the end), both borrowed, then drives its
+//! [`Operation`]:
+//!
+//! ```
+//! use retry_runtime::engine::{self, AsyncFnOperation, DynHooks, Settings, TokioTimer};
+//! use retry_runtime::{attempt, CircuitOpen, Elapsed, Jitter, Policy, Verdict};
+//! use std::sync::atomic::{AtomicU32, Ordering};
+//!
+//! #[derive(Debug)]
+//! enum CallError { Busy, Timeout(Elapsed), Open(CircuitOpen) }
+//! impl From<Elapsed> for CallError { fn from(e: Elapsed) -> Self { CallError::Timeout(e) } }
+//! impl From<CircuitOpen> for CallError { fn from(o: CircuitOpen) -> Self { CallError::Open(o) } }
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let policy = Policy::new().max(3).jitter(Jitter::None);
+//! let calls = AtomicU32::new(0);
+//! let classify = |error: &CallError| Verdict::from(matches!(error, CallError::Busy));
+//! let hooks = DynHooks::new(&classify);
+//! let answer = engine::drive(&Settings::new(&policy).name("quotes"), hooks, TokioTimer, AsyncFnOperation(async || {
+//!     // The attempt's number, as a header would carry it.
+//!     let n = attempt().number();
+//!     calls.fetch_add(1, Ordering::Relaxed);
+//!     if n < 3 { Err(CallError::Busy) } else { Ok(n) }
+//! }))
+//! .await;
+//! assert_eq!(answer.unwrap(), 3);
+//! assert_eq!(calls.load(Ordering::Relaxed), 3);
+//! # }
+//! ```
+//!
+//! The attempt closure runs inside the attempt's context: [`attempt()`](crate::attempt) there (and
+//! in its future) gives the attempt's number, for a header such as gRPC's
+//! `grpc-previous-rpc-attempts` or OpenTelemetry's `http.request.resend_count`.
+//!
+//! # What else is here
+//!
+//! The [`Retrier`](crate::Retrier)'s options as a type, [`Options`], and the traits its methods'
+//! bounds name: the forms a hook may take ([`NotifyHook`], [`GiveUpHook`]), what a classifier
+//! returns ([`IntoVerdict`]), what a fallback returns ([`FallbackOutput`]), what `sleep` accepts
+//! ([`IntoSleeper`]), and which options a blocking run can honour ([`SyncRun`], [`AsyncRun`]).
+//!
+//! # Stability
+//!
+//! This module is the seam for integrations, and part of the crate's public API: it follows the
+//! crate's semantic versioning like everything else here, and its changes are in the
+//! CHANGELOG. The `__private` module, which the macros' expansions use, is not: nothing outside
+//! the expansions may use it.
+
+use crate::state::{self, DynHooks as Hooks, Retry, Settings as Set, Site};
+use crate::timer::{Elapsed, Sleeper};
+use crate::{CircuitOpen, Hedge};
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+
+pub use crate::state::dynamic::{ClassifyFn, GiveUpFn, NotifyFn, OnResultFn};
+pub use crate::state::{
+    AsyncForm, AsyncRun, ByTransient, Classifier, Defaults, DynHooks, ErrorForm, ErrorOnly,
+    FallbackOutput, GiveUpHook, IntoVerdict, NotifyHook, Options, OutcomeForm, Settings, SyncForm,
+    SyncRun,
+};
+pub use crate::timer::{FnForm, IntoSleeper, TypeForm};
+
+/// The operation a call retries: what each of its attempts runs, as a future that may borrow
+/// the operation (and through it the door's state, such as a `&mut` service) for as long as the
+/// attempt runs.
+///
+/// A door implements it on a struct that holds what its attempts need; a closure is one through
+/// [`FnOperation`] (a closure that returns a future) or [`AsyncFnOperation`] (an async closure). The attempt runs inside its context: [`attempt()`](crate::attempt) in
+/// `attempt` (and in its future) gives the attempt's number.
+///
+/// ```
+/// use retry_runtime::engine::Operation;
+/// use std::future::Future;
+///
+/// /// Each attempt sends the same request on the door's connection, borrowed mutably.
+/// struct Send<'c> {
+///     connection: &'c mut Vec<String>,
+///     request: &'c str,
+/// }
+///
+/// impl Operation<usize, std::io::Error> for Send<'_> {
+///     fn attempt(&mut self) -> impl Future<Output = Result<usize, std::io::Error>> {
+///         async move {
+///             self.connection.push(self.request.to_owned());
+///             Ok(self.connection.len())
+///         }
+///     }
+/// }
+/// ```
+///
+/// A trait rather than an async closure bound: rustc cannot yet prove that the future of an
+/// async closure that borrows its captures is `Send` (it reports "implementation of `Send` is not
+/// general enough"), and a door's future (a tower service's, an `async_trait` method's) must be.
+/// A struct's `attempt` has no such trouble.
+pub trait Operation<T, E> {
+    /// The future of one attempt.
+    fn attempt(&mut self) -> impl Future<Output = Result<T, E>>;
+}
+
+/// A closure that returns a future as an [`Operation`] (`|| async move { ... }`): each
+/// attempt's future is the closure's, and borrows nothing from the closure itself, so that it is
+/// `Send` whenever what it holds is.
+#[derive(Clone, Copy, Debug)]
+pub struct FnOperation<B>(pub B);
+
+impl<T, E, B, Fut> Operation<T, E> for FnOperation<B>
+where
+    B: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    #[inline]
+    fn attempt(&mut self) -> impl Future<Output = Result<T, E>> {
+        (self.0)()
+    }
+}
+
+/// An async closure as an [`Operation`] (`async || { ... }`), whose attempts may borrow its
+/// captures mutably: a transaction on a `&mut` database client, a `&mut` connection.
+///
+/// rustc cannot yet prove such a future `Send` (rust-lang/rust#100013: "lifetime bound not
+/// satisfied", "implementation of `Send` is not general enough"), so a call that is spawned takes
+/// an [`FnOperation`], or an [`Operation`] of its own.
+#[derive(Clone, Copy, Debug)]
+pub struct AsyncFnOperation<B>(pub B);
+
+impl<T, E, B: AsyncFnMut() -> Result<T, E>> Operation<T, E> for AsyncFnOperation<B> {
+    #[inline]
+    fn attempt(&mut self) -> impl Future<Output = Result<T, E>> {
+        (self.0)()
+    }
+}
+
+/// tokio's timer, for [`drive`]: pauses with `tokio::time::sleep`, on tokio's clock (which a
+/// paused test clock governs).
+#[cfg(feature = "tokio")]
+pub use crate::timer::TokioTimer;
+
+/// The loop state of one call of a door configured at run time.
+fn state<'a, T, E: fmt::Debug, S: Sleeper>(
+    settings: &Set<'a>,
+    hooks: Hooks<'a, T, E>,
+    timer: S,
+) -> Retry<'a, T, E, state::DynOptions<'a, T, E, S>>
+where
+    E: From<Elapsed> + From<CircuitOpen>,
+{
+    let clock = crate::timer::clock_of::<S>;
+    Retry {
+        site: Site {
+            policy: settings.policy,
+            name: settings.name,
+            clock,
+            level: settings.level,
+        },
+        progress: state::Progress::idle(),
+        show: <E as fmt::Debug>::fmt,
+        opts: hooks.options(settings, timer),
+        spans: Default::default(),
+        value: PhantomData,
+    }
+}
+
+/// Runs a call to its end with the loop: `operation` once per attempt (inside the attempt's
+/// context), the decision after each, the pauses on `timer`, until an attempt's outcome is
+/// accepted (an `Ok` that `on_result` does not reject, or an error the classifier says not to
+/// retry) or the loop gives up; then that outcome, or the last one.
+///
+/// A breaker's refusal and a timed-out attempt are the call's error through `E`'s `From` impls;
+/// the events show errors with `E`'s `Debug`.
+pub async fn drive<T, E, S>(
+    settings: &Settings<'_>,
+    hooks: DynHooks<'_, T, E>,
+    timer: S,
+    operation: impl Operation<T, E>,
+) -> Result<T, E>
+where
+    E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
+    S: Sleeper,
+{
+    let state = state(settings, hooks, timer);
+    state::drive(state, None, state::Plain(operation)).await
+}
+
+/// [`drive`] with `hedge`: each attempt that has not answered after the [`Hedge`]'s delay gets
+/// copies running beside it (each with the attempt's context, `attempt().hedge()` its index),
+/// and the first acceptable answer wins; the others are dropped. `attempt` is called once per
+/// copy, possibly while another copy runs, so it is `AsyncFn`, not `AsyncFnMut`.
+pub async fn drive_hedged<T, E, S>(
+    settings: &Settings<'_>,
+    hooks: DynHooks<'_, T, E>,
+    timer: S,
+    hedge: &Hedge,
+    attempt: impl AsyncFn() -> Result<T, E>,
+) -> Result<T, E>
+where
+    E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
+    S: Sleeper,
+{
+    let state = state(settings, hooks, timer);
+    state::drive(state, None, state::Hedged(hedge, attempt)).await
+}
+
+/// [`drive`] for a blocking call: the pauses block the thread (`std::thread::sleep`), the
+/// deadline is measured on [`Instant::now`](std::time::Instant::now). `settings`' `timeout` and
+/// `hedge` are not honoured here: a blocking call cannot be cut off, or raced, from outside.
+pub fn drive_blocking<T, E>(
+    settings: &Settings<'_>,
+    hooks: DynHooks<'_, T, E>,
+    mut attempt: impl FnMut() -> Result<T, E>,
+) -> Result<T, E>
+where
+    E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
+{
+    let settings = settings.timeout(None);
+    let mut state = state(&settings, hooks, Blocking);
+    state.site.clock = state::std_now;
+    state::drive_blocking(state, None, None, |state| state.attempt((), &mut attempt))
+}
+
+/// The "timer" of [`drive_blocking`], whose pauses block: never used to sleep.
+struct Blocking;
+
+impl Sleeper for Blocking {
+    type Sleep = std::future::Ready<()>;
+    fn sleep(&self, _: std::time::Duration) -> Self::Sleep {
+        std::future::ready(())
+    }
+}

@@ -1,0 +1,204 @@
+//! The one loop of every door that is not a macro: [`drive`] (async) and [`drive_blocking`]
+//! (sync). The attribute and `retry_block!` write the same steps out in the user's code, so
+//! that `?`, `return` and borrows in the body work as written; everything else (the
+//! [`Retrier`](crate::Retrier), the integrations on [`engine`](crate::engine)) runs them here.
+
+use super::extras::MaybeExtras;
+use super::fallback::IntoFinish;
+use super::hooks::HookSet;
+use super::options::{Classifier, HeadSet};
+use super::retrier::SyncFinish;
+use super::{Attempted, Opts, Progress, Retry};
+use crate::context;
+use crate::engine::Operation;
+use crate::timer::Sleeper;
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+/// How a driver makes each attempt: the body, or the body hedged.
+pub(crate) trait Attempts<T, E> {
+    /// Runs one attempt with the state (its context, the breaker, the timeout).
+    async fn attempt<'p, K, H, X>(
+        &mut self,
+        state: &mut Retry<'p, T, E, Opts<K, H, X>>,
+    ) -> Attempted<T, E>
+    where
+        K: HeadSet<Sleeper: Sleeper>,
+        K::On: Classifier<E>,
+        H: HookSet<T, E>,
+        X: MaybeExtras<E>;
+}
+
+/// Each attempt runs the body once ([`Body::run`]).
+pub(crate) struct Plain<B>(pub(crate) B);
+
+impl<T, E, B: Operation<T, E>> Attempts<T, E> for Plain<B> {
+    #[inline]
+    async fn attempt<'p, K, H, X>(
+        &mut self,
+        state: &mut Retry<'p, T, E, Opts<K, H, X>>,
+    ) -> Attempted<T, E>
+    where
+        K: HeadSet<Sleeper: Sleeper>,
+        K::On: Classifier<E>,
+        H: HookSet<T, E>,
+        X: MaybeExtras<E>,
+    {
+        let body = &mut self.0;
+        state.run_made((), || body.attempt()).await
+    }
+}
+
+/// Each attempt is hedged: the body may run several times at once, so it borrows its
+/// surroundings shared (`AsyncFn`).
+pub(crate) struct Hedged<'h, B>(pub(crate) &'h crate::Hedge, pub(crate) B);
+
+impl<T, E, B: AsyncFn() -> Result<T, E>> Attempts<T, E> for Hedged<'_, B> {
+    #[inline]
+    async fn attempt<'p, K, H, X>(
+        &mut self,
+        state: &mut Retry<'p, T, E, Opts<K, H, X>>,
+    ) -> Attempted<T, E>
+    where
+        K: HeadSet<Sleeper: Sleeper>,
+        K::On: Classifier<E>,
+        H: HookSet<T, E>,
+        X: MaybeExtras<E>,
+    {
+        let Hedged(hedge, body) = self;
+        state.run_hedged((), hedge, || body()).await
+    }
+}
+
+/// Runs a call to its end: an attempt (see [`Attempts`]), the decision, the pause, until the
+/// decision ends the call; then an async fallback, if the loop has one and gave up.
+/// `reset_after`: an attempt that ran for at least this long before it failed starts the
+/// backoff afresh.
+pub(crate) async fn drive<'p, T, E, K, H, X>(
+    mut state: Retry<'p, T, E, Opts<K, H, X>>,
+    reset_after: Option<Duration>,
+    mut attempts: impl Attempts<T, E>,
+) -> Result<T, E>
+where
+    K: HeadSet<Sleeper: Sleeper>,
+    K::On: Classifier<E>,
+    H: HookSet<T, E>,
+    H::Finish<()>: IntoFinish<T, E>,
+    X: MaybeExtras<E>,
+{
+    state.restart();
+    loop {
+        let started = reset_after.map(|_| (state.site.clock)());
+        let attempted = attempts.attempt(&mut state).await;
+        state.reset_if_healthy(reset_after, started);
+        state = match state.next((), attempted) {
+            ControlFlow::Break(result) => return result.into_finish().await,
+            ControlFlow::Continue(next) => next,
+        };
+        state.pause().await;
+    }
+}
+
+/// [`drive`] for a sync call, whose pauses block the thread: after a first attempt that did not
+/// end in an accepted `Ok` (`first`), or from its first attempt (`None`). Out of line, so that a
+/// caller can keep its first attempt and the happy path inline without the loop's code
+/// (`PERFORMANCE.md` §8).
+#[inline(never)]
+pub(crate) fn drive_blocking<'p, T, E, K, H, X>(
+    mut state: Retry<'p, T, E, Opts<K, H, X>>,
+    first: Option<Attempted<T, E>>,
+    reset_after: Option<Duration>,
+    mut attempt: impl FnMut(&mut Retry<'p, T, E, Opts<K, H, X>>) -> Attempted<T, E>,
+) -> Result<T, E>
+where
+    K: HeadSet,
+    K::On: Classifier<E>,
+    H: HookSet<T, E, Finish<()>: SyncFinish<T, E>>,
+    X: MaybeExtras<E>,
+{
+    // Named here, not handed over in memory: a direct call, inline.
+    state.site.clock = super::std_now;
+    let mut attempted = match first {
+        Some(failed) => {
+            // The progress after a first attempt, as constants, so that the first decision's
+            // arithmetic folds as it does inline; only `started` may have been read.
+            // `retried_above` is read again: the attempt has put the caller's frame back, and
+            // the reading of `start` served only the attempt's frame (`PERFORMANCE.md` §8).
+            state.progress = Progress {
+                retries: 0,
+                retried_above: context::current().retried_above,
+                hedges: 0,
+                previous_pause: 0,
+                started: state.progress.started,
+            };
+            failed
+        }
+        None => {
+            state.restart();
+            let started = reset_after.map(|_| (state.site.clock)());
+            let attempted = attempt(&mut state);
+            state.reset_if_healthy(reset_after, started);
+            attempted
+        }
+    };
+    loop {
+        state = match state.next((), attempted) {
+            ControlFlow::Break(result) => return result.into_result(),
+            ControlFlow::Continue(next) => next,
+        };
+        state.pause_blocking();
+        let started = reset_after.map(|_| (state.site.clock)());
+        let now = attempt(&mut state);
+        state.reset_if_healthy(reset_after, started);
+        attempted = match now {
+            // As on the first attempt: an `Ok` without `on_result` is accepted as it is.
+            Attempted::Completed(Ok(value)) if !H::ON_RESULT => {
+                return state.accept::<()>(value).into_result();
+            }
+            attempted => attempted,
+        };
+    }
+}
+
+/// Reads `clock`, out of the happy path's way: a run whose policy, read at run time, has a
+/// deadline reads the time as it starts; laid out inline, the reading made every other run
+/// jump over it.
+#[cold]
+#[inline(never)]
+fn read(clock: fn() -> Instant) -> Instant {
+    clock()
+}
+
+impl<T, E, O> Retry<'_, T, E, O> {
+    /// The loop as a new call finds it: no retries, no pause yet, whether a layer above retries
+    /// read again, and the start read again if the deadline needs it.
+    #[inline(always)]
+    pub(crate) fn restart(&mut self) {
+        self.progress = Progress {
+            retries: 0,
+            retried_above: context::current().retried_above,
+            hedges: 0,
+            previous_pause: 0,
+            started: self
+                .site
+                .policy
+                .get_deadline()
+                .map(|_| read(self.site.clock)),
+        };
+    }
+
+    /// After an attempt that started at `started`: if it ran for `reset_after` or longer, the
+    /// backoff starts afresh.
+    #[inline(always)]
+    pub(crate) fn reset_if_healthy(
+        &mut self,
+        reset_after: Option<Duration>,
+        started: Option<Instant>,
+    ) {
+        if let (Some(healthy), Some(started)) = (reset_after, started) {
+            if (self.site.clock)().saturating_duration_since(started) >= healthy {
+                self.restart();
+            }
+        }
+    }
+}

@@ -1,0 +1,348 @@
+//! The run-time face of the options: [`Settings`] and [`DynHooks`], filled at run time, so that
+//! one loop type serves every configuration of a door that is configured at run time (an HTTP
+//! layer, a gRPC channel), and the loop behind [`engine::drive`](crate::engine::drive).
+//!
+//! Each hook is a reference to a `dyn Fn` (no allocation: the door keeps the callables where
+//! its call runs), behind an `Option` in its slot; the slot answers at run time whether it is
+//! there, so that a call without a hook that hears the time reads no clock for it.
+
+use super::extras::{Extras, Guard, Timeout};
+use super::fallback::FallbackInput;
+use super::hooks::Slot;
+use super::options::{Classifier, Head};
+use super::{GiveUp, Hooks, LogLevel, Opts, RetryEvent, Unset};
+use crate::timer::Elapsed;
+use crate::{CircuitBreaker, CircuitOpen, Hedge, Policy, RetryBudget, Verdict};
+use std::fmt;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+/// What a call of a door configured at run time does besides its hooks: the [`Policy`], the
+/// name its events and metrics carry, and `budget`, `breaker`, `timeout`, `nested`,
+/// `log_level` and `hedge`, as the attribute's options of the same names.
+///
+/// Borrowed for the call: a door keeps its configuration (in an `Arc`, a `static`) and makes
+/// one of these per call, which costs a few words.
+///
+/// ```
+/// use retry_runtime::engine::Settings;
+/// use retry_runtime::{Policy, RetryBudget};
+/// use std::time::Duration;
+///
+/// static BUDGET: RetryBudget = RetryBudget::new();
+/// let policy = Policy::new().max(2);
+/// let settings = Settings::new(&policy)
+///     .name("payments")
+///     .budget(Some(&BUDGET))
+///     .timeout(Some(Duration::from_secs(2)));
+/// # let _ = settings;
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Settings<'a> {
+    pub(crate) policy: &'a Policy,
+    pub(crate) name: &'static str,
+    pub(crate) budget: Option<&'a RetryBudget>,
+    pub(crate) breaker: Option<&'a CircuitBreaker>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) nested_retry: bool,
+    pub(crate) level: LogLevel,
+    pub(crate) hedge: Option<&'a Hedge>,
+}
+
+impl<'a> Settings<'a> {
+    /// The settings of a call with `policy`'s timings, named `"retry"`, and every other option
+    /// at its default (none).
+    pub const fn new(policy: &'a Policy) -> Self {
+        Settings {
+            policy,
+            name: "retry",
+            budget: None,
+            breaker: None,
+            timeout: None,
+            nested_retry: false,
+            level: LogLevel::Error,
+            hedge: None,
+        }
+    }
+
+    /// The name the events give ([`RetryEvent::function`], [`GiveUp::function`]), and the
+    /// metrics' `function` label.
+    pub const fn name(mut self, name: &'static str) -> Self {
+        self.name = name;
+        self
+    }
+
+    /// `budget = B`: retries (and hedges) draw from a shared [`RetryBudget`]; each call's first
+    /// attempt deposits into it.
+    pub const fn budget(mut self, budget: Option<&'a RetryBudget>) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// `breaker = B`: while the [`CircuitBreaker`] is open, an attempt fails at once with
+    /// [`CircuitOpen`] (converted into the call's error) without running; every attempt feeds
+    /// it.
+    pub const fn breaker(mut self, breaker: Option<&'a CircuitBreaker>) -> Self {
+        self.breaker = breaker;
+        self
+    }
+
+    /// `timeout = limit`: each attempt is cut off after `limit` (clipped to the time left before
+    /// the deadline) with [`Elapsed`] (converted into the call's error), a transient failure.
+    pub const fn timeout(mut self, limit: Option<Duration>) -> Self {
+        self.timeout = limit;
+        self
+    }
+
+    /// `nested = retry`: keep retrying even inside another retrying function.
+    pub const fn nested_retry(mut self, retry: bool) -> Self {
+        self.nested_retry = retry;
+        self
+    }
+
+    /// `log_level`: the level of the one event that ends a call that failed.
+    pub const fn log_level(mut self, level: LogLevel) -> Self {
+        self.level = level;
+        self
+    }
+
+    /// `hedge = ...`: copies of an attempt that is slow, raced
+    /// ([`drive_hedged`](crate::engine::drive_hedged) honours it).
+    pub const fn hedge(mut self, hedge: Option<&'a Hedge>) -> Self {
+        self.hedge = hedge;
+        self
+    }
+
+    /// The policy.
+    pub const fn policy(&self) -> &'a Policy {
+        self.policy
+    }
+}
+
+/// A classifier of errors, `on = ...` at run time.
+pub type ClassifyFn<'a, E> = &'a (dyn Fn(&E) -> Verdict + Sync);
+/// A judge of `Ok` values, `on_result = ...` at run time.
+pub type OnResultFn<'a, T> = &'a (dyn Fn(&T) -> Verdict + Sync);
+/// `notify = ...` at run time: the outcome (an error, or an `Ok` that `on_result` rejected) and
+/// the pause about to be taken.
+pub type NotifyFn<'a, T, E> = &'a (dyn Fn(Result<&T, &E>, &RetryEvent) + Sync);
+/// `on_give_up = ...` at run time: the last outcome and why the loop gave up.
+pub type GiveUpFn<'a, T, E> = &'a (dyn Fn(Result<&T, &E>, &GiveUp) + Sync);
+
+/// The hooks of a call of a door configured at run time: how its errors and `Ok` values are
+/// judged, and who hears its pauses and its end, each a reference to a callable the door keeps
+/// (no allocation), as the attribute's `on`, `on_result`, `notify` and `on_give_up`.
+///
+/// The callables are `Sync`, so that the call's future is `Send` when the door's attempts are.
+///
+/// ```
+/// use retry_runtime::engine::DynHooks;
+/// use retry_runtime::{RetryEvent, Verdict};
+/// use std::io;
+///
+/// let classify = |error: &io::Error| Verdict::from(error.kind() == io::ErrorKind::TimedOut);
+/// let notify = |outcome: Result<&u16, &io::Error>, event: &RetryEvent| {
+///     eprintln!("attempt {} failed ({outcome:?}); again in {:?}", event.attempt, event.pause)
+/// };
+/// let hooks = DynHooks::<u16, io::Error>::new(&classify).notify(Some(&notify));
+/// # let _ = hooks;
+/// ```
+pub struct DynHooks<'a, T, E> {
+    pub(crate) classify: ClassifyFn<'a, E>,
+    pub(crate) on_result: Option<OnResultFn<'a, T>>,
+    pub(crate) notify: Option<NotifyFn<'a, T, E>>,
+    /// `notify` hears the time since the first attempt (`RetryEvent::elapsed`).
+    pub(crate) notify_timed: bool,
+    pub(crate) on_give_up: Option<GiveUpFn<'a, T, E>>,
+}
+
+// By hand: a derive would ask `T: Copy` and `E: Copy`, and these are references.
+impl<T, E> Clone for DynHooks<'_, T, E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, E> Copy for DynHooks<'_, T, E> {}
+
+impl<T, E> fmt::Debug for DynHooks<'_, T, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DynHooks")
+            .field("on_result", &self.on_result.is_some())
+            .field("notify", &self.notify.is_some())
+            .field("notify_timed", &self.notify_timed)
+            .field("on_give_up", &self.on_give_up.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a, T, E> DynHooks<'a, T, E> {
+    /// Hooks that judge errors with `classify`, accept every `Ok`, and tell nobody.
+    pub fn new(classify: ClassifyFn<'a, E>) -> Self {
+        DynHooks {
+            classify,
+            on_result: None,
+            notify: None,
+            notify_timed: true,
+            on_give_up: None,
+        }
+    }
+
+    /// `on_result = f`: an `Ok` value `f` rejects (a [`Verdict`] that retries) is a transient
+    /// failure; when the loop gives up, the last one is returned.
+    pub fn on_result(mut self, f: Option<OnResultFn<'a, T>>) -> Self {
+        self.on_result = f;
+        self
+    }
+
+    /// `notify = f`: called before each pause.
+    pub fn notify(mut self, f: Option<NotifyFn<'a, T, E>>) -> Self {
+        self.notify = f;
+        self.notify_timed = true;
+        self
+    }
+
+    /// `notify = f` for an `f` that does not read [`RetryEvent::elapsed`] (which is then zero):
+    /// a counter of retries, say. The loop then reads no clock for it: a call without a deadline,
+    /// a breaker or another hook that hears the time reads none.
+    pub fn notify_untimed(mut self, f: Option<NotifyFn<'a, T, E>>) -> Self {
+        self.notify = f;
+        self.notify_timed = false;
+        self
+    }
+
+    /// `on_give_up = f`: called once when the loop gives up on a failure it could have retried.
+    pub fn on_give_up(mut self, f: Option<GiveUpFn<'a, T, E>>) -> Self {
+        self.on_give_up = f;
+        self
+    }
+}
+
+/// A slot filled at run time: a hook, or none.
+pub struct DynSlot<F>(Option<F>);
+
+// Each impl is for any two lifetimes of the reference and of the callable behind it, not the one
+// of the aliases: the future of a call erases them apart, and an impl for one lifetime would not
+// hold for it (an async function's future is checked for `Send` with its lifetimes erased).
+impl<T> Slot<T, (), Verdict> for DynSlot<&(dyn Fn(&T) -> Verdict + Sync + '_)> {
+    const SET: bool = true;
+    #[inline]
+    fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
+    #[inline]
+    fn call(&self, value: &T, _: &()) -> Option<Verdict> {
+        self.0.map(|f| f(value))
+    }
+}
+
+impl<T, E> FallbackInput<T, E> for DynSlot<&(dyn Fn(&T) -> Verdict + Sync + '_)> {
+    type Input = Result<T, E>;
+    #[inline(always)]
+    fn input(outcome: Result<T, E>) -> Result<Result<T, E>, T> {
+        Ok(outcome)
+    }
+}
+
+/// `notify`'s slot filled at run time, and whether it hears the time.
+pub struct DynNotify<F> {
+    f: Option<F>,
+    timed: bool,
+}
+
+impl<T, E> Slot<Result<T, E>, RetryEvent>
+    for DynNotify<&(dyn Fn(Result<&T, &E>, &RetryEvent) + Sync + '_)>
+{
+    const SET: bool = true;
+    #[inline]
+    fn is_set(&self) -> bool {
+        self.f.is_some()
+    }
+    #[inline]
+    fn is_timed(&self) -> bool {
+        self.timed && self.f.is_some()
+    }
+    #[inline]
+    fn call(&self, outcome: &Result<T, E>, event: &RetryEvent) -> Option<()> {
+        self.f.map(|f| f(outcome.as_ref(), event))
+    }
+}
+
+impl<T, E> Slot<Result<T, E>, GiveUp> for DynSlot<&(dyn Fn(Result<&T, &E>, &GiveUp) + Sync + '_)> {
+    const SET: bool = true;
+    #[inline]
+    fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
+    #[inline]
+    fn call(&self, outcome: &Result<T, E>, why: &GiveUp) -> Option<()> {
+        self.0.map(|f| f(outcome.as_ref(), why))
+    }
+}
+
+/// The classifier of a door configured at run time.
+pub struct DynClassify<'a, 'b, E>(&'a (dyn Fn(&E) -> Verdict + Sync + 'b));
+
+impl<E> Classifier<E> for DynClassify<'_, '_, E> {
+    #[inline]
+    fn verdict(&self, error: &E) -> Verdict {
+        (self.0)(error)
+    }
+
+    /// A door's classifier judges its timed-out attempts too: its error is the door's own
+    /// (made from [`Elapsed`]), and a request that may not be sent again is not resent after a
+    /// timeout, which it may have outlived on the server.
+    #[inline]
+    fn timed_out(&self, error: &E) -> Verdict {
+        (self.0)(error)
+    }
+}
+
+/// The options of a loop configured at run time: one type for every configuration.
+pub type DynOptions<'a, T, E, S> = Opts<
+    Head<DynClassify<'a, 'a, E>, S>,
+    Hooks<
+        DynSlot<OnResultFn<'a, T>>,
+        DynNotify<NotifyFn<'a, T, E>>,
+        DynSlot<GiveUpFn<'a, T, E>>,
+        Unset,
+    >,
+    Extras<'a, E>,
+>;
+
+impl<'a, T, E> DynHooks<'a, T, E> {
+    /// The options of a loop with these hooks, `settings`' extras and the timer `sleeper`.
+    pub(crate) fn options<S>(self, settings: &Settings<'a>, sleeper: S) -> DynOptions<'a, T, E, S>
+    where
+        E: From<Elapsed> + From<CircuitOpen>,
+    {
+        Opts {
+            head: Head {
+                classify: DynClassify(self.classify),
+                sleeper,
+                only: PhantomData,
+            },
+            hooks: Hooks {
+                on_result: DynSlot(self.on_result),
+                notify: DynNotify {
+                    f: self.notify,
+                    timed: self.notify_timed,
+                },
+                on_give_up: DynSlot(self.on_give_up),
+                fallback: Unset,
+            },
+            extras: Extras {
+                timeout: settings.timeout.map(|limit| Timeout {
+                    limit,
+                    error: E::from,
+                }),
+                budget: settings.budget,
+                breaker: settings.breaker.map(|breaker| Guard {
+                    breaker,
+                    error: E::from,
+                }),
+                admission: None,
+                nested_retry: settings.nested_retry,
+            },
+        }
+    }
+}

@@ -1,0 +1,345 @@
+//! The options of a loop as one type: [`Options`], the trait a [`Retrier`](crate::Retrier)'s
+//! (and the attribute's loop's) options parameter `O` implements, and [`Opts`], what the
+//! options' methods build.
+//!
+//! Every option lives in a slot of [`Opts`] that is the zero-sized [`Unset`] when the option is
+//! not written: the classifier and the timer ([`Head`]), the hooks and the fallback
+//! ([`Hooks`]), and `timeout`, `budget`, `breaker` and `nested` ([`Extras`]). A method that sets
+//! an option replaces one slot, and so the type: the options are known when the code is
+//! compiled, and one that is not written costs no code and no check (`PERFORMANCE.md` §1).
+
+use super::extras::{Extras, IntoExtras, MaybeExtras, Timeout};
+use super::fallback::FallbackOutput;
+use super::hooks::{
+    Classify, GiveUpHook, HookSet, Hooks, IntoVerdict, Notify, NotifyHook, OnResult,
+};
+use super::{GiveUp, Unset};
+use crate::timer::Sleeper;
+use crate::{Transient, Verdict};
+use std::marker::PhantomData;
+
+/// The options a loop carries, as a type: what a [`Retrier`](crate::Retrier) was given (its
+/// `O`), each of its methods that sets an option giving back a `Retrier` whose `O` has that
+/// option in its place.
+///
+/// You never implement this trait (it is sealed), and rarely name it: it appears in the
+/// signatures of the `Retrier`'s methods, where each associated type below says what the method
+/// changes. [`Defaults`] is the options of a new `Retrier`.
+pub trait Options<'p, T, E>: Sized {
+    /// How errors are judged: [`ByTransient`] (the error type's [`Transient`] impl) until
+    /// `on` names a classifier.
+    type On;
+    /// The timer of the pauses of an async run: tokio's (with the `tokio` feature) until
+    /// `sleep` names another.
+    type Sleeper;
+    /// What a `fallback` takes: the error `E`, or with `on_result` the outcome
+    /// `Result<T, E>` (a rejected `Ok` can end the loop too).
+    type Input;
+    /// These options with the classifier `C` (`on`).
+    type WithOn<C>: Options<'p, T, E>;
+    /// These options with the timer `S` (`sleep`).
+    type WithSleeper<S: Sleeper>: Options<'p, T, E>;
+    /// These options with `J` judging `Ok` values (`on_result`).
+    type WithOnResult<J>: Options<'p, T, E>;
+    /// These options with `J` hearing each pause (`notify`).
+    type WithNotify<J>: Options<'p, T, E>;
+    /// These options with `J` hearing the loop give up (`on_give_up`), in its form `M`.
+    type WithGiveUp<J: GiveUpHook<T, E, M>, M>: Options<'p, T, E>;
+    /// These options with the fallback `J` returning `Out` (`fallback`), in its form `M`.
+    type WithFallback<J, Out: FallbackOutput<T, E, M, Self::Sleeper>, M>: Options<'p, T, E>;
+    /// These options with `budget`, `breaker` or `nested` in place.
+    type WithExtras: Options<'p, T, E>;
+    /// These options with `timeout` in place, which only an async run can honour.
+    type WithTimeout: Options<'p, T, E>;
+
+    #[doc(hidden)]
+    fn with_on<C, V>(self, on: C) -> Self::WithOn<C>
+    where
+        C: Fn(&E) -> V,
+        V: IntoVerdict;
+    #[doc(hidden)]
+    fn with_sleeper<S: Sleeper>(self, sleeper: S) -> Self::WithSleeper<S>;
+    #[doc(hidden)]
+    fn with_on_result<J, V>(self, on_result: J) -> Self::WithOnResult<J>
+    where
+        J: Fn(&T) -> V,
+        V: IntoVerdict;
+    #[doc(hidden)]
+    fn with_notify<J, M>(self, notify: J) -> Self::WithNotify<J>
+    where
+        J: NotifyHook<T, E, M>;
+    #[doc(hidden)]
+    fn with_give_up<J: GiveUpHook<T, E, M>, M>(self, on_give_up: J) -> Self::WithGiveUp<J, M>;
+    #[doc(hidden)]
+    fn with_fallback<J, Out, M>(self, fallback: J) -> Self::WithFallback<J, Out, M>
+    where
+        J: FnOnce(Self::Input, GiveUp) -> Out,
+        Out: FallbackOutput<T, E, M, Self::Sleeper>;
+    #[doc(hidden)]
+    fn with_extras(self, set: impl FnOnce(&mut Extras<'p, E>)) -> Self::WithExtras;
+    #[doc(hidden)]
+    fn with_timeout(self, timeout: Timeout<E>) -> Self::WithTimeout;
+}
+
+/// How a loop judges its errors: a classifier that `on` named (`Fn(&E) -> bool` or
+/// `Fn(&E) -> Verdict`), or [`ByTransient`], the error type's [`Transient`] impl.
+pub trait Classifier<E> {
+    /// The verdict on one error.
+    #[doc(hidden)]
+    fn verdict(&self, error: &E) -> Verdict;
+    /// The verdict on an attempt that `timeout` cut off, with its error: a transient failure,
+    /// unless the classifier says otherwise (a door configured at run time asks its own, which
+    /// refuses to resend a request that may have reached the server).
+    #[doc(hidden)]
+    #[inline(always)]
+    fn timed_out(&self, _error: &E) -> Verdict {
+        Verdict::Retry
+    }
+}
+
+impl<C, E> Classifier<E> for Classify<C, E> {
+    #[inline(always)]
+    fn verdict(&self, error: &E) -> Verdict {
+        self.call(error, &())
+    }
+}
+
+/// The classifier of a [`Retrier`](crate::Retrier) without `on`: the error type's [`Transient`]
+/// impl, with its server-suggested pause.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ByTransient;
+
+/// A [`Transient`] error of a [`Retrier`](crate::Retrier) without `on`: its message names the
+/// method.
+#[diagnostic::on_unimplemented(
+    message = "this `Retrier` cannot tell which `{Self}` errors are worth retrying",
+    label = "the closure's error type `{Self}` does not implement `retry_runtime::Transient`",
+    note = "either name a classifier, which works for any error type: `.on(is_transient)` with `fn is_transient(error: &{Self}) -> bool`",
+    note = "or, if `{Self}` is defined in your crate, implement `retry_runtime::Transient` for it; a type from another crate cannot implement it in yours (E0117), so wrap such a type in an error type of your own"
+)]
+pub trait TransientInRetrier: Transient {}
+
+#[diagnostic::do_not_recommend]
+impl<E: Transient + ?Sized> TransientInRetrier for E {}
+
+impl<E: TransientInRetrier> Classifier<E> for ByTransient {
+    #[inline(always)]
+    fn verdict(&self, error: &E) -> Verdict {
+        error.verdict()
+    }
+}
+
+/// The classifier and the timer of a loop, and whether only an async run can honour its options
+/// (`A`: [`Unset`], or [`AsyncOnly`] once `timeout` or `sleep` is set): one slot of [`Opts`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Head<C = ByTransient, S = DefaultSleeper, A = Unset> {
+    pub(crate) classify: C,
+    pub(crate) sleeper: S,
+    pub(crate) only: PhantomData<fn() -> A>,
+}
+
+/// The mark of options that only an async run can honour: `timeout` or `sleep`.
+#[derive(Clone, Copy, Debug)]
+pub enum AsyncOnly {}
+
+/// Options a blocking run can honour: no `timeout` (a blocking call cannot be cut off from
+/// outside), no `sleep` (a sync loop pauses with `std::thread::sleep`).
+#[diagnostic::on_unimplemented(
+    message = "`timeout` and `sleep` need `run_async`: a blocking call cannot be cut off from outside, and a sync loop pauses with `std::thread::sleep`",
+    label = "this `Retrier` has `timeout` or `sleep`",
+    note = "give the call its own timeout (a socket read timeout, a client timeout) and remove `timeout`, or run an async closure: `.run_async(|| async {{ ... }}).await`"
+)]
+pub(crate) trait Blocking {}
+impl Blocking for Unset {}
+
+/// The timer of a [`Retrier`](crate::Retrier)'s async run until `sleep` names another: tokio's
+/// with the `tokio` feature, none without (an async run then needs `sleep`).
+#[cfg(feature = "tokio")]
+pub type DefaultSleeper = crate::timer::TokioTimer;
+/// The timer of a [`Retrier`](crate::Retrier)'s async run until `sleep` names another: tokio's
+/// with the `tokio` feature, none without (an async run then needs `sleep`).
+#[cfg(not(feature = "tokio"))]
+pub type DefaultSleeper = crate::timer::NoTimer;
+
+/// The options of a loop, slot by slot: the classifier and the timer (`K`, a [`Head`]), the
+/// hooks and the fallback (`H`, a [`Hooks`]) and the options that have no hook (`X`, [`Unset`]
+/// or an [`Extras`]). The options' methods build it; nothing else names its parameters.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Opts<K = Head, H = Hooks, X = Unset> {
+    pub(crate) head: K,
+    pub(crate) hooks: H,
+    pub(crate) extras: X,
+}
+
+/// The options of a new [`Retrier`](crate::Retrier): its errors judged by their [`Transient`]
+/// impl, tokio's timer for an async run, no hook, no fallback, no other option.
+pub type Defaults = Opts;
+
+/// What [`Opts`] asks of its [`Head`]: a trait, so that the options' impl needs one parameter
+/// for both. Sealed: public only because the options' types name it, in a module no one outside
+/// can reach.
+pub trait HeadSet {
+    type On;
+    type Sleeper;
+    /// [`Unset`], or [`AsyncOnly`].
+    type Only;
+    type WithOn<C>: HeadSet<Sleeper = Self::Sleeper, Only = Self::Only>;
+    type WithSleeper<S: Sleeper>: HeadSet<On = Self::On, Sleeper = S>;
+    type AsyncOnly: HeadSet<On = Self::On, Sleeper = Self::Sleeper, Only = AsyncOnly>;
+    fn with_on<C>(self, classify: C) -> Self::WithOn<C>;
+    fn with_sleeper<S: Sleeper>(self, sleeper: S) -> Self::WithSleeper<S>;
+    fn async_only(self) -> Self::AsyncOnly;
+    fn parts(&self) -> (&Self::On, &Self::Sleeper);
+}
+
+impl<C, S, A> HeadSet for Head<C, S, A> {
+    type On = C;
+    type Sleeper = S;
+    type Only = A;
+    type WithOn<C2> = Head<C2, S, A>;
+    type WithSleeper<S2: Sleeper> = Head<C, S2, AsyncOnly>;
+    type AsyncOnly = Head<C, S, AsyncOnly>;
+    #[inline(always)]
+    fn with_on<C2>(self, classify: C2) -> Head<C2, S, A> {
+        Head {
+            classify,
+            sleeper: self.sleeper,
+            only: PhantomData,
+        }
+    }
+    #[inline(always)]
+    fn with_sleeper<S2: Sleeper>(self, sleeper: S2) -> Head<C, S2, AsyncOnly> {
+        Head {
+            classify: self.classify,
+            sleeper,
+            only: PhantomData,
+        }
+    }
+    #[inline(always)]
+    fn async_only(self) -> Head<C, S, AsyncOnly> {
+        Head {
+            classify: self.classify,
+            sleeper: self.sleeper,
+            only: PhantomData,
+        }
+    }
+    #[inline(always)]
+    fn parts(&self) -> (&C, &S) {
+        (&self.classify, &self.sleeper)
+    }
+}
+
+impl<'p, T, E, K, H, X> Options<'p, T, E> for Opts<K, H, X>
+where
+    K: HeadSet,
+    H: HookSet<T, E>,
+    X: MaybeExtras<E> + IntoExtras<'p, E>,
+{
+    type On = K::On;
+    type Sleeper = K::Sleeper;
+    type Input = H::Input;
+    type WithOn<C> = Opts<K::WithOn<Classify<C, E>>, H, X>;
+    type WithSleeper<S: Sleeper> = Opts<K::WithSleeper<S>, H, X>;
+    type WithOnResult<J> = Opts<K, H::WithOnResult<OnResult<J, T>>, X>;
+    type WithNotify<J> = Opts<K, H::WithNotify<Notify<J, T, E>>, X>;
+    type WithGiveUp<J: GiveUpHook<T, E, M>, M> = Opts<K, H::WithGiveUp<J::Slot>, X>;
+    type WithFallback<J, Out: FallbackOutput<T, E, M, K::Sleeper>, M> =
+        Opts<K, H::WithFallback<Out::Slot<J>>, X>;
+    type WithExtras = Opts<K, H, Extras<'p, E>>;
+    type WithTimeout = Opts<K::AsyncOnly, H, Extras<'p, E>>;
+
+    #[inline(always)]
+    fn with_on<C, V>(self, on: C) -> Self::WithOn<C>
+    where
+        C: Fn(&E) -> V,
+        V: IntoVerdict,
+    {
+        let classify = Classify::new(on, |c, error, ()| c(error).into_verdict());
+        Opts {
+            head: self.head.with_on(classify),
+            hooks: self.hooks,
+            extras: self.extras,
+        }
+    }
+
+    #[inline(always)]
+    fn with_sleeper<S: Sleeper>(self, sleeper: S) -> Self::WithSleeper<S> {
+        Opts {
+            head: self.head.with_sleeper(sleeper),
+            hooks: self.hooks,
+            extras: self.extras,
+        }
+    }
+
+    #[inline(always)]
+    fn with_on_result<J, V>(self, on_result: J) -> Self::WithOnResult<J>
+    where
+        J: Fn(&T) -> V,
+        V: IntoVerdict,
+    {
+        let slot = OnResult::new(on_result, |f, value, ()| f(value).into_verdict());
+        Opts {
+            head: self.head,
+            hooks: self.hooks.with_on_result(slot),
+            extras: self.extras,
+        }
+    }
+
+    #[inline(always)]
+    fn with_notify<J, M>(self, notify: J) -> Self::WithNotify<J>
+    where
+        J: NotifyHook<T, E, M>,
+    {
+        Opts {
+            head: self.head,
+            hooks: self.hooks.with_notify(notify.into_slot()),
+            extras: self.extras,
+        }
+    }
+
+    #[inline(always)]
+    fn with_give_up<J: GiveUpHook<T, E, M>, M>(self, on_give_up: J) -> Self::WithGiveUp<J, M> {
+        Opts {
+            head: self.head,
+            hooks: self.hooks.with_give_up(on_give_up.into_slot()),
+            extras: self.extras,
+        }
+    }
+
+    #[inline(always)]
+    fn with_fallback<J, Out, M>(self, fallback: J) -> Self::WithFallback<J, Out, M>
+    where
+        J: FnOnce(H::Input, GiveUp) -> Out,
+        Out: FallbackOutput<T, E, M, K::Sleeper>,
+    {
+        Opts {
+            head: self.head,
+            hooks: self
+                .hooks
+                .with_fallback(Out::slot::<H::OnResult, J>(fallback)),
+            extras: self.extras,
+        }
+    }
+
+    #[inline(always)]
+    fn with_extras(self, set: impl FnOnce(&mut Extras<'p, E>)) -> Self::WithExtras {
+        let mut extras = self.extras.into_extras();
+        set(&mut extras);
+        Opts {
+            head: self.head,
+            hooks: self.hooks,
+            extras,
+        }
+    }
+
+    #[inline(always)]
+    fn with_timeout(self, timeout: Timeout<E>) -> Self::WithTimeout {
+        let mut extras = self.extras.into_extras();
+        extras.timeout = Some(timeout);
+        Opts {
+            head: self.head.async_only(),
+            hooks: self.hooks,
+            extras,
+        }
+    }
+}

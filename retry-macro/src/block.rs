@@ -184,10 +184,10 @@ fn last_block(tokens: &[TokenTree]) -> (Option<Body>, usize) {
 ///     let mut __retry = __retry_rt::Shape::of(&__retry_body)
 ///         .start(&__RETRY_POLICY, "my_app::config:12", is_transient, __retry_rt::Unset);
 ///     loop {
-///         let __retry_outcome = __retry.attempt((), &mut __retry_body);
+///         let __retry_outcome = __retry.attempt(&mut __retry_body);
 ///         #[allow(unreachable_code)]
 ///         {
-///             __retry = match __retry.next((), __retry_outcome) {
+///             __retry = match __retry.next(__retry_outcome) {
 ///                 ControlFlow::Break(__retry_result) => break __retry_result,
 ///                 ControlFlow::Continue(__retry_next) => __retry_next,
 ///             };
@@ -201,10 +201,10 @@ fn last_block(tokens: &[TokenTree]) -> (Option<Body>, usize) {
 /// known when the state starts (`Shape::of` reads it), as the return type is for the
 /// attribute. An async block is an `async` block around the same loop, its body an async
 /// closure (`async || { ... }`, which lends its captures to each attempt's future; the shape
-/// `Shape::of_async`, the timer `__retry_rt::ASYNC_TIMER`), each attempt
-/// `__retry.run((), __retry_body()).await` and each pause `__retry.pause().await`. With
-/// `key = k`, `let __retry_key = &(k);` before the closure, and `__retry_key` in place of `()`,
-/// as the attribute writes a key parameter.
+/// `Shape::of_async`, the timer `__retry_rt::ASYNC`), each attempt
+/// `__retry.run(__retry_body()).await` and each pause `__retry.pause().await`. With
+/// `key = k`, `let __retry_key = &(k);` before the closure and `.key(__retry_key)` after
+/// `start`, as the attribute lends a key parameter.
 fn expand(args: &Args, body: &Body) -> TokenStream {
     let runtime = match args.krate() {
         Some(path) => path.to_token_stream(),
@@ -244,18 +244,15 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
     ));
     let mut builder = quote_spanned!(start_span=>
         __retry_rt::Shape::#shape(&#closure).#start(#policy_ref, #name, #classify, #timer));
-    builder.extend(pass_through(args));
-
-    let (key_item, key) = match args.expr(&grammar::KEY) {
+    let key_item = match args.expr(&grammar::KEY) {
         Some(expr) => {
             let at = at(&expr.to_token_stream());
-            (
-                quote_spanned!(at=> let #key_local = &(#expr);),
-                quote_spanned!(at=> #key_local),
-            )
+            builder.extend(quote_spanned!(at=> .key(#key_local)));
+            quote_spanned!(at=> let #key_local = &(#expr);)
         }
-        None => (TokenStream::new(), quote!(())),
+        None => TokenStream::new(),
     };
+    builder.extend(pass_through(args));
     let group = body.group();
     let (closure_item, attempt, sleep) = match body {
         Body::Async {
@@ -270,18 +267,18 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
             };
             (
                 quote!(let mut #closure = #async_token #move_token || #group;),
-                quote!(#state.#run(#key, #closure()).await),
+                quote!(#state.#run(#closure()).await),
                 quote!(#state.pause().await),
             )
         }
         Body::Sync(_) => (
             quote!(let mut #closure = || #group;),
-            quote!(#state.attempt(#key, &mut #closure)),
+            quote!(#state.attempt(&mut #closure)),
             quote!(#state.pause_blocking()),
         ),
     };
     let has_fallback = args.accepted(&grammar::FALLBACK).is_some();
-    let decision = quote!(#state.next(#key, #outcome));
+    let decision = quote!(#state.next(#outcome));
     let finish = if is_async && has_fallback {
         quote!(__retry_rt::finish(#result).await)
     } else {

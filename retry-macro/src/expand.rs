@@ -22,11 +22,11 @@ use syn::ext::IdentExt;
 ///     use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
 ///     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new().max(3).base(__retry_rt::Duration::from_secs(1));
 ///     let mut __retry = __retry_rt::Shape::<Result<Coverage, ContractError>>::new()
-///         .start(&__RETRY_POLICY, "check", |e| __retry_rt::is_transient(e), __retry_rt::ASYNC_TIMER)
+///         .start(&__RETRY_POLICY, "check", |e| __retry_rt::is_transient(e), __retry_rt::ASYNC)
 ///         .notify(log_retry);
 ///     loop {
-///         let __retry_outcome = __retry.run((), async { if false { return output_type::<..>(); } { body } }).await;
-///         __retry = match __retry.next((), __retry_outcome) {
+///         let __retry_outcome = __retry.run(async { if false { return output_type::<..>(); } { body } }).await;
+///         __retry = match __retry.next(__retry_outcome) {
 ///             ControlFlow::Break(__retry_result) => return __retry_result,
 ///             ControlFlow::Continue(__retry_next) => __retry_next,
 ///         };
@@ -41,10 +41,9 @@ use syn::ext::IdentExt;
 /// `Debug` or by its type name without a bound on the function. The `Shape` carries the return
 /// type, so that the closure or `async` block infers what `?` and `return` in the body convert
 /// to. With an async `fallback`, the `Break` arm is `return __retry_rt::finish(__retry_result).await`.
-/// A sync function runs each attempt as `__retry.attempt((), || { body })` and pauses with
-/// `__retry.pause_blocking()`. The first argument of each step is the idempotency key the
-/// attempts (and the fallback) borrow: `()` without one, `&key` for a function with a key
-/// parameter. `next` takes the loop state by value and gives it back for the next attempt, so
+/// A sync function runs each attempt as `__retry.attempt(|| { body })` and pauses with
+/// `__retry.pause_blocking()`. A function with a key parameter lends it to every attempt (and
+/// to the fallback) with `.key(&key)` after `start`. `next` takes the loop state by value and gives it back for the next attempt, so
 /// that the compiler can keep it in registers.
 pub(crate) fn expand(plan: Plan) -> TokenStream {
     // `crate = path`, or the runtime's own name.
@@ -94,23 +93,19 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let timer = timer(is_async, args);
     let mut builder = quote_spanned!(start_span=>
         __retry_rt::Shape::<#output>::new().#start(#policy_ref, #name, #classify, #timer));
+    // A function with an idempotency key lends it to each attempt and to its fallback:
+    // `.key(&key)` after `start`. Located at the parameter's type (past any `&`), so that a type
+    // without `Display` is reported there.
+    if let Some(key) = &plan.key {
+        let at = at(&item::referent(&key.ty).to_token_stream());
+        let mut name = key.name.clone();
+        name.set_span(at);
+        // Past the parameter's own references (`&*key` for `key: &str`), so that the runtime
+        // lends the key's type itself, which must borrow nothing.
+        let derefs = (0..item::references(&key.ty)).map(|_| quote_spanned!(at=> *));
+        builder.extend(quote_spanned!(at=> .key(&#(#derefs)*#name)));
+    }
     builder.extend(pass_through(args));
-    // A function with an idempotency key lends it to each attempt and to its fallback: the first
-    // argument of `attempt`, `run`, `run_timed`, `run_hedged` and `next` (`()` without a key).
-    // Located at the parameter's type (past any `&`), so that a type without `Display` is
-    // reported there.
-    let key = match &plan.key {
-        Some(key) => {
-            let at = at(&item::referent(&key.ty).to_token_stream());
-            let mut name = key.name.clone();
-            name.set_span(at);
-            // Past the parameter's own references (`&*key` for `key: &str`), so that the runtime
-            // lends the key's type itself, which must borrow nothing.
-            let derefs = (0..item::references(&key.ty)).map(|_| quote_spanned!(at=> *));
-            quote_spanned!(at=> &#(#derefs)*#name)
-        }
-        None => quote!(()),
-    };
     // `hedge = ...`: the function's `Hedge`, a `static` that keeps its observed latency.
     let mut hedge_item = TokenStream::new();
 
@@ -127,7 +122,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
             // itself with `timeout`.
             Some(hedge) => {
                 hedge_item = hedge;
-                quote!(#state.run_hedged(#key, &__RETRY_HEDGE, || async { #output_type #body }).await)
+                quote!(#state.run_hedged(&__RETRY_HEDGE, || async { #output_type #body }).await)
             }
             None => {
                 let run = if args.accepted(&grammar::TIMEOUT).is_some() {
@@ -135,19 +130,19 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
                 } else {
                     quote!(run)
                 };
-                quote!(#state.#run(#key, async { #output_type #body }).await)
+                quote!(#state.#run(async { #output_type #body }).await)
             }
         };
         (attempt, quote!(#state.pause().await))
     } else {
         (
-            quote!(#state.attempt(#key, || #body)),
+            quote!(#state.attempt(|| #body)),
             quote!(#state.pause_blocking()),
         )
     };
     // An async fallback is awaited when the loop ends (a sync one is wrapped in a ready future).
     let has_fallback = args.accepted(&grammar::FALLBACK).is_some();
-    let decision = quote!(#state.next(#key, #outcome));
+    let decision = quote!(#state.next(#outcome));
     let finish = if is_async && has_fallback {
         quote!(__retry_rt::finish(#result).await)
     } else {
@@ -188,12 +183,12 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     }
 }
 
-/// The timer the loop starts with: `ASYNC_TIMER` (tokio's) for an async function or block
+/// The timer the loop starts with: `ASYNC` (tokio's) for an async function or block
 /// without `sleep`, `Unset` otherwise (a sync loop, whose pauses block, or one whose `sleep`
 /// builder names the timer next).
 pub(crate) fn timer(is_async: bool, args: &Args) -> TokenStream {
     if is_async && args.accepted(&grammar::SLEEP).is_none() {
-        quote!(__retry_rt::ASYNC_TIMER)
+        quote!(__retry_rt::ASYNC)
     } else {
         quote!(__retry_rt::Unset)
     }

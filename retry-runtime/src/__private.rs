@@ -2,7 +2,7 @@
 //! may change in any release, and nothing but the macros' expansions may use it; an integration
 //! builds on [`engine`](crate::engine), and a user writes `retry_runtime::Policy` and friends.
 
-pub use crate::state::{ASYNC_TIMER, Shape, StartWithoutDebug, Unset, finish, level};
+pub use crate::state::{ASYNC, Shape, StartWithoutDebug, Unset, finish, level};
 pub use crate::{Backoff, Hedge, Jitter, Policy};
 pub use std::ops::ControlFlow;
 pub use std::time::Duration;

@@ -121,29 +121,61 @@ impl Drop for Enter {
 }
 
 /// What an attempt lends to `attempt().key()`: nothing at all (`()`) for a function without an
-/// idempotency key, a reference to the key parameter for one that has it.
+/// idempotency key, the key parameter ([`Lent`]) for one that has it.
 pub trait KeySlot: Copy {
-    /// Whether there is a key, and in which slot: a constant, so a function without one never
-    /// looks.
+    /// Whether there is a key, and in which slot: for `()` a constant, so that a function
+    /// without a key never looks.
     #[doc(hidden)]
-    const KIND: KeyKind;
+    fn kind(&self) -> KeyKind;
     /// Runs `f` with the key, if there is one, in the thread-local slot.
+    #[doc(hidden)]
     fn lend<R>(self, f: impl FnOnce() -> R) -> R;
 }
 
 impl KeySlot for () {
-    const KIND: KeyKind = KeyKind::None;
+    #[inline(always)]
+    fn kind(&self) -> KeyKind {
+        KeyKind::None
+    }
     #[inline(always)]
     fn lend<R>(self, f: impl FnOnce() -> R) -> R {
         f()
     }
 }
 
-impl<K: KeyParam + ?Sized> KeySlot for &K {
-    const KIND: KeyKind = K::KIND;
+/// A key parameter, borrowed for the attempts, with how to lend it: made by
+/// [`KeyParam::lent`], where the parameter's type is known to be a key, so that nothing after it
+/// asks again (a type that is no key is one error, there).
+#[doc(hidden)]
+pub struct Lent<'a, Q: ?Sized> {
+    key: &'a Q,
+    kind: KeyKind,
+    lend: fn(&Q, &mut dyn FnMut()),
+}
+
+// By hand: a derive would ask `Q: Copy`.
+impl<Q: ?Sized> Clone for Lent<'_, Q> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<Q: ?Sized> Copy for Lent<'_, Q> {}
+
+impl<Q: ?Sized> KeySlot for Lent<'_, Q> {
+    #[inline]
+    fn kind(&self) -> KeyKind {
+        self.kind
+    }
     #[inline]
     fn lend<R>(self, f: impl FnOnce() -> R) -> R {
-        self.lend(f)
+        let mut f = Some(f);
+        let mut result = None;
+        (self.lend)(self.key, &mut || result = f.take().map(|f| f()));
+        match result {
+            Some(result) => result,
+            // `lend` calls its closure exactly once (`lend_key` and `lend_text_key` do).
+            None => unreachable!("a key's `lend` did not run the attempt"),
+        }
     }
 }
 
@@ -161,28 +193,30 @@ impl<K: KeyParam + ?Sized> KeySlot for &K {
     note = "implement `std::fmt::Display` for the type (writing the text every attempt sends), or make the key a parameter of its own, like `#[idempotency_key] order_number: u64`"
 )]
 pub(crate) trait KeyParam: Display + 'static {
-    /// Which slot of the attempt context the key goes to.
-    #[doc(hidden)]
-    const KIND: KeyKind;
-    /// Runs `f` with the key lent to the attempt context.
-    #[doc(hidden)]
-    fn lend<R>(&self, f: impl FnOnce() -> R) -> R;
+    /// The key, borrowed for the attempts.
+    fn lent(&self) -> Lent<'_, Self>;
 }
 
 impl<K: Display + 'static> KeyParam for K {
-    const KIND: KeyKind = KeyKind::Display;
     #[inline]
-    fn lend<R>(&self, f: impl FnOnce() -> R) -> R {
-        lend_key(self, f)
+    fn lent(&self) -> Lent<'_, K> {
+        Lent {
+            key: self,
+            kind: KeyKind::Display,
+            lend: |key, f| lend_key(key, f),
+        }
     }
 }
 
 #[diagnostic::do_not_recommend]
 impl KeyParam for str {
-    const KIND: KeyKind = KeyKind::Text;
     #[inline]
-    fn lend<R>(&self, f: impl FnOnce() -> R) -> R {
-        lend_text_key(self, f)
+    fn lent(&self) -> Lent<'_, str> {
+        Lent {
+            key: self,
+            kind: KeyKind::Text,
+            lend: |key, f| lend_text_key(key, f),
+        }
     }
 }
 
@@ -372,7 +406,7 @@ mod tests {
             ..Frame::default()
         };
         let _a = Enter::new(outer);
-        KeySlot::lend(&outer_key, || {
+        KeySlot::lend(outer_key.lent(), || {
             {
                 // An inner function without a key: its frame says so, the slot is left alone.
                 let _b = Enter::new(Frame {
@@ -393,7 +427,7 @@ mod tests {
                     key: KeyKind::Display,
                     ..Frame::default()
                 });
-                KeySlot::lend(&4711u64, || {
+                KeySlot::lend(4711u64.lent(), || {
                     assert_eq!(attempt().key().map(IdempotencyKey::as_str), Some("4711"));
                     // Deeper, a `str` key in the other slot: the innermost frame says which.
                     let _d = Enter::new(Frame {
@@ -401,7 +435,7 @@ mod tests {
                         key: KeyKind::Text,
                         ..Frame::default()
                     });
-                    KeySlot::lend("text-key", || {
+                    KeySlot::lend("text-key".lent(), || {
                         assert_eq!(
                             attempt().key().map(IdempotencyKey::as_str),
                             Some("text-key")
@@ -419,7 +453,7 @@ mod tests {
     #[test]
     fn a_panic_under_a_lent_key_puts_the_slot_back() {
         let caught = std::panic::catch_unwind(|| {
-            KeySlot::lend("claim-1", || -> () { panic!("the body panicked") })
+            KeySlot::lend("claim-1".lent(), || -> () { panic!("the body panicked") })
         });
         assert!(caught.is_err());
         assert!(!KEY_TEXT.is_set());

@@ -232,7 +232,7 @@ where
     let settings = settings.timeout(None);
     let mut state = state(&settings, hooks, Blocking);
     state.site.clock = state::std_now;
-    state::drive_blocking(state, None, None, |state| state.attempt((), &mut attempt))
+    state::drive_blocking(state, None, None, |state| state.attempt(&mut attempt))
 }
 
 /// The "timer" of [`drive_blocking`], whose pauses block: never used to sleep.

@@ -450,9 +450,8 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 ///         .max(3)
 ///         .base(__retry_rt::Duration::from_secs(1))
 ///         .jitter(__retry_rt::Jitter::Proportional(0.5));
-///     let mut __retry = __retry_rt::Retry::<
-///         Result<Coverage, ContractError>,
-///     >::start_async(&__RETRY_POLICY, "check_coverage", is_transient);
+///     let mut __retry = __retry_rt::Shape::<Result<Coverage, ContractError>>::new()
+///         .start(&__RETRY_POLICY, "check_coverage", is_transient, __retry_rt::ASYNC);
 ///     loop {
 ///         let __retry_outcome = __retry
 ///             .run(async {

@@ -50,11 +50,6 @@ use std::time::{Duration, Instant};
 /// # });
 /// assert_eq!(calls.get(), 51);
 /// ```
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot pause an async retry loop: it is no `retry_runtime::Sleeper`",
-    label = "no timer for the pauses",
-    note = "enable the `tokio` feature of `retry-runtime` (on by default), or name a timer for your runtime: `sleep = my_runtime::sleep` in `#[retry]` or `retry_block!`, `.sleep(my_runtime::sleep)` on a `Retrier`, with `fn sleep(Duration) -> impl Future<Output = ()>`"
-)]
 pub trait Sleeper {
     /// The future of one pause.
     type Sleep: Future<Output = ()>;
@@ -151,11 +146,20 @@ impl Sleeper for TokioTimer {
     }
 }
 
-/// No timer: the `tokio` feature is off and no `sleep = ...` was given. It is no [`Sleeper`], so
-/// an async loop without one does not compile, and says which to add.
+/// No timer: the `tokio` feature is off and no `sleep = ...` was given. An async loop does not
+/// start with it (it is no `Timer`), and says which to add; its `Sleeper` impl only keeps that
+/// the one error.
 #[cfg(not(feature = "tokio"))]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoTimer;
+
+#[cfg(not(feature = "tokio"))]
+impl Sleeper for NoTimer {
+    type Sleep = std::future::Ready<()>;
+    fn sleep(&self, _: Duration) -> Self::Sleep {
+        std::future::ready(())
+    }
+}
 
 /// The error of an attempt cut off by `#[retry(timeout = ...)]`.
 ///

@@ -67,12 +67,9 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     /// key `key` lent to it (`()` for none): [`attempt()`](crate::attempt)`.key()` renders it
     /// only if the body asks.
     #[inline(always)]
-    pub fn attempt<Key: KeySlot>(
-        &mut self,
-        key: Key,
-        body: impl FnOnce() -> Result<T, E>,
-    ) -> Attempted<T, E> {
-        let frame = match self.enter(Key::KIND) {
+    pub fn attempt(&mut self, body: impl FnOnce() -> Result<T, E>) -> Attempted<T, E> {
+        let key = self.opts.head.key();
+        let frame = match self.enter(key.kind()) {
             Ok(frame) => frame,
             Err(refusal) => return Attempted::Refused(refusal.into_error()),
         };
@@ -85,15 +82,15 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     /// the key `key` lent to it (`()` for none). The returned future holds only the frame, the
     /// key's reference and the body's future, not the loop state.
     #[inline(always)]
-    pub fn run<Key: KeySlot, F>(
+    pub fn run<F>(
         &mut self,
-        key: Key,
         body: F,
-    ) -> impl Future<Output = Attempted<T, E>> + use<T, E, K, H, X, Key, F>
+    ) -> impl Future<Output = Attempted<T, E>> + use<T, E, K, H, X, F>
     where
         F: Future<Output = Result<T, E>>,
     {
-        match self.enter(Key::KIND) {
+        let key = self.opts.head.key();
+        match self.enter(key.kind()) {
             Ok(frame) => Run::Attempt {
                 scoped: Scoped::new(frame, key, self.attempt_span().instrument(body)),
             },
@@ -106,30 +103,23 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     /// context, so that a closure that reads [`attempt()`](crate::attempt) as it makes the
     /// future reads this attempt. A method of its own: `PERFORMANCE.md` §4.
     #[inline(always)]
-    pub fn run_timed<Key: KeySlot, F>(
-        &mut self,
-        key: Key,
-        body: F,
-    ) -> impl Future<Output = Attempted<T, E>>
+    pub fn run_timed<F>(&mut self, body: F) -> impl Future<Output = Attempted<T, E>>
     where
         K::Sleeper: Sleeper,
         F: Future<Output = Result<T, E>>,
     {
-        self.run_made(key, || body)
+        self.run_made(|| body)
     }
 
     /// One attempt of [`drive`](super::drive) and of `run_timed`: the body's future made by
     /// `make` inside the attempt's context, raced against `timeout` if there is one.
-    pub(crate) async fn run_made<Key: KeySlot, F>(
-        &mut self,
-        key: Key,
-        make: impl FnOnce() -> F,
-    ) -> Attempted<T, E>
+    pub(crate) async fn run_made<F>(&mut self, make: impl FnOnce() -> F) -> Attempted<T, E>
     where
         K::Sleeper: Sleeper,
         F: Future<Output = Result<T, E>>,
     {
-        let frame = match self.enter(Key::KIND) {
+        let key = self.opts.head.key();
+        let frame = match self.enter(key.kind()) {
             Ok(frame) => frame,
             Err(refusal) => return Attempted::Refused(refusal.into_error()),
         };

@@ -29,12 +29,11 @@ where
     /// Taken apart, not borrowed: `PERFORMANCE.md` §2.
     #[inline(always)]
     #[allow(clippy::type_complexity)]
-    pub(super) fn after_failure<Key: KeySlot>(
+    pub(super) fn after_failure(
         self,
-        key: Key,
         attempted: Attempted<T, E>,
         ok_verdict: Verdict,
-    ) -> ControlFlow<H::Finish<Key>, Self> {
+    ) -> ControlFlow<H::Finish<K::Key>, Self> {
         let Retry {
             site,
             progress,
@@ -43,6 +42,8 @@ where
             spans,
             value,
         } = self;
+        // The key the attempts borrowed, which a fallback borrows too.
+        let key = opts.head.key();
         // Under a retrying layer that layer decides (`observe::ended` says so at debug).
         let single = progress.retried_above && !opts.extras.nested_retry();
         // The outcome to return if the loop stops here, and whether it may be retried.

@@ -45,7 +45,7 @@ impl<T, E, B: Operation<T, E>> Attempts<T, E> for Plain<B> {
         X: MaybeExtras<E>,
     {
         let body = &mut self.0;
-        state.run_made((), || body.attempt()).await
+        state.run_made(|| body.attempt()).await
     }
 }
 
@@ -66,7 +66,7 @@ impl<T, E, B: AsyncFn() -> Result<T, E>> Attempts<T, E> for Hedged<'_, B> {
         X: MaybeExtras<E>,
     {
         let Hedged(hedge, body) = self;
-        state.run_hedged((), hedge, || body()).await
+        state.run_hedged(hedge, || body()).await
     }
 }
 
@@ -83,7 +83,7 @@ where
     K: HeadSet<Sleeper: Sleeper>,
     K::On: Classifier<E>,
     H: HookSet<T, E>,
-    H::Finish<()>: IntoFinish<T, E>,
+    H::Finish<K::Key>: IntoFinish<T, E>,
     X: MaybeExtras<E>,
 {
     state.restart();
@@ -91,7 +91,7 @@ where
         let started = reset_after.map(|_| (state.site.clock)());
         let attempted = attempts.attempt(&mut state).await;
         state.reset_if_healthy(reset_after, started);
-        state = match state.next((), attempted) {
+        state = match state.next(attempted) {
             ControlFlow::Break(result) => return result.into_finish().await,
             ControlFlow::Continue(next) => next,
         };
@@ -113,7 +113,8 @@ pub(crate) fn drive_blocking<'p, T, E, K, H, X>(
 where
     K: HeadSet,
     K::On: Classifier<E>,
-    H: HookSet<T, E, Finish<()>: SyncFinish<T, E>>,
+    H: HookSet<T, E>,
+    H::Finish<K::Key>: SyncFinish<T, E>,
     X: MaybeExtras<E>,
 {
     // Named here, not handed over in memory: a direct call, inline.
@@ -142,7 +143,7 @@ where
         }
     };
     loop {
-        state = match state.next((), attempted) {
+        state = match state.next(attempted) {
             ControlFlow::Break(result) => return result.into_result(),
             ControlFlow::Continue(next) => next,
         };
@@ -153,7 +154,7 @@ where
         attempted = match now {
             // As on the first attempt: an `Ok` without `on_result` is accepted as it is.
             Attempted::Completed(Ok(value)) if !H::ON_RESULT => {
-                return state.accept::<()>(value).into_result();
+                return state.accept(value).into_result();
             }
             attempted => attempted,
         };

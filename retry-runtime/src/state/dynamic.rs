@@ -320,6 +320,7 @@ impl<'a, T, E> DynHooks<'a, T, E> {
                 classify: DynClassify(self.classify),
                 sleeper,
                 only: PhantomData,
+                key: (),
             },
             hooks: Hooks {
                 on_result: DynSlot(self.on_result),

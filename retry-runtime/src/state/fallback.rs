@@ -39,16 +39,14 @@ impl<F, T, E> FallbackInput<T, E> for OnResult<F, T> {
     }
 }
 
-/// What a fallback returns, told apart by `M`: the loop's own `Result` ([`SyncForm`]), or in an
-/// async loop (one whose timer `S` is a [`Sleeper`](crate::Sleeper)) a future of it
-/// ([`AsyncForm`]). A sync loop has no timer, so an async fallback there is this trait's error,
-/// at `fallback`.
+/// What a fallback returns, told apart by `M`: the loop's own `Result` ([`SyncForm`]), or a
+/// future of it ([`AsyncForm`]), which only an async loop can await.
 #[diagnostic::on_unimplemented(
     message = "`fallback = ...` must return `Result<{T}, {E}>`, the function's own result, not `{Self}`",
     label = "this fallback returns `{Self}`",
     note = "a fallback is called as `FnOnce({E}, GiveUp) -> Result<{T}, {E}>` when the loop gives up (with `on_result`, as `FnOnce(Result<{T}, {E}>, GiveUp) -> Result<{T}, {E}>`, since a rejected `Ok` can end the loop too); in an `async fn` it may also be async (return a future of that `Result`)"
 )]
-pub trait FallbackOutput<T, E, M, S>: Sized {
+pub trait FallbackOutput<T, E, M>: Sized {
     /// The slot of a fallback `J` that returns `Self`.
     #[doc(hidden)]
     type Slot<J>: Fallback<T, E>;
@@ -69,7 +67,7 @@ pub enum AsyncForm {}
 /// returned, or the `Ok` value back if `J` does not take one.
 type CallFallback<J, T, E, Out> = fn(J, Result<T, E>, GiveUp) -> Result<Out, T>;
 
-impl<T, E, S> FallbackOutput<T, E, SyncForm, S> for Result<T, E> {
+impl<T, E> FallbackOutput<T, E, SyncForm> for Result<T, E> {
     type Slot<J> = SyncFallback<J, T, E>;
     fn slot<R: FallbackInput<T, E>, J: FnOnce(R::Input, GiveUp) -> Self>(
         f: J,
@@ -81,9 +79,7 @@ impl<T, E, S> FallbackOutput<T, E, SyncForm, S> for Result<T, E> {
     }
 }
 
-impl<T, E, S: crate::Sleeper, Fut: Future<Output = Result<T, E>>> FallbackOutput<T, E, AsyncForm, S>
-    for Fut
-{
+impl<T, E, Fut: Future<Output = Result<T, E>>> FallbackOutput<T, E, AsyncForm> for Fut {
     type Slot<J> = AsyncFallback<J, Fut, T, E>;
     fn slot<R: FallbackInput<T, E>, J: FnOnce(R::Input, GiveUp) -> Self>(
         f: J,
@@ -94,6 +90,15 @@ impl<T, E, S: crate::Sleeper, Fut: Future<Output = Result<T, E>>> FallbackOutput
         }
     }
 }
+
+/// A loop that can await a fallback of form `M`: every async one, and a sync one only a sync
+/// fallback. The loop's timer says which it is: a sync loop has none ([`Unset`]), which settles
+/// the form before the fallback's return type is looked at, so that an async fallback of a sync
+/// function is the one error "must return `Result<T, E>`".
+pub(crate) trait Awaits<M> {}
+
+impl Awaits<SyncForm> for Unset {}
+impl<S: crate::Sleeper, M> Awaits<M> for S {}
 
 /// The attempt context the fallback runs in: the last attempt's frame and the key, so that
 /// `attempt()` inside it gives the same idempotency key as the attempts had.

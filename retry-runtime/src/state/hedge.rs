@@ -139,20 +139,15 @@ where
 {
     /// Runs one attempt of an async loop with `hedge`: `make` makes the body's future, once for
     /// the attempt and once for each copy (`|| async { body }`), inside the copy's attempt
-    /// context; every copy borrows the same idempotency key `key` (`()` for none). See the
-    /// module's documentation for what wins.
-    pub async fn run_hedged<Key, M, F>(
-        &mut self,
-        key: Key,
-        hedge: &Hedge,
-        make: M,
-    ) -> Attempted<T, E>
+    /// context; every copy borrows the loop's idempotency key, if it has one. See the module's
+    /// documentation for what wins.
+    pub async fn run_hedged<M, F>(&mut self, hedge: &Hedge, make: M) -> Attempted<T, E>
     where
-        Key: KeySlot,
         M: Fn() -> F,
         F: Future<Output = Result<T, E>>,
     {
-        let frame = match self.enter(Key::KIND) {
+        let key = self.opts.head.key();
+        let frame = match self.enter(key.kind()) {
             Ok(frame) => frame,
             Err(refusal) => return Attempted::Refused(refusal.into_error()),
         };

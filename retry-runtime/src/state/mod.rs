@@ -9,8 +9,8 @@
 //! let mut state = __retry_rt::Shape::<Result<T, E>>::new()
 //!     .start(&POLICY, "name", classify, __retry_rt::Unset).notify(f);
 //! loop {
-//!     let attempted = state.attempt((), || body);   // or `run((), async { body }).await`
-//!     state = match state.next((), attempted) {
+//!     let attempted = state.attempt(|| body);   // or `run(async { body }).await`
+//!     state = match state.next(attempted) {
 //!         ControlFlow::Break(result) => return result,  // `finish(result).await` with an async fallback
 //!         ControlFlow::Continue(state) => state,
 //!     };
@@ -18,8 +18,7 @@
 //! }
 //! ```
 //!
-//! (`()` is the idempotency key: a key parameter's reference where the function has one.) Every
-//! other door, the [`Retrier`](crate::Retrier) and the integrations built on
+//! (A function with an idempotency key adds `.key(&*key)` after `start`.) Every other door, the [`Retrier`](crate::Retrier) and the integrations built on
 //! [`engine`](crate::engine), runs the same steps in [`drive`](drive::drive) or
 //! [`drive_blocking`](drive::drive_blocking).
 //!
@@ -70,7 +69,7 @@ pub use options::{ByTransient, Classifier, DefaultSleeper, Defaults, Head, Optio
 pub use retrier::{AsyncRun, Retrier, SyncRun};
 
 use crate::breaker::FromCircuitOpen;
-use crate::context::{self, KeySlot};
+use crate::context::{self, KeyParam, KeySlot, Lent};
 use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
 use crate::{CircuitBreaker, Policy, RetryBudget, Verdict};
 use extras::{Guard, MaybeExtras, Timeout};
@@ -214,9 +213,13 @@ pub(crate) fn std_now() -> Instant {
 
 /// The timer a loop starts with, and the clock it reads: none for a sync loop ([`Unset`], the
 /// clock of [`std_now`]), or a [`Sleeper`] and its clock.
+///
+/// Only these two: a `sleep = f` names its timer with a builder after `start`, and without the
+/// `tokio` feature the async default is a [`NoTimer`](crate::timer::NoTimer), which is none, so
+/// that such a loop is this one error, at `start`.
 #[diagnostic::on_unimplemented(
-    message = "an async retry loop needs a timer: enable `retry-runtime`'s `tokio` feature, or name one with `sleep = ...`",
-    label = "no timer for the pauses",
+    message = "this async `#[retry]` function has no timer to pause with",
+    label = "no timer",
     note = "enable the `tokio` feature of `retry-runtime` (on by default), or name a sleep function for your runtime: `#[retry(sleep = my_runtime::sleep)]` with `fn sleep(Duration) -> impl Future<Output = ()>`"
 )]
 pub(crate) trait Timer {
@@ -231,18 +234,18 @@ impl Timer for Unset {
     }
 }
 
-#[diagnostic::do_not_recommend]
-impl<S: Sleeper> Timer for S {
+#[cfg(feature = "tokio")]
+impl Timer for crate::timer::TokioTimer {
     #[inline(always)]
     fn clock() -> Instant {
-        crate::timer::clock_of::<S>()
+        crate::timer::clock_of::<crate::timer::TokioTimer>()
     }
 }
 
 /// The timer of an async function or block without `sleep = f`: tokio's with the `tokio`
 /// feature; without it one that is no [`Timer`], so that the loop does not compile and says
 /// why.
-pub const ASYNC_TIMER: DefaultSleeper = DefaultSleeper {};
+pub const ASYNC: DefaultSleeper = DefaultSleeper {};
 
 /// The `Result` of a call, whose two sides the state is made for: written out by the attribute
 /// (`Shape::<Result<T, E>>::new()`), read off a block's closure by `retry_block!`
@@ -362,6 +365,7 @@ impl<'p, T, E, C, S: Timer> Retry<'p, T, E, Started<C, E, S>> {
                     }),
                     sleeper: timer,
                     only: PhantomData,
+                    key: (),
                 },
                 hooks: Hooks::default(),
                 extras: Unset,
@@ -493,8 +497,9 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
     /// the fallback takes.
     pub fn fallback<J, Out, M>(self, f: J) -> Retry<'p, T, E, O::WithFallback<J, Out, M>>
     where
+        O::Sleeper: fallback::Awaits<M>,
         J: FnOnce(O::Input, GiveUp) -> Out,
-        Out: FallbackOutput<T, E, M, O::Sleeper>,
+        Out: FallbackOutput<T, E, M>,
     {
         self.with(|o| o.with_fallback(f))
     }
@@ -502,20 +507,37 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
 
 // The loop: one `impl` over the options' three slots.
 impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, Opts<K, H, X>> {
+    /// The idempotency key every attempt (and the fallback) borrows for
+    /// [`attempt()`](crate::attempt)`.key()`: a key parameter, past its own references (`&*key`
+    /// for `key: &str`), which is rendered only if the body asks.
+    #[inline(always)]
+    pub fn key<'k, Q: KeyParam + ?Sized>(
+        self,
+        key: &'k Q,
+    ) -> Retry<'p, T, E, Opts<K::WithKey<Lent<'k, Q>>, H, X>> {
+        Retry {
+            site: self.site,
+            progress: self.progress,
+            show: self.show,
+            opts: Opts {
+                head: self.opts.head.with_key(key.lent()),
+                hooks: self.opts.hooks,
+                extras: self.opts.extras,
+            },
+            spans: self.spans,
+            value: PhantomData,
+        }
+    }
+
     /// Decides what follows an attempt: `Break` with the call's result (for an async fallback,
     /// a future of it), or `Continue` with the state for the next attempt, whose
-    /// [`pause`](Retry::pause) is then taken. `key` is the idempotency key the attempts
-    /// borrowed (`()` for none), which a fallback borrows too.
+    /// [`pause`](Retry::pause) is then taken.
     ///
     /// An accepted `Ok` is decided at once; anything else goes to the decision after a failure.
     /// The state is taken and given back by value: `PERFORMANCE.md` §2.
     #[inline(always)]
     #[allow(clippy::type_complexity)]
-    pub fn next<Key: KeySlot>(
-        self,
-        key: Key,
-        attempted: Attempted<T, E>,
-    ) -> ControlFlow<H::Finish<Key>, Self>
+    pub fn next(self, attempted: Attempted<T, E>) -> ControlFlow<H::Finish<K::Key>, Self>
     where
         K::On: Classifier<E>,
     {
@@ -525,16 +547,16 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
                 if !verdict.is_retry() {
                     return ControlFlow::Break(self.accept(value));
                 }
-                self.after_failure(key, Attempted::Completed(Ok(value)), verdict)
+                self.after_failure(Attempted::Completed(Ok(value)), verdict)
             }
-            attempted => self.after_failure(key, attempted, Verdict::Fail),
+            attempted => self.after_failure(attempted, Verdict::Fail),
         }
     }
 
     /// The end of a call whose `Ok` was accepted: the breaker hears of it, the metrics count
     /// it, and it is the result.
     #[inline(always)]
-    fn accept<Key: KeySlot>(mut self, value: T) -> H::Finish<Key> {
+    pub(crate) fn accept(mut self, value: T) -> H::Finish<K::Key> {
         self.opts.extras.record(false, self.site.clock);
         observe::accepted(self.site.name, self.progress.retries);
         H::ready(Ok(value))
@@ -611,7 +633,7 @@ fn fallback_scope<K: KeySlot>(progress: Progress, attempts: u32, key: K) -> Fall
     FallbackScope {
         frame: context::Frame {
             attempt: attempts.max(1),
-            key: K::KIND,
+            key: key.kind(),
             retried_above: progress.retried_above,
             hedge: 0,
         },

@@ -14,6 +14,7 @@ use super::hooks::{
     Classify, GiveUpHook, HookSet, Hooks, IntoVerdict, Notify, NotifyHook, OnResult,
 };
 use super::{GiveUp, Unset};
+use crate::context::KeySlot;
 use crate::timer::Sleeper;
 use crate::{Transient, Verdict};
 use std::marker::PhantomData;
@@ -46,7 +47,7 @@ pub trait Options<'p, T, E>: Sized {
     /// These options with `J` hearing the loop give up (`on_give_up`), in its form `M`.
     type WithGiveUp<J: GiveUpHook<T, E, M>, M>: Options<'p, T, E>;
     /// These options with the fallback `J` returning `Out` (`fallback`), in its form `M`.
-    type WithFallback<J, Out: FallbackOutput<T, E, M, Self::Sleeper>, M>: Options<'p, T, E>;
+    type WithFallback<J, Out: FallbackOutput<T, E, M>, M>: Options<'p, T, E>;
     /// These options with `budget`, `breaker` or `nested` in place.
     type WithExtras: Options<'p, T, E>;
     /// These options with `timeout` in place, which only an async run can honour.
@@ -74,7 +75,7 @@ pub trait Options<'p, T, E>: Sized {
     fn with_fallback<J, Out, M>(self, fallback: J) -> Self::WithFallback<J, Out, M>
     where
         J: FnOnce(Self::Input, GiveUp) -> Out,
-        Out: FallbackOutput<T, E, M, Self::Sleeper>;
+        Out: FallbackOutput<T, E, M>;
     #[doc(hidden)]
     fn with_extras(self, set: impl FnOnce(&mut Extras<'p, E>)) -> Self::WithExtras;
     #[doc(hidden)]
@@ -129,13 +130,16 @@ impl<E: TransientInRetrier> Classifier<E> for ByTransient {
     }
 }
 
-/// The classifier and the timer of a loop, and whether only an async run can honour its options
-/// (`A`: [`Unset`], or [`AsyncOnly`] once `timeout` or `sleep` is set): one slot of [`Opts`].
+/// The classifier and the timer of a loop, whether only an async run can honour its options
+/// (`A`: [`Unset`], or [`AsyncOnly`] once `timeout` or `sleep` is set), and the idempotency key
+/// its attempts borrow (`Q`: `()` for none, a key parameter's reference for an annotated
+/// function that has one): one slot of [`Opts`].
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Head<C = ByTransient, S = DefaultSleeper, A = Unset> {
+pub struct Head<C = ByTransient, S = DefaultSleeper, A = Unset, Q = ()> {
     pub(crate) classify: C,
     pub(crate) sleeper: S,
     pub(crate) only: PhantomData<fn() -> A>,
+    pub(crate) key: Q,
 }
 
 /// The mark of options that only an async run can honour: `timeout` or `sleep`.
@@ -183,45 +187,68 @@ pub trait HeadSet {
     type Sleeper;
     /// [`Unset`], or [`AsyncOnly`].
     type Only;
-    type WithOn<C>: HeadSet<Sleeper = Self::Sleeper, Only = Self::Only>;
-    type WithSleeper<S: Sleeper>: HeadSet<On = Self::On, Sleeper = S>;
-    type AsyncOnly: HeadSet<On = Self::On, Sleeper = Self::Sleeper, Only = AsyncOnly>;
+    /// The idempotency key the attempts borrow.
+    type Key: KeySlot;
+    type WithOn<C>: HeadSet<Sleeper = Self::Sleeper, Only = Self::Only, Key = Self::Key>;
+    type WithSleeper<S: Sleeper>: HeadSet<On = Self::On, Sleeper = S, Key = Self::Key>;
+    type AsyncOnly: HeadSet<On = Self::On, Sleeper = Self::Sleeper, Only = AsyncOnly, Key = Self::Key>;
+    type WithKey<Q: KeySlot>: HeadSet<On = Self::On, Sleeper = Self::Sleeper, Only = Self::Only, Key = Q>;
     fn with_on<C>(self, classify: C) -> Self::WithOn<C>;
     fn with_sleeper<S: Sleeper>(self, sleeper: S) -> Self::WithSleeper<S>;
     fn async_only(self) -> Self::AsyncOnly;
+    fn with_key<Q: KeySlot>(self, key: Q) -> Self::WithKey<Q>;
     fn parts(&self) -> (&Self::On, &Self::Sleeper);
+    fn key(&self) -> Self::Key;
 }
 
-impl<C, S, A> HeadSet for Head<C, S, A> {
+impl<C, S, A, Q: KeySlot> HeadSet for Head<C, S, A, Q> {
     type On = C;
     type Sleeper = S;
     type Only = A;
-    type WithOn<C2> = Head<C2, S, A>;
-    type WithSleeper<S2: Sleeper> = Head<C, S2, AsyncOnly>;
-    type AsyncOnly = Head<C, S, AsyncOnly>;
+    type Key = Q;
+    type WithOn<C2> = Head<C2, S, A, Q>;
+    type WithSleeper<S2: Sleeper> = Head<C, S2, AsyncOnly, Q>;
+    type AsyncOnly = Head<C, S, AsyncOnly, Q>;
+    type WithKey<Q2: KeySlot> = Head<C, S, A, Q2>;
     #[inline(always)]
-    fn with_on<C2>(self, classify: C2) -> Head<C2, S, A> {
+    fn with_on<C2>(self, classify: C2) -> Head<C2, S, A, Q> {
         Head {
             classify,
             sleeper: self.sleeper,
             only: PhantomData,
+            key: self.key,
         }
     }
     #[inline(always)]
-    fn with_sleeper<S2: Sleeper>(self, sleeper: S2) -> Head<C, S2, AsyncOnly> {
+    fn with_sleeper<S2: Sleeper>(self, sleeper: S2) -> Head<C, S2, AsyncOnly, Q> {
         Head {
             classify: self.classify,
             sleeper,
             only: PhantomData,
+            key: self.key,
         }
     }
     #[inline(always)]
-    fn async_only(self) -> Head<C, S, AsyncOnly> {
+    fn async_only(self) -> Head<C, S, AsyncOnly, Q> {
         Head {
             classify: self.classify,
             sleeper: self.sleeper,
             only: PhantomData,
+            key: self.key,
         }
+    }
+    #[inline(always)]
+    fn with_key<Q2: KeySlot>(self, key: Q2) -> Head<C, S, A, Q2> {
+        Head {
+            classify: self.classify,
+            sleeper: self.sleeper,
+            only: PhantomData,
+            key,
+        }
+    }
+    #[inline(always)]
+    fn key(&self) -> Q {
+        self.key
     }
     #[inline(always)]
     fn parts(&self) -> (&C, &S) {
@@ -243,7 +270,7 @@ where
     type WithOnResult<J> = Opts<K, H::WithOnResult<OnResult<J, T>>, X>;
     type WithNotify<J> = Opts<K, H::WithNotify<Notify<J, T, E>>, X>;
     type WithGiveUp<J: GiveUpHook<T, E, M>, M> = Opts<K, H::WithGiveUp<J::Slot>, X>;
-    type WithFallback<J, Out: FallbackOutput<T, E, M, K::Sleeper>, M> =
+    type WithFallback<J, Out: FallbackOutput<T, E, M>, M> =
         Opts<K, H::WithFallback<Out::Slot<J>>, X>;
     type WithExtras = Opts<K, H, Extras<'p, E>>;
     type WithTimeout = Opts<K::AsyncOnly, H, Extras<'p, E>>;
@@ -310,7 +337,7 @@ where
     fn with_fallback<J, Out, M>(self, fallback: J) -> Self::WithFallback<J, Out, M>
     where
         J: FnOnce(H::Input, GiveUp) -> Out,
-        Out: FallbackOutput<T, E, M, K::Sleeper>,
+        Out: FallbackOutput<T, E, M>,
     {
         Opts {
             head: self.head,

@@ -289,7 +289,7 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
     pub fn fallback<J, Out, M>(self, f: J) -> Retrier<'p, T, E, O::WithFallback<J, Out, M>>
     where
         J: FnOnce(O::Input, GiveUp) -> Out,
-        Out: FallbackOutput<T, E, M, O::Sleeper>,
+        Out: FallbackOutput<T, E, M>,
     {
         self.with(|o| o.with_fallback(f))
     }
@@ -503,7 +503,8 @@ fn state<'s, T, E: fmt::Debug, O>(
 impl<T, E, K, H, X> SyncRun<T, E> for Opts<K, H, X>
 where
     K: HeadSet<Only: Blocking, On: Classifier<E>>,
-    H: HookSet<T, E, Finish<()>: SyncFinish<T, E>>,
+    H: HookSet<T, E>,
+    H::Finish<K::Key>: SyncFinish<T, E>,
     X: MaybeExtras<E>,
 {
     #[inline(always)]
@@ -519,16 +520,16 @@ where
         let first = if plan.policy.get_deadline().is_some() || plan.reset_after.is_some() {
             None
         } else {
-            match state.attempt((), &mut body) {
+            match state.attempt(&mut body) {
                 // Without `on_result`, an `Ok` is accepted as it is; with it, the loop judges it.
                 Attempted::Completed(Ok(value)) if !H::ON_RESULT => {
-                    return state.accept::<()>(value).into_result();
+                    return state.accept(value).into_result();
                 }
                 attempted => Some(attempted),
             }
         };
         super::drive_blocking(state, first, plan.reset_after, |state| {
-            state.attempt((), &mut body)
+            state.attempt(&mut body)
         })
     }
 }
@@ -536,7 +537,8 @@ where
 impl<T, E, K, H, X> AsyncRun<T, E> for Opts<K, H, X>
 where
     K: HeadSet<Sleeper: Sleeper, On: Classifier<E>>,
-    H: HookSet<T, E, Finish<()>: IntoFinish<T, E>>,
+    H: HookSet<T, E>,
+    H::Finish<K::Key>: IntoFinish<T, E>,
     X: MaybeExtras<E>,
 {
     fn run_async<B>(self, plan: Plan<'_>, body: B) -> impl Future<Output = Result<T, E>>

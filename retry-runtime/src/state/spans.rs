@@ -90,7 +90,7 @@ impl AttemptSpan {
 // workspace's build leaves the feature off, as users do by default.
 #[cfg(all(test, feature = "attempt-spans", not(loom)))]
 mod tests {
-    use crate::__private::{ASYNC_TIMER, Shape, Unset};
+    use crate::__private::{ASYNC, Shape, Unset};
     use crate::{Jitter, Policy};
     use std::collections::BTreeMap;
     use std::fmt;
@@ -200,12 +200,12 @@ mod tests {
                 Shape::<Result<u32, &str>>::new().start(&policy, "check", |_: &&str| true, Unset);
             let mut calls = 0;
             loop {
-                let attempted = state.attempt((), || {
+                let attempted = state.attempt(|| {
                     calls += 1;
                     current.push(spans.current());
                     if calls < 3 { Err("busy") } else { Ok(calls) }
                 });
-                state = match state.next((), attempted) {
+                state = match state.next(attempted) {
                     ControlFlow::Break(result) => return assert_eq!(result, Ok(3)),
                     ControlFlow::Continue(state) => state,
                 };
@@ -245,19 +245,19 @@ mod tests {
                     &policy,
                     "check",
                     |_: &&str| true,
-                    ASYNC_TIMER,
+                    ASYNC,
                 );
                 let mut calls = 0;
                 loop {
                     let attempted = state
-                        .run((), async {
+                        .run(async {
                             calls += 1;
                             tokio::task::yield_now().await;
                             current.push(spans.current());
                             if calls < 3 { Err("busy") } else { Ok(calls) }
                         })
                         .await;
-                    state = match state.next((), attempted) {
+                    state = match state.next(attempted) {
                         ControlFlow::Break(result) => return assert_eq!(result, Ok(3)),
                         ControlFlow::Continue(state) => state,
                     };

@@ -25,8 +25,8 @@ fn step<T, E: fmt::Debug, C>(
     mut retry: Retry<'_, T, E, Started<C, E, Unset>>,
     outcome: Result<T, E>,
 ) -> Step<'_, T, E, Started<C, E, Unset>> {
-    let attempted = retry.attempt((), || outcome);
-    match retry.next((), attempted) {
+    let attempted = retry.attempt(|| outcome);
+    match retry.next(attempted) {
         ControlFlow::Break(result) => ControlFlow::Break(result),
         ControlFlow::Continue(retry) => ControlFlow::Continue((retry.decided_pause(), retry)),
     }
@@ -108,11 +108,8 @@ fn the_happy_path_reads_no_clock_without_deadline_or_a_hook_that_hears_the_time(
     let mut retry = counted(&policy)
         .on_result(|_| false)
         .on_give_up(|_: &&str| {});
-    let attempted = retry.attempt((), || Ok(()));
-    assert!(matches!(
-        retry.next((), attempted),
-        ControlFlow::Break(Ok(()))
-    ));
+    let attempted = retry.attempt(|| Ok(()));
+    assert!(matches!(retry.next(attempted), ControlFlow::Break(Ok(()))));
     assert_eq!(clock_reads(), 0);
 }
 
@@ -122,11 +119,8 @@ fn a_deadline_reads_the_clock_once_as_the_call_starts() {
     let mut retry = counted(&policy).notify(|_: &&str, _: &RetryEvent| {});
     assert_eq!(clock_reads(), 1);
     assert!(retry.progress.started.is_some());
-    let attempted = retry.attempt((), || Ok(()));
-    assert!(matches!(
-        retry.next((), attempted),
-        ControlFlow::Break(Ok(()))
-    ));
+    let attempted = retry.attempt(|| Ok(()));
+    assert!(matches!(retry.next(attempted), ControlFlow::Break(Ok(()))));
     assert_eq!(clock_reads(), 1, "notify needs no second reading");
 }
 
@@ -135,11 +129,8 @@ fn notify_reads_the_clock_once_as_the_first_attempt_starts() {
     let policy = Policy::new();
     let mut retry = counted(&policy).notify(|_: &&str, _: &RetryEvent| {});
     assert_eq!(clock_reads(), 0, "the builder reads no clock");
-    let attempted = retry.attempt((), || Ok(()));
-    assert!(matches!(
-        retry.next((), attempted),
-        ControlFlow::Break(Ok(()))
-    ));
+    let attempted = retry.attempt(|| Ok(()));
+    assert!(matches!(retry.next(attempted), ControlFlow::Break(Ok(()))));
     assert_eq!(clock_reads(), 1);
 }
 
@@ -149,19 +140,13 @@ fn a_hook_that_hears_the_time_reads_the_clock_once_as_the_first_attempt_starts()
     let policy = Policy::new();
     let mut retry = counted(&policy).on_give_up(|_: &&str, _: &GiveUp| {});
     assert_eq!(clock_reads(), 0, "the builder reads no clock");
-    let attempted = retry.attempt((), || Ok(()));
-    assert!(matches!(
-        retry.next((), attempted),
-        ControlFlow::Break(Ok(()))
-    ));
+    let attempted = retry.attempt(|| Ok(()));
+    assert!(matches!(retry.next(attempted), ControlFlow::Break(Ok(()))));
     assert_eq!(clock_reads(), 1);
 
     let mut retry = counted(&policy).fallback(|e, _| Err(e));
-    let attempted = retry.attempt((), || Ok(()));
-    assert!(matches!(
-        retry.next((), attempted),
-        ControlFlow::Break(Ok(()))
-    ));
+    let attempted = retry.attempt(|| Ok(()));
+    assert!(matches!(retry.next(attempted), ControlFlow::Break(Ok(()))));
     assert_eq!(clock_reads(), 1);
 }
 
@@ -171,11 +156,8 @@ fn a_failure_reads_no_clock_without_a_hook_deadline_budget_or_breaker() {
     let mut retry = counted(&policy)
         .on_give_up(|_: &&str| {})
         .log_level(level::Warn);
-    let attempted = retry.attempt((), || Err("busy"));
-    assert!(matches!(
-        retry.next((), attempted),
-        ControlFlow::Continue(_)
-    ));
+    let attempted = retry.attempt(|| Err("busy"));
+    assert!(matches!(retry.next(attempted), ControlFlow::Continue(_)));
     assert_eq!(clock_reads(), 0);
 }
 
@@ -197,14 +179,14 @@ fn the_budget_gets_its_deposit_as_the_first_attempt_starts() {
     let policy = Policy::new().jitter(Jitter::None);
     let mut retry = start::<(), &str, _, _>(&policy, transient).budget(&BUDGET);
     assert_eq!(BUDGET.available(), 0.0, "the builder deposits nothing");
-    let attempted = retry.attempt((), || Err("busy"));
+    let attempted = retry.attempt(|| Err("busy"));
     assert_eq!(BUDGET.available(), 1.0);
     // The retry takes this second's reserve, not the token; the second attempt deposits
     // nothing more.
-    let ControlFlow::Continue(mut retry) = retry.next((), attempted) else {
+    let ControlFlow::Continue(mut retry) = retry.next(attempted) else {
         panic!("expected a retry");
     };
-    let _ = retry.attempt((), || Ok(()));
+    let _ = retry.attempt(|| Ok(()));
     assert_eq!(BUDGET.available(), 1.0);
 }
 

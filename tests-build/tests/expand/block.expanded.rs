@@ -29,16 +29,14 @@ async fn check_coverage(
     claim: &Claim,
 ) -> Result<Coverage, ContractError> {
     async {
-        use ::retry_runtime::__private::{
-            self as __retry_rt, AsyncBlockWithoutDebug as _,
-        };
+        use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
         const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
             .max(3)
             .base(__retry_rt::Duration::from_secs(1))
             .jitter(__retry_rt::Jitter::Proportional(0.5));
         let mut __retry_body = async || { client.coverage(claim).await };
-        let mut __retry = __retry_rt::AsyncBlock::of(&__retry_body)
-            .start_async(&__RETRY_POLICY, "macrotest003:22", is_transient);
+        let mut __retry = __retry_rt::Shape::of_async(&__retry_body)
+            .start(&__RETRY_POLICY, "macrotest003:22", is_transient, __retry_rt::ASYNC);
         loop {
             let __retry_outcome = __retry.run(__retry_body()).await;
             #[allow(unreachable_code)]
@@ -57,11 +55,11 @@ async fn check_coverage(
 }
 fn read_config(path: &str) -> Result<String, ContractError> {
     {
-        use ::retry_runtime::__private::{self as __retry_rt, SyncBlockWithoutDebug as _};
+        use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
         const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new().max(3);
         let mut __retry_body = || { Ok(path.to_owned()) };
-        let mut __retry = __retry_rt::SyncBlock::of(&__retry_body)
-            .start(&__RETRY_POLICY, "macrotest003:26", is_transient);
+        let mut __retry = __retry_rt::Shape::of(&__retry_body)
+            .start(&__RETRY_POLICY, "macrotest003:26", is_transient, __retry_rt::Unset);
         loop {
             let __retry_outcome = __retry.attempt(&mut __retry_body);
             #[allow(unreachable_code)]

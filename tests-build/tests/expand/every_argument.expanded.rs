@@ -70,9 +70,8 @@ async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
         .max_delay(__retry_rt::Duration::from_secs(5))
         .deadline(__retry_rt::Duration::from_secs(20))
         .jitter(__retry_rt::Jitter::Decorrelated);
-    let mut __retry = __retry_rt::Retry::<
-        Result<u16, ContractError>,
-    >::start_async(&__RETRY_POLICY, "check_coverage", classify)
+    let mut __retry = __retry_rt::Shape::<Result<u16, ContractError>>::new()
+        .start(&__RETRY_POLICY, "check_coverage", classify, __retry_rt::ASYNC)
         .on_result(is_pending)
         .timeout(__retry_rt::Duration::from_secs(2))
         .notify(log_retry)

@@ -11,13 +11,13 @@ impl Tariffs {
             .base(__retry_rt::Duration::from_millis(100))
             .backoff(__retry_rt::Backoff::Linear)
             .jitter(__retry_rt::Jitter::None);
-        let mut __retry = __retry_rt::Retry::<
-            io::Result<u32>,
-        >::start(
-            &__RETRY_POLICY,
-            "reload",
-            |__retry_error| __retry_rt::is_transient(__retry_error),
-        );
+        let mut __retry = __retry_rt::Shape::<io::Result<u32>>::new()
+            .start(
+                &__RETRY_POLICY,
+                "reload",
+                |__retry_error| __retry_rt::is_transient(__retry_error),
+                __retry_rt::Unset,
+            );
         loop {
             let __retry_outcome = __retry
                 .attempt(|| {

@@ -9,32 +9,30 @@ async fn pay_out(claim: u32, amount: u64, key: &IdempotencyKey) -> io::Result<St
         .max(2)
         .base(__retry_rt::Duration::from_millis(500))
         .jitter(__retry_rt::Jitter::Full);
-    let mut __retry = __retry_rt::Retry::<
-        io::Result<String>,
-    >::start_async(
-        &__RETRY_POLICY,
-        "pay_out",
-        |__retry_error| __retry_rt::is_transient(__retry_error),
-    );
+    let mut __retry = __retry_rt::Shape::<io::Result<String>>::new()
+        .start(
+            &__RETRY_POLICY,
+            "pay_out",
+            |__retry_error| __retry_rt::is_transient(__retry_error),
+            __retry_rt::ASYNC,
+        )
+        .key(&*key);
     loop {
         let __retry_outcome = __retry
-            .run_keyed(
-                &*key,
-                async {
-                    if false {
-                        return __retry_rt::output_type::<io::Result<String>>();
-                    }
-                    {
-                        Ok(
-                            ::alloc::__export::must_use({
-                                ::alloc::fmt::format(
-                                    format_args!("{0} {1} {2}", claim, amount, key),
-                                )
-                            }),
-                        )
-                    }
-                },
-            )
+            .run(async {
+                if false {
+                    return __retry_rt::output_type::<io::Result<String>>();
+                }
+                {
+                    Ok(
+                        ::alloc::__export::must_use({
+                            ::alloc::fmt::format(
+                                format_args!("{0} {1} {2}", claim, amount, key),
+                            )
+                        }),
+                    )
+                }
+            })
             .await;
         #[allow(unreachable_code)]
         {
@@ -55,22 +53,20 @@ fn send_receipt(order: u64, to: &str) -> io::Result<()> {
     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(2)
         .base(__retry_rt::Duration::from_millis(500));
-    let mut __retry = __retry_rt::Retry::<
-        io::Result<()>,
-    >::start(
-        &__RETRY_POLICY,
-        "send_receipt",
-        |__retry_error| __retry_rt::is_transient(__retry_error),
-    );
+    let mut __retry = __retry_rt::Shape::<io::Result<()>>::new()
+        .start(
+            &__RETRY_POLICY,
+            "send_receipt",
+            |__retry_error| __retry_rt::is_transient(__retry_error),
+            __retry_rt::Unset,
+        )
+        .key(&order);
     loop {
         let __retry_outcome = __retry
-            .attempt_keyed(
-                &order,
-                || {
-                    let _ = (order, to);
-                    Ok(())
-                },
-            );
+            .attempt(|| {
+                let _ = (order, to);
+                Ok(())
+            });
         #[allow(unreachable_code)]
         {
             __retry = match __retry.next(__retry_outcome) {
@@ -90,26 +86,24 @@ fn refund(order: u64) -> io::Result<()> {
     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(2)
         .base(__retry_rt::Duration::from_millis(500));
-    let mut __retry = __retry_rt::Retry::<
-        io::Result<()>,
-    >::start(
+    let mut __retry = __retry_rt::Shape::<io::Result<()>>::new()
+        .start(
             &__RETRY_POLICY,
             "refund",
             |__retry_error| __retry_rt::is_transient(__retry_error),
+            __retry_rt::Unset,
         )
+        .key(&order)
         .fallback(|error, why| defer(order, error, why));
     loop {
         let __retry_outcome = __retry
-            .attempt_keyed(
-                &order,
-                || {
-                    let _ = order;
-                    Ok(())
-                },
-            );
+            .attempt(|| {
+                let _ = order;
+                Ok(())
+            });
         #[allow(unreachable_code)]
         {
-            __retry = match __retry.next_keyed(&order, __retry_outcome) {
+            __retry = match __retry.next(__retry_outcome) {
                 __retry_rt::ControlFlow::Break(__retry_result) => return __retry_result,
                 __retry_rt::ControlFlow::Continue(__retry_next) => __retry_next,
             };

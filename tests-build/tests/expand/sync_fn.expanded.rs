@@ -4,13 +4,13 @@ fn read_tariffs(path: &std::path::Path) -> std::io::Result<String> {
     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(2)
         .base(__retry_rt::Duration::from_millis(50));
-    let mut __retry = __retry_rt::Retry::<
-        std::io::Result<String>,
-    >::start(
-        &__RETRY_POLICY,
-        "read_tariffs",
-        |__retry_error| __retry_rt::is_transient(__retry_error),
-    );
+    let mut __retry = __retry_rt::Shape::<std::io::Result<String>>::new()
+        .start(
+            &__RETRY_POLICY,
+            "read_tariffs",
+            |__retry_error| __retry_rt::is_transient(__retry_error),
+            __retry_rt::Unset,
+        );
     loop {
         let __retry_outcome = __retry.attempt(|| { std::fs::read_to_string(path) });
         #[allow(unreachable_code)]

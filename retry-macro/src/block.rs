@@ -203,8 +203,8 @@ fn last_block(tokens: &[TokenTree]) -> (Option<Body>, usize) {
 /// closure (`async || { ... }`, which lends its captures to each attempt's future; the shape
 /// `Shape::of_async`, the timer `__retry_rt::ASYNC`), each attempt
 /// `__retry.run(__retry_body()).await` and each pause `__retry.pause().await`. With
-/// `key = k`, `let __retry_key = &(k);` before the closure and `.key(__retry_key)` after
-/// `start`, as the attribute lends a key parameter.
+/// `key = k`, `let __retry_key = &(k);` before the closure and `__retry.key(__retry_key).run(...)`,
+/// as the attribute lends a key parameter.
 fn expand(args: &Args, body: &Body) -> TokenStream {
     let runtime = match args.krate() {
         Some(path) => path.to_token_stream(),
@@ -244,15 +244,17 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
     ));
     let mut builder = quote_spanned!(start_span=>
         __retry_rt::Shape::#shape(&#closure).#start(#policy_ref, #name, #classify, #timer));
-    let key_item = match args.expr(&grammar::KEY) {
+    builder.extend(pass_through(args));
+    let (key_item, attempt_state) = match args.expr(&grammar::KEY) {
         Some(expr) => {
             let at = at(&expr.to_token_stream());
-            builder.extend(quote_spanned!(at=> .key(#key_local)));
-            quote_spanned!(at=> let #key_local = &(#expr);)
+            (
+                quote_spanned!(at=> let #key_local = &(#expr);),
+                quote_spanned!(at=> #state.key(#key_local)),
+            )
         }
-        None => TokenStream::new(),
+        None => (TokenStream::new(), quote!(#state)),
     };
-    builder.extend(pass_through(args));
     let group = body.group();
     let (closure_item, attempt, sleep) = match body {
         Body::Async {
@@ -267,13 +269,13 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
             };
             (
                 quote!(let mut #closure = #async_token #move_token || #group;),
-                quote!(#state.#run(#closure()).await),
+                quote!(#attempt_state.#run(#closure()).await),
                 quote!(#state.pause().await),
             )
         }
         Body::Sync(_) => (
             quote!(let mut #closure = || #group;),
-            quote!(#state.attempt(&mut #closure)),
+            quote!(#attempt_state.attempt(&mut #closure)),
             quote!(#state.pause_blocking()),
         ),
     };

@@ -43,7 +43,8 @@ use syn::ext::IdentExt;
 /// to. With an async `fallback`, the `Break` arm is `return __retry_rt::finish(__retry_result).await`.
 /// A sync function runs each attempt as `__retry.attempt(|| { body })` and pauses with
 /// `__retry.pause_blocking()`. A function with a key parameter lends it to every attempt (and
-/// to the fallback) with `.key(&key)` after `start`. `next` takes the loop state by value and gives it back for the next attempt, so
+/// through its outcome to the fallback): `__retry.key(&key).run(...)`. `next` takes the loop
+/// state by value and gives it back for the next attempt, so
 /// that the compiler can keep it in registers.
 pub(crate) fn expand(plan: Plan) -> TokenStream {
     // `crate = path`, or the runtime's own name.
@@ -93,19 +94,22 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let timer = timer(is_async, args);
     let mut builder = quote_spanned!(start_span=>
         __retry_rt::Shape::<#output>::new().#start(#policy_ref, #name, #classify, #timer));
-    // A function with an idempotency key lends it to each attempt and to its fallback:
-    // `.key(&key)` after `start`. Located at the parameter's type (past any `&`), so that a type
-    // without `Display` is reported there.
-    if let Some(key) = &plan.key {
-        let at = at(&item::referent(&key.ty).to_token_stream());
-        let mut name = key.name.clone();
-        name.set_span(at);
-        // Past the parameter's own references (`&*key` for `key: &str`), so that the runtime
-        // lends the key's type itself, which must borrow nothing.
-        let derefs = (0..item::references(&key.ty)).map(|_| quote_spanned!(at=> *));
-        builder.extend(quote_spanned!(at=> .key(&#(#derefs)*#name)));
-    }
     builder.extend(pass_through(args));
+    // A function with an idempotency key lends it to each attempt (and through the attempt's
+    // outcome to its fallback): `__retry.key(&key).run(...)`. Located at the parameter's type
+    // (past any `&`), so that a type without `Display` is reported there.
+    let attempt_state = match &plan.key {
+        Some(key) => {
+            let at = at(&item::referent(&key.ty).to_token_stream());
+            let mut name = key.name.clone();
+            name.set_span(at);
+            // Past the parameter's own references (`&*key` for `key: &str`), so that the runtime
+            // lends the key's type itself, which must borrow nothing.
+            let derefs = (0..item::references(&key.ty)).map(|_| quote_spanned!(at=> *));
+            quote_spanned!(at=> #state.key(&#(#derefs)*#name))
+        }
+        None => quote!(#state),
+    };
     // `hedge = ...`: the function's `Hedge`, a `static` that keeps its observed latency.
     let mut hedge_item = TokenStream::new();
 
@@ -122,7 +126,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
             // itself with `timeout`.
             Some(hedge) => {
                 hedge_item = hedge;
-                quote!(#state.run_hedged(&__RETRY_HEDGE, || async { #output_type #body }).await)
+                quote!(#attempt_state.run_hedged(&__RETRY_HEDGE, || async { #output_type #body }).await)
             }
             None => {
                 let run = if args.accepted(&grammar::TIMEOUT).is_some() {
@@ -130,13 +134,13 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
                 } else {
                     quote!(run)
                 };
-                quote!(#state.#run(async { #output_type #body }).await)
+                quote!(#attempt_state.#run(async { #output_type #body }).await)
             }
         };
         (attempt, quote!(#state.pause().await))
     } else {
         (
-            quote!(#state.attempt(|| #body)),
+            quote!(#attempt_state.attempt(|| #body)),
             quote!(#state.pause_blocking()),
         )
     };

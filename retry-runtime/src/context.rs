@@ -143,37 +143,40 @@ impl KeySlot for () {
     }
 }
 
-/// A key parameter, borrowed for the attempts, with how to lend it: made by
-/// [`KeyParam::lent`], where the parameter's type is known to be a key, so that nothing after it
-/// asks again (a type that is no key is one error, there).
+/// A key parameter, borrowed for the attempts, with how to lend it (`L`: a function item of
+/// [`KeyParam`], zero-sized): made by `Retry::key`, where the parameter's type is known to be a
+/// key, so that nothing after it asks again (a type that is no key is one error, there), and
+/// the loop carries one reference for it (`PERFORMANCE.md` §7).
 #[doc(hidden)]
-pub struct Lent<'a, Q: ?Sized> {
-    key: &'a Q,
-    kind: KeyKind,
-    lend: fn(&Q, &mut dyn FnMut()),
+pub struct Lent<'a, Q: ?Sized, L> {
+    pub(crate) key: &'a Q,
+    pub(crate) lend: L,
 }
 
 // By hand: a derive would ask `Q: Copy`.
-impl<Q: ?Sized> Clone for Lent<'_, Q> {
+impl<Q: ?Sized, L: Copy> Clone for Lent<'_, Q, L> {
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<Q: ?Sized> Copy for Lent<'_, Q> {}
+impl<Q: ?Sized, L: Copy> Copy for Lent<'_, Q, L> {}
 
-impl<Q: ?Sized> KeySlot for Lent<'_, Q> {
+impl<Q: ?Sized, L> KeySlot for Lent<'_, Q, L>
+where
+    L: Copy + Fn(&Q, Option<&mut dyn FnMut()>) -> KeyKind,
+{
     #[inline]
     fn kind(&self) -> KeyKind {
-        self.kind
+        (self.lend)(self.key, None)
     }
     #[inline]
     fn lend<R>(self, f: impl FnOnce() -> R) -> R {
         let mut f = Some(f);
         let mut result = None;
-        (self.lend)(self.key, &mut || result = f.take().map(|f| f()));
+        (self.lend)(self.key, Some(&mut || result = f.take().map(|f| f())));
         match result {
             Some(result) => result,
-            // `lend` calls its closure exactly once (`lend_key` and `lend_text_key` do).
+            // `lend_as_key` runs its closure exactly once (`lend_key` and `lend_text_key` do).
             None => unreachable!("a key's `lend` did not run the attempt"),
         }
     }
@@ -193,30 +196,41 @@ impl<Q: ?Sized> KeySlot for Lent<'_, Q> {
     note = "implement `std::fmt::Display` for the type (writing the text every attempt sends), or make the key a parameter of its own, like `#[idempotency_key] order_number: u64`"
 )]
 pub(crate) trait KeyParam: Display + 'static {
-    /// The key, borrowed for the attempts.
-    fn lent(&self) -> Lent<'_, Self>;
+    /// Which slot the key goes to; and with `f`, runs it with the key lent to the attempt
+    /// context.
+    fn lend_as_key(&self, f: Option<&mut dyn FnMut()>) -> KeyKind;
 }
 
 impl<K: Display + 'static> KeyParam for K {
     #[inline]
-    fn lent(&self) -> Lent<'_, K> {
-        Lent {
-            key: self,
-            kind: KeyKind::Display,
-            lend: |key, f| lend_key(key, f),
+    fn lend_as_key(&self, f: Option<&mut dyn FnMut()>) -> KeyKind {
+        if let Some(f) = f {
+            lend_key(self, f);
         }
+        KeyKind::Display
     }
 }
 
 #[diagnostic::do_not_recommend]
 impl KeyParam for str {
     #[inline]
-    fn lent(&self) -> Lent<'_, str> {
-        Lent {
-            key: self,
-            kind: KeyKind::Text,
-            lend: |key, f| lend_text_key(key, f),
+    fn lend_as_key(&self, f: Option<&mut dyn FnMut()>) -> KeyKind {
+        if let Some(f) = f {
+            lend_text_key(self, f);
         }
+        KeyKind::Text
+    }
+}
+
+/// `key`, borrowed for the attempts.
+#[inline]
+#[allow(private_bounds, clippy::type_complexity)]
+pub(crate) fn lent<Q: KeyParam + ?Sized>(
+    key: &Q,
+) -> Lent<'_, Q, impl Copy + Fn(&Q, Option<&mut dyn FnMut()>) -> KeyKind + use<Q>> {
+    Lent {
+        key,
+        lend: Q::lend_as_key,
     }
 }
 
@@ -235,6 +249,15 @@ impl<F, K> Scoped<F, K> {
     #[inline(always)]
     pub(crate) fn new(frame: Frame, key: K, future: F) -> Self {
         Scoped { frame, key, future }
+    }
+
+    /// The key it lends.
+    #[inline(always)]
+    pub(crate) fn key(self: Pin<&mut Self>) -> K
+    where
+        K: Copy,
+    {
+        *self.project().key
     }
 }
 
@@ -406,7 +429,7 @@ mod tests {
             ..Frame::default()
         };
         let _a = Enter::new(outer);
-        KeySlot::lend(outer_key.lent(), || {
+        KeySlot::lend(lent(&outer_key), || {
             {
                 // An inner function without a key: its frame says so, the slot is left alone.
                 let _b = Enter::new(Frame {
@@ -427,7 +450,7 @@ mod tests {
                     key: KeyKind::Display,
                     ..Frame::default()
                 });
-                KeySlot::lend(4711u64.lent(), || {
+                KeySlot::lend(lent(&4711u64), || {
                     assert_eq!(attempt().key().map(IdempotencyKey::as_str), Some("4711"));
                     // Deeper, a `str` key in the other slot: the innermost frame says which.
                     let _d = Enter::new(Frame {
@@ -435,7 +458,7 @@ mod tests {
                         key: KeyKind::Text,
                         ..Frame::default()
                     });
-                    KeySlot::lend("text-key".lent(), || {
+                    KeySlot::lend(lent("text-key"), || {
                         assert_eq!(
                             attempt().key().map(IdempotencyKey::as_str),
                             Some("text-key")
@@ -453,7 +476,7 @@ mod tests {
     #[test]
     fn a_panic_under_a_lent_key_puts_the_slot_back() {
         let caught = std::panic::catch_unwind(|| {
-            KeySlot::lend("claim-1".lent(), || -> () { panic!("the body panicked") })
+            KeySlot::lend(lent("claim-1"), || -> () { panic!("the body panicked") })
         });
         assert!(caught.is_err());
         assert!(!KEY_TEXT.is_set());

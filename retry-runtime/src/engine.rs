@@ -154,13 +154,13 @@ impl<T, E, B: AsyncFnMut() -> Result<T, E>> Operation<T, E> for AsyncFnOperation
 pub use crate::timer::TokioTimer;
 
 /// The loop state of one call of a door configured at run time.
-fn state<'a, T, E: fmt::Debug, S: Sleeper>(
+fn state<'a, T, E, S: Sleeper>(
     settings: &Set<'a>,
     hooks: Hooks<'a, T, E>,
     timer: S,
 ) -> Retry<'a, T, E, state::DynOptions<'a, T, E, S>>
 where
-    E: From<Elapsed> + From<CircuitOpen>,
+    E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
 {
     let clock = crate::timer::clock_of::<S>;
     Retry {
@@ -168,10 +168,8 @@ where
             policy: settings.policy,
             name: settings.name,
             clock,
-            level: settings.level,
         },
-        progress: state::Progress::idle(),
-        show: <E as fmt::Debug>::fmt,
+        progress: state::Progress::idle(settings.level),
         opts: hooks.options(settings, timer),
         spans: Default::default(),
         value: PhantomData,
@@ -201,18 +199,21 @@ where
 
 /// [`drive`] with `hedge`: each attempt that has not answered after the [`Hedge`]'s delay gets
 /// copies running beside it (each with the attempt's context, `attempt().hedge()` its index),
-/// and the first acceptable answer wins; the others are dropped. `attempt` is called once per
-/// copy, possibly while another copy runs, so it is `AsyncFn`, not `AsyncFnMut`.
-pub async fn drive_hedged<T, E, S>(
+/// and the first acceptable answer wins; the others are dropped. `attempt` makes one copy's
+/// future, possibly while another copy runs, so it is `Fn`: a closure that returns a future
+/// (`|| async move { ... }`), with what each copy needs cloned into it (a tonic client, an
+/// `Arc`).
+pub async fn drive_hedged<T, E, S, Fut>(
     settings: &Settings<'_>,
     hooks: DynHooks<'_, T, E>,
     timer: S,
     hedge: &Hedge,
-    attempt: impl AsyncFn() -> Result<T, E>,
+    attempt: impl Fn() -> Fut,
 ) -> Result<T, E>
 where
     E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
     S: Sleeper,
+    Fut: Future<Output = Result<T, E>>,
 {
     let state = state(settings, hooks, timer);
     state::drive(state, None, state::Hedged(hedge, attempt)).await

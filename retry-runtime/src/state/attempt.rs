@@ -6,7 +6,7 @@ use super::hooks::HookSet;
 use super::options::HeadSet;
 use super::spans::AttemptSpan;
 use super::{Opts, Retry};
-use crate::context::{Enter, Frame, KeyKind, KeySlot, Scoped};
+use crate::context::{self, Enter, Frame, KeyKind, KeyParam, KeySlot, Lent, Scoped};
 use crate::timer::{Sleeper, Timed};
 use std::future::Future;
 use std::pin::Pin;
@@ -21,6 +21,118 @@ pub enum Attempted<T, E> {
     Refused(E),
     /// `timeout` cut the body off: its expiry, as the loop's error.
     TimedOut(E),
+}
+
+/// What happened to one attempt of a loop with an idempotency key, and the key, which a
+/// fallback borrows too: what [`WithKey`]'s attempts return.
+pub struct KeyedOutcome<T, E, Key> {
+    pub(crate) attempted: Attempted<T, E>,
+    pub(crate) key: Key,
+}
+
+/// What `next` takes: an attempt's outcome, with the idempotency key the attempt borrowed (`()`
+/// for none). Sealed: [`Attempted`] and [`KeyedOutcome`].
+pub trait AttemptOutcome<T, E> {
+    /// The key, `()` for none.
+    type Key: KeySlot;
+    /// The outcome and the key.
+    #[doc(hidden)]
+    fn split(self) -> (Attempted<T, E>, Self::Key);
+}
+
+impl<T, E> AttemptOutcome<T, E> for Attempted<T, E> {
+    type Key = ();
+    #[inline(always)]
+    fn split(self) -> (Attempted<T, E>, ()) {
+        (self, ())
+    }
+}
+
+impl<T, E, Key: KeySlot> AttemptOutcome<T, E> for KeyedOutcome<T, E, Key> {
+    type Key = Key;
+    #[inline(always)]
+    fn split(self) -> (Attempted<T, E>, Key) {
+        (self.attempted, self.key)
+    }
+}
+
+/// The loop state with an idempotency key lent to its next attempt: `state.key(&key)`, then
+/// one of the attempt methods, as on the state itself. The attempt borrows the key parameter for
+/// [`attempt()`](crate::attempt)`.key()`, which renders it only if the body asks; its outcome
+/// carries the key on to `next`, for a fallback.
+pub struct WithKey<'s, 'p, T, E, O, Key> {
+    pub(crate) state: &'s mut Retry<'p, T, E, O>,
+    pub(crate) key: Key,
+}
+
+impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, Opts<K, H, X>> {
+    /// The next attempt with the idempotency key `key` lent to it: a key parameter, past its own
+    /// references (`&*key` for `key: &str`). A key type without `Display` is one error, here.
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    pub fn key<'s, 'k, Q: KeyParam + ?Sized>(
+        &'s mut self,
+        key: &'k Q,
+    ) -> WithKey<
+        's,
+        'p,
+        T,
+        E,
+        Opts<K, H, X>,
+        Lent<
+            'k,
+            Q,
+            impl Copy + Fn(&Q, Option<&mut dyn FnMut()>) -> KeyKind + use<T, E, K, H, X, Q>,
+        >,
+    > {
+        WithKey {
+            state: self,
+            key: context::lent(key),
+        }
+    }
+}
+
+impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>, Key: KeySlot>
+    WithKey<'_, 'p, T, E, Opts<K, H, X>, Key>
+{
+    /// [`Retry::attempt`] with the key lent.
+    #[inline(always)]
+    pub fn attempt(self, body: impl FnOnce() -> Result<T, E>) -> KeyedOutcome<T, E, Key> {
+        KeyedOutcome {
+            attempted: self.state.attempt_lending(self.key, body),
+            key: self.key,
+        }
+    }
+
+    /// [`Retry::run`] with the key lent: its future holds a reference to the key, and nothing
+    /// else for it.
+    #[inline(always)]
+    pub fn run<F>(
+        self,
+        body: F,
+    ) -> impl Future<Output = KeyedOutcome<T, E, Key>> + use<T, E, K, H, X, Key, F>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        self.state.run_lending(self.key, body)
+    }
+
+    /// [`Retry::run_timed`] with the key lent.
+    #[inline(always)]
+    pub fn run_timed<F>(self, body: F) -> impl Future<Output = KeyedOutcome<T, E, Key>>
+    where
+        K::Sleeper: Sleeper,
+        F: Future<Output = Result<T, E>>,
+    {
+        let key = self.key;
+        let run = self.state.run_made(key, || body);
+        async move {
+            KeyedOutcome {
+                attempted: run.await,
+                key,
+            }
+        }
+    }
 }
 
 impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, Opts<K, H, X>> {
@@ -63,12 +175,19 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
         )
     }
 
-    /// Runs one attempt of a sync loop, with the attempt context in place and the idempotency
-    /// key `key` lent to it (`()` for none): [`attempt()`](crate::attempt)`.key()` renders it
-    /// only if the body asks.
+    /// Runs one attempt of a sync loop, with the attempt context in place.
     #[inline(always)]
     pub fn attempt(&mut self, body: impl FnOnce() -> Result<T, E>) -> Attempted<T, E> {
-        let key = self.opts.head.key();
+        self.attempt_lending((), body)
+    }
+
+    /// [`attempt`](Retry::attempt) with `key` lent to the attempt (`()` for none).
+    #[inline(always)]
+    pub(crate) fn attempt_lending<Key: KeySlot>(
+        &mut self,
+        key: Key,
+        body: impl FnOnce() -> Result<T, E>,
+    ) -> Attempted<T, E> {
         let frame = match self.enter(key.kind()) {
             Ok(frame) => frame,
             Err(refusal) => return Attempted::Refused(refusal.into_error()),
@@ -78,9 +197,8 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
         Attempted::Completed(key.lend(body))
     }
 
-    /// Runs one attempt of an async loop, with the attempt context in place on every poll and
-    /// the key `key` lent to it (`()` for none). The returned future holds only the frame, the
-    /// key's reference and the body's future, not the loop state.
+    /// Runs one attempt of an async loop, with the attempt context in place on every poll. The
+    /// returned future holds only the frame and the body's future, not the loop state.
     #[inline(always)]
     pub fn run<F>(
         &mut self,
@@ -89,12 +207,27 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     where
         F: Future<Output = Result<T, E>>,
     {
-        let key = self.opts.head.key();
+        Unkeyed {
+            run: self.run_lending((), body),
+        }
+    }
+
+    /// [`run`](Retry::run) with `key` lent to the attempt (`()` for none): its future holds the
+    /// key's reference, and nothing else for it.
+    #[inline(always)]
+    pub(crate) fn run_lending<Key: KeySlot, F>(
+        &mut self,
+        key: Key,
+        body: F,
+    ) -> impl Future<Output = KeyedOutcome<T, E, Key>> + use<T, E, K, H, X, Key, F>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
         match self.enter(key.kind()) {
             Ok(frame) => Run::Attempt {
                 scoped: Scoped::new(frame, key, self.attempt_span().instrument(body)),
             },
-            Err(refusal) => Run::<_, _, X::Refusal>::Refused { refusal },
+            Err(refusal) => Run::<_, _, X::Refusal>::Refused { refusal, key },
         }
     }
 
@@ -108,17 +241,20 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
         K::Sleeper: Sleeper,
         F: Future<Output = Result<T, E>>,
     {
-        self.run_made(|| body)
+        self.run_made((), || body)
     }
 
     /// One attempt of [`drive`](super::drive) and of `run_timed`: the body's future made by
     /// `make` inside the attempt's context, raced against `timeout` if there is one.
-    pub(crate) async fn run_made<F>(&mut self, make: impl FnOnce() -> F) -> Attempted<T, E>
+    pub(crate) async fn run_made<Key: KeySlot, F>(
+        &mut self,
+        key: Key,
+        make: impl FnOnce() -> F,
+    ) -> Attempted<T, E>
     where
         K::Sleeper: Sleeper,
         F: Future<Output = Result<T, E>>,
     {
-        let key = self.opts.head.key();
         let frame = match self.enter(key.kind()) {
             Ok(frame) => frame,
             Err(refusal) => return Attempted::Refused(refusal.into_error()),
@@ -156,7 +292,7 @@ pin_project_lite::pin_project! {
         /// The breaker refused: its refusal, turned into the loop's error when polled. A loop
         /// without a breaker has [`NoRefusal`](super::NoRefusal) here, so this variant takes no
         /// room in its future.
-        Refused { refusal: Ref },
+        Refused { refusal: Ref, key: K },
     }
 }
 
@@ -166,15 +302,40 @@ where
     K: KeySlot,
     Ref: IntoError<E> + Copy,
 {
-    type Output = Attempted<T, E>;
+    /// The outcome, with the key the attempt borrowed (held once, by the attempt).
+    type Output = KeyedOutcome<T, E, K>;
 
     #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Attempted<T, E>> {
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
         match self.project() {
-            RunProj::Attempt { scoped } => scoped.poll(cx).map(Attempted::Completed),
-            RunProj::Refused { refusal } => {
-                Poll::Ready(Attempted::Refused((*refusal).into_error()))
+            RunProj::Attempt { mut scoped } => {
+                let outcome = std::task::ready!(scoped.as_mut().poll(cx));
+                Poll::Ready(KeyedOutcome {
+                    attempted: Attempted::Completed(outcome),
+                    key: scoped.key(),
+                })
             }
+            RunProj::Refused { refusal, key } => Poll::Ready(KeyedOutcome {
+                attempted: Attempted::Refused((*refusal).into_error()),
+                key: *key,
+            }),
         }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// An attempt without a key: its outcome alone.
+    struct Unkeyed<R> {
+        #[pin]
+        run: R,
+    }
+}
+
+impl<T, E, R: Future<Output = KeyedOutcome<T, E, ()>>> Future for Unkeyed<R> {
+    type Output = Attempted<T, E>;
+
+    #[inline(always)]
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Attempted<T, E>> {
+        self.project().run.poll(cx).map(|outcome| outcome.attempted)
     }
 }

@@ -8,19 +8,21 @@
 
 use super::extras::MaybeExtras;
 use super::hooks::HookSet;
+use super::log::Show;
 use super::observe::{self, End, Failure, Shown};
 use super::options::{Classifier, HeadSet};
 use super::{Attempted, GiveUp, GiveUpReason, Opts, Progress, Retry, RetryEvent, Site};
 use crate::context::KeySlot;
 use crate::policy::nanos;
 use crate::{RetryBudget, Verdict};
-use std::fmt;
+use std::marker::PhantomData;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
 impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, Opts<K, H, X>>
 where
     K::On: Classifier<E>,
+    K::Show: Show<E>,
 {
     /// `next` for anything but an accepted `Ok`: the state taken apart into separate locals on
     /// this branch alone, the verdict, the decision, the hooks, and the state put back together
@@ -29,21 +31,19 @@ where
     /// Taken apart, not borrowed: `PERFORMANCE.md` §2.
     #[inline(always)]
     #[allow(clippy::type_complexity)]
-    pub(super) fn after_failure(
+    pub(super) fn after_failure<Key: KeySlot>(
         self,
+        key: Key,
         attempted: Attempted<T, E>,
         ok_verdict: Verdict,
-    ) -> ControlFlow<H::Finish<K::Key>, Self> {
+    ) -> ControlFlow<H::Finish<Key>, Self> {
         let Retry {
             site,
             progress,
-            show,
             mut opts,
             spans,
             value,
         } = self;
-        // The key the attempts borrowed, which a fallback borrows too.
-        let key = opts.head.key();
         // Under a retrying layer that layer decides (`observe::ended` says so at debug).
         let single = progress.retried_above && !opts.extras.nested_retry();
         // The outcome to return if the loop stops here, and whether it may be retried.
@@ -52,10 +52,10 @@ where
                 let outcome = Err(refusal);
                 observe::ended(
                     site.name,
-                    site.level,
+                    progress.level,
                     End::Nested,
                     progress.retries,
-                    failure_of(&outcome, show).as_failure(),
+                    failure_of::<T, E, K::Show>(&outcome).as_failure(),
                 );
                 return ControlFlow::Break(H::ready(outcome));
             }
@@ -63,10 +63,9 @@ where
             Attempted::Refused(refusal) => {
                 let why = GiveUpReason::BreakerOpen;
                 let outcome = Err(refusal);
-                return ControlFlow::Break(give_up(
+                return ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
                     site,
                     progress,
-                    show,
                     opts.hooks,
                     why,
                     progress.retries,
@@ -91,10 +90,10 @@ where
         // The attempt that just ended.
         let attempt = progress.retries + 1;
         if single && verdict.is_retry() {
-            let failure = failure_of(&outcome, show);
+            let failure = failure_of::<T, E, K::Show>(&outcome);
             observe::ended(
                 site.name,
-                site.level,
+                progress.level,
                 End::Nested,
                 attempt,
                 failure.as_failure(),
@@ -113,7 +112,7 @@ where
                     site.name,
                     attempt,
                     pause,
-                    failure_of(&outcome, show).as_failure(),
+                    failure_of::<T, E, K::Show>(&outcome).as_failure(),
                 );
                 // The event and the elapsed time only for a `notify` that hears them.
                 if H::NOTIFY && opts.hooks.notifies() {
@@ -129,7 +128,6 @@ where
                 ControlFlow::Continue(Retry {
                     site,
                     progress: progress.retried_after(pause),
-                    show,
                     opts,
                     spans,
                     value,
@@ -139,37 +137,29 @@ where
             Step::Return => {
                 observe::ended(
                     site.name,
-                    site.level,
+                    progress.level,
                     End::Permanent,
                     attempt,
-                    failure_of(&outcome, show).as_failure(),
+                    failure_of::<T, E, K::Show>(&outcome).as_failure(),
                 );
                 ControlFlow::Break(H::ready(outcome))
             }
-            Step::GiveUp(reason) => ControlFlow::Break(give_up(
-                site, progress, show, opts.hooks, reason, attempt, outcome, key,
+            Step::GiveUp(reason) => ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
+                site, progress, opts.hooks, reason, attempt, outcome, key,
             )),
         }
     }
 }
 
 /// The outcome as the events show it: its error, or an `Ok` that `on_result` rejected.
-fn failure_of<T, E>(
-    outcome: &Result<T, E>,
-    show: fn(&E, &mut fmt::Formatter<'_>) -> fmt::Result,
-) -> Shown<'_, E>
-where
-{
-    match outcome {
-        Err(error) => Shown {
-            error: Some(error),
-            show,
-        },
-        Ok(_) => Shown { error: None, show },
+fn failure_of<T, E, D>(outcome: &Result<T, E>) -> Shown<'_, E, D> {
+    Shown {
+        error: outcome.as_ref().err(),
+        show: PhantomData,
     }
 }
 
-impl<E> Shown<'_, E> {
+impl<E, D: Show<E>> Shown<'_, E, D> {
     fn as_failure(&self) -> Failure<'_> {
         match self.error {
             Some(_) => Failure::Error(self),
@@ -183,10 +173,9 @@ impl<E> Shown<'_, E> {
 /// result (or the outcome, without one) ends the call.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot>(
+fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot, D: Show<E>>(
     site: Site<'_>,
     progress: Progress,
-    show: fn(&E, &mut fmt::Formatter<'_>) -> fmt::Result,
     hooks: H,
     reason: GiveUpReason,
     attempts: u32,
@@ -200,10 +189,10 @@ fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot>(
     };
     observe::ended(
         site.name,
-        site.level,
+        progress.level,
         end,
         attempts,
-        failure_of(&outcome, show).as_failure(),
+        failure_of::<T, E, D>(&outcome).as_failure(),
     );
     if !H::HEARS_GIVE_UP || !hooks.hears_give_up() {
         return H::ready(outcome);

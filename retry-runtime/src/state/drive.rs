@@ -6,12 +6,14 @@
 use super::extras::MaybeExtras;
 use super::fallback::IntoFinish;
 use super::hooks::HookSet;
+use super::log::Show;
 use super::options::{Classifier, HeadSet};
 use super::retrier::SyncFinish;
 use super::{Attempted, Opts, Progress, Retry};
 use crate::context;
 use crate::engine::Operation;
 use crate::timer::Sleeper;
+use std::future::Future;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
@@ -25,6 +27,7 @@ pub(crate) trait Attempts<T, E> {
     where
         K: HeadSet<Sleeper: Sleeper>,
         K::On: Classifier<E>,
+        K::Show: Show<E>,
         H: HookSet<T, E>,
         X: MaybeExtras<E>;
 }
@@ -41,19 +44,24 @@ impl<T, E, B: Operation<T, E>> Attempts<T, E> for Plain<B> {
     where
         K: HeadSet<Sleeper: Sleeper>,
         K::On: Classifier<E>,
+        K::Show: Show<E>,
         H: HookSet<T, E>,
         X: MaybeExtras<E>,
     {
         let body = &mut self.0;
-        state.run_made(|| body.attempt()).await
+        state.run_made((), || body.attempt()).await
     }
 }
 
-/// Each attempt is hedged: the body may run several times at once, so it borrows its
-/// surroundings shared (`AsyncFn`).
+/// Each attempt is hedged: the body may run several times at once, so it is called through a
+/// shared reference (`Fn`), each call making one copy's future.
 pub(crate) struct Hedged<'h, B>(pub(crate) &'h crate::Hedge, pub(crate) B);
 
-impl<T, E, B: AsyncFn() -> Result<T, E>> Attempts<T, E> for Hedged<'_, B> {
+impl<T, E, B, Fut> Attempts<T, E> for Hedged<'_, B>
+where
+    B: Fn() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
     #[inline]
     async fn attempt<'p, K, H, X>(
         &mut self,
@@ -62,11 +70,12 @@ impl<T, E, B: AsyncFn() -> Result<T, E>> Attempts<T, E> for Hedged<'_, B> {
     where
         K: HeadSet<Sleeper: Sleeper>,
         K::On: Classifier<E>,
+        K::Show: Show<E>,
         H: HookSet<T, E>,
         X: MaybeExtras<E>,
     {
         let Hedged(hedge, body) = self;
-        state.run_hedged(hedge, || body()).await
+        state.run_hedged(hedge, &*body).await
     }
 }
 
@@ -82,8 +91,9 @@ pub(crate) async fn drive<'p, T, E, K, H, X>(
 where
     K: HeadSet<Sleeper: Sleeper>,
     K::On: Classifier<E>,
+    K::Show: Show<E>,
     H: HookSet<T, E>,
-    H::Finish<K::Key>: IntoFinish<T, E>,
+    H::Finish<()>: IntoFinish<T, E>,
     X: MaybeExtras<E>,
 {
     state.restart();
@@ -113,8 +123,9 @@ pub(crate) fn drive_blocking<'p, T, E, K, H, X>(
 where
     K: HeadSet,
     K::On: Classifier<E>,
+    K::Show: Show<E>,
     H: HookSet<T, E>,
-    H::Finish<K::Key>: SyncFinish<T, E>,
+    H::Finish<()>: SyncFinish<T, E>,
     X: MaybeExtras<E>,
 {
     // Named here, not handed over in memory: a direct call, inline.
@@ -129,6 +140,7 @@ where
                 retries: 0,
                 retried_above: context::current().retried_above,
                 hedges: 0,
+                level: state.progress.level,
                 previous_pause: 0,
                 started: state.progress.started,
             };
@@ -154,7 +166,7 @@ where
         attempted = match now {
             // As on the first attempt: an `Ok` without `on_result` is accepted as it is.
             Attempted::Completed(Ok(value)) if !H::ON_RESULT => {
-                return state.accept(value).into_result();
+                return state.accept::<()>(value).into_result();
             }
             attempted => attempted,
         };
@@ -179,6 +191,7 @@ impl<T, E, O> Retry<'_, T, E, O> {
             retries: 0,
             retried_above: context::current().retried_above,
             hedges: 0,
+            level: self.progress.level,
             previous_pause: 0,
             started: self
                 .site

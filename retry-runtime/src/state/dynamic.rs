@@ -319,8 +319,7 @@ impl<'a, T, E> DynHooks<'a, T, E> {
             head: Head {
                 classify: DynClassify(self.classify),
                 sleeper,
-                only: PhantomData,
-                key: (),
+                marks: PhantomData,
             },
             hooks: Hooks {
                 on_result: DynSlot(self.on_result),

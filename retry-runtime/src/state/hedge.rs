@@ -26,6 +26,7 @@
 //! The classifier and `on_result` are asked here and again by `next` for the outcome that ends
 //! the attempt: both are expected to be pure functions of the outcome, as everywhere else.
 
+use super::attempt::{KeyedOutcome, WithKey};
 use super::extras::Held;
 use super::extras::{IntoError, MaybeExtras, Timeout};
 use super::hooks::HookSet;
@@ -146,7 +147,20 @@ where
         M: Fn() -> F,
         F: Future<Output = Result<T, E>>,
     {
-        let key = self.opts.head.key();
+        self.run_hedged_lending((), hedge, make).await
+    }
+
+    /// [`run_hedged`](Retry::run_hedged) with `key` lent to every copy (`()` for none).
+    pub(crate) async fn run_hedged_lending<Key: KeySlot, M, F>(
+        &mut self,
+        key: Key,
+        hedge: &Hedge,
+        make: M,
+    ) -> Attempted<T, E>
+    where
+        M: Fn() -> F,
+        F: Future<Output = Result<T, E>>,
+    {
         let frame = match self.enter(key.kind()) {
             Ok(frame) => frame,
             Err(refusal) => return Attempted::Refused(refusal.into_error()),
@@ -326,4 +340,26 @@ fn unreachable_elapsed<T>(elapsed: Elapsed) -> T {
         "a copy without `timeout` timed out after {:?}",
         elapsed.limit()
     )
+}
+
+impl<'p, T, E, K, H, X, Key> WithKey<'_, 'p, T, E, Opts<K, H, X>, Key>
+where
+    K: HeadSet<Sleeper: Sleeper>,
+    K::On: Classifier<E>,
+    H: HookSet<T, E>,
+    X: MaybeExtras<E>,
+    Key: KeySlot,
+{
+    /// [`Retry::run_hedged`] with the key lent to every copy.
+    pub async fn run_hedged<M, F>(self, hedge: &Hedge, make: M) -> KeyedOutcome<T, E, Key>
+    where
+        M: Fn() -> F,
+        F: Future<Output = Result<T, E>>,
+    {
+        let key = self.key;
+        KeyedOutcome {
+            attempted: self.state.run_hedged_lending(key, hedge, make).await,
+            key,
+        }
+    }
 }

@@ -39,8 +39,30 @@ pub mod level {
     levels!(Error, Warn, Info, Debug, Trace,);
 }
 
-/// How an event shows an error whose type has no `Debug` (or a generic error type without the
-/// bound): by its type name.
-pub(crate) fn by_name<E>(_: &E, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    write!(f, "a `{}` (no `Debug`)", std::any::type_name::<E>())
+/// How the events show an error: with its `Debug` ([`ByDebug`]) or, for a type without it (or a
+/// generic error type without the bound), by its type name ([`ByName`]). A type, so that the loop
+/// carries nothing for it.
+pub(crate) trait Show<E> {
+    /// Writes `error` for an event.
+    fn show(error: &E, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+}
+
+/// The error is shown with its `Debug` impl.
+#[derive(Clone, Copy, Debug)]
+pub enum ByDebug {}
+/// The error has no `Debug` impl (or a generic error type has no `Debug` bound): it is shown by
+/// its type name.
+#[derive(Clone, Copy, Debug)]
+pub enum ByName {}
+
+impl<E: fmt::Debug> Show<E> for ByDebug {
+    fn show(error: &E, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(error, f)
+    }
+}
+
+impl<E> Show<E> for ByName {
+    fn show(_: &E, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a `{}` (no `Debug`)", std::any::type_name::<E>())
+    }
 }

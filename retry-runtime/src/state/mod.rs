@@ -18,7 +18,8 @@
 //! }
 //! ```
 //!
-//! (A function with an idempotency key adds `.key(&*key)` after `start`.) Every other door, the [`Retrier`](crate::Retrier) and the integrations built on
+//! (A function with an idempotency key lends it to each attempt: `state.key(&*key).run(...)`.)
+//! Every other door, the [`Retrier`](crate::Retrier) and the integrations built on
 //! [`engine`](crate::engine), runs the same steps in [`drive`](drive::drive) or
 //! [`drive_blocking`](drive::drive_blocking).
 //!
@@ -58,7 +59,7 @@ mod options;
 mod retrier;
 mod spans;
 
-pub use attempt::Attempted;
+pub use attempt::{AttemptOutcome, Attempted};
 pub(crate) use drive::{Hedged, Plain, drive, drive_blocking};
 pub use dynamic::{DynHooks, DynOptions, Settings};
 pub use events::{GiveUp, GiveUpReason, RetryEvent};
@@ -69,12 +70,13 @@ pub use options::{ByTransient, Classifier, DefaultSleeper, Defaults, Head, Optio
 pub use retrier::{AsyncRun, Retrier, SyncRun};
 
 use crate::breaker::FromCircuitOpen;
-use crate::context::{self, KeyParam, KeySlot, Lent};
+use crate::context::{self, KeySlot};
 use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
 use crate::{CircuitBreaker, Policy, RetryBudget, Verdict};
 use extras::{Guard, MaybeExtras, Timeout};
 use fallback::{FallbackScope, IntoFinish};
 use hooks::HookSet;
+use log::Show;
 use options::HeadSet;
 use std::fmt;
 use std::future::Future;
@@ -125,12 +127,10 @@ pub struct Unset;
 pub struct Retry<'p, T, E, O = Opts> {
     pub(crate) site: Site<'p>,
     pub(crate) progress: Progress,
-    /// How the events show an error: its `Debug`, or its type name.
-    pub(crate) show: fn(&E, &mut fmt::Formatter<'_>) -> fmt::Result,
     pub(crate) opts: O,
     /// The call's span (feature `attempt-spans`; zero-sized without it).
     pub(crate) spans: spans::CallSpan,
-    pub(crate) value: PhantomData<fn() -> T>,
+    pub(crate) value: PhantomData<fn() -> Result<T, E>>,
 }
 
 /// What is fixed for the whole call.
@@ -139,8 +139,6 @@ pub(crate) struct Site<'p> {
     pub(crate) policy: &'p Policy,
     pub(crate) name: &'static str,
     pub(crate) clock: fn() -> Instant,
-    /// The level of the one event that ends a call that failed (`log_level`).
-    pub(crate) level: LogLevel,
 }
 
 /// What changes from attempt to attempt: small and `Copy`, handed by value to the decision after
@@ -154,6 +152,10 @@ pub(crate) struct Progress {
     /// The hedges that the attempt that just ended started (`hedge = ...`), for its event. A
     /// `u16`, which fits beside `retries` and `retried_above` without growing the state.
     pub(crate) hedges: u16,
+    /// The level of the one event that ends a call that failed (`log_level`): fixed for the
+    /// call, but kept here, where it fits beside the three above without growing the state
+    /// (`PERFORMANCE.md` §4).
+    pub(crate) level: LogLevel,
     /// The pause `next` decided last, in nanoseconds: the one to take now, and the previous one
     /// for decorrelated jitter. A `u64`, not a `Duration`: `PERFORMANCE.md` §4.
     pub(crate) previous_pause: u64,
@@ -164,11 +166,12 @@ pub(crate) struct Progress {
 impl Progress {
     /// The progress of a call that a driver starts ([`Retry::restart`] reads the rest).
     #[inline(always)]
-    pub(crate) fn idle() -> Progress {
+    pub(crate) fn idle(level: LogLevel) -> Progress {
         Progress {
             retries: 0,
             retried_above: false,
             hedges: 0,
+            level,
             previous_pause: 0,
             started: None,
         }
@@ -182,6 +185,7 @@ impl Progress {
             retries: 0,
             retried_above: context::current().retried_above,
             hedges: 0,
+            level: LogLevel::Error,
             previous_pause: 0,
             started: policy.get_deadline().map(|_| clock()),
         }
@@ -252,6 +256,12 @@ pub const ASYNC: DefaultSleeper = DefaultSleeper {};
 /// ([`of`](Shape::of), [`of_async`](Shape::of_async)).
 pub struct Shape<R>(PhantomData<fn() -> R>);
 
+impl<R> Default for Shape<R> {
+    fn default() -> Self {
+        Shape::new()
+    }
+}
+
 impl<R> Shape<R> {
     /// The shape of a function that returns `R`.
     #[inline(always)]
@@ -272,8 +282,8 @@ impl<R> Shape<R> {
     }
 }
 
-/// The options a loop starts with: its classifier and its timer.
-pub type Started<C, E, S> = Opts<Head<hooks::Classify<C, E>, S>>;
+/// The options a loop starts with: its classifier, its timer, and how its events show an error.
+pub type Started<C, E, S, D = log::ByDebug> = Opts<Head<hooks::Classify<C, E>, S, Unset, D>>;
 
 impl<T, E: fmt::Debug> Shape<Result<T, E>> {
     /// The state of one call with `policy`, named `name` in its events, judging errors with
@@ -292,7 +302,7 @@ impl<T, E: fmt::Debug> Shape<Result<T, E>> {
         C: Fn(&E) -> V,
         V: IntoVerdict,
     {
-        Retry::with_parts(policy, name, classify, timer, <E as fmt::Debug>::fmt)
+        Retry::with_parts(policy, name, classify, timer)
     }
 }
 
@@ -309,7 +319,7 @@ pub trait StartWithoutDebug<T, E>: Sized {
         name: &'static str,
         classify: C,
         timer: S,
-    ) -> Retry<'p, T, E, Started<C, E, S>>
+    ) -> Retry<'p, T, E, Started<C, E, S, log::ByName>>
     where
         C: Fn(&E) -> V,
         V: IntoVerdict;
@@ -323,26 +333,20 @@ impl<T, E> StartWithoutDebug<T, E> for Shape<Result<T, E>> {
         name: &'static str,
         classify: C,
         timer: S,
-    ) -> Retry<'p, T, E, Started<C, E, S>>
+    ) -> Retry<'p, T, E, Started<C, E, S, log::ByName>>
     where
         C: Fn(&E) -> V,
         V: IntoVerdict,
     {
-        Retry::with_parts(policy, name, classify, timer, log::by_name::<E>)
+        Retry::with_parts(policy, name, classify, timer)
     }
 }
 
-impl<'p, T, E, C, S: Timer> Retry<'p, T, E, Started<C, E, S>> {
+impl<'p, T, E, C, S: Timer, D> Retry<'p, T, E, Started<C, E, S, D>> {
     /// `classify`'s bound is checked here, once, and turned into the pointer that `next` calls
     /// without a bound of its own.
     #[inline(always)]
-    fn with_parts<V>(
-        policy: &'p Policy,
-        name: &'static str,
-        classify: C,
-        timer: S,
-        show: fn(&E, &mut fmt::Formatter<'_>) -> fmt::Result,
-    ) -> Self
+    fn with_parts<V>(policy: &'p Policy, name: &'static str, classify: C, timer: S) -> Self
     where
         C: Fn(&E) -> V,
         V: IntoVerdict,
@@ -353,19 +357,16 @@ impl<'p, T, E, C, S: Timer> Retry<'p, T, E, Started<C, E, S>> {
                 policy,
                 name,
                 clock,
-                level: LogLevel::Error,
             },
             // The start is read here, not at the first attempt. Performance: PERFORMANCE.md §5.
             progress: Progress::new(policy, clock),
-            show,
             opts: Opts {
                 head: Head {
                     classify: hooks::Classify::new(classify, |c, error, ()| {
                         c(error).into_verdict()
                     }),
                     sleeper: timer,
-                    only: PhantomData,
-                    key: (),
+                    marks: PhantomData,
                 },
                 hooks: Hooks::default(),
                 extras: Unset,
@@ -384,7 +385,6 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
         Retry {
             site: self.site,
             progress: self.progress,
-            show: self.show,
             opts: f(self.opts),
             spans: self.spans,
             value: PhantomData,
@@ -448,7 +448,7 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
     /// `log_level = "warn"`: the level of the one event logged when a call that failed ends
     /// (`ERROR` by default).
     pub fn log_level(mut self, level: impl Into<LogLevel>) -> Self {
-        self.site.level = level.into();
+        self.progress.level = level.into();
         self
     }
 
@@ -507,56 +507,39 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
 
 // The loop: one `impl` over the options' three slots.
 impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, Opts<K, H, X>> {
-    /// The idempotency key every attempt (and the fallback) borrows for
-    /// [`attempt()`](crate::attempt)`.key()`: a key parameter, past its own references (`&*key`
-    /// for `key: &str`), which is rendered only if the body asks.
-    #[inline(always)]
-    pub fn key<'k, Q: KeyParam + ?Sized>(
-        self,
-        key: &'k Q,
-    ) -> Retry<'p, T, E, Opts<K::WithKey<Lent<'k, Q>>, H, X>> {
-        Retry {
-            site: self.site,
-            progress: self.progress,
-            show: self.show,
-            opts: Opts {
-                head: self.opts.head.with_key(key.lent()),
-                hooks: self.opts.hooks,
-                extras: self.opts.extras,
-            },
-            spans: self.spans,
-            value: PhantomData,
-        }
-    }
-
     /// Decides what follows an attempt: `Break` with the call's result (for an async fallback,
     /// a future of it), or `Continue` with the state for the next attempt, whose
     /// [`pause`](Retry::pause) is then taken.
     ///
     /// An accepted `Ok` is decided at once; anything else goes to the decision after a failure.
     /// The state is taken and given back by value: `PERFORMANCE.md` §2.
+    ///
+    /// `attempted` is what the attempt returned: with the idempotency key it borrowed, if it
+    /// had one ([`WithKey`]'s attempts), which a fallback borrows too.
     #[inline(always)]
     #[allow(clippy::type_complexity)]
-    pub fn next(self, attempted: Attempted<T, E>) -> ControlFlow<H::Finish<K::Key>, Self>
+    pub fn next<A: AttemptOutcome<T, E>>(self, attempted: A) -> ControlFlow<H::Finish<A::Key>, Self>
     where
         K::On: Classifier<E>,
+        K::Show: Show<E>,
     {
+        let (attempted, key) = attempted.split();
         match attempted {
             Attempted::Completed(Ok(value)) => {
                 let verdict = self.opts.hooks.judge(&value);
                 if !verdict.is_retry() {
                     return ControlFlow::Break(self.accept(value));
                 }
-                self.after_failure(Attempted::Completed(Ok(value)), verdict)
+                self.after_failure(key, Attempted::Completed(Ok(value)), verdict)
             }
-            attempted => self.after_failure(attempted, Verdict::Fail),
+            attempted => self.after_failure(key, attempted, Verdict::Fail),
         }
     }
 
     /// The end of a call whose `Ok` was accepted: the breaker hears of it, the metrics count
     /// it, and it is the result.
     #[inline(always)]
-    pub(crate) fn accept(mut self, value: T) -> H::Finish<K::Key> {
+    pub(crate) fn accept<Key: KeySlot>(mut self, value: T) -> H::Finish<Key> {
         self.opts.extras.record(false, self.site.clock);
         observe::accepted(self.site.name, self.progress.retries);
         H::ready(Ok(value))

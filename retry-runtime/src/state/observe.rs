@@ -12,6 +12,7 @@
 //! Every function here but [`accepted`] runs only when a call failed, so they are out of line
 //! and cold (`PERFORMANCE.md` §6): the happy path carries a call at most.
 
+use super::log::Show;
 use super::{GiveUpReason, LogLevel};
 use std::fmt;
 #[cfg(feature = "tracing")]
@@ -27,17 +28,17 @@ pub(crate) enum Failure<'a> {
     Rejected,
 }
 
-/// An outcome's error as the events show it, by the loop's `show` (its `Debug`, or its type
-/// name); `None` for an `Ok` that `on_result` rejected.
-pub(crate) struct Shown<'a, E> {
+/// An outcome's error as the events show it, by `D` (its `Debug`, or its type name); `None` for
+/// an `Ok` that `on_result` rejected.
+pub(crate) struct Shown<'a, E, D> {
     pub(crate) error: Option<&'a E>,
-    pub(crate) show: fn(&E, &mut fmt::Formatter<'_>) -> fmt::Result,
+    pub(crate) show: std::marker::PhantomData<fn() -> D>,
 }
 
-impl<E> fmt::Debug for Shown<'_, E> {
+impl<E, D: Show<E>> fmt::Debug for Shown<'_, E, D> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.error {
-            Some(error) => (self.show)(error, f),
+            Some(error) => D::show(error, f),
             None => f.write_str("an `Ok` that `on_result` rejected"),
         }
     }

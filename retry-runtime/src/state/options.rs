@@ -13,8 +13,8 @@ use super::fallback::FallbackOutput;
 use super::hooks::{
     Classify, GiveUpHook, HookSet, Hooks, IntoVerdict, Notify, NotifyHook, OnResult,
 };
+use super::log::ByDebug;
 use super::{GiveUp, Unset};
-use crate::context::KeySlot;
 use crate::timer::Sleeper;
 use crate::{Transient, Verdict};
 use std::marker::PhantomData;
@@ -131,15 +131,23 @@ impl<E: TransientInRetrier> Classifier<E> for ByTransient {
 }
 
 /// The classifier and the timer of a loop, whether only an async run can honour its options
-/// (`A`: [`Unset`], or [`AsyncOnly`] once `timeout` or `sleep` is set), and the idempotency key
-/// its attempts borrow (`Q`: `()` for none, a key parameter's reference for an annotated
-/// function that has one): one slot of [`Opts`].
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Head<C = ByTransient, S = DefaultSleeper, A = Unset, Q = ()> {
+/// (`A`: [`Unset`], or [`AsyncOnly`] once `timeout` or `sleep` is set), and how its events show
+/// an error (`D`: by its `Debug`, or by its type name): one slot of [`Opts`].
+#[derive(Clone, Copy, Debug)]
+pub struct Head<C = ByTransient, S = DefaultSleeper, A = Unset, D = ByDebug> {
     pub(crate) classify: C,
     pub(crate) sleeper: S,
-    pub(crate) only: PhantomData<fn() -> A>,
-    pub(crate) key: Q,
+    pub(crate) marks: PhantomData<fn() -> (A, D)>,
+}
+
+impl<C: Default, S: Default> Default for Head<C, S> {
+    fn default() -> Self {
+        Head {
+            classify: C::default(),
+            sleeper: S::default(),
+            marks: PhantomData,
+        }
+    }
 }
 
 /// The mark of options that only an async run can honour: `timeout` or `sleep`.
@@ -187,68 +195,48 @@ pub trait HeadSet {
     type Sleeper;
     /// [`Unset`], or [`AsyncOnly`].
     type Only;
-    /// The idempotency key the attempts borrow.
-    type Key: KeySlot;
-    type WithOn<C>: HeadSet<Sleeper = Self::Sleeper, Only = Self::Only, Key = Self::Key>;
-    type WithSleeper<S: Sleeper>: HeadSet<On = Self::On, Sleeper = S, Key = Self::Key>;
-    type AsyncOnly: HeadSet<On = Self::On, Sleeper = Self::Sleeper, Only = AsyncOnly, Key = Self::Key>;
-    type WithKey<Q: KeySlot>: HeadSet<On = Self::On, Sleeper = Self::Sleeper, Only = Self::Only, Key = Q>;
+    /// How the events show an error: `ByDebug` or `ByName`.
+    type Show;
+    type WithOn<C>: HeadSet<Sleeper = Self::Sleeper, Only = Self::Only, Show = Self::Show>;
+    type WithSleeper<S: Sleeper>: HeadSet<On = Self::On, Sleeper = S, Show = Self::Show>;
+    type AsyncOnly: HeadSet<On = Self::On, Sleeper = Self::Sleeper, Only = AsyncOnly, Show = Self::Show>;
     fn with_on<C>(self, classify: C) -> Self::WithOn<C>;
     fn with_sleeper<S: Sleeper>(self, sleeper: S) -> Self::WithSleeper<S>;
     fn async_only(self) -> Self::AsyncOnly;
-    fn with_key<Q: KeySlot>(self, key: Q) -> Self::WithKey<Q>;
     fn parts(&self) -> (&Self::On, &Self::Sleeper);
-    fn key(&self) -> Self::Key;
 }
 
-impl<C, S, A, Q: KeySlot> HeadSet for Head<C, S, A, Q> {
+impl<C, S, A, D> HeadSet for Head<C, S, A, D> {
     type On = C;
     type Sleeper = S;
     type Only = A;
-    type Key = Q;
-    type WithOn<C2> = Head<C2, S, A, Q>;
-    type WithSleeper<S2: Sleeper> = Head<C, S2, AsyncOnly, Q>;
-    type AsyncOnly = Head<C, S, AsyncOnly, Q>;
-    type WithKey<Q2: KeySlot> = Head<C, S, A, Q2>;
+    type Show = D;
+    type WithOn<C2> = Head<C2, S, A, D>;
+    type WithSleeper<S2: Sleeper> = Head<C, S2, AsyncOnly, D>;
+    type AsyncOnly = Head<C, S, AsyncOnly, D>;
     #[inline(always)]
-    fn with_on<C2>(self, classify: C2) -> Head<C2, S, A, Q> {
+    fn with_on<C2>(self, classify: C2) -> Head<C2, S, A, D> {
         Head {
             classify,
             sleeper: self.sleeper,
-            only: PhantomData,
-            key: self.key,
+            marks: PhantomData,
         }
     }
     #[inline(always)]
-    fn with_sleeper<S2: Sleeper>(self, sleeper: S2) -> Head<C, S2, AsyncOnly, Q> {
+    fn with_sleeper<S2: Sleeper>(self, sleeper: S2) -> Head<C, S2, AsyncOnly, D> {
         Head {
             classify: self.classify,
             sleeper,
-            only: PhantomData,
-            key: self.key,
+            marks: PhantomData,
         }
     }
     #[inline(always)]
-    fn async_only(self) -> Head<C, S, AsyncOnly, Q> {
+    fn async_only(self) -> Head<C, S, AsyncOnly, D> {
         Head {
             classify: self.classify,
             sleeper: self.sleeper,
-            only: PhantomData,
-            key: self.key,
+            marks: PhantomData,
         }
-    }
-    #[inline(always)]
-    fn with_key<Q2: KeySlot>(self, key: Q2) -> Head<C, S, A, Q2> {
-        Head {
-            classify: self.classify,
-            sleeper: self.sleeper,
-            only: PhantomData,
-            key,
-        }
-    }
-    #[inline(always)]
-    fn key(&self) -> Q {
-        self.key
     }
     #[inline(always)]
     fn parts(&self) -> (&C, &S) {

@@ -6,11 +6,12 @@ use super::attempt::Attempted;
 use super::extras::{MaybeExtras, Timeout};
 use super::fallback::{FallbackOutput, IntoFinish};
 use super::hooks::{GiveUpHook, HookSet, IntoVerdict, NotifyHook};
+use super::log::Show;
 use super::options::{Blocking, Classifier, Defaults, HeadSet, Options, Opts};
 use super::{GiveUp, Head, Hooks, LogLevel, Progress, Retry, Site, Unset};
 use crate::engine::{AsyncFnOperation, FnOperation, Operation};
 use crate::timer::{Elapsed, IntoSleeper, Sleeper};
-use crate::{Backoff, CircuitBreaker, CircuitOpen, Jitter, Policy, RetryBudget};
+use crate::{Backoff, CircuitBreaker, CircuitOpen, Hedge, Jitter, Policy, RetryBudget};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -401,6 +402,57 @@ impl<'p, T, E, O> Retrier<'p, T, E, O> {
     }
 }
 
+impl<'p, T, E, O> Retrier<'p, T, E, O> {
+    /// [`run_async`](Retrier::run_async) with each attempt hedged, as the attribute's
+    /// `hedge = ...`: an attempt that has not answered after `hedge`'s delay gets a copy running
+    /// beside it (up to its `max_hedges`, each drawing on the budget and asking the breaker), the
+    /// first acceptable answer wins, and the other copies are dropped. `body` makes one copy's
+    /// future, possibly while another runs, so it is `Fn` (`|| async move { ... }` with what each
+    /// copy needs cloned into it); inside, [`attempt()`](crate::attempt)`.hedge()` tells the
+    /// copies apart. The guide is [`guide::hedging`](crate::guide::hedging).
+    ///
+    /// ```
+    /// use retry_runtime::{Hedge, Policy, Retrier, Transient};
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use std::time::Duration;
+    ///
+    /// #[derive(Debug)]
+    /// struct Busy;
+    /// impl Transient for Busy {
+    ///     fn is_transient(&self) -> bool { true }
+    /// }
+    ///
+    /// static HEDGE: Hedge = Hedge::after(Duration::from_millis(50));
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let policy = Policy::new().max(1);
+    /// let copies = AtomicU32::new(0);
+    /// let started = tokio::time::Instant::now();
+    /// let answer = Retrier::new(&policy)
+    ///     .run_hedged(&HEDGE, || async {
+    ///         // The first copy is slow; the hedge, started after 50 ms, answers at once.
+    ///         let copy = copies.fetch_add(1, Ordering::Relaxed);
+    ///         if copy == 0 { tokio::time::sleep(Duration::from_secs(5)).await; }
+    ///         Ok::<_, Busy>(copy)
+    ///     })
+    ///     .await;
+    /// assert_eq!(answer.unwrap(), 1);
+    /// assert_eq!(started.elapsed(), Duration::from_millis(50));
+    /// # }
+    /// ```
+    pub async fn run_hedged<B, Fut>(self, hedge: &Hedge, body: B) -> Result<T, E>
+    where
+        O: AsyncRun<T, E>,
+        E: fmt::Debug,
+        B: Fn() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let (timings, plan, opts) = self.into_parts();
+        opts.run_hedged(plan.with(&timings), hedge, body).await
+    }
+}
+
 /// What a run needs of its [`Retrier`] besides the options.
 #[doc(hidden)]
 #[derive(Clone, Copy)]
@@ -450,6 +502,18 @@ pub trait AsyncRun<T, E> {
     where
         E: fmt::Debug,
         B: Operation<T, E>;
+
+    #[doc(hidden)]
+    fn run_hedged<B, Fut>(
+        self,
+        plan: Plan<'_>,
+        hedge: &Hedge,
+        body: B,
+    ) -> impl Future<Output = Result<T, E>>
+    where
+        E: fmt::Debug,
+        B: Fn() -> Fut,
+        Fut: Future<Output = Result<T, E>>;
 }
 
 /// The result of a blocking loop, which has no async fallback to await: with a message that
@@ -484,16 +548,8 @@ fn state<'s, T, E: fmt::Debug, O>(
             policy: plan.policy,
             name: plan.name,
             clock,
-            level: plan.level,
         },
-        progress: Progress {
-            retries: 0,
-            retried_above: false,
-            hedges: 0,
-            previous_pause: 0,
-            started: None,
-        },
-        show: <E as fmt::Debug>::fmt,
+        progress: Progress::idle(plan.level),
         opts,
         spans: super::spans::CallSpan::default(),
         value: PhantomData,
@@ -502,9 +558,9 @@ fn state<'s, T, E: fmt::Debug, O>(
 
 impl<T, E, K, H, X> SyncRun<T, E> for Opts<K, H, X>
 where
-    K: HeadSet<Only: Blocking, On: Classifier<E>>,
+    K: HeadSet<Only: Blocking, On: Classifier<E>, Show: Show<E>>,
     H: HookSet<T, E>,
-    H::Finish<K::Key>: SyncFinish<T, E>,
+    H::Finish<()>: SyncFinish<T, E>,
     X: MaybeExtras<E>,
 {
     #[inline(always)]
@@ -523,7 +579,7 @@ where
             match state.attempt(&mut body) {
                 // Without `on_result`, an `Ok` is accepted as it is; with it, the loop judges it.
                 Attempted::Completed(Ok(value)) if !H::ON_RESULT => {
-                    return state.accept(value).into_result();
+                    return state.accept::<()>(value).into_result();
                 }
                 attempted => Some(attempted),
             }
@@ -536,9 +592,9 @@ where
 
 impl<T, E, K, H, X> AsyncRun<T, E> for Opts<K, H, X>
 where
-    K: HeadSet<Sleeper: Sleeper, On: Classifier<E>>,
+    K: HeadSet<Sleeper: Sleeper, On: Classifier<E>, Show: Show<E>>,
     H: HookSet<T, E>,
-    H::Finish<K::Key>: IntoFinish<T, E>,
+    H::Finish<()>: IntoFinish<T, E>,
     X: MaybeExtras<E>,
 {
     fn run_async<B>(self, plan: Plan<'_>, body: B) -> impl Future<Output = Result<T, E>>
@@ -549,6 +605,22 @@ where
         let clock = crate::timer::clock_of::<K::Sleeper>;
         let state = state(plan, self, clock);
         super::drive(state, plan.reset_after, super::Plain(body))
+    }
+
+    fn run_hedged<B, Fut>(
+        self,
+        plan: Plan<'_>,
+        hedge: &Hedge,
+        body: B,
+    ) -> impl Future<Output = Result<T, E>>
+    where
+        E: fmt::Debug,
+        B: Fn() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let clock = crate::timer::clock_of::<K::Sleeper>;
+        let state = state(plan, self, clock);
+        super::drive(state, plan.reset_after, super::Hedged(hedge, body))
     }
 }
 
@@ -644,9 +716,11 @@ mod parity {
             method!("fallback" => fallback(|error: Probe, _: GiveUp| Err::<u32, Probe>(error))),
             (
                 "hedge",
-                Has::Reason(
-                    "runs the closure several times at once, which `run_async`'s `FnMut` closure cannot be",
-                ),
+                Has::Method("run_hedged", || {
+                    static HEDGE: Hedge = Hedge::after(MS);
+                    let retrier = Retrier::new(&POLICY).sleep(no_pause);
+                    drop(retrier.run_hedged(&HEDGE, || async { Ok::<u32, Probe>(7) }));
+                }),
             ),
             ("max_hedges", Has::Reason("a setting of `hedge`'s `Hedge`")),
             (

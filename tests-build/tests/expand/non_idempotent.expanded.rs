@@ -15,10 +15,10 @@ async fn pay_out(claim: u32, amount: u64, key: &IdempotencyKey) -> io::Result<St
             "pay_out",
             |__retry_error| __retry_rt::is_transient(__retry_error),
             __retry_rt::ASYNC,
-        )
-        .key(&*key);
+        );
     loop {
         let __retry_outcome = __retry
+            .key(&*key)
             .run(async {
                 if false {
                     return __retry_rt::output_type::<io::Result<String>>();
@@ -59,10 +59,10 @@ fn send_receipt(order: u64, to: &str) -> io::Result<()> {
             "send_receipt",
             |__retry_error| __retry_rt::is_transient(__retry_error),
             __retry_rt::Unset,
-        )
-        .key(&order);
+        );
     loop {
         let __retry_outcome = __retry
+            .key(&order)
             .attempt(|| {
                 let _ = (order, to);
                 Ok(())
@@ -93,10 +93,10 @@ fn refund(order: u64) -> io::Result<()> {
             |__retry_error| __retry_rt::is_transient(__retry_error),
             __retry_rt::Unset,
         )
-        .key(&order)
         .fallback(|error, why| defer(order, error, why));
     loop {
         let __retry_outcome = __retry
+            .key(&order)
             .attempt(|| {
                 let _ = order;
                 Ok(())

@@ -133,11 +133,13 @@ pub trait KeySlot: Copy {
 }
 
 impl KeySlot for () {
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn kind(&self) -> KeyKind {
         KeyKind::None
     }
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn lend<R>(self, f: impl FnOnce() -> R) -> R {
         f()
     }
@@ -246,13 +248,15 @@ pin_project_lite::pin_project! {
 }
 
 impl<F, K> Scoped<F, K> {
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn new(frame: Frame, key: K, future: F) -> Self {
         Scoped { frame, key, future }
     }
 
     /// The key it lends.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn key(self: Pin<&mut Self>) -> K
     where
         K: Copy,

@@ -331,7 +331,8 @@ impl Policy {
     /// policy folds in the decision (`jitter = none` to a few instructions): left to the
     /// inliner, it stayed a call once the decision grew (98 instructions for a sync failure
     /// against 48).
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn delay_nanos(&self, retry: u32, previous: u64) -> u64 {
         if self.jitter == Jitter::None {
             return self.nominal_nanos(retry, nanos(self.get_max_delay()));

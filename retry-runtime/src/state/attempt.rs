@@ -42,7 +42,8 @@ pub trait AttemptOutcome<T, E> {
 
 impl<T, E> AttemptOutcome<T, E> for Attempted<T, E> {
     type Key = ();
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn split(self) -> (Attempted<T, E>, ()) {
         (self, ())
     }
@@ -50,7 +51,8 @@ impl<T, E> AttemptOutcome<T, E> for Attempted<T, E> {
 
 impl<T, E, Key: KeySlot> AttemptOutcome<T, E> for KeyedOutcome<T, E, Key> {
     type Key = Key;
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn split(self) -> (Attempted<T, E>, Key) {
         (self.attempted, self.key)
     }
@@ -68,7 +70,8 @@ pub struct WithKey<'s, 'p, T, E, O, Key> {
 impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, Opts<K, H, X>> {
     /// The next attempt with the idempotency key `key` lent to it: a key parameter, past its own
     /// references (`&*key` for `key: &str`). A key type without `Display` is one error, here.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     #[allow(clippy::type_complexity)]
     pub fn key<'s, 'k, Q: KeyParam + ?Sized>(
         &'s mut self,
@@ -96,7 +99,8 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>, Key: KeySlot>
     WithKey<'_, 'p, T, E, Opts<K, H, X>, Key>
 {
     /// [`Retry::attempt`] with the key lent.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn attempt(self, body: impl FnOnce() -> Result<T, E>) -> KeyedOutcome<T, E, Key> {
         KeyedOutcome {
             attempted: self.state.attempt_lending(self.key, body),
@@ -106,7 +110,8 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>, Key: KeySlot>
 
     /// [`Retry::run`] with the key lent: its future holds a reference to the key, and nothing
     /// else for it.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn run<F>(
         self,
         body: F,
@@ -118,7 +123,8 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>, Key: KeySlot>
     }
 
     /// [`Retry::run_timed`] with the key lent.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn run_timed<F>(self, body: F) -> impl Future<Output = KeyedOutcome<T, E, Key>>
     where
         K::Sleeper: Sleeper,
@@ -139,7 +145,8 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     /// The first attempt starts: a hook that hears the time gets the time the call started
     /// (`start` read it already if the policy has a deadline), and the budget gets this call's
     /// deposit.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn begin(&mut self) {
         if H::TIMED && self.opts.hooks.timed() && self.progress.started.is_none() {
             self.progress.started = Some((self.site.clock)());
@@ -151,7 +158,8 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
 
     /// The frame the next attempt runs in (which says whether it has a key); or the breaker's
     /// refusal.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn enter(&mut self, key: KeyKind) -> Result<Frame, X::Refusal> {
         if self.progress.retries == 0 {
             self.begin();
@@ -166,7 +174,8 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     }
 
     /// The span of the attempt about to start (feature `attempt-spans`).
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn attempt_span(&mut self) -> AttemptSpan {
         self.spans.attempt(
             self.site.name,
@@ -176,13 +185,15 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     }
 
     /// Runs one attempt of a sync loop, with the attempt context in place.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn attempt(&mut self, body: impl FnOnce() -> Result<T, E>) -> Attempted<T, E> {
         self.attempt_lending((), body)
     }
 
     /// [`attempt`](Retry::attempt) with `key` lent to the attempt (`()` for none).
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn attempt_lending<Key: KeySlot>(
         &mut self,
         key: Key,
@@ -199,7 +210,8 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
 
     /// Runs one attempt of an async loop, with the attempt context in place on every poll. The
     /// returned future holds only the frame and the body's future, not the loop state.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn run<F>(
         &mut self,
         body: F,
@@ -214,7 +226,8 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
 
     /// [`run`](Retry::run) with `key` lent to the attempt (`()` for none): its future holds the
     /// key's reference, and nothing else for it.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn run_lending<Key: KeySlot, F>(
         &mut self,
         key: Key,
@@ -235,7 +248,8 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     /// the time left before the deadline. `make` makes the body's future inside the attempt's
     /// context, so that a closure that reads [`attempt()`](crate::attempt) as it makes the
     /// future reads this attempt. A method of its own: `PERFORMANCE.md` §4.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn run_timed<F>(&mut self, body: F) -> impl Future<Output = Attempted<T, E>>
     where
         K::Sleeper: Sleeper,
@@ -334,7 +348,8 @@ pin_project_lite::pin_project! {
 impl<T, E, R: Future<Output = KeyedOutcome<T, E, ()>>> Future for Unkeyed<R> {
     type Output = Attempted<T, E>;
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Attempted<T, E>> {
         self.project().run.poll(cx).map(|outcome| outcome.attempted)
     }

@@ -29,7 +29,8 @@ where
     /// with the retry counted. `ok_verdict` is `on_result`'s verdict on a rejected `Ok`.
     ///
     /// Taken apart, not borrowed: `PERFORMANCE.md` §2.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     #[allow(clippy::type_complexity)]
     pub(super) fn after_failure<Key: KeySlot>(
         self,
@@ -171,7 +172,8 @@ impl<E, D: Show<E>> Shown<'_, E, D> {
 /// The loop gives up after `attempts` attempts, in one step: the final event, the [`GiveUp`]
 /// (made only for a hook or a fallback that hears it), `on_give_up`, then the fallback, whose
 /// result (or the outcome, without one) ends the call.
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 #[allow(clippy::too_many_arguments)]
 fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot, D: Show<E>>(
     site: Site<'_>,
@@ -219,7 +221,8 @@ pub(crate) enum Step {
 
 /// The pause before the next attempt, or why there is none. Not generic, and inline where the
 /// policy is a constant, for its arithmetic to fold: `PERFORMANCE.md` §3.
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub(crate) fn schedule(
     site: &Site<'_>,
     progress: &Progress,

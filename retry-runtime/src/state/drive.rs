@@ -185,7 +185,8 @@ fn read(clock: fn() -> Instant) -> Instant {
 impl<T, E, O> Retry<'_, T, E, O> {
     /// The loop as a new call finds it: no retries, no pause yet, whether a layer above retries
     /// read again, and the start read again if the deadline needs it.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn restart(&mut self) {
         self.progress = Progress {
             retries: 0,
@@ -203,7 +204,8 @@ impl<T, E, O> Retry<'_, T, E, O> {
 
     /// After an attempt that started at `started`: if it ran for `reset_after` or longer, the
     /// backoff starts afresh.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn reset_if_healthy(
         &mut self,
         reset_after: Option<Duration>,

@@ -102,29 +102,36 @@ pub(crate) trait MaybeExtras<E> {
 impl<E> MaybeExtras<E> for Unset {
     type Refusal = NoRefusal;
     type Admission = NoRefusal;
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn admit(&mut self, _: fn() -> Instant) -> Result<(), NoRefusal> {
         Ok(())
     }
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn record(&mut self, _: bool, _: fn() -> Instant) -> bool {
         false
     }
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn take_admission(&mut self) -> Option<NoRefusal> {
         None
     }
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn put_admission(&mut self, _: Option<NoRefusal>) {}
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn budget(&self) -> Option<&RetryBudget> {
         None
     }
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn timeout(&self) -> Option<Timeout<E>> {
         None
     }
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn nested_retry(&self) -> bool {
         false
     }
@@ -156,23 +163,28 @@ impl<'p, E> MaybeExtras<E> for Extras<'p, E> {
             None => false,
         }
     }
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn take_admission(&mut self) -> Option<Admission<'p>> {
         self.admission.take()
     }
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn put_admission(&mut self, admission: Option<Admission<'p>>) {
         self.admission = admission;
     }
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn budget(&self) -> Option<&RetryBudget> {
         self.budget
     }
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn timeout(&self) -> Option<Timeout<E>> {
         self.timeout
     }
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn nested_retry(&self) -> bool {
         self.nested_retry
     }
@@ -210,7 +222,8 @@ impl Held for Admission<'_> {
 }
 
 impl Held for NoRefusal {
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn record(self, _: bool, _: Instant) {
         match self {}
     }
@@ -227,7 +240,8 @@ pub(crate) trait IntoError<E> {
 }
 
 impl<E> IntoError<E> for NoRefusal {
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn into_error(self) -> E {
         match self {}
     }

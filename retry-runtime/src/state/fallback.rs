@@ -22,7 +22,8 @@ pub trait FallbackInput<T, E> {
 
 impl<T, E> FallbackInput<T, E> for Unset {
     type Input = E;
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn input(outcome: Result<T, E>) -> Result<E, T> {
         match outcome {
             Err(error) => Ok(error),
@@ -33,7 +34,8 @@ impl<T, E> FallbackInput<T, E> for Unset {
 
 impl<F, T, E> FallbackInput<T, E> for OnResult<F, T> {
     type Input = Result<T, E>;
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn input(outcome: Result<T, E>) -> Result<Result<T, E>, T> {
         Ok(outcome)
     }
@@ -129,11 +131,13 @@ pub trait Fallback<T, E> {
 impl<T, E> Fallback<T, E> for Unset {
     type Output<K: KeySlot> = Result<T, E>;
     const SET: bool = false;
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn ready<K: KeySlot>(result: Result<T, E>) -> Result<T, E> {
         result
     }
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn call<K: KeySlot>(
         self,
         outcome: Result<T, E>,
@@ -153,7 +157,8 @@ pub struct SyncFallback<J, T, E> {
 impl<J, T, E> Fallback<T, E> for SyncFallback<J, T, E> {
     type Output<K: KeySlot> = Result<T, E>;
     const SET: bool = true;
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn ready<K: KeySlot>(result: Result<T, E>) -> Result<T, E> {
         result
     }
@@ -182,7 +187,8 @@ pub struct AsyncFallback<J, Fut, T, E> {
 impl<J, Fut, T, E> Fallback<T, E> for AsyncFallback<J, Fut, T, E> {
     type Output<K: KeySlot> = Finish<Scoped<Fut, K>, T, E>;
     const SET: bool = true;
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn ready<K: KeySlot>(result: Result<T, E>) -> Self::Output<K> {
         Finish::Ready {
             result: Some(result),
@@ -241,7 +247,8 @@ pub(crate) trait IntoFinish<T, E> {
 
 impl<T, E> IntoFinish<T, E> for Result<T, E> {
     type Future = std::future::Ready<Result<T, E>>;
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn into_finish(self) -> Self::Future {
         std::future::ready(self)
     }
@@ -249,7 +256,8 @@ impl<T, E> IntoFinish<T, E> for Result<T, E> {
 
 impl<Fut: Future<Output = Result<T, E>>, T, E> IntoFinish<T, E> for Finish<Fut, T, E> {
     type Future = Self;
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn into_finish(self) -> Self {
         self
     }

@@ -22,12 +22,14 @@ pub struct Hook<F, A, B = (), R = ()> {
 }
 
 impl<F, A, B, R> Hook<F, A, B, R> {
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn new(f: F, call: fn(&F, &A, &B) -> R) -> Self {
         Hook { f, call }
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn call(&self, a: &A, b: &B) -> R {
         (self.call)(&self.f, a, b)
     }
@@ -54,14 +56,16 @@ pub trait IntoVerdict {
 }
 
 impl IntoVerdict for bool {
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn into_verdict(self) -> Verdict {
         Verdict::from(self)
     }
 }
 
 impl IntoVerdict for Verdict {
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn into_verdict(self) -> Verdict {
         self
     }
@@ -77,12 +81,14 @@ pub trait Slot<A, B = (), R = ()> {
     const TIMED: bool = Self::SET;
     /// Whether a hook is there, for a slot filled at run time; [`SET`](Slot::SET) for one
     /// filled by a builder.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn is_set(&self) -> bool {
         Self::SET
     }
     /// Whether a hook that hears the time is there (at run time).
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn is_timed(&self) -> bool {
         Self::TIMED && self.is_set()
     }
@@ -92,7 +98,8 @@ pub trait Slot<A, B = (), R = ()> {
 
 impl<A, B, R> Slot<A, B, R> for Unset {
     const SET: bool = false;
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn call(&self, _: &A, _: &B) -> Option<R> {
         None
     }
@@ -100,7 +107,8 @@ impl<A, B, R> Slot<A, B, R> for Unset {
 
 impl<F, A, B, R> Slot<A, B, R> for Hook<F, A, B, R> {
     const SET: bool = true;
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn call(&self, a: &A, b: &B) -> Option<R> {
         Some(Hook::call(self, a, b))
     }
@@ -112,15 +120,18 @@ pub struct Untimed<S>(S);
 impl<S: Slot<A, B, R>, A, B, R> Slot<A, B, R> for Untimed<S> {
     const SET: bool = S::SET;
     const TIMED: bool = false;
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn is_set(&self) -> bool {
         self.0.is_set()
     }
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn is_timed(&self) -> bool {
         false
     }
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn call(&self, a: &A, b: &B) -> Option<R> {
         self.0.call(a, b)
     }
@@ -313,7 +324,8 @@ where
     type WithGiveUp<G2: Slot<Result<T, E>, GiveUp>> = Hooks<R, N, G2, F>;
     type WithFallback<F2: Fallback<T, E>> = Hooks<R, N, G, F2>;
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn with_on_result<R2: Slot<T, (), Verdict> + FallbackInput<T, E>>(
         self,
         on_result: R2,
@@ -326,7 +338,8 @@ where
         }
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn with_notify<N2: Slot<Result<T, E>, RetryEvent>>(self, notify: N2) -> Hooks<R, N2, G, F> {
         Hooks {
             on_result: self.on_result,
@@ -336,7 +349,8 @@ where
         }
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn with_give_up<G2: Slot<Result<T, E>, GiveUp>>(self, on_give_up: G2) -> Hooks<R, N, G2, F> {
         Hooks {
             on_result: self.on_result,
@@ -346,7 +360,8 @@ where
         }
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn with_fallback<F2: Fallback<T, E>>(self, fallback: F2) -> Hooks<R, N, G, F2> {
         Hooks {
             on_result: self.on_result,
@@ -356,42 +371,50 @@ where
         }
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn timed(&self) -> bool {
         self.notify.is_timed() || self.on_give_up.is_timed() || F::SET
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn notifies(&self) -> bool {
         N::SET && self.notify.is_set()
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn hears_give_up(&self) -> bool {
         (G::SET && self.on_give_up.is_set()) || F::SET
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn judge(&self, value: &T) -> Verdict {
         self.on_result.call(value, &()).unwrap_or(Verdict::Fail)
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn notify(&self, outcome: &Result<T, E>, event: &RetryEvent) {
         self.notify.call(outcome, event);
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn gave_up(&self, outcome: &Result<T, E>, why: &GiveUp) {
         self.on_give_up.call(outcome, why);
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn ready<K: KeySlot>(result: Result<T, E>) -> F::Output<K> {
         F::ready(result)
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn fall_back<K: KeySlot>(
         self,
         outcome: Result<T, E>,

@@ -165,7 +165,8 @@ pub(crate) struct Progress {
 
 impl Progress {
     /// The progress of a call that a driver starts ([`Retry::restart`] reads the rest).
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn idle(level: LogLevel) -> Progress {
         Progress {
             retries: 0,
@@ -179,7 +180,8 @@ impl Progress {
 
     /// The progress of a call that has not made an attempt yet: the clock read as it starts if
     /// the policy has a deadline (`PERFORMANCE.md` §5).
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn new(policy: &Policy, clock: fn() -> Instant) -> Progress {
         Progress {
             retries: 0,
@@ -192,7 +194,8 @@ impl Progress {
     }
 
     /// The progress after a retry with this pause (in nanoseconds) was decided.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn retried_after(self, pause: u64) -> Progress {
         Progress {
             retries: self.retries + 1,
@@ -203,7 +206,8 @@ impl Progress {
 
     /// Time since the first attempt started, or zero if the clock was not read then. By value
     /// and inline: `PERFORMANCE.md` §2.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn elapsed(self, clock: fn() -> Instant) -> Duration {
         self.started
             .map_or(Duration::ZERO, |t| clock().saturating_duration_since(t))
@@ -232,7 +236,8 @@ pub(crate) trait Timer {
 }
 
 impl Timer for Unset {
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn clock() -> Instant {
         std_now()
     }
@@ -240,7 +245,8 @@ impl Timer for Unset {
 
 #[cfg(feature = "tokio")]
 impl Timer for crate::timer::TokioTimer {
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn clock() -> Instant {
         crate::timer::clock_of::<crate::timer::TokioTimer>()
     }
@@ -264,19 +270,22 @@ impl<R> Default for Shape<R> {
 
 impl<R> Shape<R> {
     /// The shape of a function that returns `R`.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub const fn new() -> Self {
         Shape(PhantomData)
     }
 
     /// The shape of a sync block's closure; borrows it only for the call.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn of<B: FnMut() -> R>(_body: &B) -> Self {
         Shape(PhantomData)
     }
 
     /// The shape of an async block's closure; borrows it only for the call.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn of_async<B: AsyncFnMut() -> R>(_body: &B) -> Self {
         Shape(PhantomData)
     }
@@ -290,7 +299,8 @@ impl<T, E: fmt::Debug> Shape<Result<T, E>> {
     /// `classify` and pausing with `timer` ([`Unset`] for a sync loop, whose pauses block, and
     /// for one that names its timer with `sleep` next). For an error type with `Debug`, which the
     /// events show; [`StartWithoutDebug::start`] for the others.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn start<'p, C, V, S: Timer>(
         self,
         policy: &'p Policy,
@@ -326,7 +336,8 @@ pub trait StartWithoutDebug<T, E>: Sized {
 }
 
 impl<T, E> StartWithoutDebug<T, E> for Shape<Result<T, E>> {
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn start<'p, C, V, S: Timer>(
         self,
         policy: &'p Policy,
@@ -345,7 +356,8 @@ impl<T, E> StartWithoutDebug<T, E> for Shape<Result<T, E>> {
 impl<'p, T, E, C, S: Timer, D> Retry<'p, T, E, Started<C, E, S, D>> {
     /// `classify`'s bound is checked here, once, and turned into the pointer that `next` calls
     /// without a bound of its own.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn with_parts<V>(policy: &'p Policy, name: &'static str, classify: C, timer: S) -> Self
     where
         C: Fn(&E) -> V,
@@ -380,7 +392,8 @@ impl<'p, T, E, C, S: Timer, D> Retry<'p, T, E, Started<C, E, S, D>> {
 // The builders: each stores what it is given in its slot of the options, and does nothing else.
 impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
     /// The same state with its options replaced by `f`.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn with<O2>(self, f: impl FnOnce(O) -> O2) -> Retry<'p, T, E, O2> {
         Retry {
             site: self.site,
@@ -516,7 +529,8 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     ///
     /// `attempted` is what the attempt returned: with the idempotency key it borrowed, if it
     /// had one ([`WithKey`]'s attempts), which a fallback borrows too.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     #[allow(clippy::type_complexity)]
     pub fn next<A: AttemptOutcome<T, E>>(self, attempted: A) -> ControlFlow<H::Finish<A::Key>, Self>
     where
@@ -538,7 +552,8 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
 
     /// The end of a call whose `Ok` was accepted: the breaker hears of it, the metrics count
     /// it, and it is the result.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn accept<Key: KeySlot>(mut self, value: T) -> H::Finish<Key> {
         self.opts.extras.record(false, self.site.clock);
         observe::accepted(self.site.name, self.progress.retries);
@@ -557,7 +572,8 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
 
     /// Whether the decided pause is to be slept: not inside a recording (which records it
     /// instead), and not when it is zero.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn sleeps(&self) -> bool {
         if crate::testing::recording() {
             crate::testing::record_pause(self.decided_pause());
@@ -590,7 +606,8 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
 }
 
 /// The end of an async loop with a fallback, as a future: `return finish(result).await`.
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 #[allow(private_bounds)]
 pub fn finish<R: IntoFinish<T, E>, T, E>(result: R) -> impl Future<Output = Result<T, E>> {
     result.into_finish()

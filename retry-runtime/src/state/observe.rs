@@ -63,7 +63,8 @@ pub(crate) enum End {
 
 /// The call ended with an accepted `Ok` after `retries` retries. The one event of the happy
 /// path: with the `metrics` feature, a counter (out of line); without it, nothing.
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub(crate) fn accepted(_function: &'static str, _retries: u32) {
     #[cfg(feature = "metrics")]
     if _retries == 0 {
@@ -76,7 +77,8 @@ pub(crate) fn accepted(_function: &'static str, _retries: u32) {
 /// Attempt `attempt` failed with `failure` and will be retried after `pause` nanoseconds:
 /// `INFO`, and the retry and its pause counted. The level is checked inline, the event made out
 /// of line (`PERFORMANCE.md` §6).
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub(crate) fn retrying(function: &'static str, attempt: u32, pause: u64, failure: Failure<'_>) {
     #[cfg(feature = "tracing")]
     if tracing::level_enabled!(tracing::Level::INFO) {

@@ -92,14 +92,16 @@ pub trait Classifier<E> {
     /// unless the classifier says otherwise (a door configured at run time asks its own, which
     /// refuses to resend a request that may have reached the server).
     #[doc(hidden)]
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn timed_out(&self, _error: &E) -> Verdict {
         Verdict::Retry
     }
 }
 
 impl<C, E> Classifier<E> for Classify<C, E> {
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn verdict(&self, error: &E) -> Verdict {
         self.call(error, &())
     }
@@ -124,7 +126,8 @@ pub trait TransientInRetrier: Transient {}
 impl<E: Transient + ?Sized> TransientInRetrier for E {}
 
 impl<E: TransientInRetrier> Classifier<E> for ByTransient {
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn verdict(&self, error: &E) -> Verdict {
         error.verdict()
     }
@@ -214,7 +217,8 @@ impl<C, S, A, D> HeadSet for Head<C, S, A, D> {
     type WithOn<C2> = Head<C2, S, A, D>;
     type WithSleeper<S2: Sleeper> = Head<C, S2, AsyncOnly, D>;
     type AsyncOnly = Head<C, S, AsyncOnly, D>;
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn with_on<C2>(self, classify: C2) -> Head<C2, S, A, D> {
         Head {
             classify,
@@ -222,7 +226,8 @@ impl<C, S, A, D> HeadSet for Head<C, S, A, D> {
             marks: PhantomData,
         }
     }
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn with_sleeper<S2: Sleeper>(self, sleeper: S2) -> Head<C, S2, AsyncOnly, D> {
         Head {
             classify: self.classify,
@@ -230,7 +235,8 @@ impl<C, S, A, D> HeadSet for Head<C, S, A, D> {
             marks: PhantomData,
         }
     }
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn async_only(self) -> Head<C, S, AsyncOnly, D> {
         Head {
             classify: self.classify,
@@ -238,7 +244,8 @@ impl<C, S, A, D> HeadSet for Head<C, S, A, D> {
             marks: PhantomData,
         }
     }
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn parts(&self) -> (&C, &S) {
         (&self.classify, &self.sleeper)
     }
@@ -263,7 +270,8 @@ where
     type WithExtras = Opts<K, H, Extras<'p, E>>;
     type WithTimeout = Opts<K::AsyncOnly, H, Extras<'p, E>>;
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn with_on<C, V>(self, on: C) -> Self::WithOn<C>
     where
         C: Fn(&E) -> V,
@@ -277,7 +285,8 @@ where
         }
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn with_sleeper<S: Sleeper>(self, sleeper: S) -> Self::WithSleeper<S> {
         Opts {
             head: self.head.with_sleeper(sleeper),
@@ -286,7 +295,8 @@ where
         }
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn with_on_result<J, V>(self, on_result: J) -> Self::WithOnResult<J>
     where
         J: Fn(&T) -> V,
@@ -300,7 +310,8 @@ where
         }
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn with_notify<J, M>(self, notify: J) -> Self::WithNotify<J>
     where
         J: NotifyHook<T, E, M>,
@@ -312,7 +323,8 @@ where
         }
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn with_give_up<J: GiveUpHook<T, E, M>, M>(self, on_give_up: J) -> Self::WithGiveUp<J, M> {
         Opts {
             head: self.head,
@@ -321,7 +333,8 @@ where
         }
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn with_fallback<J, Out, M>(self, fallback: J) -> Self::WithFallback<J, Out, M>
     where
         J: FnOnce(H::Input, GiveUp) -> Out,
@@ -336,7 +349,8 @@ where
         }
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn with_extras(self, set: impl FnOnce(&mut Extras<'p, E>)) -> Self::WithExtras {
         let mut extras = self.extras.into_extras();
         set(&mut extras);
@@ -347,7 +361,8 @@ where
         }
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn with_timeout(self, timeout: Timeout<E>) -> Self::WithTimeout {
         let mut extras = self.extras.into_extras();
         extras.timeout = Some(timeout);

@@ -73,7 +73,8 @@ pub struct Retrier<'p, T, E, O = Defaults> {
 
 impl<'p, T, E> Retrier<'p, T, E> {
     /// A retrier with `policy`'s timings and every other option at its default.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn new(policy: &'p Policy) -> Self {
         Retrier {
             policy,
@@ -99,7 +100,8 @@ impl<'p, T, E> From<&'p Policy> for Retrier<'p, T, E> {
 
 impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
     /// The same retrier with its options replaced by `f`.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn with<O2>(self, f: impl FnOnce(O) -> O2) -> Retrier<'p, T, E, O2> {
         Retrier {
             policy: self.policy,
@@ -120,7 +122,8 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
     }
 
     /// The policy with one timing changed, for this retrier only.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn timing(mut self, change: impl FnOnce(Policy) -> Policy) -> Self {
         let policy = self.timings.unwrap_or(*self.policy);
         self.timings = Some(change(policy));
@@ -301,7 +304,8 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
 impl<'p, T, E, O> Retrier<'p, T, E, O> {
     /// The retrier taken apart for a run: the policy a timing method made (if one did), the
     /// plan of the run (which borrows that policy, or the one borrowed for `'p`), the options.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn into_parts(self) -> (Option<Policy>, Plan<'p>, O) {
         let plan = Plan {
             policy: self.policy,
@@ -318,7 +322,8 @@ impl<'p, T, E, O> Retrier<'p, T, E, O> {
     ///
     /// The first attempt and its `Ok` are inline, in the caller; the loop after a failure is
     /// out of line (`PERFORMANCE.md` §8).
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn run<B>(self, body: B) -> Result<T, E>
     where
         O: SyncRun<T, E>,
@@ -465,7 +470,8 @@ pub struct Plan<'s> {
 
 impl<'s> Plan<'s> {
     /// The plan with the policy a timing method made, if one did.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn with<'t>(self, timings: &'t Option<Policy>) -> Plan<'t>
     where
         's: 't,
@@ -529,7 +535,8 @@ pub(crate) trait SyncFinish<T, E> {
 }
 
 impl<T, E> SyncFinish<T, E> for Result<T, E> {
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn into_result(self) -> Result<T, E> {
         self
     }
@@ -537,7 +544,8 @@ impl<T, E> SyncFinish<T, E> for Result<T, E> {
 
 /// The loop state of one run: its policy (the retrier's own if a timing method made one) is
 /// borrowed for the run; the options keep theirs, for `'p`.
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 fn state<'s, T, E: fmt::Debug, O>(
     plan: Plan<'s>,
     opts: O,
@@ -563,7 +571,8 @@ where
     H::Finish<()>: SyncFinish<T, E>,
     X: MaybeExtras<E>,
 {
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn run_blocking<B>(self, plan: Plan<'_>, mut body: B) -> Result<T, E>
     where
         E: fmt::Debug,

@@ -36,7 +36,8 @@ pub type Body<F> = F;
 impl CallSpan {
     /// The span of the attempt about to start, after `retries` retries and a pause of
     /// `pause` nanoseconds; the call's span is made with the first.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn attempt(
         &mut self,
         _function: &'static str,
@@ -66,7 +67,8 @@ impl CallSpan {
 
 impl AttemptSpan {
     /// Entered until the guard drops: around a sync body.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn entered(self) -> Entered {
         Entered {
             #[cfg(feature = "attempt-spans")]
@@ -75,7 +77,8 @@ impl AttemptSpan {
     }
 
     /// `body`, entering the span on each of its polls.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn instrument<F: Future>(self, body: F) -> Body<F> {
         #[cfg(feature = "attempt-spans")]
         {

@@ -378,7 +378,8 @@ where
 /// the same on every clone).
 ///
 /// ```
-/// use retry_runtime::integrations::tower::{CloneRetryLayer, HttpRetry};
+/// use retry_http::tower::CloneRetryLayer;
+/// use retry_http::HttpRetry;
 /// use retry_runtime::{Jitter, Policy, Verdict};
 /// use std::time::Duration;
 ///

@@ -253,16 +253,6 @@ impl<F, K> Scoped<F, K> {
     pub(crate) fn new(frame: Frame, key: K, future: F) -> Self {
         Scoped { frame, key, future }
     }
-
-    /// The key it lends.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn key(self: Pin<&mut Self>) -> K
-    where
-        K: Copy,
-    {
-        *self.project().key
-    }
 }
 
 impl<F: Future, K: KeySlot> Future for Scoped<F, K> {

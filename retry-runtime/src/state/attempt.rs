@@ -209,38 +209,40 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     }
 
     /// Runs one attempt of an async loop, with the attempt context in place on every poll. The
-    /// returned future holds only the frame and the body's future, not the loop state.
+    /// returned future holds only the frame and the body's future, not the loop state; its
+    /// outcome carries no key (`()`).
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn run<F>(
         &mut self,
         body: F,
-    ) -> impl Future<Output = Attempted<T, E>> + use<T, E, K, H, X, F>
+    ) -> impl Future<Output = KeyedOutcome<T, E, ()>> + use<T, E, K, H, X, F>
     where
         F: Future<Output = Result<T, E>>,
     {
-        Unkeyed {
-            run: self.run_lending((), body),
-        }
+        self.run_lending((), body)
     }
 
     /// [`run`](Retry::run) with `key` lent to the attempt (`()` for none): its future holds the
-    /// key's reference, and nothing else for it.
+    /// key's reference, and nothing else for it. One future type for both, which does all of
+    /// an attempt in one `poll`: each call site instantiates one (`PERFORMANCE.md` §9).
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn run_lending<Key: KeySlot, F>(
         &mut self,
         key: Key,
         body: F,
-    ) -> impl Future<Output = KeyedOutcome<T, E, Key>> + use<T, E, K, H, X, Key, F>
+    ) -> Run<super::spans::Body<F>, Key, X::Refusal>
     where
         F: Future<Output = Result<T, E>>,
     {
         match self.enter(key.kind()) {
             Ok(frame) => Run::Attempt {
-                scoped: Scoped::new(frame, key, self.attempt_span().instrument(body)),
+                frame,
+                key,
+                future: self.attempt_span().instrument(body),
             },
-            Err(refusal) => Run::<_, _, X::Refusal>::Refused { refusal, key },
+            Err(refusal) => Run::Refused { refusal, key },
         }
     }
 
@@ -296,13 +298,14 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
 }
 
 pin_project_lite::pin_project! {
-    /// One attempt of an async loop: the body with its frame (and its key, if any) in place, or
-    /// the breaker's refusal, returned without running the body.
+    /// One attempt of an async loop: the body with its frame (and its key, if any) in place on
+    /// every poll, or the breaker's refusal, returned without running the body.
     #[project = RunProj]
+    #[doc(hidden)]
     #[allow(missing_docs)] // the fields are described with their variants
-    enum Run<F, K, Ref> {
+    pub enum Run<F, K, Ref> {
         /// The body runs.
-        Attempt { #[pin] scoped: Scoped<F, K> },
+        Attempt { frame: Frame, key: K, #[pin] future: F },
         /// The breaker refused: its refusal, turned into the loop's error when polled. A loop
         /// without a breaker has [`NoRefusal`](super::NoRefusal) here, so this variant takes no
         /// room in its future.
@@ -321,36 +324,18 @@ where
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            RunProj::Attempt { mut scoped } => {
-                let outcome = std::task::ready!(scoped.as_mut().poll(cx));
-                Poll::Ready(KeyedOutcome {
-                    attempted: Attempted::Completed(outcome),
-                    key: scoped.key(),
-                })
+        let (attempted, key) = match self.project() {
+            RunProj::Attempt { frame, key, future } => {
+                let _entered = Enter::new(*frame);
+                match key.lend(|| future.poll(cx)) {
+                    Poll::Ready(outcome) => (Attempted::Completed(outcome), *key),
+                    Poll::Pending => return Poll::Pending,
+                }
             }
-            RunProj::Refused { refusal, key } => Poll::Ready(KeyedOutcome {
-                attempted: Attempted::Refused((*refusal).into_error()),
-                key: *key,
-            }),
-        }
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// An attempt without a key: its outcome alone.
-    struct Unkeyed<R> {
-        #[pin]
-        run: R,
-    }
-}
-
-impl<T, E, R: Future<Output = KeyedOutcome<T, E, ()>>> Future for Unkeyed<R> {
-    type Output = Attempted<T, E>;
-
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Attempted<T, E>> {
-        self.project().run.poll(cx).map(|outcome| outcome.attempted)
+            RunProj::Refused { refusal, key } => {
+                (Attempted::Refused((*refusal).into_error()), *key)
+            }
+        };
+        Poll::Ready(KeyedOutcome { attempted, key })
     }
 }

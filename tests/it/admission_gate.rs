@@ -391,7 +391,7 @@ mod rate_limit {
         let rejected = gate.admit(t0).expect_err("no token");
         assert_eq!(rejected.reason(), RejectReason::RateLimited { wait: 2 * S });
         assert_eq!(rejected.retry_after(), Some(2 * S));
-        assert_eq!(rejected.mode(), Some(GateMode::RateLimit));
+        assert_eq!(rejected.mode(), GateMode::RateLimit);
         assert_eq!(rejected.gate(), "s3");
         let half = gate.admit(t0 + S).expect_err("half a token");
         assert_eq!(half.retry_after(), Some(S));
@@ -612,32 +612,41 @@ fn cancelled_attempts_lose_no_capacity_in_any_mode() {
 fn a_rejection_says_what_shed_the_attempt() {
     let cases = [
         (
+            GateMode::AdaptiveThrottling,
             RejectReason::Throttled {
                 probability: 0.4236,
             },
-            Some(GateMode::AdaptiveThrottling),
-            "admission gate `inventory`: the service has been rejecting requests, so this attempt \
-             was shed at the client (adaptive throttling, probability 42 %)",
+            "admission gate `inventory` (adaptive_throttling): the service has been rejecting \
+             requests, so this attempt was shed at the client (probability 42 %)",
         ),
         (
+            GateMode::RateLimit,
             RejectReason::RateLimited {
                 wait: Duration::from_micros(1),
             },
-            Some(GateMode::RateLimit),
-            "admission gate `inventory`: the client's rate limit after throttling allows the next \
-             attempt in 1 ms",
+            "admission gate `inventory` (rate_limit): the client's rate limit after throttling \
+             allows the next attempt in 1 ms",
         ),
         (
+            GateMode::Gradient2,
             RejectReason::ConcurrencyLimit { limit: 20 },
-            None,
-            "admission gate `inventory`: 20 attempts are already in flight, the current \
-             concurrency limit",
+            "admission gate `inventory` (gradient2): 20 attempts are already in flight, the \
+             current concurrency limit",
         ),
     ];
-    for (reason, mode, message) in cases {
-        let rejected = Rejected::new(reason, "inventory");
+    for (mode, reason, message) in cases {
+        let rejected = Rejected::new(mode, reason, "inventory");
         assert_eq!(rejected.to_string(), message);
-        assert_eq!(rejected.mode(), mode);
+        assert_eq!((rejected.mode(), rejected.reason()), (mode, reason));
         let _: &dyn std::error::Error = &rejected;
     }
+    // From a gate: its mode and name.
+    let gate = AdmissionGate::aimd(Aimd::new().initial_limit(1).min_limit(1)).name("inventory");
+    let t0 = Instant::now();
+    let _held = gate.admit(t0).expect("below the limit");
+    let rejected = gate.admit(t0).expect_err("at the limit");
+    assert_eq!(
+        (rejected.mode(), rejected.gate(), rejected.retry_after()),
+        (GateMode::Aimd, "inventory", None)
+    );
 }

@@ -1,7 +1,7 @@
 //! Adaptive concurrency limits after Netflix's `concurrency-limits`: AIMD and Gradient2, with
 //! the slot reserved at admission and given back when the permit ends.
 
-use super::{RejectReason, Rejected};
+use super::RejectReason;
 use crate::sync::{AtomicU64, Mutex, Ordering};
 use std::time::Duration;
 
@@ -133,6 +133,8 @@ pub struct Gradient2 {
     pub(super) smoothing: f64,
     pub(super) queue_size: u32,
     pub(super) long_window: u32,
+    /// `2 / (long_window + 1)`, the weight of a sample in the long average.
+    pub(super) long_factor: f64,
     pub(super) rtt_tolerance: f64,
 }
 
@@ -153,6 +155,7 @@ impl Gradient2 {
             smoothing: 0.2,
             queue_size: 4,
             long_window: 600,
+            long_factor: 2.0 / 601.0,
             rtt_tolerance: 1.5,
         }
     }
@@ -199,6 +202,7 @@ impl Gradient2 {
     /// The samples of the long-term latency average: 600. At least 1.
     pub const fn long_window(mut self, samples: u32) -> Self {
         self.long_window = if samples == 0 { 1 } else { samples };
+        self.long_factor = 2.0 / (self.long_window as f64 + 1.0);
         self
     }
 
@@ -239,13 +243,12 @@ impl Gradient2State {
     }
 
     /// `ExpAvgMeasurement.add`.
-    fn add_long(&mut self, sample: f64, window: u32) -> f64 {
+    fn add_long(&mut self, sample: f64, factor: f64) -> f64 {
         if self.long_count < WARMUP {
             self.long_count += 1;
             self.long_sum += sample;
             self.long_rtt = self.long_sum / f64::from(self.long_count);
         } else {
-            let factor = 2.0 / (f64::from(window) + 1.0);
             self.long_rtt = self.long_rtt * (1.0 - factor) + sample * factor;
         }
         self.long_rtt
@@ -256,7 +259,7 @@ impl Gradient2State {
     pub(super) fn update(&mut self, rtt: f64, in_flight: u32, config: &Gradient2) -> f64 {
         let queue_size = f64::from(config.queue_size);
         let short = rtt;
-        let long = self.add_long(rtt, config.long_window);
+        let long = self.add_long(rtt, config.long_factor);
         if long / short > 2.0 {
             self.long_rtt *= 0.95;
         }
@@ -307,7 +310,7 @@ loom_const_fn! {
 
 impl Slots {
     /// Takes a slot: `Ok(in_flight)` counting this one, or the rejection at the limit.
-    pub(super) fn acquire(&self, gate: &'static str) -> Result<u32, Rejected> {
+    pub(super) fn acquire(&self) -> Result<u32, RejectReason> {
         // Relaxed: the word publishes no other data; the compare-and-swap alone decides.
         self.word
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |word| {
@@ -315,13 +318,8 @@ impl Slots {
                 (in_flight < limit).then(|| word + 1)
             })
             .map(|word| unpack(word).1 + 1)
-            .map_err(|word| {
-                Rejected::new(
-                    RejectReason::ConcurrencyLimit {
-                        limit: unpack(word).0,
-                    },
-                    gate,
-                )
+            .map_err(|word| RejectReason::ConcurrencyLimit {
+                limit: unpack(word).0,
             })
     }
 

@@ -152,6 +152,7 @@ impl AdmissionGate {
     /// jitter (the seeded one inside [`testing::record`](crate::testing::record)), and only
     /// when the rejection probability is above 0; [`admit_with`](AdmissionGate::admit_with)
     /// takes it from the caller.
+    #[inline]
     pub fn admit(&self, now: Instant) -> Result<GatePermit<'_>, Rejected> {
         self.admit_with(now, uniform)
     }
@@ -160,34 +161,39 @@ impl AdmissionGate {
     /// `random`, a uniform draw in [0, 1): the attempt is shed when it is below the rejection
     /// probability. Called at most once, and only in that mode when the probability is above
     /// 0 (a NaN admits).
+    #[inline]
     pub fn admit_with(
         &self,
         now: Instant,
         random: impl FnOnce() -> f64,
     ) -> Result<GatePermit<'_>, Rejected> {
         let held = match &self.mode {
-            Mode::Throttling(throttler) => {
-                throttler.admit(now, random, self.name)?;
-                Held::Nothing
-            }
-            Mode::RateLimit(limiter) => match limiter.admit(now, self.name)? {
+            Mode::Throttling(throttler) => throttler.admit(now, random).map(|()| Held::Nothing),
+            Mode::RateLimit(limiter) => limiter.admit(now).map(|wait| match wait {
                 Some(wait) => Held::Token { wait },
                 None => Held::Nothing,
-            },
-            Mode::Aimd { slots, .. } => Held::Slot {
+            }),
+            Mode::Aimd { slots, .. } => slots.acquire().map(|in_flight| Held::Slot {
                 start: now,
-                in_flight: slots.acquire(self.name)?,
-            },
-            Mode::Gradient2(limiter) => Held::Slot {
+                in_flight,
+            }),
+            Mode::Gradient2(limiter) => limiter.slots.acquire().map(|in_flight| Held::Slot {
                 start: now,
-                in_flight: limiter.slots.acquire(self.name)?,
-            },
+                in_flight,
+            }),
         };
-        Ok(GatePermit {
-            gate: self,
-            held,
-            done: false,
-        })
+        match held {
+            Ok(held) => Ok(GatePermit {
+                gate: self,
+                held,
+                done: false,
+            }),
+            Err(reason) => Err(Rejected {
+                mode: self.mode(),
+                reason,
+                gate: self.name,
+            }),
+        }
     }
 
     /// What the gate knows at `now`, for metrics and tests.
@@ -292,6 +298,7 @@ impl GatePermit<'_> {
     }
 
     /// Reports the answer of the attempt, which ended at `now`.
+    #[inline]
     pub fn record(mut self, outcome: GateOutcome, now: Instant) {
         self.done = true;
         let gate = self.gate;
@@ -426,18 +433,21 @@ pub enum GateState {
 /// [`reason`](Rejected::reason).
 ///
 /// ```
-/// use retry_runtime::{RejectReason, Rejected};
+/// use retry_runtime::{GateMode, RejectReason, Rejected};
 /// use std::time::Duration;
 ///
-/// let rejected = Rejected::new(RejectReason::RateLimited { wait: Duration::from_millis(300) }, "s3");
-/// assert_eq!(rejected.retry_after(), Some(Duration::from_millis(300)));
+/// let wait = Duration::from_millis(300);
+/// let rejected = Rejected::new(GateMode::RateLimit, RejectReason::RateLimited { wait }, "s3");
+/// assert_eq!(rejected.retry_after(), Some(wait));
 /// assert_eq!(
 ///     rejected.to_string(),
-///     "admission gate `s3`: the client's rate limit after throttling allows the next attempt in 300 ms",
+///     "admission gate `s3` (rate_limit): the client's rate limit after throttling allows the \
+///      next attempt in 300 ms",
 /// );
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Rejected {
+    mode: GateMode,
     reason: RejectReason,
     gate: &'static str,
 }
@@ -464,10 +474,10 @@ pub enum RejectReason {
 }
 
 impl Rejected {
-    /// A rejection by the gate named `gate`: for tests, and for code that makes its own gate
-    /// decisions.
-    pub const fn new(reason: RejectReason, gate: &'static str) -> Self {
-        Self { reason, gate }
+    /// A rejection by the gate named `gate`, in `mode`: for tests, and for code that makes its
+    /// own gate decisions.
+    pub const fn new(mode: GateMode, reason: RejectReason, gate: &'static str) -> Self {
+        Self { mode, reason, gate }
     }
 
     /// Why it was shed.
@@ -475,19 +485,14 @@ impl Rejected {
         self.reason
     }
 
+    /// The mode of the gate that shed it.
+    pub const fn mode(&self) -> GateMode {
+        self.mode
+    }
+
     /// The name of the gate that shed it ([`AdmissionGate::name`]).
     pub const fn gate(&self) -> &'static str {
         self.gate
-    }
-
-    /// The mode that shed it.
-    pub const fn mode(&self) -> Option<GateMode> {
-        match self.reason {
-            RejectReason::Throttled { .. } => Some(GateMode::AdaptiveThrottling),
-            RejectReason::RateLimited { .. } => Some(GateMode::RateLimit),
-            // Either concurrency mode: the reason does not say which.
-            RejectReason::ConcurrencyLimit { .. } => None,
-        }
     }
 
     /// When asking again can succeed: the rate limiter's wait for its next token. `None` for
@@ -502,12 +507,17 @@ impl Rejected {
 
 impl fmt::Display for Rejected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "admission gate `{}`: ", self.gate)?;
+        write!(
+            f,
+            "admission gate `{}` ({}): ",
+            self.gate,
+            self.mode.as_str()
+        )?;
         match self.reason {
             RejectReason::Throttled { probability } => write!(
                 f,
                 "the service has been rejecting requests, so this attempt was shed at the client \
-                 (adaptive throttling, probability {:.0} %)",
+                 (probability {:.0} %)",
                 probability * 100.0
             ),
             RejectReason::RateLimited { wait } => {

@@ -1,7 +1,7 @@
 //! The client rate limiter of the AWS SDKs' adaptive retry mode: a token bucket whose rate
 //! follows CUBIC, enabled by the first throttled answer.
 
-use super::{RejectReason, Rejected};
+use super::RejectReason;
 use crate::sync::{AtomicU64, Mutex, OnceInstant, Ordering};
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 /// Each attempt takes one token. When none is there, the attempt waits until its token is due
 /// ([`GatePermit::wait`](crate::GatePermit::wait)), as botocore's blocking `acquire` does; or,
 /// with [`fail_fast`](ClientRateLimit::fail_fast), it is rejected at once with that wait in the
-/// [`Rejected`] (what botocore issue #3179 asks for).
+/// [`Rejected`](crate::Rejected) (what botocore issue #3179 asks for).
 ///
 /// Follows botocore's `botocore/retries/adaptive.py` (`ClientRateLimiter`, `RateClocker`),
 /// `bucket.py` (`TokenBucket`) and `throttling.py` (`CubicCalculator`), commit `40454eaac38c`,
@@ -67,7 +67,7 @@ impl ClientRateLimit {
         }
     }
 
-    /// `true`: an attempt without a token is rejected at once ([`Rejected`] with the wait),
+    /// `true`: an attempt without a token is rejected at once ([`Rejected`](crate::Rejected) with the wait),
     /// instead of waiting for it.
     pub const fn fail_fast(mut self, fail_fast: bool) -> Self {
         self.fail_fast = fail_fast;
@@ -180,7 +180,8 @@ impl Cubic {
 
     /// `RateClocker.record`: counts one answer at `t`, returns the measured rate.
     pub(super) fn record_rate(&mut self, t: f64, config: &ClientRateLimit) -> f64 {
-        let bucket = (t * 2.0).floor() / 2.0;
+        // floor(2t)/2; t is never negative, so truncation is floor, without libm's call.
+        let bucket = ((t * 2.0) as u64) as f64 / 2.0;
         self.count += 1.0;
         if bucket > self.last_bucket {
             let current = self.count / (bucket - self.last_bucket);
@@ -278,11 +279,7 @@ loom_const_fn! {
 impl RateLimiter {
     /// Takes a token at `now`: `Ok(None)` while the bucket is off (nothing taken), `Ok(Some(wait))`
     /// with a token taken (to be used after `wait`), or the rejection of a fail-fast limiter.
-    pub(super) fn admit(
-        &self,
-        now: Instant,
-        gate: &'static str,
-    ) -> Result<Option<Duration>, Rejected> {
+    pub(super) fn admit(&self, now: Instant) -> Result<Option<Duration>, RejectReason> {
         if self.enabled.load(Ordering::Relaxed) == 0 {
             // Off: nothing to take, but the first use still fixes time 0.
             self.epoch.get_or_init(now);
@@ -292,12 +289,9 @@ impl RateLimiter {
         let acquired = crate::sync::lock(&self.state).acquire(t, self.config.fail_fast);
         match acquired {
             Ok(wait) => Ok(Some(duration(wait))),
-            Err(wait) => Err(Rejected::new(
-                RejectReason::RateLimited {
-                    wait: duration(wait),
-                },
-                gate,
-            )),
+            Err(wait) => Err(RejectReason::RateLimited {
+                wait: duration(wait),
+            }),
         }
     }
 

@@ -1,7 +1,7 @@
 //! Client-side adaptive throttling (Google SRE book, "Handling Overload"), over a sliding window
 //! of lock-free bins.
 
-use super::{RejectReason, Rejected};
+use super::RejectReason;
 use crate::sync::{AtomicU64, OnceInstant, Ordering};
 use std::time::{Duration, Instant};
 
@@ -210,8 +210,7 @@ impl Throttler {
         &self,
         now: Instant,
         random: impl FnOnce() -> f64,
-        gate: &'static str,
-    ) -> Result<(), Rejected> {
+    ) -> Result<(), RejectReason> {
         let elapsed = self.elapsed(now);
         if elapsed >= self.quiet_from.load(Ordering::Relaxed) {
             return Ok(());
@@ -224,7 +223,7 @@ impl Throttler {
         // Rejected only when the draw is below the probability: NaN admits.
         if random() < probability {
             self.add(index, false);
-            return Err(Rejected::new(RejectReason::Throttled { probability }, gate));
+            return Err(RejectReason::Throttled { probability });
         }
         Ok(())
     }

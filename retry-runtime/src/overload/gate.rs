@@ -27,10 +27,11 @@ use std::time::{Duration, Instant};
 /// without a report (a cancelled call) gives back what it held, a concurrency slot or a rate
 /// token, and counts as nothing, so cancellations never leak capacity.
 ///
-/// No allocation and no lock on the happy path: admitting and recording are a few atomic
-/// operations in every mode, except the rate limiter's report and Gradient2's report (a short
-/// lock around some float arithmetic) and the rate limiter's admission once a throttle has
-/// turned it on.
+/// No allocation, and no lock on the happy path: admitting and recording are a load and one
+/// compare-and-swap (adaptive throttling while nothing was throttled in the window, the rate
+/// limiter before the first throttle) or two (AIMD). Gradient2 locks to report (a few float
+/// operations, as Netflix's `synchronized` update), and so does the rate limiter once a
+/// throttle has turned it on.
 ///
 /// ```
 /// use retry_runtime::{AdmissionGate, Aimd, GateOutcome, RejectReason};

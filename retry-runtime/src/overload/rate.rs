@@ -2,6 +2,7 @@
 //! follows CUBIC, enabled by the first throttled answer.
 
 use super::RejectReason;
+use super::throttling::Divider;
 use crate::sync::{AtomicU64, Mutex, OnceInstant, Ordering};
 use std::time::{Duration, Instant};
 
@@ -29,9 +30,15 @@ use std::time::{Duration, Instant};
 /// `bucket.py` (`TokenBucket`) and `throttling.py` (`CubicCalculator`), commit `40454eaac38c`,
 /// and the golden values of their tests and of the SDKs' shared tables (aws-sdk-go-v2
 /// `aws/retry/adaptive_ratelimit_test.go`, smithy-rs `client_rate_limiter.rs`), which this
-/// crate's tests check to 1e-9. Time starts at the gate's first use. The state is small and
-/// sits behind a [`Mutex`] held for a few float operations; before the first throttle, an
-/// admission takes no lock.
+/// crate's tests check to 1e-9. Time starts at the gate's first use.
+///
+/// Before the first throttle (the happy path) nothing is limited and nothing locks: an
+/// admission reads one flag, an answer is one compare-and-swap on the rate clock (and a short
+/// lock when a half-second bucket ends, at most twice a second). The fill rate botocore sets at
+/// each of these answers is computed from the latest one when needed. The one thing not kept is
+/// the bucket's content, taken as full at the first throttle, as it is in botocore once a client
+/// has had answers for a second or two. From the first throttle on, the state (a few floats)
+/// sits behind a mutex held for a few float operations, as botocore's does.
 ///
 /// ```
 /// use retry_runtime::{AdmissionGate, ClientRateLimit};
@@ -252,7 +259,19 @@ impl Cubic {
     }
 }
 
+/// The rate clock's word while the bucket is off: `last_bucket << 32 | count`, the bucket in
+/// half seconds; `CLOSED` once the locked state has taken over.
+const CLOSED: u64 = u64::MAX;
+
 /// The shared state of the mode.
+///
+/// Until the first throttle, the bucket is off and an answer only feeds the rate clock, which
+/// is kept in atomics: one compare-and-swap per answer, and the lock only when a half-second
+/// bucket ends (at most twice a second), so that the measured rate is updated in order. The fill
+/// rate botocore would set at each answer depends only on that answer's time and the measured
+/// rate, so it is computed when asked. At the first throttle, the locked state takes over (the
+/// clock word is closed, so that no answer is counted twice or lost) and from then on every
+/// answer goes through it, as in botocore.
 #[derive(Debug)]
 pub(super) struct RateLimiter {
     pub(super) config: ClientRateLimit,
@@ -260,6 +279,12 @@ pub(super) struct RateLimiter {
     epoch: OnceInstant,
     /// 1 once a throttle has turned the bucket on: read without the lock on the happy path.
     enabled: AtomicU64,
+    /// The rate clock before the first throttle (see `CLOSED`).
+    clock: AtomicU64,
+    /// The measured rate before the first throttle (`f64` bits), written under the lock.
+    measured: AtomicU64,
+    /// The time of the latest answer before the first throttle, in nanoseconds.
+    last_answer: AtomicU64,
     state: Mutex<Cubic>,
 }
 
@@ -270,6 +295,9 @@ loom_const_fn! {
                 config,
                 epoch: OnceInstant::new(),
                 enabled: AtomicU64::new(0),
+                clock: AtomicU64::new(0),
+                measured: AtomicU64::new(0),
+                last_answer: AtomicU64::new(0),
                 state: Mutex::new(Cubic::START),
             }
         }
@@ -297,12 +325,119 @@ impl RateLimiter {
 
     /// An answer at `now`.
     pub(super) fn record(&self, throttled: bool, now: Instant) {
-        let t = self.seconds(now);
+        let nanos = self.nanos(now);
+        if !throttled && self.enabled.load(Ordering::Relaxed) == 0 && self.clock_off(nanos) {
+            return;
+        }
+        let t = seconds(nanos);
         let mut state = crate::sync::lock(&self.state);
+        self.take_over(&mut state);
         state.update(t, throttled, &self.config);
         if state.enabled {
             self.enabled.store(1, Ordering::Relaxed);
         }
+    }
+
+    /// `RateClocker.record` before the first throttle, without the lock unless a bucket ends;
+    /// `false` when the locked state has taken over (the answer is then the caller's to count).
+    fn clock_off(&self, nanos: u64) -> bool {
+        let bucket = half_seconds(nanos);
+        let mut word = self.clock.load(Ordering::Relaxed);
+        loop {
+            if word == CLOSED {
+                return false;
+            }
+            let (last, count) = unpack(word);
+            if bucket > last {
+                return self.turn(bucket, nanos);
+            }
+            let next = pack(last, count.saturating_add(1));
+            match self
+                .clock
+                .compare_exchange_weak(word, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    self.note_answer(nanos);
+                    return true;
+                }
+                Err(current) => word = current,
+            }
+        }
+    }
+
+    /// A bucket ended: under the lock, so that the measured rate moves in order and a take-over
+    /// never sees half a turn.
+    fn turn(&self, bucket: u32, nanos: u64) -> bool {
+        let _state = crate::sync::lock(&self.state);
+        let mut word = self.clock.load(Ordering::Relaxed);
+        loop {
+            if word == CLOSED {
+                return false;
+            }
+            let (last, count) = unpack(word);
+            // Another caller may have ended the bucket first: then this answer only counts.
+            let next = if bucket > last {
+                pack(bucket, 0)
+            } else {
+                pack(last, count.saturating_add(1))
+            };
+            match self
+                .clock
+                .compare_exchange_weak(word, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    if bucket > last {
+                        let current = f64::from(count) + 1.0;
+                        let rate = current / (f64::from(bucket - last) / 2.0);
+                        let smoothing = self.config.smoothing;
+                        let measured = f64::from_bits(self.measured.load(Ordering::Relaxed));
+                        let measured = rate * smoothing + measured * (1.0 - smoothing);
+                        self.measured.store(measured.to_bits(), Ordering::Relaxed);
+                    }
+                    self.note_answer(nanos);
+                    return true;
+                }
+                Err(current) => word = current,
+            }
+        }
+    }
+
+    /// Keeps the latest answer's time (a late caller with an earlier time does not move it
+    /// back; two racing callers may leave either of their times).
+    fn note_answer(&self, nanos: u64) {
+        if nanos > self.last_answer.load(Ordering::Relaxed) {
+            self.last_answer.store(nanos, Ordering::Relaxed);
+        }
+    }
+
+    /// At the first throttle, under the lock: closes the rate clock and builds botocore's state
+    /// from it, as it stood after the latest answer. The bucket's content is the one thing not
+    /// kept before the first throttle: it is taken as full, as it is in botocore once a client
+    /// has been answered for a second or so at a steady rate.
+    fn take_over(&self, state: &mut Cubic) {
+        let word = self.clock.swap(CLOSED, Ordering::Relaxed);
+        if word == CLOSED {
+            return;
+        }
+        *state = self.off_state(word);
+    }
+
+    /// botocore's state before the first throttle, from the rate clock's word.
+    fn off_state(&self, word: u64) -> Cubic {
+        let (last, count) = unpack(word);
+        let mut state = Cubic {
+            measured_rate: f64::from_bits(self.measured.load(Ordering::Relaxed)),
+            last_bucket: f64::from(last) / 2.0,
+            count: f64::from(count),
+            ..Cubic::START
+        };
+        let t = seconds(self.last_answer.load(Ordering::Relaxed));
+        if t > 0.0 || state.measured_rate > 0.0 {
+            let rate = state.cubic_success(t, &self.config);
+            state.set_max_rate(t, rate.min(2.0 * state.measured_rate), &self.config);
+            state.capacity = state.max_capacity;
+        }
+        state
     }
 
     /// Gives back a token taken by an attempt that never reported.
@@ -313,15 +448,51 @@ impl RateLimiter {
     /// A copy of the state, refilled to `now`.
     pub(super) fn snapshot(&self, now: Instant) -> Cubic {
         let t = self.seconds(now);
-        let mut state = *crate::sync::lock(&self.state);
+        let state = crate::sync::lock(&self.state);
+        let word = self.clock.load(Ordering::Relaxed);
+        let mut state = if word == CLOSED {
+            *state
+        } else {
+            self.off_state(word)
+        };
         state.refill(t);
         state
     }
 
     fn seconds(&self, now: Instant) -> f64 {
-        let epoch = self.epoch.get_or_init(now);
-        now.saturating_duration_since(epoch).as_secs_f64()
+        seconds(self.nanos(now))
     }
+
+    /// Nanoseconds from the first use to `now`; 0 before it, at most `Divider::MAX_DIVIDEND`.
+    fn nanos(&self, now: Instant) -> u64 {
+        let epoch = self.epoch.get_or_init(now);
+        let elapsed = now.saturating_duration_since(epoch).as_nanos();
+        u64::try_from(elapsed).map_or(Divider::MAX_DIVIDEND, |elapsed| {
+            elapsed.min(Divider::MAX_DIVIDEND)
+        })
+    }
+}
+
+/// Nanoseconds as seconds, as `Duration::as_secs_f64` computes them.
+fn seconds(nanos: u64) -> f64 {
+    Duration::from_nanos(nanos).as_secs_f64()
+}
+
+/// Half a second, as a divider of nanoseconds.
+const HALF_SECOND: Divider = Divider::new(500_000_000);
+
+fn pack(bucket: u32, count: u32) -> u64 {
+    (u64::from(bucket) << 32) | u64::from(count)
+}
+
+fn unpack(word: u64) -> (u32, u32) {
+    ((word >> 32) as u32, word as u32)
+}
+
+/// The half-second bucket of a time in nanoseconds, `floor(2t)` in botocore's seconds (68 years
+/// of them fit, below `CLOSED`'s bucket).
+fn half_seconds(nanos: u64) -> u32 {
+    u32::try_from(HALF_SECOND.divide(nanos)).map_or(u32::MAX - 1, |bucket| bucket.min(u32::MAX - 1))
 }
 
 /// Seconds as a `Duration`, saturating (a wait is never NaN: the fill rate is positive).

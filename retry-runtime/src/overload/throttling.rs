@@ -38,9 +38,9 @@ const COUNT_MAX: u64 = (1 << COUNT_BITS) - 1;
 /// Defaults: K = 2 and padding 1 (the book's), a window of two minutes (the book's; gRPC-Go's
 /// adaptive throttler, `balancer/rls/internal/adaptive`, uses 30 s with a padding of 8) cut
 /// into 16 bins, so that the window slides by an eighth of a minute. The windowing follows
-/// gRPC-Go's `lookback` (bins indexed by time; a record older than the window is ignored; a
-/// clock read late counts in its own bin), with each bin one atomic word, so that admitting
-/// and recording take no lock.
+/// gRPC-Go's `lookback.go` (commit `6a8408765457`): bins indexed by time, a record older than
+/// the window is not counted, a clock read late counts in its own bin; here each bin is one
+/// atomic word, so that admitting and recording take no lock.
 ///
 /// ```
 /// use retry_runtime::{AdaptiveThrottling, AdmissionGate};
@@ -159,13 +159,16 @@ pub(super) struct Throttler {
     pub(super) config: AdaptiveThrottling,
     /// The width of a bin in nanoseconds, at least 1.
     width: u64,
+    /// Divides by `width` without a division instruction.
+    per_bin: Divider,
     /// Bin 0 starts here: the time of the first use.
     epoch: OnceInstant,
     /// The largest bin index seen: the head of the window.
     head: AtomicU64,
     /// The time (in nanoseconds from the epoch) at which the newest bin that counted a throttle
-    /// leaves the window. From then on there are no throttles in the window, so the
-    /// probability is 0 without reading the bins: the happy path, a comparison.
+    /// leaves the window; 0 when no throttle is in it. While it is 0, or once that time has
+    /// passed, the probability is 0 without reading the bins (nor, while it is 0, the time):
+    /// the happy path.
     quiet_from: AtomicU64,
     slots: [AtomicU64; MAX_BINS],
 }
@@ -184,6 +187,7 @@ loom_const_fn! {
             Self {
                 config,
                 width,
+                per_bin: Divider::new(width),
                 epoch: OnceInstant::new(),
                 head: AtomicU64::new(0),
                 quiet_from: AtomicU64::new(0),
@@ -211,11 +215,26 @@ impl Throttler {
         now: Instant,
         random: impl FnOnce() -> f64,
     ) -> Result<(), RejectReason> {
-        let elapsed = self.elapsed(now);
-        if elapsed >= self.quiet_from.load(Ordering::Relaxed) {
+        let quiet_from = self.quiet_from.load(Ordering::Relaxed);
+        if quiet_from == 0 {
+            // The first use still fixes time 0, so that a report timed before it is not
+            // counted as if it were at time 0.
+            self.epoch.get_or_init(now);
             return Ok(());
         }
-        let index = elapsed / self.width;
+        let elapsed = self.elapsed(now);
+        if elapsed >= quiet_from {
+            // The last throttle has left the window: back to the happy path, unless another
+            // throttle came in meanwhile.
+            let _ = self.quiet_from.compare_exchange(
+                quiet_from,
+                0,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            return Ok(());
+        }
+        let index = self.per_bin.divide(elapsed);
         let probability = self.probability(self.sum(self.advance(index)));
         if probability <= 0.0 {
             return Ok(());
@@ -230,14 +249,14 @@ impl Throttler {
 
     /// Counts an answer at `now`: accepted by the service, or not.
     pub(super) fn record(&self, accepted: bool, now: Instant) {
-        let index = self.elapsed(now) / self.width;
+        let index = self.per_bin.divide(self.elapsed(now));
         self.advance(index);
         self.add(index, accepted);
     }
 
     /// The counts of the window at `now` (or at the head, if that is later).
     pub(super) fn counts(&self, now: Instant) -> Counts {
-        let head = self.advance(self.elapsed(now) / self.width);
+        let head = self.advance(self.per_bin.divide(self.elapsed(now)));
         self.sum(head)
     }
 
@@ -256,8 +275,11 @@ impl Throttler {
     /// Nanoseconds from the epoch (the first use) to `now`; 0 before it.
     fn elapsed(&self, now: Instant) -> u64 {
         let epoch = self.epoch.get_or_init(now);
-        // u64 nanoseconds: 584 years, and a division much cheaper than u128's.
-        u64::try_from(now.saturating_duration_since(epoch).as_nanos()).unwrap_or(u64::MAX)
+        // Below 2^63 nanoseconds (292 years), as `Divider` needs.
+        let elapsed = now.saturating_duration_since(epoch).as_nanos();
+        u64::try_from(elapsed).map_or(Divider::MAX_DIVIDEND, |elapsed| {
+            elapsed.min(Divider::MAX_DIVIDEND)
+        })
     }
 
     /// Moves the head to `index` if that is later; returns the head.
@@ -312,6 +334,44 @@ impl Throttler {
     }
 }
 
+/// Division by a constant as a multiplication and a shift (Granlund and Montgomery, "Division
+/// by Invariant Integers using Multiplication", PLDI 1994, theorem 4.2): with `ℓ = ⌈log2 d⌉` and
+/// `m = ⌈2^(63+ℓ) / d⌉`, `⌊n / d⌋ = ⌊n·m / 2^(63+ℓ)⌋` for every `n < 2^63`, and `m` fits 64
+/// bits. A 64-bit division takes tens of cycles; this, a few.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Divider {
+    multiplier: u64,
+    shift: u32,
+}
+
+impl Divider {
+    /// The largest dividend: 2^63 − 1.
+    pub(super) const MAX_DIVIDEND: u64 = (1 << 63) - 1;
+
+    /// A divider by `d`; 0 is taken as 1.
+    pub(super) const fn new(d: u64) -> Self {
+        let d = if d == 0 { 1 } else { d };
+        let log = if d == 1 {
+            0
+        } else {
+            64 - (d - 1).leading_zeros()
+        };
+        let shift = 63 + log;
+        let power = 1u128 << shift;
+        let d = d as u128;
+        let multiplier = power / d + if power % d == 0 { 0 } else { 1 };
+        Self {
+            multiplier: multiplier as u64,
+            shift,
+        }
+    }
+
+    /// `⌊n / d⌋`, for `n` up to `MAX_DIVIDEND`.
+    pub(super) fn divide(self, n: u64) -> u64 {
+        ((u128::from(n) * u128::from(self.multiplier)) >> self.shift) as u64
+    }
+}
+
 fn stamp(word: u64) -> u64 {
     word >> (2 * COUNT_BITS)
 }
@@ -324,18 +384,18 @@ fn newer(a: u64, b: u64) -> bool {
 
 /// One more accepted or throttled request in a bin's word. A count that would overflow its 20
 /// bits halves both counts first, which keeps their ratio, and with it the probability.
-fn increment(word: u64, accepted: bool) -> u64 {
-    let stamp = word & !((1 << (2 * COUNT_BITS)) - 1);
-    let mut accepts = word & COUNT_MAX;
-    let mut throttles = (word >> COUNT_BITS) & COUNT_MAX;
-    if (accepted && accepts == COUNT_MAX) || (!accepted && throttles == COUNT_MAX) {
-        accepts /= 2;
-        throttles /= 2;
-    }
-    if accepted {
-        accepts += 1;
+pub(super) fn increment(word: u64, accepted: bool) -> u64 {
+    let (one, count) = if accepted {
+        (1, word & COUNT_MAX)
     } else {
-        throttles += 1;
+        (1 << COUNT_BITS, (word >> COUNT_BITS) & COUNT_MAX)
+    };
+    if count < COUNT_MAX {
+        return word + one;
     }
+    // This count is full: halve both, then count.
+    let stamp = word & !((1 << (2 * COUNT_BITS)) - 1);
+    let accepts = (word & COUNT_MAX) / 2 + u64::from(accepted);
+    let throttles = ((word >> COUNT_BITS) & COUNT_MAX) / 2 + u64::from(!accepted);
     stamp | (throttles << COUNT_BITS) | accepts
 }

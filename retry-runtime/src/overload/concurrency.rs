@@ -5,6 +5,31 @@ use super::RejectReason;
 use crate::sync::{AtomicU64, Mutex, Ordering};
 use std::time::Duration;
 
+/// The builders of the limits both concurrency modes share (Netflix's defaults for both).
+macro_rules! limit_builders {
+    () => {
+        /// The limit before any attempt has ended: 20. At least 1.
+        pub const fn initial_limit(mut self, limit: u32) -> Self {
+            self.initial = if limit == 0 { 1 } else { limit };
+            self
+        }
+
+        /// The limit never goes below this: 20. At least 1, so that a stream of drops cannot
+        /// stop all traffic.
+        pub const fn min_limit(mut self, limit: u32) -> Self {
+            self.min = if limit == 0 { 1 } else { limit };
+            self
+        }
+
+        /// The limit never goes above this (Netflix's `maxLimit`, `maxConcurrency`): 200. Below
+        /// `min_limit`, `min_limit` wins.
+        pub const fn max_limit(mut self, limit: u32) -> Self {
+            self.max = limit;
+            self
+        }
+    };
+}
+
 /// The settings of the [`AdmissionGate`](crate::AdmissionGate) mode that bounds the attempts in
 /// flight with a limit that grows additively and shrinks multiplicatively (AIMD), as TCP's
 /// congestion window does: Netflix `concurrency-limits`' `AIMDLimit`
@@ -47,37 +72,12 @@ impl Aimd {
         }
     }
 
-    /// The limit before any attempt has ended: 20. At least 1.
-    pub const fn initial_limit(mut self, limit: u32) -> Self {
-        self.initial = if limit == 0 { 1 } else { limit };
-        self
-    }
-
-    /// The limit never goes below this: 20. At least 1, so that a stream of drops cannot stop
-    /// all traffic.
-    pub const fn min_limit(mut self, limit: u32) -> Self {
-        self.min = if limit == 0 { 1 } else { limit };
-        self
-    }
-
-    /// The limit never goes above this: 200 (below `min_limit`, `min_limit` wins).
-    pub const fn max_limit(mut self, limit: u32) -> Self {
-        self.max = limit;
-        self
-    }
+    limit_builders!();
 
     /// The factor of a decrease: 0.9. Clamped to [0.5, 1) as Netflix requires; NaN is taken as
     /// 0.9.
     pub const fn backoff_ratio(mut self, ratio: f64) -> Self {
-        self.backoff_ratio = if ratio >= 0.999_999 {
-            0.999_999
-        } else if ratio >= 0.5 {
-            ratio
-        } else if ratio < 0.5 {
-            0.5
-        } else {
-            0.9
-        };
+        self.backoff_ratio = super::clamp_or(ratio, 0.5, 0.999_999, 0.9);
         self
     }
 
@@ -160,36 +160,12 @@ impl Gradient2 {
         }
     }
 
-    /// The limit before any attempt has ended: 20. At least 1.
-    pub const fn initial_limit(mut self, limit: u32) -> Self {
-        self.initial = if limit == 0 { 1 } else { limit };
-        self
-    }
-
-    /// The limit never goes below this: 20. At least 1.
-    pub const fn min_limit(mut self, limit: u32) -> Self {
-        self.min = if limit == 0 { 1 } else { limit };
-        self
-    }
-
-    /// The limit never goes above this (Netflix's `maxConcurrency`): 200.
-    pub const fn max_limit(mut self, limit: u32) -> Self {
-        self.max = limit;
-        self
-    }
+    limit_builders!();
 
     /// How much of the new estimate replaces the limit at each sample: 0.2. Clamped to [0, 1];
     /// NaN is taken as 0.2.
     pub const fn smoothing(mut self, smoothing: f64) -> Self {
-        self.smoothing = if smoothing > 1.0 {
-            1.0
-        } else if smoothing >= 0.0 {
-            smoothing
-        } else if smoothing < 0.0 {
-            0.0
-        } else {
-            0.2
-        };
+        self.smoothing = super::clamp_or(smoothing, 0.0, 1.0, 0.2);
         self
     }
 
@@ -209,13 +185,7 @@ impl Gradient2 {
     /// How much longer than its long-term average latency may grow before the limit shrinks:
     /// 1.5. At least 1; NaN is taken as 1.5.
     pub const fn rtt_tolerance(mut self, tolerance: f64) -> Self {
-        self.rtt_tolerance = if tolerance >= 1.0 {
-            tolerance
-        } else if tolerance < 1.0 {
-            1.0
-        } else {
-            1.5
-        };
+        self.rtt_tolerance = super::clamp_or(tolerance, 1.0, f64::INFINITY, 1.5);
         self
     }
 }

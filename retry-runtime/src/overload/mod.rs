@@ -21,6 +21,19 @@ macro_rules! loom_const_fn {
     };
 }
 
+/// `x` within [lo, hi], or `nan` for NaN: the settings' clamping, usable in `const fn`s.
+const fn clamp_or(x: f64, lo: f64, hi: f64, nan: f64) -> f64 {
+    if x > hi {
+        hi
+    } else if x >= lo {
+        x
+    } else if x < lo {
+        lo
+    } else {
+        nan
+    }
+}
+
 mod aws2026;
 mod concurrency;
 mod gate;

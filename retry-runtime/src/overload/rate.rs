@@ -84,15 +84,7 @@ impl ClientRateLimit {
     /// β, the share of the sending rate kept after a throttle: 0.7. Clamped to (0, 1]; NaN is
     /// taken as 0.7.
     pub const fn beta(mut self, beta: f64) -> Self {
-        self.beta = if beta > 1.0 {
-            1.0
-        } else if beta > 0.0 {
-            beta
-        } else if beta <= 0.0 {
-            f64::MIN_POSITIVE
-        } else {
-            0.7
-        };
+        self.beta = super::clamp_or(beta, f64::MIN_POSITIVE, 1.0, 0.7);
         self
     }
 
@@ -106,15 +98,7 @@ impl ClientRateLimit {
     /// The weight of the latest half second in the measured rate: 0.8. Clamped to [0, 1]; NaN
     /// is taken as 0.8.
     pub const fn smoothing(mut self, smoothing: f64) -> Self {
-        self.smoothing = if smoothing > 1.0 {
-            1.0
-        } else if smoothing >= 0.0 {
-            smoothing
-        } else if smoothing < 0.0 {
-            0.0
-        } else {
-            0.8
-        };
+        self.smoothing = super::clamp_or(smoothing, 0.0, 1.0, 0.8);
         self
     }
 

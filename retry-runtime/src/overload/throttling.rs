@@ -80,15 +80,7 @@ impl AdaptiveThrottling {
     /// before it sheds anything. Default 2; lower is more aggressive. Clamped to [1, 1000]
     /// (below 1 the client would shed requests that the service accepts); NaN is taken as 2.
     pub const fn k(mut self, k: f64) -> Self {
-        self.k = if k > 1000.0 {
-            1000.0
-        } else if k >= 1.0 {
-            k
-        } else if k < 1.0 {
-            1.0
-        } else {
-            2.0
-        };
+        self.k = super::clamp_or(k, 1.0, 1000.0, 2.0);
         self
     }
 

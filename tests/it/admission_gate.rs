@@ -580,6 +580,34 @@ mod concurrency_limits {
     }
 }
 
+/// A timeout means what each reference makes of it.
+#[test]
+fn a_timeout_counts_as_each_reference_counts_it() {
+    let t0 = Instant::now();
+    let later = t0 + 100 * MS;
+    // Adaptive throttling: a request the service did not accept.
+    let sre = AdmissionGate::adaptive_throttling(AdaptiveThrottling::new());
+    answer(&sre, GateOutcome::TimedOut, t0);
+    assert_eq!(throttling_counts(&sre, t0), (1, 0, 0.5));
+    // The rate limiter: not a throttle, so it stays off.
+    let rate = AdmissionGate::rate_limit(ClientRateLimit::new());
+    answer(&rate, GateOutcome::TimedOut, t0);
+    assert!(!rates(&rate, t0).0);
+    // AIMD: a drop, ⌊10 × 0.9⌋ = 9, however fast.
+    let aimd = AdmissionGate::aimd(Aimd::new().initial_limit(10).min_limit(1));
+    aimd.admit(t0)
+        .expect("below")
+        .record(GateOutcome::TimedOut, later);
+    assert_eq!(concurrency(&aimd, t0), (9, 0));
+    // Gradient2: a latency sample like any other (app-limited here: the limit stays).
+    let gradient2 = AdmissionGate::gradient2(Gradient2::new());
+    gradient2
+        .admit(t0)
+        .expect("below")
+        .record(GateOutcome::TimedOut, later);
+    assert_eq!(concurrency(&gradient2, t0), (20, 0));
+}
+
 /// A permit dropped without a report (the caller's future was dropped) gives back what it
 /// held and teaches the gate nothing, in every mode.
 #[test]

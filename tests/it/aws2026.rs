@@ -289,11 +289,11 @@ const THROTTLING_CODES: [&str; 14] = [
 /// The reference's default classification: `None` for an error that is not retried.
 fn classify(step: &Step) -> Option<FailureKind> {
     if THROTTLING_CODES.contains(&step.error_code) {
-        Some(FailureKind::Throttling)
+        Some(FailureKind::ThrottlingError)
     } else if [500, 502, 503, 504].contains(&step.status)
         || ["RequestTimeout", "RequestTimeoutException"].contains(&step.error_code)
     {
-        Some(FailureKind::Transient)
+        Some(FailureKind::TransientError)
     } else {
         None
     }
@@ -388,33 +388,39 @@ fn the_delay_is_the_random_factor_times_the_capped_exponential() {
     let ms = Duration::from_millis;
     // Cap before jitter: at the 11th retry, 50 ms × 2^10 = 51.2 s is capped to 20 s first.
     assert_eq!(
-        policy.delay(11, FailureKind::Transient, 0.5, None),
+        policy.delay(11, FailureKind::TransientError, 0.5, None),
         ms(10_000)
     );
     assert_eq!(
-        policy.delay(3, FailureKind::Throttling, 0.25, None),
+        policy.delay(3, FailureKind::ThrottlingError, 0.25, None),
         ms(1000)
     );
     // The retry-after window is above the jittered delay, and not capped by max_backoff.
     assert_eq!(
-        policy.delay(11, FailureKind::Transient, 0.5, Some(ms(60_000))),
+        policy.delay(11, FailureKind::TransientError, 0.5, Some(ms(60_000))),
         ms(15_000)
     );
     // Out-of-range factors and attempt numbers never panic.
     assert_eq!(
-        policy.delay(1, FailureKind::Transient, f64::NAN, None),
+        policy.delay(1, FailureKind::TransientError, f64::NAN, None),
         ms(0)
     );
-    assert_eq!(policy.delay(1, FailureKind::Transient, 7.0, None), ms(50));
-    assert_eq!(policy.delay(0, FailureKind::Transient, 1.0, None), ms(50));
     assert_eq!(
-        policy.delay(u32::MAX, FailureKind::Throttling, 1.0, None),
+        policy.delay(1, FailureKind::TransientError, 7.0, None),
+        ms(50)
+    );
+    assert_eq!(
+        policy.delay(0, FailureKind::TransientError, 1.0, None),
+        ms(50)
+    );
+    assert_eq!(
+        policy.delay(u32::MAX, FailureKind::ThrottlingError, 1.0, None),
         ms(20_000)
     );
     let endless = policy.max_backoff(Duration::MAX);
-    assert!(endless.delay(u32::MAX, FailureKind::Transient, 1.0, None) > ms(1_000_000_000));
+    assert!(endless.delay(u32::MAX, FailureKind::TransientError, 1.0, None) > ms(1_000_000_000));
     assert_eq!(
-        endless.delay(1, FailureKind::Transient, 1.0, Some(Duration::MAX)),
+        endless.delay(1, FailureKind::TransientError, 1.0, Some(Duration::MAX)),
         ms(5050)
     );
 }
@@ -422,7 +428,7 @@ fn the_delay_is_the_random_factor_times_the_capped_exponential() {
 #[test]
 fn a_first_attempt_success_adds_one_token_up_to_the_capacity() {
     let quota = RetryQuota::new().tokens(30);
-    assert_eq!(quota.acquire(FailureKind::Throttling), Some(5));
+    assert_eq!(quota.acquire(FailureKind::ThrottlingError), Some(5));
     quota.refund(None);
     assert_eq!(quota.available(), 26);
     for _ in 0..10 {
@@ -430,8 +436,8 @@ fn a_first_attempt_success_adds_one_token_up_to_the_capacity() {
     }
     assert_eq!(quota.available(), 30);
     // A success after two retries gives back the last one's cost only.
-    assert_eq!(quota.acquire(FailureKind::Transient), Some(14));
-    assert_eq!(quota.acquire(FailureKind::Throttling), Some(5));
+    assert_eq!(quota.acquire(FailureKind::TransientError), Some(14));
+    assert_eq!(quota.acquire(FailureKind::ThrottlingError), Some(5));
     quota.refund(Some(5));
     assert_eq!(quota.available(), 16);
 }
@@ -462,7 +468,7 @@ fn concurrent_retries_never_overdraw_the_quota() {
             .map(|_| {
                 scope.spawn(|| {
                     (0..100)
-                        .filter_map(|_| QUOTA.acquire(FailureKind::Transient))
+                        .filter_map(|_| QUOTA.acquire(FailureKind::TransientError))
                         .sum::<u32>()
                 })
             })

@@ -5,8 +5,8 @@ use crate::sync::{AtomicU64, Ordering};
 use std::fmt;
 use std::time::Duration;
 
-/// Why an attempt failed, as the AWS SDKs' updated standard mode tells failures apart: a
-/// throttled attempt waits longer (a 1 s base against 50 ms) and costs the
+/// Why an attempt failed, as the AWS SDKs' updated standard mode tells failures apart (its
+/// "transient errors" and "throttling errors"): a throttled attempt waits longer (a 1 s base against 50 ms) and costs the
 /// [`RetryQuota`] less (5 tokens against 14), since the service answered and only asked for
 /// less traffic.
 ///
@@ -16,17 +16,17 @@ use std::time::Duration;
 ///
 /// let policy = Aws2026::new();
 /// // The first retry, with the largest random factor (1.0) and no server hint.
-/// assert_eq!(policy.delay(1, FailureKind::Transient, 1.0, None), Duration::from_millis(50));
-/// assert_eq!(policy.delay(1, FailureKind::Throttling, 1.0, None), Duration::from_secs(1));
+/// assert_eq!(policy.delay(1, FailureKind::TransientError, 1.0, None), Duration::from_millis(50));
+/// assert_eq!(policy.delay(1, FailureKind::ThrottlingError, 1.0, None), Duration::from_secs(1));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FailureKind {
     /// A passing failure that says nothing about load: a 500, 502, 503 or 504, a timeout, a
     /// broken connection.
-    Transient,
+    TransientError,
     /// The service shed the attempt: a 429, an AWS throttling error code (`Throttling`,
     /// `ThrottlingException`, `SlowDown`, ...), gRPC `RESOURCE_EXHAUSTED`.
-    Throttling,
+    ThrottlingError,
 }
 
 /// The delays and the order of decisions of the AWS SDKs' standard retry mode as updated in
@@ -39,7 +39,7 @@ pub enum FailureKind {
 /// delay    = clamp(x-amz-retry-after, computed, computed + 5 s)   when the server sent one
 /// ```
 ///
-/// with `base` 1 s for a [throttling](FailureKind::Throttling) failure and 50 ms otherwise
+/// with `base` 1 s for a [throttling](FailureKind::ThrottlingError) failure and 50 ms otherwise
 /// (25 ms for DynamoDB), `max_backoff` 20 s applied *before* the random factor, and the server's
 /// `x-amz-retry-after` (milliseconds) held to at least the computed delay and at most 5 s above
 /// it (the cap does not apply to it). [`decide`](Aws2026::decide) adds the order of the
@@ -61,7 +61,7 @@ pub enum FailureKind {
 /// let policy = Aws2026::new();
 ///
 /// // The first attempt failed with a 500: retry after 50 ms × random, 14 tokens taken.
-/// let decision = policy.decide(1, FailureKind::Transient, &QUOTA, 1.0, None);
+/// let decision = policy.decide(1, FailureKind::TransientError, &QUOTA, 1.0, None);
 /// assert_eq!(decision, Aws2026Decision::Retry { delay: Duration::from_millis(50), cost: 14 });
 /// assert_eq!(QUOTA.available(), 486);
 ///
@@ -109,7 +109,7 @@ impl Aws2026 {
     ///
     /// let dynamodb = Aws2026::dynamodb();
     /// assert_eq!(dynamodb.get_max_attempts(), 4);
-    /// let delays: Vec<_> = (1..=3).map(|n| dynamodb.delay(n, FailureKind::Transient, 1.0, None)).collect();
+    /// let delays: Vec<_> = (1..=3).map(|n| dynamodb.delay(n, FailureKind::TransientError, 1.0, None)).collect();
     /// assert_eq!(delays, [25, 50, 100].map(Duration::from_millis));
     /// ```
     pub const fn dynamodb() -> Self {
@@ -180,7 +180,7 @@ impl Aws2026 {
     ///
     /// let policy = Aws2026::new();
     /// let ms = Duration::from_millis;
-    /// let delay = |retry_after| policy.delay(1, FailureKind::Transient, 1.0, retry_after);
+    /// let delay = |retry_after| policy.delay(1, FailureKind::TransientError, 1.0, retry_after);
     /// assert_eq!(delay(Some(ms(1500))), ms(1500));
     /// assert_eq!(delay(Some(ms(0))), ms(50)); // at least the computed delay
     /// assert_eq!(delay(Some(ms(10_000))), ms(5050)); // at most 5 s above it
@@ -193,8 +193,8 @@ impl Aws2026 {
         retry_after: Option<Duration>,
     ) -> Duration {
         let base = match kind {
-            FailureKind::Transient => self.base,
-            FailureKind::Throttling => self.throttling_base,
+            FailureKind::TransientError => self.base,
+            FailureKind::ThrottlingError => self.throttling_base,
         };
         // 2^1100 is already infinite in f64; min() below turns it into max_backoff.
         let exponent = attempt.saturating_sub(1).min(1100) as i32;
@@ -227,7 +227,7 @@ impl Aws2026 {
     /// let quota = RetryQuota::new().tokens(0);
     /// let receive = Aws2026::new().long_polling(true);
     /// assert_eq!(
-    ///     receive.decide(1, FailureKind::Transient, &quota, 1.0, None),
+    ///     receive.decide(1, FailureKind::TransientError, &quota, 1.0, None),
     ///     Aws2026Decision::QuotaExhausted { pause: Some(Duration::from_millis(50)) },
     /// );
     /// ```
@@ -253,7 +253,7 @@ impl Aws2026 {
             None => Aws2026Decision::QuotaExhausted {
                 pause: self
                     .long_polling
-                    .then(|| self.delay(attempt, FailureKind::Transient, random, retry_after)),
+                    .then(|| self.delay(attempt, FailureKind::TransientError, random, retry_after)),
             },
         }
     }
@@ -317,10 +317,10 @@ pub enum Aws2026Decision {
 /// use retry_runtime::{FailureKind, RetryQuota};
 ///
 /// static QUOTA: RetryQuota = RetryQuota::new().tokens(30);
-/// assert_eq!(QUOTA.acquire(FailureKind::Transient), Some(14));
-/// assert_eq!(QUOTA.acquire(FailureKind::Transient), Some(14));
-/// assert_eq!(QUOTA.acquire(FailureKind::Transient), None); // 2 left
-/// assert_eq!(QUOTA.acquire(FailureKind::Throttling), None);
+/// assert_eq!(QUOTA.acquire(FailureKind::TransientError), Some(14));
+/// assert_eq!(QUOTA.acquire(FailureKind::TransientError), Some(14));
+/// assert_eq!(QUOTA.acquire(FailureKind::TransientError), None); // 2 left
+/// assert_eq!(QUOTA.acquire(FailureKind::ThrottlingError), None);
 /// QUOTA.refund(Some(14)); // the last retry succeeded
 /// assert_eq!(QUOTA.available(), 16);
 /// ```
@@ -411,8 +411,8 @@ impl RetryQuota {
     /// What a retry after a failure of `kind` costs.
     pub const fn cost(&self, kind: FailureKind) -> u32 {
         match kind {
-            FailureKind::Transient => self.retry_cost,
-            FailureKind::Throttling => self.throttling_cost,
+            FailureKind::TransientError => self.retry_cost,
+            FailureKind::ThrottlingError => self.throttling_cost,
         }
     }
 

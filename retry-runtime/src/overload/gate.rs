@@ -313,7 +313,7 @@ impl GatePermit<'_> {
             }
             (Mode::Aimd { config, slots }, outcome) => {
                 if let Held::Slot { start, in_flight } = self.held {
-                    let dropped = outcome == GateOutcome::Throttled
+                    let dropped = outcome != GateOutcome::Accepted
                         || now.saturating_duration_since(start) > config.timeout;
                     slots.release(|limit| config.next(limit, in_flight, dropped));
                 }
@@ -352,15 +352,21 @@ impl Drop for GatePermit<'_> {
 #[non_exhaustive]
 pub enum GateOutcome {
     /// The service handled the attempt: a success, or an answer that says nothing about its
-    /// load (a "not found", a validation error). In adaptive throttling an accept; for the
-    /// rate limiter a non-throttling answer; for the concurrency limits a success (AIMD still
-    /// counts one slower than its `timeout` as a drop).
+    /// load (a "not found", a validation error, a 500). Adaptive throttling counts an accept;
+    /// the rate limiter a non-throttling answer (its rate may grow); the concurrency limits a
+    /// success (AIMD still counts one slower than its `timeout` as a drop).
     Accepted,
-    /// The service shed the attempt or could not take it: throttled (429, an AWS throttling
-    /// code, gRPC `RESOURCE_EXHAUSTED`), overloaded (503), or timed out. A request that was not
-    /// accepted for adaptive throttling, a throttling answer for the rate limiter (which cuts
-    /// the rate), a drop for AIMD (which shrinks the limit).
+    /// The service shed the attempt: throttled (429, an AWS throttling code, gRPC
+    /// `RESOURCE_EXHAUSTED`) or overloaded (a 503). Adaptive throttling counts a request
+    /// without an accept; the rate limiter cuts its rate (and turns on at the first); AIMD
+    /// shrinks its limit.
     Throttled,
+    /// No answer in time: the attempt's own timeout, or a deadline. The references differ, and
+    /// each mode follows its own: adaptive throttling counts a request without an accept (the
+    /// service did not accept it), the rate limiter a non-throttling answer (botocore cuts the
+    /// rate only on throttling errors), AIMD a drop (Netflix's `AIMDLimit` counts a timeout as
+    /// one), Gradient2 a sample of that latency.
+    TimedOut,
     /// Not counted: the attempt says nothing about the service (it failed on the client's side,
     /// before it was sent). Its slot is given back; the rate limiter keeps the token spent.
     Ignored,

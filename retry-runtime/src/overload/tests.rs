@@ -581,7 +581,9 @@ mod loom {
     fn loom_the_quota_never_pays_more_than_it_holds() {
         model(|| {
             let quota = Arc::new(RetryQuota::new().tokens(30));
-            let taken = on_threads(&quota, 3, |quota, _| quota.acquire(FailureKind::Transient));
+            let taken = on_threads(&quota, 3, |quota, _| {
+                quota.acquire(FailureKind::TransientError)
+            });
             assert_eq!(taken.iter().flatten().count(), 2, "{taken:?}");
             assert_eq!(quota.available(), 2);
         });
@@ -707,7 +709,7 @@ mod timing {
 
     #[inline(never)]
     fn one_quota(_: Instant) {
-        let cost = QUOTA.acquire(FailureKind::Transient);
+        let cost = QUOTA.acquire(FailureKind::TransientError);
         QUOTA.refund(cost);
     }
 

@@ -47,10 +47,11 @@ pub enum FailureKind {
 /// [`RetryQuota`], and a long-polling operation whose quota is empty still pauses for the
 /// backoff before it returns its error, so that a loop around it does not hammer the service.
 ///
-/// Follows aws-sdk-go-v2's `aws/retry/jitter_backoff.go` (`backoffDelay2026`, commit
-/// `c213f6605dbc`) and its test table `aws/retry/retry2026_test.go` (commit `058d9848ce2d`),
-/// which this crate's tests run case by case; the same rules are in aws-sdk-php's
-/// `Aws\Retry\V3\RetryMiddleware` and aws-sdk-net's `StandardRetryPolicy` ("SEP 2.1").
+/// Follows aws-sdk-go-v2's `aws/retry/jitter_backoff.go` (`backoffDelay2026`, the version
+/// that goes with the test table) and its test table `aws/retry/retry2026_test.go`
+/// (`TestRetry2026StandardMode`, commit `058d9848ce2d`), which this crate's tests run case by
+/// case; the same rules are in aws-sdk-php's `Aws\Retry\V3\RetryMiddleware` and
+/// `QuotaManager`, and aws-sdk-net's `StandardRetryPolicy` ("SEP 2.1").
 /// Pure arithmetic: no clock, no state; the quota is the shared part.
 ///
 /// ```

@@ -314,6 +314,7 @@ mod hedge;
 mod key;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+mod overload;
 mod policy;
 mod random;
 mod state;
@@ -338,6 +339,11 @@ pub use budget::RetryBudget;
 pub use context::{Attempt, attempt, scope};
 pub use hedge::Hedge;
 pub use key::IdempotencyKey;
+pub use overload::{
+    AdaptiveThrottling, AdmissionGate, Aimd, Aws2026, Aws2026Decision, ClientRateLimit,
+    FailureKind, GateMode, GateOutcome, GatePermit, GateState, Gradient2, RejectReason, Rejected,
+    RetryQuota,
+};
 pub use policy::{Backoff, Jitter, Policy, PolicyError};
 pub use state::{GiveUp, GiveUpReason, LogLevel, Retrier, RetryEvent};
 

@@ -8,7 +8,9 @@
 
 mod common;
 
+mod admission_gate;
 mod attempt_context;
+mod aws2026;
 mod block_form;
 mod breaker;
 mod budget;

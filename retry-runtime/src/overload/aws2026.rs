@@ -1,0 +1,470 @@
+//! The AWS SDKs' standard retry behaviour as updated in 2026 (`AWS_NEW_RETRIES_2026`): throttling
+//! priced apart from transient errors, in the delays and in the retry quota.
+
+use crate::sync::{AtomicU64, Ordering};
+use std::fmt;
+use std::time::Duration;
+
+/// Why an attempt failed, as the AWS SDKs' updated standard mode tells failures apart (its
+/// "transient errors" and "throttling errors"): a throttled attempt waits longer (a 1 s base against 50 ms) and costs the
+/// [`RetryQuota`] less (5 tokens against 14), since the service answered and only asked for
+/// less traffic.
+///
+/// ```
+/// use retry_runtime::{Aws2026, FailureKind};
+/// use std::time::Duration;
+///
+/// let policy = Aws2026::new();
+/// // The first retry, with the largest random factor (1.0) and no server hint.
+/// assert_eq!(policy.delay(1, FailureKind::TransientError, 1.0, None), Duration::from_millis(50));
+/// assert_eq!(policy.delay(1, FailureKind::ThrottlingError, 1.0, None), Duration::from_secs(1));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FailureKind {
+    /// A passing failure that says nothing about load: a 500, 502, 503 or 504, a timeout, a
+    /// broken connection.
+    TransientError,
+    /// The service shed the attempt: a 429, an AWS throttling error code (`Throttling`,
+    /// `ThrottlingException`, `SlowDown`, ...), gRPC `RESOURCE_EXHAUSTED`.
+    ThrottlingError,
+}
+
+/// The delays and the order of decisions of the AWS SDKs' standard retry mode as updated in
+/// 2026 (opt-in through `AWS_NEW_RETRIES_2026=true`, the default from November 2026).
+///
+/// The delay before retry `n` (the attempt that failed was attempt `n`, 1 for the first) is
+///
+/// ```text
+/// computed = random × min(base × 2^(n−1), max_backoff)      random in [0, 1]
+/// delay    = clamp(x-amz-retry-after, computed, computed + 5 s)   when the server sent one
+/// ```
+///
+/// with `base` 1 s for a [throttling](FailureKind::ThrottlingError) failure and 50 ms otherwise
+/// (25 ms for DynamoDB), `max_backoff` 20 s applied *before* the random factor, and the server's
+/// `x-amz-retry-after` (milliseconds) held to at least the computed delay and at most 5 s above
+/// it (the cap does not apply to it). [`decide`](Aws2026::decide) adds the order of the
+/// reference: the attempt limit (3 attempts, 4 for DynamoDB) is checked before the
+/// [`RetryQuota`], and a long-polling operation whose quota is empty still pauses for the
+/// backoff before it returns its error, so that a loop around it does not hammer the service.
+///
+/// Follows aws-sdk-go-v2's `aws/retry/jitter_backoff.go` (`backoffDelay2026`, the version
+/// that goes with the test table) and its test table `aws/retry/retry2026_test.go`
+/// (`TestRetry2026StandardMode`, commit `058d9848ce2d`), which this crate's tests run case by
+/// case; the same rules are in aws-sdk-php's `Aws\Retry\V3\RetryMiddleware` and
+/// `QuotaManager`, and aws-sdk-net's `StandardRetryPolicy` ("SEP 2.1").
+/// Pure arithmetic: no clock, no state; the quota is the shared part.
+///
+/// ```
+/// use retry_runtime::{Aws2026, Aws2026Decision, FailureKind, RetryQuota};
+/// use std::time::Duration;
+///
+/// static QUOTA: RetryQuota = RetryQuota::new();
+/// let policy = Aws2026::new();
+///
+/// // The first attempt failed with a 500: retry after 50 ms × random, 14 tokens taken.
+/// let decision = policy.decide(1, FailureKind::TransientError, &QUOTA, 1.0, None);
+/// assert_eq!(decision, Aws2026Decision::Retry { delay: Duration::from_millis(50), cost: 14 });
+/// assert_eq!(QUOTA.available(), 486);
+///
+/// // The retry succeeded: its cost comes back.
+/// QUOTA.refund(Some(14));
+/// assert_eq!(QUOTA.available(), 500);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Aws2026 {
+    base: Duration,
+    throttling_base: Duration,
+    max_backoff: Duration,
+    max_attempts: u32,
+    retry_after_window: Duration,
+    long_polling: bool,
+}
+
+impl Default for Aws2026 {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Aws2026 {
+    /// The standard mode for most services: 3 attempts, a 50 ms base for transient failures
+    /// and 1 s for throttling, at most 20 s before the random factor, `x-amz-retry-after` held
+    /// to [computed, computed + 5 s], not long-polling.
+    pub const fn new() -> Self {
+        Self {
+            base: Duration::from_millis(50),
+            throttling_base: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(20),
+            max_attempts: 3,
+            retry_after_window: Duration::from_secs(5),
+            long_polling: false,
+        }
+    }
+
+    /// The standard mode for DynamoDB and DynamoDB Streams: a 25 ms base for transient failures
+    /// and 4 attempts; the rest as [`new`](Aws2026::new).
+    ///
+    /// ```
+    /// use retry_runtime::{Aws2026, FailureKind};
+    /// use std::time::Duration;
+    ///
+    /// let dynamodb = Aws2026::dynamodb();
+    /// assert_eq!(dynamodb.get_max_attempts(), 4);
+    /// let delays: Vec<_> = (1..=3).map(|n| dynamodb.delay(n, FailureKind::TransientError, 1.0, None)).collect();
+    /// assert_eq!(delays, [25, 50, 100].map(Duration::from_millis));
+    /// ```
+    pub const fn dynamodb() -> Self {
+        Self::new().base(Duration::from_millis(25)).max_attempts(4)
+    }
+
+    /// The base of a transient failure's delay (the first retry waits up to this long).
+    pub const fn base(mut self, base: Duration) -> Self {
+        self.base = base;
+        self
+    }
+
+    /// The base of a throttled attempt's delay: 1 s.
+    pub const fn throttling_base(mut self, base: Duration) -> Self {
+        self.throttling_base = base;
+        self
+    }
+
+    /// The most the exponential part may grow to, before the random factor: 20 s.
+    pub const fn max_backoff(mut self, max: Duration) -> Self {
+        self.max_backoff = max;
+        self
+    }
+
+    /// Attempts in all, the first one included: 3 (4 for DynamoDB). 0 is taken as 1.
+    pub const fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = if attempts == 0 { 1 } else { attempts };
+        self
+    }
+
+    /// How far above the computed delay a server's `x-amz-retry-after` may push it: 5 s.
+    pub const fn retry_after_window(mut self, window: Duration) -> Self {
+        self.retry_after_window = window;
+        self
+    }
+
+    /// Marks a long-polling operation (SQS `ReceiveMessage`, ...): when the quota is empty it
+    /// still pauses for the backoff before returning its error (see
+    /// [`Aws2026Decision::QuotaExhausted`]).
+    pub const fn long_polling(mut self, long_polling: bool) -> Self {
+        self.long_polling = long_polling;
+        self
+    }
+
+    /// Attempts in all, the first one included.
+    pub const fn get_max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// Whether this is a long-polling operation's policy.
+    pub const fn is_long_polling(&self) -> bool {
+        self.long_polling
+    }
+
+    /// The pause before the next attempt, after attempt `attempt` (1 for the first) failed as
+    /// `kind`.
+    ///
+    /// `random` is the random factor, in [0, 1] (values outside are clamped, NaN is taken as
+    /// 0): pass `1.0` for the largest delay, or a uniform draw, as the loop does for its own
+    /// jitter. `retry_after` is the server's `x-amz-retry-after` (see
+    /// [`parse_retry_after`](Aws2026::parse_retry_after)); it replaces the computed delay,
+    /// held to [computed, computed + 5 s]. Truncated to whole nanoseconds, as Go's
+    /// `time.Duration`; it never panics (a huge `max_backoff` saturates).
+    ///
+    /// ```
+    /// use retry_runtime::{Aws2026, FailureKind};
+    /// use std::time::Duration;
+    ///
+    /// let policy = Aws2026::new();
+    /// let ms = Duration::from_millis;
+    /// let delay = |retry_after| policy.delay(1, FailureKind::TransientError, 1.0, retry_after);
+    /// assert_eq!(delay(Some(ms(1500))), ms(1500));
+    /// assert_eq!(delay(Some(ms(0))), ms(50)); // at least the computed delay
+    /// assert_eq!(delay(Some(ms(10_000))), ms(5050)); // at most 5 s above it
+    /// ```
+    pub fn delay(
+        &self,
+        attempt: u32,
+        kind: FailureKind,
+        random: f64,
+        retry_after: Option<Duration>,
+    ) -> Duration {
+        let base = match kind {
+            FailureKind::TransientError => self.base,
+            FailureKind::ThrottlingError => self.throttling_base,
+        };
+        // 2^1100 is already infinite in f64; min() below turns it into max_backoff.
+        let exponent = attempt.saturating_sub(1).min(1100) as i32;
+        let exponential = base.as_nanos() as f64 * 2f64.powi(exponent);
+        let capped = exponential.min(self.max_backoff.as_nanos() as f64);
+        // `random >= 0.0` is false for NaN too.
+        let random = if random >= 0.0 { random.min(1.0) } else { 0.0 };
+        // A float-to-integer `as` saturates, so this cannot overflow.
+        let computed = Duration::from_nanos((random * capped) as u64);
+        match retry_after {
+            Some(asked) => asked
+                .max(computed)
+                .min(computed.saturating_add(self.retry_after_window)),
+            None => computed,
+        }
+    }
+
+    /// What to do after attempt `attempt` (1 for the first) failed as `kind` with a retryable
+    /// error, in the reference's order: the attempt limit first (nothing is taken from the
+    /// quota), then the quota, whose cost for `kind` is taken when there is enough.
+    ///
+    /// A non-retryable error is the caller's to return before asking; a success is reported
+    /// with [`RetryQuota::refund`].
+    ///
+    /// ```
+    /// use retry_runtime::{Aws2026, Aws2026Decision, FailureKind, RetryQuota};
+    /// use std::time::Duration;
+    ///
+    /// // SQS ReceiveMessage with an empty quota: no retry, but a pause before the error.
+    /// let quota = RetryQuota::new().tokens(0);
+    /// let receive = Aws2026::new().long_polling(true);
+    /// assert_eq!(
+    ///     receive.decide(1, FailureKind::TransientError, &quota, 1.0, None),
+    ///     Aws2026Decision::QuotaExhausted { pause: Some(Duration::from_millis(50)) },
+    /// );
+    /// ```
+    pub fn decide(
+        &self,
+        attempt: u32,
+        kind: FailureKind,
+        quota: &RetryQuota,
+        random: f64,
+        retry_after: Option<Duration>,
+    ) -> Aws2026Decision {
+        if attempt >= self.max_attempts {
+            return Aws2026Decision::MaxAttempts;
+        }
+        match quota.acquire(kind) {
+            Some(cost) => Aws2026Decision::Retry {
+                delay: self.delay(attempt, kind, random, retry_after),
+                cost,
+            },
+            // The reference computes the long-polling pause without the error's kind (Go
+            // passes a nil error), so with the transient base even after a throttle, but with
+            // the response's `x-amz-retry-after`.
+            None => Aws2026Decision::QuotaExhausted {
+                pause: self
+                    .long_polling
+                    .then(|| self.delay(attempt, FailureKind::TransientError, random, retry_after)),
+            },
+        }
+    }
+
+    /// Reads an `x-amz-retry-after` header value: whole milliseconds, ASCII digits only
+    /// (surrounding whitespace allowed). Anything else, or a value too large for a `u64`, is
+    /// `None`, and the computed delay is used, as the reference does with an invalid header.
+    ///
+    /// ```
+    /// use retry_runtime::Aws2026;
+    /// use std::time::Duration;
+    ///
+    /// assert_eq!(Aws2026::parse_retry_after("1500"), Some(Duration::from_millis(1500)));
+    /// assert_eq!(Aws2026::parse_retry_after("invalid"), None);
+    /// assert_eq!(Aws2026::parse_retry_after("-5"), None);
+    /// ```
+    pub fn parse_retry_after(value: &str) -> Option<Duration> {
+        let value = value.trim_ascii();
+        if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        value.parse().ok().map(Duration::from_millis)
+    }
+}
+
+/// What [`Aws2026::decide`] says after a retryable failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Aws2026Decision {
+    /// Pause for `delay`, then retry. `cost` tokens were taken from the quota: keep them, and
+    /// pass them to [`RetryQuota::refund`] if this retry succeeds.
+    Retry {
+        /// The pause before the retry.
+        delay: Duration,
+        /// The tokens taken for this retry.
+        cost: u32,
+    },
+    /// The attempt limit is reached: return the error. Nothing was taken from the quota.
+    MaxAttempts,
+    /// The quota cannot pay for the retry: return the error. A long-polling operation
+    /// ([`Aws2026::long_polling`]) pauses for `pause` first; for others it is `None`.
+    QuotaExhausted {
+        /// The pause before returning the error, for a long-polling operation.
+        pause: Option<Duration>,
+    },
+}
+
+/// The retry quota of the AWS SDKs' updated standard mode: a bucket of 500 tokens shared by
+/// every call that names it, from which each retry pays 14 tokens, or 5 for a throttled
+/// attempt. When it cannot pay, the error is returned without retrying: under a widespread
+/// outage a client stops retrying and fails fast.
+///
+/// Successes pay back: a call that succeeds at its first attempt adds 1 token, and one that
+/// succeeds after retries gives back the cost of its *last* retry only, never above the
+/// starting capacity. Follows aws-sdk-php's `Aws\Retry\V3\QuotaManager` and the quota levels of
+/// aws-sdk-go-v2's `retry2026_test.go` (see [`Aws2026`]).
+///
+/// Lock-free (one atomic word) and `const`-constructible, so it can live in a `static`.
+///
+/// ```
+/// use retry_runtime::{FailureKind, RetryQuota};
+///
+/// static QUOTA: RetryQuota = RetryQuota::new().tokens(30);
+/// assert_eq!(QUOTA.acquire(FailureKind::TransientError), Some(14));
+/// assert_eq!(QUOTA.acquire(FailureKind::TransientError), Some(14));
+/// assert_eq!(QUOTA.acquire(FailureKind::TransientError), None); // 2 left
+/// assert_eq!(QUOTA.acquire(FailureKind::ThrottlingError), None);
+/// QUOTA.refund(Some(14)); // the last retry succeeded
+/// assert_eq!(QUOTA.available(), 16);
+/// ```
+pub struct RetryQuota {
+    max: u32,
+    retry_cost: u32,
+    throttling_cost: u32,
+    no_retry_increment: u32,
+    available: AtomicU64,
+    name: &'static str,
+}
+
+impl Default for RetryQuota {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+loom_const_fn! {
+    impl RetryQuota {
+        /// A full quota with the defaults: 500 tokens, 14 per retry, 5 per retry of a
+        /// throttled attempt, 1 back for a success at the first attempt.
+        ///
+        /// ```
+        /// use retry_runtime::RetryQuota;
+        ///
+        /// static QUOTA: RetryQuota = RetryQuota::new();
+        /// assert_eq!(QUOTA.available(), 500);
+        /// ```
+        pub fn new() -> Self {
+            Self {
+                max: 500,
+                retry_cost: 14,
+                throttling_cost: 5,
+                no_retry_increment: 1,
+                available: AtomicU64::new(500),
+                name: "unnamed",
+            }
+        }
+
+        /// The starting and largest number of tokens: 500.
+        pub fn tokens(self, tokens: u32) -> Self {
+            Self {
+                max: tokens,
+                available: AtomicU64::new(tokens as u64),
+                ..self
+            }
+        }
+    }
+}
+
+impl RetryQuota {
+    /// What a retry after a transient failure costs: 14.
+    pub const fn retry_cost(mut self, cost: u32) -> Self {
+        self.retry_cost = cost;
+        self
+    }
+
+    /// What a retry after a throttled attempt costs: 5.
+    pub const fn throttling_cost(mut self, cost: u32) -> Self {
+        self.throttling_cost = cost;
+        self
+    }
+
+    /// What a success at the first attempt adds: 1.
+    pub const fn no_retry_increment(mut self, tokens: u32) -> Self {
+        self.no_retry_increment = tokens;
+        self
+    }
+
+    /// Its name, for the metrics and logs that name it: a name of the code's, never anything a
+    /// request brings. `unnamed` if none was given.
+    pub const fn name(mut self, name: &'static str) -> Self {
+        self.name = name;
+        self
+    }
+
+    /// Its name ([`name`](RetryQuota::name)).
+    pub const fn get_name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The starting and largest number of tokens.
+    pub const fn get_tokens(&self) -> u32 {
+        self.max
+    }
+
+    /// What a retry after a failure of `kind` costs.
+    pub const fn cost(&self, kind: FailureKind) -> u32 {
+        match kind {
+            FailureKind::TransientError => self.retry_cost,
+            FailureKind::ThrottlingError => self.throttling_cost,
+        }
+    }
+
+    /// Takes the cost of a retry after a failure of `kind`: `Some(cost)` when there were at
+    /// least that many tokens (keep it for [`refund`](RetryQuota::refund)), `None` when there
+    /// were not (nothing is taken; return the error).
+    pub fn acquire(&self, kind: FailureKind) -> Option<u32> {
+        let cost = self.cost(kind);
+        // Relaxed: the counter publishes no other data; each update is one atomic
+        // read-modify-write, so tokens are neither lost nor made up.
+        self.available
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |available| {
+                available.checked_sub(u64::from(cost))
+            })
+            .ok()
+            .map(|_| cost)
+    }
+
+    /// Reports a success: `last_retry_cost` is what [`acquire`](RetryQuota::acquire) took for
+    /// the retry that succeeded (`None` when the first attempt succeeded, which adds
+    /// [`no_retry_increment`](RetryQuota::no_retry_increment) instead). Costs of earlier
+    /// retries of the same call are not given back. Never above the starting capacity.
+    pub fn refund(&self, last_retry_cost: Option<u32>) {
+        let amount = u64::from(last_retry_cost.unwrap_or(self.no_retry_increment));
+        if amount == 0 {
+            return;
+        }
+        let max = u64::from(self.max);
+        let _ = self
+            .available
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |available| {
+                (available < max).then(|| (available + amount).min(max))
+            });
+    }
+
+    /// Tokens left.
+    pub fn available(&self) -> u32 {
+        // Never above `max`, a u32.
+        u32::try_from(self.available.load(Ordering::Relaxed)).unwrap_or(u32::MAX)
+    }
+}
+
+impl fmt::Debug for RetryQuota {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryQuota")
+            .field("name", &self.name)
+            .field("tokens", &self.max)
+            .field("retry_cost", &self.retry_cost)
+            .field("throttling_cost", &self.throttling_cost)
+            .field("no_retry_increment", &self.no_retry_increment)
+            .field("available", &self.available())
+            .finish()
+    }
+}

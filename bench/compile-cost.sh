@@ -28,7 +28,9 @@
 # be reachable (or the packages already in ~/.cargo). Wall time depends on what else the machine
 # runs, so CPU time (user + sys) is the figure; the load average is printed before and after.
 set -euo pipefail
-
+# The whole script is one block, read before it runs: an edit to this file during a run (which
+# takes several minutes) cannot change what the run does.
+{
 profile_flag=""
 profile_name="debug"
 profile_dir="debug"
@@ -538,3 +540,5 @@ for name in sites-retry noinline-sites-retry sites-block noinline-sites-block si
 done
 echo
 echo "load average at the end: $(load)"
+exit 0
+}

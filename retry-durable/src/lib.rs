@@ -21,10 +21,10 @@
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `sqlite` | yes | `store::SqliteStore` and queues in a SQLite file (sqlx's bundled SQLite): no server |
-//! | `postgres` | yes | `store::PostgresStore` and queues in a PostgreSQL database shared by every replica |
-//! | `conformance` | no | `store::conformance`: the store contract as a test suite, for a store of your own |
-//! | `metrics` | no | the stores' begins and errors, the queue's depth, oldest due age, attempts and dead letters through the `metrics` facade ([`guide::metrics`]) |
+//! | `sqlite` | on | `store::SqliteStore` and queues in a SQLite file (sqlx's bundled SQLite): no server |
+//! | `postgres` | on | `store::PostgresStore` and queues in a PostgreSQL database shared by every replica |
+//! | `conformance` | off | `store::conformance`: the store contract as a test suite, for a store of your own |
+//! | `metrics` | off | the stores' begins and errors, the queue's depth, oldest due age, attempts and dead letters through the `metrics` facade ([`guide::metrics`]) |
 //!
 //! The crate needs Rust 1.94 (sqlx 0.9); `retry-runtime` needs 1.85.
 

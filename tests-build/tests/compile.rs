@@ -4,30 +4,161 @@
 //! reaches the runtime under other names. All of it builds projects of its own in `target/`, so
 //! this package depends on nothing heavier than the runtime (see its `Cargo.toml`).
 
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output};
 
 #[path = "../../tests/it/common/skip.rs"]
 mod skip;
 
-/// One case per rule in `ui/`, each with the `.stderr` a user sees, and the cases in `ui/pass/`
-/// that must compile. Regenerate with `TRYBUILD=overwrite`, then read every changed file.
+// trybuild checks a set of cases that are all `compile_fail` in one `cargo check --bins
+// --keep-going`, whose rustc runs cargo spreads over the cores; a set with a `pass` case among
+// them is built case by case, each with a `cargo clean` and a `cargo build` of its own. So `ui`
+// holds only the cases that must fail, and `ui_pass` builds those that must compile the same
+// way, in a project of its own: the same cases and `.stderr` files, in a fraction of the time,
+// the two tests running side by side.
+
+/// One case per rule in `ui/`, each with the `.stderr` a user sees; and the lints about the
+/// annotated function itself (`item_lints/`: `dead_code`, `unsafe_code`, `missing_docs`), which
+/// see it as the user wrote it, not as macro output (through trybuild, whose projects do not
+/// inherit the workspace's lints). Regenerate with `TRYBUILD=overwrite`, then read every changed
+/// file.
 #[test]
 fn ui() {
     let t = trybuild::TestCases::new();
     t.compile_fail("tests/ui/*.rs");
-    t.pass("tests/ui/pass/*.rs");
+    t.compile_fail("tests/item_lints/*.rs");
 }
 
-/// Lints about the annotated function itself (`dead_code`, `unsafe_code`, `missing_docs`) see it
-/// as the user wrote it, not as macro output; and `unsafe fn` works, which this workspace's
-/// `forbid(unsafe_code)` keeps out of the other test files. Through trybuild, whose projects do
-/// not inherit the workspace's lints.
+/// The cases that must compile and run: `ui/pass/`, and `item_lints/pass/`, where `unsafe fn`
+/// works, which this workspace's `forbid(unsafe_code)` keeps out of the other test files.
+///
+/// What trybuild's `pass` asserts (each case compiles as a binary of a user's crate and runs to
+/// success), built the way trybuild builds `compile_fail` cases: every case a binary of one
+/// project, one `cargo build --keep-going` that spreads them over the cores, then each run.
+/// trybuild builds `pass` cases one at a time, each with a `cargo clean`, a `cargo build` and a
+/// `cargo run` of its own, which took most of these tests' time. The project is the one trybuild
+/// would write: this package's dependencies less trybuild and macrotest, the workspace's edition
+/// and lock file, no workspace lints; in `target/tests/pass/`, with a target directory of its
+/// own.
 #[test]
-fn item_lints() {
-    let t = trybuild::TestCases::new();
-    t.pass("tests/item_lints/pass/*.rs");
-    t.compile_fail("tests/item_lints/*.rs");
+fn ui_pass() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut cases = Vec::new();
+    for dir in ["tests/ui/pass", "tests/item_lints/pass"] {
+        let before = cases.len();
+        for entry in std::fs::read_dir(root.join(dir)).expect("the pass cases are readable") {
+            let path = entry.expect("a directory entry").path();
+            if path.extension().is_some_and(|e| e == "rs") {
+                let name = path
+                    .file_stem()
+                    .expect("a file name")
+                    .to_string_lossy()
+                    .into_owned();
+                cases.push((format!("{dir}/{name}.rs"), name, path));
+            }
+        }
+        assert!(cases.len() > before, "no pass case found in {dir}");
+    }
+    cases.sort();
+
+    // This package's dependencies as a user's crate would write them: the runtime by its path,
+    // tokio with the features the cases use.
+    let manifest =
+        std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml is readable");
+    let dependencies: String = manifest
+        .split("\n[dev-dependencies]\n")
+        .nth(1)
+        .expect("a [dev-dependencies] table")
+        .lines()
+        .take_while(|line| !line.starts_with('['))
+        .filter(|line| !line.starts_with('#') && !line.starts_with("trybuild"))
+        .map(|line| {
+            line.replace("path = \"../", &format!("path = \"{}/../", root.display())) + "\n"
+        })
+        .collect();
+    // The workspace's edition, which this package inherits.
+    let workspace =
+        std::fs::read_to_string(root.join("../Cargo.toml")).expect("the root manifest is readable");
+    let edition = workspace
+        .lines()
+        .find_map(|line| line.strip_prefix("edition = "))
+        .expect("the workspace declares an edition")
+        .trim_matches('"');
+    let mut project = format!(
+        "[package]\nname = \"retry-tests-build-pass\"\nversion = \"0.0.0\"\nedition = \"{}\"\n\
+         publish = false\n\n[dependencies]\n{dependencies}\n[workspace]\n",
+        edition,
+    );
+    let mut names = std::collections::BTreeSet::new();
+    for (_, name, path) in &cases {
+        assert!(
+            names.insert(name),
+            "two pass cases are called {name}: rename one"
+        );
+        project += &format!(
+            "\n[[bin]]\nname = \"{name}\"\npath = \"{}\"\n",
+            path.display()
+        );
+    }
+    let dir = root.join("../target/tests/pass");
+    std::fs::create_dir_all(&dir).expect("target/tests/pass can be created");
+    std::fs::write(dir.join("Cargo.toml"), project).expect("the project's manifest is written");
+    std::fs::copy(root.join("../Cargo.lock"), dir.join("Cargo.lock"))
+        .expect("the lock file is copied");
+
+    let build = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--bins",
+            "--quiet",
+            "--color=never",
+            "--keep-going",
+        ])
+        // The artifacts as JSON on stdout (a case compiled if its binary is among them, fresh or
+        // not), the errors rendered on stderr.
+        .arg("--message-format=json-render-diagnostics")
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", dir.join("target"))
+        .output()
+        .expect("cargo runs");
+    let stderr = String::from_utf8_lossy(&build.stderr);
+    let artifacts = String::from_utf8_lossy(&build.stdout);
+    let mut failed = Vec::new();
+    for (case, name, _) in &cases {
+        let binary = dir.join("target/debug").join(name);
+        let built = format!("\"executable\":\"{}\"", binary.display());
+        let outcome = if !artifacts.lines().any(|line| line.contains(&built)) {
+            "did not compile".to_owned()
+        } else {
+            let run = Command::new(&binary)
+                .current_dir(&dir)
+                .output()
+                .expect("the case runs");
+            if run.status.success() {
+                String::new()
+            } else {
+                format!(
+                    "ran and failed ({}):\n{}{}",
+                    run.status,
+                    String::from_utf8_lossy(&run.stdout),
+                    String::from_utf8_lossy(&run.stderr)
+                )
+            }
+        };
+        // Straight to stdout, as trybuild writes its lines (the harness would hide `println!`),
+        // so that the log names each case.
+        let verdict = if outcome.is_empty() { "ok" } else { "FAILED" };
+        let _ = writeln!(std::io::stdout(), "test {case} [should pass] ... {verdict}");
+        if !outcome.is_empty() {
+            failed.push(format!("{case} {outcome}"));
+        }
+    }
+    assert!(
+        failed.is_empty() && build.status.success(),
+        "pass cases failed:\n{}\n\ncargo build said:\n{stderr}",
+        failed.join("\n")
+    );
 }
 
 /// The `cargo-expand` version the snapshots were written with; `.ci/run` installs this one.

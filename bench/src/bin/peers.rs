@@ -852,7 +852,7 @@ fn idempotency_guard() -> Row {
         include_str!("../../../tests-build/tests/ui/non_idempotent_after_retry_without_key.stderr");
     let ours = if stderr.contains("is `#[non_idempotent]`, so a retry without an idempotency key") {
         "compile error: `#[non_idempotent]` without a key parameter (trybuild case \
-         `tests-build/tests/ui/non_idempotent_after_retry_without_key`)"
+         `tests-build/tests/ui/non_idempotent_after_retry_without_key.rs`)"
             .to_string()
     } else {
         "the trybuild case no longer shows the error".to_string()

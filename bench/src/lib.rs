@@ -6,6 +6,7 @@
 //! Not published: this package exists to produce the numbers and pictures in `RESULTS.md`.
 
 pub mod cli;
+pub mod gate;
 pub mod occ;
 pub mod outage;
 pub mod plot;

@@ -1,10 +1,13 @@
-//! Load simulations of `#[retry]` and what they need in common: the `storm` and `occ` binaries
-//! are thin wrappers around [`storm`] and [`occ`], draw with [`plot`], and write CSV with
-//! [`records`]; the `metrics` binary draws the portal's long outage from its scraped metrics
-//! ([`outage`]).
+//! Load simulations of `#[retry]` and what they need in common: the `storm`, `occ` and
+//! `amplification` binaries are thin wrappers around [`storm`], [`occ`] and [`amplification`]
+//! (Marc Brooker's retry simulator, on tokio's paused clock through [`virtual_time`]), draw
+//! with [`plot`], and write CSV with [`records`]; the `metrics` binary draws the portal's long
+//! outage from its scraped metrics ([`outage`]). The admission gate's rows have their slots in
+//! each simulation ([`gate`]).
 //!
 //! Not published: this package exists to produce the numbers and pictures in `RESULTS.md`.
 
+pub mod amplification;
 pub mod cli;
 pub mod gate;
 pub mod occ;
@@ -13,3 +16,4 @@ pub mod plot;
 pub mod records;
 pub mod storm;
 pub mod tail;
+pub mod virtual_time;

@@ -1,14 +1,15 @@
-//! Load simulations of `#[retry]` and what they need in common: the `storm`, `occ` and
-//! `amplification` binaries are thin wrappers around [`storm`], [`occ`] and [`amplification`]
-//! (Marc Brooker's retry simulator, on tokio's paused clock through [`virtual_time`]), draw
-//! with [`plot`], and write CSV with [`records`]; the `metrics` binary draws the portal's long
-//! outage from its scraped metrics ([`outage`]). The admission gate's rows have their slots in
-//! each simulation ([`gate`]).
+//! Load simulations of `#[retry]` and what they need in common: the `storm`, `occ`,
+//! `amplification` and `collapse` binaries are thin wrappers around [`storm`], [`occ`],
+//! [`amplification`] and [`collapse`] (the last two Marc Brooker's simulators, on tokio's paused
+//! clock through [`virtual_time`]), draw with [`plot`], and write CSV with [`records`]; the
+//! `metrics` binary draws the portal's long outage from its scraped metrics ([`outage`]). The
+//! admission gate's rows have their slots in each simulation ([`gate`]).
 //!
 //! Not published: this package exists to produce the numbers and pictures in `RESULTS.md`.
 
 pub mod amplification;
 pub mod cli;
+pub mod collapse;
 pub mod gate;
 pub mod occ;
 pub mod outage;

@@ -37,6 +37,8 @@ fn every_csv_under_docs_reads_back_with_the_headers_field_count() {
         read,
         [
             "amplification.csv",
+            "collapse-sweep.csv",
+            "collapse.csv",
             "metrics.csv",
             "occ.csv",
             "storm-protection.csv",

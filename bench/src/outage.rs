@@ -81,6 +81,9 @@ impl Sample {
                     sample.done += value;
                 }
                 "retry_queue_dead_letters_total" => sample.dead += value,
+                // The gate's slot (issue 27, item 2): once the portal's check has a gate, its
+                // local rejections are read here into a field of their own (a column of
+                // `HEADER` and a line of the first chart), under the gate's metric name.
                 _ => {}
             }
         }

@@ -13,14 +13,16 @@ use std::sync::Once;
 const FONT: &str = "sans-serif";
 
 /// A palette that stays apart for readers with the common colour-vision deficiencies
-/// (Okabe–Ito), the first colour reserved for the baseline.
-pub const COLORS: [RGBColor; 6] = [
+/// (Okabe–Ito, then black and grey), the first colour reserved for the baseline.
+pub const COLORS: [RGBColor; 8] = [
     RGBColor(213, 94, 0),    // vermillion
     RGBColor(0, 114, 178),   // blue
     RGBColor(0, 158, 115),   // bluish green
     RGBColor(230, 159, 0),   // orange
     RGBColor(204, 121, 167), // reddish purple
     RGBColor(86, 180, 233),  // sky blue
+    RGBColor(0, 0, 0),       // black
+    RGBColor(136, 136, 136), // grey
 ];
 
 /// One line of a chart.
@@ -43,7 +45,7 @@ pub struct Chart {
     pub x_label: String,
     /// Beside the y axis.
     pub y_label: String,
-    /// In legend order; line `i` is drawn in `COLORS[i % 6]`.
+    /// In legend order; line `i` is drawn in `COLORS[i % 8]`.
     pub lines: Vec<Line>,
     /// A labelled band of x values shaded grey behind the lines, such as an outage.
     pub band: Option<(f64, f64, String)>,
@@ -51,6 +53,18 @@ pub struct Chart {
     pub log_y: bool,
     /// Where the legend goes.
     pub legend: SeriesLabelPosition,
+}
+
+/// Marks each line whose points are those of an earlier line: its label gains `(= earlier)`,
+/// and the earlier line is drawn wider, so that both stay visible where they coincide.
+pub fn mark_duplicates(lines: &mut [Line]) {
+    for j in 1..lines.len() {
+        if let Some(i) = (0..j).find(|&i| lines[i].points == lines[j].points) {
+            let earlier = lines[i].label.clone();
+            lines[j].label = format!("{} (= {earlier})", lines[j].label);
+            lines[i].width = lines[i].width.max(lines[j].width + 4);
+        }
+    }
 }
 
 fn register_embedded_font() -> Result<(), Box<dyn Error>> {
@@ -64,15 +78,24 @@ fn register_embedded_font() -> Result<(), Box<dyn Error>> {
 }
 
 /// Draws `charts` side by side into one PNG of `width`×`height` pixels.
-pub fn draw(
+pub fn draw(path: &Path, size: (u32, u32), charts: &[Chart]) -> Result<(), Box<dyn Error>> {
+    draw_grid(path, size, 1, charts)
+}
+
+/// Draws `charts` in `rows` rows (filled left to right, top to bottom) into one PNG of
+/// `width`×`height` pixels.
+pub fn draw_grid(
     path: &Path,
     (width, height): (u32, u32),
+    rows: usize,
     charts: &[Chart],
 ) -> Result<(), Box<dyn Error>> {
     register_embedded_font()?;
     let root = BitMapBackend::new(path, (width, height)).into_drawing_area();
     root.fill(&WHITE)?;
-    let panels = root.split_evenly((1, charts.len().max(1)));
+    let rows = rows.max(1);
+    let columns = charts.len().div_ceil(rows).max(1);
+    let panels = root.split_evenly((rows, columns));
     for (chart, area) in charts.iter().zip(&panels) {
         draw_chart(area, chart)?;
     }
@@ -162,4 +185,23 @@ where
 fn number(v: &f64) -> String {
     let text = format!("{v:.1}");
     text.strip_suffix(".0").map_or(text.clone(), str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_equal_to_an_earlier_one_says_so_and_the_earlier_widens() {
+        let line = |label: &str, y: f64| Line {
+            label: label.to_owned(),
+            points: vec![(0.0, y), (1.0, y)],
+            width: 2,
+        };
+        let mut lines = vec![line("a", 1.0), line("b", 2.0), line("c", 1.0)];
+        mark_duplicates(&mut lines);
+        assert_eq!(lines[2].label, "c (= a)");
+        assert_eq!((lines[0].width, lines[1].width, lines[2].width), (6, 2, 2));
+        assert_eq!(lines[1].label, "b");
+    }
 }

@@ -5,6 +5,7 @@
 //! tokio runtime whose clock is paused: pauses take no wall time, so 1,000 customers and their
 //! retries run in milliseconds, and every call is stamped with its virtual time.
 
+use crate::gate::{GateMode, Slots};
 use retry_runtime::{Transient, retry};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -27,6 +28,8 @@ pub enum Form {
     Equal,
     /// `jitter = decorrelated`
     Decorrelated,
+    /// The default jitter and `gate = ...` (not built yet: see [`crate::gate`]).
+    Gate(GateMode),
 }
 
 impl Form {
@@ -47,6 +50,7 @@ impl Form {
             Form::Full => "full",
             Form::Equal => "equal",
             Form::Decorrelated => "decorrelated",
+            Form::Gate(mode) => mode.name(),
         }
     }
 
@@ -58,7 +62,31 @@ impl Form {
             Form::Full => check_full(service, calls).await,
             Form::Equal => check_equal(service, calls).await,
             Form::Decorrelated => check_decorrelated(service, calls).await,
+            // The gate's slot: `Form::Gate(GateMode::Throttling) => check_throttling(service,
+            // calls).await,` with `check_throttling => [, gate = THROTTLING];` in `checks!` below
+            // and a `static THROTTLING` beside it, and `is_built` saying so. Never reached until
+            // then: `run` refuses a form that is not built.
+            Form::Gate(_) => Err(Overloaded),
         }
+    }
+}
+
+impl Slots for Form {
+    const BASE: &'static [Self] = &Form::ALL;
+
+    fn gate(mode: GateMode) -> Self {
+        Form::Gate(mode)
+    }
+
+    fn mode(self) -> Option<GateMode> {
+        match self {
+            Form::Gate(mode) => Some(mode),
+            _ => None,
+        }
+    }
+
+    fn is_built(self) -> bool {
+        !matches!(self, Form::Gate(_))
     }
 }
 
@@ -178,8 +206,15 @@ impl Outcome {
     }
 }
 
-/// Runs the storm once: all customers at t = 0, each through `form`'s annotated function.
+/// Runs the storm once: all customers at t = 0, each through `form`'s annotated function. A
+/// gate form not built yet is refused with [`std::io::ErrorKind::Unsupported`].
 pub fn run(form: Form, config: Config) -> std::io::Result<Outcome> {
+    if !form.is_built() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            format!("`{}` is not built yet (issue 27, item 2)", form.name()),
+        ));
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()?;
@@ -323,6 +358,18 @@ mod tests {
         assert_eq!(
             records[10],
             ["1.0", "50", &outcomes[1].calls[10].to_string()]
+        );
+    }
+
+    #[test]
+    fn a_gate_slot_is_refused_until_it_is_built() {
+        let gate = Form::Gate(GateMode::Throttling);
+        assert!(!gate.is_built());
+        let refused = run(gate, SMALL).unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::Unsupported);
+        assert_eq!(
+            Form::with_gates().len(),
+            Form::ALL.len() + GateMode::ALL.len()
         );
     }
 

@@ -36,6 +36,9 @@ fn every_csv_under_docs_reads_back_with_the_headers_field_count() {
     assert_eq!(
         read,
         [
+            "amplification.csv",
+            "collapse-sweep.csv",
+            "collapse.csv",
             "metrics.csv",
             "occ.csv",
             "storm-protection.csv",

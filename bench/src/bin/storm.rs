@@ -15,6 +15,7 @@
 
 use plotters::chart::SeriesLabelPosition;
 use retry_bench::cli::Flags;
+use retry_bench::gate::Slots;
 use retry_bench::plot::{self, Chart, Line};
 use retry_bench::storm::{self, BUCKET, Config, Form, Outcome};
 use std::path::PathBuf;
@@ -54,9 +55,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         outage: seconds(outage, "outage")?,
         capacity: flags.optional("capacity")?,
     };
-    let outcomes = Form::ALL
-        .into_iter()
-        .map(|form| storm::run(form, config))
+    let forms = Form::with_gates();
+    let outcomes = forms
+        .iter()
+        .filter(|form| form.is_built())
+        .map(|&form| storm::run(form, config))
         .collect::<Result<Vec<_>, _>>()?;
     let capacity = config
         .capacity
@@ -67,6 +70,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         config.customers
     );
     print!("{}", storm::table(&outcomes));
+    if let Some(line) = Form::pending() {
+        println!("{line}");
+    }
     if let Some(path) = flags.optional::<PathBuf>("csv")? {
         std::fs::write(&path, storm::csv(&outcomes)?)?;
         println!("\nwrote {}", path.display());
@@ -94,9 +100,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             concurrency: flags.get("drain-concurrency", 4)?,
         },
     };
-    let runs = protection::Variant::ALL
-        .into_iter()
-        .map(|variant| protection::run(variant, long))
+    let variants = protection::Variant::with_gates();
+    let runs = variants
+        .iter()
+        .filter(|variant| variant.is_built())
+        .map(|&variant| protection::run(variant, long))
         .collect::<Result<Vec<_>, _>>()?;
     println!(
         "\nLong outage: {} customers arriving evenly over the first {arrive_over} s, service \
@@ -112,6 +120,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         protection::MAX_ATTEMPTS,
     );
     print!("{}", protection::table(&runs, long.outage));
+    if let Some(line) = protection::Variant::pending() {
+        println!("{line}");
+    }
     if let Some(path) = flags.optional::<PathBuf>("csv-protection")? {
         std::fs::write(&path, protection::csv(&runs)?)?;
         println!("\nwrote {}", path.display());
@@ -169,6 +180,7 @@ fn steps(counts: &[u32], width: Duration) -> Vec<(f64, f64)> {
 mod protection {
     use super::steps;
     use plotters::chart::SeriesLabelPosition;
+    use retry_bench::gate::{GateMode, Slots};
     use retry_bench::plot::{Chart, Line};
     use retry_bench::storm::BUCKET;
     use retry_runtime::{
@@ -220,6 +232,8 @@ mod protection {
         /// Budget and breaker, and the portal's fallback: a customer whose check gave up is
         /// saved and queued, and the worker makes the check later.
         Queue,
+        /// `gate = ...` (not built yet: see `retry_bench::gate`).
+        Gate(GateMode),
     }
 
     impl Variant {
@@ -238,6 +252,7 @@ mod protection {
                 Variant::Breaker => "breaker",
                 Variant::Both => "budget + breaker",
                 Variant::Queue => "breaker + queue",
+                Variant::Gate(mode) => mode.name(),
             }
         }
 
@@ -248,7 +263,32 @@ mod protection {
                 Variant::Breaker => check_breaker(service, calls).await,
                 Variant::Both => check_both(service, calls).await,
                 Variant::Queue => check_queue(service, calls).await,
+                // The gate's slot: `Variant::Gate(GateMode::Throttling) =>
+                // check_throttling(service, calls).await,` with `check_throttling => [, gate =
+                // THROTTLING];` in `checks!` below and a `static THROTTLING` beside the budgets,
+                // and `is_built` saying so. Never reached until then: `run` refuses a variant
+                // that is not built.
+                Variant::Gate(_) => Err(Refusal::Overloaded),
             }
+        }
+    }
+
+    impl Slots for Variant {
+        const BASE: &'static [Self] = &Variant::ALL;
+
+        fn gate(mode: GateMode) -> Self {
+            Variant::Gate(mode)
+        }
+
+        fn mode(self) -> Option<GateMode> {
+            match self {
+                Variant::Gate(mode) => Some(mode),
+                _ => None,
+            }
+        }
+
+        fn is_built(self) -> bool {
+            !matches!(self, Variant::Gate(_))
         }
     }
 
@@ -408,8 +448,15 @@ mod protection {
         }
     }
 
-    /// Runs the long outage once for `variant`, on its own paused-clock runtime.
+    /// Runs the long outage once for `variant`, on its own paused-clock runtime. A gate
+    /// variant not built yet is refused with [`std::io::ErrorKind::Unsupported`].
     pub fn run(variant: Variant, scenario: Scenario) -> std::io::Result<Run> {
+        if !variant.is_built() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                format!("`{}` is not built yet (issue 27, item 2)", variant.name()),
+            ));
+        }
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()?;
@@ -722,7 +769,7 @@ mod protection {
         let width = |r: &Run| match r.variant {
             Variant::Plain | Variant::Queue => 3,
             Variant::Breaker => 7,
-            Variant::Budget | Variant::Both => 2,
+            Variant::Budget | Variant::Both | Variant::Gate(_) => 2,
         };
         let same_as_breaker = runs
             .iter()

@@ -1,0 +1,170 @@
+//! Marc Brooker's two simulations, as `--bin amplification` and `--bin collapse` reproduce
+//! them, pinned at small sizes: the headline figures of RESULTS.md §9 within 5 % of his
+//! simulator's (or the derived ones), so that a change to the simulations, or to the runtime
+//! objects they drive, cannot move them unnoticed. Each run is seeded and on tokio's paused
+//! clock, so these are exact runs, not samples of wall-clock behaviour; a few seconds in debug.
+
+use retry_bench::amplification::{self, Config, Strategy};
+use retry_bench::collapse::{self, PEAK, Profile, Series, Strategy as Client};
+use std::time::Duration;
+
+/// 20 clients × 10 calls a second for 10 s: his first experiment, a fifth of the clients. Each
+/// client behaves as one of his 100 (same rate, same duration), so per-client strategies give
+/// his figures.
+const SMALL: Config = Config {
+    clients: 20,
+    total_rate: 200.0,
+    duration: Duration::from_secs(10),
+    failure_rate: 0.5,
+    seed: 2022,
+};
+
+fn at(strategy: Strategy, config: Config) -> amplification::Point {
+    amplification::run(strategy, config)
+        .expect("a runtime")
+        .expect("a built strategy")
+}
+
+fn within(value: f64, expected: f64, share: f64) -> bool {
+    (value / expected - 1.0).abs() <= share
+}
+
+#[test]
+fn three_retries_cost_what_the_model_says_and_the_attribute_matches_them() {
+    let three = at(Strategy::ThreeRetries, SMALL);
+    // 1 + x + x² + x³ and 1 − x⁴ at x = 0.5.
+    assert!(within(three.load(), 1.875, 0.05), "{three:?}");
+    assert!(within(three.success(), 0.9375, 0.05), "{three:?}");
+    let attribute = at(Strategy::Attribute, SMALL);
+    assert_eq!(
+        (
+            attribute.first_tries,
+            attribute.attempts,
+            attribute.successes
+        ),
+        (three.first_tries, three.attempts, three.successes)
+    );
+    let none = at(Strategy::NoRetries, SMALL);
+    assert_eq!(none.attempts, none.first_tries);
+    assert!(within(none.success(), 0.5, 0.05), "{none:?}");
+}
+
+#[test]
+fn his_token_bucket_and_breaker_give_his_figures() {
+    // His simulator at x = 0.5 with 100 clients: load 1.142 and 1.000, success 56.9 % and
+    // 50.1 %.
+    let bucket = at(Strategy::TokenBucket, SMALL);
+    assert!(within(bucket.load(), 1.142, 0.05), "{bucket:?}");
+    assert!(within(bucket.success(), 0.5686, 0.05), "{bucket:?}");
+    let breaker = at(Strategy::RetryBreaker, SMALL);
+    assert!(within(breaker.load(), 1.000, 0.05), "{breaker:?}");
+    assert!(within(breaker.success(), 0.5008, 0.05), "{breaker:?}");
+    // With 1,000 clients of 1 call a second (here 100 of them), his bucket's 5 starting tokens
+    // are most of what each client retries with: load 1.460, success 72.9 %.
+    let small_clients = Config {
+        clients: 100,
+        total_rate: 100.0,
+        ..SMALL
+    };
+    let bucket = at(Strategy::TokenBucket, small_clients);
+    assert!(within(bucket.load(), 1.460, 0.05), "{bucket:?}");
+    assert!(within(bucket.success(), 0.7288, 0.05), "{bucket:?}");
+}
+
+#[test]
+fn the_budgets_figures_and_why_the_default_misses_the_aim() {
+    // The default budget's reserve (10 retries a second per client) is more than a client of
+    // 10 calls a second retries at x = 0.5 (8.75 a second): it barely binds, 1.82 (§9).
+    let budget = at(Strategy::Budget, SMALL);
+    assert!(within(budget.load(), 1.82, 0.05), "{budget:?}");
+    assert!(budget.load() > 1.12);
+    // Without the reserve, only the ratio governs: at most 1 + 0.1.
+    let lean = at(Strategy::BudgetNoReserve, SMALL);
+    assert!(lean.load() <= 1.1, "{lean:?}");
+    // This crate's breaker opens after 5 failures in a row and refuses first tries too, for
+    // 30 s: at x = 0.5 fewer calls succeed than without retries.
+    let breaker = at(Strategy::Breaker, SMALL);
+    assert!(
+        breaker.refused > 0 && breaker.success() < 0.4,
+        "{breaker:?}"
+    );
+}
+
+fn mean(client: Client, profile: Profile, runs: u32) -> Series {
+    let runs = collapse::runs(client, profile, 2021, runs)
+        .expect("a runtime")
+        .expect("a built strategy");
+    Series::mean(&runs)
+}
+
+#[test]
+fn the_spike_before_and_after() {
+    // Before the spike every request is answered in time (his 38.9 a second, for 38.5 that
+    // arrived, over his 10 runs).
+    let backoff = mean(Client::BackoffAndJitter, Profile::SPIKE, 4);
+    let served = Series::over(&backoff.goodput, 10, 20) / Series::over(&backoff.offered, 10, 20);
+    assert!(within(served, 1.0, 0.05), "{served}");
+    // His backoff and jitter (pauses of up to 20 s and 40 s) spread the spike's retries so far
+    // that the server recovers: back to 95 % 3 s after the spike in his simulator and here.
+    let back = collapse::recovery(&backoff).expect("recovered");
+    assert!(back <= 5, "{back} s");
+    // The budget recovers too, 11 s after the spike's end (§9).
+    let budget = mean(Client::Budget, Profile::SPIKE, 4);
+    let back = collapse::recovery(&budget).expect("recovered");
+    assert!((9..=13).contains(&back), "{back} s");
+}
+
+#[test]
+fn a_doubled_base_load_collapses_plain_retries_from_about_40_a_second() {
+    // His simulator: no run of his plain client collapsed at a base of 32, every one at 48;
+    // with backoff and jitter likewise. Here the same, and the budget keeps 48 up.
+    let runs = |client, base| {
+        collapse::runs(client, Profile::spike(base), 2021, 1)
+            .expect("a runtime")
+            .expect("a built strategy")
+            .iter()
+            .filter(|r| collapse::collapsed(r))
+            .count()
+    };
+    assert_eq!(runs(Client::Attribute, 32.0), 0);
+    assert_eq!(runs(Client::Attribute, 48.0), 1);
+    assert_eq!(runs(Client::BackoffAndJitter, 48.0), 1);
+    assert_eq!(runs(Client::Budget, 48.0), 0);
+}
+
+#[test]
+fn at_the_ramps_peak_nothing_is_answered_in_time() {
+    // His simulator: 1.8 answers a second around the peak; first tries alone are more than the
+    // 64 a second the server can answer within the timeout, and nothing here sheds them.
+    let ramp = mean(Client::Attribute, Profile::RAMP, 1);
+    let peak = Series::over(&ramp.goodput, PEAK.0, PEAK.1);
+    assert!(peak < 5.0, "{peak}");
+    // On the way up (56 to 72 a second over 10–20 s) answers lag the arrivals: his 55.4.
+    let rising = Series::over(&ramp.goodput, 10, 20);
+    assert!(within(rising, 55.4, 0.05), "{rising}");
+}
+
+#[test]
+fn the_collapsed_state_holds_from_a_third_of_what_can_be_answered_in_time() {
+    // Derived: while every attempt times out, each request sends 3; the server then holds
+    // N = 3λ / (1 − 0.03·λ) in flight and takes 1 + 0.01·N s, more than the timeout when
+    // 3λ ≥ 64.3 a second, λ ≥ 21.4: from there the collapse sustains itself. A 4 s push to 90
+    // a second tips 26 a second over for good (N settles near the derived 354) and not 18.
+    let pushed = |base| {
+        let push = Profile::Spike {
+            base,
+            peak: 90.0,
+            start: Duration::from_secs(10),
+            width: Duration::from_secs(4),
+        };
+        collapse::run(Client::Attribute, push, 5)
+            .expect("a runtime")
+            .expect("a built strategy")
+    };
+    let low = pushed(18.0);
+    assert!(!collapse::collapsed(&low), "{:?}", low.goodput);
+    let high = pushed(26.0);
+    assert!(collapse::collapsed(&high), "{:?}", high.goodput);
+    let n = Series::over(&high.concurrency, 70, 80);
+    assert!(within(n, 354.0, 0.15), "{n}");
+}

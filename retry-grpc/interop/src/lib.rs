@@ -1,0 +1,4 @@
+//! placeholder
+pub mod proto {
+    tonic::include_proto!("retry.interop");
+}

@@ -3,7 +3,7 @@
 //! | form | pause before retry `n` (n = 1, 2, … since the start or the last pushback) | who |
 //! |---|---|---|
 //! | [`Jitter::A6`] (default) | `U[0, min(initialBackoff·backoffMultiplier^(n−1), maxBackoff))` | gRFC A6's text, grpc-go (`rand.Int63n(cur)`), grpc-java (`cur·random.nextDouble()`) |
-//! | [`Jitter::CCore`] | `b_n·U[0.8, 1.2)` with `b_1 = initialBackoff`, `b_n = min(b_(n−1)·backoffMultiplier, maxBackoff)` | C-core (`BackOff::NextAttemptDelay`, jitter 0.2), so Python `grpcio`, C++, Ruby, PHP |
+//! | [`Jitter::CCore`] | `b_n·U[0.8, 1.2)` with `b_1 = min(initialBackoff, maxBackoff)`, `b_n = min(b_(n−1)·backoffMultiplier, maxBackoff)` | C-core (`BackOff::NextAttemptDelay`, jitter 0.2), so Python `grpcio`, C++, Ruby, PHP |
 //!
 //! **Why A6's form is the default.** It is what the specification writes and what two of the
 //! three official implementations do; it spreads the retries of clients that failed together
@@ -15,9 +15,9 @@
 //! loopback with `initialBackoff 0.1s`, multiplier 2 (`bench/RESULTS.md` §9): its pauses lie in
 //! the C-core band, not in `U[0, …)`.
 //!
-//! Note that C-core's first pause is `initialBackoff` even when it is larger than `maxBackoff`
-//! (only the later ones are capped), and that its jitter is applied after the cap, so a pause
-//! can reach 1.2·`maxBackoff`; the [`Jitter::CCore`] form reproduces both.
+//! C-core applies its jitter after the cap, so a pause can reach 1.2·`maxBackoff`; the
+//! [`Jitter::CCore`] form does the same. (Older C-core releases did not cap the first pause;
+//! 1.85's `BackOff::NextAttemptDelay` caps every one.)
 
 use crate::RetryPolicy;
 use std::time::Duration;
@@ -28,7 +28,8 @@ pub enum Jitter {
     /// A6's text: `U[0, min(initialBackoff·backoffMultiplier^(n−1), maxBackoff))`.
     #[default]
     A6,
-    /// C-core's: within ±20 % of `min(initialBackoff·backoffMultiplier^(n−1), maxBackoff)`.
+    /// C-core's: within ±20 % of `min(initialBackoff·backoffMultiplier^(n−1), maxBackoff)`
+    /// (the cap applied before the jitter).
     CCore,
 }
 
@@ -88,13 +89,9 @@ impl RetryBackoff {
     }
 
     /// The nominal pause of retry `n` (from 1) since the start or the last pushback, before
-    /// jitter: A6's `min(initialBackoff·backoffMultiplier^(n−1), maxBackoff)`, or C-core's
-    /// `b_n` (the same, except that `b_1` is `initialBackoff` uncapped).
+    /// jitter: `min(initialBackoff·backoffMultiplier^(n−1), maxBackoff)`, for both forms.
     pub fn nominal(&self, n: u32) -> Duration {
         let n = n.max(1);
-        if n == 1 && self.jitter == Jitter::CCore {
-            return self.initial;
-        }
         let exponent = i32::try_from(n - 1).unwrap_or(i32::MAX);
         let seconds = self.initial.as_secs_f64() * self.multiplier.powi(exponent);
         let capped = seconds.min(self.max.as_secs_f64());
@@ -183,12 +180,13 @@ mod tests {
     }
 
     #[test]
-    fn c_core_does_not_cap_the_first_pause() {
+    fn the_cap_comes_before_c_cores_jitter() {
         let backoff = RetryBackoff::new(&policy(500, 200, 2.0), Jitter::CCore);
-        assert_eq!(backoff.nominal(1), Duration::from_millis(500));
-        assert_eq!(backoff.nominal(2), Duration::from_millis(200));
-        let a6 = RetryBackoff::new(&policy(500, 200, 2.0), Jitter::A6);
-        assert_eq!(a6.nominal(1), Duration::from_millis(200));
+        assert_eq!(backoff.nominal(1), Duration::from_millis(200));
+        assert_eq!(
+            backoff.bounds(1),
+            (Duration::from_millis(160), Duration::from_millis(240))
+        );
     }
 
     #[test]

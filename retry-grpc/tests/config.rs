@@ -416,3 +416,42 @@ fn json_round_trips() {
             .contains("methodConfig: must be an array, got a number")
     );
 }
+
+#[test]
+fn the_runtime_policy_has_a6s_nominal_pauses() {
+    use retry_grpc::RetryPolicy;
+    use retry_grpc::backoff::{Jitter, RetryBackoff};
+    for (initial, max, multiplier) in [
+        (100, 1000, 2.0),
+        (100, 1000, 0.5),
+        (500, 200, 2.0),
+        (10, 10, 1.0),
+        (30, 5000, 3.5),
+    ] {
+        let policy = RetryPolicy::builder()
+            .max_attempts(5)
+            .initial_backoff(Duration::from_millis(initial))
+            .max_backoff(Duration::from_millis(max))
+            .backoff_multiplier(multiplier)
+            .retryable_status_codes([Code::Unavailable])
+            .build()
+            .expect("valid");
+        let Some(runtime) = policy.to_runtime_policy() else {
+            assert!(
+                multiplier < 1.0,
+                "only a shrinking backoff has no runtime policy"
+            );
+            continue;
+        };
+        let backoff = RetryBackoff::new(&policy, Jitter::A6);
+        assert_eq!(runtime.get_max(), 4);
+        for n in 1..=6 {
+            let ours = backoff.nominal(n).as_secs_f64();
+            let theirs = runtime.nominal_delay(n).as_secs_f64();
+            assert!(
+                (ours - theirs).abs() < 1e-6,
+                "{initial} {max} {multiplier} retry {n}: {ours} vs {theirs}"
+            );
+        }
+    }
+}

@@ -3,9 +3,9 @@
 //! what they report ([`harness`]).
 //!
 //! `cargo test -p retry-grpc-interop` runs `grpcio`'s client (C-core) against the scripted
-//! server and checks gRFC A6's normative behaviour; `cargo run -p retry-grpc-interop --bin
-//! evidence` prints the table of `bench/RESULTS.md` §9. Both need Python with `grpcio` and
-//! `grpcio-tools` (`.ci/grpcio.sh install`).
+//! server and checks gRFC A6's normative behaviour; `cargo build -p retry-grpc-interop --bins
+//! && cargo run -p retry-grpc-interop --bin evidence` prints the table of `bench/RESULTS.md`
+//! §9. Both need Python with `grpcio` and `grpcio-tools` (`.ci/grpcio.sh install`).
 
 /// The messages, client and server of `proto/interop.proto`.
 #[allow(missing_docs, unused_qualifications, clippy::all)]

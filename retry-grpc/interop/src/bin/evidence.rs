@@ -2,7 +2,9 @@
 //! against the scripted tonic server, with more calls than the tests make, so that the pauses
 //! are ranges over many samples.
 //!
-//!     cargo run -p retry-grpc-interop --bin evidence [-- CALLS]
+//!     cargo build -p retry-grpc-interop --bins && cargo run -p retry-grpc-interop --bin evidence [-- CALLS]
+//!
+//! (`cargo run` builds only the binary it runs; the first command builds the server beside it.)
 //!
 //! Needs Python with grpcio and grpcio-tools (`.ci/grpcio.sh install`).
 

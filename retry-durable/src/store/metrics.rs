@@ -6,7 +6,7 @@
 //! The labels are bounded: the kind of store ([`IdempotencyStore::metrics_label`]), the answer,
 //! the error's variant. Never a key, a scope, a URL or an error's message.
 
-use super::{Begin, BoxFuture, StoreError, TxBegin};
+use super::{Begin, BoxFuture, StoreError};
 use std::future::Future;
 
 /// `retry_store_begins_total{store, answer}`.
@@ -30,17 +30,6 @@ impl<R, T: Send> Answer for Begin<'_, R, T> {
             Begin::Replay(_) => "replay",
             Begin::InProgress => "in_progress",
             Begin::Mismatch => "mismatch",
-        }
-    }
-}
-
-impl<R, T: Send> Answer for TxBegin<'_, R, T> {
-    fn answer(&self) -> &'static str {
-        match self {
-            TxBegin::Execute(_) => "execute",
-            TxBegin::Replay(_) => "replay",
-            TxBegin::InProgress => "in_progress",
-            TxBegin::Mismatch => "mismatch",
         }
     }
 }

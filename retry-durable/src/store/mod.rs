@@ -153,20 +153,20 @@ use std::time::Duration;
 pub mod conformance;
 mod memory;
 pub(crate) mod metrics;
+mod options;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
-mod transactional;
 
 pub use memory::MemoryStore;
+pub use options::{Mode, StoreOptions};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
-pub use transactional::{TransactionalStore, TxBegin, TxGuard};
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use {crate::sql::Backend, sql::SqlStore};
 
@@ -242,10 +242,13 @@ pub trait IdempotencyStore<R>: Send + Sync {
     /// the key's completion.
     type Transaction: Send;
 
-    /// Looks up `key` in `scope`: claims it for the caller if it is new, released, expired, or
-    /// its holder's lease ended, or says why the caller must not execute. See the
-    /// [module docs](self) for the cases. One atomic statement decides the claim, so two requests
-    /// that arrive together on two replicas get exactly one [`Begin::Execute`].
+    /// Looks up `key` in `scope`: claims it for the caller in `mode` if it is new, released,
+    /// expired, or its lease-mode holder's lease ended, or says why the caller must not execute.
+    /// See the [module docs](self) for the cases and [`Mode`] for the two modes, which differ in
+    /// the [`Guard`] they hand out: in [`Mode::Lease`] the claim has committed under a lease
+    /// when the guard is handed out; in [`Mode::OneCommit`] it is written in the guard's open
+    /// transaction and commits with the completion. One atomic statement decides the claim, so
+    /// two requests that arrive together on two replicas get exactly one [`Begin::Execute`].
     ///
     /// A different `fingerprint` wins over a running execution: the answer is
     /// [`Mismatch`](Begin::Mismatch), not [`InProgress`](Begin::InProgress), because the request
@@ -261,14 +264,16 @@ pub trait IdempotencyStore<R>: Send + Sync {
     /// that hung up) gives back any claim it wrote, as a dropped [`Guard`] does:
     /// [`MemoryStore`] at once; the SQL stores in a tokio task that deletes the claim by its
     /// token on the connection that ran the claim statement, after that statement, so that the
-    /// key is free again within a round trip. So does a `begin` that fails after its statement
-    /// may have committed (the connection broke before the answer). The lease returns the key
-    /// instead, a whole lease later, where the store cannot do that: no tokio runtime at the
-    /// drop, a process that dies, or a connection that breaks while the server is still
+    /// key is free again within a round trip (in the one-commit mode the claim is uncommitted,
+    /// and the dropped transaction takes it with it). So does a `begin` that fails after its
+    /// statement may have committed (the connection broke before the answer). The lease returns
+    /// the key instead, a whole lease later, where the store cannot do that: no tokio runtime at
+    /// the drop, a process that dies, or a connection that breaks while the server is still
     /// running the claim statement (the release then runs on another connection and may come
     /// first).
-    fn begin_scoped<'s, 'a>(
+    fn begin_with<'s, 'a>(
         &'s self,
+        mode: Mode,
         scope: &'a str,
         key: &'a IdempotencyKey,
         fingerprint: Fingerprint,
@@ -276,8 +281,8 @@ pub trait IdempotencyStore<R>: Send + Sync {
     where
         's: 'a;
 
-    /// [`begin_scoped`](IdempotencyStore::begin_scoped) in the scope `""`, for a service whose
-    /// keys are unique across its clients (random UUIDs from trusted callers).
+    /// [`begin_with`](IdempotencyStore::begin_with) in the lease mode and the scope `""`, for a
+    /// service whose keys are unique across its clients (random UUIDs from trusted callers).
     fn begin<'s, 'a>(
         &'s self,
         key: &'a IdempotencyKey,
@@ -286,18 +291,48 @@ pub trait IdempotencyStore<R>: Send + Sync {
     where
         's: 'a,
     {
-        self.begin_scoped("", key, fingerprint)
+        self.begin_with(Mode::Lease, "", key, fingerprint)
     }
 
-    /// Opens the transaction [`Guard::transaction`] hands out.
+    /// [`begin_with`](IdempotencyStore::begin_with) in the lease mode, in `scope` (an API
+    /// account, a tenant: see [Scopes](self#scopes)).
+    fn begin_scoped<'s, 'a>(
+        &'s self,
+        scope: &'a str,
+        key: &'a IdempotencyKey,
+        fingerprint: Fingerprint,
+    ) -> BoxFuture<'a, Result<Begin<'s, R, Self::Transaction>, StoreError>>
+    where
+        's: 'a,
+    {
+        self.begin_with(Mode::Lease, scope, key, fingerprint)
+    }
+
+    /// [`begin_with`](IdempotencyStore::begin_with) in the one-commit mode and the scope `""`:
+    /// for a handler whose every side effect is in the store's database (see
+    /// [One commit per new key](self#one-commit-per-new-key)).
+    fn begin_in_transaction<'s, 'a>(
+        &'s self,
+        key: &'a IdempotencyKey,
+        fingerprint: Fingerprint,
+    ) -> BoxFuture<'a, Result<Begin<'s, R, Self::Transaction>, StoreError>>
+    where
+        's: 'a,
+    {
+        self.begin_with(Mode::OneCommit, "", key, fingerprint)
+    }
+
+    /// Opens the transaction [`Guard::transaction`] hands out in the lease mode (the one-commit
+    /// mode's guard holds its transaction from the start).
     fn transaction<'a>(
         &'a self,
         claim: &'a Claim,
     ) -> BoxFuture<'a, Result<Self::Transaction, StoreError>>;
 
-    /// Stores `response` for `claim`'s key and marks it completed, in `transaction` if the
-    /// handler opened one, and commits. Refuses with [`StoreError::Superseded`] (and rolls back)
-    /// if the claim no longer holds the key. Called by [`Guard::complete`].
+    /// Stores `response` for `claim`'s key and marks it completed, in `transaction` if there is
+    /// one (always in the one-commit mode, whose claim it holds), and commits. Refuses with
+    /// [`StoreError::Superseded`] (and rolls back) if the claim no longer holds the key. Called
+    /// by [`Guard::complete`].
     fn complete<'a>(
         &'a self,
         claim: &'a Claim,
@@ -306,12 +341,13 @@ pub trait IdempotencyStore<R>: Send + Sync {
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// Extends `claim`'s lease to a full lease from now, or refuses with
-    /// [`StoreError::Superseded`]. Called by [`Guard::renew`].
+    /// [`StoreError::Superseded`]. Called by [`Guard::renew`] in the lease mode only.
     fn renew<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// Rolls `transaction` back and forgets `claim`'s key, so that the next request executes.
-    /// Refuses with [`StoreError::Superseded`] (and changes nothing but the rollback) if the
-    /// claim no longer holds the key. Called by [`Guard::release`].
+    /// Rolls `transaction` back and forgets `claim`'s key, so that the next request executes
+    /// (in the one-commit mode the rollback is all it takes). Refuses with
+    /// [`StoreError::Superseded`] (and changes nothing but the rollback) if the claim no longer
+    /// holds the key. Called by [`Guard::release`].
     fn release<'a>(
         &'a self,
         claim: &'a Claim,
@@ -415,18 +451,32 @@ pub struct Claim {
     key: IdempotencyKey,
     number: u64,
     token: u64,
+    mode: Mode,
 }
 
 impl Claim {
-    /// A claim on `key` in `scope`, with its number and token. For implementors of
-    /// [`IdempotencyStore`].
+    /// A claim of the lease mode on `key` in `scope`, with its number and token. For
+    /// implementors of [`IdempotencyStore`].
     pub fn new(scope: &str, key: IdempotencyKey, number: u64, token: u64) -> Self {
         Claim {
             scope: scope.into(),
             key,
             number,
             token,
+            mode: Mode::Lease,
         }
+    }
+
+    /// The same claim, made in `mode`.
+    #[must_use]
+    pub fn in_mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// How the claim commits.
+    pub fn mode(&self) -> Mode {
+        self.mode
     }
 
     /// The scope the key is unique in (`""` for [`IdempotencyStore::begin`]).
@@ -451,17 +501,24 @@ impl Claim {
     }
 }
 
-/// The claim on a key whose request is being executed.
+/// The claim on a key whose request is being executed, in either [`Mode`].
 ///
 /// [`complete`](Guard::complete) stores the response for repeats (for the SQL stores in the
-/// same transaction as the handler's own writes, opened with
-/// [`transaction`](Guard::transaction)). [`release`](Guard::release) gives the key back after a
+/// same transaction as the handler's own writes, [`transaction`](Guard::transaction)). [`release`](Guard::release) gives the key back after a
 /// passing failure, so that the client's retry executes afresh; dropping the guard does the same
 /// in the background (for the SQL stores, a spawned task), so that a handler that fails, panics
 /// or is cancelled halfway does not leave the key blocked until its lease ends.
 ///
 /// Complete the guard with every *final* response, success or a permanent error; release it
 /// after a passing failure (the bank was unreachable) that a retry may get past.
+///
+/// The two modes differ in the guard, not in its type: a guard of the lease mode
+/// ([`IdempotencyStore::begin`]) holds a committed claim under a lease and opens its
+/// transaction on the first call to [`transaction`](Guard::transaction); a guard of the
+/// one-commit mode ([`IdempotencyStore::begin_in_transaction`]) holds the open transaction in
+/// which its claim was written, so [`transaction`](Guard::transaction) returns it at once and
+/// dropping the guard rolls the claim back with the handler's rows. [`mode`](Guard::mode) tells
+/// them apart.
 ///
 /// A handler cancelled after a side effect *outside* the database (the bank call) and before
 /// `complete` releases the key too, and the retry calls the bank again: pass the key on to the
@@ -495,9 +552,9 @@ pub struct Guard<'s, R, T: Send = ()> {
 }
 
 impl<'s, R, T: Send> Guard<'s, R, T> {
-    /// A guard over `claim`, which `store` has just handed out. For implementors of
-    /// [`IdempotencyStore`]; services get their guards from
-    /// [`begin`](IdempotencyStore::begin).
+    /// A guard over `claim`, which `store` has just handed out, with no transaction open yet
+    /// (the lease mode's). For implementors of [`IdempotencyStore`]; services get their guards
+    /// from [`begin`](IdempotencyStore::begin).
     pub fn new(store: &'s (dyn IdempotencyStore<R, Transaction = T> + 's), claim: Claim) -> Self {
         Guard {
             store,
@@ -505,6 +562,27 @@ impl<'s, R, T: Send> Guard<'s, R, T> {
             transaction: None,
             finished: false,
         }
+    }
+
+    /// A guard over `claim`, written in `transaction`, which `store` has just opened (the
+    /// one-commit mode's). For implementors of [`IdempotencyStore`].
+    pub fn in_transaction(
+        store: &'s (dyn IdempotencyStore<R, Transaction = T> + 's),
+        claim: Claim,
+        transaction: T,
+    ) -> Self {
+        Guard {
+            store,
+            claim,
+            transaction: Some(transaction),
+            finished: false,
+        }
+    }
+
+    /// How the claim commits: [`Mode::Lease`] from [`begin`](IdempotencyStore::begin),
+    /// [`Mode::OneCommit`] from [`begin_in_transaction`](IdempotencyStore::begin_in_transaction).
+    pub fn mode(&self) -> Mode {
+        self.claim.mode()
     }
 
     /// The key this guard holds.
@@ -526,13 +604,15 @@ impl<'s, R, T: Send> Guard<'s, R, T> {
         self.claim.number()
     }
 
-    /// The transaction for the handler's own writes, opened on the first call (for the SQL
-    /// stores, a `sqlx::Transaction` on the store's pool; `BEGIN IMMEDIATE` for SQLite, so the
-    /// write lock is taken at once). [`complete`](Guard::complete) commits it together with the
-    /// key's completion; [`release`](Guard::release) and dropping the guard roll it back.
+    /// The transaction for the handler's own writes (for the SQL stores, a `sqlx::Transaction`
+    /// on the store's pool, in which a [queue](crate::queue::Queue::enqueue_in) on the same pool
+    /// can enqueue too). [`complete`](Guard::complete) commits it together with the key's
+    /// completion; [`release`](Guard::release) and dropping the guard roll it back.
     ///
-    /// Open it after any call to another system, so that the database is not held while that
-    /// system answers.
+    /// In the lease mode it is opened on the first call (`BEGIN IMMEDIATE` for SQLite, so the
+    /// write lock is taken at once): open it after any call to another system, so that the
+    /// database is not held while that system answers. In the one-commit mode it is the
+    /// transaction that holds the claim, open since `begin`.
     pub async fn transaction(&mut self) -> Result<&mut T, StoreError> {
         let transaction = match self.transaction.take() {
             Some(open) => open,
@@ -569,12 +649,16 @@ impl<'s, R, T: Send> Guard<'s, R, T> {
     /// lease calls it between its steps, before it opens its [`transaction`](Guard::transaction):
     /// the renewal is written on a connection of its own, and on SQLite it would wait for the
     /// write lock that the open transaction holds (nobody can take the key over meanwhile
-    /// either, since that is a write too).
+    /// either, since that is a write too). In the one-commit mode there is no lease, and it
+    /// returns at once.
     ///
     /// # Errors
     ///
     /// [`StoreError::Superseded`] if the key was taken over: stop, and drop the guard.
     pub async fn renew(&self) -> Result<(), StoreError> {
+        if self.claim.mode() == Mode::OneCommit {
+            return Ok(());
+        }
         let renewed = self.store.renew(&self.claim).await;
         metrics::counted(self.store.metrics_label(), renewed)
     }
@@ -617,6 +701,7 @@ impl<R, T: Send> fmt::Debug for Guard<'_, R, T> {
             .field("scope", &self.claim.scope())
             .field("key", self.claim.key())
             .field("claim", &self.claim.number())
+            .field("mode", &self.claim.mode())
             .field("transaction", &self.transaction.is_some())
             .finish()
     }

@@ -2,9 +2,7 @@
 
 use super::StoreError;
 use super::sql::{SqlStore, db};
-use sqlx::postgres::PgPoolOptions;
 use sqlx::{PgPool, Postgres};
-use std::time::Duration;
 
 /// An [`IdempotencyStore`](super::IdempotencyStore) in one PostgreSQL database, shared by every
 /// replica of the service: a retry that lands on another replica finds the key, and two requests
@@ -126,10 +124,7 @@ impl<R> SqlStore<Postgres, R> {
     ///
     /// A [`StoreError::Database`] if `url` cannot be parsed.
     pub fn connect_lazy(url: &str) -> Result<Self, StoreError> {
-        let pool = PgPoolOptions::new()
-            .acquire_timeout(Duration::from_secs(3))
-            .connect_lazy(url)
-            .map_err(db)?;
+        let pool = crate::sql::postgres_pool(url).map_err(db)?;
         Ok(Self::new(pool))
     }
 

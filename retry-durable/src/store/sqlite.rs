@@ -2,10 +2,8 @@
 
 use super::StoreError;
 use super::sql::{SqlStore, db};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 use sqlx::{Sqlite, SqlitePool};
 use std::path::Path;
-use std::time::Duration;
 
 /// An [`IdempotencyStore`](super::IdempotencyStore) in a SQLite file: the embedded default. It
 /// survives a restart of the service, and processes on one machine can share the file; the
@@ -124,16 +122,7 @@ impl<R> SqlStore<Sqlite, R> {
     /// `synchronous = FULL`, a busy timeout of 5 s. Call [`migrate`](SqliteStore::migrate) once
     /// before the first `begin`.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let options = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(sqlx::sqlite::SqliteSynchronous::Full)
-            .busy_timeout(Duration::from_secs(5));
-        let pool = SqlitePoolOptions::new()
-            .connect_with(options)
-            .await
-            .map_err(db)?;
+        let pool = crate::sql::sqlite_pool(path.as_ref()).await.map_err(db)?;
         Ok(Self::new(pool))
     }
 

@@ -547,6 +547,77 @@ pub async fn read_ledger(database: &Database) -> Result<Vec<LedgerRow>, sqlx::Er
     }
 }
 
+/// What the database holds for one payout key: what the fault tests check after a kill.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PayoutRecord {
+    /// The key's state in the idempotency store (`running`, `completed`), if it has a row.
+    pub key_state: Option<String>,
+    /// The ledger rows written for the key.
+    pub ledger_rows: usize,
+    /// The states of the receipt e-mail jobs with the key (`available`, `running`, `done`,
+    /// `dead`).
+    pub mail_jobs: Vec<String>,
+    /// The receipt e-mails sent for the key.
+    pub mails_sent: usize,
+}
+
+impl PayoutRecord {
+    /// Whether the payout committed whole: the key completed, one ledger row, one e-mail job.
+    pub fn is_whole(&self) -> bool {
+        self.key_state.as_deref() == Some("completed")
+            && self.ledger_rows == 1
+            && self.mail_jobs.len() == 1
+    }
+
+    /// Whether nothing of the payout committed: no completed key, no ledger row, no job.
+    pub fn is_empty(&self) -> bool {
+        self.key_state.as_deref() != Some("completed")
+            && self.ledger_rows == 0
+            && self.mail_jobs.is_empty()
+    }
+}
+
+/// What `database` holds for the payout `key` (see [`PayoutRecord`]).
+pub async fn payout_record(database: &Database, key: &str) -> Result<PayoutRecord, sqlx::Error> {
+    const KEY: &str = "SELECT state FROM retry_idempotency_keys WHERE scope = '' AND key = $1";
+    const LEDGER: &str = "SELECT COUNT(*) FROM ledger WHERE payout_key = $1";
+    const JOBS: &str = "SELECT state FROM retry_jobs WHERE queue = $1 AND key = $2 ORDER BY id";
+    const SENT: &str = "SELECT COUNT(*) FROM sent_mails WHERE payout_key = $1";
+    macro_rules! read {
+        ($pool:expr) => {{
+            let pool = $pool;
+            let key_state = sqlx::query_scalar(KEY)
+                .bind(key)
+                .fetch_optional(&pool)
+                .await?;
+            let ledger: i64 = sqlx::query_scalar(LEDGER)
+                .bind(key)
+                .fetch_one(&pool)
+                .await?;
+            let mail_jobs = sqlx::query_scalar(JOBS)
+                .bind(mails::QUEUE)
+                .bind(key)
+                .fetch_all(&pool)
+                .await?;
+            let sent: i64 = sqlx::query_scalar(SENT).bind(key).fetch_one(&pool).await?;
+            pool.close().await;
+            PayoutRecord {
+                key_state,
+                ledger_rows: usize::try_from(ledger).unwrap_or(0),
+                mail_jobs,
+                mails_sent: usize::try_from(sent).unwrap_or(0),
+            }
+        }};
+    }
+    Ok(match database {
+        Database::Sqlite(path) => {
+            let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
+            read!(SqlitePool::connect_with(options).await?)
+        }
+        Database::Postgres(url) => read!(PgPool::connect(url).await?),
+    })
+}
+
 fn ledger_row<R: Row>(row: &R) -> Result<LedgerRow, sqlx::Error>
 where
     usize: sqlx::ColumnIndex<R>,

@@ -600,7 +600,7 @@ mod tests {
         );
         assert_eq!(
             format!("{:?}", execute(&store, &key("c"), b"pay").await),
-            r#"Guard { scope: "", key: IdempotencyKey("c"), claim: 1, transaction: false }"#
+            r#"Guard { scope: "", key: IdempotencyKey("c"), claim: 1, mode: Lease, transaction: false }"#
         );
     }
 }

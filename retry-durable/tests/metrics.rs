@@ -164,7 +164,7 @@ fn store_counts(engine: Engine) {
     );
 }
 
-/// Every answer of `begin` and of `begin_in_transaction`, and an invalid key.
+/// Every answer of `begin` and of `begin_with(Mode::OneCommit, ..)`, and an invalid key.
 async fn every_answer<S: IdempotencyStore<String>>(store: &S) {
     let key = IdempotencyKey::new();
     let payload = Fingerprint::of(b"claim 4711, EUR 1,250.00");
@@ -195,7 +195,8 @@ async fn every_answer<S: IdempotencyStore<String>>(store: &S) {
     ));
 
     let key = IdempotencyKey::new();
-    let Ok(Begin::Execute(guard)) = store.begin_in_transaction(&key, payload).await else {
+    let Ok(Begin::Execute(guard)) = store.begin_with(Mode::OneCommit, "", &key, payload).await
+    else {
         panic!("a new key executes in a transaction");
     };
     guard
@@ -204,7 +205,7 @@ async fn every_answer<S: IdempotencyStore<String>>(store: &S) {
         .expect("committed");
     assert_eq!(
         store
-            .begin_in_transaction(&key, payload)
+            .begin_with(Mode::OneCommit, "", &key, payload)
             .await
             .expect("an answer"),
         Begin::Replay("receipt P-2".to_owned())

@@ -1,4 +1,4 @@
-//! The one-commit mode (`IdempotencyStore::begin_in_transaction`) on both real databases: a
+//! The one-commit mode (`IdempotencyStore::begin_with(Mode::OneCommit, ..)`) on both real databases: a
 //! SQLite file and a fresh schema of a real PostgreSQL server (from `.ci/postgres.sh`; without
 //! one, the PostgreSQL cases print how to run them and pass, unless `CI` is set).
 //!
@@ -149,14 +149,19 @@ impl TestStore for PostgresStore<Receipt> {
     }
 }
 
-/// `begin_in_transaction` that must claim.
+/// The handler's row for `key`, in the transaction that holds the guard's claim.
+async fn pay_in<R, T: Ledger>(guard: &mut Guard<'_, R, T>, key: &str) {
+    guard.transaction().await.unwrap().pay(key).await.unwrap();
+}
+
+/// `begin_with(Mode::OneCommit, ..)` that must claim.
 async fn execute<'s, S: TestStore>(
     store: &'s S,
     key: &IdempotencyKey,
     payload: &[u8],
 ) -> Guard<'s, Receipt, <S as IdempotencyStore<Receipt>>::Transaction> {
     match store
-        .begin_in_transaction(key, Fingerprint::of(payload))
+        .begin_with(Mode::OneCommit, "", key, Fingerprint::of(payload))
         .await
     {
         Ok(Begin::Execute(guard)) => {
@@ -168,14 +173,14 @@ async fn execute<'s, S: TestStore>(
     }
 }
 
-/// `begin_in_transaction` that must not claim: its answer, with the guard's type erased.
+/// `begin_with(Mode::OneCommit, ..)` that must not claim: its answer, with the guard's type erased.
 async fn answer<S: TestStore>(
     store: &S,
     key: &IdempotencyKey,
     payload: &[u8],
 ) -> Begin<'static, Receipt, ()> {
     match store
-        .begin_in_transaction(key, Fingerprint::of(payload))
+        .begin_with(Mode::OneCommit, "", key, Fingerprint::of(payload))
         .await
     {
         Ok(Begin::Replay(response)) => Begin::Replay(response),
@@ -196,18 +201,12 @@ where
     <S as IdempotencyStore<Receipt>>::Transaction: Ledger,
 {
     match store
-        .begin_in_transaction(key, Fingerprint::of(payload))
+        .begin_with(Mode::OneCommit, "", key, Fingerprint::of(payload))
         .await
         .unwrap()
     {
         Begin::Execute(mut guard) => {
-            guard
-                .transaction()
-                .await
-                .unwrap()
-                .pay(key.as_str())
-                .await
-                .unwrap();
+            pay_in(&mut guard, key.as_str()).await;
             guard.complete(&Receipt { number: 1 }).await.unwrap();
             Ok(Receipt { number: 1 })
         }
@@ -273,13 +272,7 @@ async fn a_new_key_executes_once_in_one_commit_and_replays<S: TestStore>(
     let k = IdempotencyKey::from("transfer-1");
     let mut guard = execute(&*store, &k, PAY).await;
     assert_eq!(guard.claim(), 1);
-    guard
-        .transaction()
-        .await
-        .unwrap()
-        .pay("transfer-1")
-        .await
-        .unwrap();
+    pay_in(&mut guard, "transfer-1").await;
     // Neither the claim nor the row is committed before `complete`: one commit for both.
     assert_eq!(store.committed().await, (0, 0));
     guard.complete(&Receipt { number: 1 }).await.unwrap();
@@ -309,13 +302,7 @@ async fn a_concurrent_duplicate_waits_for_the_claimer_then_replays<S: TestStore>
 {
     let k = IdempotencyKey::from("transfer-2");
     let mut guard = execute(&*store, &k, PAY).await;
-    guard
-        .transaction()
-        .await
-        .unwrap()
-        .pay("transfer-2")
-        .await
-        .unwrap();
+    pay_in(&mut guard, "transfer-2").await;
     let duplicate = tokio::spawn({
         let (store, k) = (Arc::clone(&store), k.clone());
         async move { answer(&*store, &k, PAY).await }
@@ -374,38 +361,20 @@ async fn a_rollback_or_a_dropped_guard_leaves_the_key_free_at_once<S: TestStore>
 {
     let k = IdempotencyKey::from("transfer-3");
     let mut guard = execute(&*store, &k, PAY).await;
-    guard
-        .transaction()
-        .await
-        .unwrap()
-        .pay("transfer-3")
-        .await
-        .unwrap();
+    pay_in(&mut guard, "transfer-3").await;
     guard.release().await.unwrap();
     assert_eq!(store.committed().await, (0, 0));
 
     // No lease to wait for: the next request executes, as the first claim.
     let mut guard = execute(&*store, &k, PAY).await;
     assert_eq!(guard.claim(), 1);
-    guard
-        .transaction()
-        .await
-        .unwrap()
-        .pay("transfer-3")
-        .await
-        .unwrap();
+    pay_in(&mut guard, "transfer-3").await;
     drop(guard); // a handler that returned early, panicked or was cancelled
     let mut guard = tokio::time::timeout(Duration::from_secs(10), execute(&*store, &k, PAY))
         .await
         .unwrap();
     assert_eq!(guard.claim(), 1);
-    guard
-        .transaction()
-        .await
-        .unwrap()
-        .pay("transfer-3")
-        .await
-        .unwrap();
+    pay_in(&mut guard, "transfer-3").await;
     guard.complete(&Receipt { number: 3 }).await.unwrap();
     assert_eq!(store.committed().await, (1, 1));
 }
@@ -419,13 +388,7 @@ async fn a_duplicate_waiting_on_a_claimer_that_rolls_back_executes<S: TestStore>
 {
     let k = IdempotencyKey::from("transfer-4");
     let mut guard = execute(&*store, &k, PAY).await;
-    guard
-        .transaction()
-        .await
-        .unwrap()
-        .pay("transfer-4")
-        .await
-        .unwrap();
+    pay_in(&mut guard, "transfer-4").await;
     let duplicate = tokio::spawn({
         let (store, k) = (Arc::clone(&store), k.clone());
         async move { pay_once(&*store, &k, PAY).await }
@@ -448,13 +411,7 @@ where
     let k = IdempotencyKey::from("transfer-5");
     // Waiting on the claimer, then answered from what it committed.
     let mut guard = execute(&*store, &k, PAY).await;
-    guard
-        .transaction()
-        .await
-        .unwrap()
-        .pay("transfer-5")
-        .await
-        .unwrap();
+    pay_in(&mut guard, "transfer-5").await;
     let other = tokio::spawn({
         let (store, k) = (Arc::clone(&store), k.clone());
         async move { answer(&*store, &k, OTHER).await }
@@ -480,7 +437,10 @@ async fn a_key_that_breaks_the_key_rule_is_refused_before_any_database_work<S: T
 {
     for bad in ["", "a\0b", &"k".repeat(256)] {
         let k = IdempotencyKey::from(bad);
-        match store.begin_in_transaction(&k, Fingerprint::of(PAY)).await {
+        match store
+            .begin_with(Mode::OneCommit, "", &k, Fingerprint::of(PAY))
+            .await
+        {
             Err(refused @ StoreError::InvalidKey) => assert_eq!(refused.status(), 400),
             Ok(_) => panic!("{bad:?}: expected InvalidKey, got an answer"),
             Err(e) => panic!("{bad:?}: expected InvalidKey, got {e}"),
@@ -509,13 +469,7 @@ async fn the_lease_mode_keys_are_respected_and_taken_over_after_their_lease<S: T
     clock.advance(DEFAULT_LEASE);
     let mut guard = execute(&*store, &k, PAY).await;
     assert_eq!(guard.claim(), 2);
-    guard
-        .transaction()
-        .await
-        .unwrap()
-        .pay("transfer-6")
-        .await
-        .unwrap();
+    pay_in(&mut guard, "transfer-6").await;
     guard.complete(&Receipt { number: 2 }).await.unwrap();
     // The stale holder is fenced off.
     let refused = leased.complete(&Receipt { number: 1 }).await.unwrap_err();
@@ -560,13 +514,7 @@ where
     <S as IdempotencyStore<Receipt>>::Transaction: Ledger,
 {
     let mut guard = execute(store, &IdempotencyKey::from("transfer-crash"), PAY).await;
-    guard
-        .transaction()
-        .await
-        .unwrap()
-        .pay("transfer-crash")
-        .await
-        .unwrap();
+    pay_in(&mut guard, "transfer-crash").await;
     // The harness may have written "test tx_crash_child ... " on the same line before it.
     println!("{READY}");
     tokio::time::sleep(Duration::from_secs(3600)).await;
@@ -651,13 +599,7 @@ async fn postgres_serializable_a_concurrent_duplicate_waits_then_replays() {
     assert_eq!(level, "serializable");
     let k = IdempotencyKey::from("transfer-serializable");
     let mut guard = execute(&*store, &k, PAY).await;
-    guard
-        .transaction()
-        .await
-        .unwrap()
-        .pay(k.as_str())
-        .await
-        .unwrap();
+    pay_in(&mut guard, k.as_str()).await;
     let duplicate = tokio::spawn({
         let (store, k) = (Arc::clone(&store), k.clone());
         async move { pay_once(&*store, &k, PAY).await }

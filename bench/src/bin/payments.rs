@@ -13,11 +13,11 @@
 //!
 //! - **the handler alone**: one transaction with one `INSERT` of a ledger row (`BEGIN IMMEDIATE`
 //!   on SQLite, as the stores open theirs), the baseline;
-//! - **a new key in the one-commit mode**: `begin_in_transaction`, the same `INSERT` in the
+//! - **a new key in the one-commit mode**: `begin_with(Mode::OneCommit, ..)`, the same `INSERT` in the
 //!   guard's transaction, `complete`;
 //! - **a new key in the lease mode**: `begin`, the guard's transaction with the `INSERT`,
 //!   `complete`;
-//! - **a replay** of a completed key in each mode (`begin_in_transaction`, `begin`).
+//! - **a replay** of a completed key in each mode (`begin_with(Mode::OneCommit, ..)`, `begin`).
 //!
 //! Each operation `--operations` times one at a time (p50, p99), then `--operations` times from
 //! `--callers` tasks at once (p50, p99, operations per second), `--runs` times; the table has the
@@ -196,7 +196,9 @@ async fn operate<B: Engine>(
     let begun = match operation {
         Operation::Handler => return B::handler(store.pool(), key.as_str()).await,
         Operation::OneCommitNew | Operation::OneCommitReplay => {
-            store.begin_in_transaction(key, fingerprint).await?
+            store
+                .begin_with(Mode::OneCommit, "", key, fingerprint)
+                .await?
         }
         Operation::LeaseNew | Operation::LeaseReplay => store.begin(key, fingerprint).await?,
     };

@@ -20,7 +20,7 @@
 //!
 //! With `--one-commit` (no bank: the payout is the ledger row and the e-mail's job, so every
 //! side effect lives in the database) steps 1, 3, 4 and 5 are one transaction:
-//! `store.begin_in_transaction(&key, fingerprint)` claims the key as the transaction's first
+//! `store.begin_with(Mode::OneCommit, "", &key, fingerprint)` claims the key as the transaction's first
 //! statement, the ledger row and the job follow, and `guard.complete(&receipt)` commits them
 //! all: one durable commit per payout instead of two. A concurrent duplicate waits for that
 //! transaction and gets the stored receipt; a crash before the commit leaves nothing, and the

@@ -72,7 +72,7 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use retry_runtime::IdempotencyKey;
 //! use retry_durable::queue::Queue;
-//! use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, SqliteStore};
+//! use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, Mode, SqliteStore};
 //!
 //! # let dir = std::env::temp_dir().join(format!("retry-doc-{}", IdempotencyKey::new()));
 //! # std::fs::create_dir_all(&dir)?;
@@ -81,7 +81,7 @@
 //! let mails = Queue::on(store.pool().clone(), "receipt-mails").await?; // the same pool
 //!
 //! let key = IdempotencyKey::from("payout-4711");
-//! if let Begin::Execute(mut guard) = store.begin_in_transaction(&key, Fingerprint::of(b"4711")).await? {
+//! if let Begin::Execute(mut guard) = store.begin_with(Mode::OneCommit, "", &key, Fingerprint::of(b"4711")).await? {
 //!     let tx = guard.transaction().await?;
 //!     // ... the handler's rows in `tx` ...
 //!     mails.enqueue_in(tx, key.as_str(), &"receipt R-1 to hanna@example.com").await?;

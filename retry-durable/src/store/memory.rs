@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 /// `begin` sweeps them at most once per TTL, and
 /// [`purge_expired`](IdempotencyStore::purge_expired) at once.
 ///
-/// The one-commit mode ([`begin_in_transaction`](IdempotencyStore::begin_in_transaction)) has
+/// The one-commit mode ([`begin_with(Mode::OneCommit, ..)`](IdempotencyStore::begin_with)) has
 /// no transaction here: its claim is held without a lease until the guard completes, releases
 /// or is dropped, and a concurrent duplicate is [`InProgress`](Begin::InProgress) (where the SQL
 /// stores make it wait for the claimer's transaction).

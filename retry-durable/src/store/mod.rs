@@ -17,6 +17,11 @@
 //! | no key on a route that requires one | — (the service's decision, see [`key_from_header`]) | 400 Bad Request |
 //! | a key that breaks the key rule (over 255 characters, a control character, empty; [`validate_key`]) | `Err(`[`StoreError::InvalidKey`]`)`, before any database work | 400 Bad Request |
 //!
+//! The key rule counts characters, not bytes: a valid key of 255 characters outside ASCII is up
+//! to 1,020 bytes of UTF-8, and that is what a key column must hold (the SQL stores' `TEXT`
+//! columns do). Keys in the `Idempotency-Key` header are printable ASCII
+//! ([`key_from_header`]), one byte a character.
+//!
 //! # Three stores
 //!
 //! | | [`MemoryStore`] | `SqliteStore` | `PostgresStore` |
@@ -27,9 +32,18 @@
 //! | replicas | each has its own keys: a retry on another replica pays again | processes on one machine sharing the file | every replica, anywhere |
 //! | a crash mid-payout | forgets the key and the payout's record | the payout's rows and the key's completion commit together or not at all; the key is taken over after its lease | the same |
 //! | the handler's own writes | not covered (`Transaction = ()`) | in [`Guard::transaction`], a `sqlx::Transaction` on the file | in [`Guard::transaction`], a `sqlx::Transaction` on the database |
+//! | writers at once | many | **one**: every write (a claim, a completion, the handler's own transaction) waits for the file's write lock | many |
 //!
-//! All three implement [`IdempotencyStore`], so a handler written against the trait runs on any
-//! of them; `MemoryStore` is for tests and single-process tools.
+//! All three implement [`IdempotencyStore`], with the same [`StoreOptions`], so a handler
+//! written against the trait runs on any of them; `MemoryStore` is for tests and
+//! single-process tools.
+//!
+//! **Choosing an engine.** SQLite has one writer at a time, for the whole file: with 16 requests
+//! writing at once, each write waits for the ones before it, and every write's p99 grows, the
+//! handler's own transaction included, with or without a store (measured in `bench/RESULTS.md`
+//! §6: a p99 of 180 to 340 ms with 16 writers on one 2-core machine, against a few milliseconds
+//! one at a time). Replays are reads and do not wait. A service that writes from many requests
+//! at once, or runs replicas on several machines, wants PostgreSQL.
 //!
 //! # Exactly once, and where it ends
 //!
@@ -49,15 +63,78 @@
 //!
 //! # One commit per new key
 //!
-//! The flow above costs a new key two durable commits: the claim commits on its own (so that it
-//! outlives a crash and can be fenced), then the handler's transaction commits its rows with the
-//! completion. A handler whose side effects **all** live in the store's database needs only one:
-//! [`TransactionalStore::begin_in_transaction`] (`SqliteStore`, `PostgresStore`) makes the claim
-//! the first statement of the handler's own transaction, and [`TxGuard::complete`] commits the
-//! claim, the rows and the response at once. A concurrent duplicate waits for that transaction
-//! and replays its response; a rollback or a crash takes the claim with it, so no lease is
-//! needed. Handlers that call other systems keep [`IdempotencyStore::begin`]. See
-//! [`TransactionalStore`] for the choice.
+//! The flow above, the **lease mode** ([`Mode::Lease`], [`IdempotencyStore::begin`]), costs a
+//! new key two durable commits: the claim commits on its own (so that it outlives a crash and
+//! can be fenced), then the handler's transaction commits its rows with the completion. A
+//! handler whose side effects **all** live in the store's database (its rows, and jobs in a
+//! [queue](crate::queue) on the same pool) needs only one: the **one-commit mode**
+//! ([`Mode::OneCommit`], `begin_with(Mode::OneCommit, scope, key, fingerprint)`) makes the claim
+//! the first statement of the handler's own transaction, and [`Guard::complete`] commits the
+//! claim, the rows and the response at once. The two modes hand out the same [`Guard`]; they
+//! differ in what it holds:
+//!
+//! | | lease mode | one-commit mode |
+//! |---|---|---|
+//! | the claim when `begin` answers | committed, under a lease | written in the guard's open transaction |
+//! | [`Guard::transaction`] | opened on the first call, after any call to another system | the claim's transaction |
+//! | a concurrent duplicate | [`Begin::InProgress`] (409) | waits for the claimer's transaction, then [`Begin::Replay`] |
+//! | a crash, a rollback, a dropped guard | the key is released in the background, or taken over after its lease | the claim rolls back with the rows: the key is free at once |
+//! | [`Guard::renew`] | extends the lease | nothing to do |
+//!
+//! In the one-commit mode a duplicate's claim waits on the claimer's transaction (PostgreSQL's
+//! `INSERT … ON CONFLICT` on its uncommitted row, SQLite's `BEGIN IMMEDIATE` on its write lock,
+//! up to the busy timeout) and then answers from what it committed. It answers
+//! [`Begin::InProgress`] in two cases: the key is running in the lease mode, or four claims in a
+//! row each found the key claimed and committed by another transaction that the following read
+//! still did not show (a key busy with requests that keep replacing its row; rare, and a 409
+//! sends the client back later). Keep the transaction short and never call another system inside
+//! it: every duplicate of the key waits for it, holding a connection. Both modes share the
+//! table: a key running in the lease mode is `InProgress` to the one-commit mode, and a lease-mode
+//! holder whose lease ended is taken over by either.
+//!
+//! | a new key costs | round trips (PostgreSQL) | durable commits |
+//! |---|---|---|
+//! | the lease mode | the claim, then `BEGIN`, the handler's statements, the completion, `COMMIT` | two |
+//! | the one-commit mode | `BEGIN`, the claim, the handler's statements, the completion, `COMMIT` | one |
+//! | a replay, either mode | one statement (the one-commit mode: `BEGIN` and one statement) that locks no row and writes no WAL | none |
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use retry_runtime::IdempotencyKey;
+//! use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, Mode, SqliteStore};
+//!
+//! # let dir = std::env::temp_dir().join(format!("retry-doc-{}", IdempotencyKey::new()));
+//! # std::fs::create_dir_all(&dir)?;
+//! let store = SqliteStore::<String>::open(dir.join("ledger.db")).await?;
+//! store.migrate().await?;
+//! sqlx::query("CREATE TABLE ledger (key TEXT PRIMARY KEY, cents INTEGER NOT NULL)")
+//!     .execute(store.pool())
+//!     .await?;
+//!
+//! let key = IdempotencyKey::from("transfer-4711");
+//! let body = br#"{"from":1,"to":2,"cents":125000}"#;
+//! for _ in 0..2 {
+//!     match store.begin_with(Mode::OneCommit, "", &key, Fingerprint::of(body)).await? {
+//!         Begin::Execute(mut guard) => {
+//!             // The claim is already written in this transaction, not committed.
+//!             sqlx::query("INSERT INTO ledger (key, cents) VALUES (?, ?)")
+//!                 .bind(key.as_str())
+//!                 .bind(125_000_i64)
+//!                 .execute(&mut **guard.transaction().await?)
+//!                 .await?;
+//!             guard.complete(&"201 transfer T-1".to_owned()).await?; // the one commit
+//!         }
+//!         Begin::Replay(stored) => assert_eq!(stored, "201 transfer T-1"),
+//!         other => panic!("answer {:?}", other.rejection_status()),
+//!     }
+//! }
+//! let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM ledger").fetch_one(store.pool()).await?;
+//! assert_eq!(rows, 1);
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! # Leases and fencing
 //!
@@ -67,7 +144,7 @@
 //! [`Begin::Execute`] with the next **claim number** ([`Guard::claim`]: 1 for the first
 //! execution, 2 for the first takeover, ...). A handler that runs longer than the lease calls
 //! [`Guard::renew`] between its steps. A `begin` that is itself cancelled gives back the claim
-//! it wrote, like a dropped guard (see [`IdempotencyStore::begin_scoped`]).
+//! it wrote, like a dropped guard (see [`IdempotencyStore::begin_with`]).
 //!
 //! Each claim also carries a random token, and every write of a guard (complete, renew,
 //! release) names it: a **fencing token**. A holder whose key was taken over is refused with
@@ -85,7 +162,10 @@
 //! [`IdempotencyStore::purge_expired`]; run it from a timer in one replica, every few minutes to
 //! once an hour (it deletes in batches of 1,000 rows, so it never holds the table for long, and
 //! an expired key behaves as expired whether it has been deleted or not). A running key whose
-//! holder died is deleted a TTL after its lease ended.
+//! holder died is deleted a TTL after its lease ended. (In the one-commit mode the SQL stores
+//! count the TTL from the claim, a statement earlier in the same transaction as the
+//! completion, so that the completion changes no indexed column.) The TTL, the lease and the
+//! size limit below are [`StoreOptions`].
 //!
 //! # Scopes
 //!
@@ -98,7 +178,7 @@
 //!
 //! `MemoryStore` keeps `R` as it is. The SQL stores keep it as JSON (`R: Serialize +
 //! DeserializeOwned`, with `serde_json`), at most 64 KiB by default
-//! ([`DEFAULT_MAX_RESPONSE_BYTES`], configurable). A longer response is refused by
+//! ([`DEFAULT_MAX_RESPONSE_BYTES`], [`StoreOptions::max_response_bytes`]). A longer response is refused by
 //! [`Guard::complete`] with [`StoreError::TooLarge`] before anything is written: the handler's
 //! transaction rolls back, the key is released, and the service should answer 500, because the
 //! same request would fail the same way. Store what a repeat needs (a status and a small body, or
@@ -308,20 +388,6 @@ pub trait IdempotencyStore<R>: Send + Sync {
         self.begin_with(Mode::Lease, scope, key, fingerprint)
     }
 
-    /// [`begin_with`](IdempotencyStore::begin_with) in the one-commit mode and the scope `""`:
-    /// for a handler whose every side effect is in the store's database (see
-    /// [One commit per new key](self#one-commit-per-new-key)).
-    fn begin_in_transaction<'s, 'a>(
-        &'s self,
-        key: &'a IdempotencyKey,
-        fingerprint: Fingerprint,
-    ) -> BoxFuture<'a, Result<Begin<'s, R, Self::Transaction>, StoreError>>
-    where
-        's: 'a,
-    {
-        self.begin_with(Mode::OneCommit, "", key, fingerprint)
-    }
-
     /// Opens the transaction [`Guard::transaction`] hands out in the lease mode (the one-commit
     /// mode's guard holds its transaction from the start).
     fn transaction<'a>(
@@ -515,7 +581,7 @@ impl Claim {
 /// The two modes differ in the guard, not in its type: a guard of the lease mode
 /// ([`IdempotencyStore::begin`]) holds a committed claim under a lease and opens its
 /// transaction on the first call to [`transaction`](Guard::transaction); a guard of the
-/// one-commit mode ([`IdempotencyStore::begin_in_transaction`]) holds the open transaction in
+/// one-commit mode ([`IdempotencyStore::begin_with(Mode::OneCommit, ..)`]) holds the open transaction in
 /// which its claim was written, so [`transaction`](Guard::transaction) returns it at once and
 /// dropping the guard rolls the claim back with the handler's rows. [`mode`](Guard::mode) tells
 /// them apart.
@@ -580,7 +646,7 @@ impl<'s, R, T: Send> Guard<'s, R, T> {
     }
 
     /// How the claim commits: [`Mode::Lease`] from [`begin`](IdempotencyStore::begin),
-    /// [`Mode::OneCommit`] from [`begin_in_transaction`](IdempotencyStore::begin_in_transaction).
+    /// [`Mode::OneCommit`] from [`begin_with(Mode::OneCommit, ..)`](IdempotencyStore::begin_with).
     pub fn mode(&self) -> Mode {
         self.claim.mode()
     }

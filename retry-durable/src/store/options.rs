@@ -85,7 +85,7 @@ impl Default for StoreOptions {
 /// | the handler's side effects | mode | a new key costs | a crash mid-handler |
 /// |---|---|---|---|
 /// | also in another system (a bank, an e-mail server) | [`Lease`](Mode::Lease) ([`begin`](super::IdempotencyStore::begin)) | two durable commits: the claim, then the handler's rows with the completion | the key stays claimed until its lease ends; the fencing token refuses the dead holder |
-/// | all in the store's database (a ledger row, a job in the [queue](crate::queue)) | [`OneCommit`](Mode::OneCommit) ([`begin_in_transaction`](super::IdempotencyStore::begin_in_transaction)) | one: the claim, the rows and the completion commit together | the claim rolls back with the rows: the retry executes at once |
+/// | all in the store's database (a ledger row, a job in the [queue](crate::queue)) | [`OneCommit`](Mode::OneCommit) ([`begin_with(Mode::OneCommit, ..)`](super::IdempotencyStore::begin_with)) | one: the claim, the rows and the completion commit together | the claim rolls back with the rows: the retry executes at once |
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Mode {
     /// The claim commits on its own, under a lease, before the handler runs; the handler may

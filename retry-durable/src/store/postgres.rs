@@ -76,7 +76,10 @@ use sqlx::{PgPool, Postgres};
 /// WHERE <free> RETURNING claim` in a common table expression, where a row is free when its TTL
 /// has passed, or it is running with an ended lease and the same fingerprint, followed in the
 /// same statement by a `SELECT` of the row when nothing was claimed (replay, in progress,
-/// mismatch). The primary key decides between two replicas: the second `INSERT` waits for the
+/// mismatch). The `INSERT` is not even attempted when the statement's snapshot shows the row
+/// taken (`WHERE NOT EXISTS (…)`): `ON CONFLICT DO UPDATE` would lock the row it does not
+/// update, and that lock would give a replay a transaction id and a flushed WAL record. A
+/// replay locks nothing and writes no WAL. The primary key decides between two replicas: the second `INSERT` waits for the
 /// first to commit and then finds the key taken. When that happens, the `SELECT` reads the
 /// statement's snapshot, older than the claim that refused it: no row (a new key), or the row
 /// as it was before that claim (expired, or running with an ended lease). The `SELECT` answers
@@ -100,6 +103,14 @@ use sqlx::{PgPool, Postgres};
 /// differ agree on when a lease ends, or from [`with_clock`](PostgresStore::with_clock) in
 /// tests. A replay is one round trip; a new key is one round trip before the handler and one
 /// statement inside its transaction.
+///
+/// In the one-commit mode ([`Mode::OneCommit`](super::Mode::OneCommit)) the same statement is
+/// the first of the handler's transaction: `BEGIN`, the claim (or the row it may not claim),
+/// the handler's statements, the completion, one `COMMIT`, all on one connection of the pool,
+/// with one WAL flush per new key. The claim writes the row's expiry already, so that the
+/// completion changes no indexed column (a heap-only update, no index entries). A replay is
+/// `BEGIN` and that statement, which writes nothing; its `ROLLBACK` goes out with the
+/// connection's next message.
 ///
 /// The statements are [`SqlStore`]'s, written once for both engines; this page lists what
 /// PostgreSQL adds.

@@ -96,6 +96,16 @@ use std::path::Path;
 /// another new key waits for it (up to the busy timeout, then `begin` fails with a transient
 /// error). Keep the transaction short: make calls to other systems before opening it.
 ///
+/// In the one-commit mode ([`Mode::OneCommit`](super::Mode::OneCommit)) the same read comes
+/// first, then `BEGIN IMMEDIATE` and the claim in the handler's transaction, the handler's
+/// statements and the completion, and one `COMMIT`: one flushed commit per new key, and a
+/// replay is the read alone.
+///
+/// One writer at a time also means that with many requests writing at once every write waits
+/// its turn, the handler's own included: `bench/RESULTS.md` §6 measures p99s of a few hundred
+/// milliseconds with 16 writers, with or without a store. Choose PostgreSQL for a service that
+/// writes from many requests at once.
+///
 /// Times come from SQLite's clock (the machine's), read by each statement, or from
 /// [`with_clock`](SqliteStore::with_clock) in tests.
 ///

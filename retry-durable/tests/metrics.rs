@@ -12,7 +12,7 @@ use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::{CompositeKey, MetricKind};
 use retry_durable::queue::{Job, Outcome, Queue, QueueStats, Worker};
 use retry_durable::store::{
-    Backend, Begin, Fingerprint, IdempotencyStore, PostgresStore, SqliteStore, StoreError,
+    Backend, Begin, Fingerprint, IdempotencyStore, Mode, PostgresStore, SqliteStore, StoreError,
 };
 use retry_runtime::{IdempotencyKey, Policy};
 use serde::{Deserialize, Serialize};

@@ -32,7 +32,7 @@
 //! Not run in CI: the numbers depend on the machine. Results in `bench/RESULTS.md`.
 
 use retry_durable::store::{
-    Begin, Fingerprint, IdempotencyStore, PostgresStore, SqlStore, SqliteStore,
+    Begin, Fingerprint, IdempotencyStore, Mode, PostgresStore, SqlStore, SqliteStore,
 };
 use retry_runtime::IdempotencyKey;
 use sqlx::{PgPool, Postgres, Sqlite};
@@ -570,7 +570,7 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
         return 0.0;
     }
     let mid = values.len() / 2;
-    if values.len() % 2 == 0 {
+    if values.len().is_multiple_of(2) {
         (values[mid - 1] + values[mid]) / 2.0
     } else {
         values[mid]

@@ -37,6 +37,9 @@ macro_rules! portal_tables {
     };
 }
 
+/// An e-mail's row: key, claim, address, message.
+pub type EmailRow = (String, i64, String, String);
+
 /// The portal's own tables, next to the queue's on either engine (the portal chooses one at
 /// run time, from its `--database`): each statement once, on the queue's typed pool and
 /// transactions, so that a saved claim and its job, or an e-mail and its job's completion,
@@ -65,7 +68,7 @@ pub trait PortalDb: Backend {
     fn emails<'a>(
         pool: &'a sqlx::Pool<Self>,
         queue: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<(String, i64, String, String)>, sqlx::Error>>;
+    ) -> BoxFuture<'a, Result<Vec<EmailRow>, sqlx::Error>>;
 
     /// The claims saved with keys in `queue`, oldest job first: key, claim.
     fn claims<'a>(
@@ -127,7 +130,7 @@ macro_rules! portal_db {
             fn emails<'a>(
                 pool: &'a sqlx::Pool<Self>,
                 queue: &'a str,
-            ) -> BoxFuture<'a, Result<Vec<(String, i64, String, String)>, sqlx::Error>> {
+            ) -> BoxFuture<'a, Result<Vec<EmailRow>, sqlx::Error>> {
                 Box::pin(sqlx::query_as(EMAILS).bind(queue).fetch_all(pool))
             }
 

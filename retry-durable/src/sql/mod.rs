@@ -145,7 +145,9 @@ impl sealed::Engine for sqlx::Sqlite {
 
 /// A pool on the SQLite file at `path`, created if missing: write-ahead logging (readers never
 /// wait for the writer), `synchronous = FULL` (a commit is on disk when it returns), and a busy
-/// timeout of 5 s (a writer waits that long for another).
+/// timeout of 5 s (a writer waits that long for another). A connection is not pinged when the
+/// pool hands it out: a file does not drop a connection as a network does, and the ping would
+/// be one more call to the connection's thread for every statement or transaction.
 #[cfg(feature = "sqlite")]
 pub async fn sqlite_pool(path: &std::path::Path) -> Result<sqlx::SqlitePool, sqlx::Error> {
     use sqlx::sqlite::{
@@ -157,7 +159,10 @@ pub async fn sqlite_pool(path: &std::path::Path) -> Result<sqlx::SqlitePool, sql
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Full)
         .busy_timeout(Duration::from_secs(5));
-    SqlitePoolOptions::new().connect_with(options).await
+    SqlitePoolOptions::new()
+        .test_before_acquire(false)
+        .connect_with(options)
+        .await
 }
 
 /// A pool on the PostgreSQL database at `url`, which connects on first use (so that a service

@@ -50,7 +50,9 @@ impl StoreError {
 }
 
 /// The future of a `begin` of the store labelled `store`, boxed, counting its answer or its
-/// error when it resolves. A `begin` dropped before it answers counts nothing.
+/// error when it resolves. A `begin` dropped before it answers counts nothing. (The SQL stores
+/// use it; without their features nothing does.)
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 pub(crate) fn begin<'a, A: Answer + 'a>(
     store: &'static str,
     future: impl Future<Output = Result<A, StoreError>> + Send + 'a,

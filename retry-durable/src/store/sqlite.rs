@@ -111,7 +111,8 @@ use std::path::Path;
 ///
 /// [`open`](SqliteStore::open) sets the file up for this: write-ahead logging (readers do not
 /// wait for the writer), `synchronous = FULL` (a commit is on disk before `complete` returns),
-/// and a busy timeout of 5 s (a writer waits that long for another).
+/// and a busy timeout of 5 s (a writer waits that long for another); its pool does not ping a
+/// connection before handing it out (sqlx's `test_before_acquire`), which a file does not need.
 ///
 /// The statements are [`SqlStore`]'s, written once for both engines; this page lists what
 /// SQLite adds.

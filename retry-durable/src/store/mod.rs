@@ -41,8 +41,9 @@
 //! **Choosing an engine.** SQLite has one writer at a time, for the whole file: with 16 requests
 //! writing at once, each write waits for the ones before it, and every write's p99 grows, the
 //! handler's own transaction included, with or without a store (measured in `bench/RESULTS.md`
-//! §6: a p99 of 180 to 340 ms with 16 writers on one 2-core machine, against a few milliseconds
-//! one at a time). Replays are reads and do not wait. A service that writes from many requests
+//! §6 on a loaded 2-core machine: with 16 writers, p99s of 90 to 160 ms for the handler alone
+//! and of 200 to 600 ms for a new key with a store, against about a millisecond at p50 one at a
+//! time). Replays are reads and do not wait. A service that writes from many requests
 //! at once, or runs replicas on several machines, wants PostgreSQL.
 //!
 //! # Exactly once, and where it ends

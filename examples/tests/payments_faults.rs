@@ -9,11 +9,12 @@
 //! receipt.
 //!
 //! Each payout also queues its receipt e-mail (`payments::mails`) in the transaction that writes
-//! its ledger row and completes its key, and the service runs the worker that sends the e-mails
-//! (`--send-mails`). Right after each kill, before the restart, the test reads the database: it
-//! holds either the whole payout (the key completed with its receipt, one ledger row, exactly
-//! one e-mail job) or nothing of it (no completed key, no row, no job), whatever the step. After
-//! the run, the worker has sent each e-mail exactly once.
+//! its ledger row and completes its key. Right after each kill, before the restart, the test
+//! reads the database: it holds either the whole payout (the key completed with its receipt, one
+//! ledger row, exactly one e-mail job) or nothing of it (no completed key, no row, no job),
+//! whatever the step. The services run the worker that sends the e-mails (`--send-mails`), and
+//! after each run each e-mail has been sent exactly once, by the restarted service (taking over
+//! after its lease a job that the killed one had claimed), through the outage, by either replica.
 //!
 //! Each test runs in both of the service's modes: the lease mode (a claim, the bank, then the
 //! ledger row and the completion in one transaction) and the one-commit mode (`--one-commit`,
@@ -36,7 +37,7 @@ use retry_examples::payments::client::{self, Answer, PayClient, PayError};
 use retry_examples::payments::faults::Step;
 use retry_examples::payments::process::ServiceProcess;
 use retry_examples::payments::service::{
-    Config, Database, LedgerRow, PayoutRecord, payout_record, read_ledger,
+    Config, Database, LedgerRow, PayoutRecord, PayoutRecords, payout_record, read_ledger,
 };
 use retry_examples::payments::{Cents, ClaimId, Receipt};
 use retry_runtime::{IdempotencyKey, non_idempotent, retry};
@@ -196,9 +197,21 @@ async fn ledger(database: &Database, key: &IdempotencyKey) -> Vec<LedgerRow> {
 /// worker sends it within a poll or, when a killed service had claimed it, a lease); then the
 /// e-mail must have been sent exactly once.
 async fn mailed_once(database: &Database, key: &IdempotencyKey, context: &str) -> PayoutRecord {
+    let records = PayoutRecords::open(database).await.unwrap();
+    let record = mailed_once_in(&records, key, context).await;
+    records.close().await;
+    record
+}
+
+/// [`mailed_once`] on an open connection.
+async fn mailed_once_in(
+    records: &PayoutRecords,
+    key: &IdempotencyKey,
+    context: &str,
+) -> PayoutRecord {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let record = payout_record(database, key.as_str()).await.unwrap();
+        let record = records.of(key.as_str()).await.unwrap();
         if record.mail_jobs.iter().all(|state| state == "done") || Instant::now() > deadline {
             assert!(
                 record.is_whole(),
@@ -212,7 +225,7 @@ async fn mailed_once(database: &Database, key: &IdempotencyKey, context: &str) -
             assert_eq!(record.mails_sent, 1, "{context}: the e-mail was sent once");
             return record;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
 
@@ -744,9 +757,11 @@ async fn restart_mid_run(mode: Mode, payouts: usize, test: &str) {
     }
     // Every payout's e-mail job committed with it, and the replicas' worker sent each e-mail
     // once, the outage notwithstanding.
+    let records = PayoutRecords::open(&database).await.unwrap();
     for key in &keys {
-        mailed_once(&database, key, "database restart").await;
+        mailed_once_in(&records, key, "database restart").await;
     }
+    records.close().await;
     let taken_over = rows.iter().filter(|row| row.entry.execution > 1).count();
     if mode == Mode::OneCommit {
         assert_eq!(

@@ -5,7 +5,7 @@
 //! the job: each e-mail is sent once, however often its job runs.
 
 use super::Receipt;
-use super::service::LedgerTransaction;
+use super::service::{Database, LedgerTransaction};
 use retry_durable::queue::{Drained, Job, Outcome, Queue, QueueError, Worker};
 use retry_durable::store::Backend;
 use serde::{Deserialize, Serialize};
@@ -52,7 +52,7 @@ where
         .concurrency(4)
         .per_second(f64::INFINITY)
         .lease(lease)
-        .poll(Duration::from_millis(20));
+        .poll(Duration::from_millis(100));
     if until_empty {
         worker = worker.until_empty();
     }
@@ -72,4 +72,24 @@ where
             }
         })
         .await
+}
+
+/// Sends every e-mail queued in `database` and returns once none is waiting or running: the
+/// worker of [`send`] with `until_empty`, on a pool of its own (for a test, or a one-off run).
+pub async fn send_all(database: &Database, lease: Duration) -> Result<Drained, QueueError> {
+    match database {
+        Database::Sqlite(path) => {
+            let location = format!("sqlite:{}", path.display());
+            let mails = Queue::<sqlx::Sqlite>::open(&location, QUEUE).await?;
+            let drained = send(&mails, lease, true).await;
+            mails.pool().close().await;
+            drained
+        }
+        Database::Postgres(url) => {
+            let mails = Queue::<sqlx::Postgres>::open(url, QUEUE).await?;
+            let drained = send(&mails, lease, true).await;
+            mails.pool().close().await;
+            drained
+        }
+    }
 }

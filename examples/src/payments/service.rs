@@ -577,45 +577,81 @@ impl PayoutRecord {
     }
 }
 
-/// What `database` holds for the payout `key` (see [`PayoutRecord`]).
-pub async fn payout_record(database: &Database, key: &str) -> Result<PayoutRecord, sqlx::Error> {
-    const KEY: &str = "SELECT state FROM retry_idempotency_keys WHERE scope = '' AND key = $1";
-    const LEDGER: &str = "SELECT COUNT(*) FROM ledger WHERE payout_key = $1";
-    const JOBS: &str = "SELECT state FROM retry_jobs WHERE queue = $1 AND key = $2 ORDER BY id";
-    const SENT: &str = "SELECT COUNT(*) FROM sent_mails WHERE payout_key = $1";
-    macro_rules! read {
-        ($pool:expr) => {{
-            let pool = $pool;
-            let key_state = sqlx::query_scalar(KEY)
-                .bind(key)
-                .fetch_optional(&pool)
-                .await?;
-            let ledger: i64 = sqlx::query_scalar(LEDGER)
-                .bind(key)
-                .fetch_one(&pool)
-                .await?;
-            let mail_jobs = sqlx::query_scalar(JOBS)
-                .bind(mails::QUEUE)
-                .bind(key)
-                .fetch_all(&pool)
-                .await?;
-            let sent: i64 = sqlx::query_scalar(SENT).bind(key).fetch_one(&pool).await?;
-            pool.close().await;
-            PayoutRecord {
-                key_state,
-                ledger_rows: usize::try_from(ledger).unwrap_or(0),
-                mail_jobs,
-                mails_sent: usize::try_from(sent).unwrap_or(0),
+/// A connection to a payment database for reading [`PayoutRecord`]s, kept open while a test
+/// reads several.
+pub enum PayoutRecords {
+    /// A SQLite file.
+    Sqlite(SqlitePool),
+    /// A PostgreSQL database.
+    Postgres(PgPool),
+}
+
+impl PayoutRecords {
+    /// Connects to `database` (one connection).
+    pub async fn open(database: &Database) -> Result<Self, sqlx::Error> {
+        Ok(match database {
+            Database::Sqlite(path) => {
+                let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
+                let pool = sqlx::sqlite::SqlitePoolOptions::new().max_connections(1);
+                PayoutRecords::Sqlite(pool.connect_with(options).await?)
             }
-        }};
+            Database::Postgres(url) => {
+                let pool = PgPoolOptions::new().max_connections(1);
+                PayoutRecords::Postgres(pool.connect(url).await?)
+            }
+        })
     }
-    Ok(match database {
-        Database::Sqlite(path) => {
-            let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
-            read!(SqlitePool::connect_with(options).await?)
+
+    /// What the database holds for the payout `key` (see [`PayoutRecord`]).
+    pub async fn of(&self, key: &str) -> Result<PayoutRecord, sqlx::Error> {
+        const KEY: &str = "SELECT state FROM retry_idempotency_keys WHERE scope = '' AND key = $1";
+        const LEDGER: &str = "SELECT COUNT(*) FROM ledger WHERE payout_key = $1";
+        const JOBS: &str = "SELECT state FROM retry_jobs WHERE queue = $1 AND key = $2 ORDER BY id";
+        const SENT: &str = "SELECT COUNT(*) FROM sent_mails WHERE payout_key = $1";
+        macro_rules! read {
+            ($pool:expr) => {{
+                let pool = $pool;
+                let key_state = sqlx::query_scalar(KEY)
+                    .bind(key)
+                    .fetch_optional(pool)
+                    .await?;
+                let ledger: i64 = sqlx::query_scalar(LEDGER).bind(key).fetch_one(pool).await?;
+                let mail_jobs = sqlx::query_scalar(JOBS)
+                    .bind(mails::QUEUE)
+                    .bind(key)
+                    .fetch_all(pool)
+                    .await?;
+                let sent: i64 = sqlx::query_scalar(SENT).bind(key).fetch_one(pool).await?;
+                PayoutRecord {
+                    key_state,
+                    ledger_rows: usize::try_from(ledger).unwrap_or(0),
+                    mail_jobs,
+                    mails_sent: usize::try_from(sent).unwrap_or(0),
+                }
+            }};
         }
-        Database::Postgres(url) => read!(PgPool::connect(url).await?),
-    })
+        Ok(match self {
+            PayoutRecords::Sqlite(pool) => read!(pool),
+            PayoutRecords::Postgres(pool) => read!(pool),
+        })
+    }
+
+    /// Closes the connection.
+    pub async fn close(self) {
+        match self {
+            PayoutRecords::Sqlite(pool) => pool.close().await,
+            PayoutRecords::Postgres(pool) => pool.close().await,
+        }
+    }
+}
+
+/// What `database` holds for the payout `key` (see [`PayoutRecord`]), on a connection of its
+/// own.
+pub async fn payout_record(database: &Database, key: &str) -> Result<PayoutRecord, sqlx::Error> {
+    let records = PayoutRecords::open(database).await?;
+    let record = records.of(key).await;
+    records.close().await;
+    record
 }
 
 fn ledger_row<R: Row>(row: &R) -> Result<LedgerRow, sqlx::Error>

@@ -10,7 +10,7 @@
 //! 2. The bank transfer, with the same key passed on: the bank is outside this database, and a
 //!    payout executed again after a crash gets the first transfer back.
 //! 3. The ledger row, written in `guard.transaction()`.
-//! 4. The receipt e-mail, a job in the [`mails`](super::mails) queue (`retry_durable::queue`, on
+//! 4. The receipt e-mail, a job in the [`mails`] queue (`retry_durable::queue`, on
 //!    the same pool), enqueued in that same transaction.
 //! 5. `guard.complete(&receipt)`: the receipt is stored and the key completed in that same
 //!    transaction, and it commits. The ledger row, the e-mail's job and the completed key commit
@@ -28,7 +28,7 @@
 //! in the guard `begin_with` hands out, not in the code.
 //!
 //! With `--send-mails` the service also runs a [`Worker`](retry_durable::queue::Worker) that
-//! sends the receipts ([`mails::send`](super::mails::send)).
+//! sends the receipts ([`mails::send`]).
 //!
 //! [`run`] is the whole service as the `payments-service` binary and the example start it;
 //! [`serve`] runs the handler on any SQL store.

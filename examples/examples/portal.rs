@@ -40,7 +40,7 @@
 use retry_durable::queue::{Engine, Location, Queue};
 use retry_examples::metrics::Metrics;
 use retry_examples::portal::coverage::{ContractError, Coverage, check_coverage};
-use retry_examples::portal::later;
+use retry_examples::portal::later::{self, PortalDb};
 use retry_examples::portal::outage::{long_outage, tell_customer};
 use retry_examples::portal::story::scene;
 use retry_examples::portal::{Claim, ClaimId, ContractClient, ContractService};
@@ -59,7 +59,21 @@ const GARDEN_SHED: ClaimId = ClaimId(4713); // a shed the policy does not includ
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
     let args = Args::parse()?;
-    let queue = open_queue(args.database).await?;
+    let (database, queue_name) = where_the_queue_goes(args.database.clone())?;
+    // The engine is the database's, chosen at run time; the story is one function, generic
+    // over it.
+    match Location::parse(&database).engine() {
+        Engine::Sqlite => play::<sqlx::Sqlite>(args, &database, &queue_name).await,
+        Engine::Postgres => play::<sqlx::Postgres>(args, &database, &queue_name).await,
+    }
+}
+
+async fn play<B: PortalDb>(
+    args: Args,
+    database: &str,
+    queue_name: &str,
+) -> Result<(), Box<dyn Error>> {
+    let queue = open_queue::<B>(database, queue_name).await?;
     if let Some(addr) = args.metrics {
         serve_metrics(addr, &queue).await?;
     }
@@ -178,7 +192,10 @@ impl Args {
 /// `GET /metrics` on `addr` for the rest of the run: the retry loops', the breaker's, the
 /// budget's and the queue's instruments in Prometheus's text format, the queue's depth read at
 /// each scrape.
-async fn serve_metrics(addr: SocketAddr, queue: &Queue) -> Result<(), Box<dyn Error>> {
+async fn serve_metrics<B: PortalDb>(
+    addr: SocketAddr,
+    queue: &Queue<B>,
+) -> Result<(), Box<dyn Error>> {
     let metrics = Metrics::install()?.observe(queue);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -192,10 +209,10 @@ async fn serve_metrics(addr: SocketAddr, queue: &Queue) -> Result<(), Box<dyn Er
     Ok(())
 }
 
-/// The queue of checks that cannot be made now: in PostgreSQL given `--database-url URL` or
-/// `DATABASE_URL`, otherwise in a SQLite file made afresh for this run.
-async fn open_queue(given: Option<String>) -> Result<Queue, Box<dyn Error>> {
-    let (database, queue_name) = match given {
+/// Where the queue of checks that cannot be made now goes, and its name: in PostgreSQL given
+/// `--database-url URL` or `DATABASE_URL`, otherwise in a SQLite file made afresh for this run.
+fn where_the_queue_goes(given: Option<String>) -> Result<(String, String), Box<dyn Error>> {
+    Ok(match given {
         Some(url)
             if Location::parse(&url).engine() == Engine::Postgres || url.starts_with("sqlite:") =>
         {
@@ -219,12 +236,19 @@ async fn open_queue(given: Option<String>) -> Result<Queue, Box<dyn Error>> {
             }
             (file.display().to_string(), later::QUEUE.to_owned())
         }
-    };
-    let queue = Queue::open(&database, &queue_name)
+    })
+}
+
+/// The queue at `database`, with the portal's tables beside it.
+async fn open_queue<B: PortalDb>(
+    database: &str,
+    queue_name: &str,
+) -> Result<Queue<B>, Box<dyn Error>> {
+    let queue = Queue::open(database, queue_name)
         .await
         .map_err(|e| format!("cannot open the job queue at {database}: {e}"))?;
     later::migrate(&queue).await?;
-    match queue.engine() {
+    match Location::parse(database).engine() {
         Engine::Sqlite => println!("Job queue: SQLite file {database}, queue {queue_name}"),
         Engine::Postgres => println!("Job queue: PostgreSQL, queue {queue_name}"),
     }

@@ -306,6 +306,7 @@ use retry_examples::portal::later::{check_later, save_for_later, CoverageJob};
 use retry_examples::portal::{Claim, ContractClient};
 use retry_durable::queue::{Job, Queue, QueueError, Worker};
 use retry_runtime::{non_idempotent, retry, IdempotencyKey};
+use sqlx::Sqlite;
 use std::time::Duration;
 
 // The form and the worker alike: the check, or where its loop gave up, the claim saved and its
@@ -314,7 +315,7 @@ use std::time::Duration;
 #[retry(max = 3, base = "1s", jitter, on = is_transient,
         budget = COVERAGE_BUDGET, breaker = CONTRACT_BREAKER,
         fallback = |error, why| save_for_later(queue, claim, key, error, why))]
-async fn check_coverage(client: &ContractClient, queue: &Queue, claim: &Claim, key: &IdempotencyKey) -> Result<Coverage, ContractError> {
+async fn check_coverage(client: &ContractClient, queue: &Queue<Sqlite>, claim: &Claim, key: &IdempotencyKey) -> Result<Coverage, ContractError> {
     let line = client.request(&format!("COVERAGE {} {key}", claim.id)).await.map_err(ContractError::ConnectionLost)?;
     match line.as_str() {
         "COVERED" => Ok(Coverage::Covered),
@@ -326,7 +327,7 @@ async fn check_coverage(client: &ContractClient, queue: &Queue, claim: &Claim, k
 }
 
 // Every portal replica: a worker that drains the queue through the same function, budget and breaker.
-async fn drain(client: ContractClient, queue: Queue) -> Result<(), QueueError> {
+async fn drain(client: ContractClient, queue: Queue<Sqlite>) -> Result<(), QueueError> {
     let worker = Worker::new("portal-1")
         .concurrency(2)                      // at most 2 checks at a time
         .per_second(10.0)                    // and 10 a second: a steady stream, not a burst

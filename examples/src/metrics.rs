@@ -14,6 +14,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 use retry_durable::queue::Queue;
+use retry_durable::store::{Backend, BoxFuture};
+use std::fmt;
 use std::io;
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -30,10 +32,32 @@ pub const PAUSE_BUCKETS: [f64; 12] = [
 ];
 
 /// The process's Prometheus recorder, and the queues whose depth a scrape reads first.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Metrics {
     handle: PrometheusHandle,
-    queues: Arc<[Queue]>,
+    queues: Arc<[Arc<dyn Observed>]>,
+}
+
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Metrics")
+            .field("queues", &self.queues.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A queue of either engine, whose gauges a scrape sets.
+trait Observed: Send + Sync {
+    fn observe(&self) -> BoxFuture<'_, ()>;
+}
+
+impl<B: Backend> Observed for Queue<B> {
+    fn observe(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            // A queue whose database is down keeps its last values.
+            let _ = Queue::observe(self).await;
+        })
+    }
 }
 
 impl Metrics {
@@ -56,9 +80,9 @@ impl Metrics {
 
     /// Reads `queue`'s depth and the age of its oldest due job ([`Queue::observe`]) at each
     /// scrape, so that the gauges are those of the moment even while no worker runs.
-    pub fn observe(mut self, queue: &Queue) -> Self {
+    pub fn observe<B: Backend>(mut self, queue: &Queue<B>) -> Self {
         let mut queues = self.queues.to_vec();
-        queues.push(queue.clone());
+        queues.push(Arc::new(queue.clone()));
         self.queues = queues.into();
         self
     }
@@ -66,8 +90,7 @@ impl Metrics {
     /// What a scrape gets: the queues observed, then every series in Prometheus's text format.
     pub async fn render(&self) -> String {
         for queue in self.queues.iter() {
-            // A queue whose database is down keeps its last values.
-            let _ = queue.observe().await;
+            queue.observe().await;
         }
         // Histograms drain their samples here, so that they do not grow between scrapes.
         self.handle.run_upkeep();

@@ -15,6 +15,7 @@
 pub mod bank;
 pub mod client;
 pub mod faults;
+pub mod mails;
 pub mod process;
 pub mod service;
 

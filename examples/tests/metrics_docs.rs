@@ -117,7 +117,7 @@ async fn the_metric_tables_match_a_scrape() {
     let Some(database) = Database::fresh(Engine::Sqlite, "metrics_docs").await else {
         return;
     };
-    let queue = database.queue().await;
+    let queue = database.queue::<sqlx::Sqlite>().await;
     let metrics = Metrics::install()
         .expect("the recorder installs")
         .observe(&queue);

@@ -8,6 +8,14 @@
 //! payout exactly once, the bank transferred once, and the client ended with that payout's
 //! receipt.
 //!
+//! Each payout also queues its receipt e-mail (`payments::mails`) in the transaction that writes
+//! its ledger row and completes its key. Right after each kill, before the restart, the test
+//! reads the database: it holds either the whole payout (the key completed with its receipt, one
+//! ledger row, exactly one e-mail job) or nothing of it (no completed key, no row, no job),
+//! whatever the step. The services run the worker that sends the e-mails (`--send-mails`), and
+//! after each run each e-mail has been sent exactly once, by the restarted service (taking over
+//! after its lease a job that the killed one had claimed), through the outage, by either replica.
+//!
 //! Each test runs in both of the service's modes: the lease mode (a claim, the bank, then the
 //! ledger row and the completion in one transaction) and the one-commit mode (`--one-commit`,
 //! no bank: the claim, the ledger row and the completion in one transaction), where a kill
@@ -28,7 +36,9 @@ use retry_examples::payments::bank::Bank;
 use retry_examples::payments::client::{self, Answer, PayClient, PayError};
 use retry_examples::payments::faults::Step;
 use retry_examples::payments::process::ServiceProcess;
-use retry_examples::payments::service::{Config, Database, LedgerRow, read_ledger};
+use retry_examples::payments::service::{
+    Config, Database, LedgerRow, PayoutRecord, PayoutRecords, payout_record, read_ledger,
+};
 use retry_examples::payments::{Cents, ClaimId, Receipt};
 use retry_runtime::{IdempotencyKey, non_idempotent, retry};
 use std::collections::{BTreeMap, HashMap};
@@ -62,6 +72,7 @@ impl Mode {
             database: database.clone(),
             bank: (self == Mode::Lease).then(|| bank.url().to_owned()),
             one_commit: self == Mode::OneCommit,
+            send_mails: true,
             ..Config::default()
         }
     }
@@ -182,6 +193,42 @@ async fn ledger(database: &Database, key: &IdempotencyKey) -> Vec<LedgerRow> {
         .collect()
 }
 
+/// What `database` holds for `key`, read again until its e-mail's job is done (the service's
+/// worker sends it within a poll or, when a killed service had claimed it, a lease); then the
+/// e-mail must have been sent exactly once.
+async fn mailed_once(database: &Database, key: &IdempotencyKey, context: &str) -> PayoutRecord {
+    let records = PayoutRecords::open(database).await.unwrap();
+    let record = mailed_once_in(&records, key, context).await;
+    records.close().await;
+    record
+}
+
+/// [`mailed_once`] on an open connection.
+async fn mailed_once_in(
+    records: &PayoutRecords,
+    key: &IdempotencyKey,
+    context: &str,
+) -> PayoutRecord {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let record = records.of(key.as_str()).await.unwrap();
+        if record.mail_jobs.iter().all(|state| state == "done") || Instant::now() > deadline {
+            assert!(
+                record.is_whole(),
+                "{context}: the payout committed whole: {record:?}"
+            );
+            assert_eq!(
+                record.mail_jobs,
+                ["done"],
+                "{context}: one e-mail job, done by the worker"
+            );
+            assert_eq!(record.mails_sent, 1, "{context}: the e-mail was sent once");
+            return record;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
 /// What a killed run saw, for the counts.
 struct Run {
     mode: Mode,
@@ -211,6 +258,19 @@ async fn kill_at(mode: Mode, step: Step, database: Database, bank: &Bank, contex
         let stopped = service.stopped().await.unwrap();
         assert_eq!(stopped, step, "{context}");
         service.kill().unwrap(); // SIGKILL
+        // Nothing runs on this key now: the database holds the whole payout or none of it.
+        let record = payout_record(&database, key.as_str()).await.unwrap();
+        if step.committed() {
+            assert!(
+                record.is_whole(),
+                "{context}: killed after the commit: {record:?}"
+            );
+        } else {
+            assert!(
+                record.is_empty(),
+                "{context}: killed before the commit: {record:?}"
+            );
+        }
         let restarted = Config {
             listen: same_port,
             stop_at: None,
@@ -264,9 +324,14 @@ async fn kill_at(mode: Mode, step: Step, database: Database, bank: &Bank, contex
             "{context}: one transfer"
         );
         // The bank is asked again only when the killed service had asked it and not committed.
-        let asked = if step == Step::AfterLedgerWrite { 2 } else { 1 };
+        let asked = if matches!(step, Step::AfterLedgerWrite | Step::AfterEnqueue) {
+            2
+        } else {
+            1
+        };
         assert_eq!(bank.requests(key.as_str()), asked, "{context}");
     }
+    mailed_once(&database, &key, &context).await;
     if step == Step::AfterResponse {
         assert_eq!(
             client.answers(),
@@ -495,6 +560,7 @@ async fn two_replicas(mode: Mode, test: &str) {
     let rows = ledger(&database, &key).await;
     assert_eq!(rows.len(), 1, "one payout: {rows:?}");
     assert_eq!(rows[0].entry.execution, 1);
+    mailed_once(&database, &key, "two replicas").await;
     let expected = format!("P-{}", rows[0].id);
     assert!(
         receipts.iter().all(|receipt| receipt.receipt == expected),
@@ -689,6 +755,13 @@ async fn restart_mid_run(mode: Mode, payouts: usize, test: &str) {
             "a transfer without its ledger row, or two: {transfers:?}"
         );
     }
+    // Every payout's e-mail job committed with it, and the replicas' worker sent each e-mail
+    // once, the outage notwithstanding.
+    let records = PayoutRecords::open(&database).await.unwrap();
+    for key in &keys {
+        mailed_once_in(&records, key, "database restart").await;
+    }
+    records.close().await;
     let taken_over = rows.iter().filter(|row| row.entry.execution > 1).count();
     if mode == Mode::OneCommit {
         assert_eq!(

@@ -12,7 +12,7 @@ mod common;
 use common::{Database, Engine, Portal, Schedule, blocking};
 use retry_durable::queue::{JobRecord, State};
 use retry_examples::portal::coverage::ContractError;
-use retry_examples::portal::later::{self, save_for_later};
+use retry_examples::portal::later::{self, PortalDb, save_for_later};
 use retry_examples::portal::{Claim, ContractService};
 use retry_runtime::{GiveUp, GiveUpReason, IdempotencyKey};
 use std::time::Duration;
@@ -96,9 +96,9 @@ fn worker_args<'a>(
 }
 
 /// One run: a saved claim's job, a worker killed at `step`, a second worker that finishes.
-async fn kill_worker_at(engine: Engine, test: &str, step: Step) -> Option<()> {
+async fn kill_worker_at<B: PortalDb>(engine: Engine, test: &str, step: Step) -> Option<()> {
     let database = Database::fresh(engine, test).await?;
-    let queue = database.queue().await;
+    let queue = database.queue::<B>().await;
     let service = ContractService::start().await.expect("the service starts");
     let contract = service.addr().to_string();
     let claim = Claim::new(4714, "dana@example.com");
@@ -188,21 +188,21 @@ fn only_job<'a>(jobs: &'a [JobRecord], test: &str, output: &str) -> &'a JobRecor
     &jobs[0]
 }
 
-async fn worker_killed_at_each_step(engine: Engine) {
+async fn worker_killed_at_each_step<B: PortalDb>(engine: Engine) {
     for step in STEPS {
         let test = format!("worker_killed_{step:?}_{engine:?}");
-        if kill_worker_at(engine, &test, step).await.is_none() {
+        if kill_worker_at::<B>(engine, &test, step).await.is_none() {
             return;
         }
     }
 }
 
-async fn worker_killed_at_random_steps(engine: Engine) {
+async fn worker_killed_at_random_steps<B: PortalDb>(engine: Engine) {
     let mut schedule = Schedule::from_env(&format!("worker_killed_at_random_steps_{engine:?}"));
     for run in 0..6 {
         let step = STEPS[schedule.below(STEPS.len() as u64) as usize];
         let test = format!("worker_killed_at_random_{engine:?}_{run}_{step:?}");
-        if kill_worker_at(engine, &test, step).await.is_none() {
+        if kill_worker_at::<B>(engine, &test, step).await.is_none() {
             return;
         }
     }
@@ -210,32 +210,32 @@ async fn worker_killed_at_random_steps(engine: Engine) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_in_the_middle_of_a_job_leaves_it_to_the_next_sqlite() {
-    worker_killed_at_each_step(Engine::Sqlite).await;
+    worker_killed_at_each_step::<sqlx::Sqlite>(Engine::Sqlite).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_in_the_middle_of_a_job_leaves_it_to_the_next_postgres() {
-    worker_killed_at_each_step(Engine::Postgres).await;
+    worker_killed_at_each_step::<sqlx::Postgres>(Engine::Postgres).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_killed_at_random_steps_lose_nothing_and_repeat_nothing_sqlite() {
-    worker_killed_at_random_steps(Engine::Sqlite).await;
+    worker_killed_at_random_steps::<sqlx::Sqlite>(Engine::Sqlite).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_killed_at_random_steps_lose_nothing_and_repeat_nothing_postgres() {
-    worker_killed_at_random_steps(Engine::Postgres).await;
+    worker_killed_at_random_steps::<sqlx::Postgres>(Engine::Postgres).await;
 }
 
 /// Two workers drain twelve jobs; one is killed at a moment drawn from the seed; the other
 /// takes its jobs over after their leases. Every job is done once, every check executed once,
 /// every customer e-mailed once.
-async fn one_of_two_workers_killed(engine: Engine) -> Option<()> {
+async fn one_of_two_workers_killed<B: PortalDb>(engine: Engine) -> Option<()> {
     let test = format!("one_of_two_workers_killed_{engine:?}");
     let mut schedule = Schedule::from_env(&test);
     let database = Database::fresh(engine, &test).await?;
-    let queue = database.queue().await;
+    let queue = database.queue::<B>().await;
     let service = ContractService::start().await.expect("the service starts");
     let contract = service.addr().to_string();
     let mut keys = Vec::new();
@@ -285,22 +285,22 @@ async fn one_of_two_workers_killed(engine: Engine) -> Option<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_of_two_workers_killed_at_random_loses_nothing_sqlite() {
-    one_of_two_workers_killed(Engine::Sqlite).await;
+    one_of_two_workers_killed::<sqlx::Sqlite>(Engine::Sqlite).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_of_two_workers_killed_at_random_loses_nothing_postgres() {
-    one_of_two_workers_killed(Engine::Postgres).await;
+    one_of_two_workers_killed::<sqlx::Postgres>(Engine::Postgres).await;
 }
 
 /// The portal is killed after it saved a claim and queued its check (`saved`), or in the
 /// middle of the transaction that does both (`saving`). After a restart, the saved job is still
 /// there and is done; the unsaved one left no trace, and its customer was never told
 /// "saved".
-async fn portal_killed(engine: Engine, pause_at: &str) -> Option<()> {
+async fn portal_killed<B: PortalDb>(engine: Engine, pause_at: &str) -> Option<()> {
     let test = format!("portal_killed_at_{pause_at}_{engine:?}");
     let database = Database::fresh(engine, &test).await?;
-    let queue = database.queue().await;
+    let queue = database.queue::<B>().await;
     let service = ContractService::start().await.expect("the service starts");
     service.overload_next_checks(u32::MAX).await;
     let contract = service.addr().to_string();
@@ -386,14 +386,20 @@ async fn portal_killed(engine: Engine, pause_at: &str) -> Option<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_portal_killed_after_saving_finds_the_job_after_a_restart_sqlite() {
-    if portal_killed(Engine::Sqlite, "saved").await.is_some() {
-        portal_killed(Engine::Sqlite, "saving").await;
+    if portal_killed::<sqlx::Sqlite>(Engine::Sqlite, "saved")
+        .await
+        .is_some()
+    {
+        portal_killed::<sqlx::Sqlite>(Engine::Sqlite, "saving").await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_portal_killed_after_saving_finds_the_job_after_a_restart_postgres() {
-    if portal_killed(Engine::Postgres, "saved").await.is_some() {
-        portal_killed(Engine::Postgres, "saving").await;
+    if portal_killed::<sqlx::Postgres>(Engine::Postgres, "saved")
+        .await
+        .is_some()
+    {
+        portal_killed::<sqlx::Postgres>(Engine::Postgres, "saving").await;
     }
 }

@@ -13,7 +13,7 @@ use common::{Database, Engine};
 use futures_util::future::join_all;
 use retry_durable::queue::{Job, State, Worker};
 use retry_examples::portal::coverage::{CONTRACT_BREAKER, ContractError, check_coverage};
-use retry_examples::portal::later::{self, CoverageJob};
+use retry_examples::portal::later::{self, CoverageJob, PortalDb};
 use retry_examples::portal::{Claim, ContractClient, ContractService};
 use retry_runtime::{BreakerState, GiveUpReason, IdempotencyKey, Policy};
 use std::time::Duration;
@@ -21,16 +21,16 @@ use tokio::time::Instant;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_outage_is_saved_and_drained_later_on_both_engines() {
-    long_outage(Engine::Sqlite).await;
-    long_outage(Engine::Postgres).await;
+    long_outage::<sqlx::Sqlite>(Engine::Sqlite).await;
+    long_outage::<sqlx::Postgres>(Engine::Postgres).await;
 }
 
-async fn long_outage(engine: Engine) {
+async fn long_outage<B: PortalDb>(engine: Engine) {
     let test = format!("a_long_outage_{engine:?}");
     let Some(database) = Database::fresh(engine, &test).await else {
         return;
     };
-    let queue = database.queue().await;
+    let queue = database.queue::<B>().await;
     let service = ContractService::start().await.expect("the service starts");
     let client = ContractClient::new(service.addr());
     service.overload_next_checks(u32::MAX).await;

@@ -13,7 +13,8 @@
 //! - [`queue`]: a durable job queue in one table on SQLite or PostgreSQL, where work that cannot
 //!   be done now (a coverage check while the contract service is down) waits for a
 //!   [`Worker`](queue::Worker), with leases, fencing tokens, backoff stored as `run_at`, and a
-//!   dead state.
+//!   dead state. A queue runs on the stores' typed pool, so that a job commits in the same
+//!   transaction as a store's claim and the handler's rows: both or neither.
 //!
 //! Start with the guides: [`guide::stores`] and [`guide::queue`].
 //!

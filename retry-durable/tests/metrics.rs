@@ -12,8 +12,7 @@ use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::{CompositeKey, MetricKind};
 use retry_durable::queue::{Job, Outcome, Queue, QueueStats, Worker};
 use retry_durable::store::{
-    Begin, Fingerprint, IdempotencyStore, PostgresStore, SqliteStore, StoreError,
-    TransactionalStore, TxBegin,
+    Backend, Begin, Fingerprint, IdempotencyStore, Mode, PostgresStore, SqliteStore, StoreError,
 };
 use retry_runtime::{IdempotencyKey, Policy};
 use serde::{Deserialize, Serialize};
@@ -165,11 +164,8 @@ fn store_counts(engine: Engine) {
     );
 }
 
-/// Every answer of `begin` and of `begin_in_transaction`, and an invalid key.
-async fn every_answer<S>(store: &S)
-where
-    S: IdempotencyStore<String> + TransactionalStore<String>,
-{
+/// Every answer of `begin` and of `begin_with(Mode::OneCommit, ..)`, and an invalid key.
+async fn every_answer<S: IdempotencyStore<String>>(store: &S) {
     let key = IdempotencyKey::new();
     let payload = Fingerprint::of(b"claim 4711, EUR 1,250.00");
     let Ok(Begin::Execute(guard)) = store.begin(&key, payload).await else {
@@ -199,7 +195,8 @@ where
     ));
 
     let key = IdempotencyKey::new();
-    let Ok(TxBegin::Execute(guard)) = store.begin_in_transaction(&key, payload).await else {
+    let Ok(Begin::Execute(guard)) = store.begin_with(Mode::OneCommit, "", &key, payload).await
+    else {
         panic!("a new key executes in a transaction");
     };
     guard
@@ -208,10 +205,10 @@ where
         .expect("committed");
     assert_eq!(
         store
-            .begin_in_transaction(&key, payload)
+            .begin_with(Mode::OneCommit, "", &key, payload)
             .await
             .expect("an answer"),
-        TxBegin::Replay("receipt P-2".to_owned())
+        Begin::Replay("receipt P-2".to_owned())
     );
 }
 
@@ -233,6 +230,13 @@ fn the_queue_counts_its_depth_attempts_and_dead_letters_on_postgres() {
 }
 
 fn queue_counts(engine: Engine) {
+    match engine {
+        Engine::Sqlite => queue_counts_on::<sqlx::Sqlite>(engine),
+        Engine::Postgres => queue_counts_on::<sqlx::Postgres>(engine),
+    }
+}
+
+fn queue_counts_on<B: Backend>(engine: Engine) {
     let name = format!("metrics-{engine:?}").to_lowercase();
     let mut ran = false;
     let (done, name_of) = (&mut ran, &name);
@@ -241,7 +245,7 @@ fn queue_counts(engine: Engine) {
         let Some(database) = Database::fresh(engine, name).await else {
             return;
         };
-        let queue = Queue::open(&database.url, name)
+        let queue = Queue::<B>::open(&database.url, name)
             .await
             .expect("the queue opens")
             .with_max_attempts(2);
@@ -306,7 +310,7 @@ fn the_oldest_due_job_ages_from_its_run_at() {
         let Some(database) = Database::fresh(Engine::Sqlite, "oldest_due").await else {
             return;
         };
-        let queue = Queue::open(&database.url, "oldest-due")
+        let queue = Queue::<sqlx::Sqlite>::open(&database.url, "oldest-due")
             .await
             .expect("the queue opens");
         queue.enqueue("a", &1).await.expect("enqueued");

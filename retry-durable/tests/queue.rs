@@ -6,9 +6,8 @@
 mod common;
 
 use common::{Database, Engine};
-use retry_durable::queue::{
-    Claim, Job, Location, Outcome, Queue, QueueError, Retried, State, Worker,
-};
+use retry_durable::queue::{Claim, Job, Outcome, Queue, QueueError, Retried, State, Worker};
+use retry_durable::store::Backend;
 use retry_runtime::{BreakerState, CircuitBreaker, Policy};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -34,13 +33,13 @@ macro_rules! on_both {
         mod sqlite {$(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() {
-                super::$name(super::Engine::Sqlite).await;
+                super::$name::<sqlx::Sqlite>(super::Engine::Sqlite).await;
             }
         )*}
         mod postgres {$(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() {
-                super::$name(super::Engine::Postgres).await;
+                super::$name::<sqlx::Postgres>(super::Engine::Postgres).await;
             }
         )*}
     };
@@ -61,7 +60,40 @@ on_both!(
     a_table_made_before_versions_is_adopted_and_a_newer_one_refused,
 );
 
-async fn open(engine: Engine, test: &str) -> Option<(Database, Queue)> {
+/// What two cases do beside the queue, on either engine: statements of their own, which
+/// [`Backend`] alone does not let generic code run.
+trait Raw: Backend {
+    /// Runs `sql` (statements without parameters) on `connection`.
+    async fn run(connection: &mut Self::Connection, sql: &str);
+    /// Runs `sql` on `pool`.
+    async fn run_on(pool: &sqlx::Pool<Self>, sql: &str) -> Result<u64, sqlx::Error>;
+    /// The number the query `sql` answers on `pool`.
+    async fn number(pool: &sqlx::Pool<Self>, sql: &str) -> Result<i64, sqlx::Error>;
+}
+
+macro_rules! raw {
+    ($($db:ty),*) => {$(
+        impl Raw for $db {
+            async fn run(connection: &mut Self::Connection, sql: &str) {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+                    .execute(connection)
+                    .await
+                    .expect("the statements run");
+            }
+            async fn run_on(pool: &sqlx::Pool<Self>, sql: &str) -> Result<u64, sqlx::Error> {
+                let done = sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned())).execute(pool).await?;
+                Ok(done.rows_affected())
+            }
+            async fn number(pool: &sqlx::Pool<Self>, sql: &str) -> Result<i64, sqlx::Error> {
+                sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned())).fetch_one(pool).await
+            }
+        }
+    )*};
+}
+
+raw!(sqlx::Sqlite, sqlx::Postgres);
+
+async fn open<B: Backend>(engine: Engine, test: &str) -> Option<(Database, Queue<B>)> {
     let database = Database::fresh(engine, test).await?;
     let queue = Queue::open(&database.url, "tasks")
         .await
@@ -69,7 +101,7 @@ async fn open(engine: Engine, test: &str) -> Option<(Database, Queue)> {
     Some((database, queue))
 }
 
-async fn claim(queue: &Queue, lease_ms: u64) -> Option<(Job<Task>, Claim)> {
+async fn claim<B: Backend>(queue: &Queue<B>, lease_ms: u64) -> Option<(Job<Task>, Claim<B>)> {
     queue
         .claim::<Task>("test", Duration::from_millis(lease_ms))
         .await
@@ -77,8 +109,8 @@ async fn claim(queue: &Queue, lease_ms: u64) -> Option<(Job<Task>, Claim)> {
         .map(|claimed| claimed.into_parts())
 }
 
-async fn a_key_is_enqueued_once(engine: Engine) {
-    let Some((db, queue)) = open(engine, "a_key_is_enqueued_once").await else {
+async fn a_key_is_enqueued_once<B: Raw>(engine: Engine) {
+    let Some((db, queue)) = open::<B>(engine, "a_key_is_enqueued_once").await else {
         return;
     };
     let first = queue.enqueue("k1", &task("a")).await.expect("enqueued");
@@ -91,7 +123,7 @@ async fn a_key_is_enqueued_once(engine: Engine) {
         "{reused:?}"
     );
     // Another queue in the same table has its own keys.
-    let other = Queue::open(&db.url, "other")
+    let other = Queue::<B>::open(&db.url, "other")
         .await
         .expect("the queue opens");
     assert!(other.enqueue("k1", &task("b")).await.expect("enqueued").new);
@@ -107,8 +139,8 @@ async fn a_key_is_enqueued_once(engine: Engine) {
     assert_eq!((jobs[0].state, jobs[0].attempts), (State::Available, 0));
 }
 
-async fn a_job_is_handed_to_one_claimer_at_a_time(engine: Engine) {
-    let Some((db, queue)) = open(engine, "a_job_is_handed_to_one_claimer").await else {
+async fn a_job_is_handed_to_one_claimer_at_a_time<B: Raw>(engine: Engine) {
+    let Some((db, queue)) = open::<B>(engine, "a_job_is_handed_to_one_claimer").await else {
         return;
     };
     for n in 0..20 {
@@ -121,7 +153,9 @@ async fn a_job_is_handed_to_one_claimer_at_a_time(engine: Engine) {
     let claimers = (0..4).map(|_| {
         let url = db.url.clone();
         tokio::spawn(async move {
-            let queue = Queue::open(&url, "tasks").await.expect("the queue opens");
+            let queue = Queue::<B>::open(&url, "tasks")
+                .await
+                .expect("the queue opens");
             let mut got = Vec::new();
             while let Some((job, _claim)) = claim(&queue, 60_000).await {
                 got.push(job.id);
@@ -137,8 +171,8 @@ async fn a_job_is_handed_to_one_claimer_at_a_time(engine: Engine) {
     assert_eq!((all.len(), distinct.len()), (20, 20), "{all:?}");
 }
 
-async fn an_ended_lease_hands_the_job_over_and_fences_the_old_holder_out(engine: Engine) {
-    let Some((_db, queue)) = open(engine, "an_ended_lease_hands_the_job_over").await else {
+async fn an_ended_lease_hands_the_job_over_and_fences_the_old_holder_out<B: Raw>(engine: Engine) {
+    let Some((_db, queue)) = open::<B>(engine, "an_ended_lease_hands_the_job_over").await else {
         return;
     };
     queue.enqueue("k", &task("a")).await.expect("enqueued");
@@ -158,24 +192,19 @@ async fn an_ended_lease_hands_the_job_over_and_fences_the_old_holder_out(engine:
         Err(QueueError::Superseded { .. })
     ));
     let mut tx = queue.begin().await.expect("a transaction");
-    sqlx::query("CREATE TABLE IF NOT EXISTS mine (n BIGINT)")
-        .execute(&mut *tx)
-        .await
-        .expect("a table");
-    sqlx::query("INSERT INTO mine (n) VALUES (1)")
-        .execute(&mut *tx)
-        .await
-        .expect("a row");
+    B::run(
+        &mut tx,
+        "CREATE TABLE IF NOT EXISTS mine (n BIGINT); INSERT INTO mine (n) VALUES (1)",
+    )
+    .await;
     let refused = stale.clone().complete_in(tx, &"stale").await;
     assert!(
         matches!(refused, Err(QueueError::Superseded { .. })),
         "{refused:?}"
     );
-    let mine = sqlx::query("SELECT n FROM mine")
-        .fetch_all(queue.pool())
-        .await;
+    let mine = B::number(queue.pool(), "SELECT COUNT(*) FROM mine").await;
     assert!(
-        mine.is_err() || mine.is_ok_and(|rows| rows.is_empty()),
+        mine.is_err() || mine.is_ok_and(|rows| rows == 0),
         "rolled back"
     );
     assert!(matches!(
@@ -193,8 +222,8 @@ async fn an_ended_lease_hands_the_job_over_and_fences_the_old_holder_out(engine:
     );
 }
 
-async fn a_failed_attempt_waits_its_backoff_and_the_last_one_is_dead(engine: Engine) {
-    let Some((_db, queue)) = open(engine, "a_failed_attempt_waits_its_backoff").await else {
+async fn a_failed_attempt_waits_its_backoff_and_the_last_one_is_dead<B: Raw>(engine: Engine) {
+    let Some((_db, queue)) = open::<B>(engine, "a_failed_attempt_waits_its_backoff").await else {
         return;
     };
     let queue = queue.with_max_attempts(3);
@@ -246,8 +275,8 @@ async fn a_failed_attempt_waits_its_backoff_and_the_last_one_is_dead(engine: Eng
     assert_eq!(jobs[0].last_error.as_deref(), Some("still overloaded"));
 }
 
-async fn a_snoozed_attempt_does_not_count(engine: Engine) {
-    let Some((_db, queue)) = open(engine, "a_snoozed_attempt_does_not_count").await else {
+async fn a_snoozed_attempt_does_not_count<B: Raw>(engine: Engine) {
+    let Some((_db, queue)) = open::<B>(engine, "a_snoozed_attempt_does_not_count").await else {
         return;
     };
     queue.enqueue("k", &task("a")).await.expect("enqueued");
@@ -262,8 +291,8 @@ async fn a_snoozed_attempt_does_not_count(engine: Engine) {
     assert_eq!(job.attempt, 1);
 }
 
-async fn a_killed_job_keeps_its_error(engine: Engine) {
-    let Some((_db, queue)) = open(engine, "a_killed_job_keeps_its_error").await else {
+async fn a_killed_job_keeps_its_error<B: Raw>(engine: Engine) {
+    let Some((_db, queue)) = open::<B>(engine, "a_killed_job_keeps_its_error").await else {
         return;
     };
     queue.enqueue("k", &task("a")).await.expect("enqueued");
@@ -278,8 +307,8 @@ async fn a_killed_job_keeps_its_error(engine: Engine) {
     assert!(claim(&queue, 60_000).await.is_none());
 }
 
-async fn a_job_abandoned_on_its_last_attempt_is_buried(engine: Engine) {
-    let Some((_db, queue)) = open(engine, "a_job_abandoned_on_its_last_attempt").await else {
+async fn a_job_abandoned_on_its_last_attempt_is_buried<B: Raw>(engine: Engine) {
+    let Some((_db, queue)) = open::<B>(engine, "a_job_abandoned_on_its_last_attempt").await else {
         return;
     };
     let queue = queue.with_max_attempts(1);
@@ -297,8 +326,8 @@ async fn a_job_abandoned_on_its_last_attempt_is_buried(engine: Engine) {
     );
 }
 
-async fn the_worker_keeps_its_concurrency(engine: Engine) {
-    let Some((_db, queue)) = open(engine, "the_worker_keeps_its_concurrency").await else {
+async fn the_worker_keeps_its_concurrency<B: Raw>(engine: Engine) {
+    let Some((_db, queue)) = open::<B>(engine, "the_worker_keeps_its_concurrency").await else {
         return;
     };
     for n in 0..12 {
@@ -343,8 +372,8 @@ async fn the_worker_keeps_its_concurrency(engine: Engine) {
     );
 }
 
-async fn the_worker_keeps_its_pace(engine: Engine) {
-    let Some((_db, queue)) = open(engine, "the_worker_keeps_its_pace").await else {
+async fn the_worker_keeps_its_pace<B: Raw>(engine: Engine) {
+    let Some((_db, queue)) = open::<B>(engine, "the_worker_keeps_its_pace").await else {
         return;
     };
     for n in 0..6 {
@@ -372,8 +401,8 @@ async fn the_worker_keeps_its_pace(engine: Engine) {
     assert!(took >= Duration::from_millis(500), "{took:?}");
 }
 
-async fn the_worker_retries_passing_failures_and_buries_permanent_ones(engine: Engine) {
-    let Some((_db, queue)) = open(engine, "the_worker_retries_passing_failures").await else {
+async fn the_worker_retries_passing_failures_and_buries_permanent_ones<B: Raw>(engine: Engine) {
+    let Some((_db, queue)) = open::<B>(engine, "the_worker_retries_passing_failures").await else {
         return;
     };
     queue
@@ -430,8 +459,8 @@ static POSTGRES_BREAKER: CircuitBreaker = CircuitBreaker::new()
     .consecutive_failures(1)
     .open_for(Duration::from_millis(300));
 
-async fn the_worker_waits_for_the_breaker_and_sends_the_trial_alone(engine: Engine) {
-    let Some((_db, queue)) = open(engine, "the_worker_waits_for_the_breaker").await else {
+async fn the_worker_waits_for_the_breaker_and_sends_the_trial_alone<B: Raw>(engine: Engine) {
+    let Some((_db, queue)) = open::<B>(engine, "the_worker_waits_for_the_breaker").await else {
         return;
     };
     let breaker = match engine {
@@ -557,37 +586,43 @@ CREATE INDEX IF NOT EXISTS retry_jobs_due ON retry_jobs (queue, run_at)
     }
 }
 
-async fn a_table_made_before_versions_is_adopted_and_a_newer_one_refused(engine: Engine) {
+async fn a_table_made_before_versions_is_adopted_and_a_newer_one_refused<B: Raw>(engine: Engine) {
     let Some(db) = Database::fresh(engine, "a_table_made_before_versions").await else {
         return;
     };
-    let pool = retry_durable::queue::connect(&Location::parse(&db.url))
+    let pool = Queue::<B>::open(&db.url, "probe")
         .await
-        .expect("a pool");
-    sqlx::raw_sql(table_before_versions(engine))
-        .execute(&pool)
+        .expect("a pool")
+        .pool()
+        .clone();
+    B::run_on(&pool, "DROP TABLE retry_jobs; DROP TABLE retry_jobs_schema")
+        .await
+        .expect("a database as an older release left it");
+    B::run_on(&pool, table_before_versions(engine))
         .await
         .expect("the table of an older release");
-    sqlx::query(
+    B::run_on(
+        &pool,
         "INSERT INTO retry_jobs (queue, key, payload, state, attempts, max_attempts, run_at, \
          created_at) VALUES ('tasks', 'k', '{\"name\":\"old\"}', 'available', 0, 3, 0, 0)",
     )
-    .execute(&pool)
     .await
     .expect("a job enqueued by an older release");
 
     // Opened by this release, twice: the table and its job are taken as version 1.
     for _ in 0..2 {
-        Queue::open(&db.url, "tasks")
+        Queue::<B>::open(&db.url, "tasks")
             .await
             .expect("the queue opens");
     }
-    let version: i64 = sqlx::query_scalar("SELECT CAST(version AS BIGINT) FROM retry_jobs_schema")
-        .fetch_one(&pool)
-        .await
-        .expect("the version row");
+    let version = B::number(
+        &pool,
+        "SELECT CAST(version AS BIGINT) FROM retry_jobs_schema",
+    )
+    .await
+    .expect("the version row");
     assert_eq!(version, 1);
-    let queue = Queue::open(&db.url, "tasks")
+    let queue = Queue::<B>::open(&db.url, "tasks")
         .await
         .expect("the queue opens");
     let (job, claim) = claim(&queue, 60_000).await.expect("the old job");
@@ -598,11 +633,10 @@ async fn a_table_made_before_versions_is_adopted_and_a_newer_one_refused(engine:
     claim.complete(&"done").await.expect("completed");
 
     // A table from a newer release is refused, with what to do.
-    sqlx::query("UPDATE retry_jobs_schema SET version = 2")
-        .execute(&pool)
+    B::run_on(&pool, "UPDATE retry_jobs_schema SET version = 2")
         .await
         .expect("a newer version");
-    let refused = Queue::open(&db.url, "tasks").await;
+    let refused = Queue::<B>::open(&db.url, "tasks").await;
     let Err(QueueError::Schema(message)) = &refused else {
         panic!("a newer table is refused: {refused:?}");
     };

@@ -11,7 +11,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore, key_from_header};
+use retry_durable::store::{
+    Begin, Fingerprint, IdempotencyStore, MemoryStore, StoreOptions, key_from_header,
+};
 use retry_runtime::{IdempotencyKey, non_idempotent, retry};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -56,7 +58,9 @@ impl Service {
 /// Starts the service on a free loopback port; returns its `/payouts` URL.
 async fn start() -> (String, Arc<Service>) {
     let service = Arc::new(Service {
-        store: Some(MemoryStore::new().ttl(Duration::from_secs(60))),
+        store: Some(
+            MemoryStore::new().with_options(StoreOptions::new().ttl(Duration::from_secs(60))),
+        ),
         ..Service::default()
     });
     let listener = TcpListener::bind("127.0.0.1:0")

@@ -468,6 +468,7 @@ mod conformance {
         a_cancelled_begin_gives_its_claim_back_at_once,
         purge_removes_what_expired_and_nothing_else,
         the_store_works_behind_dyn_and_its_futures_are_send,
+        the_one_commit_mode_executes_once_and_a_dropped_claim_frees_the_key,
     );
 }
 

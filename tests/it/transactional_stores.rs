@@ -1,4 +1,4 @@
-//! The one-commit mode (`TransactionalStore::begin_in_transaction`) on both real databases: a
+//! The one-commit mode (`IdempotencyStore::begin_with(Mode::OneCommit, ..)`) on both real databases: a
 //! SQLite file and a fresh schema of a real PostgreSQL server (from `.ci/postgres.sh`; without
 //! one, the PostgreSQL cases print how to run them and pass, unless `CI` is set).
 //!
@@ -14,8 +14,8 @@
 
 use crate::common::databases::{self, TempFile};
 use retry_durable::store::{
-    Begin, DEFAULT_LEASE, Fingerprint, IdempotencyStore, PostgresStore, SqliteStore, StoreError,
-    TransactionalStore, TxBegin, TxGuard,
+    Begin, DEFAULT_LEASE, Fingerprint, Guard, IdempotencyStore, Mode, PostgresStore, SqliteStore,
+    StoreError,
 };
 use retry_runtime::IdempotencyKey;
 use serde::{Deserialize, Serialize};
@@ -90,12 +90,7 @@ impl Clock {
 }
 
 /// A store of both modes on a fresh database with a `ledger` table.
-trait TestStore:
-    TransactionalStore<Receipt, Transaction = <Self as IdempotencyStore<Receipt>>::Transaction>
-    + IdempotencyStore<Receipt>
-    + Sized
-    + 'static
-{
+trait TestStore: IdempotencyStore<Receipt> + Sized + 'static {
     /// The store, and where its database is for a child process; `None` without a server.
     fn fresh(test: &str, clock: &Clock) -> impl Future<Output = Option<(Self, String)>>;
     /// How many ledger rows, and how many key rows, another connection sees committed.
@@ -154,35 +149,43 @@ impl TestStore for PostgresStore<Receipt> {
     }
 }
 
-/// `begin_in_transaction` that must claim.
+/// The handler's row for `key`, in the transaction that holds the guard's claim.
+async fn pay_in<R, T: Ledger>(guard: &mut Guard<'_, R, T>, key: &str) {
+    guard.transaction().await.unwrap().pay(key).await.unwrap();
+}
+
+/// `begin_with(Mode::OneCommit, ..)` that must claim.
 async fn execute<'s, S: TestStore>(
     store: &'s S,
     key: &IdempotencyKey,
     payload: &[u8],
-) -> TxGuard<'s, Receipt, <S as TransactionalStore<Receipt>>::Transaction> {
+) -> Guard<'s, Receipt, <S as IdempotencyStore<Receipt>>::Transaction> {
     match store
-        .begin_in_transaction(key, Fingerprint::of(payload))
+        .begin_with(Mode::OneCommit, "", key, Fingerprint::of(payload))
         .await
     {
-        Ok(TxBegin::Execute(guard)) => guard,
+        Ok(Begin::Execute(guard)) => {
+            assert_eq!(guard.mode(), Mode::OneCommit);
+            guard
+        }
         Ok(other) => panic!("expected Execute, got {other:?}"),
         Err(e) => panic!("expected Execute, got {e}"),
     }
 }
 
-/// `begin_in_transaction` that must not claim: its answer, with the guard's type erased.
+/// `begin_with(Mode::OneCommit, ..)` that must not claim: its answer, with the guard's type erased.
 async fn answer<S: TestStore>(
     store: &S,
     key: &IdempotencyKey,
     payload: &[u8],
-) -> TxBegin<'static, Receipt, ()> {
+) -> Begin<'static, Receipt, ()> {
     match store
-        .begin_in_transaction(key, Fingerprint::of(payload))
+        .begin_with(Mode::OneCommit, "", key, Fingerprint::of(payload))
         .await
     {
-        Ok(TxBegin::Replay(response)) => TxBegin::Replay(response),
-        Ok(TxBegin::InProgress) => TxBegin::InProgress,
-        Ok(TxBegin::Mismatch) => TxBegin::Mismatch,
+        Ok(Begin::Replay(response)) => Begin::Replay(response),
+        Ok(Begin::InProgress) => Begin::InProgress,
+        Ok(Begin::Mismatch) => Begin::Mismatch,
         Ok(other) => panic!("expected no execution, got {other:?}"),
         Err(e) => panic!("expected an answer, got {e}"),
     }
@@ -193,23 +196,23 @@ async fn pay_once<S: TestStore>(
     store: &S,
     key: &IdempotencyKey,
     payload: &[u8],
-) -> Result<Receipt, TxBegin<'static, Receipt, ()>>
+) -> Result<Receipt, Begin<'static, Receipt, ()>>
 where
-    <S as TransactionalStore<Receipt>>::Transaction: Ledger,
+    <S as IdempotencyStore<Receipt>>::Transaction: Ledger,
 {
     match store
-        .begin_in_transaction(key, Fingerprint::of(payload))
+        .begin_with(Mode::OneCommit, "", key, Fingerprint::of(payload))
         .await
         .unwrap()
     {
-        TxBegin::Execute(mut guard) => {
-            guard.transaction().pay(key.as_str()).await.unwrap();
+        Begin::Execute(mut guard) => {
+            pay_in(&mut guard, key.as_str()).await;
             guard.complete(&Receipt { number: 1 }).await.unwrap();
             Ok(Receipt { number: 1 })
         }
-        TxBegin::Replay(receipt) => Err(TxBegin::Replay(receipt)),
-        TxBegin::InProgress => Err(TxBegin::InProgress),
-        TxBegin::Mismatch => Err(TxBegin::Mismatch),
+        Begin::Replay(receipt) => Err(Begin::Replay(receipt)),
+        Begin::InProgress => Err(Begin::InProgress),
+        Begin::Mismatch => Err(Begin::Mismatch),
         _ => unreachable!(),
     }
 }
@@ -264,12 +267,12 @@ async fn a_new_key_executes_once_in_one_commit_and_replays<S: TestStore>(
     _: Clock,
     _: String,
 ) where
-    <S as TransactionalStore<Receipt>>::Transaction: Ledger,
+    <S as IdempotencyStore<Receipt>>::Transaction: Ledger,
 {
     let k = IdempotencyKey::from("transfer-1");
     let mut guard = execute(&*store, &k, PAY).await;
     assert_eq!(guard.claim(), 1);
-    guard.transaction().pay("transfer-1").await.unwrap();
+    pay_in(&mut guard, "transfer-1").await;
     // Neither the claim nor the row is committed before `complete`: one commit for both.
     assert_eq!(store.committed().await, (0, 0));
     guard.complete(&Receipt { number: 1 }).await.unwrap();
@@ -277,7 +280,7 @@ async fn a_new_key_executes_once_in_one_commit_and_replays<S: TestStore>(
     for _ in 0..2 {
         assert_eq!(
             answer(&*store, &k, PAY).await,
-            TxBegin::Replay(Receipt { number: 1 })
+            Begin::Replay(Receipt { number: 1 })
         );
     }
     // The lease mode replays it too: both modes share the table.
@@ -295,11 +298,11 @@ async fn a_concurrent_duplicate_waits_for_the_claimer_then_replays<S: TestStore>
     _: Clock,
     _: String,
 ) where
-    <S as TransactionalStore<Receipt>>::Transaction: Ledger,
+    <S as IdempotencyStore<Receipt>>::Transaction: Ledger,
 {
     let k = IdempotencyKey::from("transfer-2");
     let mut guard = execute(&*store, &k, PAY).await;
-    guard.transaction().pay("transfer-2").await.unwrap();
+    pay_in(&mut guard, "transfer-2").await;
     let duplicate = tokio::spawn({
         let (store, k) = (Arc::clone(&store), k.clone());
         async move { answer(&*store, &k, PAY).await }
@@ -312,7 +315,7 @@ async fn a_concurrent_duplicate_waits_for_the_claimer_then_replays<S: TestStore>
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(answered, TxBegin::Replay(Receipt { number: 1 }));
+    assert_eq!(answered, Begin::Replay(Receipt { number: 1 }));
     assert_eq!(store.committed().await, (1, 1));
 }
 
@@ -321,7 +324,7 @@ async fn many_concurrent_duplicates_get_one_execution<S: TestStore>(
     _: Clock,
     _: String,
 ) where
-    <S as TransactionalStore<Receipt>>::Transaction: Ledger,
+    <S as IdempotencyStore<Receipt>>::Transaction: Ledger,
 {
     const CALLERS: usize = 16;
     for round in 0..5 {
@@ -340,7 +343,7 @@ async fn many_concurrent_duplicates_get_one_execution<S: TestStore>(
         for caller in callers {
             match caller.await.unwrap() {
                 Ok(_) => executed += 1,
-                Err(TxBegin::Replay(receipt)) => assert_eq!(receipt, Receipt { number: 1 }),
+                Err(Begin::Replay(receipt)) => assert_eq!(receipt, Receipt { number: 1 }),
                 Err(other) => panic!("a duplicate got {other:?}, not a replay"),
             }
         }
@@ -354,24 +357,24 @@ async fn a_rollback_or_a_dropped_guard_leaves_the_key_free_at_once<S: TestStore>
     _: Clock,
     _: String,
 ) where
-    <S as TransactionalStore<Receipt>>::Transaction: Ledger,
+    <S as IdempotencyStore<Receipt>>::Transaction: Ledger,
 {
     let k = IdempotencyKey::from("transfer-3");
     let mut guard = execute(&*store, &k, PAY).await;
-    guard.transaction().pay("transfer-3").await.unwrap();
-    guard.rollback().await.unwrap();
+    pay_in(&mut guard, "transfer-3").await;
+    guard.release().await.unwrap();
     assert_eq!(store.committed().await, (0, 0));
 
     // No lease to wait for: the next request executes, as the first claim.
     let mut guard = execute(&*store, &k, PAY).await;
     assert_eq!(guard.claim(), 1);
-    guard.transaction().pay("transfer-3").await.unwrap();
+    pay_in(&mut guard, "transfer-3").await;
     drop(guard); // a handler that returned early, panicked or was cancelled
     let mut guard = tokio::time::timeout(Duration::from_secs(10), execute(&*store, &k, PAY))
         .await
         .unwrap();
     assert_eq!(guard.claim(), 1);
-    guard.transaction().pay("transfer-3").await.unwrap();
+    pay_in(&mut guard, "transfer-3").await;
     guard.complete(&Receipt { number: 3 }).await.unwrap();
     assert_eq!(store.committed().await, (1, 1));
 }
@@ -381,18 +384,18 @@ async fn a_duplicate_waiting_on_a_claimer_that_rolls_back_executes<S: TestStore>
     _: Clock,
     _: String,
 ) where
-    <S as TransactionalStore<Receipt>>::Transaction: Ledger,
+    <S as IdempotencyStore<Receipt>>::Transaction: Ledger,
 {
     let k = IdempotencyKey::from("transfer-4");
     let mut guard = execute(&*store, &k, PAY).await;
-    guard.transaction().pay("transfer-4").await.unwrap();
+    pay_in(&mut guard, "transfer-4").await;
     let duplicate = tokio::spawn({
         let (store, k) = (Arc::clone(&store), k.clone());
         async move { pay_once(&*store, &k, PAY).await }
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!duplicate.is_finished(), "the duplicate did not wait");
-    guard.rollback().await.unwrap();
+    guard.release().await.unwrap();
     let paid = tokio::time::timeout(Duration::from_secs(10), duplicate)
         .await
         .unwrap()
@@ -403,12 +406,12 @@ async fn a_duplicate_waiting_on_a_claimer_that_rolls_back_executes<S: TestStore>
 
 async fn another_payload_is_a_mismatch<S: TestStore>(store: Arc<S>, _: Clock, _: String)
 where
-    <S as TransactionalStore<Receipt>>::Transaction: Ledger,
+    <S as IdempotencyStore<Receipt>>::Transaction: Ledger,
 {
     let k = IdempotencyKey::from("transfer-5");
     // Waiting on the claimer, then answered from what it committed.
     let mut guard = execute(&*store, &k, PAY).await;
-    guard.transaction().pay("transfer-5").await.unwrap();
+    pay_in(&mut guard, "transfer-5").await;
     let other = tokio::spawn({
         let (store, k) = (Arc::clone(&store), k.clone());
         async move { answer(&*store, &k, OTHER).await }
@@ -416,10 +419,10 @@ where
     tokio::time::sleep(Duration::from_millis(100)).await;
     guard.complete(&Receipt { number: 1 }).await.unwrap();
     let answered = other.await.unwrap();
-    assert_eq!(answered, TxBegin::Mismatch);
+    assert_eq!(answered, Begin::Mismatch);
     assert_eq!(answered.rejection_status(), Some(422));
     // And afterwards, from one read.
-    assert_eq!(answer(&*store, &k, OTHER).await, TxBegin::Mismatch);
+    assert_eq!(answer(&*store, &k, OTHER).await, Begin::Mismatch);
     assert_eq!(store.committed().await, (1, 1));
 }
 
@@ -430,11 +433,14 @@ async fn a_key_that_breaks_the_key_rule_is_refused_before_any_database_work<S: T
     _: Clock,
     _: String,
 ) where
-    <S as TransactionalStore<Receipt>>::Transaction: Ledger,
+    <S as IdempotencyStore<Receipt>>::Transaction: Ledger,
 {
     for bad in ["", "a\0b", &"k".repeat(256)] {
         let k = IdempotencyKey::from(bad);
-        match store.begin_in_transaction(&k, Fingerprint::of(PAY)).await {
+        match store
+            .begin_with(Mode::OneCommit, "", &k, Fingerprint::of(PAY))
+            .await
+        {
             Err(refused @ StoreError::InvalidKey) => assert_eq!(refused.status(), 400),
             Ok(_) => panic!("{bad:?}: expected InvalidKey, got an answer"),
             Err(e) => panic!("{bad:?}: expected InvalidKey, got {e}"),
@@ -448,7 +454,7 @@ async fn the_lease_mode_keys_are_respected_and_taken_over_after_their_lease<S: T
     clock: Clock,
     _: String,
 ) where
-    <S as TransactionalStore<Receipt>>::Transaction: Ledger,
+    <S as IdempotencyStore<Receipt>>::Transaction: Ledger,
 {
     let k = IdempotencyKey::from("transfer-6");
     let Begin::Execute(leased) = IdempotencyStore::begin(&*store, &k, Fingerprint::of(PAY))
@@ -457,13 +463,13 @@ async fn the_lease_mode_keys_are_respected_and_taken_over_after_their_lease<S: T
     else {
         panic!("a new key executes")
     };
-    assert_eq!(answer(&*store, &k, PAY).await, TxBegin::InProgress);
-    assert_eq!(answer(&*store, &k, OTHER).await, TxBegin::Mismatch);
+    assert_eq!(answer(&*store, &k, PAY).await, Begin::InProgress);
+    assert_eq!(answer(&*store, &k, OTHER).await, Begin::Mismatch);
     // The lease-mode holder is paused past its lease: the one-commit mode takes the key over.
     clock.advance(DEFAULT_LEASE);
     let mut guard = execute(&*store, &k, PAY).await;
     assert_eq!(guard.claim(), 2);
-    guard.transaction().pay("transfer-6").await.unwrap();
+    pay_in(&mut guard, "transfer-6").await;
     guard.complete(&Receipt { number: 2 }).await.unwrap();
     // The stale holder is fenced off.
     let refused = leased.complete(&Receipt { number: 1 }).await.unwrap_err();
@@ -473,7 +479,7 @@ async fn the_lease_mode_keys_are_respected_and_taken_over_after_their_lease<S: T
     );
     assert_eq!(
         answer(&*store, &k, PAY).await,
-        TxBegin::Replay(Receipt { number: 2 })
+        Begin::Replay(Receipt { number: 2 })
     );
     assert_eq!(store.committed().await, (1, 1));
 }
@@ -505,10 +511,10 @@ async fn tx_crash_child() {
 
 async fn claim_and_hang<S: TestStore>(store: &S)
 where
-    <S as TransactionalStore<Receipt>>::Transaction: Ledger,
+    <S as IdempotencyStore<Receipt>>::Transaction: Ledger,
 {
     let mut guard = execute(store, &IdempotencyKey::from("transfer-crash"), PAY).await;
-    guard.transaction().pay("transfer-crash").await.unwrap();
+    pay_in(&mut guard, "transfer-crash").await;
     // The harness may have written "test tx_crash_child ... " on the same line before it.
     println!("{READY}");
     tokio::time::sleep(Duration::from_secs(3600)).await;
@@ -519,7 +525,7 @@ async fn a_process_killed_mid_transaction_leaves_the_key_free_at_once<S: TestSto
     _: Clock,
     at: String,
 ) where
-    <S as TransactionalStore<Receipt>>::Transaction: Ledger,
+    <S as IdempotencyStore<Receipt>>::Transaction: Ledger,
 {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
@@ -562,7 +568,7 @@ async fn a_process_killed_mid_transaction_leaves_the_key_free_at_once<S: TestSto
     assert_eq!(store.committed().await, (1, 1), "paid exactly once");
     assert_eq!(
         answer(&*store, &k, PAY).await,
-        TxBegin::Replay(Receipt { number: 1 })
+        Begin::Replay(Receipt { number: 1 })
     );
 }
 
@@ -593,7 +599,7 @@ async fn postgres_serializable_a_concurrent_duplicate_waits_then_replays() {
     assert_eq!(level, "serializable");
     let k = IdempotencyKey::from("transfer-serializable");
     let mut guard = execute(&*store, &k, PAY).await;
-    guard.transaction().pay(k.as_str()).await.unwrap();
+    pay_in(&mut guard, k.as_str()).await;
     let duplicate = tokio::spawn({
         let (store, k) = (Arc::clone(&store), k.clone());
         async move { pay_once(&*store, &k, PAY).await }
@@ -605,6 +611,6 @@ async fn postgres_serializable_a_concurrent_duplicate_waits_then_replays() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(answered, Err(TxBegin::Replay(Receipt { number: 1 })));
+    assert_eq!(answered, Err(Begin::Replay(Receipt { number: 1 })));
     assert_eq!(store.committed().await, (1, 1));
 }

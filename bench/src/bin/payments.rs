@@ -1,50 +1,45 @@
-//! What the idempotency stores cost the payment service of `cargo run --example payments`.
+//! What the idempotency stores cost a handler, measured on the stores themselves (no HTTP),
+//! with each database's durable settings.
 //!
 //! ```text
 //! cargo run --release -p retry-bench --bin payments                      # SQLite only
 //! cargo run --release -p retry-bench --bin payments -- --postgres URL    # and PostgreSQL
 //! ```
 //!
-//! The service's own handler (`retry_examples::payments::service::serve`) runs in this process
-//! on a loopback port, and a `reqwest` client drives it over HTTP. For each database (a SQLite
-//! file in the temp dir; PostgreSQL at `URL`) the handler runs with three stores:
+//! Per database (a SQLite file in the temp dir, opened as `SqliteStore::open` opens it: WAL,
+//! `synchronous = FULL`; a fresh schema of the PostgreSQL at `URL`, which should run with
+//! `fsync = on` and `synchronous_commit = on`, see `bench/RESULTS.md` §6), each operation on a
+//! pool of 10 of its own, as a handler would run it:
 //!
-//! - **none**: a store that remembers nothing (every request executes, and the handler's
-//!   transaction holds only the ledger row): the handler alone, the baseline;
-//! - **`MemoryStore`**: keys in memory, the ledger row in its own transaction on the database;
-//! - the database's own store (**`SqliteStore`**, **`PostgresStore`**): keys in the same
-//!   database, the ledger row and the key's completion in one transaction;
-//! - the same store in the **one-commit** mode (`serve_one_commit`,
-//!   `TransactionalStore::begin_in_transaction`): the claim, the ledger row and the completion in
-//!   one transaction.
+//! - **the handler alone**: one transaction with one `INSERT` of a ledger row (`BEGIN IMMEDIATE`
+//!   on SQLite, as the stores open theirs), the baseline;
+//! - **a new key in the one-commit mode**: `begin_with(Mode::OneCommit, ..)`, the same `INSERT` in the
+//!   guard's transaction, `complete`;
+//! - **a new key in the lease mode**: `begin`, the guard's transaction with the `INSERT`,
+//!   `complete`;
+//! - **a replay** of a completed key in each mode (`begin_with(Mode::OneCommit, ..)`, `begin`).
 //!
-//! Beside them, a **bare `INSERT`** of a ledger row on the pool (autocommit, no HTTP): the floor
-//! of one durable commit.
-//!
-//! Per store: latency (p50, p99) of requests sent one at a time, for new keys and then for the
-//! same keys again (replays), and requests per second with `--concurrency` requests in flight.
-//! Database work per request is counted two ways: the statements sqlx executes (its
-//! `sqlx::query` tracing events, every driver), and for PostgreSQL the protocol's round trips,
-//! counted by a TCP proxy between the pool and the server that reads the client's messages:
-//! each `Query` or `Sync` is one round trip (the client waits for `ReadyForQuery`), and a `Sync`
-//! with nothing before it is a ping of the pool: sqlx pings a connection when it hands it out
-//! (`test_before_acquire`, on by default; `--no-acquire-ping` turns it off) and when it takes it
-//! back (always, in a background task).
+//! Each operation `--operations` times one at a time (p50, p99), then `--operations` times from
+//! `--callers` tasks at once (p50, p99, operations per second), `--runs` times; the table has the
+//! median of the runs and each ratio to the handler alone. The database's work per operation is
+//! counted, not estimated, in the sequential phases: the statements sqlx executes (its
+//! `sqlx::query` events), on PostgreSQL the round trips (a proxy between the pool and the server
+//! reads the client's protocol: each `Query` or `Sync` waits for `ReadyForQuery`; a `Sync` alone
+//! is a ping of sqlx's pool, which it sends when it hands a connection out and when it takes it
+//! back) and the WAL (`pg_stat_wal`: records, bytes and syncs, read after the phase's pool has
+//! closed, so that its backends have reported).
 //!
 //! Not run in CI: the numbers depend on the machine. Results in `bench/RESULTS.md`.
 
 use retry_durable::store::{
-    Begin, BoxFuture, Claim, Fingerprint, Guard, IdempotencyStore, MemoryStore, PostgresStore,
-    SqliteStore, StoreError,
+    Begin, Fingerprint, IdempotencyStore, Mode, PostgresStore, SqlStore, SqliteStore,
 };
-use retry_examples::payments::service::{
-    Options, create_postgres_ledger, create_sqlite_ledger, serve, serve_one_commit,
-};
-use retry_examples::payments::{Cents, ClaimId, PayoutRequest, Receipt};
 use retry_runtime::IdempotencyKey;
-use sqlx::{PgPool, Postgres, Sqlite, SqlitePool};
-use std::collections::{BTreeMap, HashMap};
+use sqlx::{PgPool, Postgres, Sqlite};
+use std::collections::BTreeMap;
 use std::error::Error;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -55,44 +50,441 @@ type BoxResult<T> = Result<T, Box<dyn Error + Send + Sync>>;
 
 struct Args {
     postgres: Option<String>,
-    sequential: usize,
-    concurrent: usize,
-    concurrency: usize,
+    operations: usize,
+    callers: usize,
+    runs: usize,
     explain: bool,
-    acquire_ping: bool,
 }
 
 fn args() -> Result<Args, String> {
-    let usage = "usage: payments [--postgres URL] [--requests N] [--concurrent-requests N] \
-                 [--concurrency N] [--no-acquire-ping] [--explain]";
+    let usage = "usage: payments [--postgres URL] [--operations N] [--callers N] [--runs N] \
+                 [--explain]";
     let mut parsed = Args {
         postgres: None,
-        sequential: 2000,
-        concurrent: 4000,
-        concurrency: 16,
+        operations: 2000,
+        callers: 16,
+        runs: 4,
         explain: false,
-        acquire_ping: true,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut number = || {
             args.next()
                 .and_then(|n| n.parse().ok())
-                .ok_or_else(|| format!("`{arg}` takes a number\n{usage}"))
+                .ok_or_else(|| format!("{arg} takes a number\n{usage}"))
         };
         match arg.as_str() {
             "--postgres" => {
-                parsed.postgres = Some(args.next().ok_or_else(|| usage.to_owned())?);
+                parsed.postgres = Some(args.next().ok_or(usage)?);
             }
-            "--requests" => parsed.sequential = number()?,
-            "--concurrent-requests" => parsed.concurrent = number()?,
-            "--concurrency" => parsed.concurrency = number()?,
+            "--operations" => parsed.operations = number()?,
+            "--callers" => parsed.callers = number()?.max(1),
+            "--runs" => parsed.runs = number()?.max(1),
             "--explain" => parsed.explain = true,
-            "--no-acquire-ping" => parsed.acquire_ping = false,
             _ => return Err(usage.to_owned()),
         }
     }
     Ok(parsed)
+}
+
+/// What is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Operation {
+    Handler,
+    OneCommitNew,
+    LeaseNew,
+    OneCommitReplay,
+    LeaseReplay,
+}
+
+impl Operation {
+    const ALL: [Operation; 5] = [
+        Operation::Handler,
+        Operation::OneCommitNew,
+        Operation::LeaseNew,
+        Operation::OneCommitReplay,
+        Operation::LeaseReplay,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Operation::Handler => "the handler alone",
+            Operation::OneCommitNew => "one-commit mode, new key",
+            Operation::LeaseNew => "lease mode, new key",
+            Operation::OneCommitReplay => "one-commit mode, replay",
+            Operation::LeaseReplay => "lease mode, replay",
+        }
+    }
+
+    /// The operation whose keys this one replays.
+    fn replays(self) -> Option<Operation> {
+        match self {
+            Operation::OneCommitReplay => Some(Operation::OneCommitNew),
+            Operation::LeaseReplay => Some(Operation::LeaseNew),
+            _ => None,
+        }
+    }
+}
+
+/// One database's store and what the handler writes.
+trait Engine: retry_durable::store::Backend {
+    const LABEL_NAME: &'static str;
+    /// One transaction with one `INSERT`: the handler alone.
+    fn handler<'a>(pool: &'a sqlx::Pool<Self>, key: &'a str) -> BoxFut<'a, ()>;
+    /// The handler's `INSERT`, in the guard's transaction.
+    fn insert<'a>(tx: &'a mut sqlx::Transaction<'static, Self>, key: &'a str) -> BoxFut<'a, ()>;
+}
+
+type BoxFut<'a, T> = Pin<Box<dyn Future<Output = BoxResult<T>> + Send + 'a>>;
+
+macro_rules! engine {
+    ($db:ty, $name:expr, $begin:expr, $insert:expr) => {
+        impl Engine for $db {
+            const LABEL_NAME: &'static str = $name;
+
+            fn handler<'a>(pool: &'a sqlx::Pool<Self>, key: &'a str) -> BoxFut<'a, ()> {
+                Box::pin(async move {
+                    let mut tx = pool.begin_with($begin).await?;
+                    Self::insert(&mut tx, key).await?;
+                    tx.commit().await?;
+                    Ok(())
+                })
+            }
+
+            fn insert<'a>(
+                tx: &'a mut sqlx::Transaction<'static, Self>,
+                key: &'a str,
+            ) -> BoxFut<'a, ()> {
+                Box::pin(async move {
+                    sqlx::query($insert)
+                        .bind(key)
+                        .bind(125_000_i64)
+                        .execute(&mut **tx)
+                        .await?;
+                    Ok(())
+                })
+            }
+        }
+    };
+}
+
+engine!(
+    Sqlite,
+    "SQLite",
+    "BEGIN IMMEDIATE",
+    "INSERT INTO ledger (payout_key, cents) VALUES (?1, ?2)"
+);
+engine!(
+    Postgres,
+    "PostgreSQL",
+    "BEGIN",
+    "INSERT INTO ledger (payout_key, cents) VALUES ($1, $2)"
+);
+
+const SQLITE_LEDGER: &str = "CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, \
+                             payout_key TEXT NOT NULL, cents INTEGER NOT NULL)";
+const POSTGRES_LEDGER: &str = "CREATE TABLE ledger (id BIGSERIAL PRIMARY KEY, \
+                               payout_key TEXT NOT NULL, cents BIGINT NOT NULL)";
+
+/// One operation on `store` (its pool) with `key`.
+async fn operate<B: Engine>(
+    store: &SqlStore<B, String>,
+    operation: Operation,
+    key: &IdempotencyKey,
+) -> BoxResult<()> {
+    let fingerprint = Fingerprint::of(key.as_str().as_bytes());
+    let begun = match operation {
+        Operation::Handler => return B::handler(store.pool(), key.as_str()).await,
+        Operation::OneCommitNew | Operation::OneCommitReplay => {
+            store
+                .begin_with(Mode::OneCommit, "", key, fingerprint)
+                .await?
+        }
+        Operation::LeaseNew | Operation::LeaseReplay => store.begin(key, fingerprint).await?,
+    };
+    match (begun, operation.replays()) {
+        (Begin::Execute(mut guard), None) => {
+            B::insert(guard.transaction().await?, key.as_str()).await?;
+            guard.complete(&format!("201 receipt {key}")).await?;
+            Ok(())
+        }
+        (Begin::Replay(_), Some(_)) => Ok(()),
+        (other, _) => Err(format!("{operation:?} answered {other:?}").into()),
+    }
+}
+
+/// The latencies' p50 and p99.
+fn percentiles(mut times: Vec<Duration>) -> (Duration, Duration) {
+    times.sort();
+    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    (at(0.50), at(0.99))
+}
+
+/// What one phase measured.
+#[derive(Clone, Debug, Default)]
+struct Phase {
+    p50: Duration,
+    p99: Duration,
+    per_second: f64,
+}
+
+/// The database's work per operation, in a sequential phase.
+#[derive(Clone, Debug, Default)]
+struct Work {
+    statements: f64,
+    trips: Option<(f64, f64)>,
+    wal: Option<Wal>,
+    explained: BTreeMap<String, f64>,
+}
+
+/// `pg_stat_wal`'s counters.
+#[derive(Clone, Copy, Debug, Default)]
+struct Wal {
+    records: f64,
+    bytes: f64,
+    syncs: f64,
+}
+
+/// Where a database's phases get their stores.
+trait Target<B: Engine> {
+    /// A store on a fresh pool of 10 (the same database each time).
+    fn store(&self) -> BoxFut<'_, SqlStore<B, String>>;
+    /// `pg_stat_wal`, where there is one.
+    fn wal(&self) -> BoxFut<'_, Option<Wal>>;
+    /// The proxy's counts (round trips, pings), where there is one.
+    fn trips(&self) -> Option<(u64, u64)>;
+}
+
+struct SqliteTarget {
+    path: std::path::PathBuf,
+}
+
+impl Target<Sqlite> for SqliteTarget {
+    fn store(&self) -> BoxFut<'_, SqlStore<Sqlite, String>> {
+        Box::pin(async move {
+            let store = SqliteStore::<String>::open(&self.path).await?;
+            Ok(store)
+        })
+    }
+
+    fn wal(&self) -> BoxFut<'_, Option<Wal>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    fn trips(&self) -> Option<(u64, u64)> {
+        None
+    }
+}
+
+struct PostgresTarget {
+    options: sqlx::postgres::PgConnectOptions,
+    admin: PgPool,
+    proxy: RoundTripProxy,
+}
+
+impl Target<Postgres> for PostgresTarget {
+    fn store(&self) -> BoxFut<'_, SqlStore<Postgres, String>> {
+        Box::pin(async move {
+            let pool = sqlx::postgres::PgPoolOptions::new()
+                .max_connections(10)
+                .acquire_timeout(Duration::from_secs(10))
+                .connect_with(self.options.clone())
+                .await?;
+            Ok(PostgresStore::<String>::new(pool))
+        })
+    }
+
+    fn wal(&self) -> BoxFut<'_, Option<Wal>> {
+        Box::pin(async move {
+            let (records, bytes, syncs): (i64, i64, i64) = sqlx::query_as(
+                "SELECT wal_records, CAST(wal_bytes AS BIGINT), wal_sync FROM pg_stat_wal",
+            )
+            .fetch_one(&self.admin)
+            .await?;
+            Ok(Some(Wal {
+                records: records as f64,
+                bytes: bytes as f64,
+                syncs: syncs as f64,
+            }))
+        })
+    }
+
+    fn trips(&self) -> Option<(u64, u64)> {
+        Some(self.proxy.counts())
+    }
+}
+
+/// Runs `operation` over `keys`, one at a time; returns the phase and the work per operation.
+async fn sequential<B: Engine, T: Target<B>>(
+    target: &T,
+    operation: Operation,
+    keys: &[IdempotencyKey],
+) -> BoxResult<(Phase, Work)> {
+    let store = target.store().await?;
+    // A warm pool: the connections open before the clock starts.
+    for key in keys.iter().take(10) {
+        let _ = store
+            .begin(
+                &IdempotencyKey::from(format!("warm-{key}")),
+                Fingerprint::of(b""),
+            )
+            .await?;
+    }
+    let statements = STATEMENTS.snapshot();
+    let trips = target.trips();
+    let wal = target.wal().await?;
+    let mut times = Vec::with_capacity(keys.len());
+    let started = Instant::now();
+    for key in keys {
+        let at = Instant::now();
+        operate(&store, operation, key).await?;
+        times.push(at.elapsed());
+    }
+    let elapsed = started.elapsed();
+    let explained = STATEMENTS.since(&statements);
+    // The pool's backends report their WAL statistics when they exit.
+    store.pool().close().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let n = keys.len() as f64;
+    let trips = match (trips, target.trips()) {
+        (Some(before), Some(after)) => Some((
+            (after.0 - before.0) as f64 / n,
+            (after.1 - before.1) as f64 / n,
+        )),
+        _ => None,
+    };
+    let wal = match (wal, target.wal().await?) {
+        (Some(before), Some(after)) => Some(Wal {
+            records: (after.records - before.records) / n,
+            bytes: (after.bytes - before.bytes) / n,
+            syncs: (after.syncs - before.syncs) / n,
+        }),
+        _ => None,
+    };
+    let (p50, p99) = percentiles(times);
+    let work = Work {
+        statements: explained.values().sum::<u64>() as f64 / n,
+        trips,
+        wal,
+        explained: explained
+            .into_iter()
+            .map(|(summary, count)| (summary, count as f64 / n))
+            .collect(),
+    };
+    let phase = Phase {
+        p50,
+        p99,
+        per_second: n / elapsed.as_secs_f64(),
+    };
+    Ok((phase, work))
+}
+
+/// Runs `operation` over `keys` from `callers` tasks at once.
+async fn concurrent<B: Engine, T: Target<B>>(
+    target: &T,
+    operation: Operation,
+    keys: &[IdempotencyKey],
+    callers: usize,
+) -> BoxResult<Phase> {
+    let store = Arc::new(target.store().await?);
+    let times = Arc::new(Mutex::new(Vec::with_capacity(keys.len())));
+    let keys: Arc<[IdempotencyKey]> = keys.into();
+    let next = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..callers)
+        .map(|_| {
+            let (store, times, keys, next) = (
+                Arc::clone(&store),
+                Arc::clone(&times),
+                Arc::clone(&keys),
+                Arc::clone(&next),
+            );
+            tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst) as usize;
+                    let Some(key) = keys.get(i) else {
+                        return Ok::<(), Box<dyn Error + Send + Sync>>(());
+                    };
+                    let at = Instant::now();
+                    operate(&store, operation, key).await?;
+                    let took = at.elapsed();
+                    times
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(took);
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await??;
+    }
+    let elapsed = started.elapsed();
+    store.pool().close().await;
+    let times = std::mem::take(&mut *times.lock().unwrap_or_else(PoisonError::into_inner));
+    let n = times.len() as f64;
+    let (p50, p99) = percentiles(times);
+    Ok(Phase {
+        p50,
+        p99,
+        per_second: n / elapsed.as_secs_f64(),
+    })
+}
+
+/// Every operation's phases on one database, `runs` times.
+struct Measured {
+    database: &'static str,
+    sequential: BTreeMap<Operation, Vec<Phase>>,
+    concurrent: BTreeMap<Operation, Vec<Phase>>,
+    work: BTreeMap<Operation, Work>,
+}
+
+async fn measure<B: Engine, T: Target<B>>(target: &T, args: &Args) -> BoxResult<Measured> {
+    let mut measured = Measured {
+        database: <B as Engine>::LABEL_NAME,
+        sequential: BTreeMap::new(),
+        concurrent: BTreeMap::new(),
+        work: BTreeMap::new(),
+    };
+    for run in 0..args.runs {
+        let fresh =
+            |n: usize| -> Vec<IdempotencyKey> { (0..n).map(|_| IdempotencyKey::new()).collect() };
+        let mut keys: BTreeMap<Operation, (Vec<IdempotencyKey>, Vec<IdempotencyKey>)> =
+            BTreeMap::new();
+        for operation in Operation::ALL {
+            let (one, many) = match operation.replays() {
+                Some(new) => keys[&new].clone(),
+                None => (fresh(args.operations), fresh(args.operations)),
+            };
+            let (phase, work) = sequential(target, operation, &one).await?;
+            let concurrently = concurrent(target, operation, &many, args.callers).await?;
+            println!(
+                "  {} run {}: {:<26} one at a time p50 {} p99 {}; {} callers p50 {} p99 {}, {:.0}/s",
+                <B as Engine>::LABEL_NAME,
+                run + 1,
+                operation.name(),
+                ms(phase.p50),
+                ms(phase.p99),
+                args.callers,
+                ms(concurrently.p50),
+                ms(concurrently.p99),
+                concurrently.per_second,
+            );
+            measured
+                .sequential
+                .entry(operation)
+                .or_default()
+                .push(phase);
+            measured
+                .concurrent
+                .entry(operation)
+                .or_default()
+                .push(concurrently);
+            measured.work.insert(operation, work);
+            keys.insert(operation, (one, many));
+        }
+    }
+    Ok(measured)
 }
 
 #[tokio::main]
@@ -100,112 +492,70 @@ async fn main() -> BoxResult<()> {
     let args = args()?;
     tracing::subscriber::set_global_default(StatementCounter)?;
     println!(
-        "{} requests one at a time per phase, {} with {} in flight; load average before: {}",
-        args.sequential,
-        args.concurrent,
-        args.concurrency,
+        "{} operations per phase, one at a time and from {} callers, {} runs; load average before: {}",
+        args.operations,
+        args.callers,
+        args.runs,
         load_average()
     );
-    let mut table = Vec::new();
-    let mut inserts = Vec::new();
+    let mut all = Vec::new();
 
     let dir = std::env::temp_dir().join(format!("retry-bench-payments-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    for variant in Variant::ALL {
-        let path = dir.join(format!("{variant:?}.db"));
-        let store = SqliteStore::<Receipt>::open(&path).await?;
-        store.migrate().await?;
-        create_sqlite_ledger(store.pool()).await?;
-        let pool = store.pool().clone();
-        let options = Options::default;
-        let row = match variant {
-            Variant::None => {
-                inserts.push(("SQLite", bare_inserts(&pool, "?1", args.sequential).await?));
-                let serving = |l| tokio::spawn(serve(l, NoStore(pool), options()));
-                measure("SQLite", "none", serving, None, &args).await?
-            }
-            Variant::Memory => {
-                let serving = |l| tokio::spawn(serve(l, MemoryKeys::new(pool), options()));
-                measure("SQLite", "MemoryStore", serving, None, &args).await?
-            }
-            Variant::Own => {
-                let serving = |l| tokio::spawn(serve(l, store, options()));
-                measure("SQLite", "SqliteStore", serving, None, &args).await?
-            }
-            Variant::OneCommit => {
-                let serving = |l| tokio::spawn(serve_one_commit(l, store, options()));
-                measure("SQLite", "SqliteStore, one commit", serving, None, &args).await?
-            }
-        };
-        table.push(row);
-    }
+    let sqlite = SqliteTarget {
+        path: dir.join("payments.db"),
+    };
+    let store = sqlite.store().await?;
+    store.migrate().await?;
+    sqlx::raw_sql(SQLITE_LEDGER).execute(store.pool()).await?;
+    store.pool().close().await;
+    all.push(measure(&sqlite, &args).await?);
     std::fs::remove_dir_all(&dir)?;
 
     if let Some(url) = &args.postgres {
-        let proxy = RoundTripProxy::start(url).await?;
-        let schema = format!("bench_payments_{}", std::process::id());
         let admin = PgPool::connect(url).await?;
-        for variant in Variant::ALL {
-            let schema = format!("{schema}_{variant:?}").to_lowercase();
-            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-                .execute(&admin)
-                .await?;
-            let options = proxy.connect_options(url)?;
-            let pool = sqlx::postgres::PgPoolOptions::new()
-                .acquire_timeout(Duration::from_secs(5))
-                .test_before_acquire(args.acquire_ping)
-                .connect_with(options.options([("search_path", schema.as_str())]))
-                .await?;
-            let store = PostgresStore::<Receipt>::new(pool.clone());
-            store.migrate().await?;
-            create_postgres_ledger(&pool).await?;
-            let proxy = Some(&proxy);
-            let options = Options::default;
-            let row = match variant {
-                Variant::None => {
-                    let bare = bare_inserts(&pool, "$1", args.sequential).await?;
-                    inserts.push(("PostgreSQL", bare));
-                    let serving = |l| tokio::spawn(serve(l, NoStore(pool), options()));
-                    measure("PostgreSQL", "none", serving, proxy, &args).await?
-                }
-                Variant::Memory => {
-                    let serving = |l| tokio::spawn(serve(l, MemoryKeys::new(pool), options()));
-                    measure("PostgreSQL", "MemoryStore", serving, proxy, &args).await?
-                }
-                Variant::Own => {
-                    let serving = |l| tokio::spawn(serve(l, store, options()));
-                    measure("PostgreSQL", "PostgresStore", serving, proxy, &args).await?
-                }
-                Variant::OneCommit => {
-                    let serving = |l| tokio::spawn(serve_one_commit(l, store, options()));
-                    let name = "PostgresStore, one commit";
-                    measure("PostgreSQL", name, serving, proxy, &args).await?
-                }
-            };
-            table.push(row);
-            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
-                .execute(&admin)
-                .await?;
-        }
+        let schema = format!("bench_payments_{}", std::process::id());
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+            .execute(&admin)
+            .await?;
+        let proxy = RoundTripProxy::start(url).await?;
+        let options = proxy
+            .connect_options(url)?
+            .options([("search_path", schema.as_str())]);
+        let postgres = PostgresTarget {
+            options,
+            admin: admin.clone(),
+            proxy,
+        };
+        let store = postgres.store().await?;
+        store.migrate().await?;
+        sqlx::raw_sql(POSTGRES_LEDGER).execute(store.pool()).await?;
+        store.pool().close().await;
+        let settings: Vec<(String, String)> = sqlx::query_as(
+            "SELECT name, setting FROM pg_settings \
+             WHERE name IN ('fsync', 'synchronous_commit', 'wal_sync_method', 'server_version')",
+        )
+        .fetch_all(&admin)
+        .await?;
+        println!("PostgreSQL: {settings:?}");
+        all.push(measure(&postgres, &args).await?);
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
+            .execute(&admin)
+            .await?;
     }
 
     println!("\nload average after: {}\n", load_average());
-    print_inserts(&inserts, &table);
-    println!();
-    print_table(&table);
+    print_tables(&all, &args);
     if args.explain {
-        for row in &table {
-            println!("\n{} / {}:", row.database, row.store);
-            for (phase, statements) in [
-                ("new key", &row.new.statements),
-                ("replay", &row.replay.statements),
-            ] {
-                println!("  {phase}, statements per request:");
-                for (summary, count) in statements {
-                    println!(
-                        "    {:>5.2}  {summary}",
-                        *count as f64 / args.sequential as f64
-                    );
+        for measured in &all {
+            for (operation, work) in &measured.work {
+                println!(
+                    "\n{} / {}, statements per operation:",
+                    measured.database,
+                    operation.name()
+                );
+                for (summary, count) in &work.explained {
+                    println!("  {count:>5.2}  {summary}");
                 }
             }
         }
@@ -213,591 +563,84 @@ async fn main() -> BoxResult<()> {
     Ok(())
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Variant {
-    None,
-    Memory,
-    Own,
-    OneCommit,
-}
-
-impl Variant {
-    const ALL: [Variant; 4] = [
-        Variant::None,
-        Variant::Memory,
-        Variant::Own,
-        Variant::OneCommit,
-    ];
-}
-
-/// A bare `INSERT` of a ledger row on the pool, autocommit, one at a time: one durable commit
-/// and one round trip, no HTTP. `$1` or `?1` is the database's first placeholder. p50 and p99.
-async fn bare_inserts<DB>(
-    pool: &sqlx::Pool<DB>,
-    placeholder: &str,
-    requests: usize,
-) -> BoxResult<(Duration, Duration)>
-where
-    DB: sqlx::Database,
-    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
-    for<'q> <DB as sqlx::Database>::Arguments: sqlx::IntoArguments<DB>,
-    for<'q> String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-{
-    let insert = format!(
-        "INSERT INTO ledger (payout_key, claim, cents, transfer, execution) \
-         VALUES ({placeholder}, 4711, 1000, NULL, 1)"
-    );
-    let mut latencies = Vec::with_capacity(requests);
-    for n in 0..requests + 200 {
-        let key = format!("bare-{n}");
-        let started = Instant::now();
-        let mut connection = pool.acquire().await?;
-        sqlx::query(sqlx::AssertSqlSafe(insert.as_str()))
-            .bind(key)
-            .execute(&mut *connection)
-            .await?;
-        drop(connection);
-        // The first 200 warm the pool and the page cache, as the handler's warm-up does.
-        if n >= 200 {
-            latencies.push(started.elapsed());
-        }
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut values: Vec<f64> = values.collect();
+    values.sort_by(f64::total_cmp);
+    if values.is_empty() {
+        return 0.0;
     }
-    latencies.sort();
-    let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q).round() as usize];
-    Ok((at(0.50), at(0.99)))
+    let mid = values.len() / 2;
+    if values.len().is_multiple_of(2) {
+        (values[mid - 1] + values[mid]) / 2.0
+    } else {
+        values[mid]
+    }
 }
 
-/// The new key's p50 and p99 of each mode beside a bare `INSERT` and the handler alone.
-fn print_inserts(inserts: &[(&str, (Duration, Duration))], table: &[Row]) {
+fn print_tables(all: &[Measured], args: &Args) {
     println!(
-        "| database | bare `INSERT` p50 / p99 | handler alone p50 / p99 | lease mode, new key | \
-         one-commit mode, new key | replay (lease / one commit) | one commit ÷ handler alone, p50 |"
+        "| database | operation | one at a time: p50 / p99 | ÷ handler, p50 | {} callers: p50 / p99 | ÷ handler, p50 | operations/s, {} callers | statements | round trips (pings) | WAL records / bytes / syncs |",
+        args.callers, args.callers
     );
-    println!("|---|---|---|---|---|---|---|");
-    for (database, (p50, p99)) in inserts {
-        let find = |suffix: &str| {
-            table.iter().find(|row| {
-                row.database == *database
-                    && (row.store == suffix || row.store.ends_with(suffix) && suffix != "none")
-            })
-        };
-        let (Some(alone), Some(lease), Some(one)) = (
-            find("none"),
-            table.iter().find(|row| {
-                row.database == *database
-                    && row.store.ends_with("Store")
-                    && row.store != "MemoryStore"
-            }),
-            find("one commit"),
-        ) else {
-            continue;
-        };
-        let pair = |phase: &Phase| format!("{} / {}", ms(phase.p50), ms(phase.p99));
-        println!(
-            "| {database} | {} / {} | {} | {} | {} | {} ; {} | {:.2}× |",
-            ms(*p50),
-            ms(*p99),
-            pair(&alone.new),
-            pair(&lease.new),
-            pair(&one.new),
-            pair(&lease.replay),
-            pair(&one.replay),
-            one.new.p50.as_secs_f64() / alone.new.p50.as_secs_f64(),
-        );
-    }
-}
-
-/// What one phase measured.
-struct Phase {
-    p50: Duration,
-    p99: Duration,
-    per_second: f64,
-    statements: BTreeMap<String, u64>,
-    /// Round trips and pings per request (PostgreSQL).
-    round_trips: Option<(f64, f64)>,
-}
-
-impl Phase {
-    fn statements_per_request(&self, requests: usize) -> f64 {
-        self.statements.values().sum::<u64>() as f64 / requests as f64
-    }
-}
-
-struct Row {
-    database: &'static str,
-    store: &'static str,
-    requests: usize,
-    new: Phase,
-    replay: Phase,
-}
-
-/// Starts the handler with `store` on a loopback port and drives it.
-/// Starts the handler on a loopback port with `serving` (which spawns `serve` or
-/// `serve_one_commit` with a store) and drives it.
-async fn measure(
-    database: &'static str,
-    name: &'static str,
-    serving: impl FnOnce(TcpListener) -> tokio::task::JoinHandle<std::io::Result<()>>,
-    proxy: Option<&RoundTripProxy>,
-    args: &Args,
-) -> BoxResult<Row> {
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}/payouts", listener.local_addr()?);
-    let server = serving(listener);
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(args.concurrency)
-        .build()?;
-    let driver = Driver { http, url };
-
-    // Warm up: connections, prepared statements, the page cache.
-    let warm: Vec<IdempotencyKey> = (0..200).map(|_| IdempotencyKey::new()).collect();
-    driver.one_at_a_time(&warm).await?;
-
-    let keys: Vec<IdempotencyKey> = (0..args.sequential)
-        .map(|_| IdempotencyKey::new())
-        .collect();
-    let new = driver.phase(&keys, proxy).await?;
-    let replay = driver.phase(&keys, proxy).await?;
-    let keys: Vec<IdempotencyKey> = (0..args.concurrent)
-        .map(|_| IdempotencyKey::new())
-        .collect();
-    let new_rate = driver.rate(&keys, args.concurrency).await?;
-    let replay_rate = driver.rate(&keys, args.concurrency).await?;
-    server.abort();
-    println!(
-        "{database:>10} {name:>13}: new key p50 {:?} p99 {:?} {:.0}/s; replay p50 {:?} p99 {:?} {:.0}/s",
-        new.p50, new.p99, new_rate, replay.p50, replay.p99, replay_rate
-    );
-    Ok(Row {
-        database,
-        store: name,
-        requests: args.sequential,
-        new: Phase {
-            per_second: new_rate,
-            ..new
-        },
-        replay: Phase {
-            per_second: replay_rate,
-            ..replay
-        },
-    })
-}
-
-struct Driver {
-    http: reqwest::Client,
-    url: String,
-}
-
-impl Driver {
-    async fn pay(&self, key: &IdempotencyKey, n: usize) -> BoxResult<Duration> {
-        let body = serde_json::to_vec(&PayoutRequest {
-            claim: ClaimId(4711),
-            cents: Cents(1000 + n as u64),
-        })?;
-        let started = Instant::now();
-        let response = self
-            .http
-            .post(&self.url)
-            .header(IdempotencyKey::HEADER, key.as_str())
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await?;
-        let status = response.status();
-        let body = response.bytes().await?;
-        let elapsed = started.elapsed();
-        if status.as_u16() != 201 {
-            return Err(format!("{status}: {}", String::from_utf8_lossy(&body)).into());
-        }
-        Ok(elapsed)
-    }
-
-    async fn one_at_a_time(&self, keys: &[IdempotencyKey]) -> BoxResult<Vec<Duration>> {
-        let mut latencies = Vec::with_capacity(keys.len());
-        for (n, key) in keys.iter().enumerate() {
-            latencies.push(self.pay(key, n).await?);
-        }
-        Ok(latencies)
-    }
-
-    /// Sends `keys` one at a time; latencies and database work per request.
-    async fn phase(
-        &self,
-        keys: &[IdempotencyKey],
-        proxy: Option<&RoundTripProxy>,
-    ) -> BoxResult<Phase> {
-        let before = (STATEMENTS.snapshot(), proxy.map(RoundTripProxy::counts));
-        let mut latencies = self.one_at_a_time(keys).await?;
-        // Let the background work of the last request (a guard's release, a pool's return)
-        // finish inside the phase.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let statements = STATEMENTS.since(&before.0);
-        let round_trips = match (proxy, before.1) {
-            (Some(proxy), Some((trips, pings))) => {
-                let (trips_now, pings_now) = proxy.counts();
-                let n = keys.len() as f64;
-                Some((
-                    (trips_now - trips) as f64 / n,
-                    (pings_now - pings) as f64 / n,
-                ))
-            }
-            _ => None,
-        };
-        latencies.sort();
-        let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q).round() as usize];
-        Ok(Phase {
-            p50: at(0.50),
-            p99: at(0.99),
-            per_second: 0.0,
-            statements,
-            round_trips,
-        })
-    }
-
-    /// Sends `keys` with `concurrency` in flight; requests per second.
-    async fn rate(&self, keys: &[IdempotencyKey], concurrency: usize) -> BoxResult<f64> {
-        let next = AtomicU64::new(0);
-        let started = Instant::now();
-        let workers = (0..concurrency).map(|_| async {
-            loop {
-                let n = next.fetch_add(1, Ordering::Relaxed) as usize;
-                let Some(key) = keys.get(n) else {
-                    return Ok::<_, Box<dyn Error + Send + Sync>>(());
-                };
-                self.pay(key, n).await?;
-            }
+    println!("|---|---|---|---:|---|---:|---:|---:|---|---|");
+    for measured in all {
+        let seconds = |phases: &Vec<Phase>, f: fn(&Phase) -> f64| median(phases.iter().map(f));
+        let base_one = seconds(&measured.sequential[&Operation::Handler], |p| {
+            p.p50.as_secs_f64()
         });
-        for worker in futures_util::future::join_all(workers).await {
-            worker?;
+        let base_many = seconds(&measured.concurrent[&Operation::Handler], |p| {
+            p.p50.as_secs_f64()
+        });
+        for operation in Operation::ALL {
+            let one = &measured.sequential[&operation];
+            let many = &measured.concurrent[&operation];
+            let work = &measured.work[&operation];
+            let (one50, one99) = (
+                seconds(one, |p| p.p50.as_secs_f64()),
+                seconds(one, |p| p.p99.as_secs_f64()),
+            );
+            let (many50, many99) = (
+                seconds(many, |p| p.p50.as_secs_f64()),
+                seconds(many, |p| p.p99.as_secs_f64()),
+            );
+            let rate = seconds(many, |p| p.per_second);
+            let trips = work.trips.map_or("—".to_owned(), |(trips, pings)| {
+                format!("{trips:.1} ({pings:.1})")
+            });
+            let wal = work.wal.map_or("—".to_owned(), |wal| {
+                format!("{:.1} / {:.0} / {:.2}", wal.records, wal.bytes, wal.syncs)
+            });
+            println!(
+                "| {} | {} | {:.2} ms / {:.2} ms | {:.2}× | {:.2} ms / {:.2} ms | {:.2}× | {:.0} | {:.1} | {} | {} |",
+                measured.database,
+                operation.name(),
+                one50 * 1e3,
+                one99 * 1e3,
+                one50 / base_one,
+                many50 * 1e3,
+                many99 * 1e3,
+                many50 / base_many,
+                rate,
+                work.statements,
+                trips,
+                wal,
+            );
         }
-        Ok(keys.len() as f64 / started.elapsed().as_secs_f64())
-    }
-}
-
-fn print_table(table: &[Row]) {
-    println!(
-        "| database | store | requests/s, new key | p50 / p99, new key | added p50 / p99 | \
-         requests/s, replay | p50 / p99, replay | statements, new key / replay | \
-         round trips (pings), new key / replay |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|");
-    for row in table {
-        let baseline = table
-            .iter()
-            .find(|base| base.database == row.database && base.store == "none");
-        let added = match baseline {
-            Some(base) if base.store != row.store => format!(
-                "{} / {}",
-                signed(row.new.p50, base.new.p50),
-                signed(row.new.p99, base.new.p99)
-            ),
-            _ => "—".to_owned(),
-        };
-        let (replay_rate, replay_latency, replay_statements, replay_trips) = if row.store == "none"
-        {
-            (
-                "—".to_owned(),
-                "— (executes again)".to_owned(),
-                "—".to_owned(),
-                "—".to_owned(),
-            )
-        } else {
-            (
-                format!("{:.0}", row.replay.per_second),
-                format!("{} / {}", ms(row.replay.p50), ms(row.replay.p99)),
-                format!("{:.1}", row.replay.statements_per_request(row.requests)),
-                trips(row.replay.round_trips),
-            )
-        };
-        println!(
-            "| {} | {} | {:.0} | {} / {} | {added} | {replay_rate} | {replay_latency} | {:.1} / {replay_statements} | {} / {replay_trips} |",
-            row.database,
-            if row.store == "none" {
-                "none (the handler alone)".to_owned()
-            } else {
-                format!("`{}`", row.store)
-            },
-            row.new.per_second,
-            ms(row.new.p50),
-            ms(row.new.p99),
-            row.new.statements_per_request(row.requests),
-            trips(row.new.round_trips),
-        );
     }
 }
 
 fn ms(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
-}
-
-fn signed(value: Duration, base: Duration) -> String {
-    let delta = value.as_secs_f64() - base.as_secs_f64();
-    format!("{:+.2} ms", delta * 1000.0)
-}
-
-fn trips(counts: Option<(f64, f64)>) -> String {
-    match counts {
-        Some((trips, pings)) => format!("{trips:.1} ({pings:.1})"),
-        None => "—".to_owned(),
-    }
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
 }
 
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
-        .map(|text| {
-            text.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
+        .ok()
+        .and_then(|line| {
+            let fields: Vec<&str> = line.split_whitespace().take(3).collect();
+            (fields.len() == 3).then(|| fields.join(" "))
         })
-        .unwrap_or_else(|_| "unknown".to_owned())
-}
-
-// ---- The baseline: a store that remembers nothing ----
-
-/// A pool the handler's transaction is opened on, as the SQL stores open theirs.
-trait OpenTransaction: Send + Sync + 'static {
-    type Transaction: Send + 'static;
-    fn open(&self) -> BoxFuture<'_, Result<Self::Transaction, sqlx::Error>>;
-}
-
-impl OpenTransaction for SqlitePool {
-    type Transaction = sqlx::Transaction<'static, Sqlite>;
-    fn open(&self) -> BoxFuture<'_, Result<Self::Transaction, sqlx::Error>> {
-        Box::pin(self.begin_with("BEGIN IMMEDIATE"))
-    }
-}
-
-impl OpenTransaction for PgPool {
-    type Transaction = sqlx::Transaction<'static, Postgres>;
-    fn open(&self) -> BoxFuture<'_, Result<Self::Transaction, sqlx::Error>> {
-        Box::pin(self.begin())
-    }
-}
-
-/// A transaction `complete` can commit and `release` can roll back.
-trait Finish: Send + 'static {
-    fn commit(self) -> BoxFuture<'static, Result<(), sqlx::Error>>;
-    fn rollback(self) -> BoxFuture<'static, Result<(), sqlx::Error>>;
-}
-
-impl Finish for sqlx::Transaction<'static, Sqlite> {
-    fn commit(self) -> BoxFuture<'static, Result<(), sqlx::Error>> {
-        Box::pin(sqlx::Transaction::commit(self))
-    }
-    fn rollback(self) -> BoxFuture<'static, Result<(), sqlx::Error>> {
-        Box::pin(sqlx::Transaction::rollback(self))
-    }
-}
-
-impl Finish for sqlx::Transaction<'static, Postgres> {
-    fn commit(self) -> BoxFuture<'static, Result<(), sqlx::Error>> {
-        Box::pin(sqlx::Transaction::commit(self))
-    }
-    fn rollback(self) -> BoxFuture<'static, Result<(), sqlx::Error>> {
-        Box::pin(sqlx::Transaction::rollback(self))
-    }
-}
-
-fn database_error(error: sqlx::Error) -> StoreError {
-    use retry_runtime::Transient;
-    let transient = error.is_transient();
-    StoreError::database(error, transient)
-}
-
-/// Every request executes; the handler's transaction is opened on the pool and committed with
-/// nothing added: the handler alone.
-struct NoStore<P>(P);
-
-impl<P> IdempotencyStore<Receipt> for NoStore<P>
-where
-    P: OpenTransaction,
-    P::Transaction: Finish,
-{
-    type Transaction = P::Transaction;
-
-    fn begin_scoped<'s, 'a>(
-        &'s self,
-        scope: &'a str,
-        key: &'a IdempotencyKey,
-        _: Fingerprint,
-    ) -> BoxFuture<'a, Result<Begin<'s, Receipt, Self::Transaction>, StoreError>>
-    where
-        's: 'a,
-    {
-        let claim = Claim::new(scope, key.clone(), 1, 0);
-        Box::pin(async move { Ok(Begin::Execute(Guard::new(self, claim))) })
-    }
-
-    fn transaction<'a>(
-        &'a self,
-        _: &'a Claim,
-    ) -> BoxFuture<'a, Result<Self::Transaction, StoreError>> {
-        Box::pin(async move { self.0.open().await.map_err(database_error) })
-    }
-
-    fn complete<'a>(
-        &'a self,
-        _: &'a Claim,
-        transaction: Option<Self::Transaction>,
-        _: &'a Receipt,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            match transaction {
-                Some(transaction) => transaction.commit().await.map_err(database_error),
-                None => Ok(()),
-            }
-        })
-    }
-
-    fn renew<'a>(&'a self, _: &'a Claim) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    fn release<'a>(
-        &'a self,
-        _: &'a Claim,
-        transaction: Option<Self::Transaction>,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            match transaction {
-                Some(transaction) => transaction.rollback().await.map_err(database_error),
-                None => Ok(()),
-            }
-        })
-    }
-
-    fn release_in_background(&self, _: Claim, _: Option<Self::Transaction>) {
-        // Dropping the transaction rolls it back.
-    }
-
-    fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
-        Box::pin(async { Ok(0) })
-    }
-}
-
-/// Keys in a `MemoryStore`, the handler's ledger row in a transaction of its own on the
-/// database, committed before the key is completed in memory (not atomic: a crash in between
-/// pays again, which is what `MemoryStore` does not cover).
-struct MemoryKeys<P> {
-    keys: &'static MemoryStore<Receipt>,
-    pool: P,
-    held: Mutex<HashMap<u64, Guard<'static, Receipt, ()>>>,
-    next: AtomicU64,
-}
-
-impl<P> MemoryKeys<P> {
-    fn new(pool: P) -> Self {
-        MemoryKeys {
-            // Leaked, so that the guards it hands out can be kept beside it (one per run of
-            // the benchmark).
-            keys: Box::leak(Box::new(MemoryStore::new())),
-            pool,
-            held: Mutex::default(),
-            next: AtomicU64::new(1),
-        }
-    }
-
-    fn take(&self, claim: &Claim) -> Option<Guard<'static, Receipt, ()>> {
-        self.held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&claim.token())
-    }
-}
-
-impl<P> IdempotencyStore<Receipt> for MemoryKeys<P>
-where
-    P: OpenTransaction,
-    P::Transaction: Finish,
-{
-    type Transaction = P::Transaction;
-
-    fn begin_scoped<'s, 'a>(
-        &'s self,
-        scope: &'a str,
-        key: &'a IdempotencyKey,
-        fingerprint: Fingerprint,
-    ) -> BoxFuture<'a, Result<Begin<'s, Receipt, Self::Transaction>, StoreError>>
-    where
-        's: 'a,
-    {
-        Box::pin(async move {
-            Ok(
-                match self.keys.begin_scoped(scope, key, fingerprint).await? {
-                    Begin::Execute(guard) => {
-                        let token = self.next.fetch_add(1, Ordering::Relaxed);
-                        let claim = Claim::new(scope, key.clone(), guard.claim(), token);
-                        self.held
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .insert(token, guard);
-                        Begin::Execute(Guard::new(self, claim))
-                    }
-                    Begin::Replay(receipt) => Begin::Replay(receipt),
-                    Begin::Mismatch => Begin::Mismatch,
-                    _ => Begin::InProgress,
-                },
-            )
-        })
-    }
-
-    fn transaction<'a>(
-        &'a self,
-        _: &'a Claim,
-    ) -> BoxFuture<'a, Result<Self::Transaction, StoreError>> {
-        Box::pin(async move { self.pool.open().await.map_err(database_error) })
-    }
-
-    fn complete<'a>(
-        &'a self,
-        claim: &'a Claim,
-        transaction: Option<Self::Transaction>,
-        receipt: &'a Receipt,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            if let Some(transaction) = transaction {
-                transaction.commit().await.map_err(database_error)?;
-            }
-            match self.take(claim) {
-                Some(guard) => guard.complete(receipt).await,
-                None => Err(StoreError::Superseded {
-                    claim: claim.number(),
-                }),
-            }
-        })
-    }
-
-    fn renew<'a>(&'a self, _: &'a Claim) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    fn release<'a>(
-        &'a self,
-        claim: &'a Claim,
-        transaction: Option<Self::Transaction>,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            if let Some(transaction) = transaction {
-                let _ = transaction.rollback().await;
-            }
-            match self.take(claim) {
-                Some(guard) => guard.release().await,
-                None => Err(StoreError::Superseded {
-                    claim: claim.number(),
-                }),
-            }
-        })
-    }
-
-    fn release_in_background(&self, claim: Claim, _: Option<Self::Transaction>) {
-        // Dropping the memory guard releases its key; dropping the transaction rolls it back.
-        drop(self.take(&claim));
-    }
-
-    fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
-        self.keys.purge_expired()
-    }
+        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 // ---- Counting the database's work ----

@@ -15,10 +15,10 @@
 //! contract service listens. `--pause-at STEP` stops the process at a crash point (`saving`,
 //! `saved`, `claimed`, `answered`, `recorded`) until it is killed.
 
-use retry_durable::queue::{Queue, Worker};
+use retry_durable::queue::{Engine, Location, Queue, Worker};
 use retry_examples::crash;
 use retry_examples::portal::coverage::{CONTRACT_BREAKER, ContractError, check_coverage};
-use retry_examples::portal::later::{self, CoverageJob};
+use retry_examples::portal::later::{self, CoverageJob, PortalDb};
 use retry_examples::portal::{Claim, ContractClient};
 use retry_runtime::{IdempotencyKey, Policy};
 use std::net::SocketAddr;
@@ -46,20 +46,32 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(step) = &options.pause_at {
         crash::pause_at(step);
     }
-    let queue = Queue::open(&options.database, later::QUEUE).await?;
+    // The engine is chosen at run time, by the database's location; the rest is one program
+    // generic over it.
+    match Location::parse(&options.database).engine() {
+        Engine::Sqlite => run_on::<sqlx::Sqlite>(&command, &options).await,
+        Engine::Postgres => run_on::<sqlx::Postgres>(&command, &options).await,
+    }
+}
+
+async fn run_on<B: PortalDb>(
+    command: &str,
+    options: &Options,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let queue = Queue::<B>::open(&options.database, later::QUEUE).await?;
     later::migrate(&queue).await?;
     let client = ContractClient::new(options.contract);
-    match command.as_str() {
+    match command {
         "report" => report(&client, &queue, &options.claims).await,
-        "work" => work(client, queue, &options).await,
+        "work" => work(client, queue, options).await,
         _ => Err(format!("unknown command {command:?}\n{USAGE}").into()),
     }
 }
 
 /// The form: every claim checked concurrently, 20 ms apart; each customer's answer printed.
-async fn report(
+async fn report<B: PortalDb>(
     client: &ContractClient,
-    queue: &Queue,
+    queue: &Queue<B>,
     claims: &[Claim],
 ) -> Result<(), Box<dyn std::error::Error>> {
     let reports = claims.iter().enumerate().map(|(i, claim)| async move {
@@ -79,9 +91,9 @@ async fn report(
     Ok(())
 }
 
-async fn work(
+async fn work<B: PortalDb>(
     client: ContractClient,
-    queue: Queue,
+    queue: Queue<B>,
     options: &Options,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let mut worker = Worker::new(&format!("claims-portal-{}", std::process::id()))

@@ -32,6 +32,8 @@ pub enum Step {
     AfterBegin,
     /// The bank has paid and the ledger row is written in the transaction, not committed.
     AfterLedgerWrite,
+    /// The receipt e-mail's job is enqueued in the same transaction, not committed.
+    AfterEnqueue,
     /// The ledger row and the key's completion are committed; the response is not sent.
     AfterCommit,
     /// The response has been written and the connection closed.
@@ -40,10 +42,11 @@ pub enum Step {
 
 impl Step {
     /// Every step, in the order a payout passes them.
-    pub const ALL: [Step; 5] = [
+    pub const ALL: [Step; 6] = [
         Step::BeforeBegin,
         Step::AfterBegin,
         Step::AfterLedgerWrite,
+        Step::AfterEnqueue,
         Step::AfterCommit,
         Step::AfterResponse,
     ];
@@ -54,15 +57,25 @@ impl Step {
             Step::BeforeBegin => "before-begin",
             Step::AfterBegin => "after-begin",
             Step::AfterLedgerWrite => "after-ledger-write",
+            Step::AfterEnqueue => "after-enqueue",
             Step::AfterCommit => "after-commit",
             Step::AfterResponse => "after-response",
         }
     }
 
-    /// Whether a service killed here leaves the key running: the retry then waits for the
-    /// lease to end and executes under the next claim number.
+    /// Whether a service of the lease mode killed here leaves the key running: the retry then
+    /// waits for the lease to end and executes under the next claim number.
     pub const fn holds_the_lease(self) -> bool {
-        matches!(self, Step::AfterBegin | Step::AfterLedgerWrite)
+        matches!(
+            self,
+            Step::AfterBegin | Step::AfterLedgerWrite | Step::AfterEnqueue
+        )
+    }
+
+    /// Whether the payout has committed at this step: its ledger row, its e-mail's job and its
+    /// completed key are all there (and none of them before it).
+    pub const fn committed(self) -> bool {
+        matches!(self, Step::AfterCommit | Step::AfterResponse)
     }
 }
 

@@ -10,24 +10,32 @@
 //! 2. The bank transfer, with the same key passed on: the bank is outside this database, and a
 //!    payout executed again after a crash gets the first transfer back.
 //! 3. The ledger row, written in `guard.transaction()`.
-//! 4. `guard.complete(&receipt)`: the receipt is stored and the key completed in that same
-//!    transaction, and it commits. The ledger row and the completed key commit together or not
-//!    at all: a crash before the commit leaves neither (the key is taken over once its lease
-//!    ends), a crash after it leaves both (the retry gets the stored receipt).
+//! 4. The receipt e-mail, a job in the [`mails`] queue (`retry_durable::queue`, on
+//!    the same pool), enqueued in that same transaction.
+//! 5. `guard.complete(&receipt)`: the receipt is stored and the key completed in that same
+//!    transaction, and it commits. The ledger row, the e-mail's job and the completed key commit
+//!    together or not at all: a crash before the commit leaves none of them (the key is taken
+//!    over once its lease ends), a crash after it leaves all three (the retry gets the stored
+//!    receipt, and the e-mail goes out once, by a worker).
 //!
-//! With `--one-commit` (no bank: the payout is the ledger row alone, so every side effect lives
-//! in the database) steps 1, 3 and 4 are one transaction:
-//! `store.begin_in_transaction(&key, fingerprint)` claims the key as the transaction's first
-//! statement, the ledger row follows, and `guard.complete(&receipt)` commits all three: one
-//! durable commit per payout instead of two. A concurrent duplicate waits for that transaction
-//! and gets the stored receipt; a crash before the commit leaves nothing, and the retry pays at
-//! once, without waiting for a lease.
+//! With `--one-commit` (no bank: the payout is the ledger row and the e-mail's job, so every
+//! side effect lives in the database) steps 1, 3, 4 and 5 are one transaction:
+//! `store.begin_with(Mode::OneCommit, "", &key, fingerprint)` claims the key as the transaction's first
+//! statement, the ledger row and the job follow, and `guard.complete(&receipt)` commits them
+//! all: one durable commit per payout instead of two. A concurrent duplicate waits for that
+//! transaction and gets the stored receipt; a crash before the commit leaves nothing, and the
+//! retry pays at once, without waiting for a lease. The two modes are one handler: they differ
+//! in the guard `begin_with` hands out, not in the code.
+//!
+//! With `--send-mails` the service also runs a [`Worker`](retry_durable::queue::Worker) that
+//! sends the receipts ([`mails::send`]).
 //!
 //! [`run`] is the whole service as the `payments-service` binary and the example start it;
-//! [`serve`] runs the handler with any store, for the benchmark.
+//! [`serve`] runs the handler on any SQL store.
 
 use super::bank;
 use super::faults::{Faults, Listener, Peer, Step};
+use super::mails::{self, ReceiptMail};
 use super::{Cents, ClaimId, PayoutRequest, Receipt, short};
 use crate::metrics::Metrics;
 use axum::Router;
@@ -36,9 +44,10 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use retry_durable::queue::Queue;
 use retry_durable::store::{
-    Begin, BoxFuture, DEFAULT_LEASE, Fingerprint, IdempotencyStore, PostgresStore, SqliteStore,
-    TransactionalStore, TxBegin, key_from_header,
+    Backend, Begin, BoxFuture, DEFAULT_LEASE, Fingerprint, IdempotencyStore, Mode, PostgresStore,
+    SqlStore, SqliteStore, StoreOptions, key_from_header,
 };
 use retry_runtime::{IdempotencyKey, Transient};
 use sqlx::postgres::PgPoolOptions;
@@ -137,6 +146,8 @@ pub struct Config {
     /// payout). Only without a bank: a call to another system must not run inside the
     /// transaction.
     pub one_commit: bool,
+    /// `--send-mails`: run a worker that sends the receipt e-mails the payouts queued.
+    pub send_mails: bool,
     /// The name in the log lines (`--name`, default `service`).
     pub name: String,
     /// `--quiet`: no log line per request.
@@ -157,6 +168,7 @@ impl Default for Config {
             stop_at: None,
             lose_first_response: false,
             one_commit: false,
+            send_mails: false,
             name: "service".to_owned(),
             quiet: false,
             metrics: false,
@@ -168,15 +180,17 @@ impl Default for Config {
 pub const USAGE: &str = "\
 usage: payments-service [--listen ADDR:PORT] [--database-url URL] [--bank-url URL]
                         [--lease-ms N] [--db-timeout-ms N] [--stop-at STEP]
-                        [--lose-first-response] [--one-commit] [--name NAME] [--quiet]
-                        [--metrics]
+                        [--lose-first-response] [--one-commit] [--send-mails]
+                        [--name NAME] [--quiet] [--metrics]
 
   --database-url URL   postgres://user@host:port/database, or sqlite:PATH
                        (default: DATABASE_URL, else a SQLite file in the temp dir)
   --stop-at STEP       stop at STEP of the first payout and wait to be killed: before-begin,
-                       after-begin, after-ledger-write, after-commit, after-response
+                       after-begin, after-ledger-write, after-enqueue, after-commit,
+                       after-response
   --one-commit         claim each key in the payout's own transaction: one commit per payout
                        (not with --bank-url)
+  --send-mails         run a worker that sends the receipt e-mails the payouts queued
   --metrics            serve GET /metrics (Prometheus's text format) on the same port";
 
 impl Config {
@@ -210,6 +224,7 @@ impl Config {
                 "--stop-at" => config.stop_at = Some(value()?.parse()?),
                 "--lose-first-response" => config.lose_first_response = true,
                 "--one-commit" => config.one_commit = true,
+                "--send-mails" => config.send_mails = true,
                 "--name" => config.name = value()?,
                 "--quiet" => config.quiet = true,
                 "--metrics" => config.metrics = true,
@@ -258,6 +273,9 @@ impl Config {
         if self.one_commit {
             args.push("--one-commit".to_owned());
         }
+        if self.send_mails {
+            args.push("--send-mails".to_owned());
+        }
         if self.quiet {
             args.push("--quiet".to_owned());
         }
@@ -282,6 +300,12 @@ pub async fn run(config: Config) -> Result<(), Box<dyn Error>> {
             None
         },
     };
+    let store_options = StoreOptions::new().lease(config.lease);
+    let mode = if config.one_commit {
+        Mode::OneCommit
+    } else {
+        Mode::Lease
+    };
     match &config.database {
         Database::Sqlite(path) => {
             if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
@@ -289,31 +313,44 @@ pub async fn run(config: Config) -> Result<(), Box<dyn Error>> {
             }
             let store = SqliteStore::<Receipt>::open(path)
                 .await?
-                .lease(config.lease);
+                .with_options(store_options);
             store.migrate().await?;
             create_sqlite_ledger(store.pool()).await?;
-            let listener = listening(config.listen).await?;
-            if config.one_commit {
-                serve_one_commit(listener, store, options).await?;
-            } else {
-                serve(listener, store, options).await?;
-            }
+            start(config, store, mode, options).await
         }
         Database::Postgres(url) => {
             let pool = PgPoolOptions::new()
                 .acquire_timeout(config.db_timeout)
                 .connect_lazy(url)?;
-            let store = PostgresStore::<Receipt>::new(pool).lease(config.lease);
+            let store = PostgresStore::<Receipt>::new(pool).with_options(store_options);
             store.migrate().await?;
             create_postgres_ledger(store.pool()).await?;
-            let listener = listening(config.listen).await?;
-            if config.one_commit {
-                serve_one_commit(listener, store, options).await?;
-            } else {
-                serve(listener, store, options).await?;
-            }
+            start(config, store, mode, options).await
         }
     }
+}
+
+/// Opens the mails queue on the store's pool, starts its worker if asked, listens and serves.
+async fn start<B: Backend>(
+    config: Config,
+    store: SqlStore<B, Receipt>,
+    mode: Mode,
+    options: Options,
+) -> Result<(), Box<dyn Error>>
+where
+    sqlx::Transaction<'static, B>: LedgerTransaction,
+{
+    let mails = Queue::on(store.pool().clone(), mails::QUEUE).await?;
+    if config.send_mails {
+        let (mails, lease) = (mails.clone(), config.lease);
+        tokio::spawn(async move {
+            if let Err(e) = mails::send(&mails, lease, false).await {
+                let _ = writeln!(io::stderr(), "the mail worker stopped: {e}");
+            }
+        });
+    }
+    let listener = listening(config.listen).await?;
+    serve(listener, store, mails, mode, options).await?;
     Ok(())
 }
 
@@ -373,14 +410,22 @@ pub struct Entry {
 }
 
 /// A transaction the ledger can be written in: the guard's, for the SQL stores.
-pub trait LedgerTransaction: Send {
+pub trait LedgerTransaction {
     /// Appends `entry` to the ledger and returns its row's id.
     fn record<'a>(&'a mut self, entry: &'a Entry) -> BoxFuture<'a, Result<i64, sqlx::Error>>;
+
+    /// Records that the receipt e-mail of the payout `key` was sent (the mail server of the
+    /// example: a table, so that the tests count the e-mails).
+    fn record_mail<'a>(
+        &'a mut self,
+        key: &'a str,
+        mail: &'a ReceiptMail,
+    ) -> BoxFuture<'a, Result<(), sqlx::Error>>;
 }
 
 // No unique constraint on `payout_key`, on purpose: the idempotency store is what keeps a
-// payout single, and the fault tests count the rows to prove it. A production ledger would add
-// one as a second line of defence.
+// payout single (and the job's completion an e-mail), and the fault tests count the rows to
+// prove it. A production ledger would add one as a second line of defence.
 const SQLITE_LEDGER: &str = r"
 CREATE TABLE IF NOT EXISTS ledger (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -390,7 +435,12 @@ CREATE TABLE IF NOT EXISTS ledger (
     transfer    TEXT,
     execution   INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS ledger_payout_key ON ledger (payout_key);";
+CREATE INDEX IF NOT EXISTS ledger_payout_key ON ledger (payout_key);
+CREATE TABLE IF NOT EXISTS sent_mails (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    payout_key  TEXT    NOT NULL,
+    receipt     TEXT    NOT NULL
+);";
 
 const POSTGRES_LEDGER: &str = r"
 CREATE TABLE IF NOT EXISTS ledger (
@@ -401,7 +451,14 @@ CREATE TABLE IF NOT EXISTS ledger (
     transfer    TEXT,
     execution   BIGINT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS ledger_payout_key ON ledger (payout_key);";
+CREATE INDEX IF NOT EXISTS ledger_payout_key ON ledger (payout_key);
+CREATE TABLE IF NOT EXISTS sent_mails (
+    id          BIGSERIAL PRIMARY KEY,
+    payout_key  TEXT   NOT NULL,
+    receipt     TEXT   NOT NULL
+);";
+
+const INSERT_MAIL: &str = "INSERT INTO sent_mails (payout_key, receipt) VALUES ($1, $2)";
 
 const INSERT_ENTRY: &str = "INSERT INTO ledger (payout_key, claim, cents, transfer, execution) \
                             VALUES ($1, $2, $3, $4, $5) RETURNING id";
@@ -436,6 +493,21 @@ macro_rules! ledger_transaction {
                         .bind(entry.execution as i64)
                         .fetch_one(&mut **self),
                 )
+            }
+
+            fn record_mail<'a>(
+                &'a mut self,
+                key: &'a str,
+                mail: &'a ReceiptMail,
+            ) -> BoxFuture<'a, Result<(), sqlx::Error>> {
+                Box::pin(async move {
+                    sqlx::query(INSERT_MAIL)
+                        .bind(key)
+                        .bind(mail.receipt.as_str())
+                        .execute(&mut **self)
+                        .await
+                        .map(drop)
+                })
             }
         }
     )*};
@@ -475,6 +547,113 @@ pub async fn read_ledger(database: &Database) -> Result<Vec<LedgerRow>, sqlx::Er
     }
 }
 
+/// What the database holds for one payout key: what the fault tests check after a kill.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PayoutRecord {
+    /// The key's state in the idempotency store (`running`, `completed`), if it has a row.
+    pub key_state: Option<String>,
+    /// The ledger rows written for the key.
+    pub ledger_rows: usize,
+    /// The states of the receipt e-mail jobs with the key (`available`, `running`, `done`,
+    /// `dead`).
+    pub mail_jobs: Vec<String>,
+    /// The receipt e-mails sent for the key.
+    pub mails_sent: usize,
+}
+
+impl PayoutRecord {
+    /// Whether the payout committed whole: the key completed, one ledger row, one e-mail job.
+    pub fn is_whole(&self) -> bool {
+        self.key_state.as_deref() == Some("completed")
+            && self.ledger_rows == 1
+            && self.mail_jobs.len() == 1
+    }
+
+    /// Whether nothing of the payout committed: no completed key, no ledger row, no job.
+    pub fn is_empty(&self) -> bool {
+        self.key_state.as_deref() != Some("completed")
+            && self.ledger_rows == 0
+            && self.mail_jobs.is_empty()
+    }
+}
+
+/// A connection to a payment database for reading [`PayoutRecord`]s, kept open while a test
+/// reads several.
+pub enum PayoutRecords {
+    /// A SQLite file.
+    Sqlite(SqlitePool),
+    /// A PostgreSQL database.
+    Postgres(PgPool),
+}
+
+impl PayoutRecords {
+    /// Connects to `database` (one connection).
+    pub async fn open(database: &Database) -> Result<Self, sqlx::Error> {
+        Ok(match database {
+            Database::Sqlite(path) => {
+                let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
+                let pool = sqlx::sqlite::SqlitePoolOptions::new().max_connections(1);
+                PayoutRecords::Sqlite(pool.connect_with(options).await?)
+            }
+            Database::Postgres(url) => {
+                let pool = PgPoolOptions::new().max_connections(1);
+                PayoutRecords::Postgres(pool.connect(url).await?)
+            }
+        })
+    }
+
+    /// What the database holds for the payout `key` (see [`PayoutRecord`]).
+    pub async fn of(&self, key: &str) -> Result<PayoutRecord, sqlx::Error> {
+        const KEY: &str = "SELECT state FROM retry_idempotency_keys WHERE scope = '' AND key = $1";
+        const LEDGER: &str = "SELECT COUNT(*) FROM ledger WHERE payout_key = $1";
+        const JOBS: &str = "SELECT state FROM retry_jobs WHERE queue = $1 AND key = $2 ORDER BY id";
+        const SENT: &str = "SELECT COUNT(*) FROM sent_mails WHERE payout_key = $1";
+        macro_rules! read {
+            ($pool:expr) => {{
+                let pool = $pool;
+                let key_state = sqlx::query_scalar(KEY)
+                    .bind(key)
+                    .fetch_optional(pool)
+                    .await?;
+                let ledger: i64 = sqlx::query_scalar(LEDGER).bind(key).fetch_one(pool).await?;
+                let mail_jobs = sqlx::query_scalar(JOBS)
+                    .bind(mails::QUEUE)
+                    .bind(key)
+                    .fetch_all(pool)
+                    .await?;
+                let sent: i64 = sqlx::query_scalar(SENT).bind(key).fetch_one(pool).await?;
+                PayoutRecord {
+                    key_state,
+                    ledger_rows: usize::try_from(ledger).unwrap_or(0),
+                    mail_jobs,
+                    mails_sent: usize::try_from(sent).unwrap_or(0),
+                }
+            }};
+        }
+        Ok(match self {
+            PayoutRecords::Sqlite(pool) => read!(pool),
+            PayoutRecords::Postgres(pool) => read!(pool),
+        })
+    }
+
+    /// Closes the connection.
+    pub async fn close(self) {
+        match self {
+            PayoutRecords::Sqlite(pool) => pool.close().await,
+            PayoutRecords::Postgres(pool) => pool.close().await,
+        }
+    }
+}
+
+/// What `database` holds for the payout `key` (see [`PayoutRecord`]), on a connection of its
+/// own.
+pub async fn payout_record(database: &Database, key: &str) -> Result<PayoutRecord, sqlx::Error> {
+    let records = PayoutRecords::open(database).await?;
+    let record = records.of(key).await;
+    records.close().await;
+    record
+}
+
 fn ledger_row<R: Row>(row: &R) -> Result<LedgerRow, sqlx::Error>
 where
     usize: sqlx::ColumnIndex<R>,
@@ -495,8 +674,10 @@ where
     })
 }
 
-struct App<S> {
-    store: S,
+struct App<B: Backend> {
+    store: SqlStore<B, Receipt>,
+    mails: Queue<B>,
+    mode: Mode,
     bank: Option<String>,
     http: reqwest::Client,
     faults: Arc<Faults>,
@@ -504,7 +685,7 @@ struct App<S> {
     verbose: bool,
 }
 
-impl<S> App<S> {
+impl<B: Backend> App<B> {
     fn say(&self, line: fmt::Arguments<'_>) {
         if self.verbose {
             let mut out = io::stdout().lock();
@@ -514,95 +695,30 @@ impl<S> App<S> {
     }
 }
 
-/// Serves `POST /payouts` on `listener` with `store` until the process ends. Generic over the
-/// store, so that the benchmark runs the same handler with other stores. The ledger table must
-/// be there ([`create_sqlite_ledger`], [`create_postgres_ledger`]).
-pub async fn serve<S>(listener: TcpListener, store: S, options: Options) -> io::Result<()>
-where
-    S: IdempotencyStore<Receipt> + 'static,
-    S::Transaction: LedgerTransaction,
-{
-    serve_in::<S, Lease>(listener, store, options).await
-}
-
-/// [`serve`] with `--one-commit`: each payout claims its key in its own transaction
-/// ([`TransactionalStore::begin_in_transaction`]), one durable commit per payout. Refuses to
-/// run with a bank in `options`: the bank's call would run inside the transaction.
-pub async fn serve_one_commit<S>(
+/// Serves `POST /payouts` on `listener` with `store` until the process ends: each payout
+/// claims its key in `mode`, and queues its receipt e-mail in `mails` (on the store's pool) in
+/// the transaction that completes the key. The ledger table must be there
+/// ([`create_sqlite_ledger`], [`create_postgres_ledger`]). Refuses the one-commit mode with a
+/// bank in `options`: the bank's call would run inside the transaction.
+pub async fn serve<B: Backend>(
     listener: TcpListener,
-    store: S,
+    store: SqlStore<B, Receipt>,
+    mails: Queue<B>,
+    mode: Mode,
     options: Options,
 ) -> io::Result<()>
 where
-    S: TransactionalStore<Receipt> + 'static,
-    S::Transaction: LedgerTransaction,
+    sqlx::Transaction<'static, B>: LedgerTransaction,
 {
-    if options.bank.is_some() {
+    if mode == Mode::OneCommit && options.bank.is_some() {
         return Err(io::Error::other(
             "the one-commit mode is for ledger-only payouts: no bank",
         ));
     }
-    serve_in::<S, OneCommit>(listener, store, options).await
-}
-
-/// How a payout claims its key: steps 1 to 4 of the module docs, in one of the two modes.
-trait Mode<S>: Send + Sync + 'static {
-    /// Returns the response and whether this request executed the payout.
-    fn payout<'a>(
-        app: &'a App<S>,
-        key: &'a IdempotencyKey,
-        order: &'a PayoutRequest,
-        fingerprint: Fingerprint,
-        log: &'a str,
-    ) -> BoxFuture<'a, (Response, bool)>;
-}
-
-/// A claim under a lease, then the bank, then the ledger row and the completion in one
-/// transaction: [`payout`].
-struct Lease;
-
-impl<S> Mode<S> for Lease
-where
-    S: IdempotencyStore<Receipt> + 'static,
-    S::Transaction: LedgerTransaction,
-{
-    fn payout<'a>(
-        app: &'a App<S>,
-        key: &'a IdempotencyKey,
-        order: &'a PayoutRequest,
-        fingerprint: Fingerprint,
-        log: &'a str,
-    ) -> BoxFuture<'a, (Response, bool)> {
-        Box::pin(payout(app, key, order, fingerprint, log))
-    }
-}
-
-/// The claim, the ledger row and the completion in one transaction: [`payout_one_commit`].
-struct OneCommit;
-
-impl<S> Mode<S> for OneCommit
-where
-    S: TransactionalStore<Receipt> + 'static,
-    S::Transaction: LedgerTransaction,
-{
-    fn payout<'a>(
-        app: &'a App<S>,
-        key: &'a IdempotencyKey,
-        order: &'a PayoutRequest,
-        fingerprint: Fingerprint,
-        log: &'a str,
-    ) -> BoxFuture<'a, (Response, bool)> {
-        Box::pin(payout_one_commit(app, key, order, fingerprint, log))
-    }
-}
-
-async fn serve_in<S, M>(listener: TcpListener, store: S, options: Options) -> io::Result<()>
-where
-    S: Send + Sync + 'static,
-    M: Mode<S>,
-{
     let app = Arc::new(App {
         store,
+        mails,
+        mode,
         bank: options.bank,
         http: reqwest::Client::builder()
             .timeout(Duration::from_secs(5))
@@ -613,7 +729,7 @@ where
         verbose: options.verbose,
     });
     let mut router = Router::new()
-        .route("/payouts", post(pay::<S, M>))
+        .route("/payouts", post(pay::<B>))
         .with_state(app);
     if let Some(metrics) = &options.metrics {
         router = metrics.route(router);
@@ -627,15 +743,14 @@ where
 }
 
 /// `POST /payouts`.
-async fn pay<S, M>(
-    State(app): State<Arc<App<S>>>,
+async fn pay<B: Backend>(
+    State(app): State<Arc<App<B>>>,
     ConnectInfo(Peer(peer)): ConnectInfo<Peer>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response
 where
-    S: Send + Sync + 'static,
-    M: Mode<S>,
+    sqlx::Transaction<'static, B>: LedgerTransaction,
 {
     let attempt = headers
         .get("retry-attempt")
@@ -665,7 +780,7 @@ where
         // The fingerprint covers the whole body: the same key for another claim or amount is a
         // different request.
         let fingerprint = Fingerprint::of(&body);
-        async move { M::payout(&app, &key, &order, fingerprint, &log).await }
+        async move { payout(&app, &key, &order, fingerprint, &log).await }
     });
     let Ok((mut response, executed)) = task.await else {
         return problem(StatusCode::INTERNAL_SERVER_ERROR, "the payout task failed");
@@ -677,21 +792,22 @@ where
     response
 }
 
-/// Steps 1 to 4 of the module docs. Returns the response and whether this request executed
-/// the payout.
-async fn payout<S>(
-    app: &App<S>,
+/// Steps 1 to 5 of the module docs, in the service's mode. Returns the response and whether
+/// this request executed the payout.
+async fn payout<B: Backend>(
+    app: &App<B>,
     key: &IdempotencyKey,
     order: &PayoutRequest,
     fingerprint: Fingerprint,
     log: &str,
 ) -> (Response, bool)
 where
-    S: IdempotencyStore<Receipt>,
-    S::Transaction: LedgerTransaction,
+    sqlx::Transaction<'static, B>: LedgerTransaction,
 {
     app.faults.reach(Step::BeforeBegin).await;
-    let mut guard = match app.store.begin(key, fingerprint).await {
+    // 1. The claim: committed under a lease, or (one-commit) the first statement of the
+    // transaction the guard holds.
+    let mut guard = match app.store.begin_with(app.mode, "", key, fingerprint).await {
         Ok(Begin::Execute(guard)) => guard,
         Ok(Begin::Replay(receipt)) => {
             app.say(format_args!(
@@ -700,6 +816,7 @@ where
             ));
             return (created(&receipt), false);
         }
+        // Another request is paying it under its lease (a replica of the lease mode).
         Ok(Begin::InProgress) => {
             app.say(format_args!(
                 "{log} being paid right now: 409, Retry-After: 1"
@@ -728,15 +845,22 @@ where
             return (unavailable(e.status(), &e.to_string()), false);
         }
     };
+    // Lease mode: the key is claimed, under its lease. One-commit mode: the claim is written in
+    // the open transaction, not committed, and a kill here leaves nothing.
     app.faults.reach(Step::AfterBegin).await;
     let execution = guard.claim();
+    let how = match app.mode {
+        Mode::Lease => format!("execution {execution}"),
+        Mode::OneCommit => "in one transaction".to_owned(),
+    };
     app.say(format_args!(
-        "{log} new, paying {} for claim {} (execution {execution})",
+        "{log} new, paying {} for claim {} ({how})",
         order.cents, order.claim
     ));
 
-    // 2. The bank, before the transaction opens, so that the database is not held while the
-    // bank thinks. A failure gives the key back (dropping the guard), and the client retries.
+    // 2. The bank, before the lease mode's transaction opens, so that the database is not held
+    // while the bank thinks. A failure gives the key back (dropping the guard), and the client
+    // retries.
     let transfer = match &app.bank {
         None => None,
         Some(bank) => match bank::transfer(&app.http, bank, key, order.cents).await {
@@ -769,6 +893,7 @@ where
             app.say(format_args!(
                 "{log} the ledger could not be written: {code}"
             ));
+            // Dropping the guard rolls the row back (and, one-commit, the claim with it).
             return (unavailable(code, &why), false);
         }
     };
@@ -780,101 +905,25 @@ where
     };
     app.faults.reach(Step::AfterLedgerWrite).await;
 
-    // 4. The receipt is stored and the key completed in the same transaction, which commits.
-    if let Err(e) = guard.complete(&receipt).await {
-        app.say(format_args!("{log} not committed: {e}"));
-        return (unavailable(e.status(), &e.to_string()), false);
+    // 4. The receipt e-mail's job, in the same transaction: it exists if and only if the payout
+    // committed.
+    let mail = ReceiptMail::of(&receipt);
+    let queued = match guard.transaction().await {
+        Ok(transaction) => app
+            .mails
+            .enqueue_in(transaction, key.as_str(), &mail)
+            .await
+            .map_err(|e| (if e.is_transient() { 503 } else { 500 }, e.to_string())),
+        Err(e) => Err((e.status(), e.to_string())),
+    };
+    if let Err((code, why)) = queued {
+        app.say(format_args!("{log} the e-mail could not be queued: {code}"));
+        return (unavailable(code, &why), false);
     }
-    app.faults.reach(Step::AfterCommit).await;
-    if app.faults.lose_response() {
-        app.say(format_args!(
-            "{log} paid and committed, {}; the response is lost on the way back",
-            receipt.receipt
-        ));
-        return (lost_response(), true);
-    }
-    app.say(format_args!(
-        "{log} paid and committed, {}",
-        receipt.receipt
-    ));
-    (created(&receipt), true)
-}
+    app.faults.reach(Step::AfterEnqueue).await;
 
-/// Steps 1, 3 and 4 in one transaction, for a payout without a bank: the claim is the
-/// transaction's first statement, so the claim, the ledger row and the receipt commit together.
-async fn payout_one_commit<S>(
-    app: &App<S>,
-    key: &IdempotencyKey,
-    order: &PayoutRequest,
-    fingerprint: Fingerprint,
-    log: &str,
-) -> (Response, bool)
-where
-    S: TransactionalStore<Receipt>,
-    S::Transaction: LedgerTransaction,
-{
-    app.faults.reach(Step::BeforeBegin).await;
-    let mut guard = match app.store.begin_in_transaction(key, fingerprint).await {
-        Ok(TxBegin::Execute(guard)) => guard,
-        Ok(TxBegin::Replay(receipt)) => {
-            app.say(format_args!(
-                "{log} paid before: {}, sent again, nothing paid",
-                receipt.receipt
-            ));
-            return (created(&receipt), false);
-        }
-        Ok(TxBegin::Mismatch) => {
-            app.say(format_args!("{log} used for another payout: 422"));
-            let detail = "this key was used for a different payout";
-            return (problem(StatusCode::UNPROCESSABLE_ENTITY, detail), false);
-        }
-        // In progress under another mode's lease (a replica without `--one-commit`).
-        Ok(other) => {
-            let code = other.rejection_status().unwrap_or(500);
-            let conflict = problem(status(code), "this payout is in progress");
-            return (retry_after(conflict), false);
-        }
-        Err(e) => {
-            app.say(format_args!(
-                "{log} the database is unavailable: {}",
-                e.status()
-            ));
-            return (unavailable(e.status(), &e.to_string()), false);
-        }
-    };
-    // The claim is written in the open transaction, not committed: a kill here leaves nothing.
-    app.faults.reach(Step::AfterBegin).await;
-    let execution = guard.claim();
-    app.say(format_args!(
-        "{log} new, paying {} for claim {} in one transaction",
-        order.cents, order.claim
-    ));
-    let entry = Entry {
-        key: key.as_str().to_owned(),
-        claim: order.claim,
-        cents: order.cents,
-        transfer: None,
-        execution,
-    };
-    let id = match guard.transaction().record(&entry).await {
-        Ok(id) => id,
-        Err(e) => {
-            let code = if e.is_transient() { 503 } else { 500 };
-            app.say(format_args!(
-                "{log} the ledger could not be written: {code}"
-            ));
-            // Dropping the guard rolls the claim back with the row.
-            return (unavailable(code, &e.to_string()), false);
-        }
-    };
-    let receipt = Receipt {
-        receipt: format!("P-{id}"),
-        claim: order.claim,
-        cents: order.cents,
-        transfer: None,
-    };
-    app.faults.reach(Step::AfterLedgerWrite).await;
-    // The one commit: the claim, the ledger row and the receipt.
+    // 5. The receipt is stored and the key completed in the same transaction, which commits:
+    // the ledger row, the job and the key together.
     if let Err(e) = guard.complete(&receipt).await {
         app.say(format_args!("{log} not committed: {e}"));
         return (unavailable(e.status(), &e.to_string()), false);
@@ -888,7 +937,7 @@ where
         return (lost_response(), true);
     }
     app.say(format_args!(
-        "{log} paid and committed in one commit, {}",
+        "{log} paid and committed, {}, its e-mail queued",
         receipt.receipt
     ));
     (created(&receipt), true)

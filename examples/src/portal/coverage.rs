@@ -1,7 +1,7 @@
 //! The portal's question: does the policy cover this claim? One `#[retry]` function asks it,
 //! for the customer at the form and for the worker that drains the queue alike.
 
-use super::later::save_for_later;
+use super::later::{PortalDb, save_for_later};
 use super::story::{announce_give_up, announce_pause, scene_time};
 use super::{Claim, ClaimId, ContractClient};
 use retry_durable::queue::{JobId, Queue};
@@ -120,9 +120,9 @@ impl ContractError {
     on_give_up = announce_give_up,
     fallback = |error, why| save_for_later(queue, claim, key, error, why),
 )]
-pub async fn check_coverage(
+pub async fn check_coverage<B: PortalDb>(
     client: &ContractClient,
-    queue: &Queue,
+    queue: &Queue<B>,
     claim: &Claim,
     key: &IdempotencyKey,
 ) -> Result<Coverage, ContractError> {

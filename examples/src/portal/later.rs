@@ -5,10 +5,10 @@
 use super::coverage::{ContractError, Coverage, check_coverage};
 use super::{Claim, ClaimId, ContractClient};
 use crate::crash;
-use retry_durable::queue::{Engine, Job, JobId, Outcome, Queue, QueueError, Tx};
+use retry_durable::queue::{Job, JobId, Outcome, Queue, QueueError, Tx};
+use retry_durable::store::{Backend, BoxFuture};
 use retry_runtime::IdempotencyKey;
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
 use std::time::Duration;
 
 /// The name of the queue of coverage checks.
@@ -37,15 +37,123 @@ macro_rules! portal_tables {
     };
 }
 
+/// An e-mail's row: key, claim, address, message.
+pub type EmailRow = (String, i64, String, String);
+
+/// The portal's own tables, next to the queue's on either engine (the portal chooses one at
+/// run time, from its `--database`): each statement once, on the queue's typed pool and
+/// transactions, so that a saved claim and its job, or an e-mail and its job's completion,
+/// commit together.
+pub trait PortalDb: Backend {
+    /// Creates the tables if they are missing, under the engine's migration lock.
+    fn migrate(pool: &sqlx::Pool<Self>) -> BoxFuture<'_, Result<(), sqlx::Error>>;
+
+    /// Saves `claim` under `key` in `tx` (nothing if the key is saved already).
+    fn save_claim<'a>(
+        tx: &'a mut Tx<Self>,
+        key: &'a str,
+        claim: &'a Claim,
+    ) -> BoxFuture<'a, Result<(), sqlx::Error>>;
+
+    /// Writes the e-mail `message` about `claim` under `key` in `tx`.
+    fn write_email<'a>(
+        tx: &'a mut Tx<Self>,
+        key: &'a str,
+        claim: &'a Claim,
+        message: &'a str,
+    ) -> BoxFuture<'a, Result<(), sqlx::Error>>;
+
+    /// The e-mails of the checks whose keys are in `queue`, oldest job first: key, claim,
+    /// address, message.
+    fn emails<'a>(
+        pool: &'a sqlx::Pool<Self>,
+        queue: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<EmailRow>, sqlx::Error>>;
+
+    /// The claims saved with keys in `queue`, oldest job first: key, claim.
+    fn claims<'a>(
+        pool: &'a sqlx::Pool<Self>,
+        queue: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<(String, i64)>, sqlx::Error>>;
+}
+
+const SAVE_CLAIM: &str = "INSERT INTO portal_claims (key, claim, email) VALUES ($1, $2, $3) \
+                          ON CONFLICT (key) DO NOTHING";
+const WRITE_EMAIL: &str =
+    "INSERT INTO portal_outbox (key, claim, email, message) VALUES ($1, $2, $3, $4)";
+const EMAILS: &str = "SELECT o.key, o.claim, o.email, o.message FROM portal_outbox o \
+                      JOIN retry_jobs j ON j.key = o.key AND j.queue = $1 ORDER BY j.id";
+const CLAIMS: &str = "SELECT c.key, c.claim FROM portal_claims c \
+                      JOIN retry_jobs j ON j.key = c.key AND j.queue = $1 ORDER BY j.id";
+
+macro_rules! portal_db {
+    ($($db:ty => $migration:expr),* $(,)?) => {$(
+        impl PortalDb for $db {
+            fn migrate(pool: &sqlx::Pool<Self>) -> BoxFuture<'_, Result<(), sqlx::Error>> {
+                Box::pin(async move { sqlx::raw_sql($migration).execute(pool).await.map(drop) })
+            }
+
+            fn save_claim<'a>(
+                tx: &'a mut Tx<Self>,
+                key: &'a str,
+                claim: &'a Claim,
+            ) -> BoxFuture<'a, Result<(), sqlx::Error>> {
+                Box::pin(async move {
+                    sqlx::query(SAVE_CLAIM)
+                        .bind(key)
+                        .bind(i64::from(claim.id.0))
+                        .bind(&claim.email)
+                        .execute(&mut **tx)
+                        .await
+                        .map(drop)
+                })
+            }
+
+            fn write_email<'a>(
+                tx: &'a mut Tx<Self>,
+                key: &'a str,
+                claim: &'a Claim,
+                message: &'a str,
+            ) -> BoxFuture<'a, Result<(), sqlx::Error>> {
+                Box::pin(async move {
+                    sqlx::query(WRITE_EMAIL)
+                        .bind(key)
+                        .bind(i64::from(claim.id.0))
+                        .bind(&claim.email)
+                        .bind(message)
+                        .execute(&mut **tx)
+                        .await
+                        .map(drop)
+                })
+            }
+
+            fn emails<'a>(
+                pool: &'a sqlx::Pool<Self>,
+                queue: &'a str,
+            ) -> BoxFuture<'a, Result<Vec<EmailRow>, sqlx::Error>> {
+                Box::pin(sqlx::query_as(EMAILS).bind(queue).fetch_all(pool))
+            }
+
+            fn claims<'a>(
+                pool: &'a sqlx::Pool<Self>,
+                queue: &'a str,
+            ) -> BoxFuture<'a, Result<Vec<(String, i64)>, sqlx::Error>> {
+                Box::pin(sqlx::query_as(CLAIMS).bind(queue).fetch_all(pool))
+            }
+        }
+    )*};
+}
+
+portal_db!(
+    sqlx::Sqlite => concat!("BEGIN IMMEDIATE;", portal_tables!(), "COMMIT;"),
+    sqlx::Postgres => concat!("SELECT pg_advisory_xact_lock(7412);", portal_tables!()),
+);
+
 /// Creates the portal's own tables next to the queue's, if they are missing: the claims saved
 /// for later, and the e-mails with results, each keyed by the check's idempotency key so that a
 /// repeat adds nothing.
-pub async fn migrate(queue: &Queue) -> Result<(), QueueError> {
-    let schema = match queue.engine() {
-        Engine::Sqlite => concat!("BEGIN IMMEDIATE;", portal_tables!(), "COMMIT;"),
-        Engine::Postgres => concat!("SELECT pg_advisory_xact_lock(7412);", portal_tables!()),
-    };
-    sqlx::raw_sql(schema).execute(queue.pool()).await?;
+pub async fn migrate<B: PortalDb>(queue: &Queue<B>) -> Result<(), QueueError> {
+    B::migrate(queue.pool()).await?;
     Ok(())
 }
 
@@ -57,8 +165,8 @@ pub async fn migrate(queue: &Queue) -> Result<(), QueueError> {
 /// Both rows are keyed by `key`, so calling it again for the same check (a second click, or
 /// the worker whose own attempt gave up) adds nothing and names the same job. If the database
 /// cannot save them, the customer is told the truth: the original error, nothing saved.
-pub async fn save_for_later(
-    queue: &Queue,
+pub async fn save_for_later<B: PortalDb>(
+    queue: &Queue<B>,
     claim: &Claim,
     key: &IdempotencyKey,
     error: ContractError,
@@ -77,17 +185,14 @@ pub async fn save_for_later(
     }
 }
 
-async fn save(queue: &Queue, claim: &Claim, key: &IdempotencyKey) -> Result<JobId, QueueError> {
+async fn save<B: PortalDb>(
+    queue: &Queue<B>,
+    claim: &Claim,
+    key: &IdempotencyKey,
+) -> Result<JobId, QueueError> {
+    // The claim and its job in one transaction on the queue's pool: both or neither.
     let mut tx = queue.begin().await?;
-    sqlx::query(
-        "INSERT INTO portal_claims (key, claim, email) VALUES ($1, $2, $3) \
-         ON CONFLICT (key) DO NOTHING",
-    )
-    .bind(key.as_str())
-    .bind(i64::from(claim.id.0))
-    .bind(&claim.email)
-    .execute(&mut *tx)
-    .await?;
+    B::save_claim(&mut tx, key.as_str(), claim).await?;
     let job = CoverageJob {
         claim: claim.clone(),
     };
@@ -109,11 +214,11 @@ async fn save(queue: &Queue, claim: &Claim, key: &IdempotencyKey) -> Result<JobI
 /// - The loop gave up on a passing failure: retry with the worker's backoff, dead after the
 ///   job's last attempt.
 /// - A permanent error (no such claim): dead at once, with the error.
-pub async fn check_later(
+pub async fn check_later<B: PortalDb>(
     client: ContractClient,
-    queue: Queue,
+    queue: Queue<B>,
     job: Job<CoverageJob>,
-) -> Outcome<Coverage> {
+) -> Outcome<Coverage, B> {
     let key = IdempotencyKey::from(job.key.as_str());
     let claim = job.payload.claim;
     let what = format!(
@@ -154,24 +259,18 @@ pub async fn check_later(
 }
 
 /// The e-mail to the customer, as a row written in a transaction that the caller commits.
-async fn write_email(
-    queue: &Queue,
+async fn write_email<B: PortalDb>(
+    queue: &Queue<B>,
     claim: &Claim,
     key: &IdempotencyKey,
     coverage: Coverage,
-) -> Result<Tx, QueueError> {
+) -> Result<Tx<B>, QueueError> {
     let message = match coverage {
         Coverage::Covered => format!("Claim {} is covered; we will arrange the payout.", claim.id),
         Coverage::NotCovered => format!("Claim {} is not covered by your policy.", claim.id),
     };
     let mut tx = queue.begin().await?;
-    sqlx::query("INSERT INTO portal_outbox (key, claim, email, message) VALUES ($1, $2, $3, $4)")
-        .bind(key.as_str())
-        .bind(i64::from(claim.id.0))
-        .bind(&claim.email)
-        .bind(message)
-        .execute(&mut *tx)
-        .await?;
+    B::write_email(&mut tx, key.as_str(), claim, &message).await?;
     Ok(tx)
 }
 
@@ -189,43 +288,26 @@ pub struct Email {
 }
 
 /// The e-mails of the checks whose keys are in `queue`, oldest job first.
-pub async fn outbox(queue: &Queue) -> Result<Vec<Email>, QueueError> {
-    let rows = sqlx::query(
-        "SELECT o.key, o.claim, o.email, o.message FROM portal_outbox o \
-         JOIN retry_jobs j ON j.key = o.key AND j.queue = $1 ORDER BY j.id",
-    )
-    .bind(queue.name())
-    .fetch_all(queue.pool())
-    .await?;
-    rows.iter()
-        .map(|row| {
-            let claim: i64 = row.try_get("claim")?;
-            Ok(Email {
-                key: row.try_get("key")?,
-                claim: ClaimId(u32::try_from(claim).unwrap_or(0)),
-                to: row.try_get("email")?,
-                message: row.try_get("message")?,
-            })
+pub async fn outbox<B: PortalDb>(queue: &Queue<B>) -> Result<Vec<Email>, QueueError> {
+    let rows = B::emails(queue.pool(), queue.name()).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(key, claim, to, message)| Email {
+            key,
+            claim: ClaimId(u32::try_from(claim).unwrap_or(0)),
+            to,
+            message,
         })
-        .collect()
+        .collect())
 }
 
 /// The claims saved for later with keys in `queue`, by key.
-pub async fn saved_claims(queue: &Queue) -> Result<Vec<(String, ClaimId)>, QueueError> {
-    let rows = sqlx::query(
-        "SELECT c.key, c.claim FROM portal_claims c \
-         JOIN retry_jobs j ON j.key = c.key AND j.queue = $1 ORDER BY j.id",
-    )
-    .bind(queue.name())
-    .fetch_all(queue.pool())
-    .await?;
-    rows.iter()
-        .map(|row| {
-            let claim: i64 = row.try_get("claim")?;
-            Ok((
-                row.try_get("key")?,
-                ClaimId(u32::try_from(claim).unwrap_or(0)),
-            ))
-        })
-        .collect()
+pub async fn saved_claims<B: PortalDb>(
+    queue: &Queue<B>,
+) -> Result<Vec<(String, ClaimId)>, QueueError> {
+    let rows = B::claims(queue.pool(), queue.name()).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(key, claim)| (key, ClaimId(u32::try_from(claim).unwrap_or(0))))
+        .collect())
 }

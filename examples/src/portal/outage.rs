@@ -3,7 +3,7 @@
 //! (`cargo run -p retry-bench --features metrics --bin metrics`).
 
 use super::coverage::{CONTRACT_BREAKER, ContractError, Coverage, check_coverage};
-use super::later::{self, CoverageJob};
+use super::later::{self, CoverageJob, PortalDb};
 use super::story::scene_time;
 use super::{Claim, ClaimId, ContractClient, ContractService};
 use futures_util::future::join_all;
@@ -23,10 +23,10 @@ use tokio::time::Instant;
 /// The scene checks its own story as it goes (which calls reached the service, what each
 /// customer was told, what the worker drained) and panics if it does not hold. `retry-bench`'s
 /// `metrics` binary runs it to draw `docs/metrics.png`.
-pub async fn long_outage(
+pub async fn long_outage<B: PortalDb>(
     service: &ContractService,
     client: &ContractClient,
-    queue: &Queue,
+    queue: &Queue<B>,
 ) -> Result<(), Box<dyn Error>> {
     service.overload_next_checks(u32::MAX).await;
     let customers = [

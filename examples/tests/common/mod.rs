@@ -14,7 +14,7 @@ mod durable;
 pub use durable::{Database, Engine, databases, postgres_url, skip_or_fail, unique_name};
 
 use retry_durable::queue::Queue;
-use retry_examples::portal::later;
+use retry_examples::portal::later::{self, PortalDb};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 
 /// The portal's databases.
 impl Database {
-    /// The coverage-check queue and the portal's tables in it.
-    pub async fn queue(&self) -> Queue {
+    /// The coverage-check queue and the portal's tables in it, on engine `B` (the test's).
+    pub async fn queue<B: PortalDb>(&self) -> Queue<B> {
         let queue = Queue::open(&self.url, later::QUEUE)
             .await
             .expect("the queue opens");

@@ -5,8 +5,9 @@
 //! The only label is the queue's name, which the application chooses: never a job's key, payload
 //! or error.
 
-use super::{Engine, Queue, QueueError};
-use sqlx::Row;
+use super::sql::RunQueue;
+use super::{Queue, QueueError, RunOn};
+use crate::sql::Backend;
 use std::time::Duration;
 
 /// How many jobs wait in a queue and for how long: what [`Queue::observe`] reads.
@@ -20,15 +21,7 @@ pub struct QueueStats {
     pub oldest_due_age: Duration,
 }
 
-/// One statement per engine: the waiting jobs, and the earliest `run_at` against the
-/// database's clock (the clock `run_at` is written with).
-const SQLITE: &str = "SELECT COUNT(*), MIN(run_at) - CAST(unixepoch('subsec') * 1000 AS INTEGER) \
-                      FROM retry_jobs WHERE queue = $1 AND state = 'available'";
-const POSTGRES: &str = "SELECT COUNT(*), \
-                        MIN(run_at) - CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000 AS BIGINT) \
-                        FROM retry_jobs WHERE queue = $1 AND state = 'available'";
-
-impl Queue {
+impl<B: Backend> Queue<B> {
     /// How many jobs wait and how long the oldest due one has waited, in one statement. With
     /// the feature `metrics` it sets the gauges `retry_queue_depth` and
     /// `retry_queue_oldest_due_age_seconds` too.
@@ -42,16 +35,9 @@ impl Queue {
     ///
     /// [`QueueError::Database`] if the statement failed; the gauges keep their last values.
     pub async fn observe(&self) -> Result<QueueStats, QueueError> {
-        let statement = match self.engine {
-            Engine::Sqlite => SQLITE,
-            Engine::Postgres => POSTGRES,
-        };
-        let row = sqlx::query(statement)
-            .bind(&*self.name)
-            .fetch_one(&self.pool)
-            .await?;
-        let depth: i64 = row.try_get(0)?;
-        let earliest: Option<i64> = row.try_get(1)?;
+        let (depth, earliest) =
+            RunOn::<B>::numbers(&self.pool, &self.sql().observe, &self.name).await?;
+        let depth = depth.unwrap_or(0);
         let overdue = earliest.map_or(0, |gap| gap.saturating_neg().max(0));
         let stats = QueueStats {
             depth: u64::try_from(depth).unwrap_or(0),

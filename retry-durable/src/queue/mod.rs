@@ -11,7 +11,8 @@
 //!
 //! # The table
 //!
-//! [`Queue::open`] creates it, or brings it to this version, in one transaction that processes
+//! [`Queue::on`] (and [`Queue::open`]) creates it, or brings it to this version, in one
+//! transaction that processes
 //! starting together take one after the other (`BEGIN IMMEDIATE` on SQLite, an advisory lock on
 //! PostgreSQL), with the version kept in `retry_jobs_schema`, as the idempotency stores keep
 //! theirs. A table made before the queue had versions is taken as version 1. PostgreSQL's
@@ -58,6 +59,42 @@
 //! kill the job ([`QueueError::Superseded`]), so its successor's outcome stands. A [`Worker`]
 //! renews the lease while its handler runs, so only a worker that stopped loses its jobs.
 //!
+//! # One database, one transaction type
+//!
+//! A `Queue<B>` runs on the same typed pool as the idempotency stores (`sqlx::Pool<Sqlite>` or
+//! `sqlx::Pool<Postgres>`), and [`Queue::enqueue_in`] takes the same `sqlx::Transaction` a
+//! store's [`Guard::transaction`](crate::store::Guard::transaction) hands out, or any other of
+//! the caller's: the key's completion, the handler's rows and the job commit together or not at
+//! all, as River and Oban insert jobs in the caller's transaction.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use retry_runtime::IdempotencyKey;
+//! use retry_durable::queue::Queue;
+//! use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, Mode, SqliteStore};
+//!
+//! # let dir = std::env::temp_dir().join(format!("retry-doc-{}", IdempotencyKey::new()));
+//! # std::fs::create_dir_all(&dir)?;
+//! let store = SqliteStore::<String>::open(dir.join("payments.db")).await?;
+//! store.migrate().await?;
+//! let mails = Queue::on(store.pool().clone(), "receipt-mails").await?; // the same pool
+//!
+//! let key = IdempotencyKey::from("payout-4711");
+//! if let Begin::Execute(mut guard) = store.begin_with(Mode::OneCommit, "", &key, Fingerprint::of(b"4711")).await? {
+//!     let tx = guard.transaction().await?;
+//!     // ... the handler's rows in `tx` ...
+//!     mails.enqueue_in(tx, key.as_str(), &"receipt R-1 to hanna@example.com").await?;
+//!     guard.complete(&"201 R-1".to_owned()).await?; // the claim, the rows, the job: one commit
+//! }
+//! assert_eq!(mails.jobs().await?.len(), 1);
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Delivery
+//!
 //! Delivery is at least once: a worker that dies after its call to another system and before
 //! `complete` commits leaves a job that runs again. The job carries the idempotency key, so that
 //! the other system recognises the repeat (the contract service keeps its answers by key), and
@@ -67,51 +104,46 @@
 #![warn(missing_docs)]
 
 mod metrics;
-mod sql;
+pub(crate) mod sql;
 mod worker;
 
 pub use metrics::QueueStats;
 pub use worker::{Drained, Outcome, Worker};
 
-use crate::sql::{Dialect, Generic, MigrateError, Run};
+use crate::sql::{Backend, MigrateError, Run};
 use retry_runtime::Transient;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use sql::Statements;
-use sqlx::any::AnyPoolOptions;
-use sqlx::{Any, AnyConnection, AnyPool, Executor, Row, Transaction};
+use sql::{RunQueue, Statements};
 use std::fmt;
-use std::sync::{Arc, LazyLock, Once};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-/// A transaction on the queue's database, for the caller's own rows next to a job: the claim that
-/// `save_for_later` saves, or the e-mail a worker sends with a result.
-pub type Tx = Transaction<'static, Any>;
+/// A transaction on the queue's database (a `sqlx::Transaction`, the type a store's guard
+/// hands out too), for the caller's own rows next to a job: the claim that `save_for_later`
+/// saves, or the e-mail a worker sends with a result.
+pub type Tx<B> = sqlx::Transaction<'static, B>;
+
+/// The queue's statements on engine `B`.
+type RunOn<B> = <B as crate::sql::sealed::Engine>::Queue;
 
 /// Attempts a job gets by default before it is dead.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 10;
 
-/// The database engine behind a [`Queue`].
+/// A database engine, for a program that chooses one at run time ([`Location::engine`]) and then
+/// calls code generic over [`Backend`] with `sqlx::Sqlite` or `sqlx::Postgres`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
     /// A file on this machine (sqlx's bundled SQLite): no server; processes on this machine
     /// share it.
     Sqlite,
-    /// A PostgreSQL database: every replica of the portal shares it.
+    /// A PostgreSQL database: every replica shares it.
     Postgres,
 }
 
-impl Engine {
-    /// The engine's SQL, from the layer the stores share.
-    fn dialect(self) -> &'static Dialect {
-        match self {
-            Engine::Sqlite => &crate::sql::SQLITE,
-            Engine::Postgres => &crate::sql::POSTGRES,
-        }
-    }
-}
-
-/// Where a queue lives: a PostgreSQL URL, or a SQLite file.
+/// Where a queue lives, as a program's command line or environment says it: a PostgreSQL URL,
+/// or a SQLite file.
 ///
 /// ```
 /// use retry_durable::queue::{Engine, Location};
@@ -121,106 +153,87 @@ impl Engine {
 /// assert_eq!(Location::parse("sqlite:///var/lib/portal/queue.db").engine(), Engine::Sqlite);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Location {
-    engine: Engine,
-    url: String,
+pub enum Location {
+    /// A SQLite file, created if it is missing.
+    Sqlite(PathBuf),
+    /// A PostgreSQL URL.
+    Postgres(String),
 }
 
 impl Location {
-    /// `postgres://...` or `postgresql://...` is PostgreSQL; a `sqlite:` URL or anything else is
-    /// a SQLite file, created if it is missing.
+    /// `postgres://...` or `postgresql://...` is PostgreSQL; a `sqlite:` URL (its path) or
+    /// anything else is a SQLite file.
     pub fn parse(database: &str) -> Self {
         if database.starts_with("postgres://") || database.starts_with("postgresql://") {
-            return Location {
-                engine: Engine::Postgres,
-                url: database.to_owned(),
-            };
+            return Location::Postgres(database.to_owned());
         }
-        let url = if database.starts_with("sqlite:") {
-            database.to_owned()
-        } else {
-            format!("sqlite://{database}")
-        };
-        let separator = if url.contains('?') { '&' } else { '?' };
-        Location {
-            engine: Engine::Sqlite,
-            url: format!("{url}{separator}mode=rwc"),
-        }
+        let path = database
+            .strip_prefix("sqlite://")
+            .or_else(|| database.strip_prefix("sqlite:"))
+            .unwrap_or(database);
+        let path = path.split_once('?').map_or(path, |(path, _)| path);
+        Location::Sqlite(PathBuf::from(path))
     }
 
     /// The engine.
     pub fn engine(&self) -> Engine {
-        self.engine
-    }
-
-    /// The URL sqlx connects to.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-}
-
-/// Opens a pool on `location`. A SQLite file is created if it is missing and set up for several
-/// processes: write-ahead logging (readers never wait for the writer), `synchronous = FULL` (a
-/// commit is on disk when it returns), and a busy timeout of 5 s (a writer waits that long for
-/// another).
-pub async fn connect(location: &Location) -> Result<AnyPool, QueueError> {
-    static DRIVERS: Once = Once::new();
-    DRIVERS.call_once(sqlx::any::install_default_drivers);
-    let options = AnyPoolOptions::new()
-        .max_connections(8)
-        .acquire_timeout(Duration::from_secs(10));
-    let options = match location.engine {
-        Engine::Sqlite => {
-            options.after_connect(|connection, _| Box::pin(sqlite_pragmas(connection)))
+        match self {
+            Location::Sqlite(_) => Engine::Sqlite,
+            Location::Postgres(_) => Engine::Postgres,
         }
-        Engine::Postgres => options,
-    };
-    let pool = options.connect(location.url()).await?;
-    Ok(pool)
+    }
 }
 
-async fn sqlite_pragmas(connection: &mut AnyConnection) -> Result<(), sqlx::Error> {
-    connection
-        .execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000")
-        .await?;
-    Ok(())
-}
-
-/// A named queue in the `retry_jobs` table: cheap to clone (the pool is shared).
-#[derive(Clone)]
-pub struct Queue {
-    pool: AnyPool,
-    engine: Engine,
+/// A named queue in the `retry_jobs` table, on engine `B` (`sqlx::Sqlite` or `sqlx::Postgres`):
+/// cheap to clone (the pool is shared).
+pub struct Queue<B: Backend> {
+    pool: sqlx::Pool<B>,
     name: Arc<str>,
     max_attempts: u32,
 }
 
-impl Queue {
-    /// Connects to `database` (see [`Location::parse`]) and creates the table, or brings it to
-    /// this version.
-    pub async fn open(database: &str, name: &str) -> Result<Self, QueueError> {
-        let location = Location::parse(database);
-        let pool = connect(&location).await?;
-        Self::on(pool, location.engine(), name).await
+impl<B: Backend> Clone for Queue<B> {
+    fn clone(&self) -> Self {
+        Queue {
+            pool: self.pool.clone(),
+            name: Arc::clone(&self.name),
+            max_attempts: self.max_attempts,
+        }
     }
+}
 
-    /// The queue `name` on an open pool; creates the table, or brings it to this version.
+impl<B: Backend> Queue<B> {
+    /// The queue `name` on `pool` (the pool of the service's stores and tables, so that a job
+    /// can commit with them); creates the table, or brings it to this version.
     ///
     /// # Errors
     ///
     /// [`QueueError::Schema`] if the database's table is newer than this library's.
-    pub async fn on(pool: AnyPool, engine: Engine, name: &str) -> Result<Self, QueueError> {
+    pub async fn on(pool: sqlx::Pool<B>, name: &str) -> Result<Self, QueueError> {
         let queue = Queue {
             pool,
-            engine,
             name: name.into(),
             max_attempts: DEFAULT_MAX_ATTEMPTS,
         };
-        <Generic as Run<Any>>::migrate(&queue.pool, engine.dialect(), &sql::SCHEMA).await?;
+        <B::Run as Run<B>>::migrate(&queue.pool, B::DIALECT, &sql::SCHEMA).await?;
         Ok(queue)
     }
 
+    /// Opens a pool on `database` the way the stores do (a SQLite file, created if missing, with
+    /// write-ahead logging, `synchronous = FULL` and a busy timeout of 5 s; a PostgreSQL URL,
+    /// connected on first use, with an acquire timeout of 3 s), then [`on`](Queue::on).
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Database`] if `database` is not a location of engine `B` (a PostgreSQL URL
+    /// for `Queue<Sqlite>`) or cannot be opened.
+    pub async fn open(database: &str, name: &str) -> Result<Self, QueueError> {
+        let pool = B::connect(&Location::parse(database)).await?;
+        Self::on(pool, name).await
+    }
+
     /// The attempts each job enqueued from now on gets before it is dead (at least 1).
+    #[must_use]
     pub fn with_max_attempts(mut self, attempts: u32) -> Self {
         self.max_attempts = attempts.max(1);
         self
@@ -231,31 +244,19 @@ impl Queue {
         &self.name
     }
 
-    /// The engine.
-    pub fn engine(&self) -> Engine {
-        self.engine
-    }
-
     /// The pool, for the caller's own tables in the same database.
-    pub fn pool(&self) -> &AnyPool {
+    pub fn pool(&self) -> &sqlx::Pool<B> {
         &self.pool
     }
 
     fn sql(&self) -> &'static Statements {
-        static SQLITE: LazyLock<Statements> =
-            LazyLock::new(|| Statements::new(Engine::Sqlite.dialect()));
-        static POSTGRES: LazyLock<Statements> =
-            LazyLock::new(|| Statements::new(Engine::Postgres.dialect()));
-        match self.engine {
-            Engine::Sqlite => &SQLITE,
-            Engine::Postgres => &POSTGRES,
-        }
+        Statements::of(B::DIALECT)
     }
 
     /// A transaction on the queue's database. On SQLite it takes the write lock at once
     /// (`BEGIN IMMEDIATE`), so that it never fails halfway for want of it.
-    pub async fn begin(&self) -> Result<Tx, QueueError> {
-        Ok(self.pool.begin_with(self.engine.dialect().begin).await?)
+    pub async fn begin(&self) -> Result<Tx<B>, QueueError> {
+        Ok(self.pool.begin_with(B::DIALECT.begin).await?)
     }
 
     /// Enqueues a job for `payload` under `key`, in a transaction of its own.
@@ -270,39 +271,35 @@ impl Queue {
         Ok(enqueued)
     }
 
-    /// Enqueues a job for `payload` under `key` in the caller's transaction, so that it commits
-    /// together with the caller's rows, or not at all. The job is available at once.
+    /// Enqueues a job for `payload` under `key` in the caller's transaction (a store guard's,
+    /// or any other on the queue's database), so that it commits together with the caller's
+    /// rows, or not at all. The job is available once that transaction commits.
     ///
     /// A key already in the queue adds nothing: the answer names the job that has it, whatever
     /// its state, so that enqueueing is safe to repeat. The same key with another payload is
     /// [`QueueError::KeyReused`].
     pub async fn enqueue_in<P: Serialize>(
         &self,
-        tx: &mut Tx,
+        tx: &mut sqlx::Transaction<'_, B>,
         key: &str,
         payload: &P,
     ) -> Result<Enqueued, QueueError> {
         let payload = serde_json::to_string(payload).map_err(QueueError::Codec)?;
-        let inserted = sqlx::query(self.sql().enqueue.as_str())
-            .bind(&*self.name)
-            .bind(key)
-            .bind(&payload)
-            .bind(i64::from(self.max_attempts))
-            .execute(&mut **tx)
-            .await?
-            .rows_affected();
-        let row = sqlx::query(self.sql().find.as_str())
-            .bind(&*self.name)
-            .bind(key)
-            .fetch_one(&mut **tx)
-            .await?;
-        let stored: String = row.try_get("payload")?;
+        let (new, id, stored) = RunOn::<B>::enqueue_in(
+            &mut **tx,
+            self.sql(),
+            &self.name,
+            key,
+            &payload,
+            i64::from(self.max_attempts),
+        )
+        .await?;
         if stored != payload {
             return Err(QueueError::KeyReused { key: key.into() });
         }
         Ok(Enqueued {
-            job: JobId(row.try_get("id")?),
-            new: inserted == 1,
+            job: JobId(id),
+            new,
         })
     }
 
@@ -312,20 +309,15 @@ impl Queue {
         &self,
         worker: &str,
         lease: Duration,
-    ) -> Result<Option<Claimed<P>>, QueueError> {
+    ) -> Result<Option<Claimed<P, B>>, QueueError> {
         let token = crate::sql::new_token();
-        let Some(row) = sqlx::query(self.sql().claim.as_str())
-            .bind(&*self.name)
-            .bind(crate::sql::capped_ms(lease))
-            .bind(token)
-            .bind(worker)
-            .fetch_optional(&self.pool)
-            .await?
-        else {
+        let lease = crate::sql::capped_ms(lease);
+        let claimed =
+            RunOn::<B>::claim(&self.pool, self.sql(), &self.name, lease, token, worker).await?;
+        let Some((id, key, payload, attempts, max_attempts)) = claimed else {
             return Ok(None);
         };
-        let id = JobId(row.try_get("id")?);
-        let payload: String = row.try_get("payload")?;
+        let id = JobId(id);
         let claim = Claim {
             queue: self.clone(),
             id,
@@ -343,10 +335,10 @@ impl Queue {
         Ok(Some(Claimed {
             job: Job {
                 id,
-                key: row.try_get("key")?,
+                key,
                 payload,
-                attempt: count(row.try_get("attempts")?),
-                max_attempts: count(row.try_get("max_attempts")?),
+                attempt: count(attempts),
+                max_attempts: count(max_attempts),
             },
             claim,
         }))
@@ -355,53 +347,42 @@ impl Queue {
     /// Running jobs whose lease ended on their last attempt go dead, with the reason; returns
     /// how many. A worker calls it when it finds nothing to claim.
     pub async fn bury_abandoned(&self) -> Result<u64, QueueError> {
-        let buried = sqlx::query(self.sql().bury.as_str())
-            .bind(&*self.name)
-            .execute(&self.pool)
-            .await?
-            .rows_affected();
-        Ok(buried)
+        Ok(RunOn::<B>::on_queue(&self.pool, &self.sql().bury, &self.name).await?)
     }
 
     /// How long until the next available or running job is due: `Some(ZERO)` when one is due
     /// now, `None` when the queue has none (every job is done or dead).
     pub async fn next_due(&self) -> Result<Option<Duration>, QueueError> {
-        let row = sqlx::query(self.sql().next_due.as_str())
-            .bind(&*self.name)
-            .fetch_one(&self.pool)
-            .await?;
-        let gap: Option<i64> = row.try_get(0)?;
+        let (_, gap) = RunOn::<B>::numbers(&self.pool, &self.sql().next_due, &self.name).await?;
         Ok(gap.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))))
     }
 
     /// Every job of this queue, oldest first.
     pub async fn jobs(&self) -> Result<Vec<JobRecord>, QueueError> {
-        let rows = sqlx::query(self.sql().list.as_str())
-            .bind(&*self.name)
-            .fetch_all(&self.pool)
-            .await?;
-        rows.iter()
-            .map(|row| {
-                let state: String = row.try_get("state")?;
-                Ok(JobRecord {
-                    id: JobId(row.try_get("id")?),
-                    key: row.try_get("key")?,
-                    payload: row.try_get("payload")?,
-                    state: State::parse(&state)?,
-                    attempts: count(row.try_get("attempts")?),
-                    max_attempts: count(row.try_get("max_attempts")?),
-                    last_error: row.try_get("last_error")?,
-                    result: row.try_get("result")?,
-                })
-            })
+        let rows = RunOn::<B>::list(&self.pool, self.sql(), &self.name).await?;
+        rows.into_iter()
+            .map(
+                |(id, key, payload, state, attempts, max_attempts, last_error, result)| {
+                    Ok(JobRecord {
+                        id: JobId(id),
+                        key,
+                        payload,
+                        state: State::parse(&state)?,
+                        attempts: count(attempts),
+                        max_attempts: count(max_attempts),
+                        last_error,
+                        result,
+                    })
+                },
+            )
             .collect()
     }
 }
 
-impl fmt::Debug for Queue {
+impl<B: Backend> fmt::Debug for Queue<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Queue")
-            .field("engine", &self.engine)
+            .field("engine", &B::LABEL)
             .field("name", &self.name)
             .field("max_attempts", &self.max_attempts)
             .finish_non_exhaustive()
@@ -445,29 +426,38 @@ pub struct Job<P> {
 
 /// A job this worker holds, and the claim that lets it finish the job.
 #[derive(Debug)]
-pub struct Claimed<P> {
+pub struct Claimed<P, B: Backend> {
     /// The job.
     pub job: Job<P>,
-    claim: Claim,
+    claim: Claim<B>,
 }
 
-impl<P> Claimed<P> {
+impl<P, B: Backend> Claimed<P, B> {
     /// Splits off the claim, which finishes the job, from the job itself.
-    pub fn into_parts(self) -> (Job<P>, Claim) {
+    pub fn into_parts(self) -> (Job<P>, Claim<B>) {
         (self.job, self.claim)
     }
 }
 
 /// The right to finish one job: its id and this claim's token. Every method is refused with
 /// [`QueueError::Superseded`] once another worker has taken the job over.
-#[derive(Clone)]
-pub struct Claim {
-    queue: Queue,
+pub struct Claim<B: Backend> {
+    queue: Queue<B>,
     id: JobId,
     token: i64,
 }
 
-impl Claim {
+impl<B: Backend> Clone for Claim<B> {
+    fn clone(&self) -> Self {
+        Claim {
+            queue: self.queue.clone(),
+            id: self.id,
+            token: self.token,
+        }
+    }
+}
+
+impl<B: Backend> Claim<B> {
     fn sql(&self) -> &'static Statements {
         self.queue.sql()
     }
@@ -479,13 +469,8 @@ impl Claim {
 
     /// A full `lease` from now.
     pub async fn renew(&self, lease: Duration) -> Result<(), QueueError> {
-        let renewed = sqlx::query(self.sql().renew.as_str())
-            .bind(self.id.0)
-            .bind(self.token)
-            .bind(crate::sql::capped_ms(lease))
-            .execute(&self.queue.pool)
-            .await?
-            .rows_affected();
+        let lease = crate::sql::capped_ms(lease);
+        let renewed = self.change(&self.sql().renew, Some(lease), None).await?;
         self.held(renewed)
     }
 
@@ -497,15 +482,14 @@ impl Claim {
 
     /// Done, with `result`, in `tx`, which holds the handler's own rows; commits. When the job
     /// was taken over, the transaction rolls back, so the handler's rows are undone too.
-    pub async fn complete_in<R: Serialize>(self, mut tx: Tx, result: &R) -> Result<(), QueueError> {
+    pub async fn complete_in<R: Serialize>(
+        self,
+        mut tx: Tx<B>,
+        result: &R,
+    ) -> Result<(), QueueError> {
         let result = serde_json::to_string(result).map_err(QueueError::Codec)?;
-        let completed = sqlx::query(self.sql().complete.as_str())
-            .bind(self.id.0)
-            .bind(self.token)
-            .bind(result)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+        let completed =
+            RunOn::<B>::complete_in(&mut *tx, self.sql(), self.id.0, self.token, &result).await?;
         // Dropping `tx` without a commit rolls it back.
         self.held(completed)?;
         tx.commit().await?;
@@ -515,48 +499,53 @@ impl Claim {
     /// The attempt failed with `error`: available again after `pause`, or dead with the error
     /// when it was the last attempt.
     pub async fn retry_later(self, error: &str, pause: Duration) -> Result<Retried, QueueError> {
-        let row = sqlx::query(self.sql().retry.as_str())
-            .bind(self.id.0)
-            .bind(self.token)
-            .bind(crate::sql::capped_ms(pause))
-            .bind(error)
-            .fetch_optional(&self.queue.pool)
-            .await?;
-        let Some(row) = row else {
-            return Err(QueueError::Superseded { job: self.id });
-        };
-        let state: String = row.try_get("state")?;
-        Ok(if state == "dead" {
-            Retried::Dead
-        } else {
-            Retried::Later
-        })
+        let pause = crate::sql::capped_ms(pause);
+        let state = RunOn::<B>::retry(
+            &self.queue.pool,
+            self.sql(),
+            self.id.0,
+            self.token,
+            pause,
+            error,
+        )
+        .await?;
+        match state.as_deref() {
+            None => Err(QueueError::Superseded { job: self.id }),
+            Some("dead") => Ok(Retried::Dead),
+            Some(_) => Ok(Retried::Later),
+        }
     }
 
     /// Not now, for a reason that is not the job's (the breaker refused the call, so the service
     /// was never asked): available again after `pause`, and the attempt does not count.
     pub async fn snooze(self, pause: Duration, reason: &str) -> Result<(), QueueError> {
-        let snoozed = sqlx::query(self.sql().snooze.as_str())
-            .bind(self.id.0)
-            .bind(self.token)
-            .bind(crate::sql::capped_ms(pause))
-            .bind(reason)
-            .execute(&self.queue.pool)
-            .await?
-            .rows_affected();
+        let pause = crate::sql::capped_ms(pause);
+        let snoozed = self
+            .change(&self.sql().snooze, Some(pause), Some(reason))
+            .await?;
         self.held(snoozed)
     }
 
     /// Dead, with `error`: a permanent failure that no retry will get past.
     pub async fn kill(self, error: &str) -> Result<(), QueueError> {
-        let killed = sqlx::query(self.sql().kill.as_str())
-            .bind(self.id.0)
-            .bind(self.token)
-            .bind(error)
-            .execute(&self.queue.pool)
-            .await?
-            .rows_affected();
+        let killed = self.change(&self.sql().kill, None, Some(error)).await?;
         self.held(killed)
+    }
+
+    async fn change(
+        &self,
+        statement: &'static str,
+        number: Option<i64>,
+        text: Option<&str>,
+    ) -> Result<u64, sqlx::Error> {
+        RunOn::<B>::change(
+            &self.queue.pool,
+            statement,
+            self.id.0,
+            self.token,
+            (number, text),
+        )
+        .await
     }
 
     fn held(&self, rows: u64) -> Result<(), QueueError> {
@@ -568,7 +557,7 @@ impl Claim {
     }
 }
 
-impl fmt::Debug for Claim {
+impl<B: Backend> fmt::Debug for Claim<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Claim")
             .field("queue", &self.queue.name)

@@ -8,7 +8,10 @@
 //! process's: on PostgreSQL every replica then agrees on when a lease ended, whatever its own
 //! clock says.
 
-use crate::sql::{Dialect, Schema, render};
+use crate::sql::{Affected, Dialect, Generic, Schema, render};
+use sqlx::{Pool, Row};
+use std::future::Future;
+use std::sync::LazyLock;
 
 /// The table, version by version. Version 1 is the table that the queue created before it had
 /// versions (`CREATE … IF NOT EXISTS`), so a database made then is adopted as it is.
@@ -41,7 +44,7 @@ CREATE INDEX IF NOT EXISTS retry_jobs_due ON retry_jobs (queue, run_at)
 
 /// One engine's statements.
 #[derive(Debug)]
-pub(super) struct Statements {
+pub struct Statements {
     /// `$1` queue, `$2` key, `$3` payload, `$4` max attempts: a new available job, or nothing
     /// when the key is already in the queue.
     pub(super) enqueue: String,
@@ -69,10 +72,25 @@ pub(super) struct Statements {
     pub(super) next_due: String,
     /// `$1` queue: every job, oldest first.
     pub(super) list: String,
+    /// `$1` queue: the waiting jobs, and the earliest `run_at` against the clock.
+    pub(super) observe: String,
 }
 
 impl Statements {
-    pub(super) fn new(dialect: &Dialect) -> Self {
+    /// The statements in `dialect` (one of the layer's two), rendered on first use.
+    pub fn of(dialect: &'static Dialect) -> &'static Self {
+        static SQLITE: LazyLock<Statements> =
+            LazyLock::new(|| Statements::new(&crate::sql::SQLITE));
+        static POSTGRES: LazyLock<Statements> =
+            LazyLock::new(|| Statements::new(&crate::sql::POSTGRES));
+        if std::ptr::eq(dialect, &crate::sql::SQLITE) {
+            &SQLITE
+        } else {
+            &POSTGRES
+        }
+    }
+
+    fn new(dialect: &Dialect) -> Self {
         let sql = |template: &str| render(template, dialect);
         Statements {
             enqueue: sql(
@@ -122,6 +140,265 @@ impl Statements {
                 "SELECT id, key, payload, state, attempts, max_attempts, last_error, result \
                  FROM retry_jobs WHERE queue = $1 ORDER BY id",
             ),
+            observe: sql("SELECT COUNT(*), MIN(run_at) - {clock} \
+                 FROM retry_jobs WHERE queue = $1 AND state = 'available'"),
         }
+    }
+}
+
+/// A claimed job's row: id, key, payload, attempts, max attempts.
+pub type ClaimedRow = (i64, String, String, i64, i64);
+
+/// A job's row as [`super::Queue::jobs`] lists it: id, key, payload, state, attempts, max
+/// attempts, last error, result.
+pub type JobRow = (
+    i64,
+    String,
+    String,
+    String,
+    i64,
+    i64,
+    Option<String>,
+    Option<String>,
+);
+
+/// The queue's statements on one driver, written once ([`Generic`] for every driver that has
+/// what they need), as the stores' are ([`crate::sql::Run`]).
+pub trait RunQueue<DB: sqlx::Database> {
+    /// Enqueues in the caller's transaction, then reads the job with the key: whether this
+    /// statement added it, its id and its stored payload.
+    fn enqueue_in(
+        connection: &mut DB::Connection,
+        sql: &'static Statements,
+        queue: &str,
+        key: &str,
+        payload: &str,
+        max_attempts: i64,
+    ) -> impl Future<Output = Result<(bool, i64, String), sqlx::Error>> + Send;
+
+    /// Hands the oldest due job to `worker`.
+    fn claim(
+        pool: &Pool<DB>,
+        sql: &'static Statements,
+        queue: &str,
+        lease: i64,
+        token: i64,
+        worker: &str,
+    ) -> impl Future<Output = Result<Option<ClaimedRow>, sqlx::Error>> + Send;
+
+    /// A statement on one job of its holder (`$1` id, `$2` token, then `rest`): the rows it
+    /// changed.
+    fn change(
+        pool: &Pool<DB>,
+        statement: &'static str,
+        id: i64,
+        token: i64,
+        rest: (Option<i64>, Option<&str>),
+    ) -> impl Future<Output = Result<u64, sqlx::Error>> + Send;
+
+    /// Completes the job in the caller's transaction: the rows it changed.
+    fn complete_in(
+        connection: &mut DB::Connection,
+        sql: &'static Statements,
+        id: i64,
+        token: i64,
+        result: &str,
+    ) -> impl Future<Output = Result<u64, sqlx::Error>> + Send;
+
+    /// The retry statement: the job's new state, or `None` when the token no longer holds it.
+    fn retry(
+        pool: &Pool<DB>,
+        sql: &'static Statements,
+        id: i64,
+        token: i64,
+        pause: i64,
+        error: &str,
+    ) -> impl Future<Output = Result<Option<String>, sqlx::Error>> + Send;
+
+    /// A statement on the whole queue (`$1` queue): the rows it changed.
+    fn on_queue(
+        pool: &Pool<DB>,
+        statement: &'static str,
+        queue: &str,
+    ) -> impl Future<Output = Result<u64, sqlx::Error>> + Send;
+
+    /// Two numbers about the queue (`$1` queue): the first column (if the statement has two)
+    /// and the last, `NULL` as `None`.
+    fn numbers(
+        pool: &Pool<DB>,
+        statement: &'static str,
+        queue: &str,
+    ) -> impl Future<Output = Result<(Option<i64>, Option<i64>), sqlx::Error>> + Send;
+
+    /// Every job of the queue, oldest first.
+    fn list(
+        pool: &Pool<DB>,
+        sql: &'static Statements,
+        queue: &str,
+    ) -> impl Future<Output = Result<Vec<JobRow>, sqlx::Error>> + Send;
+}
+
+impl<DB> RunQueue<DB> for Generic
+where
+    DB: sqlx::Database,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+    DB::Arguments: sqlx::IntoArguments<DB>,
+    for<'q> i64: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
+    for<'q> Option<i64>: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB>,
+    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    for<'q> Option<&'q str>: sqlx::Encode<'q, DB>,
+    for<'q> String: sqlx::Decode<'q, DB> + sqlx::Type<DB>,
+    for<'q> Option<String>: sqlx::Decode<'q, DB>,
+    usize: sqlx::ColumnIndex<DB::Row>,
+    DB::QueryResult: Affected,
+{
+    async fn enqueue_in(
+        connection: &mut DB::Connection,
+        sql: &'static Statements,
+        queue: &str,
+        key: &str,
+        payload: &str,
+        max_attempts: i64,
+    ) -> Result<(bool, i64, String), sqlx::Error> {
+        let inserted = sqlx::query(sql.enqueue.as_str())
+            .bind(queue)
+            .bind(key)
+            .bind(payload)
+            .bind(max_attempts)
+            .execute(&mut *connection)
+            .await?
+            .rows();
+        let row = sqlx::query(sql.find.as_str())
+            .bind(queue)
+            .bind(key)
+            .fetch_one(&mut *connection)
+            .await?;
+        Ok((inserted == 1, row.try_get(0)?, row.try_get(1)?))
+    }
+
+    async fn claim(
+        pool: &Pool<DB>,
+        sql: &'static Statements,
+        queue: &str,
+        lease: i64,
+        token: i64,
+        worker: &str,
+    ) -> Result<Option<ClaimedRow>, sqlx::Error> {
+        let row = sqlx::query(sql.claim.as_str())
+            .bind(queue)
+            .bind(lease)
+            .bind(token)
+            .bind(worker)
+            .fetch_optional(pool)
+            .await?;
+        row.map(|row| {
+            Ok((
+                row.try_get(0)?,
+                row.try_get(1)?,
+                row.try_get(2)?,
+                row.try_get(3)?,
+                row.try_get(4)?,
+            ))
+        })
+        .transpose()
+    }
+
+    async fn change(
+        pool: &Pool<DB>,
+        statement: &'static str,
+        id: i64,
+        token: i64,
+        (number, text): (Option<i64>, Option<&str>),
+    ) -> Result<u64, sqlx::Error> {
+        let mut query = sqlx::query(statement).bind(id).bind(token);
+        if let Some(number) = number {
+            query = query.bind(number);
+        }
+        if let Some(text) = text {
+            query = query.bind(text);
+        }
+        Ok(query.execute(pool).await?.rows())
+    }
+
+    async fn complete_in(
+        connection: &mut DB::Connection,
+        sql: &'static Statements,
+        id: i64,
+        token: i64,
+        result: &str,
+    ) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(sql.complete.as_str())
+            .bind(id)
+            .bind(token)
+            .bind(result)
+            .execute(connection)
+            .await?;
+        Ok(done.rows())
+    }
+
+    async fn retry(
+        pool: &Pool<DB>,
+        sql: &'static Statements,
+        id: i64,
+        token: i64,
+        pause: i64,
+        error: &str,
+    ) -> Result<Option<String>, sqlx::Error> {
+        let row = sqlx::query(sql.retry.as_str())
+            .bind(id)
+            .bind(token)
+            .bind(pause)
+            .bind(error)
+            .fetch_optional(pool)
+            .await?;
+        row.map(|row| row.try_get(0)).transpose()
+    }
+
+    async fn on_queue(
+        pool: &Pool<DB>,
+        statement: &'static str,
+        queue: &str,
+    ) -> Result<u64, sqlx::Error> {
+        Ok(sqlx::query(statement)
+            .bind(queue)
+            .execute(pool)
+            .await?
+            .rows())
+    }
+
+    async fn numbers(
+        pool: &Pool<DB>,
+        statement: &'static str,
+        queue: &str,
+    ) -> Result<(Option<i64>, Option<i64>), sqlx::Error> {
+        let row = sqlx::query(statement).bind(queue).fetch_one(pool).await?;
+        let last = row.len() - 1;
+        let first = if last > 0 { row.try_get(0)? } else { None };
+        Ok((first, row.try_get(last)?))
+    }
+
+    async fn list(
+        pool: &Pool<DB>,
+        sql: &'static Statements,
+        queue: &str,
+    ) -> Result<Vec<JobRow>, sqlx::Error> {
+        let rows = sqlx::query(sql.list.as_str())
+            .bind(queue)
+            .fetch_all(pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok((
+                    row.try_get(0)?,
+                    row.try_get(1)?,
+                    row.try_get(2)?,
+                    row.try_get(3)?,
+                    row.try_get(4)?,
+                    row.try_get(5)?,
+                    row.try_get(6)?,
+                    row.try_get(7)?,
+                ))
+            })
+            .collect()
     }
 }

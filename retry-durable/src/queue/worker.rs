@@ -2,7 +2,8 @@
 //! circuit breaker as the calls the jobs make.
 
 use super::metrics::{self, Attempt};
-use super::{Claim, Claimed, Job, JobId, Queue, QueueError, Retried, Tx};
+use super::{Claim, Claimed, Job, JobId, Queue, QueueError, Retried};
+use crate::sql::Backend;
 use retry_runtime::{BreakerState, CircuitBreaker, Policy, Transient};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -13,14 +14,15 @@ use tokio::task::JoinSet;
 use tokio::time::{Instant, MissedTickBehavior};
 
 /// What a handler decided about its job. The worker carries it out under the job's claim, so
-/// that a worker whose job was taken over changes nothing.
+/// that a worker whose job was taken over changes nothing. `B` is the queue's engine (the
+/// transaction of [`DoneIn`](Outcome::DoneIn) is on it).
 #[derive(Debug)]
-pub enum Outcome<R> {
+pub enum Outcome<R, B: sqlx::Database> {
     /// Done, with this result.
     Done(R),
     /// Done, with this result, committed in this transaction together with the handler's own
     /// rows (the e-mail with the result): both or neither.
-    DoneIn(Tx, R),
+    DoneIn(sqlx::Transaction<'static, B>, R),
     /// The attempt failed with this error and another may succeed: available again after the
     /// worker's backoff for this attempt, or dead if it was the last.
     RetryLater(String),
@@ -164,12 +166,17 @@ impl Worker {
     /// # Errors
     ///
     /// A database error that is not transient; transient ones are waited out.
-    pub async fn run<P, R, F, Fut>(&self, queue: &Queue, handler: F) -> Result<Drained, QueueError>
+    pub async fn run<B, P, R, F, Fut>(
+        &self,
+        queue: &Queue<B>,
+        handler: F,
+    ) -> Result<Drained, QueueError>
     where
+        B: Backend,
         P: DeserializeOwned + Send + 'static,
         R: Serialize + Send + Sync + 'static,
         F: Fn(Job<P>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Outcome<R>> + Send + 'static,
+        Fut: Future<Output = Outcome<R, B>> + Send + 'static,
     {
         let handler = Arc::new(handler);
         let mut in_flight: JoinSet<Finished> = JoinSet::new();
@@ -258,16 +265,17 @@ impl Worker {
     }
 
     /// Runs `handler` on one job while renewing its lease, then records the outcome.
-    fn run_one<P, R, F, Fut>(
+    fn run_one<B, P, R, F, Fut>(
         &self,
-        claimed: Claimed<P>,
+        claimed: Claimed<P, B>,
         handler: F,
     ) -> impl Future<Output = Finished> + Send + 'static
     where
+        B: Backend,
         P: Send + 'static,
         R: Serialize + Send + Sync + 'static,
         F: FnOnce(Job<P>) -> Fut + Send + 'static,
-        Fut: Future<Output = Outcome<R>> + Send + 'static,
+        Fut: Future<Output = Outcome<R, B>> + Send + 'static,
     {
         let lease = self.lease;
         let backoff = self.backoff;
@@ -327,9 +335,9 @@ impl Drained {
     }
 }
 
-async fn record<R: Serialize + Sync>(
-    claim: Claim,
-    outcome: Outcome<R>,
+async fn record<B: Backend, R: Serialize + Sync>(
+    claim: Claim<B>,
+    outcome: Outcome<R, B>,
     attempt: u32,
     backoff: &Policy,
 ) -> Finished {
@@ -398,7 +406,7 @@ async fn wait_or_one_finishes(
 
 /// Sets the queue's gauges; a failure leaves them as they were.
 #[cfg(feature = "metrics")]
-async fn observe(queue: &Queue) {
+async fn observe<B: Backend>(queue: &Queue<B>) {
     if let Err(e) = queue.observe().await {
         tracing::debug!(error = %e, "cannot read the queue's depth for its gauges");
     }

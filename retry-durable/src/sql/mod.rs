@@ -8,10 +8,10 @@
 //! each other's rows. Parameters are `$1`, `$2`, ... on both engines (sqlx numbers SQLite's `$N`
 //! as PostgreSQL does).
 //!
-//! The typed stores reach the generic statements through [`Backend`], which `sqlx::Sqlite` and
-//! `sqlx::Postgres` implement: the compiler checks that each engine has every piece. The queue,
-//! whose pool is sqlx's `Any`, picks a [`Dialect`] by its engine at run time and runs the same
-//! migration ([`Run::migrate`] for `Any`).
+//! The stores and the queue reach the generic statements through [`Backend`], which
+//! `sqlx::Sqlite` and `sqlx::Postgres` implement: the compiler checks that each engine has every
+//! piece. Both run on the same typed pool, so that one transaction holds a store's claim and a
+//! queue's job.
 
 // Without an engine feature there is no store, and the queue has no driver to run on: the
 // stores' part of the layer is compiled but unused.
@@ -22,7 +22,9 @@
 
 mod run;
 
-pub use run::{ClaimRow, Claimed, Generic, InFlight, Run, STORE_SCHEMA, StoreStatements, Taken};
+pub use run::{
+    Affected, ClaimRow, Claimed, Generic, InFlight, Run, STORE_SCHEMA, StoreStatements, Taken,
+};
 
 use retry_runtime::Transient;
 use std::fmt;
@@ -89,9 +91,9 @@ pub fn render(template: &str, dialect: &Dialect) -> String {
         .replace("{skip_locked}", dialect.skip_locked)
 }
 
-/// The database an idempotency store runs on: `sqlx::Sqlite` (feature `sqlite`) or
-/// `sqlx::Postgres` (feature `postgres`). Sealed: the store's statements are written for these
-/// two.
+/// The database the idempotency stores and the job queue run on: `sqlx::Sqlite` (feature
+/// `sqlite`) or `sqlx::Postgres` (feature `postgres`). Sealed: the statements are written for
+/// these two.
 pub trait Backend: sqlx::Database + sealed::Engine {}
 
 pub mod sealed {
@@ -101,8 +103,15 @@ pub mod sealed {
     pub trait Engine: sqlx::Database {
         /// The engine's SQL.
         const DIALECT: &'static super::Dialect;
-        /// The statements, on this driver.
+        /// The stores' statements, on this driver.
         type Run: super::Run<Self>;
+        /// The queue's statements, on this driver.
+        type Queue: crate::queue::sql::RunQueue<Self>;
+        /// A pool on `location`, set up as the stores and the queue want it; an error if the
+        /// location is another engine's.
+        fn connect(
+            location: &crate::queue::Location,
+        ) -> crate::store::BoxFuture<'_, Result<sqlx::Pool<Self>, sqlx::Error>>;
         /// The name of the store on this engine, for `Debug`.
         const STORE: &'static str;
         /// The `store` label of the metrics: `sqlite` or `postgres`.
@@ -118,8 +127,58 @@ pub mod sealed {
 impl sealed::Engine for sqlx::Sqlite {
     const DIALECT: &'static Dialect = &SQLITE;
     type Run = Generic;
+    type Queue = Generic;
     const STORE: &'static str = "SqliteStore";
     const LABEL: &'static str = "sqlite";
+
+    fn connect(
+        location: &crate::queue::Location,
+    ) -> crate::store::BoxFuture<'_, Result<sqlx::Pool<Self>, sqlx::Error>> {
+        Box::pin(async move {
+            match location {
+                crate::queue::Location::Sqlite(path) => sqlite_pool(path).await,
+                crate::queue::Location::Postgres(_) => Err(other_engine("a SQLite file")),
+            }
+        })
+    }
+}
+
+/// A pool on the SQLite file at `path`, created if missing: write-ahead logging (readers never
+/// wait for the writer), `synchronous = FULL` (a commit is on disk when it returns), and a busy
+/// timeout of 5 s (a writer waits that long for another). A connection is not pinged when the
+/// pool hands it out: a file does not drop a connection as a network does, and the ping would
+/// be one more call to the connection's thread for every statement or transaction.
+#[cfg(feature = "sqlite")]
+pub async fn sqlite_pool(path: &std::path::Path) -> Result<sqlx::SqlitePool, sqlx::Error> {
+    use sqlx::sqlite::{
+        SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
+    };
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Full)
+        .busy_timeout(Duration::from_secs(5));
+    SqlitePoolOptions::new()
+        .test_before_acquire(false)
+        .connect_with(options)
+        .await
+}
+
+/// A pool on the PostgreSQL database at `url`, which connects on first use (so that a service
+/// starts while its database is down), with an acquire timeout of 3 s.
+#[cfg(feature = "postgres")]
+pub fn postgres_pool(url: &str) -> Result<sqlx::PgPool, sqlx::Error> {
+    sqlx::postgres::PgPoolOptions::new()
+        .acquire_timeout(Duration::from_secs(3))
+        .connect_lazy(url)
+}
+
+/// The error of a location of the other engine.
+fn other_engine(expected: &str) -> sqlx::Error {
+    sqlx::Error::Configuration(
+        format!("this queue runs on {expected}: open it with the location of one").into(),
+    )
 }
 #[cfg(feature = "sqlite")]
 impl Backend for sqlx::Sqlite {}
@@ -128,8 +187,20 @@ impl Backend for sqlx::Sqlite {}
 impl sealed::Engine for sqlx::Postgres {
     const DIALECT: &'static Dialect = &POSTGRES;
     type Run = Generic;
+    type Queue = Generic;
     const STORE: &'static str = "PostgresStore";
     const LABEL: &'static str = "postgres";
+
+    fn connect(
+        location: &crate::queue::Location,
+    ) -> crate::store::BoxFuture<'_, Result<sqlx::Pool<Self>, sqlx::Error>> {
+        Box::pin(async move {
+            match location {
+                crate::queue::Location::Postgres(url) => postgres_pool(url),
+                crate::queue::Location::Sqlite(_) => Err(other_engine("a PostgreSQL URL")),
+            }
+        })
+    }
 }
 #[cfg(feature = "postgres")]
 impl Backend for sqlx::Postgres {}

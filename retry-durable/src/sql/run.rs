@@ -3,7 +3,7 @@
 //! stores and the queue share, and the statements of the idempotency stores.
 
 use super::{Dialect, MigrateError, Schema, render, retry_own_statement};
-use crate::store::{BoxFuture, Claim};
+use crate::store::{BoxFuture, Claim, Mode};
 use retry_runtime::retry;
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Pool, Row, Transaction};
@@ -45,12 +45,20 @@ fn now(param: &str) -> String {
 /// or it is running with an ended lease and the same fingerprint). `$1` scope, `$2` key, `$3`
 /// fingerprint, `$4` token, `$6` lease, `$7` TTL. (A transactional claim's token is new to the
 /// table, so there the first case never holds.)
+///
+/// A row that the statement's snapshot shows taken (completed, running under its lease, another
+/// payload) is not inserted against at all (`{unless_taken}`): `ON CONFLICT DO UPDATE` locks the
+/// conflicting row even when its `WHERE` refuses the update, and on PostgreSQL that lock gives
+/// the statement a transaction id and its commit a flushed WAL record. So a replay takes no row
+/// lock and writes no WAL; a row that is free or missing in the snapshot is claimed as before,
+/// and `ON CONFLICT` decides against the newest committed row.
 const CLAIM: &str = "
 INSERT INTO retry_idempotency_keys AS k
     (scope, key, fingerprint, state, claim, token, claimed_at, lease_until, completed_at,
      expires_at, response)
 SELECT $1, $2, $3, 'running', 1, $4, now.ms, now.ms + $6, NULL, now.ms + $6 + $7, NULL
-FROM now WHERE true
+FROM now WHERE NOT EXISTS (
+    SELECT 1 FROM retry_idempotency_keys WHERE scope = $1 AND key = $2 AND NOT {unless_taken})
 ON CONFLICT (scope, key) DO UPDATE SET
     fingerprint = excluded.fingerprint,
     state = 'running',
@@ -89,6 +97,11 @@ pub struct StoreStatements {
     read: String,
     /// `$1` scope, `$2` key, `$3` token, `$4` response, `$5` injected time, `$6` TTL.
     complete: String,
+    /// The one-commit mode's completion: `$1` to `$5` as in `complete`. Its claim set the
+    /// expiry already (the claim and the completion are one transaction), so it changes no
+    /// indexed column, and on PostgreSQL the update is a heap-only tuple (no index entries, less
+    /// WAL).
+    complete_once: String,
     /// `$1` scope, `$2` key, `$3` token, `$4` injected time, `$5` lease, `$6` TTL.
     renew: String,
     /// `$1` scope, `$2` key, `$3` token: whether the token holds the key.
@@ -115,8 +128,9 @@ impl StoreStatements {
     }
 
     fn new(dialect: &Dialect) -> Self {
+        let claim = CLAIM.replace("{unless_taken}", &free("$3", "$4"));
         let claim_or_read = format!(
-            "{now}, claimed AS ({CLAIM})
+            "{now}, claimed AS ({claim})
 SELECT TRUE AS claimed, claim, NULL::BIGINT AS fingerprint, NULL::TEXT AS state,
        NULL::BYTEA AS response
 FROM claimed
@@ -128,7 +142,7 @@ WHERE scope = $1 AND key = $2 AND NOT EXISTS (SELECT 1 FROM claimed) AND NOT {fr
             free = free("$3", "$4"),
         );
         let statements = [
-            format!("{} {CLAIM}", now("$5")),
+            format!("{} {claim}", now("$5")),
             format!(
                 "{} SELECT fingerprint, state, response, {} AS free
 FROM retry_idempotency_keys, now WHERE scope = $1 AND key = $2",
@@ -139,6 +153,12 @@ FROM retry_idempotency_keys, now WHERE scope = $1 AND key = $2",
                 "{} UPDATE retry_idempotency_keys
 SET state = 'completed', response = $4, completed_at = now.ms, lease_until = NULL,
     expires_at = now.ms + $6
+FROM now WHERE scope = $1 AND key = $2 AND token = $3",
+                now("$5")
+            ),
+            format!(
+                "{} UPDATE retry_idempotency_keys
+SET state = 'completed', response = $4, completed_at = now.ms, lease_until = NULL
 FROM now WHERE scope = $1 AND key = $2 AND token = $3",
                 now("$5")
             ),
@@ -156,7 +176,7 @@ FROM now WHERE scope = $1 AND key = $2 AND token = $3 AND state = 'running'",
             ),
         ]
         .map(|template| render(&template, dialect));
-        let [claim, read, complete, renew, purge] = statements;
+        let [claim, read, complete, complete_once, renew, purge] = statements;
         StoreStatements {
             claim,
             claim_or_read: dialect
@@ -164,6 +184,7 @@ FROM now WHERE scope = $1 AND key = $2 AND token = $3 AND state = 'running'",
                 .then(|| render(&claim_or_read, dialect)),
             read,
             complete,
+            complete_once,
             renew,
             holds: "SELECT COUNT(*) FROM retry_idempotency_keys \
                     WHERE scope = $1 AND key = $2 AND token = $3"
@@ -192,11 +213,12 @@ pub struct ClaimRow<'a> {
 /// A row that a claim may not take: its fingerprint, state and response.
 pub type Taken = (i64, String, Option<Vec<u8>>);
 
-/// What a lease-mode claim found: claimed with this number, or the row another claim holds or
-/// completed, or nothing it could claim or answer from (claimed by another request after this
-/// statement's snapshot, or released in between): claim again.
-pub enum Claimed {
-    Mine(i64),
+/// What a claim found: claimed (with its number, and in the one-commit mode the transaction
+/// that holds it), or the row another claim holds or completed, or nothing it could claim or
+/// answer from (claimed by another request after this statement's snapshot, or released in
+/// between): claim again.
+pub enum Claimed<M = i64> {
+    Mine(M),
     Other(Taken),
     Unseen,
 }
@@ -234,15 +256,16 @@ pub trait Run<DB: sqlx::Database> {
         row: &ClaimRow<'_>,
     ) -> impl Future<Output = Result<Option<Taken>, sqlx::Error>> + Send;
 
-    /// Opens a transaction and claims in it: the transaction and the claim number, or `None`
-    /// (rolled back) when the row is not free. Retried whole: a failure leaves nothing
-    /// committed.
+    /// The one-commit mode's claim: the row if a claim may not take it; else a transaction
+    /// whose first statement claims it, with the claim number; or `Unseen` (the transaction
+    /// rolled back) when another transaction claimed it meanwhile. Retried whole: a failure
+    /// leaves nothing committed.
     fn claim_in_transaction(
         pool: &Pool<DB>,
         dialect: &Dialect,
         sql: &'static StoreStatements,
         row: &ClaimRow<'_>,
-    ) -> impl Future<Output = Result<Option<(Transaction<'static, DB>, i64)>, sqlx::Error>> + Send;
+    ) -> impl Future<Output = Result<Claimed<(Transaction<'static, DB>, i64)>, sqlx::Error>> + Send;
 
     /// Completes the claim's row in `transaction`: the rows it changed.
     fn complete_in(
@@ -403,17 +426,7 @@ where
             .fetch_optional(in_flight.connection().await?)
             .await;
         in_flight.statement_ended();
-        let Some(found) = found? else {
-            return Ok(Claimed::Unseen);
-        };
-        if found.try_get::<bool, _>(0)? {
-            return Ok(Claimed::Mine(found.try_get(1)?));
-        }
-        Ok(Claimed::Other((
-            found.try_get(2)?,
-            found.try_get(3)?,
-            found.try_get(4)?,
-        )))
+        claim_or_read_answer(found?)
     }
 
     #[retry(max = 2, base = "10ms", jitter = full, on = retry_own_statement)]
@@ -446,7 +459,28 @@ where
         dialect: &Dialect,
         sql: &'static StoreStatements,
         row: &ClaimRow<'_>,
-    ) -> Result<Option<(Transaction<'static, DB>, i64)>, sqlx::Error> {
+    ) -> Result<Claimed<(Transaction<'static, DB>, i64)>, sqlx::Error> {
+        if let Some(claim_or_read) = &sql.claim_or_read {
+            // PostgreSQL: the transaction's first statement claims, or reads the row it may not
+            // claim (a replay, a mismatch, a key running in the lease mode) without locking it:
+            // one connection, `BEGIN` and one statement. A transaction that claimed nothing
+            // wrote nothing; it is dropped, and its `ROLLBACK` goes out with the connection's
+            // next message, off the request's path.
+            let mut transaction = pool.begin_with(dialect.begin).await?;
+            let found = bind_claim(sqlx::query(claim_or_read.as_str()), row)
+                .fetch_optional(&mut *transaction)
+                .await?;
+            return Ok(match claim_or_read_answer(found)? {
+                Claimed::Mine(number) => Claimed::Mine((transaction, number)),
+                Claimed::Other(taken) => Claimed::Other(taken),
+                Claimed::Unseen => Claimed::Unseen,
+            });
+        }
+        // SQLite: a read first answers every case that does not execute, without the write lock
+        // that `BEGIN IMMEDIATE` takes and that every other writer holds in turn.
+        if let Some(taken) = <Self as Run<DB>>::read(pool, sql, row).await? {
+            return Ok(Claimed::Other(taken));
+        }
         let mut transaction = pool.begin_with(dialect.begin).await?;
         let claimed = bind_claim(sqlx::query(sql.claim.as_str()), row)
             .fetch_optional(&mut *transaction)
@@ -454,12 +488,10 @@ where
         match claimed {
             Some(claimed) => {
                 let number = claimed.try_get(0)?;
-                Ok(Some((transaction, number)))
+                Ok(Claimed::Mine((transaction, number)))
             }
-            None => {
-                transaction.rollback().await?;
-                Ok(None)
-            }
+            // Claimed and committed by another transaction after the read: read it again.
+            None => Ok(Claimed::Unseen),
         }
     }
 
@@ -571,6 +603,29 @@ where
     }
 }
 
+/// What the claim-or-read statement found: the claim, the row it may not claim, or nothing.
+fn claim_or_read_answer<R>(found: Option<R>) -> Result<Claimed, sqlx::Error>
+where
+    R: Row,
+    usize: sqlx::ColumnIndex<R>,
+    for<'q> i64: sqlx::Decode<'q, R::Database> + sqlx::Type<R::Database>,
+    for<'q> String: sqlx::Decode<'q, R::Database> + sqlx::Type<R::Database>,
+    for<'q> Vec<u8>: sqlx::Decode<'q, R::Database> + sqlx::Type<R::Database>,
+    for<'q> bool: sqlx::Decode<'q, R::Database> + sqlx::Type<R::Database>,
+{
+    let Some(found) = found else {
+        return Ok(Claimed::Unseen);
+    };
+    if found.try_get::<bool, _>(0)? {
+        return Ok(Claimed::Mine(found.try_get(1)?));
+    }
+    Ok(Claimed::Other((
+        found.try_get(2)?,
+        found.try_get(3)?,
+        found.try_get(4)?,
+    )))
+}
+
 /// How many rows a statement changed: each driver's query result, under one name.
 pub trait Affected {
     /// The rows the statement inserted, updated or deleted.
@@ -586,12 +641,6 @@ impl Affected for sqlx::sqlite::SqliteQueryResult {
 
 #[cfg(feature = "postgres")]
 impl Affected for sqlx::postgres::PgQueryResult {
-    fn rows(&self) -> u64 {
-        self.rows_affected()
-    }
-}
-
-impl Affected for sqlx::any::AnyQueryResult {
     fn rows(&self) -> u64 {
         self.rows_affected()
     }
@@ -633,6 +682,11 @@ where
     &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     Vec<u8>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
 {
+    if claim.mode() == Mode::OneCommit {
+        return bind_token(sqlx::query(sql.complete_once.as_str()), claim)
+            .bind(response)
+            .bind(now);
+    }
     bind_token(sqlx::query(sql.complete.as_str()), claim)
         .bind(response)
         .bind(now)

@@ -57,7 +57,8 @@
 //! handler's writes commit with the completion, and what a crash leaves.
 
 use super::{
-    Begin, BoxFuture, DEFAULT_LEASE, DEFAULT_TTL, Fingerprint, Guard, IdempotencyStore, StoreError,
+    Begin, BoxFuture, DEFAULT_LEASE, DEFAULT_TTL, Fingerprint, Guard, IdempotencyStore, Mode,
+    StoreError,
 };
 use retry_runtime::{IdempotencyKey, Transient};
 use serde::{Deserialize, Serialize};
@@ -152,6 +153,7 @@ pub const CASES: &[&str] = &[
     "a_cancelled_begin_gives_its_claim_back_at_once",
     "purge_removes_what_expired_and_nothing_else",
     "the_store_works_behind_dyn_and_its_futures_are_send",
+    "the_one_commit_mode_executes_once_and_a_dropped_claim_frees_the_key",
 ];
 
 /// Runs the case named `case` (one of [`CASES`]) on a fresh store from `factory`; panics, naming
@@ -213,6 +215,9 @@ pub async fn check<F: StoreFactory>(factory: &F, case: &str) {
         "the_store_works_behind_dyn_and_its_futures_are_send" => {
             the_store_works_behind_dyn_and_its_futures_are_send(t).await
         }
+        "the_one_commit_mode_executes_once_and_a_dropped_claim_frees_the_key" => {
+            the_one_commit_mode_executes_once_and_a_dropped_claim_frees_the_key(t).await
+        }
         other => panic!("`{other}` is not a conformance case; the cases are CASES"),
     }
 }
@@ -252,6 +257,7 @@ macro_rules! store_conformance_tests {
             a_cancelled_begin_gives_its_claim_back_at_once,
             purge_removes_what_expired_and_nothing_else,
             the_store_works_behind_dyn_and_its_futures_are_send,
+            the_one_commit_mode_executes_once_and_a_dropped_claim_frees_the_key,
         );
     };
     (@cases $factory:expr; $($case:ident),* $(,)?) => {
@@ -913,4 +919,60 @@ async fn the_store_works_behind_dyn_and_its_futures_are_send<
         Ok(replayed) => assert_eq!(replayed, receipt(1)),
         Err(e) => std::panic::resume_unwind(e.into_panic()),
     }
+}
+
+/// The one-commit mode (`begin_with(Mode::OneCommit, ..)`) hands out the same guard with its
+/// claim in the guard's transaction: a new key executes with claim 1, a dropped guard frees the
+/// key at once (no lease to wait for), renewing has nothing to do, a completed key replays in
+/// both modes and another payload is a mismatch; a key running in the lease mode is in progress.
+async fn the_one_commit_mode_executes_once_and_a_dropped_claim_frees_the_key<
+    S: IdempotencyStore<Receipt> + 'static,
+>(
+    t: Case<S>,
+) {
+    let once = async |k: &IdempotencyKey, payload: &[u8]| {
+        t.store
+            .begin_with(Mode::OneCommit, "", k, Fingerprint::of(payload))
+            .await
+    };
+    let k = key("transfer-1");
+    let Ok(Begin::Execute(guard)) = once(&k, PAY).await else {
+        panic!("a new key executes in the one-commit mode");
+    };
+    assert_eq!((guard.mode(), guard.claim()), (Mode::OneCommit, 1));
+    ok(guard.renew().await, "renew in the one-commit mode");
+    drop(guard); // a handler that failed, returned early or was cancelled
+    let mut guard = None;
+    // The drop is immediate or, on a SQL store, a rollback queued on the claim's connection.
+    for _ in 0..1000 {
+        match once(&k, PAY).await {
+            Ok(Begin::Execute(again)) => {
+                guard = Some(again);
+                break;
+            }
+            Ok(Begin::InProgress) => tokio::time::sleep(MS).await,
+            other => panic!("a dropped one-commit claim frees the key, not {other:?}"),
+        }
+    }
+    let guard = guard.expect("the key is free again within a second");
+    assert_eq!(
+        guard.claim(),
+        1,
+        "the dropped claim left nothing to take over"
+    );
+    ok(guard.complete(&receipt(1)).await, "complete");
+    assert!(matches!(once(&k, PAY).await, Ok(Begin::Replay(r)) if r == receipt(1)));
+    assert_eq!(
+        answer(&*t.store, "", &k, PAY).await,
+        Begin::Replay(receipt(1))
+    );
+    assert!(matches!(once(&k, OTHER).await, Ok(Begin::Mismatch)));
+
+    let leased = key("transfer-2");
+    let holder = execute(&*t.store, "", &leased, PAY).await;
+    assert!(
+        matches!(once(&leased, PAY).await, Ok(Begin::InProgress)),
+        "a key running in the lease mode is in progress"
+    );
+    ok(holder.release().await, "release");
 }

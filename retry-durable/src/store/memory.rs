@@ -1,8 +1,7 @@
 //! [`MemoryStore`]: the keys in this process's memory.
 
 use super::{
-    Begin, BoxFuture, Claim, DEFAULT_LEASE, DEFAULT_TTL, Fingerprint, Guard, IdempotencyStore,
-    StoreError,
+    Begin, BoxFuture, Claim, Fingerprint, Guard, IdempotencyStore, Mode, StoreError, StoreOptions,
 };
 use retry_runtime::IdempotencyKey;
 use std::collections::HashMap;
@@ -22,14 +21,21 @@ use std::time::{Duration, Instant};
 /// covered.
 ///
 /// Leases and expiry work as in the SQL stores, on the [`Instant`] clock or one the caller
-/// moves. Expired responses leave memory at the latest a TTL after they expired: `begin` sweeps
-/// them at most once per TTL, and [`purge_expired`](IdempotencyStore::purge_expired) at once.
+/// moves, with the same [`StoreOptions`] (`max_response_bytes` aside: responses are kept as they
+/// are, not serialized). Expired responses leave memory at the latest a TTL after they expired:
+/// `begin` sweeps them at most once per TTL, and
+/// [`purge_expired`](IdempotencyStore::purge_expired) at once.
+///
+/// The one-commit mode ([`begin_with(Mode::OneCommit, ..)`](IdempotencyStore::begin_with)) has
+/// no transaction here: its claim is held without a lease until the guard completes, releases
+/// or is dropped, and a concurrent duplicate is [`InProgress`](Begin::InProgress) (where the SQL
+/// stores make it wait for the claimer's transaction).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), retry_durable::store::StoreError> {
 /// use retry_runtime::IdempotencyKey;
-/// use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore};
+/// use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore, StoreOptions};
 /// use std::sync::{Arc, Mutex};
 /// use std::time::{Duration, Instant};
 ///
@@ -37,7 +43,7 @@ use std::time::{Duration, Instant};
 /// let now = Arc::new(Mutex::new(Instant::now()));
 /// let clock = Arc::clone(&now);
 /// let store = MemoryStore::new()
-///     .ttl(Duration::from_secs(60))
+///     .with_options(StoreOptions::new().ttl(Duration::from_secs(60)))
 ///     .with_clock(move || *clock.lock().unwrap());
 ///
 /// let key = IdempotencyKey::from("payout-4711");
@@ -53,8 +59,7 @@ use std::time::{Duration, Instant};
 /// # }
 /// ```
 pub struct MemoryStore<R> {
-    ttl: Duration,
-    lease: Duration,
+    options: StoreOptions,
     clock: Box<dyn Fn() -> Instant + Send + Sync>,
     state: Mutex<State<R>>,
 }
@@ -73,6 +78,9 @@ enum Entry<R> {
         claim: u64,
         token: u64,
         renewed: Instant,
+        /// Whether a lease holds it (the lease mode), or its guard until it ends (the
+        /// one-commit mode, which nobody takes over).
+        leased: bool,
     },
     Completed {
         fingerprint: Fingerprint,
@@ -83,12 +91,10 @@ enum Entry<R> {
 }
 
 impl<R> MemoryStore<R> {
-    /// An empty store: responses kept for [`DEFAULT_TTL`], leases of [`DEFAULT_LEASE`], on the
-    /// [`Instant::now`] clock.
+    /// An empty store with the default [`StoreOptions`], on the [`Instant::now`] clock.
     pub fn new() -> Self {
         MemoryStore {
-            ttl: DEFAULT_TTL,
-            lease: DEFAULT_LEASE,
+            options: StoreOptions::new(),
             clock: Box::new(Instant::now),
             state: Mutex::new(State {
                 scopes: HashMap::new(),
@@ -97,18 +103,17 @@ impl<R> MemoryStore<R> {
         }
     }
 
-    /// Completed responses are replayed for `ttl` after completion. `Duration::MAX` keeps them
-    /// for the life of the process.
-    pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = ttl;
+    /// The same store with `options` (the TTL and the lease; responses are not serialized,
+    /// so `max_response_bytes` does not apply).
+    #[must_use]
+    pub fn with_options(mut self, options: StoreOptions) -> Self {
+        self.options = options;
         self
     }
 
-    /// A running key is held for `lease` after its claim or last renewal; after that the same
-    /// request may take it over.
-    pub fn lease(mut self, lease: Duration) -> Self {
-        self.lease = lease;
-        self
+    /// The store's settings.
+    pub fn options(&self) -> StoreOptions {
+        self.options
     }
 
     /// The same store reading the time from `clock`, for tests that move time by hand (see the
@@ -120,27 +125,23 @@ impl<R> MemoryStore<R> {
         }
     }
 
-    /// How long a stored response is replayed.
-    pub fn get_ttl(&self) -> Duration {
-        self.ttl
-    }
-
-    /// How long a running key is held without renewal.
-    pub fn get_lease(&self) -> Duration {
-        self.lease
-    }
-
     fn lock(&self) -> MutexGuard<'_, State<R>> {
         // Nothing below panics halfway through an update, so a poisoned map is still whole.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn claim(&self, scope: &str, key: &IdempotencyKey, fingerprint: Fingerprint) -> Decision<R>
+    fn claim(
+        &self,
+        mode: Mode,
+        scope: &str,
+        key: &IdempotencyKey,
+        fingerprint: Fingerprint,
+    ) -> Decision<R>
     where
         R: Clone,
     {
         let now = (self.clock)();
-        let (ttl, lease) = (self.ttl, self.lease);
+        let (ttl, lease) = (self.options.ttl, self.options.lease);
         let mut state = self.lock();
         // Durations since, not `Instant + ttl`, which overflows for a `ttl` of "forever".
         if state
@@ -160,11 +161,12 @@ impl<R> MemoryStore<R> {
             None => 1,
             Some(entry) if entry.expired(now, ttl, lease) => entry.claim() + 1,
             Some(entry) if entry.fingerprint() != fingerprint => return Decision::Mismatch,
-            Some(Entry::Running { claim, renewed, .. })
-                if now.saturating_duration_since(*renewed) >= lease =>
-            {
-                claim + 1
-            }
+            Some(Entry::Running {
+                claim,
+                renewed,
+                leased: true,
+                ..
+            }) if now.saturating_duration_since(*renewed) >= lease => claim + 1,
             Some(Entry::Running { .. }) => return Decision::InProgress,
             Some(Entry::Completed { response, .. }) => return Decision::Replay(response.clone()),
         };
@@ -173,9 +175,10 @@ impl<R> MemoryStore<R> {
             claim: number,
             token,
             renewed: now,
+            leased: mode == Mode::Lease,
         };
         entries.insert(key.clone(), running);
-        Decision::Execute(Claim::new(scope, key.clone(), number, token))
+        Decision::Execute(Claim::new(scope, key.clone(), number, token).in_mode(mode))
     }
 
     /// Applies `change` to the entry `claim` still runs, or refuses with `Superseded`.
@@ -234,8 +237,9 @@ impl<R> Default for MemoryStore<R> {
 impl<R: Clone + Send + 'static> IdempotencyStore<R> for MemoryStore<R> {
     type Transaction = ();
 
-    fn begin_scoped<'s, 'a>(
+    fn begin_with<'s, 'a>(
         &'s self,
+        mode: Mode,
         scope: &'a str,
         key: &'a IdempotencyKey,
         fingerprint: Fingerprint,
@@ -245,7 +249,7 @@ impl<R: Clone + Send + 'static> IdempotencyStore<R> for MemoryStore<R> {
     {
         let begin = super::validate_key(key.as_str())
             .map_err(StoreError::from)
-            .map(|()| match self.claim(scope, key, fingerprint) {
+            .map(|()| match self.claim(mode, scope, key, fingerprint) {
                 Decision::Execute(claim) => Begin::Execute(Guard::new(self, claim)),
                 Decision::Replay(response) => Begin::Replay(response),
                 Decision::InProgress => Begin::InProgress,
@@ -308,7 +312,7 @@ impl<R: Clone + Send + 'static> IdempotencyStore<R> for MemoryStore<R> {
     fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
         let now = (self.clock)();
         let mut state = self.lock();
-        let removed = state.remove_expired(now, self.ttl, self.lease);
+        let removed = state.remove_expired(now, self.options.ttl, self.options.lease);
         state.purged = Some(now);
         Box::pin(ready(Ok(removed)))
     }
@@ -338,6 +342,7 @@ impl<R> Entry<R> {
     fn expired(&self, now: Instant, ttl: Duration, lease: Duration) -> bool {
         match self {
             Entry::Completed { stored, .. } => now.saturating_duration_since(*stored) >= ttl,
+            Entry::Running { leased: false, .. } => false,
             Entry::Running { renewed, .. } => {
                 now.saturating_duration_since(*renewed) >= lease.saturating_add(ttl)
             }
@@ -356,8 +361,8 @@ impl<R> fmt::Debug for MemoryStore<R> {
             }
         }
         f.debug_struct("MemoryStore")
-            .field("ttl", &self.ttl)
-            .field("lease", &self.lease)
+            .field("ttl", &self.options.ttl)
+            .field("lease", &self.options.lease)
             .field("running", &running)
             .field("stored", &stored)
             .finish_non_exhaustive()
@@ -378,8 +383,7 @@ mod tests {
         let now = Arc::new(Mutex::new(Instant::now()));
         let clock = Arc::clone(&now);
         let store = MemoryStore::new()
-            .ttl(TTL)
-            .lease(LEASE)
+            .with_options(StoreOptions::new().ttl(TTL).lease(LEASE))
             .with_clock(move || *clock.lock().unwrap());
         let advance = move |by: Duration| *now.lock().unwrap() += by;
         (store, advance)
@@ -421,8 +425,8 @@ mod tests {
     #[tokio::test]
     async fn the_defaults_are_a_day_and_a_minute() {
         let store = MemoryStore::<()>::default();
-        assert_eq!(store.get_ttl(), Duration::from_secs(86_400));
-        assert_eq!(store.get_lease(), Duration::from_secs(60));
+        assert_eq!(store.options().ttl, Duration::from_secs(86_400));
+        assert_eq!(store.options().lease, Duration::from_secs(60));
     }
 
     #[tokio::test]
@@ -455,8 +459,7 @@ mod tests {
         let now = Arc::new(Mutex::new(Instant::now()));
         let clock = Arc::clone(&now);
         let store = MemoryStore::new()
-            .ttl(Duration::MAX)
-            .lease(Duration::MAX)
+            .with_options(StoreOptions::new().ttl(Duration::MAX).lease(Duration::MAX))
             .with_clock(move || *clock.lock().unwrap());
         let k = key("k1");
         let running = execute(&store, &k, b"running").await;
@@ -557,7 +560,7 @@ mod tests {
         let tokens: Vec<u64> = (0..4)
             .map(|_| {
                 let store = MemoryStore::<String>::new();
-                match store.claim("", &key("k"), Fingerprint::of(b"pay")) {
+                match store.claim(Mode::Lease, "", &key("k"), Fingerprint::of(b"pay")) {
                     Decision::Execute(claim) => claim.token(),
                     _ => panic!("a new key executes"),
                 }
@@ -583,7 +586,7 @@ mod tests {
 
     #[tokio::test]
     async fn debug_shows_counts_not_responses() {
-        let store = MemoryStore::new().ttl(TTL);
+        let store = MemoryStore::new().with_options(StoreOptions::new().ttl(TTL));
         let _running = execute(&store, &key("a"), b"pay").await;
         execute(&store, &key("b"), b"pay")
             .await
@@ -597,7 +600,7 @@ mod tests {
         );
         assert_eq!(
             format!("{:?}", execute(&store, &key("c"), b"pay").await),
-            r#"Guard { scope: "", key: IdempotencyKey("c"), claim: 1, transaction: false }"#
+            r#"Guard { scope: "", key: IdempotencyKey("c"), claim: 1, mode: Lease, transaction: false }"#
         );
     }
 }

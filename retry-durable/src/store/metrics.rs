@@ -6,7 +6,7 @@
 //! The labels are bounded: the kind of store ([`IdempotencyStore::metrics_label`]), the answer,
 //! the error's variant. Never a key, a scope, a URL or an error's message.
 
-use super::{Begin, BoxFuture, StoreError, TxBegin};
+use super::{Begin, BoxFuture, StoreError};
 use std::future::Future;
 
 /// `retry_store_begins_total{store, answer}`.
@@ -34,17 +34,6 @@ impl<R, T: Send> Answer for Begin<'_, R, T> {
     }
 }
 
-impl<R, T: Send> Answer for TxBegin<'_, R, T> {
-    fn answer(&self) -> &'static str {
-        match self {
-            TxBegin::Execute(_) => "execute",
-            TxBegin::Replay(_) => "replay",
-            TxBegin::InProgress => "in_progress",
-            TxBegin::Mismatch => "mismatch",
-        }
-    }
-}
-
 #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
 impl StoreError {
     /// The `kind` label of `retry_store_errors_total`: the variant's name in snake case.
@@ -61,7 +50,9 @@ impl StoreError {
 }
 
 /// The future of a `begin` of the store labelled `store`, boxed, counting its answer or its
-/// error when it resolves. A `begin` dropped before it answers counts nothing.
+/// error when it resolves. A `begin` dropped before it answers counts nothing. (The SQL stores
+/// use it; without their features nothing does.)
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 pub(crate) fn begin<'a, A: Answer + 'a>(
     store: &'static str,
     future: impl Future<Output = Result<A, StoreError>> + Send + 'a,

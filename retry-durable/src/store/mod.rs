@@ -17,6 +17,11 @@
 //! | no key on a route that requires one | — (the service's decision, see [`key_from_header`]) | 400 Bad Request |
 //! | a key that breaks the key rule (over 255 characters, a control character, empty; [`validate_key`]) | `Err(`[`StoreError::InvalidKey`]`)`, before any database work | 400 Bad Request |
 //!
+//! The key rule counts characters, not bytes: a valid key of 255 characters outside ASCII is up
+//! to 1,020 bytes of UTF-8, and that is what a key column must hold (the SQL stores' `TEXT`
+//! columns do). Keys in the `Idempotency-Key` header are printable ASCII
+//! ([`key_from_header`]), one byte a character.
+//!
 //! # Three stores
 //!
 //! | | [`MemoryStore`] | `SqliteStore` | `PostgresStore` |
@@ -27,9 +32,19 @@
 //! | replicas | each has its own keys: a retry on another replica pays again | processes on one machine sharing the file | every replica, anywhere |
 //! | a crash mid-payout | forgets the key and the payout's record | the payout's rows and the key's completion commit together or not at all; the key is taken over after its lease | the same |
 //! | the handler's own writes | not covered (`Transaction = ()`) | in [`Guard::transaction`], a `sqlx::Transaction` on the file | in [`Guard::transaction`], a `sqlx::Transaction` on the database |
+//! | writers at once | many | **one**: every write (a claim, a completion, the handler's own transaction) waits for the file's write lock | many |
 //!
-//! All three implement [`IdempotencyStore`], so a handler written against the trait runs on any
-//! of them; `MemoryStore` is for tests and single-process tools.
+//! All three implement [`IdempotencyStore`], with the same [`StoreOptions`], so a handler
+//! written against the trait runs on any of them; `MemoryStore` is for tests and
+//! single-process tools.
+//!
+//! **Choosing an engine.** SQLite has one writer at a time, for the whole file: with 16 requests
+//! writing at once, each write waits for the ones before it, and every write's p99 grows, the
+//! handler's own transaction included, with or without a store (measured in `bench/RESULTS.md`
+//! §6 on a loaded 2-core machine: with 16 writers, p99s of 90 to 160 ms for the handler alone
+//! and of 200 to 600 ms for a new key with a store, against about a millisecond at p50 one at a
+//! time). Replays are reads and do not wait. A service that writes from many requests
+//! at once, or runs replicas on several machines, wants PostgreSQL.
 //!
 //! # Exactly once, and where it ends
 //!
@@ -49,15 +64,78 @@
 //!
 //! # One commit per new key
 //!
-//! The flow above costs a new key two durable commits: the claim commits on its own (so that it
-//! outlives a crash and can be fenced), then the handler's transaction commits its rows with the
-//! completion. A handler whose side effects **all** live in the store's database needs only one:
-//! [`TransactionalStore::begin_in_transaction`] (`SqliteStore`, `PostgresStore`) makes the claim
-//! the first statement of the handler's own transaction, and [`TxGuard::complete`] commits the
-//! claim, the rows and the response at once. A concurrent duplicate waits for that transaction
-//! and replays its response; a rollback or a crash takes the claim with it, so no lease is
-//! needed. Handlers that call other systems keep [`IdempotencyStore::begin`]. See
-//! [`TransactionalStore`] for the choice.
+//! The flow above, the **lease mode** ([`Mode::Lease`], [`IdempotencyStore::begin`]), costs a
+//! new key two durable commits: the claim commits on its own (so that it outlives a crash and
+//! can be fenced), then the handler's transaction commits its rows with the completion. A
+//! handler whose side effects **all** live in the store's database (its rows, and jobs in a
+//! [queue](crate::queue) on the same pool) needs only one: the **one-commit mode**
+//! ([`Mode::OneCommit`], `begin_with(Mode::OneCommit, scope, key, fingerprint)`) makes the claim
+//! the first statement of the handler's own transaction, and [`Guard::complete`] commits the
+//! claim, the rows and the response at once. The two modes hand out the same [`Guard`]; they
+//! differ in what it holds:
+//!
+//! | | lease mode | one-commit mode |
+//! |---|---|---|
+//! | the claim when `begin` answers | committed, under a lease | written in the guard's open transaction |
+//! | [`Guard::transaction`] | opened on the first call, after any call to another system | the claim's transaction |
+//! | a concurrent duplicate | [`Begin::InProgress`] (409) | waits for the claimer's transaction, then [`Begin::Replay`] |
+//! | a crash, a rollback, a dropped guard | the key is released in the background, or taken over after its lease | the claim rolls back with the rows: the key is free at once |
+//! | [`Guard::renew`] | extends the lease | nothing to do |
+//!
+//! In the one-commit mode a duplicate's claim waits on the claimer's transaction (PostgreSQL's
+//! `INSERT … ON CONFLICT` on its uncommitted row, SQLite's `BEGIN IMMEDIATE` on its write lock,
+//! up to the busy timeout) and then answers from what it committed. It answers
+//! [`Begin::InProgress`] in two cases: the key is running in the lease mode, or four claims in a
+//! row each found the key claimed and committed by another transaction that the following read
+//! still did not show (a key busy with requests that keep replacing its row; rare, and a 409
+//! sends the client back later). Keep the transaction short and never call another system inside
+//! it: every duplicate of the key waits for it, holding a connection. Both modes share the
+//! table: a key running in the lease mode is `InProgress` to the one-commit mode, and a lease-mode
+//! holder whose lease ended is taken over by either.
+//!
+//! | a new key costs | round trips (PostgreSQL) | durable commits |
+//! |---|---|---|
+//! | the lease mode | the claim, then `BEGIN`, the handler's statements, the completion, `COMMIT` | two |
+//! | the one-commit mode | `BEGIN`, the claim, the handler's statements, the completion, `COMMIT` | one |
+//! | a replay, either mode | one statement (the one-commit mode: `BEGIN` and one statement) that locks no row and writes no WAL | none |
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use retry_runtime::IdempotencyKey;
+//! use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, Mode, SqliteStore};
+//!
+//! # let dir = std::env::temp_dir().join(format!("retry-doc-{}", IdempotencyKey::new()));
+//! # std::fs::create_dir_all(&dir)?;
+//! let store = SqliteStore::<String>::open(dir.join("ledger.db")).await?;
+//! store.migrate().await?;
+//! sqlx::query("CREATE TABLE ledger (key TEXT PRIMARY KEY, cents INTEGER NOT NULL)")
+//!     .execute(store.pool())
+//!     .await?;
+//!
+//! let key = IdempotencyKey::from("transfer-4711");
+//! let body = br#"{"from":1,"to":2,"cents":125000}"#;
+//! for _ in 0..2 {
+//!     match store.begin_with(Mode::OneCommit, "", &key, Fingerprint::of(body)).await? {
+//!         Begin::Execute(mut guard) => {
+//!             // The claim is already written in this transaction, not committed.
+//!             sqlx::query("INSERT INTO ledger (key, cents) VALUES (?, ?)")
+//!                 .bind(key.as_str())
+//!                 .bind(125_000_i64)
+//!                 .execute(&mut **guard.transaction().await?)
+//!                 .await?;
+//!             guard.complete(&"201 transfer T-1".to_owned()).await?; // the one commit
+//!         }
+//!         Begin::Replay(stored) => assert_eq!(stored, "201 transfer T-1"),
+//!         other => panic!("answer {:?}", other.rejection_status()),
+//!     }
+//! }
+//! let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM ledger").fetch_one(store.pool()).await?;
+//! assert_eq!(rows, 1);
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! # Leases and fencing
 //!
@@ -67,7 +145,7 @@
 //! [`Begin::Execute`] with the next **claim number** ([`Guard::claim`]: 1 for the first
 //! execution, 2 for the first takeover, ...). A handler that runs longer than the lease calls
 //! [`Guard::renew`] between its steps. A `begin` that is itself cancelled gives back the claim
-//! it wrote, like a dropped guard (see [`IdempotencyStore::begin_scoped`]).
+//! it wrote, like a dropped guard (see [`IdempotencyStore::begin_with`]).
 //!
 //! Each claim also carries a random token, and every write of a guard (complete, renew,
 //! release) names it: a **fencing token**. A holder whose key was taken over is refused with
@@ -85,7 +163,10 @@
 //! [`IdempotencyStore::purge_expired`]; run it from a timer in one replica, every few minutes to
 //! once an hour (it deletes in batches of 1,000 rows, so it never holds the table for long, and
 //! an expired key behaves as expired whether it has been deleted or not). A running key whose
-//! holder died is deleted a TTL after its lease ended.
+//! holder died is deleted a TTL after its lease ended. (In the one-commit mode the SQL stores
+//! count the TTL from the claim, a statement earlier in the same transaction as the
+//! completion, so that the completion changes no indexed column.) The TTL, the lease and the
+//! size limit below are [`StoreOptions`].
 //!
 //! # Scopes
 //!
@@ -98,7 +179,7 @@
 //!
 //! `MemoryStore` keeps `R` as it is. The SQL stores keep it as JSON (`R: Serialize +
 //! DeserializeOwned`, with `serde_json`), at most 64 KiB by default
-//! ([`DEFAULT_MAX_RESPONSE_BYTES`], configurable). A longer response is refused by
+//! ([`DEFAULT_MAX_RESPONSE_BYTES`], [`StoreOptions::max_response_bytes`]). A longer response is refused by
 //! [`Guard::complete`] with [`StoreError::TooLarge`] before anything is written: the handler's
 //! transaction rolls back, the key is released, and the service should answer 500, because the
 //! same request would fail the same way. Store what a repeat needs (a status and a small body, or
@@ -153,20 +234,20 @@ use std::time::Duration;
 pub mod conformance;
 mod memory;
 pub(crate) mod metrics;
+mod options;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
-mod transactional;
 
 pub use memory::MemoryStore;
+pub use options::{Mode, StoreOptions};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
-pub use transactional::{TransactionalStore, TxBegin, TxGuard};
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use {crate::sql::Backend, sql::SqlStore};
 
@@ -242,10 +323,13 @@ pub trait IdempotencyStore<R>: Send + Sync {
     /// the key's completion.
     type Transaction: Send;
 
-    /// Looks up `key` in `scope`: claims it for the caller if it is new, released, expired, or
-    /// its holder's lease ended, or says why the caller must not execute. See the
-    /// [module docs](self) for the cases. One atomic statement decides the claim, so two requests
-    /// that arrive together on two replicas get exactly one [`Begin::Execute`].
+    /// Looks up `key` in `scope`: claims it for the caller in `mode` if it is new, released,
+    /// expired, or its lease-mode holder's lease ended, or says why the caller must not execute.
+    /// See the [module docs](self) for the cases and [`Mode`] for the two modes, which differ in
+    /// the [`Guard`] they hand out: in [`Mode::Lease`] the claim has committed under a lease
+    /// when the guard is handed out; in [`Mode::OneCommit`] it is written in the guard's open
+    /// transaction and commits with the completion. One atomic statement decides the claim, so
+    /// two requests that arrive together on two replicas get exactly one [`Begin::Execute`].
     ///
     /// A different `fingerprint` wins over a running execution: the answer is
     /// [`Mismatch`](Begin::Mismatch), not [`InProgress`](Begin::InProgress), because the request
@@ -261,14 +345,16 @@ pub trait IdempotencyStore<R>: Send + Sync {
     /// that hung up) gives back any claim it wrote, as a dropped [`Guard`] does:
     /// [`MemoryStore`] at once; the SQL stores in a tokio task that deletes the claim by its
     /// token on the connection that ran the claim statement, after that statement, so that the
-    /// key is free again within a round trip. So does a `begin` that fails after its statement
-    /// may have committed (the connection broke before the answer). The lease returns the key
-    /// instead, a whole lease later, where the store cannot do that: no tokio runtime at the
-    /// drop, a process that dies, or a connection that breaks while the server is still
+    /// key is free again within a round trip (in the one-commit mode the claim is uncommitted,
+    /// and the dropped transaction takes it with it). So does a `begin` that fails after its
+    /// statement may have committed (the connection broke before the answer). The lease returns
+    /// the key instead, a whole lease later, where the store cannot do that: no tokio runtime at
+    /// the drop, a process that dies, or a connection that breaks while the server is still
     /// running the claim statement (the release then runs on another connection and may come
     /// first).
-    fn begin_scoped<'s, 'a>(
+    fn begin_with<'s, 'a>(
         &'s self,
+        mode: Mode,
         scope: &'a str,
         key: &'a IdempotencyKey,
         fingerprint: Fingerprint,
@@ -276,8 +362,8 @@ pub trait IdempotencyStore<R>: Send + Sync {
     where
         's: 'a;
 
-    /// [`begin_scoped`](IdempotencyStore::begin_scoped) in the scope `""`, for a service whose
-    /// keys are unique across its clients (random UUIDs from trusted callers).
+    /// [`begin_with`](IdempotencyStore::begin_with) in the lease mode and the scope `""`, for a
+    /// service whose keys are unique across its clients (random UUIDs from trusted callers).
     fn begin<'s, 'a>(
         &'s self,
         key: &'a IdempotencyKey,
@@ -286,18 +372,34 @@ pub trait IdempotencyStore<R>: Send + Sync {
     where
         's: 'a,
     {
-        self.begin_scoped("", key, fingerprint)
+        self.begin_with(Mode::Lease, "", key, fingerprint)
     }
 
-    /// Opens the transaction [`Guard::transaction`] hands out.
+    /// [`begin_with`](IdempotencyStore::begin_with) in the lease mode, in `scope` (an API
+    /// account, a tenant: see [Scopes](self#scopes)).
+    fn begin_scoped<'s, 'a>(
+        &'s self,
+        scope: &'a str,
+        key: &'a IdempotencyKey,
+        fingerprint: Fingerprint,
+    ) -> BoxFuture<'a, Result<Begin<'s, R, Self::Transaction>, StoreError>>
+    where
+        's: 'a,
+    {
+        self.begin_with(Mode::Lease, scope, key, fingerprint)
+    }
+
+    /// Opens the transaction [`Guard::transaction`] hands out in the lease mode (the one-commit
+    /// mode's guard holds its transaction from the start).
     fn transaction<'a>(
         &'a self,
         claim: &'a Claim,
     ) -> BoxFuture<'a, Result<Self::Transaction, StoreError>>;
 
-    /// Stores `response` for `claim`'s key and marks it completed, in `transaction` if the
-    /// handler opened one, and commits. Refuses with [`StoreError::Superseded`] (and rolls back)
-    /// if the claim no longer holds the key. Called by [`Guard::complete`].
+    /// Stores `response` for `claim`'s key and marks it completed, in `transaction` if there is
+    /// one (always in the one-commit mode, whose claim it holds), and commits. Refuses with
+    /// [`StoreError::Superseded`] (and rolls back) if the claim no longer holds the key. Called
+    /// by [`Guard::complete`].
     fn complete<'a>(
         &'a self,
         claim: &'a Claim,
@@ -306,12 +408,13 @@ pub trait IdempotencyStore<R>: Send + Sync {
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// Extends `claim`'s lease to a full lease from now, or refuses with
-    /// [`StoreError::Superseded`]. Called by [`Guard::renew`].
+    /// [`StoreError::Superseded`]. Called by [`Guard::renew`] in the lease mode only.
     fn renew<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// Rolls `transaction` back and forgets `claim`'s key, so that the next request executes.
-    /// Refuses with [`StoreError::Superseded`] (and changes nothing but the rollback) if the
-    /// claim no longer holds the key. Called by [`Guard::release`].
+    /// Rolls `transaction` back and forgets `claim`'s key, so that the next request executes
+    /// (in the one-commit mode the rollback is all it takes). Refuses with
+    /// [`StoreError::Superseded`] (and changes nothing but the rollback) if the claim no longer
+    /// holds the key. Called by [`Guard::release`].
     fn release<'a>(
         &'a self,
         claim: &'a Claim,
@@ -415,18 +518,32 @@ pub struct Claim {
     key: IdempotencyKey,
     number: u64,
     token: u64,
+    mode: Mode,
 }
 
 impl Claim {
-    /// A claim on `key` in `scope`, with its number and token. For implementors of
-    /// [`IdempotencyStore`].
+    /// A claim of the lease mode on `key` in `scope`, with its number and token. For
+    /// implementors of [`IdempotencyStore`].
     pub fn new(scope: &str, key: IdempotencyKey, number: u64, token: u64) -> Self {
         Claim {
             scope: scope.into(),
             key,
             number,
             token,
+            mode: Mode::Lease,
         }
+    }
+
+    /// The same claim, made in `mode`.
+    #[must_use]
+    pub fn in_mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// How the claim commits.
+    pub fn mode(&self) -> Mode {
+        self.mode
     }
 
     /// The scope the key is unique in (`""` for [`IdempotencyStore::begin`]).
@@ -451,17 +568,24 @@ impl Claim {
     }
 }
 
-/// The claim on a key whose request is being executed.
+/// The claim on a key whose request is being executed, in either [`Mode`].
 ///
 /// [`complete`](Guard::complete) stores the response for repeats (for the SQL stores in the
-/// same transaction as the handler's own writes, opened with
-/// [`transaction`](Guard::transaction)). [`release`](Guard::release) gives the key back after a
+/// same transaction as the handler's own writes, [`transaction`](Guard::transaction)). [`release`](Guard::release) gives the key back after a
 /// passing failure, so that the client's retry executes afresh; dropping the guard does the same
 /// in the background (for the SQL stores, a spawned task), so that a handler that fails, panics
 /// or is cancelled halfway does not leave the key blocked until its lease ends.
 ///
 /// Complete the guard with every *final* response, success or a permanent error; release it
 /// after a passing failure (the bank was unreachable) that a retry may get past.
+///
+/// The two modes differ in the guard, not in its type: a guard of the lease mode
+/// ([`IdempotencyStore::begin`]) holds a committed claim under a lease and opens its
+/// transaction on the first call to [`transaction`](Guard::transaction); a guard of the
+/// one-commit mode ([`IdempotencyStore::begin_with(Mode::OneCommit, ..)`]) holds the open transaction in
+/// which its claim was written, so [`transaction`](Guard::transaction) returns it at once and
+/// dropping the guard rolls the claim back with the handler's rows. [`mode`](Guard::mode) tells
+/// them apart.
 ///
 /// A handler cancelled after a side effect *outside* the database (the bank call) and before
 /// `complete` releases the key too, and the retry calls the bank again: pass the key on to the
@@ -495,9 +619,9 @@ pub struct Guard<'s, R, T: Send = ()> {
 }
 
 impl<'s, R, T: Send> Guard<'s, R, T> {
-    /// A guard over `claim`, which `store` has just handed out. For implementors of
-    /// [`IdempotencyStore`]; services get their guards from
-    /// [`begin`](IdempotencyStore::begin).
+    /// A guard over `claim`, which `store` has just handed out, with no transaction open yet
+    /// (the lease mode's). For implementors of [`IdempotencyStore`]; services get their guards
+    /// from [`begin`](IdempotencyStore::begin).
     pub fn new(store: &'s (dyn IdempotencyStore<R, Transaction = T> + 's), claim: Claim) -> Self {
         Guard {
             store,
@@ -505,6 +629,27 @@ impl<'s, R, T: Send> Guard<'s, R, T> {
             transaction: None,
             finished: false,
         }
+    }
+
+    /// A guard over `claim`, written in `transaction`, which `store` has just opened (the
+    /// one-commit mode's). For implementors of [`IdempotencyStore`].
+    pub fn in_transaction(
+        store: &'s (dyn IdempotencyStore<R, Transaction = T> + 's),
+        claim: Claim,
+        transaction: T,
+    ) -> Self {
+        Guard {
+            store,
+            claim,
+            transaction: Some(transaction),
+            finished: false,
+        }
+    }
+
+    /// How the claim commits: [`Mode::Lease`] from [`begin`](IdempotencyStore::begin),
+    /// [`Mode::OneCommit`] from [`begin_with(Mode::OneCommit, ..)`](IdempotencyStore::begin_with).
+    pub fn mode(&self) -> Mode {
+        self.claim.mode()
     }
 
     /// The key this guard holds.
@@ -526,13 +671,15 @@ impl<'s, R, T: Send> Guard<'s, R, T> {
         self.claim.number()
     }
 
-    /// The transaction for the handler's own writes, opened on the first call (for the SQL
-    /// stores, a `sqlx::Transaction` on the store's pool; `BEGIN IMMEDIATE` for SQLite, so the
-    /// write lock is taken at once). [`complete`](Guard::complete) commits it together with the
-    /// key's completion; [`release`](Guard::release) and dropping the guard roll it back.
+    /// The transaction for the handler's own writes (for the SQL stores, a `sqlx::Transaction`
+    /// on the store's pool, in which a [queue](crate::queue::Queue::enqueue_in) on the same pool
+    /// can enqueue too). [`complete`](Guard::complete) commits it together with the key's
+    /// completion; [`release`](Guard::release) and dropping the guard roll it back.
     ///
-    /// Open it after any call to another system, so that the database is not held while that
-    /// system answers.
+    /// In the lease mode it is opened on the first call (`BEGIN IMMEDIATE` for SQLite, so the
+    /// write lock is taken at once): open it after any call to another system, so that the
+    /// database is not held while that system answers. In the one-commit mode it is the
+    /// transaction that holds the claim, open since `begin`.
     pub async fn transaction(&mut self) -> Result<&mut T, StoreError> {
         let transaction = match self.transaction.take() {
             Some(open) => open,
@@ -569,12 +716,16 @@ impl<'s, R, T: Send> Guard<'s, R, T> {
     /// lease calls it between its steps, before it opens its [`transaction`](Guard::transaction):
     /// the renewal is written on a connection of its own, and on SQLite it would wait for the
     /// write lock that the open transaction holds (nobody can take the key over meanwhile
-    /// either, since that is a write too).
+    /// either, since that is a write too). In the one-commit mode there is no lease, and it
+    /// returns at once.
     ///
     /// # Errors
     ///
     /// [`StoreError::Superseded`] if the key was taken over: stop, and drop the guard.
     pub async fn renew(&self) -> Result<(), StoreError> {
+        if self.claim.mode() == Mode::OneCommit {
+            return Ok(());
+        }
         let renewed = self.store.renew(&self.claim).await;
         metrics::counted(self.store.metrics_label(), renewed)
     }
@@ -617,6 +768,7 @@ impl<R, T: Send> fmt::Debug for Guard<'_, R, T> {
             .field("scope", &self.claim.scope())
             .field("key", self.claim.key())
             .field("claim", &self.claim.number())
+            .field("mode", &self.claim.mode())
             .field("transaction", &self.transaction.is_some())
             .finish()
     }

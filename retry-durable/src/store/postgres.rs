@@ -2,9 +2,7 @@
 
 use super::StoreError;
 use super::sql::{SqlStore, db};
-use sqlx::postgres::PgPoolOptions;
 use sqlx::{PgPool, Postgres};
-use std::time::Duration;
 
 /// An [`IdempotencyStore`](super::IdempotencyStore) in one PostgreSQL database, shared by every
 /// replica of the service: a retry that lands on another replica finds the key, and two requests
@@ -78,7 +76,10 @@ use std::time::Duration;
 /// WHERE <free> RETURNING claim` in a common table expression, where a row is free when its TTL
 /// has passed, or it is running with an ended lease and the same fingerprint, followed in the
 /// same statement by a `SELECT` of the row when nothing was claimed (replay, in progress,
-/// mismatch). The primary key decides between two replicas: the second `INSERT` waits for the
+/// mismatch). The `INSERT` is not even attempted when the statement's snapshot shows the row
+/// taken (`WHERE NOT EXISTS (…)`): `ON CONFLICT DO UPDATE` would lock the row it does not
+/// update, and that lock would give a replay a transaction id and a flushed WAL record. A
+/// replay locks nothing and writes no WAL. The primary key decides between two replicas: the second `INSERT` waits for the
 /// first to commit and then finds the key taken. When that happens, the `SELECT` reads the
 /// statement's snapshot, older than the claim that refused it: no row (a new key), or the row
 /// as it was before that claim (expired, or running with an ended lease). The `SELECT` answers
@@ -103,6 +104,14 @@ use std::time::Duration;
 /// tests. A replay is one round trip; a new key is one round trip before the handler and one
 /// statement inside its transaction.
 ///
+/// In the one-commit mode ([`Mode::OneCommit`](super::Mode::OneCommit)) the same statement is
+/// the first of the handler's transaction: `BEGIN`, the claim (or the row it may not claim),
+/// the handler's statements, the completion, one `COMMIT`, all on one connection of the pool,
+/// with one WAL flush per new key. The claim writes the row's expiry already, so that the
+/// completion changes no indexed column (a heap-only update, no index entries). A replay is
+/// `BEGIN` and that statement, which writes nothing; its `ROLLBACK` goes out with the
+/// connection's next message.
+///
 /// The statements are [`SqlStore`]'s, written once for both engines; this page lists what
 /// PostgreSQL adds.
 pub type PostgresStore<R> = SqlStore<Postgres, R>;
@@ -126,10 +135,7 @@ impl<R> SqlStore<Postgres, R> {
     ///
     /// A [`StoreError::Database`] if `url` cannot be parsed.
     pub fn connect_lazy(url: &str) -> Result<Self, StoreError> {
-        let pool = PgPoolOptions::new()
-            .acquire_timeout(Duration::from_secs(3))
-            .connect_lazy(url)
-            .map_err(db)?;
+        let pool = crate::sql::postgres_pool(url).map_err(db)?;
         Ok(Self::new(pool))
     }
 

@@ -1,11 +1,8 @@
 //! [`SqlStore`]: the SQL stores, written once over a [`Backend`] (`sqlx::Sqlite` for
-//! `SqliteStore`, `sqlx::Postgres` for `PostgresStore`), with both modes: the lease mode
-//! ([`IdempotencyStore`]) and the one-commit mode ([`TransactionalStore`]).
+//! `SqliteStore`, `sqlx::Postgres` for `PostgresStore`), with both modes ([`Mode`]).
 
-use super::transactional::{TransactionalStore, TxBegin, TxGuard};
 use super::{
-    Begin, BoxFuture, Claim, DEFAULT_LEASE, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TTL, Fingerprint,
-    Guard, IdempotencyStore, StoreError,
+    Begin, BoxFuture, Claim, Fingerprint, Guard, IdempotencyStore, Mode, StoreError, StoreOptions,
 };
 use crate::sql::sealed::Engine;
 use crate::sql::{
@@ -17,7 +14,7 @@ use serde::de::DeserializeOwned;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 /// Rows one purge statement deletes at most, so that no statement holds the table for long.
 const PURGE_BATCH: i64 = 1000;
@@ -30,51 +27,39 @@ const CLAIM_ROUNDS: usize = 4;
 /// The statements of engine `B`.
 type RunOn<B> = <B as Engine>::Run;
 
-/// An [`IdempotencyStore`] and a [`TransactionalStore`] in a SQL database: the one
-/// implementation behind [`SqliteStore`](super::SqliteStore) (`SqlStore<sqlx::Sqlite, R>`) and
+/// An [`IdempotencyStore`] in a SQL database, in both modes ([`Mode`]): the one implementation
+/// behind [`SqliteStore`](super::SqliteStore) (`SqlStore<sqlx::Sqlite, R>`) and
 /// [`PostgresStore`](super::PostgresStore) (`SqlStore<sqlx::Postgres, R>`), whose pages say
 /// what each engine does. `R` is the stored response.
 pub struct SqlStore<B: Backend, R> {
     pool: sqlx::Pool<B>,
-    ttl: Duration,
-    lease: Duration,
-    max_response_bytes: usize,
+    options: StoreOptions,
     clock: Option<Arc<dyn Fn() -> SystemTime + Send + Sync>>,
     response: PhantomData<fn() -> R>,
 }
 
 impl<B: Backend, R> SqlStore<B, R> {
-    /// A store on `pool` with the default TTL, lease and size limit.
+    /// A store on `pool` with the default [`StoreOptions`].
     pub(crate) fn on(pool: sqlx::Pool<B>) -> Self {
         SqlStore {
             pool,
-            ttl: DEFAULT_TTL,
-            lease: DEFAULT_LEASE,
-            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            options: StoreOptions::new(),
             clock: None,
             response: PhantomData,
         }
     }
 
-    /// Completed responses are replayed for `ttl` after completion
-    /// ([`DEFAULT_TTL`] unless set). `Duration::MAX` keeps them until they are deleted by hand.
-    pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = ttl;
+    /// The same store with `options`: the TTL of stored responses, the lease of the lease mode,
+    /// the longest response stored.
+    #[must_use]
+    pub fn with_options(mut self, options: StoreOptions) -> Self {
+        self.options = options;
         self
     }
 
-    /// A running key is held for `lease` after its claim or last renewal
-    /// ([`DEFAULT_LEASE`] unless set); after that the same request may take it over.
-    pub fn lease(mut self, lease: Duration) -> Self {
-        self.lease = lease;
-        self
-    }
-
-    /// The longest serialized response `complete` stores, in bytes
-    /// ([`DEFAULT_MAX_RESPONSE_BYTES`] unless set).
-    pub fn max_response_bytes(mut self, limit: usize) -> Self {
-        self.max_response_bytes = limit;
-        self
+    /// The store's settings.
+    pub fn options(&self) -> StoreOptions {
+        self.options
     }
 
     /// Reads the time from `clock` instead of the database's clock: for tests that move time
@@ -83,21 +68,6 @@ impl<B: Backend, R> SqlStore<B, R> {
     pub fn with_clock(mut self, clock: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
         self.clock = Some(Arc::new(clock));
         self
-    }
-
-    /// How long a stored response is replayed.
-    pub fn get_ttl(&self) -> Duration {
-        self.ttl
-    }
-
-    /// How long a running key is held without renewal.
-    pub fn get_lease(&self) -> Duration {
-        self.lease
-    }
-
-    /// The longest serialized response stored, in bytes.
-    pub fn get_max_response_bytes(&self) -> usize {
-        self.max_response_bytes
     }
 
     /// The pool the store runs on, for the service's own tables.
@@ -110,9 +80,7 @@ impl<B: Backend, R> SqlStore<B, R> {
     pub fn with_response<S>(&self) -> SqlStore<B, S> {
         SqlStore {
             pool: self.pool.clone(),
-            ttl: self.ttl,
-            lease: self.lease,
-            max_response_bytes: self.max_response_bytes,
+            options: self.options,
             clock: self.clock.clone(),
             response: PhantomData,
         }
@@ -134,22 +102,28 @@ impl<B: Backend, R> SqlStore<B, R> {
         self.clock.as_ref().map(|clock| sql::millis(clock()))
     }
 
-    /// A claim's arguments.
+    /// A claim's arguments. A claim of the one-commit mode has no lease: the row it writes
+    /// expires a TTL from now, as the completion in the same transaction will leave it.
     fn row<'a>(
         &self,
+        mode: Mode,
         scope: &'a str,
         key: &'a IdempotencyKey,
         fingerprint: Fingerprint,
         token: i64,
     ) -> ClaimRow<'a> {
+        let lease = match mode {
+            Mode::Lease => sql::capped_ms(self.options.lease),
+            Mode::OneCommit => 0,
+        };
         ClaimRow {
             scope,
             key: key.as_str(),
             fingerprint: fingerprint.as_u64() as i64,
             token,
             now: self.now(),
-            lease: sql::capped_ms(self.lease),
-            ttl: sql::capped_ms(self.ttl),
+            lease,
+            ttl: sql::capped_ms(self.options.ttl),
         }
     }
 
@@ -164,6 +138,10 @@ impl<B: Backend, R> SqlStore<B, R> {
             // A failed rollback leaves nothing to undo: the database rolls back the
             // transaction of a connection that broke or closed.
             let _ = transaction.rollback().await;
+        }
+        if claim.mode() == Mode::OneCommit {
+            // The claim was in the transaction: rolled back with it.
+            return Ok(());
         }
         match RunOn::<B>::release(&self.pool, B::statements(), claim).await {
             Ok(0) => Err(superseded(claim)),
@@ -182,13 +160,22 @@ impl<B: Backend, R> Clone for SqlStore<B, R> {
 impl<B: Backend, R> fmt::Debug for SqlStore<B, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct(B::STORE)
-            .field("ttl", &self.ttl)
-            .field("lease", &self.lease)
-            .field("max_response_bytes", &self.max_response_bytes)
+            .field("ttl", &self.options.ttl)
+            .field("lease", &self.options.lease)
+            .field("max_response_bytes", &self.options.max_response_bytes)
             .finish_non_exhaustive()
     }
 }
 
+/// The lease mode's claim commits on its own (see each engine's page for its statements). The
+/// one-commit mode's claim is the first statement of the handler's transaction: a concurrent
+/// duplicate's claim waits for the claimer's transaction (PostgreSQL's `INSERT … ON CONFLICT`
+/// blocks on the claimer's uncommitted row, SQLite's `BEGIN IMMEDIATE` on its write lock, up to
+/// the busy timeout). When the claimer commits, the duplicate's claim finds the committed row and
+/// claims nothing, and its next read (a new statement, so a new snapshot) replays it; when the
+/// claimer rolls back, the duplicate claims. At repeatable read or serializable PostgreSQL's
+/// blocked claim fails with a serialization failure instead; the claim is retried whole, and
+/// then reads the committed row.
 impl<B, R> IdempotencyStore<R> for SqlStore<B, R>
 where
     B: Backend,
@@ -200,8 +187,9 @@ where
         B::LABEL
     }
 
-    fn begin_scoped<'s, 'a>(
+    fn begin_with<'s, 'a>(
         &'s self,
+        mode: Mode,
         scope: &'a str,
         key: &'a IdempotencyKey,
         fingerprint: Fingerprint,
@@ -210,36 +198,12 @@ where
         's: 'a,
     {
         super::metrics::begin(B::LABEL, async move {
+            // The rule of every key, before any database work.
             super::validate_key(key.as_str())?;
-            let token = sql::new_token();
-            let claim = Claim::new(scope, key.clone(), 0, token as u64);
-            let mut in_flight = InFlight::new::<RunOn<B>>(&self.pool, B::statements(), claim);
-            for _ in 0..CLAIM_ROUNDS {
-                let row = self.row(scope, key, fingerprint, token);
-                // An error leaves `in_flight` armed: the claim may have committed before the
-                // connection broke, and the drop gives it back.
-                match RunOn::<B>::claim(&mut in_flight, B::statements(), &row)
-                    .await
-                    .map_err(db)?
-                {
-                    Claimed::Mine(number) => {
-                        in_flight.settled();
-                        let claim = Claim::new(scope, key.clone(), number as u64, token as u64);
-                        return Ok(Begin::Execute(Guard::new(self, claim)));
-                    }
-                    Claimed::Other(taken) => {
-                        in_flight.settled();
-                        let answers = (Begin::Replay, Begin::InProgress, Begin::Mismatch);
-                        return decide(fingerprint, taken, answers);
-                    }
-                    // Claimed by another request after this statement's snapshot (the snapshot
-                    // had no row, or a free one), or released in between: claim again, with a
-                    // new snapshot that sees the winner.
-                    Claimed::Unseen => {}
-                }
+            match mode {
+                Mode::Lease => self.claim_leased(scope, key, fingerprint).await,
+                Mode::OneCommit => self.claim_in_transaction(scope, key, fingerprint).await,
             }
-            in_flight.settled();
-            Ok(Begin::InProgress)
         })
     }
 
@@ -256,7 +220,7 @@ where
         transaction: Option<Self::Transaction>,
         response: &'a R,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let encoded = encode(response, self.max_response_bytes);
+        let encoded = encode(response, self.options.max_response_bytes);
         Box::pin(async move {
             let encoded = match encoded {
                 Ok(encoded) => encoded,
@@ -270,13 +234,15 @@ where
                     return Err(refused);
                 }
             };
-            let (sql, now, ttl) = (B::statements(), self.now(), sql::capped_ms(self.ttl));
+            let (sql, now, ttl) = (B::statements(), self.now(), self.ttl_ms());
             let failed = match transaction {
                 Some(mut transaction) => {
                     match RunOn::<B>::complete_in(&mut transaction, sql, claim, encoded, now, ttl)
                         .await
                     {
                         Ok(0) => {
+                            // Taken over (the lease mode), or the handler deleted the claim's
+                            // row in its own transaction (the one-commit mode).
                             let _ = transaction.rollback().await;
                             return Err(superseded(claim));
                         }
@@ -298,6 +264,11 @@ where
                     }
                 }
             };
+            if claim.mode() == Mode::OneCommit {
+                // The claim was in the failed transaction: nobody else can hold it, and if the
+                // commit did not happen, nothing did.
+                return Err(db(failed));
+            }
             // At repeatable read or serializable, a transaction that read the row before a
             // takeover changed it fails with a serialization failure (40001) instead of finding
             // no row: a fresh read tells a takeover from a passing failure, so that a stale
@@ -311,10 +282,9 @@ where
 
     fn renew<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let (lease, ttl) = (sql::capped_ms(self.lease), sql::capped_ms(self.ttl));
-            match RunOn::<B>::renew(&self.pool, B::statements(), claim, self.now(), lease, ttl)
-                .await
-            {
+            let lease = sql::capped_ms(self.options.lease);
+            let (sql, now, ttl) = (B::statements(), self.now(), self.ttl_ms());
+            match RunOn::<B>::renew(&self.pool, sql, claim, now, lease, ttl).await {
                 Ok(0) => Err(superseded(claim)),
                 Ok(_) => Ok(()),
                 Err(e) => Err(db(e)),
@@ -331,6 +301,12 @@ where
     }
 
     fn release_in_background(&self, claim: Claim, transaction: Option<Self::Transaction>) {
+        if claim.mode() == Mode::OneCommit {
+            // The claim is in the transaction: dropping it rolls both back (sqlx queues the
+            // `ROLLBACK` and the pool runs it before the connection is used again).
+            drop(transaction);
+            return;
+        }
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let store = self.with_response::<()>();
             // Nobody waits for the answer: a claim taken over meanwhile changes nothing.
@@ -356,94 +332,88 @@ where
     }
 }
 
-/// The claim as the first statement of the handler's transaction. A concurrent duplicate's
-/// claim waits for the claimer's transaction: PostgreSQL's `INSERT … ON CONFLICT` blocks on the
-/// claimer's uncommitted row, SQLite's `BEGIN IMMEDIATE` on its write lock (up to the busy
-/// timeout). When the claimer commits, the duplicate's claim finds the committed row and claims
-/// nothing, and its next read (a new statement, so a new snapshot) replays it; when the claimer
-/// rolls back, the duplicate claims. At repeatable read or serializable PostgreSQL's blocked
-/// claim fails with a serialization failure instead; the claim is retried whole, and then reads
-/// the committed row.
-impl<B, R> TransactionalStore<R> for SqlStore<B, R>
+impl<B, R> SqlStore<B, R>
 where
     B: Backend,
     R: Serialize + DeserializeOwned + Send + 'static,
 {
-    type Transaction = sqlx::Transaction<'static, B>;
-
-    fn metrics_label(&self) -> &'static str {
-        B::LABEL
-    }
-
-    fn begin_in_transaction_scoped<'s, 'a>(
+    /// The lease mode's `begin`: the claim commits on its own statement.
+    async fn claim_leased<'s>(
         &'s self,
-        scope: &'a str,
-        key: &'a IdempotencyKey,
+        scope: &str,
+        key: &IdempotencyKey,
         fingerprint: Fingerprint,
-    ) -> BoxFuture<'a, Result<TxBegin<'s, R, Self::Transaction>, StoreError>>
-    where
-        's: 'a,
-    {
-        super::metrics::begin(B::LABEL, async move {
-            // The rule of every key, before any database work.
-            super::validate_key(key.as_str())?;
-            let (token, sql) = (sql::new_token(), B::statements());
-            for _ in 0..CLAIM_ROUNDS {
-                let row = self.row(scope, key, fingerprint, token);
-                // A replay, a mismatch and a running lease-mode key are answered by this read,
-                // one round trip that opens no transaction and never waits for a writer.
-                if let Some(taken) = RunOn::<B>::read(&self.pool, sql, &row).await.map_err(db)? {
-                    let answers = (TxBegin::Replay, TxBegin::InProgress, TxBegin::Mismatch);
-                    return decide(fingerprint, taken, answers);
-                }
-                if let Some((transaction, number)) =
-                    RunOn::<B>::claim_in_transaction(&self.pool, B::DIALECT, sql, &row)
-                        .await
-                        .map_err(db)?
-                {
-                    let claim = Claim::new(scope, key.clone(), number as u64, token as u64);
-                    return Ok(TxBegin::Execute(TxGuard::new(self, claim, transaction)));
-                }
-                // Another transaction claimed the key and committed while this claim waited for
-                // it: read what it committed.
-            }
-            Ok(TxBegin::InProgress)
-        })
-    }
-
-    fn complete_in_transaction<'a>(
-        &'a self,
-        claim: &'a Claim,
-        mut transaction: Self::Transaction,
-        response: &'a R,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let encoded = encode(response, self.max_response_bytes);
-        Box::pin(async move {
-            let encoded = match encoded {
-                Ok(encoded) => encoded,
-                Err(refused) => {
-                    let _ = transaction.rollback().await;
-                    return Err(refused);
-                }
-            };
-            let (sql, now, ttl) = (B::statements(), self.now(), sql::capped_ms(self.ttl));
-            let done = RunOn::<B>::complete_in(&mut transaction, sql, claim, encoded, now, ttl)
+    ) -> Result<Begin<'s, R, sqlx::Transaction<'static, B>>, StoreError> {
+        let token = sql::new_token();
+        let claim = Claim::new(scope, key.clone(), 0, token as u64);
+        let mut in_flight = InFlight::new::<RunOn<B>>(&self.pool, B::statements(), claim);
+        for _ in 0..CLAIM_ROUNDS {
+            let row = self.row(Mode::Lease, scope, key, fingerprint, token);
+            // An error leaves `in_flight` armed: the claim may have committed before the
+            // connection broke, and the drop gives it back.
+            match RunOn::<B>::claim(&mut in_flight, B::statements(), &row)
                 .await
-                .map_err(db)?;
-            if done == 0 {
-                // The handler deleted the claim's row in its own transaction.
-                let _ = transaction.rollback().await;
-                return Err(superseded(claim));
+                .map_err(db)?
+            {
+                Claimed::Mine(number) => {
+                    in_flight.settled();
+                    let claim = Claim::new(scope, key.clone(), number as u64, token as u64);
+                    return Ok(Begin::Execute(Guard::new(self, claim)));
+                }
+                Claimed::Other(taken) => {
+                    in_flight.settled();
+                    return decide(fingerprint, taken);
+                }
+                // Claimed by another request after this statement's snapshot (the snapshot had
+                // no row, or a free one), or released in between: claim again, with a new
+                // snapshot that sees the winner.
+                Claimed::Unseen => {}
             }
-            transaction.commit().await.map_err(db)
-        })
+        }
+        in_flight.settled();
+        // Every round found the key claimed by a request it could not see yet: it is running.
+        Ok(Begin::InProgress)
     }
 
-    fn rollback_in_transaction(
-        &self,
-        transaction: Self::Transaction,
-    ) -> BoxFuture<'_, Result<(), StoreError>> {
-        Box::pin(async move { transaction.rollback().await.map_err(db) })
+    /// The one-commit mode's `begin`: the claim is the first statement of a transaction that
+    /// the guard holds.
+    async fn claim_in_transaction<'s>(
+        &'s self,
+        scope: &str,
+        key: &IdempotencyKey,
+        fingerprint: Fingerprint,
+    ) -> Result<Begin<'s, R, sqlx::Transaction<'static, B>>, StoreError> {
+        let (token, sql) = (sql::new_token(), B::statements());
+        for _ in 0..CLAIM_ROUNDS {
+            let row = self.row(Mode::OneCommit, scope, key, fingerprint, token);
+            match RunOn::<B>::claim_in_transaction(&self.pool, B::DIALECT, sql, &row)
+                .await
+                .map_err(db)?
+            {
+                Claimed::Mine((transaction, number)) => {
+                    let claim = Claim::new(scope, key.clone(), number as u64, token as u64)
+                        .in_mode(Mode::OneCommit);
+                    return Ok(Begin::Execute(Guard::in_transaction(
+                        self,
+                        claim,
+                        transaction,
+                    )));
+                }
+                // A replay, a mismatch or a key running in the lease mode: answered from the
+                // row, with no transaction left open.
+                Claimed::Other(taken) => return decide(fingerprint, taken),
+                // Another transaction claimed the key and committed while this claim waited
+                // for it, after the read: read what it committed.
+                Claimed::Unseen => {}
+            }
+        }
+        // Four rounds, each losing to a transaction that committed a claim it could not read
+        // yet: the key is busy, and a 409 sends the client back later.
+        Ok(Begin::InProgress)
+    }
+
+    fn ttl_ms(&self) -> i64 {
+        sql::capped_ms(self.options.ttl)
     }
 }
 
@@ -465,21 +435,20 @@ fn encode<R: Serialize>(response: &R, limit: usize) -> Result<Vec<u8>, StoreErro
     Ok(bytes)
 }
 
-/// The answer for a row that another claim holds or completed, as one of `answers`: a replay
-/// of the stored response, in progress, a mismatch.
-fn decide<R: DeserializeOwned, A>(
+/// The answer for a row that another claim holds or completed: a replay of the stored
+/// response, in progress, a mismatch.
+fn decide<'s, R: DeserializeOwned, T: Send>(
     fingerprint: Fingerprint,
     (stored_fingerprint, state, response): Taken,
-    (replay, in_progress, mismatch): (impl FnOnce(R) -> A, A, A),
-) -> Result<A, StoreError> {
+) -> Result<Begin<'s, R, T>, StoreError> {
     if stored_fingerprint != fingerprint.as_u64() as i64 {
-        return Ok(mismatch);
+        return Ok(Begin::Mismatch);
     }
     match (state.as_str(), response) {
         ("completed", Some(bytes)) => serde_json::from_slice(&bytes)
-            .map(replay)
+            .map(Begin::Replay)
             .map_err(|e| StoreError::Codec(Box::new(e))),
-        _ => Ok(in_progress),
+        _ => Ok(Begin::InProgress),
     }
 }
 
@@ -518,25 +487,14 @@ mod tests {
         let fingerprint = Fingerprint::of(b"pay");
         let stored = fingerprint.as_u64() as i64;
         let completed = |bytes: &[u8]| (stored, "completed".to_owned(), Some(bytes.to_vec()));
-        let answers = || {
-            (
-                |n: u32| format!("replay {n}"),
-                "in progress".into(),
-                "mismatch".into(),
-            )
-        };
-        let answer = decide(fingerprint, completed(b"\"text\""), answers());
+        let answer = decide::<u32, ()>(fingerprint, completed(b"\"text\""));
         assert!(matches!(answer, Err(StoreError::Codec(_))));
-        let answer = decide(fingerprint, completed(b"7"), answers());
-        assert_eq!(answer.unwrap(), "replay 7");
-        let answer = decide(
-            fingerprint,
-            (stored + 1, "completed".to_owned(), None),
-            answers(),
-        );
-        assert_eq!(answer.unwrap(), "mismatch");
-        let answer = decide(fingerprint, (stored, "running".to_owned(), None), answers());
-        assert_eq!(answer.unwrap(), "in progress");
+        let answer = decide::<u32, ()>(fingerprint, completed(b"7"));
+        assert_eq!(answer.unwrap(), Begin::Replay(7));
+        let answer = decide::<u32, ()>(fingerprint, (stored + 1, "completed".to_owned(), None));
+        assert_eq!(answer.unwrap(), Begin::Mismatch);
+        let answer = decide::<u32, ()>(fingerprint, (stored, "running".to_owned(), None));
+        assert_eq!(answer.unwrap(), Begin::InProgress);
     }
 
     /// The claim statement of a `begin` whose answer was lost (the connection broke after the

@@ -95,8 +95,8 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     }
 }
 
-impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>, Key: KeySlot>
-    WithKey<'_, 'p, T, E, Opts<K, H, X>, Key>
+impl<T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>, Key: KeySlot>
+    WithKey<'_, '_, T, E, Opts<K, H, X>, Key>
 {
     /// [`Retry::attempt`] with the key lent.
     #[cfg_attr(debug_assertions, inline)]

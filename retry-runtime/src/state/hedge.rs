@@ -342,7 +342,7 @@ fn unreachable_elapsed<T>(elapsed: Elapsed) -> T {
     )
 }
 
-impl<'p, T, E, K, H, X, Key> WithKey<'_, 'p, T, E, Opts<K, H, X>, Key>
+impl<T, E, K, H, X, Key> WithKey<'_, '_, T, E, Opts<K, H, X>, Key>
 where
     K: HeadSet<Sleeper: Sleeper>,
     K::On: Classifier<E>,

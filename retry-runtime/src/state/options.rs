@@ -120,11 +120,12 @@ pub struct ByTransient;
     note = "either name a classifier, which works for any error type: `.on(is_transient)` with `fn is_transient(error: &{Self}) -> bool`",
     note = "or, if `{Self}` is defined in your crate, implement `retry_runtime::Transient` for it; a type from another crate cannot implement it in yours (E0117), so wrap such a type in an error type of your own"
 )]
-pub trait TransientInRetrier: Transient {}
+pub(crate) trait TransientInRetrier: Transient {}
 
 #[diagnostic::do_not_recommend]
 impl<E: Transient + ?Sized> TransientInRetrier for E {}
 
+#[allow(private_bounds)]
 impl<E: TransientInRetrier> Classifier<E> for ByTransient {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]

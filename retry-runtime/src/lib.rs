@@ -291,11 +291,10 @@
 //! | `tracing` | on | an `INFO` event per retried failure and one final event (`ERROR` by default) for a call that failed after retrying; errors without `Debug` are shown by their type name |
 //! | `http` | off | in `integrations::http`, a classifier for `http::StatusCode` and `http::Response`, with `Retry-After` (the header's parser is there without the feature) |
 //! | `reqwest` | off | `Transient for reqwest::Error` |
+//! | `hyper` | off | `integrations::http::connection_broke` also sees a connection that broke under a hyper client (`hyper::Error`), the rule `retry-http`'s doors use; on with `reqwest` |
 //! | `tonic` | off | `Transient for tonic::Status`, with `grpc-retry-pushback-ms` |
 //! | `sqlx` | off | `Transient for sqlx::Error`, by SQLSTATE, SQLite result code and kind |
 //! | `tokio-postgres` | off | `Transient for tokio_postgres::Error`: SQLSTATE, closed connection, I/O cause |
-//! | `tower` | off | `integrations::tower`: a `tower::Layer` that retries HTTP requests with a `Policy`, the status table and `Retry-After`, a budget and a breaker; request bodies buffered up to a limit, POST and PATCH retried only with an `Idempotency-Key` or when the request provably never reached the server |
-//! | `reqwest-middleware` | off | `integrations::reqwest_middleware`: the same loop and rules as a `reqwest_middleware::Middleware` |
 //! | `attempt-spans` | off | with `tracing`: one span per call (`retry`, with `function`) and one child span per attempt (`attempt`, with `function`, `attempt` from 1, `resend_count` from 0 as OpenTelemetry's `http.request.resend_count`, and the `pause` before it), entered around the attempt's body (on every poll of an async one); off by default, because every call would then carry and make its spans |
 //! | `metrics` | off | calls by outcome, retries, attempts, pauses, breaker states and budget tokens through the `metrics` facade, for any recorder (Prometheus, OpenTelemetry, ...): the table is in `guide::metrics` |
 //!

@@ -128,33 +128,26 @@ pub trait Transient {
     }
 }
 
-impl<E: Transient + ?Sized> Transient for &E {
-    fn is_transient(&self) -> bool {
-        (**self).is_transient()
-    }
+/// A reference or a box classifies as what it points to.
+macro_rules! transient_through {
+    ($($pointer:ty),*) => {$(
+        impl<E: Transient + ?Sized> Transient for $pointer {
+            fn is_transient(&self) -> bool {
+                (**self).is_transient()
+            }
 
-    fn retry_after(&self) -> Option<Duration> {
-        (**self).retry_after()
-    }
+            fn retry_after(&self) -> Option<Duration> {
+                (**self).retry_after()
+            }
 
-    fn verdict(&self) -> Verdict {
-        (**self).verdict()
-    }
+            fn verdict(&self) -> Verdict {
+                (**self).verdict()
+            }
+        }
+    )*};
 }
 
-impl<E: Transient + ?Sized> Transient for Box<E> {
-    fn is_transient(&self) -> bool {
-        (**self).is_transient()
-    }
-
-    fn retry_after(&self) -> Option<Duration> {
-        (**self).retry_after()
-    }
-
-    fn verdict(&self) -> Verdict {
-        (**self).verdict()
-    }
-}
+transient_through!(&E, Box<E>);
 
 /// Classified by [`io::ErrorKind`]:
 ///

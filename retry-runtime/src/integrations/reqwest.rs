@@ -179,6 +179,11 @@ mod tests {
             .unwrap()
     }
 
+    /// The error of a GET that fails with a client built by `builder`.
+    async fn get_error(builder: ::reqwest::ClientBuilder, url: String) -> ::reqwest::Error {
+        builder.build().unwrap().get(url).send().await.unwrap_err()
+    }
+
     async fn status_error(status_line: &'static str) -> ::reqwest::Error {
         let url = serve(Some(status_line)).await;
         let response = client().get(url).send().await.unwrap();
@@ -207,14 +212,8 @@ mod tests {
         // The kernel completes the handshake into the backlog; nobody ever reads or answers.
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/", listener.local_addr().unwrap());
-        let error = ::reqwest::Client::builder()
-            .timeout(Duration::from_millis(200))
-            .build()
-            .unwrap()
-            .get(url)
-            .send()
-            .await
-            .unwrap_err();
+        let builder = ::reqwest::Client::builder().timeout(Duration::from_millis(200));
+        let error = get_error(builder, url).await;
         drop(listener);
         assert!(error.is_timeout(), "{error:?}");
         assert!(error.is_transient());
@@ -322,14 +321,9 @@ mod tests {
             "HTTP/1.1 302 Found\r\nLocation: /again\r\ncontent-length: 0\r\n\r\n",
         ))
         .await;
-        let error = ::reqwest::Client::builder()
-            .redirect(::reqwest::redirect::Policy::limited(2))
-            .build()
-            .unwrap()
-            .get(url)
-            .send()
-            .await
-            .unwrap_err();
+        let builder =
+            ::reqwest::Client::builder().redirect(::reqwest::redirect::Policy::limited(2));
+        let error = get_error(builder, url).await;
         assert!(error.is_redirect(), "{error:?}");
         assert!(!error.is_transient());
     }

@@ -37,7 +37,7 @@ use retry_examples::payments::client::{self, Answer, PayClient, PayError};
 use retry_examples::payments::faults::Step;
 use retry_examples::payments::process::ServiceProcess;
 use retry_examples::payments::service::{
-    Config, Database, LedgerRow, PayoutRecord, PayoutRecords, payout_record, read_ledger,
+    Config, Database, LedgerRow, PayoutRecord, PayoutRecords, read_ledger,
 };
 use retry_examples::payments::{Cents, ClaimId, Receipt};
 use retry_runtime::{IdempotencyKey, non_idempotent, retry};
@@ -82,8 +82,11 @@ impl Mode {
 /// has fewer ways to fail (no bank, no lease), so a fifth keeps CI short.
 const ONE_COMMIT_SHARE: usize = 5;
 
-/// Runs of the random schedules at once.
+/// Chains of random runs at once per database (each chain's runs one after another): more on
+/// PostgreSQL, whose runs wait longer (a restart connects and migrates over the network), so
+/// that both databases' schedules end at about the same time when their tests run side by side.
 const PARALLEL_RUNS: usize = 8;
+const PARALLEL_RUNS_POSTGRES: usize = 12;
 
 const RUN_HINT: &str = ".ci/postgres.sh run cargo test -p retry-examples --test payments_faults";
 
@@ -165,6 +168,14 @@ impl Databases {
         }
     }
 
+    /// How many chains of random runs go at once.
+    fn chains(&self) -> usize {
+        match self {
+            Databases::Sqlite(_) => PARALLEL_RUNS,
+            Databases::Postgres(_) => PARALLEL_RUNS_POSTGRES,
+        }
+    }
+
     fn name(&self) -> &'static str {
         match self {
             Databases::Sqlite(_) => "SQLite",
@@ -241,16 +252,51 @@ struct Run {
 /// One payout whose service is killed at `step`, then started again on the same port and
 /// database while the client's `#[retry]` keeps trying; then checks the invariant.
 async fn kill_at(mode: Mode, step: Step, database: Database, bank: &Bank, context: &str) -> Run {
-    let config = Config {
+    let key = IdempotencyKey::new();
+    let config = victim(mode, step, &key, &database, bank);
+    let service = start(&config).await;
+    let (run, restarted) =
+        kill_and_restart(mode, step, &key, &database, service, None, bank, context).await;
+    restarted.kill().unwrap();
+    run
+}
+
+/// The settings of a service that stops at `step` of the payout of `key`.
+fn victim(
+    mode: Mode,
+    step: Step,
+    key: &IdempotencyKey,
+    database: &Database,
+    bank: &Bank,
+) -> Config {
+    Config {
         lease: LEASE,
         stop_at: Some(step),
-        ..mode.config(&database, bank)
-    };
-    let mut service = start(&config).await;
+        stop_key: Some(key.as_str().to_owned()),
+        ..mode.config(database, bank)
+    }
+}
+
+/// Pays `key` through `service`, which stops at `step` of that payout: kills it there with
+/// SIGKILL, checks the database right after the kill, and starts it again on the same port and
+/// database while the client's `#[retry]` keeps trying; then checks the invariant. The restarted
+/// process is armed for `next` (the next run's step and key, so that it is that run's victim,
+/// and serves this run's retries as any service would) and returned.
+async fn kill_and_restart(
+    mode: Mode,
+    step: Step,
+    key: &IdempotencyKey,
+    database: &Database,
+    mut service: ServiceProcess,
+    next: Option<(Step, &IdempotencyKey)>,
+    bank: &Bank,
+    context: &str,
+) -> (Run, ServiceProcess) {
+    let config = victim(mode, step, key, database, bank);
+    let records = PayoutRecords::open(&config.database).await.unwrap();
     let same_port = SocketAddr::from(([127, 0, 0, 1], service.port()));
     let http = reqwest::Client::new();
     let client = PayClient::new("client", &http, service.url()).quiet();
-    let key = IdempotencyKey::new();
     let (claim, cents) = (ClaimId(4711), Cents(125_000));
     let context = format!("{context}, {mode:?} mode, kill {step}, key {key}");
 
@@ -259,7 +305,7 @@ async fn kill_at(mode: Mode, step: Step, database: Database, bank: &Bank, contex
         assert_eq!(stopped, step, "{context}");
         service.kill().unwrap(); // SIGKILL
         // Nothing runs on this key now: the database holds the whole payout or none of it.
-        let record = payout_record(&database, key.as_str()).await.unwrap();
+        let record = records.of(key.as_str()).await.unwrap();
         if step.committed() {
             assert!(
                 record.is_whole(),
@@ -273,13 +319,14 @@ async fn kill_at(mode: Mode, step: Step, database: Database, bank: &Bank, contex
         }
         let restarted = Config {
             listen: same_port,
-            stop_at: None,
+            stop_at: next.map(|(step, _)| step),
+            stop_key: next.map(|(_, key)| key.as_str().to_owned()),
             ..config.clone()
         };
         start(&restarted).await
     };
     let (receipt, restarted) = tokio::join!(
-        pay_until_done(&client, claim, cents, &key),
+        pay_until_done(&client, claim, cents, key),
         crash_and_restart
     );
     let receipt = receipt.unwrap_or_else(|e| {
@@ -291,10 +338,10 @@ async fn kill_at(mode: Mode, step: Step, database: Database, bank: &Bank, contex
 
     // A repeat after the restart gets the same receipt, whatever the step.
     let again = PayClient::new("repeat", &http, restarted.url()).quiet();
-    let repeated = pay_until_done(&again, claim, cents, &key).await.unwrap();
+    let repeated = pay_until_done(&again, claim, cents, key).await.unwrap();
     assert_eq!(repeated, receipt, "{context}: the repeat");
 
-    let rows = ledger(&database, &key).await;
+    let rows = records.ledger_of(key.as_str()).await.unwrap();
     assert_eq!(
         rows.len(),
         1,
@@ -331,7 +378,8 @@ async fn kill_at(mode: Mode, step: Step, database: Database, bank: &Bank, contex
         };
         assert_eq!(bank.requests(key.as_str()), asked, "{context}");
     }
-    mailed_once(&database, &key, &context).await;
+    mailed_once_in(&records, key, &context).await;
+    records.close().await;
     if step == Step::AfterResponse {
         assert_eq!(
             client.answers(),
@@ -345,8 +393,7 @@ async fn kill_at(mode: Mode, step: Step, database: Database, bank: &Bank, contex
             "{context}: the kill cut the first attempt off"
         );
     }
-    restarted.kill().unwrap();
-    Run {
+    let run = Run {
         mode,
         step,
         saw_in_progress: client.answers().iter().any(|answer| {
@@ -359,7 +406,8 @@ async fn kill_at(mode: Mode, step: Step, database: Database, bank: &Bank, contex
             )
         }),
         attempts: client.attempts(),
-    }
+    };
+    (run, restarted)
 }
 
 async fn every_step(databases: Databases) {
@@ -421,6 +469,35 @@ fn runs() -> usize {
         .unwrap_or(200)
 }
 
+/// The runs of `schedule` (run number and step) one after another, in `mode`, on `database`:
+/// each run's victim is the service that the previous run's kill restarted.
+async fn chain_of_kills(
+    mode: Mode,
+    schedule: Vec<(usize, Step)>,
+    database: Database,
+    bank: &Bank,
+    context: String,
+) -> Vec<Run> {
+    let keys: Vec<IdempotencyKey> = schedule.iter().map(|_| IdempotencyKey::new()).collect();
+    let mut done = Vec::with_capacity(schedule.len());
+    let Some(&(_, first)) = schedule.first() else {
+        return done;
+    };
+    let mut service = start(&victim(mode, first, &keys[0], &database, bank)).await;
+    for (i, &(run, step)) in schedule.iter().enumerate() {
+        let next = schedule.get(i + 1).map(|&(_, step)| (step, &keys[i + 1]));
+        let context = format!("{context}, run {run}");
+        let (outcome, restarted) = kill_and_restart(
+            mode, step, &keys[i], &database, service, next, bank, &context,
+        )
+        .await;
+        done.push(outcome);
+        service = restarted;
+    }
+    service.kill().unwrap();
+    done
+}
+
 async fn random_steps(databases: Databases) {
     let seed = seed();
     let runs = runs();
@@ -431,24 +508,42 @@ async fn random_steps(databases: Databases) {
     ));
     let started = Instant::now();
     let bank = Bank::start_quiet(Duration::ZERO).await.unwrap();
-    let slots = Semaphore::new(PARALLEL_RUNS);
     let one_commit_runs = runs.div_ceil(ONE_COMMIT_SHARE);
-    let all = (0..runs + one_commit_runs).map(|run| {
-        let mode = if run < runs {
-            Mode::Lease
-        } else {
-            Mode::OneCommit
-        };
-        let step = Step::ALL[(mix(seed, run as u64) % Step::ALL.len() as u64) as usize];
-        let database = databases.for_run(run);
-        let context = format!("{}, seed {seed}, run {run}", databases.name());
-        let (bank, slots) = (&bank, &slots);
-        async move {
-            let _slot = slots.acquire().await.unwrap();
-            kill_at(mode, step, database, bank, &context).await
-        }
+    let total = runs + one_commit_runs;
+    // The runs of each mode in chains that run side by side, the chains shared in proportion
+    // to the runs. In a chain, each run's restarted service is the next run's victim.
+    let parallel = databases.chains();
+    let lease_chains = (parallel * runs).div_ceil(total).clamp(1, parallel - 1);
+    let chains = [
+        (Mode::Lease, 0..runs, lease_chains),
+        (Mode::OneCommit, runs..total, parallel - lease_chains),
+    ]
+    .into_iter()
+    .flat_map(|(mode, numbers, chains)| {
+        (0..chains).map(move |chain| {
+            let numbers: Vec<usize> = numbers.clone().skip(chain).step_by(chains).collect();
+            (mode, numbers)
+        })
+    })
+    .filter(|(_, numbers)| !numbers.is_empty())
+    .enumerate()
+    .map(|(chain, (mode, numbers))| {
+        let schedule: Vec<(usize, Step)> = numbers
+            .into_iter()
+            .map(|run| {
+                let step = Step::ALL[(mix(seed, run as u64) % Step::ALL.len() as u64) as usize];
+                (run, step)
+            })
+            .collect();
+        let database = databases.for_run(chain);
+        let context = format!("{}, seed {seed}", databases.name());
+        chain_of_kills(mode, schedule, database, &bank, context)
     });
-    let done = futures_util::future::join_all(all).await;
+    let done: Vec<Run> = futures_util::future::join_all(chains)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
 
     let mut counts: BTreeMap<usize, (Step, usize, usize)> = BTreeMap::new();
     for run in done.iter().filter(|run| run.mode == Mode::Lease) {
@@ -477,7 +572,7 @@ async fn random_steps(databases: Databases) {
         started.elapsed().as_secs_f64(),
         per_step.join(", "),
     ));
-    assert_eq!(done.len(), runs + one_commit_runs);
+    assert_eq!(done.len(), total);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -694,27 +694,29 @@ async fn two_replicas(mode: Mode, test: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_restarting_in_the_middle_of_two_hundred_payouts_loses_and_doubles_nothing() {
+async fn postgres_restarting_in_the_middle_of_payouts_in_both_modes_loses_and_doubles_nothing() {
     restart_mid_run(
-        Mode::Lease,
-        200,
-        "postgres_restarting_in_the_middle_of_two_hundred_payouts_loses_and_doubles_nothing",
+        &[(Mode::Lease, 200), (Mode::OneCommit, 100)],
+        "postgres_restarting_in_the_middle_of_payouts_in_both_modes",
     )
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_one_commit_restarting_in_the_middle_of_a_hundred_payouts_loses_and_doubles_nothing()
- {
-    restart_mid_run(
-        Mode::OneCommit,
-        100,
-        "postgres_one_commit_restarting_in_the_middle_of_a_hundred_payouts",
-    )
-    .await;
+/// Payouts in flight in one mode through the database's restart: a service of that mode on a
+/// schema of its own, a client per payout.
+struct Lane {
+    mode: Mode,
+    database: Database,
+    service: ServiceProcess,
+    keys: Vec<IdempotencyKey>,
+    clients: Vec<PayClient>,
 }
 
-async fn restart_mid_run(mode: Mode, payouts: usize, test: &str) {
+/// Payouts with distinct keys, 16 at a time per mode, with a service per mode (`lanes`: the
+/// mode and its number of payouts) on one PostgreSQL cluster of the test's own, which is
+/// stopped once about a quarter of them are done and started again once the services have
+/// answered 503 about twice to each payout in flight: one outage for both modes.
+async fn restart_mid_run(lanes: &[(Mode, usize)], test: &str) {
     if !std::env::var("RETRY_TEST_PG_BIN").is_ok_and(|bin| Path::new(&bin).join("pg_ctl").exists())
     {
         databases::server_missing(test, "PostgreSQL's server binaries", RUN_HINT);
@@ -724,39 +726,66 @@ async fn restart_mid_run(mode: Mode, payouts: usize, test: &str) {
         return;
     };
     let cluster = Arc::new(cluster);
-    let database = Database::Postgres(cluster.url());
     let bank = Bank::start_quiet(Duration::ZERO).await.unwrap();
-    let service = start(&Config {
-        lease: LEASE,
-        // While the server is down, a request answers 503 after this long.
-        db_timeout: Duration::from_millis(200),
-        ..mode.config(&database, &bank)
-    })
-    .await;
     let http = reqwest::Client::new();
+    let mut started = Vec::new();
+    for &(mode, payouts) in lanes {
+        let schema = databases::new_schema(&cluster.url(), &format!("{test}_{mode:?}")).await;
+        let database = on_schema(&cluster.url(), &schema);
+        let service = start(&Config {
+            lease: LEASE,
+            // While the server is down, a request answers 503 after this long.
+            db_timeout: Duration::from_millis(200),
+            ..mode.config(&database, &bank)
+        })
+        .await;
+        let keys = (0..payouts).map(|_| IdempotencyKey::new()).collect();
+        let clients = (0..payouts)
+            .map(|i| PayClient::new(&format!("client {i}"), &http, service.url()).quiet())
+            .collect();
+        started.push(Lane {
+            mode,
+            database,
+            service,
+            keys,
+            clients,
+        });
+    }
+    let lanes = started;
 
     const AT_ONCE: usize = 16;
+    let payouts: usize = lanes.iter().map(|lane| lane.keys.len()).sum();
     let paid = AtomicUsize::new(0);
-    let slots = Semaphore::new(AT_ONCE);
-    let keys: Vec<IdempotencyKey> = (0..payouts).map(|_| IdempotencyKey::new()).collect();
-    let clients: Vec<PayClient> = (0..payouts)
-        .map(|i| PayClient::new(&format!("client {i}"), &http, service.url()).quiet())
-        .collect();
-
-    let paying = futures_util::future::join_all(keys.iter().zip(&clients).enumerate().map(
-        |(i, (key, client))| {
-            let (slots, paid) = (&slots, &paid);
-            async move {
-                let _slot = slots.acquire().await.unwrap();
-                let claim = ClaimId(5000 + i as u32);
-                let receipt = pay_until_done(client, claim, Cents(1000 + i as u64), key).await;
-                paid.fetch_add(1, Ordering::SeqCst);
-                receipt
-            }
-        },
-    ));
-    // The server goes down once about a quarter of the payouts are done, and comes back once
-    // the service has answered 503 about twice to each payout in flight.
+    let paying = futures_util::future::join_all(lanes.iter().map(|lane| {
+        let paid = &paid;
+        async move {
+            let slots = Semaphore::new(AT_ONCE);
+            let slots = &slots;
+            futures_util::future::join_all(lane.keys.iter().zip(&lane.clients).enumerate().map(
+                |(i, (key, client))| async move {
+                    let _slot = slots.acquire().await.unwrap();
+                    let claim = ClaimId(5000 + i as u32);
+                    let receipt = pay_until_done(client, claim, Cents(1000 + i as u64), key).await;
+                    paid.fetch_add(1, Ordering::SeqCst);
+                    receipt
+                },
+            ))
+            .await
+        }
+    }));
+    let refusals = || {
+        lanes
+            .iter()
+            .flat_map(|lane| &lane.clients)
+            .map(|client| {
+                client
+                    .answers()
+                    .iter()
+                    .filter(|answer| matches!(answer, Answer::Status { status: 503, .. }))
+                    .count()
+            })
+            .sum::<usize>()
+    };
     let outage = async {
         while paid.load(Ordering::SeqCst) < payouts / 4 {
             tokio::time::sleep(Duration::from_millis(2)).await;
@@ -767,22 +796,15 @@ async fn restart_mid_run(mode: Mode, payouts: usize, test: &str) {
             .await
             .unwrap();
         let stopped = Instant::now();
-        while clients
-            .iter()
-            .map(|client| {
-                client
-                    .answers()
-                    .iter()
-                    .filter(|answer| matches!(answer, Answer::Status { status: 503, .. }))
-                    .count()
-            })
-            .sum::<usize>()
-            < 2 * AT_ONCE
-        {
+        while refusals() < 2 * AT_ONCE * lanes.len() {
             assert!(
                 stopped.elapsed() < Duration::from_secs(30),
                 "no 503 while the database was down:\n{}",
-                service.recent_output()
+                lanes
+                    .iter()
+                    .map(|lane| lane.service.recent_output())
+                    .collect::<Vec<_>>()
+                    .join("\n")
             );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -794,12 +816,36 @@ async fn restart_mid_run(mode: Mode, payouts: usize, test: &str) {
         (down_at, down_for)
     };
     let (receipts, (down_at, down_for)) = tokio::join!(paying, outage);
+    report(&format!(
+        "payments faults, database restart: PostgreSQL stopped after {down_at} of {payouts} \
+         payouts ({}) and started again {:.2} s later",
+        lanes
+            .iter()
+            .map(|lane| format!("{} in the {:?} mode", lane.keys.len(), lane.mode))
+            .collect::<Vec<_>>()
+            .join(", "),
+        down_for.as_secs_f64(),
+    ));
+    for (lane, receipts) in lanes.iter().zip(receipts) {
+        check_after_restart(lane, receipts, &bank).await;
+    }
+}
 
+/// The invariant of one mode's payouts after the restart.
+async fn check_after_restart(lane: &Lane, receipts: Vec<Result<Receipt, PayError>>, bank: &Bank) {
+    let Lane {
+        mode,
+        database,
+        service,
+        keys,
+        clients,
+    } = lane;
+    let (mode, payouts) = (*mode, keys.len());
     let mut receipts_by_key = HashMap::new();
-    for ((key, client), receipt) in keys.iter().zip(&clients).zip(receipts) {
+    for ((key, client), receipt) in keys.iter().zip(clients).zip(receipts) {
         let receipt = receipt.unwrap_or_else(|e| {
             panic!(
-                "payout {key} ended with {e}; answers {:?}:\n{}",
+                "{mode:?} mode: payout {key} ended with {e}; answers {:?}:\n{}",
                 client.answers(),
                 service.recent_output()
             )
@@ -812,7 +858,7 @@ async fn restart_mid_run(mode: Mode, payouts: usize, test: &str) {
         .iter()
         .filter(|answer| matches!(answer, Answer::Status { status: 503, .. }))
         .collect();
-    assert!(!refused.is_empty());
+    assert!(!refused.is_empty(), "{mode:?} mode: no 503");
     assert!(
         refused.iter().all(|answer| matches!(
             answer,
@@ -821,27 +867,31 @@ async fn restart_mid_run(mode: Mode, payouts: usize, test: &str) {
                 ..
             }
         )),
-        "{refused:?}"
+        "{mode:?} mode: {refused:?}"
     );
 
     // Every payout is in the ledger exactly once, with the receipt its client got; the bank
     // transferred once per key and for no key outside the ledger.
-    let rows = read_ledger(&database).await.unwrap();
+    let rows = read_ledger(database).await.unwrap();
     let mut per_key: HashMap<&str, Vec<&LedgerRow>> = HashMap::new();
     for row in &rows {
         per_key.entry(row.entry.key.as_str()).or_default().push(row);
     }
-    assert_eq!(rows.len(), payouts, "one row per payout");
-    for key in &keys {
+    assert_eq!(rows.len(), payouts, "{mode:?} mode: one row per payout");
+    for key in keys {
         let found = &per_key[key.as_str()];
-        assert_eq!(found.len(), 1, "{key}: {found:?}");
+        assert_eq!(found.len(), 1, "{mode:?} mode, {key}: {found:?}");
         assert_eq!(
             receipts_by_key[key.as_str()].receipt,
             format!("P-{}", found[0].id)
         );
     }
-    let transfers = bank.executed();
     if mode == Mode::Lease {
+        let transfers: Vec<(String, u32)> = bank
+            .executed()
+            .into_iter()
+            .filter(|(key, _)| keys.iter().any(|mine| mine.as_str() == key.as_str()))
+            .collect();
         assert_eq!(transfers.len(), payouts);
         assert!(
             transfers
@@ -849,12 +899,17 @@ async fn restart_mid_run(mode: Mode, payouts: usize, test: &str) {
                 .all(|(key, n)| *n == 1 && per_key.contains_key(key.as_str())),
             "a transfer without its ledger row, or two: {transfers:?}"
         );
+    } else {
+        assert!(
+            keys.iter().all(|key| bank.requests(key.as_str()) == 0),
+            "{mode:?} mode: no bank"
+        );
     }
-    // Every payout's e-mail job committed with it, and the replicas' worker sent each e-mail
+    // Every payout's e-mail job committed with it, and the service's worker sent each e-mail
     // once, the outage notwithstanding.
-    let records = PayoutRecords::open(&database).await.unwrap();
-    for key in &keys {
-        mailed_once_in(&records, key, "database restart").await;
+    let records = PayoutRecords::open(database).await.unwrap();
+    for key in keys {
+        mailed_once_in(&records, key, &format!("database restart, {mode:?} mode")).await;
     }
     records.close().await;
     let taken_over = rows.iter().filter(|row| row.entry.execution > 1).count();
@@ -865,16 +920,13 @@ async fn restart_mid_run(mode: Mode, payouts: usize, test: &str) {
         );
     }
     report(&format!(
-        "payments faults, database restart, {mode:?} mode: PostgreSQL stopped after {down_at} of {payouts} \
-         payouts and started again {:.2} s later; {} answers were 503 with Retry-After; all \
-         {payouts} payouts in the ledger once, {taken_over} of them executed again after their \
-         lease (claimed before the outage, not committed), {}",
-        down_for.as_secs_f64(),
+        "payments faults, database restart, {mode:?} mode: {} answers were 503 with \
+         Retry-After; all {payouts} payouts in the ledger once, {taken_over} of them executed \
+         again after their lease (claimed before the outage, not committed), {}",
         refused.len(),
         match mode {
             Mode::Lease => "one bank transfer each",
             Mode::OneCommit => "no bank",
         },
     ));
-    service.kill().unwrap();
 }

@@ -21,6 +21,12 @@
 //! no bank: the claim, the ledger row and the completion in one transaction), where a kill
 //! before the commit leaves nothing and the retry pays at once, without a lease to wait for.
 //!
+//! The random schedules run in chains side by side (8 on SQLite, 12 on PostgreSQL): in a chain,
+//! the service that a run's kill restarts serves that run's retries and checks, armed to stop
+//! at the next run's step in the payout of the next run's key only (`--stop-key`), and is that
+//! run's victim; so each run kills one process and starts one. Both modes' payouts go through
+//! one PostgreSQL restart together, a service per mode.
+//!
 //! The random schedules print their seed; `PAYMENTS_FAULT_SEED=N` replays one, and
 //! `PAYMENTS_FAULT_RUNS=N` changes the number of runs (200 by default). The PostgreSQL tests
 //! need a server (`.ci/postgres.sh run cargo test -p retry-examples --test payments_faults`);

@@ -261,8 +261,7 @@ async fn kill_at(mode: Mode, step: Step, database: Database, bank: &Bank, contex
     let key = IdempotencyKey::new();
     let config = victim(mode, step, &key, &database, bank);
     let service = start(&config).await;
-    let (run, restarted) =
-        kill_and_restart(mode, step, &key, &database, service, None, bank, context).await;
+    let (run, restarted) = kill_and_restart(&config, &key, service, None, bank, context).await;
     restarted.kill().unwrap();
     run
 }
@@ -283,22 +282,26 @@ fn victim(
     }
 }
 
-/// Pays `key` through `service`, which stops at `step` of that payout: kills it there with
+/// Pays `key` through `service`, started with `config` (a [`victim`]'s), which stops at its step
+/// of that payout: kills it there with
 /// SIGKILL, checks the database right after the kill, and starts it again on the same port and
 /// database while the client's `#[retry]` keeps trying; then checks the invariant. The restarted
 /// process is armed for `next` (the next run's step and key, so that it is that run's victim,
 /// and serves this run's retries as any service would) and returned.
 async fn kill_and_restart(
-    mode: Mode,
-    step: Step,
+    config: &Config,
     key: &IdempotencyKey,
-    database: &Database,
     mut service: ServiceProcess,
     next: Option<(Step, &IdempotencyKey)>,
     bank: &Bank,
     context: &str,
 ) -> (Run, ServiceProcess) {
-    let config = victim(mode, step, key, database, bank);
+    let mode = if config.one_commit {
+        Mode::OneCommit
+    } else {
+        Mode::Lease
+    };
+    let step = config.stop_at.expect("a victim stops at a step");
     let records = PayoutRecords::open(&config.database).await.unwrap();
     let same_port = SocketAddr::from(([127, 0, 0, 1], service.port()));
     let http = reqwest::Client::new();
@@ -493,10 +496,9 @@ async fn chain_of_kills(
     for (i, &(run, step)) in schedule.iter().enumerate() {
         let next = schedule.get(i + 1).map(|&(_, step)| (step, &keys[i + 1]));
         let context = format!("{context}, run {run}");
-        let (outcome, restarted) = kill_and_restart(
-            mode, step, &keys[i], &database, service, next, bank, &context,
-        )
-        .await;
+        let config = victim(mode, step, &keys[i], &database, bank);
+        let (outcome, restarted) =
+            kill_and_restart(&config, &keys[i], service, next, bank, &context).await;
         done.push(outcome);
         service = restarted;
     }

@@ -20,8 +20,9 @@
 //! - **a replay** of a completed key in each mode (`begin_with(Mode::OneCommit, ..)`, `begin`).
 //!
 //! Each operation `--operations` times one at a time (p50, p99), then `--operations` times from
-//! `--callers` tasks at once (p50, p99, operations per second), `--runs` times; the table has the
-//! median of the runs and each ratio to the handler alone. The database's work per operation is
+//! `--callers` tasks at once (p50, p99, operations per second), `--runs` times, every operation
+//! in each run; the table has the median of the runs, and each ratio to the handler alone taken
+//! per run (against the same run's handler) as the median and the range of the runs. The database's work per operation is
 //! counted, not estimated, in the sequential phases: the statements sqlx executes (its
 //! `sqlx::query` events), on PostgreSQL the round trips (a proxy between the pool and the server
 //! reads the client's protocol: each `Query` or `Sync` waits for `ReadyForQuery`; a `Sync` alone
@@ -579,18 +580,24 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
 
 fn print_tables(all: &[Measured], args: &Args) {
     println!(
-        "| database | operation | one at a time: p50 / p99 | ÷ handler, p50 | {} callers: p50 / p99 | ÷ handler, p50 | operations/s, {} callers | statements | round trips (pings) | WAL records / bytes / syncs |",
+        "| database | operation | one at a time: p50 / p99 | ÷ handler, p50 (range) | {} callers: p50 / p99 | ÷ handler, p50 (range) | operations/s, {} callers | statements | round trips (pings) | WAL records / bytes / syncs |",
         args.callers, args.callers
     );
     println!("|---|---|---|---:|---|---:|---:|---:|---|---|");
     for measured in all {
         let seconds = |phases: &Vec<Phase>, f: fn(&Phase) -> f64| median(phases.iter().map(f));
-        let base_one = seconds(&measured.sequential[&Operation::Handler], |p| {
-            p.p50.as_secs_f64()
-        });
-        let base_many = seconds(&measured.concurrent[&Operation::Handler], |p| {
-            p.p50.as_secs_f64()
-        });
+        // Each run's ratio is against the same run's handler alone, measured minutes apart at
+        // most on the same machine: the median of those ratios, and their range.
+        let ratios = |phases: &BTreeMap<Operation, Vec<Phase>>, operation: Operation| {
+            let ratios: Vec<f64> = phases[&operation]
+                .iter()
+                .zip(&phases[&Operation::Handler])
+                .map(|(phase, base)| phase.p50.as_secs_f64() / base.p50.as_secs_f64())
+                .collect();
+            let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+            let high = ratios.iter().copied().fold(0.0, f64::max);
+            format!("{:.2}× ({low:.2}–{high:.2})", median(ratios.into_iter()))
+        };
         for operation in Operation::ALL {
             let one = &measured.sequential[&operation];
             let many = &measured.concurrent[&operation];
@@ -611,15 +618,15 @@ fn print_tables(all: &[Measured], args: &Args) {
                 format!("{:.1} / {:.0} / {:.2}", wal.records, wal.bytes, wal.syncs)
             });
             println!(
-                "| {} | {} | {:.2} ms / {:.2} ms | {:.2}× | {:.2} ms / {:.2} ms | {:.2}× | {:.0} | {:.1} | {} | {} |",
+                "| {} | {} | {:.2} ms / {:.2} ms | {} | {:.2} ms / {:.2} ms | {} | {:.0} | {:.1} | {} | {} |",
                 measured.database,
                 operation.name(),
                 one50 * 1e3,
                 one99 * 1e3,
-                one50 / base_one,
+                ratios(&measured.sequential, operation),
                 many50 * 1e3,
                 many99 * 1e3,
-                many50 / base_many,
+                ratios(&measured.concurrent, operation),
                 rate,
                 work.statements,
                 trips,

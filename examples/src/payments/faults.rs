@@ -1,7 +1,10 @@
 //! Where the service can be told to stop, so that a test (or the example) kills it there with
 //! SIGKILL: the failure is real, only its moment is chosen from outside.
 //!
-//! A service started with `--stop-at STEP` runs normally until the first payout reaches `STEP`.
+//! A service started with `--stop-at STEP` runs normally until the first payout reaches `STEP`
+//! (with `--stop-key KEY`, the first payout of that idempotency key: the tests arm the process
+//! that a kill restarts for the next run's key, so that it serves the killed run's retries
+//! normally and is the next run's victim).
 //! There it prints `stopped at STEP` on a line of its own and waits for ever, holding whatever
 //! it holds at that moment: a claimed key, an open transaction, a committed payout whose
 //! response is not sent yet. [`process::ServiceProcess`](super::process::ServiceProcess) reads
@@ -103,6 +106,8 @@ impl FromStr for Step {
 #[derive(Debug, Default)]
 pub struct Faults {
     stop_at: Mutex<Option<Step>>,
+    /// The only key whose payout stops, if set.
+    stop_key: Option<String>,
     lose_first_response: AtomicBool,
     /// The connection whose closing is the step `after-response`.
     closing: Mutex<Option<SocketAddr>>,
@@ -113,13 +118,24 @@ impl Faults {
     pub fn new(stop_at: Option<Step>, lose_first_response: bool) -> Self {
         Faults {
             stop_at: Mutex::new(stop_at),
+            stop_key: None,
             lose_first_response: AtomicBool::new(lose_first_response),
             closing: Mutex::default(),
         }
     }
 
-    /// Whether the service stops at `step`; true once.
-    fn take(&self, step: Step) -> bool {
+    /// Stops only in the payout of `key` (`--stop-key`).
+    #[must_use]
+    pub fn for_key(mut self, key: Option<String>) -> Self {
+        self.stop_key = key;
+        self
+    }
+
+    /// Whether the service stops at `step` of the payout of `key`; true once.
+    fn take(&self, step: Step, key: &str) -> bool {
+        if self.stop_key.as_deref().is_some_and(|only| only != key) {
+            return false;
+        }
         let mut stop_at = self.stop_at.lock().unwrap_or_else(PoisonError::into_inner);
         if *stop_at == Some(step) {
             *stop_at = None;
@@ -130,8 +146,8 @@ impl Faults {
 
     /// Passes `step`: returns at once, unless the service was told to stop here; then it says
     /// so and never returns.
-    pub async fn reach(&self, step: Step) {
-        if self.take(step) {
+    pub async fn reach(&self, step: Step, key: &str) {
+        if self.take(step, key) {
             stopped(step);
             std::future::pending::<()>().await;
         }
@@ -139,8 +155,8 @@ impl Faults {
 
     /// For the step `after-response`: whether the service stops once `peer`'s connection has
     /// closed after this response. The response then asks for the connection to close.
-    pub fn stop_after_response_to(&self, peer: SocketAddr) -> bool {
-        if self.take(Step::AfterResponse) {
+    pub fn stop_after_response_to(&self, peer: SocketAddr, key: &str) -> bool {
+        if self.take(Step::AfterResponse, key) {
             *self.closing.lock().unwrap_or_else(PoisonError::into_inner) = Some(peer);
             return true;
         }

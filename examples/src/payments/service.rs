@@ -140,6 +140,8 @@ pub struct Config {
     pub db_timeout: Duration,
     /// `--stop-at STEP`: see [`faults`](super::faults).
     pub stop_at: Option<Step>,
+    /// `--stop-key KEY`: stop at `stop_at` only in the payout of this idempotency key.
+    pub stop_key: Option<String>,
     /// `--lose-first-response`: the first payout's response is lost after the commit.
     pub lose_first_response: bool,
     /// `--one-commit`: claim each key in the payout's own transaction (one durable commit per
@@ -166,6 +168,7 @@ impl Default for Config {
             lease: DEFAULT_LEASE,
             db_timeout: Duration::from_secs(1),
             stop_at: None,
+            stop_key: None,
             lose_first_response: false,
             one_commit: false,
             send_mails: false,
@@ -179,7 +182,7 @@ impl Default for Config {
 /// How to start the service, for `--help` and errors.
 pub const USAGE: &str = "\
 usage: payments-service [--listen ADDR:PORT] [--database-url URL] [--bank-url URL]
-                        [--lease-ms N] [--db-timeout-ms N] [--stop-at STEP]
+                        [--lease-ms N] [--db-timeout-ms N] [--stop-at STEP] [--stop-key KEY]
                         [--lose-first-response] [--one-commit] [--send-mails]
                         [--name NAME] [--quiet] [--metrics]
 
@@ -188,6 +191,7 @@ usage: payments-service [--listen ADDR:PORT] [--database-url URL] [--bank-url UR
   --stop-at STEP       stop at STEP of the first payout and wait to be killed: before-begin,
                        after-begin, after-ledger-write, after-enqueue, after-commit,
                        after-response
+  --stop-key KEY       stop only in the payout of idempotency key KEY (with --stop-at)
   --one-commit         claim each key in the payout's own transaction: one commit per payout
                        (not with --bank-url)
   --send-mails         run a worker that sends the receipt e-mails the payouts queued
@@ -222,6 +226,7 @@ impl Config {
                 "--lease-ms" => config.lease = millis(value()?)?,
                 "--db-timeout-ms" => config.db_timeout = millis(value()?)?,
                 "--stop-at" => config.stop_at = Some(value()?.parse()?),
+                "--stop-key" => config.stop_key = Some(value()?),
                 "--lose-first-response" => config.lose_first_response = true,
                 "--one-commit" => config.one_commit = true,
                 "--send-mails" => config.send_mails = true,
@@ -267,6 +272,9 @@ impl Config {
         if let Some(step) = self.stop_at {
             args.extend(["--stop-at".to_owned(), step.name().to_owned()]);
         }
+        if let Some(key) = &self.stop_key {
+            args.extend(["--stop-key".to_owned(), key.clone()]);
+        }
         if self.lose_first_response {
             args.push("--lose-first-response".to_owned());
         }
@@ -291,7 +299,10 @@ impl Config {
 pub async fn run(config: Config) -> Result<(), Box<dyn Error>> {
     let options = Options {
         bank: config.bank.clone(),
-        faults: Arc::new(Faults::new(config.stop_at, config.lose_first_response)),
+        faults: Arc::new(
+            Faults::new(config.stop_at, config.lose_first_response)
+                .for_key(config.stop_key.clone()),
+        ),
         name: config.name.clone(),
         verbose: !config.quiet,
         metrics: if config.metrics {
@@ -604,28 +615,28 @@ impl PayoutRecords {
 
     /// What the database holds for the payout `key` (see [`PayoutRecord`]).
     pub async fn of(&self, key: &str) -> Result<PayoutRecord, sqlx::Error> {
-        const KEY: &str = "SELECT state FROM retry_idempotency_keys WHERE scope = '' AND key = $1";
-        const LEDGER: &str = "SELECT COUNT(*) FROM ledger WHERE payout_key = $1";
-        const JOBS: &str = "SELECT state FROM retry_jobs WHERE queue = $1 AND key = $2 ORDER BY id";
-        const SENT: &str = "SELECT COUNT(*) FROM sent_mails WHERE payout_key = $1";
+        // One statement, so that a test that polls it makes one round trip per look.
+        const READ: &str = "SELECT \
+            (SELECT state FROM retry_idempotency_keys WHERE scope = '' AND key = $1), \
+            (SELECT COUNT(*) FROM ledger WHERE payout_key = $1), \
+            (SELECT COUNT(*) FROM sent_mails WHERE payout_key = $1), \
+            state FROM (SELECT 1) AS one \
+            LEFT JOIN retry_jobs ON queue = $2 AND key = $1 ORDER BY id";
         macro_rules! read {
             ($pool:expr) => {{
-                let pool = $pool;
-                let key_state = sqlx::query_scalar(KEY)
+                let rows: Vec<(Option<String>, i64, i64, Option<String>)> = sqlx::query_as(READ)
                     .bind(key)
-                    .fetch_optional(pool)
-                    .await?;
-                let ledger: i64 = sqlx::query_scalar(LEDGER).bind(key).fetch_one(pool).await?;
-                let mail_jobs = sqlx::query_scalar(JOBS)
                     .bind(mails::QUEUE)
-                    .bind(key)
-                    .fetch_all(pool)
+                    .fetch_all($pool)
                     .await?;
-                let sent: i64 = sqlx::query_scalar(SENT).bind(key).fetch_one(pool).await?;
+                let (key_state, ledger, sent) = match rows.first() {
+                    Some((state, ledger, sent, _)) => (state.clone(), *ledger, *sent),
+                    None => (None, 0, 0),
+                };
                 PayoutRecord {
                     key_state,
                     ledger_rows: usize::try_from(ledger).unwrap_or(0),
-                    mail_jobs,
+                    mail_jobs: rows.into_iter().filter_map(|row| row.3).collect(),
                     mails_sent: usize::try_from(sent).unwrap_or(0),
                 }
             }};
@@ -634,6 +645,22 @@ impl PayoutRecords {
             PayoutRecords::Sqlite(pool) => read!(pool),
             PayoutRecords::Postgres(pool) => read!(pool),
         })
+    }
+
+    /// The ledger's rows for the payout `key`.
+    pub async fn ledger_of(&self, key: &str) -> Result<Vec<LedgerRow>, sqlx::Error> {
+        const SELECT: &str = "SELECT id, payout_key, claim, cents, transfer, execution \
+                              FROM ledger WHERE payout_key = $1 ORDER BY id";
+        match self {
+            PayoutRecords::Sqlite(pool) => {
+                let rows = sqlx::query(SELECT).bind(key).fetch_all(pool).await?;
+                rows.iter().map(ledger_row).collect()
+            }
+            PayoutRecords::Postgres(pool) => {
+                let rows = sqlx::query(SELECT).bind(key).fetch_all(pool).await?;
+                rows.iter().map(ledger_row).collect()
+            }
+        }
     }
 
     /// Closes the connection.
@@ -773,6 +800,7 @@ where
         return problem(StatusCode::BAD_REQUEST, "the body is not a payout request");
     };
     let log = format!("Retry-Attempt {attempt}, key {}…:", short(&key));
+    let key_text = key.as_str().to_owned();
     // The payout runs in a task of its own, so that a client that hangs up does not cancel it
     // between the bank's answer and the commit.
     let task = tokio::spawn({
@@ -785,7 +813,7 @@ where
     let Ok((mut response, executed)) = task.await else {
         return problem(StatusCode::INTERNAL_SERVER_ERROR, "the payout task failed");
     };
-    if executed && app.faults.stop_after_response_to(peer) {
+    if executed && app.faults.stop_after_response_to(peer, &key_text) {
         let close = HeaderValue::from_static("close");
         response.headers_mut().insert(header::CONNECTION, close);
     }
@@ -804,7 +832,7 @@ async fn payout<B: Backend>(
 where
     sqlx::Transaction<'static, B>: LedgerTransaction,
 {
-    app.faults.reach(Step::BeforeBegin).await;
+    app.faults.reach(Step::BeforeBegin, key.as_str()).await;
     // 1. The claim: committed under a lease, or (one-commit) the first statement of the
     // transaction the guard holds.
     let mut guard = match app.store.begin_with(app.mode, "", key, fingerprint).await {
@@ -847,7 +875,7 @@ where
     };
     // Lease mode: the key is claimed, under its lease. One-commit mode: the claim is written in
     // the open transaction, not committed, and a kill here leaves nothing.
-    app.faults.reach(Step::AfterBegin).await;
+    app.faults.reach(Step::AfterBegin, key.as_str()).await;
     let execution = guard.claim();
     let how = match app.mode {
         Mode::Lease => format!("execution {execution}"),
@@ -903,7 +931,7 @@ where
         cents: order.cents,
         transfer: entry.transfer,
     };
-    app.faults.reach(Step::AfterLedgerWrite).await;
+    app.faults.reach(Step::AfterLedgerWrite, key.as_str()).await;
 
     // 4. The receipt e-mail's job, in the same transaction: it exists if and only if the payout
     // committed.
@@ -920,7 +948,7 @@ where
         app.say(format_args!("{log} the e-mail could not be queued: {code}"));
         return (unavailable(code, &why), false);
     }
-    app.faults.reach(Step::AfterEnqueue).await;
+    app.faults.reach(Step::AfterEnqueue, key.as_str()).await;
 
     // 5. The receipt is stored and the key completed in the same transaction, which commits:
     // the ledger row, the job and the key together.
@@ -928,7 +956,7 @@ where
         app.say(format_args!("{log} not committed: {e}"));
         return (unavailable(e.status(), &e.to_string()), false);
     }
-    app.faults.reach(Step::AfterCommit).await;
+    app.faults.reach(Step::AfterCommit, key.as_str()).await;
     if app.faults.lose_response() {
         app.say(format_args!(
             "{log} paid and committed, {}; the response is lost on the way back",

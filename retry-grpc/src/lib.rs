@@ -46,6 +46,7 @@
 //! ```
 
 pub mod backoff;
+pub mod channel;
 pub mod code;
 mod commit;
 pub mod config;

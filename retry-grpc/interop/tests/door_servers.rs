@@ -152,8 +152,9 @@ async fn the_door_behaves_as_a6_against(server: &ServerProcess) {
         call.elapsed_ms
     );
     let seen = server.attempts_of("slow_first:300");
+    // (The copy's delay is measured on the paused clock in tests/door.rs: here the first
+    // attempt's arrival also waits for the connection.)
     assert_eq!(seen[1].previous_rpc_attempts.as_deref(), Some("1"));
-    assert!(pauses_ms(&seen)[0] >= 49.0);
     assert!(counters.hedged_copies() >= 1);
 }
 

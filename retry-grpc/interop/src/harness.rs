@@ -316,8 +316,10 @@ pub fn previous_attempts(attempts: &[AttemptRecord]) -> Vec<Option<String>> {
 
 /// Runs `run` with the door (`retry_grpc::channel::GrpcRetryLayer`, read from the same JSON
 /// config) over a tonic `Channel` to `target`, in this process on tokio's real clock, and
-/// reports what the application saw as grpcio's driver does. `wait_for_ready` has no tonic
-/// counterpart and is ignored; the door's counters come with the report.
+/// reports what the application saw as grpcio's driver does. tonic has no per-call
+/// `wait_for_ready`: the door takes it from the config, so `wait_for_ready` sets
+/// `"waitForReady": true` in every method config (adding one for every method if there is
+/// none). The door's counters come with the report.
 pub async fn run_door(
     run: &ClientRun,
     target: &str,
@@ -326,7 +328,22 @@ pub async fn run_door(
     use crate::proto::scripted_client::ScriptedClient;
     use retry_grpc::channel::GrpcRetryLayer;
 
-    let layer = GrpcRetryLayer::from_service_config(&run.config.to_string())
+    let mut config = run.config.clone();
+    if run.wait_for_ready {
+        let methods = config
+            .as_object_mut()
+            .ok_or("the config is not an object")?
+            .entry("methodConfig")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        let methods = methods.as_array_mut().ok_or("methodConfig is not a list")?;
+        if methods.is_empty() {
+            methods.push(serde_json::json!({"name": [{}]}));
+        }
+        for method in methods.iter_mut() {
+            method["waitForReady"] = Value::Bool(true);
+        }
+    }
+    let layer = GrpcRetryLayer::from_service_config(&config.to_string())
         .map_err(|error| error.to_string())?;
     let counters = layer.counters();
     let channel = tonic::transport::Channel::from_shared(format!("http://{target}"))

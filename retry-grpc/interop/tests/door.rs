@@ -569,3 +569,34 @@ async fn a_refused_stream_is_retried_transparently_without_counting() {
     assert_eq!(rig.counters.retries(), 0);
     assert_eq!(rig.pauses(), [Duration::ZERO]);
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn wait_for_ready_waits_for_the_server_until_the_deadline() {
+    let port = retry_grpc_interop::harness::closed_port().expect("a free port");
+    let channel = Channel::from_shared(format!("http://127.0.0.1:{port}"))
+        .expect("a valid URI")
+        .connect_lazy();
+    let method = MethodConfig::builder()
+        .name(MethodName::service(SERVICE))
+        .wait_for_ready(true)
+        .timeout(ms(3000))
+        .build()
+        .expect("valid");
+    let config = ServiceConfig::builder()
+        .method_config(method)
+        .build()
+        .expect("valid");
+    let mut rig = rig_on(GrpcRetryLayer::new(config), channel, Arc::default());
+    let start = Instant::now();
+    let status = rig
+        .client
+        .unary(message("ok", 0))
+        .await
+        .expect_err("nothing listens");
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert_eq!(start.elapsed(), ms(3000), "at the deadline, not before");
+    // Connection attempts 0.8–1.2 s, then 1.28–1.92 s apart: 2 or 3 in 3 s.
+    let sent = rig.sent();
+    assert!((2..=3).contains(&sent.len()), "{sent:?}");
+    assert!(sent[1].at >= ms(800) && sent[1].at <= ms(1200), "{sent:?}");
+}

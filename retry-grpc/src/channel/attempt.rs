@@ -38,6 +38,9 @@ pub(crate) struct Request0<'a> {
     pub(crate) parts: &'a Parts,
     pub(crate) body: &'a RequestBody,
     pub(crate) deadline: Option<Instant>,
+    /// The method's `waitForReady`: a refused connection waits for the server (until the
+    /// deadline) instead of failing the attempt.
+    pub(crate) wait_for_ready: bool,
     pub(crate) counters: &'a Counters,
 }
 
@@ -75,6 +78,8 @@ where
     S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
     S::Error: Into<BoxError>,
 {
+    // C-core's connection backoff, which a call that waits for ready waits on.
+    let mut reconnect = Duration::from_secs(1);
     loop {
         request.counters.attempts.fetch_add(1, Ordering::Relaxed);
         let error = match call(service, ready, request.build(previous_attempts)).await {
@@ -82,6 +87,18 @@ where
             Err(error) => error,
         };
         if let Some(unsent) = unsent(&*error) {
+            if unsent == Unsent::ConnectionRefused && request.wait_for_ready {
+                // Wait for the server as C-core's channel does: its reconnect backoff (1 s,
+                // ×1.6, ±20 %, at most 120 s); the deadline cuts the wait.
+                let pause = reconnect.mul_f64(0.8 + 0.4 * rand::random::<f64>());
+                reconnect = reconnect.mul_f64(1.6).min(Duration::from_secs(120));
+                tokio::time::sleep(pause).await;
+                request
+                    .counters
+                    .transparent_retries
+                    .fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
             if !request.body.outgrew() && transparent.on_unsent(unsent) {
                 request
                     .counters

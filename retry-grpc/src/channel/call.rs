@@ -57,6 +57,7 @@ where
         parts: &parts,
         body: &body,
         deadline,
+        wait_for_ready: method.and_then(|m| m.wait_for_ready()).unwrap_or(false),
         counters,
     };
     let run = async {

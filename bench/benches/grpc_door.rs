@@ -37,17 +37,19 @@ const CONFIG: &str = r#"{
 /// A unary request as tonic's client sends it: the path, the headers, one length-prefixed
 /// message.
 fn grpc_request() -> Request<Body> {
-    let message = [0u8, 0, 0, 0, 4, 0x0a, 0x02, b'o', b'k'];
+    // `Request { scenario: "ok" }`, length-prefixed.
+    const MESSAGE: &[u8] = &[0, 0, 0, 0, 4, 0x0a, 0x02, b'o', b'k'];
     Request::post("/retry.interop.Scripted/Unary")
         .header("content-type", "application/grpc")
         .header("te", "trailers")
         .body(Body::new(http_body_util::Full::new(Bytes::from_static(
-            &message,
+            MESSAGE,
         ))))
         .expect("a request")
 }
 
-type Answer = StreamBody<futures_util::stream::Iter<std::vec::IntoIter<Result<Frame<Bytes>, Infallible>>>>;
+type Answer =
+    StreamBody<futures_util::stream::Iter<std::vec::IntoIter<Result<Frame<Bytes>, Infallible>>>>;
 
 /// The answer of a unary call: headers, one message, `grpc-status: 0`; after reading the
 /// request's body.
@@ -56,7 +58,9 @@ async fn answer(request: Request<Body>) -> Result<Response<Answer>, Infallible> 
     let mut trailers = HeaderMap::new();
     trailers.insert("grpc-status", HeaderValue::from_static("0"));
     let frames = vec![
-        Ok(Frame::data(Bytes::from_static(&[0, 0, 0, 0, 2, 0x08, 0x01]))),
+        Ok(Frame::data(Bytes::from_static(&[
+            0, 0, 0, 0, 2, 0x08, 0x01,
+        ]))),
         Ok(Frame::trailers(trailers)),
     ];
     Ok(Response::builder()

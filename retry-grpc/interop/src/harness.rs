@@ -382,7 +382,10 @@ pub async fn run_door(
                     .await
                     .map(|r| replies.push(reply(r.get_ref())))
             }
-            _ => match client.server_stream(with_deadline(message, run.timeout)).await {
+            _ => match client
+                .server_stream(with_deadline(message, run.timeout))
+                .await
+            {
                 Ok(response) => {
                     let mut stream = response.into_inner();
                     loop {

@@ -5,13 +5,11 @@
 
 mod common;
 
-use common::{SERVICE, ms, retry};
+use common::{SERVICE, hedging_config, ms, retry, retry_config};
 use http::{Request, Response};
 use retry_grpc::backoff::{Jitter, RetryBackoff};
 use retry_grpc::channel::{Counters, GrpcRetry, GrpcRetryLayer};
-use retry_grpc::{
-    HedgingPolicy, MethodConfig, MethodName, RetryPolicy, RetryThrottling, ServiceConfig,
-};
+use retry_grpc::{MethodConfig, MethodName, RetryPolicy, RetryThrottling, ServiceConfig};
 use retry_grpc_interop::proto::scripted_client::ScriptedClient;
 use retry_grpc_interop::proto::{Reply, Request as Message};
 use retry_grpc_interop::server::{AttemptRecord, ScriptedService, bind, serve};
@@ -78,11 +76,7 @@ async fn start_rig(layer: GrpcRetryLayer) -> Rig {
     rig_on(layer, channel, server)
 }
 
-fn rig_on(
-    layer: GrpcRetryLayer,
-    channel: Channel,
-    server: Arc<Mutex<Vec<AttemptRecord>>>,
-) -> Rig {
+fn rig_on(layer: GrpcRetryLayer, channel: Channel, server: Arc<Mutex<Vec<AttemptRecord>>>) -> Rig {
     let sent = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&sent);
     let start = Instant::now();
@@ -113,17 +107,13 @@ fn rig_on(
     }
 }
 
+/// The config of `common`'s JSON, read back as the door reads it.
 fn config(policy: RetryPolicy, throttling: Option<RetryThrottling>) -> ServiceConfig {
-    let method = MethodConfig::builder()
-        .name(MethodName::service(SERVICE))
-        .retry_policy(policy)
-        .build()
-        .expect("valid");
-    let mut config = ServiceConfig::builder().method_config(method);
-    if let Some(throttling) = throttling {
-        config = config.retry_throttling(throttling);
-    }
-    config.build().expect("valid")
+    ServiceConfig::from_value(&retry_config(policy, throttling)).expect("valid")
+}
+
+fn hedging(max_attempts: u32, delay: Duration, codes: &[Code]) -> ServiceConfig {
+    ServiceConfig::from_value(&hedging_config(max_attempts, delay, codes)).expect("valid")
 }
 
 fn message(scenario: &str, call: u32) -> Message {
@@ -249,7 +239,10 @@ async fn a_negative_pushback_and_a_code_not_in_the_config_stop_at_once() {
         .expect_err("RESOURCE_EXHAUSTED");
     assert_eq!(status.code(), Code::ResourceExhausted);
     assert_eq!(
-        status.metadata().get("x-server-attempt").map(|v| v.to_str().ok()),
+        status
+            .metadata()
+            .get("x-server-attempt")
+            .map(|v| v.to_str().ok()),
         Some(Some("1")),
         "the server's own status, with its metadata"
     );
@@ -332,7 +325,11 @@ async fn a_client_stream_is_replayed_whole_and_one_above_the_limit_is_sent_once(
         .iter()
         .map(|r| r.received)
         .collect();
-    assert_eq!(received, [3, 3, 3], "every attempt carried the three messages");
+    assert_eq!(
+        received,
+        [3, 3, 3],
+        "every attempt carried the three messages"
+    );
 
     // 3 messages of 1 KiB over a 2 KiB buffer: sent once, its status returned.
     let layer = GrpcRetryLayer::new(config(policy, None)).buffer_limit(2048);
@@ -406,25 +403,6 @@ async fn the_method_timeout_is_the_deadline_of_the_whole_call() {
     assert_eq!(sent[0].timeout.as_deref(), Some("300000u"));
 }
 
-fn hedging(max_attempts: u32, delay: Duration, codes: &[Code]) -> ServiceConfig {
-    let policy = HedgingPolicy::builder()
-        .max_attempts(max_attempts)
-        .hedging_delay(delay)
-        .non_fatal_status_codes(codes.iter().copied())
-        .build()
-        .expect("valid");
-    ServiceConfig::builder()
-        .method_config(
-            MethodConfig::builder()
-                .name(MethodName::service(SERVICE))
-                .hedging_policy(policy)
-                .build()
-                .expect("valid"),
-        )
-        .build()
-        .expect("valid")
-}
-
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn hedging_sends_a_copy_after_the_delay_and_the_first_answer_wins() {
     let mut rig = start_rig(GrpcRetryLayer::new(hedging(
@@ -449,7 +427,12 @@ async fn hedging_sends_a_copy_after_the_delay_and_the_first_answer_wins() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn hedging_sends_the_next_copy_at_once_after_a_non_fatal_status() {
-    let mut rig = start_rig(GrpcRetryLayer::new(hedging(3, ms(1000), &[Code::Unavailable]))).await;
+    let mut rig = start_rig(GrpcRetryLayer::new(hedging(
+        3,
+        ms(1000),
+        &[Code::Unavailable],
+    )))
+    .await;
     let status = rig
         .client
         .unary(message("always_unavailable", 0))
@@ -492,11 +475,18 @@ async fn a_refused_connection_is_retried_at_once_then_by_the_policy() {
         .expect_err("nothing listens");
     assert_eq!(status.code(), Code::Unavailable, "{status:?}");
     // 3 attempts of the policy, the first sent twice (the transparent retry, the same header).
-    assert_eq!(rig.previous(), [None, None, Some("1".into()), Some("2".into())]);
+    assert_eq!(
+        rig.previous(),
+        [None, None, Some("1".into()), Some("2".into())]
+    );
     assert_eq!(rig.counters.transparent_retries(), 1);
     assert_eq!(rig.counters.retries(), 2);
     let pauses = rig.pauses();
-    assert_eq!(pauses[0], Duration::ZERO, "the transparent retry goes at once");
+    assert_eq!(
+        pauses[0],
+        Duration::ZERO,
+        "the transparent retry goes at once"
+    );
 }
 
 /// A hand-written gRPC answer: `Reply { attempt, index: 0, received: 1 }` and `grpc-status: 0`.

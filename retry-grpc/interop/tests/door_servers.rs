@@ -27,8 +27,11 @@ async fn the_door_behaves_as_a6_against(server: &ServerProcess) {
 
     // UNAVAILABLE ×3, then OK: 4 attempts, the header 1, 2, 3, A6's pauses.
     let scenario = "unavailable_then_ok:3";
-    let run = ClientRun::unary(scenario, retry_config(retry(5, ms(20), ms(200), codes), None))
-        .calls(2);
+    let run = ClientRun::unary(
+        scenario,
+        retry_config(retry(5, ms(20), ms(200), codes), None),
+    )
+    .calls(2);
     let (report, counters) = run_door(&run, server.address()).await.expect("ran");
     let attempts = server.attempts_of(scenario);
     for call in &report.calls {
@@ -48,7 +51,10 @@ async fn the_door_behaves_as_a6_against(server: &ServerProcess) {
 
     // Pushback 250 ms (above maxBackoff 20 ms): waited whole, then the backoff restarts.
     let scenario = "pushback:250";
-    let run = ClientRun::unary(scenario, retry_config(retry(4, ms(10), ms(20), codes), None));
+    let run = ClientRun::unary(
+        scenario,
+        retry_config(retry(4, ms(10), ms(20), codes), None),
+    );
     let (report, _) = run_door(&run, server.address()).await.expect("ran");
     assert_eq!(report.calls[0].code, "OK");
     let seen = server.attempts_of(scenario);
@@ -73,7 +79,10 @@ async fn the_door_behaves_as_a6_against(server: &ServerProcess) {
         ("pushback_stop", "RESOURCE_EXHAUSTED"),
         ("internal", "INTERNAL"),
     ] {
-        let run = ClientRun::unary(scenario, retry_config(retry(4, ms(10), ms(10), codes), None));
+        let run = ClientRun::unary(
+            scenario,
+            retry_config(retry(4, ms(10), ms(10), codes), None),
+        );
         let (report, _) = run_door(&run, server.address()).await.expect("ran");
         assert_eq!(report.calls[0].code, code);
         assert_eq!(server.attempts_of(scenario).len(), 1, "{scenario}");

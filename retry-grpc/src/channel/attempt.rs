@@ -276,8 +276,14 @@ mod tests {
 
     #[test]
     fn http_errors_map_as_grpc_says() {
-        assert_eq!(code_of_http(StatusCode::SERVICE_UNAVAILABLE), Code::Unavailable);
-        assert_eq!(code_of_http(StatusCode::TOO_MANY_REQUESTS), Code::Unavailable);
+        assert_eq!(
+            code_of_http(StatusCode::SERVICE_UNAVAILABLE),
+            Code::Unavailable
+        );
+        assert_eq!(
+            code_of_http(StatusCode::TOO_MANY_REQUESTS),
+            Code::Unavailable
+        );
         assert_eq!(code_of_http(StatusCode::NOT_FOUND), Code::Unimplemented);
         assert_eq!(code_of_http(StatusCode::BAD_REQUEST), Code::Internal);
         assert_eq!(code_of_http(StatusCode::IM_A_TEAPOT), Code::Unknown);

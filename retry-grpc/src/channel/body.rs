@@ -2,8 +2,8 @@
 //! and the response body of a committed call, which reads the status in its trailers for the
 //! throttle and holds the call's deadline.
 
-use crate::{AttemptStatus, RetryCall, RetryThrottle};
 use crate::code::CodeSet;
+use crate::{AttemptStatus, RetryCall, RetryThrottle};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use std::future::Future;
@@ -50,7 +50,9 @@ impl RequestBody {
 
     fn lock(&self) -> MutexGuard<'_, Tee> {
         // Each step under the lock leaves the tee consistent: a poisoned lock is used as is.
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Whether the body outgrew the limit: no attempt after the one in flight can send it.
@@ -212,7 +214,11 @@ pin_project_lite::pin_project! {
 }
 
 impl<B> Answer<B> {
-    pub(crate) fn new(body: B, accounting: Accounting, deadline: Option<tokio::time::Instant>) -> Self {
+    pub(crate) fn new(
+        body: B,
+        accounting: Accounting,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Self {
         Answer {
             body,
             accounting,

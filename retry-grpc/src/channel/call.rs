@@ -5,7 +5,9 @@
 use super::attempt::{self, Failed, Outcome, Request0};
 use super::body::{Accounting, Answer, RequestBody};
 use super::{BoxError, GrpcRetryLayer};
-use crate::{CallPolicy, Decision, HedgeAction, HedgingCall, HedgingPolicy, RetryCall, RetryPolicy};
+use crate::{
+    CallPolicy, Decision, HedgeAction, HedgingCall, HedgingPolicy, RetryCall, RetryPolicy,
+};
 use crate::{Stop, TransparentRetries};
 use bytes::Bytes;
 use http::{Request, Response};
@@ -98,9 +100,15 @@ where
     RB::Error: Into<BoxError>,
 {
     match outcome {
-        Outcome::Committed(response) => {
-            Ok(response.map(|body| tonic::body::Body::new(Answer::new(body, accounting, deadline))))
+        // Nothing to read in the trailers and no deadline: the channel's body as it is.
+        Outcome::Committed(response)
+            if matches!(accounting, Accounting::None) && deadline.is_none() =>
+        {
+            Ok(response.map(tonic::body::Body::new))
         }
+        Outcome::Committed(response) => Ok(
+            response.map(|body| tonic::body::Body::new(Answer::new(body, accounting, deadline)))
+        ),
         Outcome::Failed(_, failed) => finish_failed(failed),
     }
 }
@@ -111,8 +119,7 @@ where
     RB::Error: Into<BoxError>,
 {
     match failed {
-        Failed::Answer(response) => Ok(response
-            .map(|body| tonic::body::Body::new(Answer::new(body, Accounting::None, None)))),
+        Failed::Answer(response) => Ok(response.map(tonic::body::Body::new)),
         Failed::Error(error) => Err(error),
     }
 }

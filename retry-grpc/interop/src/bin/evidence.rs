@@ -246,8 +246,10 @@ fn main() {
         ("internal", "INTERNAL (not in the list)"),
     ] {
         for client in CLIENTS {
-            let (report, attempts) =
-                runner.run(client, ClientRun::unary(scenario, config(short.clone(), None)));
+            let (report, attempts) = runner.run(
+                client,
+                ClientRun::unary(scenario, config(short.clone(), None)),
+            );
             println!(
                 "| {label} | retry 4, codes UNAVAILABLE, RESOURCE_EXHAUSTED | {} | {} | — | {} | {} |",
                 client.label(),

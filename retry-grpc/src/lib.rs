@@ -1,6 +1,9 @@
-//! gRPC retries as gRFC A6 specifies them, for tonic: the standard service config and A6's
-//! arithmetic, as plain tested types that a retrying channel is built from.
+//! gRPC retries as gRFC A6 specifies them, for tonic: a tower layer under a `Channel`
+//! ([`channel::GrpcRetryLayer`]) that retries and hedges every method from the standard service
+//! config, and the config and A6's arithmetic as plain tested types it is built from.
 //!
+//! - [`channel`]: the door. One layer under a `Channel`; tonic's bodies in and out, so a
+//!   generated client takes it as is.
 //! - [`ServiceConfig`] reads the JSON service config that Go, Java and C++ clients read
 //!   (`methodConfig` with `retryPolicy`, `hedgingPolicy` and `timeout`; `retryThrottling`),
 //!   with the official implementations' validation, errors that name the field and the rule,
@@ -15,8 +18,11 @@
 //!   longer be retried, which failures are retried without the policy, the hedging schedule,
 //!   and the status of a trailers-only answer or of trailers.
 //!
-//! The tonic door that drives these under a `Channel` is the next step; what it must do, and
-//! what it needs from the retry engine, is in [`design`].
+//! How the door was designed, and what it takes from the retry engine: [`design`].
+//!
+#![doc = include_str!("../docs/guide.md")]
+//!
+//! # The arithmetic on its own
 //!
 //! ```
 //! use retry_grpc::backoff::Jitter;
@@ -45,7 +51,11 @@
 //! # Ok::<(), retry_grpc::ConfigError>(())
 //! ```
 
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
 pub mod backoff;
+pub mod channel;
 pub mod code;
 mod commit;
 pub mod config;

@@ -18,6 +18,9 @@
 //! # let _ = layer;
 //! ```
 //!
+//! For a tonic `Channel` (gRPC) use the `retry-grpc` crate's `GrpcRetryLayer` instead: this
+//! layer judges HTTP statuses, and a gRPC status is not one (see the crate's guide).
+//!
 //! [`RetryService`] takes an `http::Request<B>` and hands the service below an
 //! `http::Request<ReplayBody<B>>`:
 //!

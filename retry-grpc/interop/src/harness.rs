@@ -313,3 +313,112 @@ pub fn previous_attempts(attempts: &[AttemptRecord]) -> Vec<Option<String>> {
         .map(|record| record.previous_rpc_attempts.clone())
         .collect()
 }
+
+/// Runs `run` with the door (`retry_grpc::channel::GrpcRetryLayer`, read from the same JSON
+/// config) over a tonic `Channel` to `target`, in this process on tokio's real clock, and
+/// reports what the application saw as grpcio's driver does. tonic has no per-call
+/// `wait_for_ready`: the door takes it from the config, so `wait_for_ready` sets
+/// `"waitForReady": true` in every method config (adding one for every method if there is
+/// none). The door's counters come with the report.
+pub async fn run_door(
+    run: &ClientRun,
+    target: &str,
+) -> Result<(ClientReport, Arc<retry_grpc::channel::Counters>), String> {
+    use crate::proto::Request;
+    use crate::proto::scripted_client::ScriptedClient;
+    use retry_grpc::channel::GrpcRetryLayer;
+
+    let mut config = run.config.clone();
+    if run.wait_for_ready {
+        let methods = config
+            .as_object_mut()
+            .ok_or("the config is not an object")?
+            .entry("methodConfig")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        let methods = methods.as_array_mut().ok_or("methodConfig is not a list")?;
+        if methods.is_empty() {
+            methods.push(serde_json::json!({"name": [{}]}));
+        }
+        for method in methods.iter_mut() {
+            method["waitForReady"] = Value::Bool(true);
+        }
+    }
+    let layer = GrpcRetryLayer::from_service_config(&config.to_string())
+        .map_err(|error| error.to_string())?;
+    let counters = layer.counters();
+    let channel = tonic::transport::Channel::from_shared(format!("http://{target}"))
+        .map_err(|error| error.to_string())?
+        .connect_lazy();
+    let mut client = ScriptedClient::new(tower_layer::Layer::layer(&layer, channel));
+    let origin = Instant::now();
+    let mut calls = Vec::new();
+    for call in 0..run.calls {
+        let message = Request {
+            scenario: run.scenario.clone(),
+            call,
+            payload: Vec::new(),
+        };
+        let started = Instant::now();
+        let mut replies = Vec::new();
+        let reply = |r: &crate::proto::Reply| ReplyRecord {
+            attempt: r.attempt,
+            index: r.index,
+            received: r.received,
+        };
+        fn with_deadline<T>(message: T, timeout: Duration) -> tonic::Request<T> {
+            let mut request = tonic::Request::new(message);
+            request.set_timeout(timeout);
+            request
+        }
+        let outcome: Result<(), tonic::Status> = match run.method {
+            "unary" => client
+                .unary(with_deadline(message, run.timeout))
+                .await
+                .map(|r| replies.push(reply(r.get_ref()))),
+            "client_stream" => {
+                let messages = futures_util::stream::iter(vec![message; 3]);
+                client
+                    .client_stream(with_deadline(messages, run.timeout))
+                    .await
+                    .map(|r| replies.push(reply(r.get_ref())))
+            }
+            _ => match client
+                .server_stream(with_deadline(message, run.timeout))
+                .await
+            {
+                Ok(response) => {
+                    let mut stream = response.into_inner();
+                    loop {
+                        match stream.message().await {
+                            Ok(Some(r)) => replies.push(reply(&r)),
+                            Ok(None) => break Ok(()),
+                            Err(status) => break Err(status),
+                        }
+                    }
+                }
+                Err(status) => Err(status),
+            },
+        };
+        let (code, details) = match outcome {
+            Ok(()) => ("OK".to_owned(), String::new()),
+            Err(status) => (
+                retry_grpc::code::code_name(status.code()).to_owned(),
+                status.message().to_owned(),
+            ),
+        };
+        calls.push(CallRecord {
+            call,
+            code,
+            details,
+            started_ms: (started - origin).as_secs_f64() * 1000.0,
+            elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+            replies,
+            trailing_metadata: serde_json::Map::new(),
+        });
+    }
+    let report = ClientReport {
+        grpcio: String::new(),
+        calls,
+    };
+    Ok((report, counters))
+}

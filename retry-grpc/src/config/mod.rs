@@ -224,13 +224,14 @@ impl ServiceConfig {
     /// # Ok::<(), retry_grpc::ConfigError>(())
     /// ```
     pub fn method_config(&self, path: &str) -> Option<&MethodConfig> {
-        let path = if path.starts_with('/') {
-            path.to_owned()
+        // Borrowed as it comes from tonic (the door looks up every call): no allocation.
+        let path: std::borrow::Cow<'_, str> = if path.starts_with('/') {
+            path.into()
         } else {
-            format!("/{path}")
+            format!("/{path}").into()
         };
         let service_key = path.rfind('/').filter(|&i| i > 0).map(|i| &path[..=i]);
-        [Some(path.as_str()), service_key, Some("")]
+        [Some(&*path), service_key, Some("")]
             .into_iter()
             .flatten()
             .find_map(|key| self.index.get(key))

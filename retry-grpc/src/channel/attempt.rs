@@ -1,0 +1,299 @@
+//! One attempt of a call: the request it sends (the headers A6 asks for, the replayed body), its
+//! transparent retries, and how its answer reads: committed (real response headers), or failed
+//! with a status (a trailers-only answer, an HTTP error, a transport error).
+
+use super::body::RequestBody;
+use super::{BoxError, Counters};
+use crate::{AttemptStatus, GRPC_PREVIOUS_RPC_ATTEMPTS, Pushback, TransparentRetries, Unsent};
+use http::request::Parts;
+use http::{HeaderValue, Request, Response, StatusCode};
+use std::error::Error;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tokio::time::Instant;
+use tonic::Code;
+use tower_service::Service;
+
+/// The header that carries a call's remaining deadline.
+pub(crate) const GRPC_TIMEOUT: &str = "grpc-timeout";
+
+/// How an attempt ended.
+pub(crate) enum Outcome<RB> {
+    /// Response headers that are not trailers-only: the call is committed to this answer.
+    Committed(Response<RB>),
+    /// A status: `answer` is what the caller gets if the call ends here.
+    Failed(AttemptStatus, Failed<RB>),
+}
+
+/// What a failed attempt hands the caller if it is the last.
+pub(crate) enum Failed<RB> {
+    /// A trailers-only answer or an HTTP error: tonic reads its status from the headers.
+    Answer(Response<RB>),
+    /// The service's error.
+    Error(BoxError),
+}
+
+/// What the attempts of a call share: the request's head and body, and the deadline.
+pub(crate) struct Request0<'a> {
+    pub(crate) parts: &'a Parts,
+    pub(crate) body: &'a RequestBody,
+    pub(crate) deadline: Option<Instant>,
+    /// The method's `waitForReady`: a refused connection waits for the server (until the
+    /// deadline) instead of failing the attempt.
+    pub(crate) wait_for_ready: bool,
+    pub(crate) counters: &'a Counters,
+}
+
+impl Request0<'_> {
+    /// The request of an attempt: the head with `grpc-previous-rpc-attempts` (from the second
+    /// attempt on) and the time left in `grpc-timeout`, and a replay of the body.
+    fn build(&self, previous_attempts: Option<u32>) -> Request<tonic::body::Body> {
+        let mut parts = self.parts.clone();
+        if let Some(previous) = previous_attempts {
+            parts
+                .headers
+                .insert(GRPC_PREVIOUS_RPC_ATTEMPTS, HeaderValue::from(previous));
+        }
+        if let Some(deadline) = self.deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if let Ok(value) = HeaderValue::from_str(&format_timeout(left)) {
+                parts.headers.insert(GRPC_TIMEOUT, value);
+            }
+        }
+        Request::from_parts(parts, self.body.replay())
+    }
+}
+
+/// Sends one attempt on `service` (polled ready first unless `ready`), retrying it at once,
+/// transparently (the same `grpc-previous-rpc-attempts`, not counted), while it fails without
+/// having reached the server's application and `transparent` allows.
+pub(crate) async fn send<S, RB>(
+    service: &mut S,
+    ready: &mut bool,
+    request: &Request0<'_>,
+    previous_attempts: Option<u32>,
+    transparent: &mut TransparentRetries,
+) -> Outcome<RB>
+where
+    S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+{
+    // C-core's connection backoff, which a call that waits for ready waits on.
+    let mut reconnect = Duration::from_secs(1);
+    loop {
+        request.counters.attempts.fetch_add(1, Ordering::Relaxed);
+        let error = match call(service, ready, request.build(previous_attempts)).await {
+            Ok(response) => return read(response),
+            Err(error) => error,
+        };
+        if let Some(unsent) = unsent(&*error) {
+            if unsent == Unsent::ConnectionRefused && request.wait_for_ready {
+                // Wait for the server as C-core's channel does: its reconnect backoff (1 s,
+                // ×1.6, ±20 %, at most 120 s); the deadline cuts the wait.
+                let pause = reconnect.mul_f64(0.8 + 0.4 * rand::random::<f64>());
+                reconnect = reconnect.mul_f64(1.6).min(Duration::from_secs(120));
+                tokio::time::sleep(pause).await;
+                request
+                    .counters
+                    .transparent_retries
+                    .fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            if !request.body.outgrew() && transparent.on_unsent(unsent) {
+                request
+                    .counters
+                    .transparent_retries
+                    .fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+        }
+        let status = AttemptStatus {
+            code: code_of_error(&*error),
+            pushback: Pushback::Absent,
+        };
+        return Outcome::Failed(status, Failed::Error(error));
+    }
+}
+
+/// One request on `service`, polled ready first unless `ready`; its error boxed at once (so
+/// that the service's error type is never held across an await).
+async fn call<S, RB>(
+    service: &mut S,
+    ready: &mut bool,
+    request: Request<tonic::body::Body>,
+) -> Result<Response<RB>, BoxError>
+where
+    S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+{
+    if !std::mem::replace(ready, false) {
+        std::future::poll_fn(|cx| service.poll_ready(cx))
+            .await
+            .map_err(Into::into)?;
+    }
+    service.call(request).await.map_err(Into::into)
+}
+
+/// How an answer's headers read.
+fn read<RB>(response: Response<RB>) -> Outcome<RB> {
+    if response.status() != StatusCode::OK {
+        let status = AttemptStatus {
+            code: code_of_http(response.status()),
+            pushback: Pushback::Absent,
+        };
+        return Outcome::Failed(status, Failed::Answer(response));
+    }
+    match AttemptStatus::from_headers(response.headers()) {
+        Some(status) => Outcome::Failed(status, Failed::Answer(response)),
+        None => Outcome::Committed(response),
+    }
+}
+
+/// Whether an attempt's error says it never reached the server's application, and how.
+fn unsent(error: &(dyn Error + 'static)) -> Option<Unsent> {
+    if !retry_http::never_sent(error) {
+        return None;
+    }
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if error
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            return Some(Unsent::ConnectionRefused);
+        }
+        next = error.source();
+    }
+    Some(Unsent::NotSeenByServer)
+}
+
+/// The code of an attempt that ended in an error: a `tonic::Status` in its source chain says it;
+/// anything else broke the transport, `UNAVAILABLE` as gRPC's clients report it.
+fn code_of_error(error: &(dyn Error + 'static)) -> Code {
+    let mut next = Some(error);
+    let mut depth = 0;
+    while let Some(error) = next {
+        if let Some(status) = error.downcast_ref::<tonic::Status>() {
+            return status.code();
+        }
+        depth += 1;
+        if depth > 64 {
+            break;
+        }
+        next = error.source();
+    }
+    Code::Unavailable
+}
+
+/// gRPC's mapping of an HTTP status that is not 200 (`doc/http-grpc-status-mapping.md`).
+fn code_of_http(status: StatusCode) -> Code {
+    match status.as_u16() {
+        400 => Code::Internal,
+        401 => Code::Unauthenticated,
+        403 => Code::PermissionDenied,
+        404 => Code::Unimplemented,
+        429 | 502..=504 => Code::Unavailable,
+        _ => Code::Unknown,
+    }
+}
+
+/// A `grpc-timeout` value: at most 8 digits and a unit, the finest unit that fits.
+pub(crate) fn format_timeout(left: Duration) -> String {
+    const MAX: u128 = 99_999_999;
+    let units: [(u128, char); 6] = [
+        (1, 'n'),
+        (1_000, 'u'),
+        (1_000_000, 'm'),
+        (1_000_000_000, 'S'),
+        (60_000_000_000, 'M'),
+        (3_600_000_000_000, 'H'),
+    ];
+    let nanos = left.as_nanos();
+    for (per, unit) in units {
+        // Rounded up, so that the server never sees less time than there is.
+        let value = nanos.div_ceil(per);
+        if value <= MAX {
+            return format!("{value}{unit}");
+        }
+    }
+    format!("{MAX}H")
+}
+
+/// A `grpc-timeout` value, if it is well formed (1–8 digits and a unit).
+pub(crate) fn parse_timeout(value: &HeaderValue) -> Option<Duration> {
+    let text = value.to_str().ok()?;
+    let (digits, unit) = text.split_at(text.len().checked_sub(1)?);
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let value: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(value * 3600),
+        "M" => Duration::from_secs(value * 60),
+        "S" => Duration::from_secs(value),
+        "m" => Duration::from_millis(value),
+        "u" => Duration::from_micros(value),
+        "n" => Duration::from_nanos(value),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_round_trip_and_round_up() {
+        for (duration, text) in [
+            // 300 ms is 300,000,000 ns: 9 digits, so microseconds.
+            (Duration::from_millis(300), "300000u"),
+            (Duration::from_secs(5), "5000000u"),
+            (Duration::from_secs(1000), "1000000m"),
+            (Duration::from_nanos(1), "1n"),
+            (Duration::from_nanos(1_500), "1500n"),
+            (Duration::from_secs(200_000), "200000S"),
+        ] {
+            let formatted = format_timeout(duration);
+            assert_eq!(formatted, text);
+            let back = parse_timeout(&HeaderValue::from_str(&formatted).expect("ascii"));
+            assert_eq!(back, Some(duration), "{formatted}");
+        }
+        // Rounded up: the server never sees less time than is left.
+        assert_eq!(format_timeout(Duration::new(123_456, 1)), "123457S");
+        assert_eq!(format_timeout(Duration::from_secs(200)), "200000m");
+        for bad in ["", "m", "123", "123x", "123456789m", "-1m", "1.5S"] {
+            assert_eq!(
+                parse_timeout(&HeaderValue::from_str(bad).expect("ascii")),
+                None,
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            parse_timeout(&HeaderValue::from_static("2M")),
+            Some(Duration::from_secs(120))
+        );
+    }
+
+    #[test]
+    fn http_errors_map_as_grpc_says() {
+        assert_eq!(
+            code_of_http(StatusCode::SERVICE_UNAVAILABLE),
+            Code::Unavailable
+        );
+        assert_eq!(
+            code_of_http(StatusCode::TOO_MANY_REQUESTS),
+            Code::Unavailable
+        );
+        assert_eq!(code_of_http(StatusCode::NOT_FOUND), Code::Unimplemented);
+        assert_eq!(code_of_http(StatusCode::BAD_REQUEST), Code::Internal);
+        assert_eq!(code_of_http(StatusCode::IM_A_TEAPOT), Code::Unknown);
+    }
+
+    #[test]
+    fn refused_connections_and_refused_streams_are_told_apart() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(unsent(&refused), Some(Unsent::ConnectionRefused));
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        assert_eq!(unsent(&reset), None);
+    }
+}

@@ -1,0 +1,396 @@
+//! One call through the door: its deadline, then its attempts as its method's policy says:
+//! retries through the engine ([`retry_runtime::engine::drive`]), copies on the hedging
+//! schedule, or one attempt (with its transparent retries) when the method has no policy.
+
+use super::attempt::{self, Failed, Outcome, Request0};
+use super::body::{Accounting, Answer, RequestBody};
+use super::{BoxError, GrpcRetryLayer};
+use crate::{
+    CallPolicy, Decision, HedgeAction, HedgingCall, HedgingPolicy, RetryCall, RetryPolicy,
+};
+use crate::{Stop, TransparentRetries};
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body::Body;
+use retry_runtime::engine::{self, DynHooks, Operation, Settings, TokioTimer};
+use retry_runtime::{CircuitOpen, Elapsed, Policy, Verdict};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::{Mutex, MutexGuard};
+use std::task::Poll;
+use std::time::Duration;
+use tokio::time::Instant;
+use tonic::Status;
+use tower_service::Service;
+
+/// The door's answer: tonic's body, whatever the channel's is.
+type Answered = Result<Response<tonic::body::Body>, BoxError>;
+
+pub(crate) async fn respond<S, RB>(
+    layer: std::sync::Arc<GrpcRetryLayer>,
+    mut service: S,
+    request: Request<tonic::body::Body>,
+) -> Answered
+where
+    S: Service<Request<tonic::body::Body>, Response = Response<RB>> + Clone + Send,
+    S::Future: Send,
+    S::Error: Into<BoxError>,
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    let counters = &*layer.counters;
+    counters.calls.fetch_add(1, Ordering::Relaxed);
+    let (parts, body) = request.into_parts();
+    let method = layer.config.method_config(parts.uri.path());
+    // The method's `timeout`, or the caller's own deadline if it is sooner.
+    let asked = parts
+        .headers
+        .get(attempt::GRPC_TIMEOUT)
+        .and_then(attempt::parse_timeout);
+    let timeout = match (method.and_then(|m| m.timeout()), asked) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let deadline = timeout.map(|t| Instant::now() + t);
+    let body = RequestBody::new(body, layer.buffer_limit);
+    let request = Request0 {
+        parts: &parts,
+        body: &body,
+        deadline,
+        wait_for_ready: method.and_then(|m| m.wait_for_ready()).unwrap_or(false),
+        counters,
+    };
+    let run = async {
+        match method.and_then(|m| m.policy()) {
+            Some(CallPolicy::Retry(policy)) => retry(&layer, &mut service, &request, policy).await,
+            Some(CallPolicy::Hedging(policy)) => {
+                hedge(&layer, &mut service, &request, policy).await
+            }
+            None => {
+                let mut transparent = TransparentRetries::new();
+                let outcome =
+                    attempt::send(&mut service, &mut true, &request, None, &mut transparent).await;
+                finish(outcome, Accounting::None, deadline)
+            }
+        }
+    };
+    match deadline {
+        None => run.await,
+        Some(at) => match tokio::time::timeout_at(at, run).await {
+            Ok(answered) => answered,
+            Err(_) => {
+                counters.deadline_exceeded.fetch_add(1, Ordering::Relaxed);
+                Err(Box::new(Status::deadline_exceeded(format!(
+                    "retry-grpc: the call's deadline of {:?} passed",
+                    timeout.unwrap_or_default()
+                ))))
+            }
+        },
+    }
+}
+
+/// The caller's answer from an attempt's outcome: a committed answer with its body wrapped (the
+/// trailers' status to `accounting`, the deadline), a failing answer as it came (tonic reads
+/// its status), or the service's error.
+fn finish<RB>(outcome: Outcome<RB>, accounting: Accounting, deadline: Option<Instant>) -> Answered
+where
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    match outcome {
+        // Nothing to read in the trailers and no deadline: the channel's body as it is.
+        Outcome::Committed(response)
+            if matches!(accounting, Accounting::None) && deadline.is_none() =>
+        {
+            Ok(response.map(tonic::body::Body::new))
+        }
+        Outcome::Committed(response) => Ok(
+            response.map(|body| tonic::body::Body::new(Answer::new(body, accounting, deadline)))
+        ),
+        Outcome::Failed(_, failed) => finish_failed(failed),
+    }
+}
+
+fn finish_failed<RB>(failed: Failed<RB>) -> Answered
+where
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    match failed {
+        Failed::Answer(response) => Ok(response.map(tonic::body::Body::new)),
+        Failed::Error(error) => Err(error),
+    }
+}
+
+/// An attempt that failed, as the engine's loop holds it; or the loop's own errors.
+enum Failure<RB> {
+    Status(crate::AttemptStatus, Failed<RB>),
+    Elapsed(Elapsed),
+    Open(CircuitOpen),
+}
+
+impl<RB> fmt::Debug for Failure<RB> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Status(status, Failed::Answer(_)) => write!(f, "{:?} (answer)", status.code),
+            Failure::Status(status, Failed::Error(error)) => {
+                write!(f, "{:?} ({error})", status.code)
+            }
+            Failure::Elapsed(elapsed) => elapsed.fmt(f),
+            Failure::Open(open) => open.fmt(f),
+        }
+    }
+}
+
+impl<RB> From<Elapsed> for Failure<RB> {
+    fn from(elapsed: Elapsed) -> Self {
+        Failure::Elapsed(elapsed)
+    }
+}
+
+impl<RB> From<CircuitOpen> for Failure<RB> {
+    fn from(open: CircuitOpen) -> Self {
+        Failure::Open(open)
+    }
+}
+
+fn lock(call: &Mutex<RetryCall>) -> MutexGuard<'_, RetryCall> {
+    // A decision is one call of `on_status`: a poisoned lock is used as is.
+    call.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The longest pause the engine is let take: A6's pushback is taken whole (`i32::MAX` ms at
+/// most), never capped by the engine's `max_delay`.
+const NO_CAP: Duration = Duration::from_secs(u32::MAX as u64);
+
+/// A call under a retry policy: the engine runs the loop, this decides with [`RetryCall`] (A6's
+/// order: retryable codes, throttle, commit, `maxAttempts`, pushback, backoff) and hands the
+/// engine the exact pause as `Verdict::RetryAfter` under a policy with no pause of its own, no
+/// jitter and no cap, so that the engine sleeps exactly that on its timer.
+async fn retry<S, RB>(
+    layer: &GrpcRetryLayer,
+    service: &mut S,
+    request: &Request0<'_>,
+    policy: &RetryPolicy,
+) -> Answered
+where
+    S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    let counters = request.counters;
+    let call = Mutex::new(RetryCall::new(policy, layer.jitter, layer.throttle.clone()));
+    let exact = Policy::new()
+        .max(policy.max_attempts().saturating_sub(1))
+        .base(Duration::ZERO)
+        .jitter(retry_runtime::Jitter::None)
+        .max_delay(NO_CAP);
+    let classify = |failure: &Failure<RB>| {
+        let Failure::Status(status, _) = failure else {
+            return Verdict::Fail;
+        };
+        let mut call = lock(&call);
+        if request.body.outgrew() {
+            call.commit();
+        }
+        match call.on_status(status.code, status.pushback) {
+            Decision::Retry { pause, .. } => {
+                counters.retries.fetch_add(1, Ordering::Relaxed);
+                Verdict::RetryAfter(pause)
+            }
+            Decision::Stop(Stop::Throttled) => {
+                counters.throttled.fetch_add(1, Ordering::Relaxed);
+                Verdict::Fail
+            }
+            Decision::Stop(_) => Verdict::Fail,
+        }
+    };
+    let settings = Settings::new(&exact)
+        .name(layer.name)
+        .budget(layer.budget.as_deref())
+        .breaker(layer.breaker.as_deref());
+    let attempts = Attempts {
+        service,
+        ready: true,
+        request,
+        call: &call,
+        transparent: TransparentRetries::new(),
+    };
+    let outcome = engine::drive(&settings, DynHooks::new(&classify), TokioTimer, attempts).await;
+    let call = call
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let accounting = if layer.throttle.is_some() {
+        Accounting::Retry(call)
+    } else {
+        Accounting::None
+    };
+    match outcome {
+        Ok(response) => finish(Outcome::Committed(response), accounting, request.deadline),
+        Err(Failure::Status(_, failed)) => finish_failed(failed),
+        Err(Failure::Elapsed(elapsed)) => Err(Box::new(elapsed)),
+        Err(Failure::Open(open)) => Err(Box::new(open)),
+    }
+}
+
+/// The engine's operation: each attempt sends the request with the `grpc-previous-rpc-attempts`
+/// its [`RetryCall`] gives; a committed answer is the attempt's `Ok`, a status its `Err`.
+struct Attempts<'a, S> {
+    service: &'a mut S,
+    ready: bool,
+    request: &'a Request0<'a>,
+    call: &'a Mutex<RetryCall>,
+    transparent: TransparentRetries,
+}
+
+impl<S, RB> Operation<Response<RB>, Failure<RB>> for Attempts<'_, S>
+where
+    S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+{
+    fn attempt(&mut self) -> impl Future<Output = Result<Response<RB>, Failure<RB>>> {
+        let previous = lock(self.call).previous_attempts_header();
+        async move {
+            let outcome = attempt::send(
+                self.service,
+                &mut self.ready,
+                self.request,
+                previous,
+                &mut self.transparent,
+            )
+            .await;
+            match outcome {
+                Outcome::Committed(response) => Ok(response),
+                Outcome::Failed(status, failed) => Err(Failure::Status(status, failed)),
+            }
+        }
+    }
+}
+
+/// One copy of a hedged call, in flight.
+type Copy<'a, RB> = Pin<Box<dyn Future<Output = (u32, Outcome<RB>)> + Send + 'a>>;
+
+/// A call under a hedging policy: [`HedgingCall`] says when each copy goes (at once, then every
+/// `hedgingDelay`, or at once after a non-fatal status), and the first copy that commits or ends
+/// with a final status is the call's; the others are dropped (their HTTP/2 streams reset).
+///
+/// The engine's [`drive_hedged`](retry_runtime::engine::drive_hedged) sends copy `k` at
+/// `k·delay` and has no event that brings the next copy forward, so this loop runs the schedule
+/// itself on tokio's clock.
+async fn hedge<S, RB>(
+    layer: &GrpcRetryLayer,
+    service: &mut S,
+    request: &Request0<'_>,
+    policy: &HedgingPolicy,
+) -> Answered
+where
+    S: Service<Request<tonic::body::Body>, Response = Response<RB>> + Clone + Send,
+    S::Future: Send,
+    S::Error: Into<BoxError>,
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    let counters = request.counters;
+    let template = service.clone();
+    let mut first = Some(service);
+    let mut call = HedgingCall::new(policy, layer.throttle.clone());
+    let start = Instant::now();
+    let mut copies: Vec<Copy<'_, RB>> = Vec::new();
+    let mut actions = call.start();
+    loop {
+        for action in actions.drain(..) {
+            let HedgeAction::Send {
+                copy,
+                previous_attempts,
+            } = action
+            else {
+                // Cancel and Finish come only with the answer that ends the call, below.
+                continue;
+            };
+            if request.body.outgrew() {
+                continue;
+            }
+            let copy_future: Copy<'_, RB> = match first.take() {
+                Some(service) => Box::pin(async move {
+                    let mut transparent = TransparentRetries::new();
+                    let outcome =
+                        attempt::send(service, &mut true, request, None, &mut transparent).await;
+                    (copy, outcome)
+                }),
+                None => {
+                    counters.hedged_copies.fetch_add(1, Ordering::Relaxed);
+                    let mut service = template.clone();
+                    Box::pin(async move {
+                        let mut transparent = TransparentRetries::new();
+                        let outcome = attempt::send(
+                            &mut service,
+                            &mut false,
+                            request,
+                            previous_attempts,
+                            &mut transparent,
+                        )
+                        .await;
+                        (copy, outcome)
+                    })
+                }
+            };
+            copies.push(copy_future);
+        }
+        let mut timer = call
+            .next_copy_at()
+            .map(|at| Box::pin(tokio::time::sleep_until(start + at)));
+        let done = std::future::poll_fn(|cx| {
+            for i in 0..copies.len() {
+                if let Poll::Ready(done) = copies[i].as_mut().poll(cx) {
+                    drop(copies.swap_remove(i));
+                    return Poll::Ready(Some(done));
+                }
+            }
+            match timer.as_mut().map(|timer| timer.as_mut().poll(cx)) {
+                Some(Poll::Ready(())) => Poll::Ready(None),
+                _ => Poll::Pending,
+            }
+        })
+        .await;
+        let now = Instant::now().saturating_duration_since(start);
+        let Some((copy, outcome)) = done else {
+            actions = call.on_timer(now);
+            continue;
+        };
+        match outcome {
+            Outcome::Committed(response) => {
+                let _ = call.on_commit(copy);
+                let accounting = match &layer.throttle {
+                    Some(throttle) => Accounting::Hedge(
+                        std::sync::Arc::clone(throttle),
+                        policy.non_fatal_status_codes(),
+                    ),
+                    None => Accounting::None,
+                };
+                return finish(Outcome::Committed(response), accounting, request.deadline);
+            }
+            Outcome::Failed(status, failed) => {
+                actions = call.on_status(now, copy, status.code, status.pushback);
+                let ends = actions
+                    .iter()
+                    .any(|action| matches!(action, HedgeAction::Finish { .. }));
+                if ends || (copies.is_empty() && request.body.outgrew()) {
+                    return finish_failed(failed);
+                }
+                if copies.is_empty()
+                    && call.next_copy_at().is_none()
+                    && !actions
+                        .iter()
+                        .any(|action| matches!(action, HedgeAction::Send { .. }))
+                {
+                    // Nothing in flight and nothing to come (a throttle or a pushback said no
+                    // more copies): this failure is the call's.
+                    return finish_failed(failed);
+                }
+            }
+        }
+    }
+}

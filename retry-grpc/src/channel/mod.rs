@@ -1,0 +1,308 @@
+//! The door: a tower layer under a tonic `Channel` that retries and hedges every call as its
+//! method's config in the standard service config says (gRFC A6).
+//!
+//! ```no_run
+//! use retry_grpc::channel::GrpcRetryLayer;
+//! use tower::ServiceBuilder;
+//! # mod pb { pub mod echo_client { #[derive(Clone)] pub struct EchoClient<T>(T);
+//! #   impl<T> EchoClient<T> { pub fn new(t: T) -> Self { EchoClient(t) } } } }
+//! use pb::echo_client::EchoClient;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let channel = tonic::transport::Channel::from_static("http://echo.internal:50051").connect_lazy();
+//! let channel = ServiceBuilder::new()
+//!     .layer(GrpcRetryLayer::from_service_config(r#"{
+//!       "methodConfig": [{"name": [{"service": "pkg.Echo"}],
+//!         "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.1s", "maxBackoff": "1s",
+//!                         "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}],
+//!       "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
+//!     }"#)?)
+//!     .service(channel);
+//! let client = EchoClient::new(channel); // every method retries per the config
+//! # let _ = client; Ok(()) }
+//! ```
+//!
+//! What it does per call is in the [crate's guide](crate#the-door-step-by-step).
+
+mod attempt;
+mod body;
+mod call;
+
+use crate::backoff::Jitter;
+use crate::{ConfigError, RetryThrottle, ServiceConfig, ThrottleRegistry};
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body::Body;
+use retry_runtime::{CircuitBreaker, RetryBudget};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use tower_service::Service;
+
+/// An error of any service, boxed: what tower's middleware and tonic's generated clients take
+/// (`tower::BoxError`, `tonic`'s `StdError`). A `tonic::Status` inside (a deadline the door
+/// enforced) becomes the call's status.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The largest request kept for replay by default: 256 KiB, C-core's
+/// `grpc.per_rpc_retry_buffer_size`.
+pub const DEFAULT_BUFFER_LIMIT: usize = 256 * 1024;
+
+/// The door's layer: wraps a tonic `Channel` (or any service of
+/// `http::Request<tonic::body::Body>`) in a [`GrpcRetry`] that retries and hedges each call as
+/// its method's config says. Cheap to clone; the services it makes share its throttle and
+/// [`Counters`].
+///
+/// ```
+/// use retry_grpc::backoff::Jitter;
+/// use retry_grpc::channel::GrpcRetryLayer;
+/// use retry_grpc::{MethodConfig, MethodName, RetryPolicy, ServiceConfig};
+/// use std::time::Duration;
+/// use tonic::Code;
+///
+/// // The same config built in code.
+/// let policy = RetryPolicy::builder()
+///     .max_attempts(3)
+///     .initial_backoff(Duration::from_millis(100))
+///     .max_backoff(Duration::from_secs(1))
+///     .backoff_multiplier(2.0)
+///     .retryable_status_codes([Code::Unavailable])
+///     .build()?;
+/// let config = ServiceConfig::builder()
+///     .method_config(MethodConfig::builder().name(MethodName::service("pkg.Echo")).retry_policy(policy).build()?)
+///     .build()?;
+/// let layer = GrpcRetryLayer::new(config)
+///     .jitter(Jitter::CCore) // pause as a C-core client beside it does
+///     .target("dns:///echo.internal:50051"); // share the throttle with every layer to that server
+/// # let _ = layer;
+/// # Ok::<(), retry_grpc::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct GrpcRetryLayer {
+    config: ServiceConfig,
+    jitter: Jitter,
+    buffer_limit: usize,
+    throttle: Option<Arc<RetryThrottle>>,
+    name: &'static str,
+    budget: Option<Arc<RetryBudget>>,
+    breaker: Option<Arc<CircuitBreaker>>,
+    counters: Arc<Counters>,
+}
+
+impl fmt::Debug for GrpcRetryLayer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GrpcRetryLayer")
+            .field("config", &self.config)
+            .field("jitter", &self.jitter)
+            .field("buffer_limit", &self.buffer_limit)
+            .field("throttle", &self.throttle)
+            .field("name", &self.name)
+            .field("budget", &self.budget.is_some())
+            .field("breaker", &self.breaker.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl GrpcRetryLayer {
+    /// A door with `config`: A6's backoff ([`Jitter::A6`]), a 256 KiB replay buffer, and, if the
+    /// config has `retryThrottling`, a throttle of its own shared by every service this layer
+    /// makes (one layer per channel is one per server; [`target`](Self::target) shares it
+    /// across layers).
+    pub fn new(config: ServiceConfig) -> Self {
+        let throttle = config
+            .retry_throttling()
+            .map(|throttling| Arc::new(RetryThrottle::new(throttling)));
+        GrpcRetryLayer {
+            config,
+            jitter: Jitter::A6,
+            buffer_limit: DEFAULT_BUFFER_LIMIT,
+            throttle,
+            name: "grpc",
+            budget: None,
+            breaker: None,
+            counters: Arc::new(Counters::default()),
+        }
+    }
+
+    /// A door with the service config in `json`, read as the other gRPC implementations read it
+    /// ([`ServiceConfig::from_json`]); an invalid config is an error naming the field and the
+    /// rule.
+    pub fn from_service_config(json: &str) -> Result<Self, ConfigError> {
+        ServiceConfig::from_json(json).map(Self::new)
+    }
+
+    /// The backoff's jitter form: [`Jitter::A6`] (the default: what A6 writes, grpc-go and
+    /// grpc-java do) or [`Jitter::CCore`] (±20 %, as `grpcio` and C++ clients pause). See
+    /// [`backoff`](crate::backoff).
+    pub fn jitter(mut self, jitter: Jitter) -> Self {
+        self.jitter = jitter;
+        self
+    }
+
+    /// The largest request (the bytes of its messages) kept for replay, per call: a request
+    /// that grows past it is sent once, and the call is committed to the attempt in flight.
+    pub fn buffer_limit(mut self, bytes: usize) -> Self {
+        self.buffer_limit = bytes;
+        self
+    }
+
+    /// The server's name (the channel's target, such as `dns:///echo.internal:50051`): the
+    /// retry throttle is the one of that name in the process's [`ThrottleRegistry`], shared with
+    /// every other layer given the same name, as A6 keeps one per server.
+    pub fn target(self, target: &str) -> Self {
+        self.throttle_registry(ThrottleRegistry::global(), target)
+    }
+
+    /// [`target`](Self::target) in another registry (a test's own).
+    pub fn throttle_registry(mut self, registry: &ThrottleRegistry, target: &str) -> Self {
+        self.throttle = self
+            .config
+            .retry_throttling()
+            .map(|throttling| registry.get(target, throttling));
+        self
+    }
+
+    /// The throttle the calls share, if the config has `retryThrottling`.
+    pub fn throttle(&self) -> Option<&Arc<RetryThrottle>> {
+        self.throttle.as_ref()
+    }
+
+    /// The name the engine's events and metrics give these calls (`"grpc"` by default).
+    pub fn name(mut self, name: &'static str) -> Self {
+        self.name = name;
+        self
+    }
+
+    /// The library's retry budget on top of A6's throttle: each retry also draws from it.
+    pub fn budget(mut self, budget: Arc<RetryBudget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The library's circuit breaker: while open, a retry is not sent.
+    pub fn breaker(mut self, breaker: Arc<CircuitBreaker>) -> Self {
+        self.breaker = Some(breaker);
+        self
+    }
+
+    /// The service config.
+    pub fn config(&self) -> &ServiceConfig {
+        &self.config
+    }
+
+    /// The counts of the calls the services of this layer handled.
+    pub fn counters(&self) -> Arc<Counters> {
+        Arc::clone(&self.counters)
+    }
+}
+
+impl<S> tower_layer::Layer<S> for GrpcRetryLayer {
+    type Service = GrpcRetry<S>;
+
+    fn layer(&self, inner: S) -> GrpcRetry<S> {
+        GrpcRetry {
+            inner,
+            layer: Arc::new(self.clone()),
+        }
+    }
+}
+
+/// The service of a [`GrpcRetryLayer`]: tonic's request in, tonic's body out, so that a
+/// generated client takes it as its transport (`EchoClient::new(service)`).
+#[derive(Clone, Debug)]
+pub struct GrpcRetry<S> {
+    inner: S,
+    layer: Arc<GrpcRetryLayer>,
+}
+
+impl<S> GrpcRetry<S> {
+    /// `inner` with the door of `layer`.
+    pub fn new(inner: S, layer: &GrpcRetryLayer) -> Self {
+        tower_layer::Layer::layer(layer, inner)
+    }
+
+    /// The counts of the calls of this service and its clones (and of the layer's other
+    /// services).
+    pub fn counters(&self) -> Arc<Counters> {
+        self.layer.counters()
+    }
+}
+
+impl<S, RB> Service<Request<tonic::body::Body>> for GrpcRetry<S>
+where
+    S: Service<Request<tonic::body::Body>, Response = Response<RB>> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Error: Into<BoxError>,
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    type Response = Response<tonic::body::Body>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: Request<tonic::body::Body>) -> Self::Future {
+        // The service that was polled ready takes the first attempt; its clone stays here.
+        let clone = self.inner.clone();
+        let ready = std::mem::replace(&mut self.inner, clone);
+        Box::pin(call::respond(Arc::clone(&self.layer), ready, request))
+    }
+}
+
+/// What the services of a layer did, counted since it was made (relaxed atomics: each count is
+/// exact, a read of several is not a snapshot).
+#[derive(Debug, Default)]
+pub struct Counters {
+    calls: AtomicU64,
+    attempts: AtomicU64,
+    retries: AtomicU64,
+    transparent_retries: AtomicU64,
+    hedged_copies: AtomicU64,
+    throttled: AtomicU64,
+    deadline_exceeded: AtomicU64,
+}
+
+impl Counters {
+    /// Calls made.
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
+    }
+
+    /// Attempts sent: first attempts, retries, hedged copies and transparent retries.
+    pub fn attempts(&self) -> u64 {
+        self.attempts.load(Ordering::Relaxed)
+    }
+
+    /// Retries the retry policy decided (A6's `grpc-previous-rpc-attempts` counts these).
+    pub fn retries(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
+    }
+
+    /// Transparent retries: attempts sent again at once because the one before never reached
+    /// the server's application; not counted by the policy, the header or the throttle.
+    pub fn transparent_retries(&self) -> u64 {
+        self.transparent_retries.load(Ordering::Relaxed)
+    }
+
+    /// Hedged copies sent after each call's first.
+    pub fn hedged_copies(&self) -> u64 {
+        self.hedged_copies.load(Ordering::Relaxed)
+    }
+
+    /// Calls the retry throttle stopped from retrying.
+    pub fn throttled(&self) -> u64 {
+        self.throttled.load(Ordering::Relaxed)
+    }
+
+    /// Calls that ended at their deadline (the method's `timeout` or the caller's
+    /// `grpc-timeout`) before an answer.
+    pub fn deadline_exceeded(&self) -> u64 {
+        self.deadline_exceeded.load(Ordering::Relaxed)
+    }
+}

@@ -17,6 +17,7 @@ const SMALL: Config = Config {
     duration: Duration::from_secs(10),
     failure_rate: 0.5,
     seed: 2022,
+    ..Config::POST
 };
 
 fn at(strategy: Strategy, config: Config) -> amplification::Point {
@@ -167,4 +168,72 @@ fn the_collapsed_state_holds_from_a_third_of_what_can_be_answered_in_time() {
     assert!(collapse::collapsed(&high), "{:?}", high.goodput);
     let n = Series::over(&high.concurrency, 70, 80);
     assert!(within(n, 354.0, 0.15), "{n}");
+}
+
+/// The gate's rows with the runtime's defaults, and the settings RESULTS.md §9 tunes.
+mod gate {
+    use super::*;
+    use retry_bench::gate::{GateMode, Tuning};
+    use retry_runtime::{Aimd, Gradient2};
+
+    #[test]
+    fn in_the_retry_simulation_only_adaptive_throttling_sheds() {
+        let three = at(Strategy::ThreeRetries, SMALL);
+        // The server's failures heard as throttling, 50 % of them: adaptive throttling (K = 2)
+        // sheds the attempts beyond twice what the server accepts, like his token bucket.
+        let throttling = at(Strategy::Gate(GateMode::Throttling), SMALL);
+        eprintln!("throttling {throttling:?} {} {}", throttling.load(), throttling.success());
+        // A client of 10 calls a second has 0.2 attempts in flight: the concurrency limits
+        // (20 at least) never bind, and the rate limiter makes every attempt wait rather than
+        // drop it. Each call's verdicts are its own, so they make exactly three retries' calls.
+        for mode in [GateMode::Cubic, GateMode::Aimd, GateMode::Gradient2] {
+            let p = at(Strategy::Gate(mode), SMALL);
+            assert_eq!(
+                (p.first_tries, p.attempts, p.successes, p.refused),
+                (three.first_tries, three.attempts, three.successes, 0),
+                "{mode:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn in_the_collapse_the_concurrency_limits_recover_and_cubic_never_turns_on() {
+        let gate = |mode| Client::Gate(mode);
+        // His server never throttles: the CUBIC limiter learns from throttling only, so it is
+        // `#[retry]` alone, second for second.
+        let cubic = collapse::run(gate(GateMode::Cubic), Profile::SPIKE, 2021)
+            .expect("a runtime")
+            .expect("a built strategy");
+        let alone = collapse::run(Client::Attribute, Profile::SPIKE, 2021)
+            .expect("a runtime")
+            .expect("a built strategy");
+        assert_eq!(cubic, alone);
+        let aimd = mean(gate(GateMode::Aimd), Profile::SPIKE, 2);
+        eprintln!("aimd back {:?}", collapse::recovery(&aimd));
+        let throttling = mean(gate(GateMode::Throttling), Profile::SPIKE, 2);
+        eprintln!("throttling back {:?}", collapse::recovery(&throttling));
+    }
+
+    fn tuned() -> Tuning {
+        Tuning {
+            aimd: Aimd::new().max_limit(150),
+            gradient2: Gradient2::new().rtt_tolerance(1.2).max_limit(150),
+            ..Tuning::DEFAULT
+        }
+    }
+
+    #[test]
+    fn tuned_the_concurrency_limits_keep_the_ramps_peak() {
+        for mode in [GateMode::Aimd, GateMode::Gradient2] {
+            let runs = collapse::runs_with(Client::Gate(mode), Profile::RAMP, 2021, 1, &tuned())
+                .expect("a runtime")
+                .expect("a built strategy");
+            let ramp = Series::mean(&runs);
+            let peak = Series::over(&ramp.goodput, PEAK.0, PEAK.1);
+            eprintln!("{mode:?} peak {peak}");
+            let sweep = collapse::sweep_with(&[Client::Gate(mode)], &[60.0], 2021, 1, &tuned())
+                .expect("a runtime");
+            eprintln!("{mode:?} sweep 60 {sweep:?}");
+        }
+    }
 }

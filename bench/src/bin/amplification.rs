@@ -19,6 +19,7 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage: amplification [--runs 5] [--seed 2022] [--csv amplification.csv] \
 [--plot amplification.png] [--plot-clients amplification-clients.png] [--only-gates true] \
+[--budget-reserve 10] \
 [the gate's settings, as `collapse --help` lists them]";
 
 /// The client counts of the post's second experiment.
@@ -39,7 +40,15 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let known: Vec<&str> = ["runs", "seed", "csv", "plot", "plot-clients", "only-gates"]
+    let known: Vec<&str> = [
+        "runs",
+        "seed",
+        "csv",
+        "plot",
+        "plot-clients",
+        "only-gates",
+        "budget-reserve",
+    ]
         .into_iter()
         .chain(Tuning::FLAGS)
         .collect();
@@ -50,6 +59,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let base = Config {
         seed: flags.get("seed", Config::POST.seed)?,
         gate: tuning,
+        budget_reserve: flags.get("budget-reserve", Config::POST.budget_reserve)?,
         ..Config::POST
     };
     let all: Vec<Strategy> = Strategy::with_gates()
@@ -81,6 +91,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         base.seed,
     );
     println!("{tuned}");
+    if base.budget_reserve != Config::POST.budget_reserve {
+        println!(
+            "the `budget` row: RetryBudget::new().min_per_second({}), not the default",
+            base.budget_reserve
+        );
+    }
     println!("\nload, {} clients\n", base.clients);
     print!(
         "{}",

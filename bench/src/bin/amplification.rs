@@ -19,7 +19,7 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage: amplification [--runs 5] [--seed 2022] [--csv amplification.csv] \
 [--plot amplification.png] [--plot-clients amplification-clients.png] [--only-gates true] \
-[--budget-reserve 10] \
+[--only-budget true] [--budget-reserve 10] \
 [the gate's settings, as `collapse --help` lists them]";
 
 /// The client counts of the post's second experiment.
@@ -47,14 +47,16 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         "plot",
         "plot-clients",
         "only-gates",
+        "only-budget",
         "budget-reserve",
     ]
-        .into_iter()
-        .chain(Tuning::FLAGS)
-        .collect();
+    .into_iter()
+    .chain(Tuning::FLAGS)
+    .collect();
     let flags = Flags::parse(&known, USAGE)?;
     let (tuning, tuned) = Tuning::from_flags(&flags)?;
     let only_gates: bool = flags.get("only-gates", false)?;
+    let only_budget: bool = flags.get("only-budget", false)?;
     let runs: u32 = flags.get("runs", 5)?;
     let base = Config {
         seed: flags.get("seed", Config::POST.seed)?,
@@ -65,11 +67,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let all: Vec<Strategy> = Strategy::with_gates()
         .into_iter()
         .filter(|s| !only_gates || s.mode().is_some() || *s == Strategy::ThreeRetries)
+        .filter(|s| !only_budget || matches!(s, Strategy::Budget | Strategy::ThreeRetries))
         .collect();
     let first = amplification::sweep(&all, &[base.clients], base, runs)?;
     let per_client: Vec<Strategy> = PER_CLIENT
         .into_iter()
-        .filter(|_| !only_gates)
+        .filter(|s| !only_gates && (!only_budget || *s == Strategy::Budget))
         .chain(
             all.iter()
                 .copied()

@@ -7,7 +7,7 @@
 //! on, which it finishes even when nobody waits any more), all on loopback. `--clients` clients
 //! send `--rate` requests a second in all (Poisson, an open system: a request arrives whatever
 //! happened to earlier ones) for `--seconds`, each through `#[retry(max = 2, base = "50ms")]`
-//! with a 1 s limit per attempt, and one of: no protection, a `RetryBudget`, a
+//! with a 1 s limit per attempt and a 5 s deadline per call, and one of: no protection, a `RetryBudget`, a
 //! `CircuitBreaker`, or an `AdmissionGate` of each mode (each attempt through it, first tries
 //! included: `retry_bench::gate::attempt`, a 429 or 503 recorded as throttling). Budget,
 //! breaker and gate are one per run, shared by the clients as one process's `static` would be.
@@ -39,6 +39,9 @@ const BASE_LATENCY: Duration = Duration::from_millis(50);
 const PER_REQUEST: Duration = Duration::from_millis(2);
 /// Each attempt's time limit.
 const ATTEMPT_LIMIT: Duration = Duration::from_secs(1);
+/// Each call's deadline, the rate limiter's waits included (a user's request does not wait
+/// for ever): a call still waiting then is dropped, its permit given back, and counted as failed.
+const DEADLINE: Duration = Duration::from_secs(5);
 
 fn main() -> ExitCode {
     retry_bench::cli::exit_code(run)
@@ -91,7 +94,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "nginx {} with limit_req {limit} r/s, burst {burst} nodelay, status 429; upstream \
              latency {} ms + {} ms × its concurrency; {} clients, {} requests a second in all \
-             (Poisson) for {} s; #[retry(max = 2, base = \"50ms\")], {} s per attempt\n",
+             (Poisson) for {} s; #[retry(max = 2, base = \"50ms\")], {} s per attempt, {} s per call\n",
             nginx.version,
             BASE_LATENCY.as_millis(),
             PER_REQUEST.as_millis(),
@@ -99,10 +102,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             setup.rate,
             setup.seconds,
             ATTEMPT_LIMIT.as_secs(),
+            DEADLINE.as_secs(),
         );
         println!(
-            "| protection | requests | goodput / s | succeeded | attempts / request | 429 share of attempts sent | timed out | shed or refused at the client | latency p50 | latency p99 | upstream peak concurrency |\n\
-             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+            "| protection | requests | goodput / s | succeeded | attempts / request | 429 share of attempts sent | attempts timed out | calls shed or refused at the client | calls past the deadline | latency p50 | latency p99 | upstream peak concurrency |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         let protections = [Protection::None, Protection::Budget, Protection::Breaker]
             .into_iter()
@@ -296,11 +300,13 @@ enum Failure {
     TimedOut,
     /// The breaker refused, or the gate shed, the attempt: nothing was sent.
     Refused,
+    /// The call's [`DEADLINE`] passed (waiting for the rate limiter's tokens, mostly).
+    Deadline,
 }
 
 impl Transient for Failure {
     fn is_transient(&self) -> bool {
-        !matches!(self, Failure::Refused)
+        !matches!(self, Failure::Refused | Failure::Deadline)
     }
 }
 
@@ -393,6 +399,7 @@ struct Measured {
     requests: u64,
     latencies: Vec<Duration>,
     refused: u64,
+    late: u64,
     sent: u64,
     throttled: u64,
     timed_out: u64,
@@ -412,7 +419,7 @@ impl Measured {
         };
         let succeeded = sorted.len() as u64;
         format!(
-            "| {} | {} | {:.1} | {:.1} % | {:.2} | {:.1} % | {} | {} | {} | {} | {peak} |",
+            "| {} | {} | {:.1} | {:.1} % | {:.2} | {:.1} % | {} | {} | {} | {} | {} | {peak} |",
             self.protection.name(),
             self.requests,
             succeeded as f64 / self.seconds,
@@ -421,6 +428,7 @@ impl Measured {
             100.0 * self.throttled as f64 / self.sent.max(1) as f64,
             self.timed_out,
             self.refused,
+            self.late,
             quantile(0.5),
             quantile(0.99),
         )
@@ -465,12 +473,17 @@ async fn drive(
                     let run = Arc::clone(&run);
                     calls.spawn(async move {
                         let began = Instant::now();
-                        let answer = match protection {
-                            Protection::None => plain(&run).await,
-                            Protection::Budget => with_budget(&run).await,
-                            Protection::Breaker => with_breaker(&run).await,
-                            Protection::Gate(_) => with_gate(&run).await,
+                        let call = async {
+                            match protection {
+                                Protection::None => plain(&run).await,
+                                Protection::Budget => with_budget(&run).await,
+                                Protection::Breaker => with_breaker(&run).await,
+                                Protection::Gate(_) => with_gate(&run).await,
+                            }
                         };
+                        let answer = tokio::time::timeout(DEADLINE, call)
+                            .await
+                            .unwrap_or(Err(Failure::Deadline));
                         (answer, began.elapsed())
                     });
                     at += exponential(&mut arrivals, per_client);
@@ -489,6 +502,7 @@ async fn drive(
         requests: 0,
         latencies: Vec::new(),
         refused: 0,
+        late: 0,
         sent: 0,
         throttled: 0,
         timed_out: 0,
@@ -499,6 +513,7 @@ async fn drive(
             match answer {
                 Ok(()) => measured.latencies.push(took),
                 Err(Failure::Refused) => measured.refused += 1,
+                Err(Failure::Deadline) => measured.late += 1,
                 Err(_) => {}
             }
         }

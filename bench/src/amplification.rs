@@ -48,10 +48,10 @@
 //! (keyed by client and call number), so every strategy sees the same calls and the same
 //! failures: the differences between rows are the strategies'.
 
+use crate::gate::Tuning;
 use crate::gate::{GateMode, Slots, Through};
 use crate::virtual_time::{Failure, exponential, lock, runtime, stream};
 use rand::RngExt;
-use crate::gate::Tuning;
 use rand::rngs::SmallRng;
 use retry_runtime::{AdmissionGate, CircuitBreaker, GateOutcome, RetryBudget, retry};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -851,7 +851,10 @@ mod tests {
         let shed = run(Strategy::Gate(GateMode::Throttling), SMALL)
             .unwrap()
             .unwrap();
-        assert!(shed.attempts < three.attempts && shed.refused > 0, "{shed:?}");
+        assert!(
+            shed.attempts < three.attempts && shed.refused > 0,
+            "{shed:?}"
+        );
         let points = sweep(&Strategy::with_gates(), &[2], SMALL, 1).unwrap();
         assert_eq!(
             points.len(),

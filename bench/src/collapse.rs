@@ -567,7 +567,12 @@ pub fn sweep_with(
         })
         .collect();
     let results = crate::virtual_time::parallel(&jobs, |&(s, b, r)| {
-        run_with(s, Profile::spike(b), seed.wrapping_add(u64::from(r)), tuning)
+        run_with(
+            s,
+            Profile::spike(b),
+            seed.wrapping_add(u64::from(r)),
+            tuning,
+        )
     });
     let mut points: Vec<SweepPoint> = Vec::new();
     for (&(strategy, base, _), result) in jobs.iter().zip(results) {

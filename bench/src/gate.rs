@@ -134,9 +134,7 @@ impl Tuning {
         let seconds = |name: &str| -> Result<Option<Duration>, String> {
             flags
                 .optional::<f64>(name)?
-                .map(|s| {
-                    Duration::try_from_secs_f64(s).map_err(|e| format!("`--{name} {s}`: {e}"))
-                })
+                .map(|s| Duration::try_from_secs_f64(s).map_err(|e| format!("`--{name} {s}`: {e}")))
                 .transpose()
         };
         if let Some(k) = flags.optional::<f64>("throttling-k")? {

@@ -200,15 +200,12 @@ struct Nginx {
 
 impl Nginx {
     fn start(upstream: u16, limit: u32, burst: u32) -> Result<Nginx, Box<dyn std::error::Error>> {
-        let version = Command::new("nginx")
-            .arg("-v")
-            .output()
-            .map_err(|e| {
-                format!(
-                    "nginx not found ({e}): this benchmark needs a real nginx on the PATH \
+        let version = Command::new("nginx").arg("-v").output().map_err(|e| {
+            format!(
+                "nginx not found ({e}): this benchmark needs a real nginx on the PATH \
                      (Debian: `apt-get install nginx`)"
-                )
-            })?;
+            )
+        })?;
         let version = String::from_utf8_lossy(&version.stderr)
             .trim()
             .trim_start_matches("nginx version: ")

@@ -180,14 +180,14 @@ fn steps(counts: &[u32], width: Duration) -> Vec<(f64, f64)> {
 mod protection {
     use super::steps;
     use plotters::chart::SeriesLabelPosition;
+    use rand::RngExt;
+    use rand::rngs::SmallRng;
     use retry_bench::gate::{GateMode, Slots, Through};
     use retry_bench::plot::{Chart, Line};
     use retry_bench::storm::BUCKET;
-    use rand::RngExt;
-    use rand::rngs::SmallRng;
     use retry_runtime::{
-        AdmissionGate, BreakerState, CircuitBreaker, CircuitOpen, GateOutcome, Policy,
-        RetryBudget, Transient, retry,
+        AdmissionGate, BreakerState, CircuitBreaker, CircuitOpen, GateOutcome, Policy, RetryBudget,
+        Transient, retry,
     };
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::{Arc, Mutex, PoisonError};

@@ -61,6 +61,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         .filter(|form| form.is_built())
         .map(|&form| storm::run(form, config))
         .collect::<Result<Vec<_>, _>>()?;
+    let jitter_only: Vec<storm::Outcome> = outcomes
+        .iter()
+        .filter(|o| o.form.mode().is_none())
+        .cloned()
+        .collect();
     let capacity = config
         .capacity
         .map_or_else(|| "unlimited".to_owned(), |c| format!("{c} calls / 100 ms"));
@@ -74,7 +79,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         println!("{line}");
     }
     if let Some(path) = flags.optional::<PathBuf>("csv")? {
-        std::fs::write(&path, storm::csv(&outcomes)?)?;
+        // The gate's rows are in the table only: they run for up to 2,004 virtual seconds,
+        // which would squeeze the jitter forms' 15 s into the picture's first pixels.
+        std::fs::write(&path, storm::csv(&jitter_only)?)?;
         println!("\nwrote {}", path.display());
     }
     if let Some(path) = flags.optional::<PathBuf>("plot")? {
@@ -82,7 +89,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "{} customers, service overloaded for the first {outage} s: calls per 100 ms",
             config.customers
         );
-        let mut chart = chart(title, &outcomes);
+        let mut chart = chart(title, &jitter_only);
         chart.band = Some((0.0, outage, "outage: every call fails".to_owned()));
         plot::draw(&path, (1600, 800), &[chart])?;
         println!("wrote {}", path.display());
@@ -120,18 +127,24 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         protection::MAX_ATTEMPTS,
     );
     print!("{}", protection::table(&runs, long.outage));
+    let protections: Vec<protection::Run> = runs
+        .iter()
+        .filter(|r| r.variant.mode().is_none())
+        .cloned()
+        .collect();
     if let Some(line) = protection::Variant::pending() {
         println!("{line}");
     }
     if let Some(path) = flags.optional::<PathBuf>("csv-protection")? {
-        std::fs::write(&path, protection::csv(&runs)?)?;
+        // As above: the gate's rows (up to 1,392 s) in the table only.
+        std::fs::write(&path, protection::csv(&protections)?)?;
         println!("\nwrote {}", path.display());
     }
     if let Some(path) = flags.optional::<PathBuf>("plot-protection")? {
         plot::draw(
             &path,
             (2100, 800),
-            &protection::charts(&runs, long_outage, arrive_over, long.customers),
+            &protection::charts(&protections, long_outage, arrive_over, long.customers),
         )?;
         println!("wrote {}", path.display());
     }

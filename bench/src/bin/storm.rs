@@ -61,7 +61,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         .filter(|form| form.is_built())
         .map(|&form| storm::run(form, config))
         .collect::<Result<Vec<_>, _>>()?;
-    let jitter_only: Vec<storm::Outcome> = outcomes
+    let jitter_only: Vec<Outcome> = outcomes
         .iter()
         .filter(|o| o.form.mode().is_none())
         .cloned()

@@ -1,5 +1,5 @@
 //! `cargo run --release -p retry-bench --bin limit_req -- [--clients 300] [--rate 400]
-//! [--seconds 10] [--limit 200] [--burst 50] [--seed 2027]`
+//! [--seconds 10] [--limit 200] [--burst 50] [--seed 2027] [the gate's settings]`
 //!
 //! The admission gate against a real server (issue 27, item 4): nginx with `limit_req` (429
 //! beyond `--limit` requests a second, a burst of `--burst` without delay) in front of a small
@@ -19,7 +19,7 @@
 use rand::RngExt;
 use rand::rngs::SmallRng;
 use retry_bench::cli::Flags;
-use retry_bench::gate::{GateMode, Through};
+use retry_bench::gate::{GateMode, Through, Tuning};
 use retry_bench::virtual_time::{exponential, lock, stream};
 use retry_runtime::{AdmissionGate, CircuitBreaker, CircuitOpen, GateOutcome, RetryBudget};
 use retry_runtime::{Transient, retry};
@@ -32,7 +32,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 const USAGE: &str = "usage: limit_req [--clients 300] [--rate 400] [--seconds 10] \
-[--limit 200] [--burst 50] [--seed 2027]";
+[--limit 200] [--burst 50] [--seed 2027] [the gate's settings, as `collapse --help` lists them]";
 
 /// The upstream's latency: this, plus [`PER_REQUEST`] for each request it is working on.
 const BASE_LATENCY: Duration = Duration::from_millis(50);
@@ -68,15 +68,18 @@ impl Protection {
 }
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let flags = Flags::parse(
-        &["clients", "rate", "seconds", "limit", "burst", "seed"],
-        USAGE,
-    )?;
+    let known: Vec<&str> = ["clients", "rate", "seconds", "limit", "burst", "seed"]
+        .into_iter()
+        .chain(Tuning::FLAGS)
+        .collect();
+    let flags = Flags::parse(&known, USAGE)?;
+    let (tuning, tuned) = Tuning::from_flags(&flags)?;
     let setup = Setup {
         clients: flags.get("clients", 300)?,
         rate: flags.get("rate", 400.0)?,
         seconds: flags.get("seconds", 10.0)?,
         seed: flags.get("seed", 2027)?,
+        tuning,
     };
     let limit: u32 = flags.get("limit", 200)?;
     let burst: u32 = flags.get("burst", 50)?;
@@ -104,6 +107,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             ATTEMPT_LIMIT.as_secs(),
             DEADLINE.as_secs(),
         );
+        println!("{tuned}\n");
         println!(
             "| protection | requests | goodput / s | succeeded | attempts / request | 429 share of attempts sent | attempts timed out | calls shed or refused at the client | calls past the deadline | latency p50 | latency p99 | upstream peak concurrency |\n\
              |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
@@ -130,6 +134,8 @@ struct Setup {
     rate: f64,
     seconds: f64,
     seed: u64,
+    /// The gate's settings.
+    tuning: Tuning,
 }
 
 /// The upstream: HTTP/1.1 with keep-alive, answering `200 OK` after 50 ms + 2 ms × the
@@ -447,7 +453,7 @@ async fn drive(
         budget: RetryBudget::new(),
         breaker: CircuitBreaker::new(),
         gate: match protection {
-            Protection::Gate(mode) => Some(mode.gate()),
+            Protection::Gate(mode) => Some(mode.gate_with(&setup.tuning)),
             _ => None,
         },
         draws: Mutex::new(stream(setup.seed, &[u64::MAX])),

@@ -36,15 +36,24 @@
 //! `#[retry(max = 3)]` alone is run too: it must reproduce "three retries", which checks the
 //! simulation's plumbing against the attribute's loop.
 //!
+//! The gate's rows (`Gate(mode)`) call `#[retry(max = 3, base = "0s")]` with each attempt
+//! through the client's own `AdmissionGate` ([`crate::gate::attempt`]: asked before every
+//! attempt, first tries included), built from [`Config::gate`]'s settings. The server's failures
+//! are recorded as throttling answers (a 503 or a 429: the server refusing work), the one
+//! reading under which a gate learns anything here: recorded as ordinary errors (a 500, which
+//! [`GateOutcome::Accepted`](retry_runtime::GateOutcome::Accepted) covers), no mode ever sheds
+//! or waits, and every gate row is three retries' exactly (a unit test below checks it).
+//!
 //! Every call draws its network times and the server's verdicts from its own seeded stream
 //! (keyed by client and call number), so every strategy sees the same calls and the same
 //! failures: the differences between rows are the strategies'.
 
-use crate::gate::{GateMode, Slots};
+use crate::gate::Tuning;
+use crate::gate::{GateMode, Slots, Through};
 use crate::virtual_time::{Failure, exponential, lock, runtime, stream};
 use rand::RngExt;
 use rand::rngs::SmallRng;
-use retry_runtime::{CircuitBreaker, RetryBudget, retry};
+use retry_runtime::{AdmissionGate, CircuitBreaker, GateOutcome, RetryBudget, retry};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -73,6 +82,14 @@ pub struct Config {
     pub failure_rate: f64,
     /// The seed of every random stream of the run.
     pub seed: u64,
+    /// The settings of the gate's modes (the runtime's defaults unless tuned).
+    pub gate: Tuning,
+    /// How the gate hears of the server's failures: as throttling answers (`true`, the rows of
+    /// RESULTS.md) or as ordinary errors, which no mode learns from.
+    pub failures_throttle: bool,
+    /// The reserve of the `budget` row's `RetryBudget` (`min_per_second`): 10, the default's,
+    /// unless an alternative is being weighed.
+    pub budget_reserve: u32,
 }
 
 impl Config {
@@ -83,6 +100,9 @@ impl Config {
         duration: Duration::from_secs(10),
         failure_rate: 0.0,
         seed: 2022,
+        gate: Tuning::DEFAULT,
+        failures_throttle: true,
+        budget_reserve: 10,
     };
 }
 
@@ -108,7 +128,8 @@ pub enum Strategy {
     Breaker,
     /// ... both.
     BudgetAndBreaker,
-    /// ... `gate = client.gate` (not built yet: see [`crate::gate`]).
+    /// ... each attempt through `client.gate`, an `AdmissionGate` of this mode (see
+    /// [`crate::gate`]).
     Gate(GateMode),
 }
 
@@ -154,7 +175,7 @@ impl Strategy {
         )
     }
 
-    /// One call, through this strategy: `Some(succeeded)`, `None` for a gate slot not built.
+    /// One call, through this strategy: `Some(succeeded)`.
     async fn call(self, client: &Client, call: &Call<'_>) -> Option<bool> {
         let outcome = match self {
             Strategy::NoRetries
@@ -166,11 +187,9 @@ impl Strategy {
             Strategy::BudgetNoReserve => with_lean_budget(client, call).await,
             Strategy::Breaker => with_breaker(client, call).await,
             Strategy::BudgetAndBreaker => with_both(client, call).await,
-            // The gate's slot: `Strategy::Gate(GateMode::Throttling) => with_throttling(client,
-            // call).await,` once the function exists (see `crate::gate`).
-            Strategy::Gate(_) => return None,
+            Strategy::Gate(_) => with_gate(client, call).await,
         };
-        if matches!(outcome, Err(Failure::Refused)) {
+        if matches!(outcome, Err(Failure::Refused | Failure::Shed)) {
             call.run.refused.fetch_add(1, Ordering::Relaxed);
         }
         Some(outcome.is_ok())
@@ -190,13 +209,9 @@ impl Slots for Strategy {
             _ => None,
         }
     }
-
-    fn is_built(self) -> bool {
-        !matches!(self, Strategy::Gate(_))
-    }
 }
 
-/// One client's state: his bucket and ratio, this crate's budget and breaker.
+/// One client's state: his bucket and ratio, this crate's budget, breaker and gate.
 #[derive(Debug)]
 struct Client {
     /// His token bucket: starts full.
@@ -206,17 +221,25 @@ struct Client {
     budget: RetryBudget,
     lean_budget: RetryBudget,
     breaker: CircuitBreaker,
-    // The gate's slot: `gate: Gate,` built per client like the budget.
+    /// The gate of a `Gate(mode)` strategy, built per client like the budget.
+    gate: Option<AdmissionGate>,
+    /// Whether the gate hears the server's failures as throttling.
+    failures_throttle: bool,
 }
 
 impl Client {
-    fn new() -> Self {
+    fn new(strategy: Strategy, config: &Config) -> Self {
         Client {
             bucket: Mutex::new(BUCKET_SIZE),
             ratio: Mutex::new((0.0, 0.0)),
-            budget: RetryBudget::new(),
+            budget: RetryBudget::new().min_per_second(config.budget_reserve),
             lean_budget: RetryBudget::new().min_per_second(0),
             breaker: CircuitBreaker::new(),
+            gate: match strategy {
+                Strategy::Gate(mode) => Some(mode.gate_with(&config.gate)),
+                _ => None,
+            },
+            failures_throttle: config.failures_throttle,
         }
     }
 }
@@ -242,6 +265,9 @@ struct Call<'a> {
     run: &'a Counts,
     failure_rate: f64,
     rng: Mutex<SmallRng>,
+    /// The gate's draws (adaptive throttling's), apart from the call's network and verdicts so
+    /// that a gate row sees the same calls as the others.
+    gate_rng: Mutex<SmallRng>,
 }
 
 impl Call<'_> {
@@ -332,6 +358,23 @@ async fn with_both(client: &Client, call: &Call<'_>) -> Result<(), Failure> {
     call.attempt().await
 }
 
+#[retry(max = 3, base = "0s")]
+async fn with_gate(client: &Client, call: &Call<'_>) -> Result<(), Failure> {
+    let Some(gate) = &client.gate else {
+        return call.attempt().await;
+    };
+    let draw = || lock(&call.gate_rng).random::<f64>();
+    let judge = |answer: &Result<(), Failure>| match answer {
+        Err(_) if client.failures_throttle => GateOutcome::Throttled,
+        _ => GateOutcome::Accepted,
+    };
+    match crate::gate::attempt(gate, draw, None, call.attempt(), judge).await {
+        Through::Answered(answer) => answer,
+        Through::TimedOut => Err(Failure::Failed),
+        Through::Shed(_) => Err(Failure::Shed),
+    }
+}
+
 /// What one run (or the sum of several) saw.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Point {
@@ -347,7 +390,8 @@ pub struct Point {
     pub attempts: u64,
     /// Calls that succeeded.
     pub successes: u64,
-    /// Calls this crate's breaker refused without calling the server.
+    /// Calls this crate's breaker refused, or its gate shed, without calling the server (a
+    /// retry shed counts too: it ended its call).
     pub refused: u64,
 }
 
@@ -384,7 +428,7 @@ pub fn run(strategy: Strategy, config: Config) -> std::io::Result<Option<Point>>
             .map(|c| {
                 let counts = Arc::clone(&counts);
                 tokio::spawn(async move {
-                    let client = Arc::new(Client::new());
+                    let client = Arc::new(Client::new(strategy, &config));
                     let mut arrivals = stream(config.seed, &[u64::from(c)]);
                     let mut at = exponential(&mut arrivals, per_client);
                     let mut calls = Vec::new();
@@ -393,12 +437,14 @@ pub fn run(strategy: Strategy, config: Config) -> std::io::Result<Option<Point>>
                         tokio::time::sleep_until(start + at).await;
                         let (client, counts) = (Arc::clone(&client), Arc::clone(&counts));
                         let rng = stream(config.seed, &[u64::from(c), n, 1]);
+                        let gate_rng = stream(config.seed, &[u64::from(c), n, 2]);
                         calls.push(tokio::spawn(async move {
                             counts.first_tries.fetch_add(1, Ordering::Relaxed);
                             let call = Call {
                                 run: &counts,
                                 failure_rate: config.failure_rate,
                                 rng: Mutex::new(rng),
+                                gate_rng: Mutex::new(gate_rng),
                             };
                             if strategy.call(&client, &call).await == Some(true) {
                                 counts.successes.fetch_add(1, Ordering::Relaxed);
@@ -753,6 +799,7 @@ mod tests {
         duration: Duration::from_secs(4),
         failure_rate: 0.5,
         seed: 1,
+        ..Config::POST
     };
 
     #[test]
@@ -778,7 +825,7 @@ mod tests {
             failure_rate: 0.0,
             ..SMALL
         };
-        for s in Strategy::ALL {
+        for s in Strategy::with_gates() {
             let p = run(s, config).unwrap().unwrap();
             assert_eq!(p.attempts, p.first_tries, "{s:?}");
             assert_eq!(p.successes, p.first_tries, "{s:?}");
@@ -786,13 +833,33 @@ mod tests {
     }
 
     #[test]
-    fn a_gate_slot_runs_nothing_until_it_is_built() {
-        assert_eq!(
-            run(Strategy::Gate(GateMode::Throttling), SMALL).unwrap(),
-            None
+    fn a_gate_that_hears_failures_as_ordinary_errors_is_three_retries() {
+        let three = run(Strategy::ThreeRetries, SMALL).unwrap().unwrap();
+        let ordinary = Config {
+            failures_throttle: false,
+            ..SMALL
+        };
+        for mode in GateMode::ALL {
+            let p = run(Strategy::Gate(mode), ordinary).unwrap().unwrap();
+            assert_eq!(
+                (p.first_tries, p.attempts, p.successes, p.refused),
+                (three.first_tries, three.attempts, three.successes, 0),
+                "{mode:?}"
+            );
+        }
+        // Heard as throttling, adaptive throttling sheds: fewer attempts, some calls shed.
+        let shed = run(Strategy::Gate(GateMode::Throttling), SMALL)
+            .unwrap()
+            .unwrap();
+        assert!(
+            shed.attempts < three.attempts && shed.refused > 0,
+            "{shed:?}"
         );
         let points = sweep(&Strategy::with_gates(), &[2], SMALL, 1).unwrap();
-        assert_eq!(points.len(), Strategy::ALL.len() * FAILURE_RATES.len());
+        assert_eq!(
+            points.len(),
+            Strategy::with_gates().len() * FAILURE_RATES.len()
+        );
     }
 
     #[test]

@@ -37,14 +37,22 @@
 //! base = "0s", timeout = "3s")]` alone must reproduce his plain client, which checks the
 //! plumbing against the attribute's loop.
 //!
+//! The gate's rows (`Gate(mode)`) call `#[retry(max = 2, base = "0s")]` with each attempt
+//! through the run's one `AdmissionGate` ([`crate::gate::attempt`]: asked before every attempt,
+//! first tries included; a rate limiter's wait before the attempt's 3 s, which then runs as
+//! `timeout = "3s"` would run it): an answer in time is recorded as accepted, an attempt cut
+//! off at 3 s as timed out. His server never throttles, so the CUBIC limiter (which learns from
+//! throttling answers only, as botocore's does) never turns on here: its row is `#[retry]`
+//! alone's, and says so.
+//!
 //! Every request draws its network times and pauses from its own seeded stream (keyed by its
 //! arrival number), and the arrivals from the run's, so every strategy sees the same requests.
 
-use crate::gate::{GateMode, Slots};
+use crate::gate::{GateMode, Slots, Through, Tuning};
 use crate::virtual_time::{Failure, exponential, lock, runtime, stream};
 use rand::RngExt;
 use rand::rngs::SmallRng;
-use retry_runtime::{CircuitBreaker, RetryBudget, retry};
+use retry_runtime::{AdmissionGate, CircuitBreaker, GateOutcome, RetryBudget, retry};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -146,7 +154,8 @@ pub enum Strategy {
     Breaker,
     /// ... both.
     BudgetAndBreaker,
-    /// ... `gate = sim.gate` (not built yet: see [`crate::gate`]).
+    /// ... each attempt through `sim.gate`, an `AdmissionGate` of this mode, one per run (see
+    /// [`crate::gate`]).
     Gate(GateMode),
 }
 
@@ -179,7 +188,7 @@ impl Strategy {
         matches!(self, Strategy::NoBackoff | Strategy::BackoffAndJitter)
     }
 
-    /// One request, through this strategy: `None` for a gate slot not built.
+    /// One request, through this strategy.
     async fn request(self, sim: &Arc<Sim>, request: &Request) -> Option<Result<(), Failure>> {
         Some(match self {
             Strategy::NoBackoff | Strategy::BackoffAndJitter => {
@@ -189,9 +198,7 @@ impl Strategy {
             Strategy::Budget => with_budget(sim, request).await,
             Strategy::Breaker => with_breaker(sim, request).await,
             Strategy::BudgetAndBreaker => with_both(sim, request).await,
-            // The gate's slot: `Strategy::Gate(GateMode::Throttling) => with_throttling(sim,
-            // request).await,` once the function exists (see `crate::gate`).
-            Strategy::Gate(_) => return None,
+            Strategy::Gate(_) => with_gate(sim, request).await,
         })
     }
 }
@@ -209,10 +216,6 @@ impl Slots for Strategy {
             _ => None,
         }
     }
-
-    fn is_built(self) -> bool {
-        !matches!(self, Strategy::Gate(_))
-    }
 }
 
 /// Counts per second of one run.
@@ -224,7 +227,8 @@ pub struct Series {
     pub goodput: Vec<f64>,
     /// Attempts after the first that were sent.
     pub retries: Vec<f64>,
-    /// Requests this crate's breaker refused without calling the server.
+    /// Requests this crate's breaker refused, or its gate shed, without calling the server (a
+    /// retry shed counts too: it ended its request).
     pub refused: Vec<f64>,
     /// Attempts the server had in flight at the end of each second.
     pub concurrency: Vec<f64>,
@@ -275,14 +279,16 @@ impl Series {
     }
 }
 
-/// The shared state of one run: the server and the counters, this crate's budget and breaker.
+/// The shared state of one run: the server and the counters, this crate's budget, breaker and
+/// gate.
 struct Sim {
     start: Instant,
     concurrency: Mutex<u32>,
     series: Mutex<Series>,
     budget: RetryBudget,
     breaker: CircuitBreaker,
-    // The gate's slot: `gate: Gate,` one per run like the budget.
+    /// The gate of a `Gate(mode)` strategy, one per run like the budget.
+    gate: Option<AdmissionGate>,
 }
 
 impl Sim {
@@ -298,6 +304,9 @@ impl Sim {
 /// One request: its stream of network times and pauses, and its attempts so far.
 struct Request {
     rng: Mutex<SmallRng>,
+    /// The gate's draws (adaptive throttling's), apart from the network's so that a gate row
+    /// sees the same requests as the others.
+    gate_rng: Mutex<SmallRng>,
     attempts: Mutex<u32>,
 }
 
@@ -371,8 +380,35 @@ async fn with_both(sim: &Arc<Sim>, request: &Request) -> Result<(), Failure> {
     request.attempt(sim).await
 }
 
+/// The attempt's 3 s are taken inside the body, after the gate's wait, so that the gate hears
+/// of the timeout: `timeout = "3s"` would drop the attempt, and with it the permit, which a
+/// gate counts as a cancellation.
+#[retry(max = 2, base = "0s")]
+async fn with_gate(sim: &Arc<Sim>, request: &Request) -> Result<(), Failure> {
+    let Some(gate) = &sim.gate else {
+        return request.attempt(sim).await;
+    };
+    let draw = || lock(&request.gate_rng).random::<f64>();
+    let judge = |_: &Result<(), Failure>| GateOutcome::Accepted;
+    match crate::gate::attempt(gate, draw, Some(TIMEOUT), request.attempt(sim), judge).await {
+        Through::Answered(answer) => answer,
+        Through::TimedOut => Err(Failure::Failed),
+        Through::Shed(_) => Err(Failure::Shed),
+    }
+}
+
 /// One run of `strategy` under `profile` until [`HORIZON`]; `None` for a gate slot not built.
 pub fn run(strategy: Strategy, profile: Profile, seed: u64) -> std::io::Result<Option<Series>> {
+    run_with(strategy, profile, seed, &Tuning::DEFAULT)
+}
+
+/// [`run`] with the gate's modes set by `tuning`.
+pub fn run_with(
+    strategy: Strategy,
+    profile: Profile,
+    seed: u64,
+    tuning: &Tuning,
+) -> std::io::Result<Option<Series>> {
     if !strategy.is_built() {
         return Ok(None);
     }
@@ -384,6 +420,7 @@ pub fn run(strategy: Strategy, profile: Profile, seed: u64) -> std::io::Result<O
             series: Mutex::new(Series::new()),
             budget: RetryBudget::new(),
             breaker: CircuitBreaker::new(),
+            gate: strategy.mode().map(|mode| mode.gate_with(tuning)),
         });
         let arrivals = {
             let sim = Arc::clone(&sim);
@@ -395,15 +432,19 @@ pub fn run(strategy: Strategy, profile: Profile, seed: u64) -> std::io::Result<O
                 while at < HORIZON {
                     tokio::time::sleep_until(sim.start + at).await;
                     let (sim, rng) = (Arc::clone(&sim), stream(seed, &[n]));
+                    let gate_rng = stream(seed, &[n, 1]);
                     tokio::spawn(async move {
                         sim.count(|s| &mut s.offered);
                         let request = Request {
                             rng: Mutex::new(rng),
+                            gate_rng: Mutex::new(gate_rng),
                             attempts: Mutex::new(0),
                         };
                         match strategy.request(&sim, &request).await {
                             Some(Ok(())) => sim.count(|s| &mut s.goodput),
-                            Some(Err(Failure::Refused)) => sim.count(|s| &mut s.refused),
+                            Some(Err(Failure::Refused | Failure::Shed)) => {
+                                sim.count(|s| &mut s.refused);
+                            }
                             _ => {}
                         }
                     });
@@ -436,8 +477,19 @@ pub fn runs(
     seed: u64,
     runs: u32,
 ) -> std::io::Result<Option<Vec<Series>>> {
+    runs_with(strategy, profile, seed, runs, &Tuning::DEFAULT)
+}
+
+/// [`runs`] with the gate's modes set by `tuning`.
+pub fn runs_with(
+    strategy: Strategy,
+    profile: Profile,
+    seed: u64,
+    runs: u32,
+    tuning: &Tuning,
+) -> std::io::Result<Option<Vec<Series>>> {
     (0..runs.max(1))
-        .map(|r| run(strategy, profile, seed.wrapping_add(u64::from(r))))
+        .map(|r| run_with(strategy, profile, seed.wrapping_add(u64::from(r)), tuning))
         .collect::<std::io::Result<Option<Vec<_>>>>()
 }
 
@@ -494,6 +546,17 @@ pub fn sweep(
     seed: u64,
     runs: u32,
 ) -> std::io::Result<Vec<SweepPoint>> {
+    sweep_with(strategies, bases, seed, runs, &Tuning::DEFAULT)
+}
+
+/// [`sweep`] with the gate's modes set by `tuning`.
+pub fn sweep_with(
+    strategies: &[Strategy],
+    bases: &[f64],
+    seed: u64,
+    runs: u32,
+    tuning: &Tuning,
+) -> std::io::Result<Vec<SweepPoint>> {
     let jobs: Vec<(Strategy, f64, u32)> = strategies
         .iter()
         .filter(|s| s.is_built())
@@ -504,7 +567,12 @@ pub fn sweep(
         })
         .collect();
     let results = crate::virtual_time::parallel(&jobs, |&(s, b, r)| {
-        run(s, Profile::spike(b), seed.wrapping_add(u64::from(r)))
+        run_with(
+            s,
+            Profile::spike(b),
+            seed.wrapping_add(u64::from(r)),
+            tuning,
+        )
     });
     let mut points: Vec<SweepPoint> = Vec::new();
     for (&(strategy, base, _), result) in jobs.iter().zip(results) {

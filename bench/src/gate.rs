@@ -1,13 +1,27 @@
-//! The admission gate's rows, not built yet (issue 27, item 2): the modes each simulation keeps a
-//! slot for, so that a gate row is one function and one `match` arm away.
+//! The admission gate's rows (issue 27): the modes each simulation runs, the gates they build,
+//! and one gated attempt as the loop makes it.
 //!
 //! Every simulation with a gate slot (`amplification`, `collapse`, `storm`, the long outage of
-//! `--bin storm`) has a strategy `Gate(mode)` whose call returns `None` until its annotated
-//! function is written; the binaries skip a strategy that returns `None` and say so in one line.
-//! To add a mode to a simulation: write its `#[retry(..., gate = ...)]` function beside the others
-//! (the gate shared as the simulation shares a budget: per client in `amplification`, one per run
-//! in `collapse`), and make the `Gate(mode)` arm call it. Its row then appears in the table, the
-//! CSV and the pictures, and `bench/tests` pins nothing for it until its numbers are known.
+//! `--bin storm`) has a strategy `Gate(mode)`. Its calls go through a real `#[retry]` function
+//! whose body is one attempt through [`attempt`]: the gate is asked before every attempt, first
+//! tries included, with the current (virtual) time; a shed attempt ends the call with the
+//! simulation's `Shed` error (not transient, so the loop gives up, as `#[retry(gate = ...)]`
+//! does); an admitted one waits for its permit's [`wait`](GatePermit::wait) (outside the
+//! attempt's time limit), is made, and its answer is recorded: accepted, throttled, or timed out.
+//! That is the loop of the `gate` branch (`retry-runtime/src/state/extras.rs`), written against
+//! the `retry_runtime::overload` API directly so that the rows exist before the attribute takes
+//! `gate = ...`; once it does, each `Gate(mode)` arm can call a `#[retry(..., gate = ...)]`
+//! function instead, and must give the same figures. The gate is shared as the simulation
+//! shares a budget: per client in `amplification`, one per run in `collapse` and the storms.
+//! A simulation a mode does not fit (a mode that learns from nothing the simulation's server
+//! says) still has its row: the row shows it.
+
+use retry_runtime::{
+    AdaptiveThrottling, AdmissionGate, Aimd, ClientRateLimit, GateOutcome, GatePermit, Gradient2,
+    Rejected,
+};
+use std::future::Future;
+use std::time::Duration;
 
 /// A mode of the admission gate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -41,6 +55,196 @@ impl GateMode {
             GateMode::Gradient2 => "gate: Gradient2 concurrency",
         }
     }
+
+    /// The runtime's gate of this mode with its documented defaults: `AdaptiveThrottling::new()`
+    /// (K = 2, a 120 s window), `ClientRateLimit::new()` (botocore's, waiting for tokens),
+    /// `Aimd::new()` and `Gradient2::new()` (Netflix's: limits 20 to 200).
+    pub fn gate(self) -> AdmissionGate {
+        self.gate_with(&Tuning::DEFAULT)
+    }
+
+    /// The gate of this mode with `tuning`'s settings for it.
+    pub fn gate_with(self, tuning: &Tuning) -> AdmissionGate {
+        match self {
+            GateMode::Throttling => AdmissionGate::adaptive_throttling(tuning.throttling),
+            GateMode::Cubic => AdmissionGate::rate_limit(tuning.rate),
+            GateMode::Aimd => AdmissionGate::aimd(tuning.aimd),
+            GateMode::Gradient2 => AdmissionGate::gradient2(tuning.gradient2),
+        }
+        .name(self.label())
+    }
+
+    /// The mode as the runtime's metrics label it.
+    pub fn label(self) -> &'static str {
+        match self {
+            GateMode::Throttling => "adaptive_throttling",
+            GateMode::Cubic => "rate_limit",
+            GateMode::Aimd => "aimd",
+            GateMode::Gradient2 => "gradient2",
+        }
+    }
+}
+
+/// The settings of every mode, so that a simulation can run the modes with settings other than
+/// the defaults (only the modes' documented builders; never the simulation).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tuning {
+    /// Adaptive throttling's.
+    pub throttling: AdaptiveThrottling,
+    /// The CUBIC rate limiter's.
+    pub rate: ClientRateLimit,
+    /// AIMD's.
+    pub aimd: Aimd,
+    /// Gradient2's.
+    pub gradient2: Gradient2,
+}
+
+impl Tuning {
+    /// The runtime's defaults for every mode.
+    pub const DEFAULT: Tuning = Tuning {
+        throttling: AdaptiveThrottling::new(),
+        rate: ClientRateLimit::new(),
+        aimd: Aimd::new(),
+        gradient2: Gradient2::new(),
+    };
+}
+
+impl Tuning {
+    /// The command-line flags [`from_flags`](Tuning::from_flags) reads, each one documented
+    /// builder of a mode.
+    pub const FLAGS: [&'static str; 11] = [
+        "throttling-k",
+        "throttling-window",
+        "rate-fail-fast",
+        "aimd-min",
+        "aimd-max",
+        "aimd-timeout",
+        "aimd-backoff",
+        "gradient2-min",
+        "gradient2-max",
+        "gradient2-tolerance",
+        "gradient2-long-window",
+    ];
+
+    /// The defaults, with each flag of [`FLAGS`](Tuning::FLAGS) given applied through its
+    /// builder (durations in seconds), and a line that says which were given.
+    pub fn from_flags(flags: &crate::cli::Flags) -> Result<(Tuning, String), String> {
+        let mut t = Tuning::DEFAULT;
+        let mut given = Vec::new();
+        let seconds = |name: &str| -> Result<Option<Duration>, String> {
+            flags
+                .optional::<f64>(name)?
+                .map(|s| Duration::try_from_secs_f64(s).map_err(|e| format!("`--{name} {s}`: {e}")))
+                .transpose()
+        };
+        if let Some(k) = flags.optional::<f64>("throttling-k")? {
+            t.throttling = t.throttling.k(k);
+            given.push(format!("AdaptiveThrottling::k({k})"));
+        }
+        if let Some(w) = seconds("throttling-window")? {
+            t.throttling = t.throttling.window(w);
+            given.push(format!("AdaptiveThrottling::window({w:?})"));
+        }
+        if let Some(f) = flags.optional::<bool>("rate-fail-fast")? {
+            t.rate = t.rate.fail_fast(f);
+            given.push(format!("ClientRateLimit::fail_fast({f})"));
+        }
+        if let Some(n) = flags.optional::<u32>("aimd-min")? {
+            t.aimd = t.aimd.min_limit(n);
+            given.push(format!("Aimd::min_limit({n})"));
+        }
+        if let Some(n) = flags.optional::<u32>("aimd-max")? {
+            t.aimd = t.aimd.max_limit(n);
+            given.push(format!("Aimd::max_limit({n})"));
+        }
+        if let Some(d) = seconds("aimd-timeout")? {
+            t.aimd = t.aimd.timeout(d);
+            given.push(format!("Aimd::timeout({d:?})"));
+        }
+        if let Some(r) = flags.optional::<f64>("aimd-backoff")? {
+            t.aimd = t.aimd.backoff_ratio(r);
+            given.push(format!("Aimd::backoff_ratio({r})"));
+        }
+        if let Some(n) = flags.optional::<u32>("gradient2-min")? {
+            t.gradient2 = t.gradient2.min_limit(n);
+            given.push(format!("Gradient2::min_limit({n})"));
+        }
+        if let Some(n) = flags.optional::<u32>("gradient2-max")? {
+            t.gradient2 = t.gradient2.max_limit(n);
+            given.push(format!("Gradient2::max_limit({n})"));
+        }
+        if let Some(x) = flags.optional::<f64>("gradient2-tolerance")? {
+            t.gradient2 = t.gradient2.rtt_tolerance(x);
+            given.push(format!("Gradient2::rtt_tolerance({x})"));
+        }
+        if let Some(n) = flags.optional::<u32>("gradient2-long-window")? {
+            t.gradient2 = t.gradient2.long_window(n);
+            given.push(format!("Gradient2::long_window({n})"));
+        }
+        let line = if given.is_empty() {
+            "the gate's modes with the runtime's defaults".to_owned()
+        } else {
+            format!("the gate's modes tuned: {}", given.join(", "))
+        };
+        Ok((t, line))
+    }
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning::DEFAULT
+    }
+}
+
+/// The current time as the gate reads it: tokio's clock (paused in the simulations) as a
+/// `std::time::Instant`.
+pub fn now() -> std::time::Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+/// How one attempt through a gate ended.
+#[derive(Debug)]
+pub enum Through<T> {
+    /// The attempt was made and answered: its answer.
+    Answered(T),
+    /// The attempt was made and not answered within its time limit.
+    TimedOut,
+    /// The gate shed it: nothing was sent.
+    Shed(Rejected),
+}
+
+/// One attempt through `gate`, as the loop makes it: ask the gate (adaptive throttling draws
+/// from `draw`, a uniform number in [0, 1), so that a seeded simulation repeats), wait for the
+/// permit's token if the rate limiter asks for one, make the attempt within `limit` if any,
+/// and record its answer (`judge` says whether the service accepted or throttled it; a timeout
+/// is [`GateOutcome::TimedOut`]).
+pub async fn attempt<T>(
+    gate: &AdmissionGate,
+    draw: impl FnOnce() -> f64,
+    limit: Option<Duration>,
+    attempt: impl Future<Output = T>,
+    judge: impl FnOnce(&T) -> GateOutcome,
+) -> Through<T> {
+    let permit: GatePermit<'_> = match gate.admit_with(now(), draw) {
+        Ok(permit) => permit,
+        Err(rejected) => return Through::Shed(rejected),
+    };
+    let wait = permit.wait();
+    if !wait.is_zero() {
+        tokio::time::sleep(wait).await;
+    }
+    let answer = match limit {
+        Some(limit) => match tokio::time::timeout(limit, attempt).await {
+            Ok(answer) => answer,
+            Err(_) => {
+                permit.record(GateOutcome::TimedOut, now());
+                return Through::TimedOut;
+            }
+        },
+        None => attempt.await,
+    };
+    permit.record(judge(&answer), now());
+    Through::Answered(answer)
 }
 
 /// A simulation's strategies with the gate's slots among them: what a runner and a binary need
@@ -56,8 +260,10 @@ pub trait Slots: Copy + 'static {
     fn mode(self) -> Option<GateMode>;
 
     /// Whether a run of it can be made: `false` for a gate mode whose function is not written
-    /// yet (the place to say `true` once it is).
-    fn is_built(self) -> bool;
+    /// yet (the place to say `true` once it is). Every simulation's gate modes are built now.
+    fn is_built(self) -> bool {
+        true
+    }
 
     /// [`BASE`](Slots::BASE), then the gate's slots.
     fn with_gates() -> Vec<Self> {

@@ -3,7 +3,7 @@
 //! [`amplification`] and [`collapse`] (the last two Marc Brooker's simulators, on tokio's paused
 //! clock through [`virtual_time`]), draw with [`plot`], and write CSV with [`records`]; the
 //! `metrics` binary draws the portal's long outage from its scraped metrics ([`outage`]). The
-//! admission gate's rows have their slots in each simulation ([`gate`]).
+//! admission gate's rows in each simulation go through [`gate`].
 //!
 //! Not published: this package exists to produce the numbers and pictures in `RESULTS.md`.
 

@@ -5,8 +5,11 @@
 //! tokio runtime whose clock is paused: pauses take no wall time, so 1,000 customers and their
 //! retries run in milliseconds, and every call is stamped with its virtual time.
 
-use crate::gate::{GateMode, Slots};
-use retry_runtime::{Transient, retry};
+use crate::gate::{GateMode, Slots, Through};
+use crate::virtual_time::{lock, stream};
+use rand::RngExt;
+use rand::rngs::SmallRng;
+use retry_runtime::{AdmissionGate, GateOutcome, Transient, retry};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -28,7 +31,8 @@ pub enum Form {
     Equal,
     /// `jitter = decorrelated`
     Decorrelated,
-    /// The default jitter and `gate = ...` (not built yet: see [`crate::gate`]).
+    /// The default jitter, each attempt through the run's `AdmissionGate` of this mode (see
+    /// [`crate::gate`]; the service's "overloaded" recorded as a throttling answer).
     Gate(GateMode),
 }
 
@@ -62,11 +66,9 @@ impl Form {
             Form::Full => check_full(service, calls).await,
             Form::Equal => check_equal(service, calls).await,
             Form::Decorrelated => check_decorrelated(service, calls).await,
-            // The gate's slot: `Form::Gate(GateMode::Throttling) => check_throttling(service,
-            // calls).await,` with `check_throttling => [, gate = THROTTLING];` in `checks!` below
-            // and a `static THROTTLING` beside it, and `is_built` saying so. Never reached until
-            // then: `run` refuses a form that is not built.
-            Form::Gate(_) => Err(Overloaded),
+            // A shed attempt ends the check as the service's "overloaded" would: not possible
+            // right now.
+            Form::Gate(_) => check_gate(service, calls).await.map_err(|_| Overloaded),
         }
     }
 }
@@ -83,10 +85,6 @@ impl Slots for Form {
             Form::Gate(mode) => Some(mode),
             _ => None,
         }
-    }
-
-    fn is_built(self) -> bool {
-        !matches!(self, Form::Gate(_))
     }
 }
 
@@ -121,6 +119,42 @@ checks! {
     check_decorrelated => [, jitter = decorrelated];
 }
 
+/// Why a gated check did not succeed.
+#[derive(Debug)]
+enum Gated {
+    /// The service answered "overloaded": worth retrying.
+    Overloaded,
+    /// The gate shed the attempt: the loop gives up, as with `#[retry(gate = ...)]`.
+    Shed,
+}
+
+impl Transient for Gated {
+    fn is_transient(&self) -> bool {
+        matches!(self, Gated::Overloaded)
+    }
+}
+
+/// The default jitter, each attempt through the run's gate ([`crate::gate::attempt`]).
+#[retry(max = 3, base = "1s")]
+async fn check_gate(service: &Service, calls: &AtomicU32) -> Result<(), Gated> {
+    let call = async {
+        let retry = calls.fetch_add(1, Ordering::Relaxed) > 0;
+        service.call(retry).map_err(|Overloaded| Gated::Overloaded)
+    };
+    let Some(gate) = &service.gate else {
+        return call.await;
+    };
+    let draw = || lock(&service.draws).random::<f64>();
+    let judge = |answer: &Result<(), Gated>| match answer {
+        Ok(()) => GateOutcome::Accepted,
+        Err(_) => GateOutcome::Throttled,
+    };
+    match crate::gate::attempt(gate, draw, None, call, judge).await {
+        Through::Answered(answer) => answer,
+        Through::TimedOut | Through::Shed(_) => Err(Gated::Shed),
+    }
+}
+
 /// What the storm is run with.
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
@@ -139,6 +173,9 @@ struct Service {
     started: Instant,
     config: Config,
     histogram: Mutex<Histogram>,
+    /// The gate of a `Gate(mode)` form, one per run, and its draws (seeded: a run repeats).
+    gate: Option<AdmissionGate>,
+    draws: Mutex<SmallRng>,
 }
 
 /// Calls and, among them, retries per bucket.
@@ -167,6 +204,9 @@ impl Service {
         if overloaded { Err(Overloaded) } else { Ok(()) }
     }
 }
+
+/// The seed of adaptive throttling's draws.
+const GATE_SEED: u64 = 2027;
 
 fn bucket_of(t: Duration) -> usize {
     usize::try_from(t.as_nanos() / BUCKET.as_nanos()).unwrap_or(usize::MAX)
@@ -226,6 +266,8 @@ pub fn run(form: Form, config: Config) -> std::io::Result<Outcome> {
             started: Instant::now(),
             config,
             histogram: Mutex::new(Histogram::default()),
+            gate: form.mode().map(GateMode::gate),
+            draws: Mutex::new(stream(GATE_SEED, &[])),
         });
         let customers: Vec<_> = (0..config.customers)
             .map(|_| {
@@ -362,15 +404,17 @@ mod tests {
     }
 
     #[test]
-    fn a_gate_slot_is_refused_until_it_is_built() {
-        let gate = Form::Gate(GateMode::Throttling);
-        assert!(!gate.is_built());
-        let refused = run(gate, SMALL).unwrap_err();
-        assert_eq!(refused.kind(), std::io::ErrorKind::Unsupported);
+    fn every_gate_mode_runs_and_sends_no_more_than_the_default_jitter() {
         assert_eq!(
             Form::with_gates().len(),
             Form::ALL.len() + GateMode::ALL.len()
         );
+        let default = run(Form::Default, SMALL).unwrap();
+        for mode in GateMode::ALL {
+            let o = run(Form::Gate(mode), SMALL).unwrap();
+            assert_eq!(o.succeeded + o.not_possible, 50, "{mode:?}");
+            assert!(o.total_calls() <= default.total_calls(), "{mode:?}");
+        }
     }
 
     #[test]

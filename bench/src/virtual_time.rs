@@ -59,6 +59,9 @@ pub enum Failure {
     Failed,
     /// This crate's breaker refused the call: the server was not called.
     Refused,
+    /// The admission gate shed the attempt: the server was not called. Not transient: the
+    /// loop gives up, as it does with `#[retry(gate = ...)]`.
+    Shed,
 }
 
 impl Transient for Failure {

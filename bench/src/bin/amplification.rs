@@ -12,13 +12,15 @@ use retry_bench::amplification::{
     self, Config, FAILURE_RATES, Point, REFERENCE, REFERENCE_RATES, Strategy,
 };
 use retry_bench::cli::Flags;
-use retry_bench::gate::Slots;
+use retry_bench::gate::{Slots, Tuning};
 use retry_bench::plot::{self, Chart, Line};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: amplification [--runs 5] [--seed 2022] [--csv amplification.csv] \
-[--plot amplification.png] [--plot-clients amplification-clients.png]";
+[--plot amplification.png] [--plot-clients amplification-clients.png] [--only-gates true] \
+[--only-budget true] [--budget-reserve 10] \
+[the gate's settings, as `collapse --help` lists them]";
 
 /// The client counts of the post's second experiment.
 const CLIENTS: [u32; 3] = [10, 100, 1000];
@@ -38,16 +40,39 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let flags = Flags::parse(&["runs", "seed", "csv", "plot", "plot-clients"], USAGE)?;
+    let known: Vec<&str> = [
+        "runs",
+        "seed",
+        "csv",
+        "plot",
+        "plot-clients",
+        "only-gates",
+        "only-budget",
+        "budget-reserve",
+    ]
+    .into_iter()
+    .chain(Tuning::FLAGS)
+    .collect();
+    let flags = Flags::parse(&known, USAGE)?;
+    let (tuning, tuned) = Tuning::from_flags(&flags)?;
+    let only_gates: bool = flags.get("only-gates", false)?;
+    let only_budget: bool = flags.get("only-budget", false)?;
     let runs: u32 = flags.get("runs", 5)?;
     let base = Config {
         seed: flags.get("seed", Config::POST.seed)?,
+        gate: tuning,
+        budget_reserve: flags.get("budget-reserve", Config::POST.budget_reserve)?,
         ..Config::POST
     };
-    let all = Strategy::with_gates();
+    let all: Vec<Strategy> = Strategy::with_gates()
+        .into_iter()
+        .filter(|s| !only_gates || s.mode().is_some() || *s == Strategy::ThreeRetries)
+        .filter(|s| !only_budget || matches!(s, Strategy::Budget | Strategy::ThreeRetries))
+        .collect();
     let first = amplification::sweep(&all, &[base.clients], base, runs)?;
     let per_client: Vec<Strategy> = PER_CLIENT
         .into_iter()
+        .filter(|s| !only_gates && (!only_budget || *s == Strategy::Budget))
         .chain(
             all.iter()
                 .copied()
@@ -68,8 +93,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         base.duration.as_secs_f64(),
         base.seed,
     );
-    if let Some(line) = Strategy::pending() {
-        println!("{line}");
+    println!("{tuned}");
+    if base.budget_reserve != Config::POST.budget_reserve {
+        println!(
+            "the `budget` row: RetryBudget::new().min_per_second({}), not the default",
+            base.budget_reserve
+        );
     }
     println!("\nload, {} clients\n", base.clients);
     print!(
@@ -279,15 +308,19 @@ fn versus(points: &[Point]) -> String {
 
 /// The aims of issue 27 for this crate's strategies, met or missed by how much.
 fn aims(points: &[Point], clients: u32) -> String {
-    let ours = [
+    let ours: Vec<Strategy> = [
         Strategy::ThreeRetries,
         Strategy::Budget,
         Strategy::BudgetNoReserve,
         Strategy::Breaker,
         Strategy::BudgetAndBreaker,
-    ];
+    ]
+    .into_iter()
+    .chain(retry_bench::gate::GateMode::ALL.map(Strategy::Gate))
+    .filter(|&s| find(points, s, clients, 0.5).is_some())
+    .collect();
     let mut out = String::from("| aim |");
-    for s in ours {
+    for &s in &ours {
         out.push_str(&format!(" {} |", s.name()));
     }
     out.push_str("\n|---|");
@@ -298,13 +331,13 @@ fn aims(points: &[Point], clients: u32) -> String {
     out.push_str(&format!(
         "\n| load at x = 50 %, {clients} clients (aim ≤ 1.12) |"
     ));
-    for s in ours {
+    for &s in &ours {
         out.push_str(&format!(" {} |", cell(s, clients, 0.5, &|p| p.load())));
     }
     out.push_str(&format!(
         "\n| largest success gap to three retries below x = 1 %, {clients} clients, points (aim ≤ 0.1) |"
     ));
-    for s in ours {
+    for &s in &ours {
         let gap = FAILURE_RATES
             .iter()
             .filter(|&&x| x < 0.01)
@@ -319,7 +352,7 @@ fn aims(points: &[Point], clients: u32) -> String {
         out.push_str(&format!(" {gap:.3} |"));
     }
     out.push_str("\n| load at x = 50 %, 1,000 clients (aim ≤ 1.3) |");
-    for s in ours {
+    for &s in &ours {
         // Three retries keep no per-client state, so their load does not depend on the client
         // count: the 100 clients' figure stands for it.
         let n = if s == Strategy::ThreeRetries {

@@ -14,44 +14,55 @@ use retry_bench::collapse::{
     self, PEAK, Profile, REFERENCE, REFERENCE_SWEEP, REFERENCE_SWEEP_RUNS, Series, Strategy,
     SweepPoint,
 };
-use retry_bench::gate::Slots;
+use retry_bench::gate::{Slots, Tuning};
 use retry_bench::plot::{self, Chart, Line};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: collapse [--runs 40] [--sweep-runs 4] [--seed 2021] \
 [--csv collapse.csv] [--csv-sweep collapse-sweep.csv] [--plot collapse.png] \
-[--plot-sweep collapse-sweep.png]";
+[--plot-sweep collapse-sweep.png] [--only-gates true] [the gate's settings: --throttling-k K \
+--throttling-window S --rate-fail-fast true --aimd-min N --aimd-max N --aimd-timeout S \
+--aimd-backoff R --gradient2-min N --gradient2-max N --gradient2-tolerance X \
+--gradient2-long-window N]";
 
 fn main() -> ExitCode {
     retry_bench::cli::exit_code(run)
 }
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let flags = Flags::parse(
-        &[
-            "runs",
-            "sweep-runs",
-            "seed",
-            "csv",
-            "csv-sweep",
-            "plot",
-            "plot-sweep",
-        ],
-        USAGE,
-    )?;
+    let known: Vec<&str> = [
+        "runs",
+        "sweep-runs",
+        "seed",
+        "csv",
+        "csv-sweep",
+        "plot",
+        "plot-sweep",
+        "only-gates",
+    ]
+    .into_iter()
+    .chain(Tuning::FLAGS)
+    .collect();
+    let flags = Flags::parse(&known, USAGE)?;
+    let (tuning, tuned) = Tuning::from_flags(&flags)?;
+    let only_gates: bool = flags.get("only-gates", false)?;
     let runs: u32 = flags.get("runs", 40)?;
     let sweep_runs: u32 = flags.get("sweep-runs", 4)?;
     let seed: u64 = flags.get("seed", 2021)?;
     let all = Strategy::with_gates();
-    let built: Vec<Strategy> = all.iter().copied().filter(|s| s.is_built()).collect();
+    let built: Vec<Strategy> = all
+        .iter()
+        .copied()
+        .filter(|s| s.is_built() && (!only_gates || s.mode().is_some()))
+        .collect();
 
     let scenarios = [("spike", Profile::SPIKE), ("ramp", Profile::RAMP)];
     let jobs: Vec<(usize, Strategy)> = (0..scenarios.len())
         .flat_map(|i| built.iter().map(move |&s| (i, s)))
         .collect();
     let results = retry_bench::virtual_time::parallel(&jobs, |&(i, s)| {
-        collapse::runs(s, scenarios[i].1, seed, runs)
+        collapse::runs_with(s, scenarios[i].1, seed, runs, &tuning)
     });
     let mut means: Vec<Vec<(Strategy, Series)>> = vec![Vec::new(); scenarios.len()];
     // Spike runs that had collapsed at t = 80 s, per strategy.
@@ -65,16 +76,14 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let bases: Vec<f64> = (10..=32).map(|b| f64::from(2 * b)).collect();
-    let sweep = collapse::sweep(&built, &bases, seed, sweep_runs)?;
+    let sweep = collapse::sweep_with(&built, &bases, seed, sweep_runs, &tuning)?;
 
     println!(
         "server latency 1 s + 10 ms × concurrency, network Exp(100 ms) each way, timeout 3 s, \
          3 attempts; mean of {runs} runs per scenario (seeds {seed}..), goodput = answers in \
          time a second"
     );
-    if let Some(line) = Strategy::pending() {
-        println!("{line}");
-    }
+    println!("{tuned}");
     println!("\nthe spike: 40 a second, 80 for 5 s from t = 20 s\n");
     print!("{}", spike_table(&means[0], &collapsed, runs));
     println!("\nthe ramp: 40 a second at t = 0, 80 at t = 25 s, 0 at t = 75 s\n");

@@ -61,6 +61,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         .filter(|form| form.is_built())
         .map(|&form| storm::run(form, config))
         .collect::<Result<Vec<_>, _>>()?;
+    let jitter_only: Vec<Outcome> = outcomes
+        .iter()
+        .filter(|o| o.form.mode().is_none())
+        .cloned()
+        .collect();
     let capacity = config
         .capacity
         .map_or_else(|| "unlimited".to_owned(), |c| format!("{c} calls / 100 ms"));
@@ -74,7 +79,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         println!("{line}");
     }
     if let Some(path) = flags.optional::<PathBuf>("csv")? {
-        std::fs::write(&path, storm::csv(&outcomes)?)?;
+        // The gate's rows are in the table only: they run for up to 2,004 virtual seconds,
+        // which would squeeze the jitter forms' 15 s into the picture's first pixels.
+        std::fs::write(&path, storm::csv(&jitter_only)?)?;
         println!("\nwrote {}", path.display());
     }
     if let Some(path) = flags.optional::<PathBuf>("plot")? {
@@ -82,7 +89,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "{} customers, service overloaded for the first {outage} s: calls per 100 ms",
             config.customers
         );
-        let mut chart = chart(title, &outcomes);
+        let mut chart = chart(title, &jitter_only);
         chart.band = Some((0.0, outage, "outage: every call fails".to_owned()));
         plot::draw(&path, (1600, 800), &[chart])?;
         println!("wrote {}", path.display());
@@ -120,18 +127,24 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         protection::MAX_ATTEMPTS,
     );
     print!("{}", protection::table(&runs, long.outage));
+    let protections: Vec<protection::Run> = runs
+        .iter()
+        .filter(|r| r.variant.mode().is_none())
+        .cloned()
+        .collect();
     if let Some(line) = protection::Variant::pending() {
         println!("{line}");
     }
     if let Some(path) = flags.optional::<PathBuf>("csv-protection")? {
-        std::fs::write(&path, protection::csv(&runs)?)?;
+        // As above: the gate's rows (up to 1,392 s) in the table only.
+        std::fs::write(&path, protection::csv(&protections)?)?;
         println!("\nwrote {}", path.display());
     }
     if let Some(path) = flags.optional::<PathBuf>("plot-protection")? {
         plot::draw(
             &path,
             (2100, 800),
-            &protection::charts(&runs, long_outage, arrive_over, long.customers),
+            &protection::charts(&protections, long_outage, arrive_over, long.customers),
         )?;
         println!("wrote {}", path.display());
     }
@@ -180,11 +193,14 @@ fn steps(counts: &[u32], width: Duration) -> Vec<(f64, f64)> {
 mod protection {
     use super::steps;
     use plotters::chart::SeriesLabelPosition;
-    use retry_bench::gate::{GateMode, Slots};
+    use rand::RngExt;
+    use rand::rngs::SmallRng;
+    use retry_bench::gate::{GateMode, Slots, Through};
     use retry_bench::plot::{Chart, Line};
     use retry_bench::storm::BUCKET;
     use retry_runtime::{
-        BreakerState, CircuitBreaker, CircuitOpen, Policy, RetryBudget, Transient, retry,
+        AdmissionGate, BreakerState, CircuitBreaker, CircuitOpen, GateOutcome, Policy, RetryBudget,
+        Transient, retry,
     };
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::{Arc, Mutex, PoisonError};
@@ -232,7 +248,8 @@ mod protection {
         /// Budget and breaker, and the portal's fallback: a customer whose check gave up is
         /// saved and queued, and the worker makes the check later.
         Queue,
-        /// `gate = ...` (not built yet: see `retry_bench::gate`).
+        /// Each attempt through the run's `AdmissionGate` of this mode (see `retry_bench::gate`;
+        /// the service's "overloaded" recorded as a throttling answer), no budget or breaker.
         Gate(GateMode),
     }
 
@@ -263,12 +280,7 @@ mod protection {
                 Variant::Breaker => check_breaker(service, calls).await,
                 Variant::Both => check_both(service, calls).await,
                 Variant::Queue => check_queue(service, calls).await,
-                // The gate's slot: `Variant::Gate(GateMode::Throttling) =>
-                // check_throttling(service, calls).await,` with `check_throttling => [, gate =
-                // THROTTLING];` in `checks!` below and a `static THROTTLING` beside the budgets,
-                // and `is_built` saying so. Never reached until then: `run` refuses a variant
-                // that is not built.
-                Variant::Gate(_) => Err(Refusal::Overloaded),
+                Variant::Gate(_) => check_gate(service, calls).await,
             }
         }
     }
@@ -285,10 +297,6 @@ mod protection {
                 Variant::Gate(mode) => Some(mode),
                 _ => None,
             }
-        }
-
-        fn is_built(self) -> bool {
-            !matches!(self, Variant::Gate(_))
         }
     }
 
@@ -313,6 +321,9 @@ mod protection {
     enum Refusal {
         /// The service answered "overloaded".
         Overloaded,
+        /// The gate shed the attempt: the service was not called. Not transient: the loop gives
+        /// up, as with `#[retry(gate = ...)]`.
+        Shed,
         /// The breaker was open: the service was not called; calls are refused for this much
         /// longer (`None`: until the trial call ends).
         Open(Option<Duration>),
@@ -348,6 +359,34 @@ mod protection {
         check_queue => [, budget = QUEUE_BUDGET, breaker = QUEUE_BREAKER];
     }
 
+    /// `#[retry(max = 3, base = "1s")]`, each attempt through the run's gate
+    /// (`retry_bench::gate::attempt`: asked before every attempt, first tries included).
+    #[retry(max = 3, base = "1s")]
+    async fn check_gate(service: &Service, calls: &AtomicU32) -> Result<(), Refusal> {
+        let call = async {
+            let retry = calls.fetch_add(1, Ordering::Relaxed) > 0;
+            service.call(retry)
+        };
+        let Some(gate) = &service.gate else {
+            return call.await;
+        };
+        let draw = || {
+            service
+                .draws
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .random::<f64>()
+        };
+        let judge = |answer: &Result<(), Refusal>| match answer {
+            Ok(()) => GateOutcome::Accepted,
+            Err(_) => GateOutcome::Throttled,
+        };
+        match retry_bench::gate::attempt(gate, draw, None, call, judge).await {
+            Through::Answered(answer) => answer,
+            Through::TimedOut | Through::Shed(_) => Err(Refusal::Shed),
+        }
+    }
+
     /// The contract service: counts the calls that reach it per bucket, fails them during the
     /// outage and beyond its capacity.
     #[derive(Debug)]
@@ -355,6 +394,9 @@ mod protection {
         started: Instant,
         scenario: Scenario,
         histogram: Mutex<(Vec<u32>, Vec<u32>)>,
+        /// The gate of a `Gate(mode)` variant, one per run, and its draws (seeded).
+        gate: Option<AdmissionGate>,
+        draws: Mutex<SmallRng>,
     }
 
     impl Service {
@@ -390,8 +432,9 @@ mod protection {
         pub calls: Vec<u32>,
         /// The retries among those calls.
         pub retries: Vec<u32>,
-        /// Attempts the breaker refused without calling the service (each ends its customer's
-        /// check, so this is also the customers told "not possible" by the breaker).
+        /// Attempts the breaker refused, or the gate shed, without calling the service (each
+        /// ends its customer's check, so this is also the customers told "not possible" by the
+        /// breaker or the gate).
         pub refused: u32,
         /// Customers who got the answer at once.
         pub succeeded: u32,
@@ -467,6 +510,8 @@ mod protection {
                 started,
                 scenario,
                 histogram: Mutex::new((Vec::new(), Vec::new())),
+                gate: variant.mode().map(GateMode::gate),
+                draws: Mutex::new(retry_bench::virtual_time::stream(2027, &[])),
             });
             let queue = Arc::new(Mutex::new(SimQueue::default()));
             let worker = (variant == Variant::Queue).then(|| {
@@ -522,7 +567,8 @@ mod protection {
                             run.not_possible += 1;
                         }
                         run.waited_for_no += waited;
-                        run.refused += u32::from(matches!(refusal, Refusal::Open(_)));
+                        run.refused +=
+                            u32::from(matches!(refusal, Refusal::Open(_) | Refusal::Shed));
                     }
                 }
                 if !saved {
@@ -671,10 +717,13 @@ mod protection {
                                 job.attempts -= 1;
                                 job.run_at = now + remaining.unwrap_or(POLL);
                             }
-                            Err(Refusal::Overloaded) if job.attempts >= MAX_ATTEMPTS => {
+                            // `check_queue` has no gate: nothing is shed.
+                            Err(Refusal::Overloaded | Refusal::Shed)
+                                if job.attempts >= MAX_ATTEMPTS =>
+                            {
                                 return JobEnd::Dead;
                             }
-                            Err(Refusal::Overloaded) => {
+                            Err(Refusal::Overloaded | Refusal::Shed) => {
                                 job.run_at = now + backoff.delay(job.attempts, Duration::ZERO);
                             }
                         }
@@ -714,7 +763,7 @@ mod protection {
     /// The table, one row per variant.
     pub fn table(runs: &[Run], outage: Duration) -> String {
         let mut out = format!(
-            "| protection | calls reaching the service | of which during the {} s outage | retries | refused by the breaker | peak calls / s during the outage | answered at once | not possible right now | saved, answered later | mean wait for \"not possible\" or \"saved\" | last answer | of which after the recovery | peak calls / s after the recovery |\n\
+            "| protection | calls reaching the service | of which during the {} s outage | retries | refused by the breaker or shed by the gate | peak calls / s during the outage | answered at once | not possible right now | saved, answered later | mean wait for \"not possible\" or \"saved\" | last answer | of which after the recovery | peak calls / s after the recovery |\n\
              |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
             outage.as_secs_f64()
         );

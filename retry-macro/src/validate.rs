@@ -191,7 +191,7 @@ fn check_hedge(func: &RetryFn, errors: &mut Errors) {
         errors.spanned(
             at,
             format!(
-                "`hedge` runs the body several times at once, and {what} can be lent to one of them only; take it by shared reference (`&self`, `&T`, with a `Mutex` or an atomic inside for what the body changes), or remove `hedge`"
+                "`hedge` runs the body several times at once, and {what} can be lent to one of them only; take it by shared reference (`&self`, `&T`); a client that is a cheap `Clone` handle (a tonic client, a `reqwest::Client`, an `Arc`) is cloned per copy in the body (`let mut client = self.client.clone();`), and only state the copies must share goes behind a `Mutex` or an atomic; or remove `hedge`"
             ),
         );
     }

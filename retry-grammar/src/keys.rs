@@ -520,7 +520,7 @@ pub const NAME: Key = Key {
     aliases: &["label"],
     example: "\"coverage\"",
     kind: Kind::Expr {
-        value: "a string literal or a `const` `&str`",
+        value: "a string literal",
     },
     doc: "the name in the events and the metrics' `function` label; without it, the block's module and line (`\"claims::handler:42\"`), which an edit above the block changes",
     default: "module and line",

@@ -4,7 +4,7 @@
 
 use crate::args::{self, Args};
 use crate::errors::Errors;
-use crate::expand::{at, local, pass_through, policy_binding, timer};
+use crate::expand::{Witness, at, fallback_check, local, pass_through, policy_binding, timer};
 use proc_macro2::{Delimiter, Group, Ident, Spacing, Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote, quote_spanned};
 use retry_grammar::{self as grammar, Context, Scope};
@@ -74,6 +74,16 @@ pub(crate) fn retry_block(input: TokenStream) -> TokenStream {
             errors.spanned(
                 &mark.ident,
                 "this block is `non_idempotent`, so a retry without an idempotency key could act twice (the first call may have succeeded and only its response been lost); add `key = ...`, the value every attempt sends: an `IdempotencyKey` created once before the block with `IdempotencyKey::new()`, or what already identifies the operation (an order number, a `Uuid`; any type that implements `Display` and owns its data)",
+            );
+        }
+    }
+    // The name is a label of the metrics' series, which must not change from one run to the
+    // next: a string literal, as a function's name is.
+    if let Some(name) = args.expr(&grammar::NAME) {
+        if !matches!(name, syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(_), .. })) {
+            errors.spanned(
+                name,
+                "`name` takes a string literal, `name = \"coverage_lookup\"`: it is the block's name in the events and the `function` label of its metrics, fixed when the crate is compiled so that its series keep their name",
             );
         }
     }
@@ -241,7 +251,7 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
     let name = match args.expr(&grammar::NAME) {
         Some(name) => {
             let at = at(&name.to_token_stream());
-            quote_spanned!(at=> { const __RETRY_NAME: &'static str = #name; __RETRY_NAME })
+            quote_spanned!(at=> #name)
         }
         None => quote!(::core::concat!(
             ::core::module_path!(),
@@ -251,7 +261,15 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
     };
     let mut builder = quote_spanned!(start_span=>
         __retry_rt::Shape::#shape(&#closure).#start(#policy_ref, #name, #classify, #timer));
-    builder.extend(pass_through(args));
+    builder.extend(pass_through(args, &quote!(&#closure)));
+    let fallback_item = fallback_check(
+        args,
+        if is_async {
+            Witness::AsyncBlock
+        } else {
+            Witness::Block
+        },
+    );
     let (key_item, attempt_state) = match args.expr(&grammar::KEY) {
         Some(expr) => {
             let at = at(&expr.to_token_stream());
@@ -312,6 +330,7 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
     let statements = quote! {
         use #runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
         #again_item
+        #fallback_item
         #policy_item
         #key_item
         #closure_item

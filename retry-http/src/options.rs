@@ -239,7 +239,7 @@ impl HttpRetry {
 
     /// `timeout = limit`: each attempt is abandoned after `limit` (clipped to the time left
     /// before the policy's deadline), as the attribute's `timeout`. The abandoned attempt fails
-    /// with [`Elapsed`](crate::Elapsed), which counts as transient for a request that may be
+    /// with [`Elapsed`](retry_runtime::Elapsed), which counts as transient for a request that may be
     /// sent again, and is the caller's error (boxed) when it is the last. A request that may not
     /// be sent again (a POST without a key) is not resent after a timeout: it may have reached
     /// the server.

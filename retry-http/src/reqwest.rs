@@ -33,7 +33,7 @@
 //!   which prove it never reached the server.
 //! - **Bodies**: a body reqwest cannot clone (made with `Body::wrap` or `Body::wrap_stream`) is
 //!   read whole when its length is known and within [`HttpRetry::body_limit`]; otherwise it is
-//!   sent once, untouched, with the reason ([`SendOnce`]) in an event and in
+//!   sent once, untouched, with the reason ([`SendOnce`](crate::SendOnce)) in an event and in
 //!   [`Counters::sent_once`], where `reqwest-retry` fails with "Request object is not
 //!   cloneable".
 //! - **Hooks and timeout**: [`HttpRetry::notify`], [`HttpRetry::on_give_up`] and

@@ -31,11 +31,11 @@
 //!   reached the server ([`never_sent`](crate::never_sent): a refused connection, an HTTP/2
 //!   stream the server refused or announced it did not process), as gRPC's transparent retries
 //!   are; such retries are counted apart ([`Counters::never_sent_retries`]) and reported
-//!   ([`Resend::never_sent`], and an `INFO` event).
+//!   ([`Resend::never_sent`](crate::Resend::never_sent), and an `INFO` event).
 //! - **Bodies.** A body whose length is known and within [`HttpRetry::body_limit`] (64 KiB by
 //!   default) is read whole before the first attempt and sent again on each; any other (a
 //!   stream, or a longer body) is passed through untouched and the request is sent once, with
-//!   the reason ([`SendOnce`]) in an `INFO` event and in [`Counters::sent_once`]. A request is
+//!   the reason ([`SendOnce`](crate::SendOnce)) in an `INFO` event and in [`Counters::sent_once`]. A request is
 //!   never resent with a missing body.
 //! - **Answers.** A response is judged by
 //!   [`http::response_verdict`](retry_runtime::integrations::http::response_verdict)

@@ -80,7 +80,13 @@ pub(crate) fn retry_block(input: TokenStream) -> TokenStream {
     // The name is a label of the metrics' series, which must not change from one run to the
     // next: a string literal, as a function's name is.
     if let Some(name) = args.expr(&grammar::NAME) {
-        if !matches!(name, syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(_), .. })) {
+        if !matches!(
+            name,
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(_),
+                ..
+            })
+        ) {
             errors.spanned(
                 name,
                 "`name` takes a string literal, `name = \"coverage_lookup\"`: it is the block's name in the events and the `function` label of its metrics, fixed when the crate is compiled so that its series keep their name",

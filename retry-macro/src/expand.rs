@@ -253,9 +253,7 @@ pub(crate) fn pass_through(args: &Args, outcome_witness: &TokenStream) -> TokenS
             Pass::Value if check_fallback && key.is(&grammar::FALLBACK) => {
                 let (builder, value) = (Ident::new(key.name, span), value());
                 let check = Ident::new(FALLBACK_CHECK, Span::mixed_site());
-                calls.extend(
-                    quote_spanned!(span=> .#builder(#check(#outcome_witness, #value))),
-                );
+                calls.extend(quote_spanned!(span=> .#builder(#check(#outcome_witness, #value))));
             }
             Pass::Value => {
                 let (builder, value) = (Ident::new(key.name, span), value());

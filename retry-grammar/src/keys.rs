@@ -514,9 +514,23 @@ pub const KEY: Key = Key {
     pass: Pass::Macro,
 };
 
+/// `name = "coverage"`, in a block: the name a function has of its own.
+pub const NAME: Key = Key {
+    name: "name",
+    aliases: &["label"],
+    example: "\"coverage\"",
+    kind: Kind::Expr {
+        value: "a string literal",
+    },
+    doc: "the name in the events and the metrics' `function` label; without it, the block's module and line (`\"claims::handler:42\"`), which an edit above the block changes",
+    default: "module and line",
+    async_only: None,
+    pass: Pass::Macro,
+};
+
 /// The keys that only a block takes, beside [`KEYS`]: a function has its `#[non_idempotent]`
-/// mark and its key parameter instead.
-pub static BLOCK_KEYS: &[Key] = &[NON_IDEMPOTENT, KEY];
+/// mark, its key parameter and its name instead.
+pub static BLOCK_KEYS: &[Key] = &[NON_IDEMPOTENT, KEY, NAME];
 
 /// The key someone who wrote `name` most likely meant: the one whose alias it is, else one
 /// within two edits of it, among `candidates`.

@@ -26,8 +26,8 @@ mod value;
 
 pub use keys::{
     ATTEMPTS, BACKOFF, BASE, BLOCK_KEYS, CRATE, DEADLINE, FACTOR, FALLBACK, HEDGE, JITTER, KEY,
-    KEYS, Key, Kind, MAX, MAX_DELAY, MAX_HEDGES, NON_IDEMPOTENT, ON, POLICY, Pass, SLEEP, TIMEOUT,
-    Word, key,
+    KEYS, Key, Kind, MAX, MAX_DELAY, MAX_HEDGES, NAME, NON_IDEMPOTENT, ON, POLICY, Pass, SLEEP,
+    TIMEOUT, Word, key,
 };
 pub use read::{BACKOFF_FORMS, BackoffForm, JITTER_FORMS, JitterForm, Setting};
 pub use rules::{RULES, Rule};

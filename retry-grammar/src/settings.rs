@@ -246,6 +246,11 @@ impl Settings {
                     "`{name}` is an argument of `retry_block!`; a function's idempotency key is a parameter: `key: &IdempotencyKey`, or the one that identifies the operation marked `#[idempotency_key]`"
                 );
             }
+            if name == keys::NAME.name {
+                return format!(
+                    "`{name}` is an argument of `retry_block!`; a function's name in the events and its metrics' `function` label is the function's own"
+                );
+            }
         }
         let valid = self.valid();
         match suggestion(name, self.in_scope()) {
@@ -315,8 +320,10 @@ mod tests {
         assert!(
             problems[1]
                 .message
-                .ends_with("`crate`, `non_idempotent`, `key`")
+                .ends_with("`crate`, `non_idempotent`, `key`, `name`")
         );
+        let (_, problems) = settings(Scope::Attribute, "name = \"lookup\"");
+        assert!(problems[0].message.contains("is the function's own"));
         let (_, problems) = settings(Scope::Attribute, "non_idempotent, key = id");
         assert!(
             problems[0]

@@ -59,6 +59,7 @@ fn table() -> Vec<(&'static str, Has)> {
         method!("breaker" => breaker(Arc::new(CircuitBreaker::new()))),
         method!("nested" => nested_retry()),
         method!("log_level" => log_level(level::Warn)),
+        method!("name" => name("probe")),
         (
             "non_idempotent",
             Has::Reason("a request's idempotency key is its header"),

@@ -24,7 +24,9 @@
 //!   not retried.
 //! - **Keys**: GET, HEAD, OPTIONS, TRACE, PUT and DELETE are resent; POST, PATCH and any other
 //!   method only with a valid `Idempotency-Key` header, which
-//!   [`HttpRetry::add_idempotency_key`] adds (a UUID v4, the same on every attempt). Without
+//!   [`HttpRetry::add_idempotency_key`] adds (a UUID v4, the same on every attempt, sent in
+//!   double quotes as a structured-field string, `"8e03978e-…"`, which a server reading the raw
+//!   header sees with its quotes). Without
 //!   one, such a request is resent only after a connect error (`reqwest::Error::is_connect`: a
 //!   refused connection, a DNS or TLS failure) or an HTTP/2 stream the server refused or
 //!   announced it did not process (the tower layer's rule, [`never_sent`](crate::never_sent)),

@@ -27,7 +27,10 @@
 //! - **Which requests are sent again.** GET, HEAD, OPTIONS, TRACE, PUT and DELETE (idempotent,
 //!   RFC 9110 §9.2.2); any other method (POST, PATCH) only with a valid `Idempotency-Key`
 //!   header, which [`HttpRetry::add_idempotency_key`] adds when it is missing (a UUID v4, the
-//!   same on every attempt). A request without one is still resent when it provably never
+//!   same on every attempt, sent as the IETF draft writes it, a quoted structured-field string:
+//!   `Idempotency-Key: "8e03978e-…"`; a server that reads the raw header sees the quotes, and
+//!   [`key_from_header`](retry_runtime::headers::key_from_header) accepts the key with or
+//!   without them). A request without one is still resent when it provably never
 //!   reached the server ([`never_sent`](crate::never_sent): a refused connection, an HTTP/2
 //!   stream the server refused or announced it did not process), as gRPC's transparent retries
 //!   are; such retries are counted apart ([`Counters::never_sent_retries`]) and reported

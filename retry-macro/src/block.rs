@@ -4,7 +4,7 @@
 
 use crate::args::{self, Args};
 use crate::errors::Errors;
-use crate::expand::{at, local, pass_through, policy_binding, timer};
+use crate::expand::{Witness, at, fallback_check, local, pass_through, policy_binding, timer};
 use proc_macro2::{Delimiter, Group, Ident, Spacing, Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote, quote_spanned};
 use retry_grammar::{self as grammar, Context, Scope};
@@ -77,6 +77,22 @@ pub(crate) fn retry_block(input: TokenStream) -> TokenStream {
             );
         }
     }
+    // The name is a label of the metrics' series, which must not change from one run to the
+    // next: a string literal, as a function's name is.
+    if let Some(name) = args.expr(&grammar::NAME) {
+        if !matches!(
+            name,
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(_),
+                ..
+            })
+        ) {
+            errors.spanned(
+                name,
+                "`name` takes a string literal, `name = \"coverage_lookup\"`: it is the block's name in the events and the `function` label of its metrics, fixed when the crate is compiled so that its series keep their name",
+            );
+        }
+    }
     // Hedging starts copies of the body beside each other; a block's body is one closure that
     // may borrow its surroundings mutably, which copies could not share.
     for key in [&grammar::HEDGE, &grammar::MAX_HEDGES] {
@@ -84,7 +100,7 @@ pub(crate) fn retry_block(input: TokenStream) -> TokenStream {
             errors.spanned(
                 &arg.ident,
                 format_args!(
-                    "`{0}` is not available on `retry_block!`: hedging runs the body several times at once, and a block may borrow its surroundings mutably; move the block into an `async fn` that takes its inputs by shared reference and write `#[retry({0} = ...)]` on it",
+                    "`{0}` is not available on `retry_block!`: hedging runs the body several times at once, and a block may borrow its surroundings mutably; hedge a closure with `Retrier::new(&policy).run_hedged(&hedge, || async {{ ... }})`, or move the block into an `async fn` that takes its inputs by shared reference and write `#[retry({0} = ...)]` on it",
                     key.name
                 ),
             );
@@ -181,6 +197,7 @@ fn last_block(tokens: &[TokenTree]) -> (Option<Body>, usize) {
 ///     use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
 ///     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new().max(3).base(..);
 ///     let mut __retry_body = || { read_config(&path) };
+///     each_attempt_runs_the_block_again_so_clone_what_it_moves(&__retry_body); // FnMut
 ///     let mut __retry = __retry_rt::Shape::of(&__retry_body)
 ///         .start(&__RETRY_POLICY, "my_app::config:12", is_transient, __retry_rt::Unset);
 ///     loop {
@@ -235,16 +252,30 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
         quote!(of)
     };
     let timer = timer(is_async, args);
-    // A block has no name of its own: its module and line, which `cargo expand` and a log show
-    // alike wherever the crate is checked out.
-    let name = quote!(::core::concat!(
-        ::core::module_path!(),
-        ":",
-        ::core::line!()
-    ));
+    // `name = "..."`, or else its module and line, which `cargo expand` and a log show alike
+    // wherever the crate is checked out (and which an edit above the block changes).
+    let name = match args.expr(&grammar::NAME) {
+        Some(name) => {
+            let at = at(&name.to_token_stream());
+            quote_spanned!(at=> #name)
+        }
+        None => quote!(::core::concat!(
+            ::core::module_path!(),
+            ":",
+            ::core::line!()
+        )),
+    };
     let mut builder = quote_spanned!(start_span=>
         __retry_rt::Shape::#shape(&#closure).#start(#policy_ref, #name, #classify, #timer));
-    builder.extend(pass_through(args));
+    builder.extend(pass_through(args, &quote!(&#closure)));
+    let fallback_item = fallback_check(
+        args,
+        if is_async {
+            Witness::AsyncBlock
+        } else {
+            Witness::Block
+        },
+    );
     let (key_item, attempt_state) = match args.expr(&grammar::KEY) {
         Some(expr) => {
             let at = at(&expr.to_token_stream());
@@ -279,6 +310,22 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
             quote!(#state.pause_blocking()),
         ),
     };
+    // Each attempt runs the block again, so its closure is `FnMut` (`AsyncFnMut`). Asked here,
+    // by a function whose name is the reason, so that a block that moves a captured value out
+    // (`send(request)` where `send(request.clone())` was meant) gets rustc's E0525, pointing at
+    // the variable, "required by a bound in `each_attempt_runs_the_block_again_so_clone_what_
+    // it_moves`", and not a bound of the runtime's hidden items.
+    let again = Ident::new(
+        "each_attempt_runs_the_block_again_so_clone_what_it_moves",
+        Span::mixed_site(),
+    );
+    let again_bound = if is_async {
+        quote!(::core::ops::AsyncFnMut() -> __R)
+    } else {
+        quote!(::core::ops::FnMut() -> __R)
+    };
+    let again_item = quote!(fn #again<__B: #again_bound, __R>(_: &__B) {});
+    let again_check = quote!(#again(&#closure););
     let has_fallback = args.accepted(&grammar::FALLBACK).is_some();
     let decision = quote!(#state.next(#outcome));
     let finish = if is_async && has_fallback {
@@ -288,9 +335,12 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
     };
     let statements = quote! {
         use #runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+        #again_item
+        #fallback_item
         #policy_item
         #key_item
         #closure_item
+        #again_check
         let mut #state = #builder;
         loop {
             let #outcome = #attempt;

@@ -94,7 +94,10 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let timer = timer(is_async, args);
     let mut builder = quote_spanned!(start_span=>
         __retry_rt::Shape::<#output>::new().#start(#policy_ref, #name, #classify, #timer));
-    builder.extend(pass_through(args));
+    builder.extend(pass_through(
+        args,
+        &quote!(__retry_rt::output_type::<#output>),
+    ));
     // A function with an idempotency key lends it to each attempt (and through the attempt's
     // outcome to its fallback): `__retry.key(&key).run(...)`. Located at the parameter's type
     // (past any `&`), so that a type without `Display` is reported there.
@@ -152,6 +155,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     } else {
         quote!(#result)
     };
+    let fallback_item = fallback_check(args, Witness::Fn);
     let attrs = &func.attrs;
     let vis = &func.vis;
     let sig = &func.sig;
@@ -161,6 +165,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
             // `StartWithoutDebug` is the `start` of an error type without `Debug`; an error
             // type with `Debug` gets the inherent one (see `Retry`).
             use #runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+            #fallback_item
             #policy_item
             #hedge_item
             let mut #state = #builder;
@@ -223,8 +228,12 @@ fn span_of(tokens: &TokenStream) -> Span {
 /// .nested_retry()`, one builder call per pass-through key given, in the table's order, each
 /// located at its value so that an unmet bound of the builder (`E: From<Elapsed>` for
 /// `timeout`, `E: From<CircuitOpen>` for `breaker`) is reported there.
-pub(crate) fn pass_through(args: &Args) -> TokenStream {
+///
+/// With `on_result`, `fallback = f` is passed as `.fallback(THE_CHECK(witness, f))`, where
+/// `witness` fixes the outcome type (see [`fallback_check`]).
+pub(crate) fn pass_through(args: &Args, outcome_witness: &TokenStream) -> TokenStream {
     let mut calls = TokenStream::new();
+    let check_fallback = has_on_result(args);
     for key in KEYS {
         let Some((arg, setting)) = args.accepted(key) else {
             continue;
@@ -241,6 +250,11 @@ pub(crate) fn pass_through(args: &Args) -> TokenStream {
             (setting, _) => setting_tokens(setting),
         };
         match key.pass {
+            Pass::Value if check_fallback && key.is(&grammar::FALLBACK) => {
+                let (builder, value) = (Ident::new(key.name, span), value());
+                let check = Ident::new(FALLBACK_CHECK, Span::mixed_site());
+                calls.extend(quote_spanned!(span=> .#builder(#check(#outcome_witness, #value))));
+            }
             Pass::Value => {
                 let (builder, value) = (Ident::new(key.name, span), value());
                 calls.extend(quote_spanned!(span=> .#builder(#value)));
@@ -260,6 +274,51 @@ pub(crate) fn pass_through(args: &Args) -> TokenStream {
         }
     }
     calls
+}
+
+/// The name of the function through which a fallback beside `on_result` is passed: rustc's
+/// E0631 for a fallback of the error form (`fn(E, GiveUp)`) cannot be worded, but it names the
+/// function whose bound the fallback missed, so that name says why.
+const FALLBACK_CHECK: &str = "with_on_result_the_fallback_takes_the_outcome_not_the_error";
+
+/// Input: the arguments, and how the outcome type is known where the fallback is passed: `Fn`
+/// (the witness is `output_type::<R>`, a function of type `fn() -> R`), or a block's closure
+/// (`&__retry_body`), sync or async. Output: with `on_result` and `fallback`, the item
+/// `fn with_on_result_the_fallback_takes_the_outcome_not_the_error<..>(witness, f) -> F`, which
+/// asks `f: FnOnce(R, GiveUp) -> Out`; nothing otherwise.
+pub(crate) fn fallback_check(args: &Args, witness: Witness) -> TokenStream {
+    if !has_on_result(args) || args.accepted(&grammar::FALLBACK).is_none() {
+        return TokenStream::new();
+    }
+    let check = Ident::new(FALLBACK_CHECK, Span::mixed_site());
+    let witness = match witness {
+        Witness::Fn => quote!(fn() -> __O),
+        Witness::Block => quote!(&impl ::core::ops::FnOnce() -> __O),
+        Witness::AsyncBlock => quote!(&impl ::core::ops::AsyncFnOnce() -> __O),
+    };
+    quote! {
+        fn #check<__O, __Out, __F: ::core::ops::FnOnce(__O, __retry_rt::GiveUp) -> __Out>(
+            _: #witness,
+            fallback: __F,
+        ) -> __F {
+            fallback
+        }
+    }
+}
+
+/// Whether `on_result` is given (a row of the table without a constant of its own).
+fn has_on_result(args: &Args) -> bool {
+    grammar::key("on_result").is_some_and(|key| args.accepted(key).is_some())
+}
+
+/// How [`fallback_check`] learns the outcome type.
+pub(crate) enum Witness {
+    /// A function's return type, as `output_type::<R>`.
+    Fn,
+    /// A sync block's closure.
+    Block,
+    /// An async block's closure.
+    AsyncBlock,
 }
 
 /// Input: `policy = RUNTIME_POLICY` or the timing keys. Output: the item that holds the policy

@@ -159,7 +159,8 @@ fn check_idempotency(func: &RetryFn, errors: &mut Errors) {
 /// lent to more than one copy.
 fn check_hedge(func: &RetryFn, errors: &mut Errors) {
     for input in &func.sig.inputs {
-        let (at, what): (proc_macro2::TokenStream, String) = match input {
+        // `fix`: how a copy gets a handle of its own, in the parameter's own words.
+        let (at, what, fix): (proc_macro2::TokenStream, String, String) = match input {
             syn::FnArg::Receiver(receiver)
                 if match &receiver.kind {
                     syn::ReceiverKind::Reference(_, _, mutability) => mutability.is_some(),
@@ -177,21 +178,34 @@ fn check_hedge(func: &RetryFn, errors: &mut Errors) {
                             .replace("& ", "&")
                             .replace(" :", ":")
                     ),
+                    "take `&self`, and in the body clone the client each copy uses (`let mut client = self.client.clone();`)".to_owned(),
                 )
             }
-            syn::FnArg::Typed(param) if has_mut_reference(param.ty.to_token_stream()) => (
-                param.ty.to_token_stream(),
-                format!(
-                    "the `&mut` in parameter `{}`",
-                    param.pat.to_token_stream().to_string().replace(' ', "")
-                ),
-            ),
+            syn::FnArg::Typed(param) if has_mut_reference(param.ty.to_token_stream()) => {
+                let name = param.pat.to_token_stream().to_string().replace(' ', "");
+                let shared = param
+                    .ty
+                    .to_token_stream()
+                    .to_string()
+                    .replace("& mut ", "&")
+                    .replace("&mut ", "&")
+                    .replace(" < ", "<")
+                    .replace(" >", ">")
+                    .replace("& ", "&");
+                (
+                    param.ty.to_token_stream(),
+                    format!("the `&mut` in parameter `{name}`"),
+                    format!(
+                        "take `{name}: {shared}`, and in the body clone it for each copy (`let mut {name} = {name}.clone();`)"
+                    ),
+                )
+            }
             _ => continue,
         };
         errors.spanned(
             at,
             format!(
-                "`hedge` runs the body several times at once, and {what} can be lent to one of them only; take it by shared reference (`&self`, `&T`, with a `Mutex` or an atomic inside for what the body changes), or remove `hedge`"
+                "`hedge` runs the body several times at once, and {what} can be lent to one of them only. For a client that is a cheap `Clone` handle (a tonic client, a `reqwest::Client`, an `Arc`), {fix}; state the copies must share goes behind a shared reference with a `Mutex` or an atomic inside; or remove `hedge`"
             ),
         );
     }

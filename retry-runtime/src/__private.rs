@@ -3,7 +3,7 @@
 //! builds on [`engine`](crate::engine), and a user writes `retry_runtime::Policy` and friends.
 
 pub use crate::state::{ASYNC, Shape, StartWithoutDebug, Unset, finish, level};
-pub use crate::{Backoff, Hedge, Jitter, Policy};
+pub use crate::{Backoff, GiveUp, Hedge, Jitter, Policy};
 pub use std::ops::ControlFlow;
 pub use std::time::Duration;
 

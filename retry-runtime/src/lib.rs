@@ -506,8 +506,10 @@ pub use retry_macro::retry;
 /// The arguments, their values and the rules across them are those of [`retry`], checked when
 /// the macro expands, with the same messages; a block also takes `non_idempotent` (it then
 /// needs `key = ...`, the idempotency key every attempt sends, or it does not compile) and
-/// `key = value`. The name is not `retry!` because an attribute and a function-like macro
-/// cannot share a name. The guide: [`guide::blocks`].
+/// `key = value`, and `name = "..."`, its name in the events and the metrics' `function` label
+/// (without it, the block's module and line, which an edit above the block changes: name a
+/// block whose series a dashboard reads). The macro is not called `retry!` because an
+/// attribute and a function-like macro cannot share a name. The guide: [`guide::blocks`].
 #[doc(inline)]
 pub use retry_macro::retry_block;
 

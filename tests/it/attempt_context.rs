@@ -283,3 +283,105 @@ async fn async_outside_between_awaits_it_is_a_first_attempt() {
     assert_eq!(attempt().number(), 1);
     assert_eq!(attempt().key(), None);
 }
+
+// ---- the closure that makes an attempt (issue 29, item 1) -------------------------------------
+//
+// A `Retrier`'s closure (and the one `retry_block!` makes of a block) is part of the attempt it
+// makes: `attempt()` read in it, before its future is made, gives that attempt's number, as a
+// request built there (`get(url(attempt().number()))`) needs.
+
+fn four_attempts() -> retry_runtime::Policy {
+    retry_runtime::Policy::new()
+        .max(3)
+        .base(Duration::from_millis(1))
+        .jitter(retry_runtime::Jitter::None)
+}
+
+#[test]
+fn retrier_run_closure_reads_its_attempt() {
+    let policy = four_attempts();
+    let mut seen = Vec::new();
+    let answer = retry_runtime::Retrier::new(&policy).run(|| {
+        seen.push(attempt().number());
+        if seen.len() < 4 {
+            Err(reset())
+        } else {
+            Ok(seen.len())
+        }
+    });
+    assert_eq!(answer.unwrap(), 4);
+    assert_eq!(seen, [1, 2, 3, 4]);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn retrier_run_async_closure_reads_its_attempt_before_making_the_future() {
+    let policy = four_attempts();
+    let seen = Mutex::new(Vec::new());
+    let answer = retry_runtime::Retrier::new(&policy)
+        .run_async(|| {
+            // Read in the closure, not in the future: the URL of the request it makes.
+            let number = attempt().number();
+            let seen = &seen;
+            async move {
+                seen.lock().unwrap().push(number);
+                if number < 4 { Err(reset()) } else { Ok(number) }
+            }
+        })
+        .await;
+    assert_eq!(answer.unwrap(), 4);
+    assert_eq!(*seen.lock().unwrap(), [1, 2, 3, 4]);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn retrier_run_async_mut_and_run_hedged_closures_read_their_attempt() {
+    let policy = four_attempts();
+    let mut seen = Vec::new();
+    let answer = retry_runtime::Retrier::new(&policy)
+        .run_async_mut(async || {
+            seen.push(attempt().number());
+            if seen.len() < 4 {
+                Err(reset())
+            } else {
+                Ok(seen.len())
+            }
+        })
+        .await;
+    assert_eq!(answer.unwrap(), 4);
+    assert_eq!(seen, [1, 2, 3, 4]);
+
+    static HEDGE: retry_runtime::Hedge = retry_runtime::Hedge::after(Duration::from_secs(60));
+    let hedged = Mutex::new(Vec::new());
+    let answer = retry_runtime::Retrier::new(&policy)
+        .run_hedged(&HEDGE, || {
+            let number = attempt().number();
+            hedged.lock().unwrap().push(number);
+            async move { if number < 4 { Err(reset()) } else { Ok(number) } }
+        })
+        .await;
+    assert_eq!(answer.unwrap(), 4);
+    assert_eq!(*hedged.lock().unwrap(), [1, 2, 3, 4]);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn block_reads_its_attempt_everywhere_in_the_block() {
+    // An async block is the body of an async closure: all of it, up to its first `.await`
+    // included, runs inside the attempt.
+    let mut seen = Vec::new();
+    let answer = retry_runtime::retry_block!(max = 3, base = "1ms", jitter = none => async {
+        let number = attempt().number();
+        seen.push(number);
+        tokio::task::yield_now().await;
+        if number < 4 { Err(reset()) } else { Ok(number) }
+    })
+    .await;
+    assert_eq!(answer.unwrap(), 4);
+    assert_eq!(seen, [1, 2, 3, 4]);
+
+    let mut seen = Vec::new();
+    let answer = retry_runtime::retry_block!(max = 3, base = "1ms", jitter = none => {
+        seen.push(attempt().number());
+        if seen.len() < 4 { Err(reset()) } else { Ok(seen.len()) }
+    });
+    assert_eq!(answer.unwrap(), 4);
+    assert_eq!(seen, [1, 2, 3, 4]);
+}

@@ -509,3 +509,71 @@ async fn a_call_while_the_server_restarts_succeeds_once_it_is_back() {
         );
     }
 }
+
+// The `Retrier` around a transaction on a `&mut tokio_postgres::Client` (issue 29, item 2):
+// `run_async_mut` takes an async closure, whose attempts borrow the client mutably.
+
+#[tokio::test]
+async fn retrier_runs_a_serializable_transaction_on_a_mut_client() {
+    use retry_runtime::{Jitter, Policy, Retrier, attempt};
+    use tokio_postgres::IsolationLevel;
+
+    let Some(url) = databases::postgres_url("retrier_mut_client", RUN) else {
+        return;
+    };
+    let schema = databases::new_schema(&url, "retrier_mut_client").await;
+    let mut client = connect(&url).await.unwrap();
+    let mut other = connect(&url).await.unwrap();
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE {schema}.accounts (id INT PRIMARY KEY, cents BIGINT NOT NULL); \
+             INSERT INTO {schema}.accounts VALUES (1, 100), (2, 100)"
+        ))
+        .await
+        .unwrap();
+    let sum = format!("SELECT sum(cents)::BIGINT FROM {schema}.accounts");
+    let take = |id: i32| format!("UPDATE {schema}.accounts SET cents = cents - 60 WHERE id = {id}");
+    let policy = Policy::new()
+        .max(3)
+        .base(Duration::from_millis(5))
+        .jitter(Jitter::None);
+    let codes = Mutex::new(Vec::new());
+    // Takes 60 from account 1 if both together keep at least 100 afterwards.
+    let withdrawn = Retrier::new(&policy)
+        .notify(|error: &tokio_postgres::Error, _: &RetryEvent| {
+            let code = error.code().map(|c| c.code().to_owned());
+            codes.lock().unwrap().push(code.unwrap_or_default());
+        })
+        .run_async_mut(async || {
+            let tx = client
+                .build_transaction()
+                .isolation_level(IsolationLevel::Serializable)
+                .start()
+                .await?;
+            let total: i64 = tx.query_one(&sum, &[]).await?.get(0);
+            if attempt().number() == 1 {
+                // Meanwhile another session takes 60 from account 2 on the same reading: a
+                // write skew, which PostgreSQL refuses to this transaction with 40001.
+                let theirs = other
+                    .build_transaction()
+                    .isolation_level(IsolationLevel::Serializable)
+                    .start()
+                    .await?;
+                theirs.query_one(&sum, &[]).await?;
+                theirs.execute(&take(2), &[]).await?;
+                theirs.commit().await?;
+            }
+            if total - 60 < 100 {
+                return Ok(false);
+            }
+            tx.execute(&take(1), &[]).await?;
+            tx.commit().await?;
+            Ok(true)
+        })
+        .await;
+    // The retry read the other session's withdrawal and refused this one: nothing overdrawn.
+    assert!(!withdrawn.unwrap());
+    assert_eq!(*codes.lock().unwrap(), ["40001"]);
+    let total: i64 = client.query_one(&sum, &[]).await.unwrap().get(0);
+    assert_eq!(total, 140);
+}

@@ -434,3 +434,32 @@ fn every_instrument_is_documented_in_the_guide_with_its_kind_unit_and_labels() {
     }
     assert!(INSTRUMENTS.iter().any(|i| i.kind == Kind::Histogram));
 }
+
+// A block's name (issue 29, item 3): `name = "..."` is its `function` label, which an edit above
+// the block leaves as it is; without it, the label is the block's module and line.
+
+#[test]
+fn a_named_block_is_labelled_by_its_name_and_an_unnamed_one_by_its_line() {
+    install();
+    let calls = std::cell::Cell::new(0);
+    let named = retry_runtime::retry_block!(
+        name = "coverage_lookup", max = 3, base = "0ns", jitter = none, on = busy => {
+            flaky(&calls, 1)
+        }
+    );
+    assert_eq!(named, Ok(2));
+    assert_eq!(ended("coverage_lookup"), one("after_retries", None));
+    assert_eq!(
+        counter(names::RETRIES, &[("function", "coverage_lookup")]),
+        1
+    );
+
+    calls.set(0);
+    let line = line!() + 1;
+    let unnamed = retry_runtime::retry_block!(max = 3, base = "0ns", jitter = none, on = busy => {
+        flaky(&calls, 1)
+    });
+    assert_eq!(unnamed, Ok(2));
+    let label: &'static str = format!("{}:{line}", module_path!()).leak();
+    assert_eq!(ended(label), one("after_retries", None));
+}

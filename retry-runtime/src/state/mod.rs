@@ -276,17 +276,20 @@ impl<R> Shape<R> {
         Shape(PhantomData)
     }
 
-    /// The shape of a sync block's closure; borrows it only for the call.
+    /// The shape of a sync block's closure; borrows it only for the call. `FnOnce`, for the
+    /// output type alone: that each attempt can call the closure again is asked by the
+    /// expansion, with a bound whose name tells the user why (`retry-macro/src/block.rs`).
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn of<B: FnMut() -> R>(_body: &B) -> Self {
+    pub fn of<B: FnOnce() -> R>(_body: &B) -> Self {
         Shape(PhantomData)
     }
 
-    /// The shape of an async block's closure; borrows it only for the call.
+    /// The shape of an async block's closure; borrows it only for the call (`AsyncFnOnce`, as
+    /// [`of`](Shape::of)).
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn of_async<B: AsyncFnMut() -> R>(_body: &B) -> Self {
+    pub fn of_async<B: AsyncFnOnce() -> R>(_body: &B) -> Self {
         Shape(PhantomData)
     }
 }

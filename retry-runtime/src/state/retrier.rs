@@ -743,6 +743,7 @@ mod parity {
             method!("breaker" => breaker(&BREAKER)),
             method!("nested" => nested_retry()),
             method!("log_level" => log_level(level::Warn)),
+            method!("name" => name("probe")),
             (
                 "non_idempotent",
                 Has::Reason(

@@ -30,11 +30,16 @@ async fn check_coverage(
 ) -> Result<Coverage, ContractError> {
     async {
         use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+        fn each_attempt_runs_the_block_again_so_clone_what_it_moves<
+            __B: ::core::ops::AsyncFnMut() -> __R,
+            __R,
+        >(_: &__B) {}
         const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
             .max(3)
             .base(__retry_rt::Duration::from_secs(1))
             .jitter(__retry_rt::Jitter::Proportional(0.5));
         let mut __retry_body = async || { client.coverage(claim).await };
+        each_attempt_runs_the_block_again_so_clone_what_it_moves(&__retry_body);
         let mut __retry = __retry_rt::Shape::of_async(&__retry_body)
             .start(&__RETRY_POLICY, "macrotest003:22", is_transient, __retry_rt::ASYNC);
         loop {
@@ -56,8 +61,13 @@ async fn check_coverage(
 fn read_config(path: &str) -> Result<String, ContractError> {
     {
         use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+        fn each_attempt_runs_the_block_again_so_clone_what_it_moves<
+            __B: ::core::ops::FnMut() -> __R,
+            __R,
+        >(_: &__B) {}
         const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new().max(3);
         let mut __retry_body = || { Ok(path.to_owned()) };
+        each_attempt_runs_the_block_again_so_clone_what_it_moves(&__retry_body);
         let mut __retry = __retry_rt::Shape::of(&__retry_body)
             .start(&__RETRY_POLICY, "macrotest003:26", is_transient, __retry_rt::Unset);
         loop {

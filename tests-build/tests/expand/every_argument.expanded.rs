@@ -62,6 +62,13 @@ static BUDGET: RetryBudget = RetryBudget::new();
 static BREAKER: CircuitBreaker = CircuitBreaker::new();
 async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
     use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+    fn with_on_result_the_fallback_takes_the_outcome_not_the_error<
+        __O,
+        __Out,
+        __F: ::core::ops::FnOnce(__O, __retry_rt::GiveUp) -> __Out,
+    >(_: fn() -> __O, fallback: __F) -> __F {
+        fallback
+    }
     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(4)
         .base(__retry_rt::Duration::from_millis(250))
@@ -79,7 +86,12 @@ async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
         .budget(&BUDGET)
         .breaker(&BREAKER)
         .nested_retry()
-        .fallback(save_for_later)
+        .fallback(
+            with_on_result_the_fallback_takes_the_outcome_not_the_error(
+                __retry_rt::output_type::<Result<u16, ContractError>>,
+                save_for_later,
+            ),
+        )
         .log_level(__retry_rt::level::Warn);
     loop {
         let __retry_outcome = __retry

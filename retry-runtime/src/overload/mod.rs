@@ -45,6 +45,7 @@ mod tests;
 
 pub use aws2026::{Aws2026, Aws2026Decision, FailureKind, RetryQuota};
 pub use concurrency::{Aimd, Gradient2};
+pub(crate) use gate::FromRejected;
 pub use gate::{
     AdmissionGate, GateMode, GateOutcome, GatePermit, GateState, RejectReason, Rejected,
 };

@@ -123,6 +123,20 @@ pub enum Pass {
     Switch(&'static str),
 }
 
+/// `gate = INVENTORY_GATE`: an admission gate asked before every attempt, first tries included.
+pub const GATE: Key = Key {
+    name: "gate",
+    aliases: &["admission_gate", "load_shedder", "rate_limiter"],
+    example: "INVENTORY_GATE",
+    kind: Kind::Expr {
+        value: "an `AdmissionGate` (usually a `static`)",
+    },
+    doc: "asked before every attempt, the first included: while it sheds load (adaptive throttling, a CUBIC rate limit, an AIMD or Gradient2 concurrency limit), the function returns `E::from(Rejected)` at once without calling the body, and a `fallback` hears `GiveUpReason::GateRejected`; every attempt reports its answer to it (a throttling verdict as shed load); needs `E: From<retry_runtime::Rejected>`",
+    default: "—",
+    async_only: None,
+    pass: Pass::Ref,
+};
+
 /// `max = 3`.
 pub const MAX: Key = Key {
     name: "max",
@@ -419,6 +433,7 @@ pub static KEYS: &[Key] = &[
         async_only: None,
         pass: Pass::Ref,
     },
+    GATE,
     Key {
         name: "nested",
         aliases: &[],

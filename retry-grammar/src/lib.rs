@@ -25,9 +25,9 @@ mod settings;
 mod value;
 
 pub use keys::{
-    ATTEMPTS, BACKOFF, BASE, BLOCK_KEYS, CRATE, DEADLINE, FACTOR, FALLBACK, HEDGE, JITTER, KEY,
-    KEYS, Key, Kind, MAX, MAX_DELAY, MAX_HEDGES, NON_IDEMPOTENT, ON, POLICY, Pass, SLEEP, TIMEOUT,
-    Word, key,
+    ATTEMPTS, BACKOFF, BASE, BLOCK_KEYS, CRATE, DEADLINE, FACTOR, FALLBACK, GATE, HEDGE, JITTER,
+    KEY, KEYS, Key, Kind, MAX, MAX_DELAY, MAX_HEDGES, NON_IDEMPOTENT, ON, POLICY, Pass, SLEEP,
+    TIMEOUT, Word, key,
 };
 pub use read::{BACKOFF_FORMS, BackoffForm, JITTER_FORMS, JitterForm, Setting};
 pub use rules::{RULES, Rule};

@@ -12,7 +12,9 @@ use super::hooks::Slot;
 use super::options::{Classifier, Head};
 use super::{GiveUp, Hooks, LogLevel, Opts, RetryEvent, Unset};
 use crate::timer::Elapsed;
-use crate::{AdmissionGate, CircuitBreaker, CircuitOpen, Hedge, Policy, Rejected, RetryBudget, Verdict};
+use crate::{
+    AdmissionGate, CircuitBreaker, CircuitOpen, Hedge, Policy, Rejected, RetryBudget, Verdict,
+};
 use std::fmt;
 use std::marker::PhantomData;
 use std::time::Duration;

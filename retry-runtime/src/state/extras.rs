@@ -122,8 +122,7 @@ pub(crate) trait MaybeExtras<E> {
     /// service; a success or a permanent error (the service answered) counts for it; and the
     /// gate, if any, `gate`. `true` when the circuit is open after it, by this outcome or by
     /// others'.
-    fn record(&mut self, service_failed: bool, gate: GateOutcome, clock: fn() -> Instant)
-    -> bool;
+    fn record(&mut self, service_failed: bool, gate: GateOutcome, clock: fn() -> Instant) -> bool;
     /// The breaker's permission for the attempt under way, taken (a hedge holds its own).
     fn take_admission(&mut self) -> Option<Self::Admission>;
     /// The permission of the copy that won a hedged attempt, put back for `next` to record.

@@ -71,8 +71,8 @@ pub use retrier::{AsyncRun, Retrier, SyncRun};
 
 use crate::breaker::FromCircuitOpen;
 use crate::context::{self, KeySlot};
-use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
 use crate::overload::FromRejected;
+use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
 use crate::{AdmissionGate, CircuitBreaker, Policy, RetryBudget, Verdict};
 use extras::{Guard, MaybeExtras, Timeout};
 use fallback::{FallbackScope, IntoFinish};

@@ -43,7 +43,9 @@ async fn run() -> Result<(), Box<dyn Error>> {
     let flags = Flags::parse(&["plot", "csv"], USAGE)?;
     let dir = std::env::temp_dir().join(format!("retry-metrics-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    let queue = Queue::<sqlx::Sqlite>::open(&dir.join("portal.db").display().to_string(), later::QUEUE).await?;
+    let queue =
+        Queue::<sqlx::Sqlite>::open(&dir.join("portal.db").display().to_string(), later::QUEUE)
+            .await?;
     later::migrate(&queue).await?;
     let metrics = Metrics::install()?.observe(&queue);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

@@ -169,7 +169,20 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
         if self.progress.retries == 0 {
             self.begin();
         }
-        let wait = self.opts.extras.admit(self.site.clock)?;
+        let wait = match self.opts.extras.admit(self.site.clock) {
+            Ok(wait) => wait,
+            Err(refusal) => {
+                if let Some(rejected) = refusal.rejected() {
+                    self.spans.shed(
+                        self.site.name,
+                        self.progress.retries,
+                        self.progress.previous_pause,
+                        rejected,
+                    );
+                }
+                return Err(refusal);
+            }
+        };
         let frame = Frame {
             attempt: self.progress.retries + 1,
             key,

@@ -296,6 +296,8 @@ pub enum NoRefusal {}
 pub(crate) trait IntoError<E> {
     /// The refusal as what happened to the attempt: the loop's error, and why.
     fn into_attempted<T>(self) -> Attempted<T, E>;
+    /// The gate's rejection, if the gate refused.
+    fn rejected(&self) -> Option<&Rejected>;
 }
 
 impl<E> IntoError<E> for NoRefusal {
@@ -303,6 +305,11 @@ impl<E> IntoError<E> for NoRefusal {
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn into_attempted<T>(self) -> Attempted<T, E> {
         match self {}
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn rejected(&self) -> Option<&Rejected> {
+        match *self {}
     }
 }
 
@@ -318,6 +325,13 @@ impl<E> IntoError<E> for Refusal<E> {
                     mode: rejected.mode(),
                 },
             ),
+        }
+    }
+    #[inline]
+    fn rejected(&self) -> Option<&Rejected> {
+        match self {
+            Refusal::Shed { rejected, .. } => Some(rejected),
+            Refusal::Open { .. } => None,
         }
     }
 }

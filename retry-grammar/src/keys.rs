@@ -137,6 +137,20 @@ pub const GATE: Key = Key {
     pass: Pass::Ref,
 };
 
+/// `aws2026 = S3_RETRIES`: the AWS SDKs' updated standard retry mode decides after each failure.
+pub const AWS2026: Key = Key {
+    name: "aws2026",
+    aliases: &["aws_standard", "retry_quota"],
+    example: "S3_RETRIES",
+    kind: Kind::Expr {
+        value: "an `Aws2026Standard` (usually a `static`)",
+    },
+    doc: "the AWS SDKs' updated standard retry mode decides after each failure, in place of `max` and the pauses: at most 3 attempts, a retry quota of 500 tokens shared by every call that names it (14 a retry, 5 after a throttling verdict; a success gives back the last retry's cost), pauses of `random × min(base × 2^(n−1), 20 s)` from 50 ms, or 1 s after a throttling verdict, a server's pause held to [computed, computed + 5 s]",
+    default: "—",
+    async_only: None,
+    pass: Pass::Ref,
+};
+
 /// `max = 3`.
 pub const MAX: Key = Key {
     name: "max",
@@ -434,6 +448,7 @@ pub static KEYS: &[Key] = &[
         pass: Pass::Ref,
     },
     GATE,
+    AWS2026,
     Key {
         name: "nested",
         aliases: &[],

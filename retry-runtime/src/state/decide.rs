@@ -115,13 +115,27 @@ where
             );
             return ControlFlow::Break(H::ready(outcome));
         }
-        match schedule(
-            &site,
-            &progress,
-            verdict,
-            breaker_open,
-            opts.extras.budget(),
-        ) {
+        let step = if verdict.is_retry() && !breaker_open {
+            match opts.extras.aws2026(attempt, verdict) {
+                Some(decision) => aws2026_step(&site, &progress, decision, opts.extras.budget()),
+                None => schedule(
+                    &site,
+                    &progress,
+                    verdict,
+                    breaker_open,
+                    opts.extras.budget(),
+                ),
+            }
+        } else {
+            schedule(
+                &site,
+                &progress,
+                verdict,
+                breaker_open,
+                opts.extras.budget(),
+            )
+        };
+        match step {
             Step::Pause(pause) => {
                 observe::retrying(
                     site.name,
@@ -233,6 +247,36 @@ fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot, D: Show<E>>(
     };
     hooks.gave_up(&outcome, &why);
     hooks.fall_back(outcome, why, super::fallback_scope(progress, attempts, key))
+}
+
+/// What follows a failure that may be retried, by the AWS SDKs' standard mode (`aws2026`):
+/// its decision, then the deadline and the budget as [`schedule`] checks them.
+#[cold]
+fn aws2026_step(
+    site: &Site<'_>,
+    progress: &Progress,
+    decision: crate::Aws2026Decision,
+    budget: Option<&RetryBudget>,
+) -> Step {
+    let pause = match decision {
+        crate::Aws2026Decision::Retry { delay, .. } => nanos(delay),
+        crate::Aws2026Decision::MaxAttempts => return Step::GiveUp(GiveUpReason::Exhausted),
+        _ => return Step::GiveUp(GiveUpReason::Budget),
+    };
+    if let Some(deadline) = site.policy.get_deadline() {
+        let end = progress
+            .elapsed(site.clock)
+            .saturating_add(Duration::from_nanos(pause));
+        if end > deadline {
+            return Step::GiveUp(GiveUpReason::Deadline);
+        }
+    }
+    if let Some(budget) = budget {
+        if !budget.try_withdraw((site.clock)()) {
+            return Step::GiveUp(GiveUpReason::Budget);
+        }
+    }
+    Step::Pause(pause)
 }
 
 /// What follows a failure, by the policy and the limits.

@@ -13,7 +13,8 @@ use super::options::{Classifier, Head};
 use super::{GiveUp, Hooks, LogLevel, Opts, RetryEvent, Unset};
 use crate::timer::Elapsed;
 use crate::{
-    AdmissionGate, CircuitBreaker, CircuitOpen, Hedge, Policy, Rejected, RetryBudget, Verdict,
+    AdmissionGate, Aws2026Standard, CircuitBreaker, CircuitOpen, Hedge, Policy, Rejected,
+    RetryBudget, Verdict,
 };
 use std::fmt;
 use std::marker::PhantomData;
@@ -46,6 +47,7 @@ pub struct Settings<'a> {
     pub(crate) budget: Option<&'a RetryBudget>,
     pub(crate) breaker: Option<&'a CircuitBreaker>,
     pub(crate) gate: Option<&'a AdmissionGate>,
+    pub(crate) aws: Option<&'a Aws2026Standard>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) nested_retry: bool,
     pub(crate) level: LogLevel,
@@ -62,6 +64,7 @@ impl<'a> Settings<'a> {
             budget: None,
             breaker: None,
             gate: None,
+            aws: None,
             timeout: None,
             nested_retry: false,
             level: LogLevel::Error,
@@ -109,6 +112,13 @@ impl<'a> Settings<'a> {
     /// ```
     pub const fn gate(mut self, gate: Option<&'a AdmissionGate>) -> Self {
         self.gate = gate;
+        self
+    }
+
+    /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
+    /// place of the policy's `max` and pauses: see [`Aws2026Standard`].
+    pub const fn aws2026(mut self, aws: Option<&'a Aws2026Standard>) -> Self {
+        self.aws = aws;
         self
     }
 
@@ -372,6 +382,8 @@ impl<'a, T, E> DynHooks<'a, T, E> {
                     error: E::from,
                 }),
                 permit: None,
+                aws: settings.aws,
+                aws_cost: None,
                 nested_retry: settings.nested_retry,
             },
         }

@@ -5,8 +5,8 @@
 use super::{Attempted, Unset};
 use crate::timer::Elapsed;
 use crate::{
-    Admission, AdmissionGate, CircuitBreaker, CircuitOpen, GateOutcome, GatePermit, GiveUpReason,
-    Rejected, RetryBudget,
+    Admission, AdmissionGate, Aws2026Decision, Aws2026Standard, CircuitBreaker, CircuitOpen,
+    GateOutcome, GatePermit, GiveUpReason, Rejected, RetryBudget,
 };
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,10 @@ pub struct Extras<'p, E> {
     /// recorded when the attempt ends; dropped unrecorded (a cancelled call), it gives back
     /// what it held, by `GatePermit`'s own drop.
     pub(crate) permit: Option<GatePermit<'p>>,
+    /// `aws2026 = AWS`: the AWS SDKs' standard mode decides after each failure, and the cost
+    /// of the retry under way, given back if it succeeds.
+    pub(crate) aws: Option<&'p Aws2026Standard>,
+    pub(crate) aws_cost: Option<u32>,
     /// `nested = retry`: retry even when a layer above does.
     pub(crate) nested_retry: bool,
 }
@@ -100,6 +104,8 @@ impl<E> Default for Extras<'_, E> {
             admission: None,
             gate: None,
             permit: None,
+            aws: None,
+            aws_cost: None,
             nested_retry: false,
         }
     }
@@ -129,6 +135,11 @@ pub(crate) trait MaybeExtras<E> {
     fn put_admission(&mut self, admission: Option<Self::Admission>);
     /// The budget, if any.
     fn budget(&self) -> Option<&RetryBudget>;
+    /// With `aws2026`, its decision after attempt `attempt` failed with `verdict` (which
+    /// retries), the quota's cost kept for a refund; `None` without it.
+    fn aws2026(&mut self, attempt: u32, verdict: crate::Verdict) -> Option<Aws2026Decision>;
+    /// A call that had made `retries` retries succeeded: the `aws2026` quota's refund.
+    fn succeeded(&mut self, retries: u32);
     /// The timeout, if any.
     fn timeout(&self) -> Option<Timeout<E>>;
     /// `nested = retry`.
@@ -161,6 +172,14 @@ impl<E> MaybeExtras<E> for Unset {
     fn budget(&self) -> Option<&RetryBudget> {
         None
     }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn aws2026(&mut self, _: u32, _: crate::Verdict) -> Option<Aws2026Decision> {
+        None
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn succeeded(&mut self, _: u32) {}
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn timeout(&self) -> Option<Timeout<E>> {
@@ -236,6 +255,24 @@ impl<'p, E> MaybeExtras<E> for Extras<'p, E> {
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn budget(&self) -> Option<&RetryBudget> {
         self.budget
+    }
+    #[inline]
+    fn aws2026(&mut self, attempt: u32, verdict: crate::Verdict) -> Option<Aws2026Decision> {
+        let aws = self.aws?;
+        let decision = aws.decide(attempt, verdict);
+        self.aws_cost = match decision {
+            Aws2026Decision::Retry { cost, .. } => Some(cost),
+            _ => None,
+        };
+        Some(decision)
+    }
+    #[inline]
+    fn succeeded(&mut self, retries: u32) {
+        if let Some(aws) = self.aws {
+            // The last retry's cost only: earlier retries of the call are not given back.
+            aws.quota()
+                .refund(if retries == 0 { None } else { self.aws_cost });
+        }
     }
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]

@@ -73,7 +73,7 @@ use crate::breaker::FromCircuitOpen;
 use crate::context::{self, KeySlot};
 use crate::overload::FromRejected;
 use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
-use crate::{AdmissionGate, CircuitBreaker, Policy, RetryBudget, Verdict};
+use crate::{AdmissionGate, Aws2026Standard, CircuitBreaker, Policy, RetryBudget, Verdict};
 use extras::{Guard, MaybeExtras, Timeout};
 use fallback::{FallbackScope, IntoFinish};
 use hooks::HookSet;
@@ -471,6 +471,12 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
         self.with(|o| o.with_extras(|x| x.gate = Some(shedder)))
     }
 
+    /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure in
+    /// place of the policy's `max` and pauses (see [`Aws2026Standard`]).
+    pub fn aws2026(self, aws: &'p Aws2026Standard) -> Retry<'p, T, E, O::WithExtras> {
+        self.with(|o| o.with_extras(|x| x.aws = Some(aws)))
+    }
+
     /// `nested = retry`: keep retrying even inside another retrying function.
     pub fn nested_retry(self) -> Retry<'p, T, E, O::WithExtras> {
         self.with(|o| o.with_extras(|x| x.nested_retry = true))
@@ -576,6 +582,7 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
         self.opts
             .extras
             .record(false, crate::GateOutcome::Accepted, self.site.clock);
+        self.opts.extras.succeeded(self.progress.retries);
         observe::accepted(self.site.name, self.progress.retries);
         H::ready(Ok(value))
     }

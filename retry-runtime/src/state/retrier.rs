@@ -12,8 +12,8 @@ use super::{GiveUp, Head, Hooks, LogLevel, Progress, Retry, Site, Unset};
 use crate::engine::{AsyncFnOperation, FnOperation, Operation};
 use crate::timer::{Elapsed, IntoSleeper, Sleeper};
 use crate::{
-    AdmissionGate, Backoff, CircuitBreaker, CircuitOpen, Hedge, Jitter, Policy, Rejected,
-    RetryBudget,
+    AdmissionGate, Aws2026Standard, Backoff, CircuitBreaker, CircuitOpen, Hedge, Jitter, Policy,
+    Rejected, RetryBudget,
 };
 use std::fmt;
 use std::future::Future;
@@ -252,6 +252,12 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
             error: E::from,
         };
         self.with(|o| o.with_extras(|x| x.gate = Some(shedder)))
+    }
+
+    /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
+    /// place of the policy's `max` and pauses: see [`Aws2026Standard`].
+    pub fn aws2026(self, aws: &'p Aws2026Standard) -> Retrier<'p, T, E, O::WithExtras> {
+        self.with(|o| o.with_extras(|x| x.aws = Some(aws)))
     }
 
     /// `nested = retry`: keep retrying even inside another retrying function or block.

@@ -10,8 +10,8 @@ use http_body_util::BodyExt;
 use retry_runtime::engine::{self, DynHooks, Operation, Settings, TokioTimer};
 use retry_runtime::headers::key_from_header;
 use retry_runtime::{
-    AdmissionGate, Backoff, CircuitBreaker, CircuitOpen, Elapsed, GiveUp, IdempotencyKey, Jitter,
-    LogLevel, Policy, Rejected, RetryBudget, RetryEvent, Verdict,
+    AdmissionGate, Aws2026Standard, Backoff, CircuitBreaker, CircuitOpen, Elapsed, GiveUp,
+    IdempotencyKey, Jitter, LogLevel, Policy, Rejected, RetryBudget, RetryEvent, Verdict,
 };
 use std::error::Error;
 use std::fmt;
@@ -47,6 +47,7 @@ pub struct HttpRetry {
     pub(crate) budget: Option<Arc<RetryBudget>>,
     pub(crate) breaker: Option<Arc<CircuitBreaker>>,
     pub(crate) gate: Option<Arc<AdmissionGate>>,
+    pub(crate) aws: Option<Arc<Aws2026Standard>>,
     pub(crate) body_limit: usize,
     pub(crate) add_key: bool,
     pub(crate) counters: Arc<Counters>,
@@ -85,6 +86,7 @@ impl HttpRetry {
             budget: None,
             breaker: None,
             gate: None,
+            aws: None,
             body_limit: DEFAULT_BODY_LIMIT,
             add_key: false,
             counters: Arc::default(),
@@ -210,6 +212,15 @@ impl HttpRetry {
     /// ask the same gate.
     pub fn gate(mut self, gate: Arc<AdmissionGate>) -> Self {
         self.gate = Some(gate);
+        self
+    }
+
+    /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
+    /// place of the policy's `max` and pauses, with its retry quota shared by every clone of
+    /// these options (see [`Aws2026Standard`]). A 429 is a throttled attempt (1 s base, 5
+    /// tokens); `Retry-After` is the server's pause.
+    pub fn aws2026(mut self, aws: Arc<Aws2026Standard>) -> Self {
+        self.aws = Some(aws);
         self
     }
 
@@ -640,6 +651,7 @@ pub(crate) async fn send<T, E: fmt::Debug>(
         .budget(config.budget.as_deref())
         .breaker(config.breaker.as_deref())
         .gate(config.gate.as_deref())
+        .aws2026(config.aws.as_deref())
         .timeout(config.timeout)
         .nested_retry(config.nested_retry)
         .log_level(config.level);

@@ -530,13 +530,7 @@ mod through_the_loop {
                 starts.lock().unwrap().push(t0.elapsed().as_millis() as u64);
                 let i = n.fetch_add(1, Ordering::Relaxed);
                 let answer = answers[i as usize];
-                async move {
-                    if answer == Fine {
-                        Ok(i)
-                    } else {
-                        Err(answer)
-                    }
-                }
+                async move { if answer == Fine { Ok(i) } else { Err(answer) } }
             })
             .await;
         (result, starts.into_inner().unwrap())

@@ -527,13 +527,16 @@ mod through_the_loop {
             .on(classify)
             .aws2026(aws)
             .run_async(|| {
-                starts.lock().unwrap().push(t0.elapsed().as_millis() as u64);
+                starts
+                    .lock()
+                    .expect("not poisoned")
+                    .push(t0.elapsed().as_millis() as u64);
                 let i = n.fetch_add(1, Ordering::Relaxed);
                 let answer = answers[i as usize];
                 async move { if answer == Fine { Ok(i) } else { Err(answer) } }
             })
             .await;
-        (result, starts.into_inner().unwrap())
+        (result, starts.into_inner().expect("not poisoned"))
     }
 
     use Answer::*;
@@ -638,7 +641,7 @@ mod through_the_loop {
     static CALLS: AtomicU32 = AtomicU32::new(0);
 
     fn heard(_: &Answer, why: &GiveUp) {
-        HEARD.lock().unwrap().push(why.reason);
+        HEARD.lock().expect("not poisoned").push(why.reason);
     }
 
     #[retry(aws2026 = S3, on = classify, on_give_up = heard)]
@@ -655,6 +658,9 @@ mod through_the_loop {
         assert_eq!(CALLS.load(Ordering::Relaxed), 3);
         assert_eq!(t0.elapsed(), 150 * MS);
         assert_eq!(S3.quota().available(), 472);
-        assert_eq!(*HEARD.lock().unwrap(), [GiveUpReason::Exhausted]);
+        assert_eq!(
+            *HEARD.lock().expect("not poisoned"),
+            [GiveUpReason::Exhausted]
+        );
     }
 }

@@ -157,7 +157,10 @@ static FALLBACK_GATE: AdmissionGate =
 static HEARD: Mutex<Vec<(GiveUpReason, u32)>> = Mutex::new(Vec::new());
 
 async fn from_cache(error: StockError, why: GiveUp) -> Result<u32, StockError> {
-    HEARD.lock().unwrap().push((why.reason, why.attempts));
+    HEARD
+        .lock()
+        .expect("not poisoned")
+        .push((why.reason, why.attempts));
     match error {
         StockError::Shed(rejected) => Ok(rejected.retry_after().map_or(0, |_| 1)),
         other => Err(other),
@@ -175,7 +178,7 @@ async fn a_fallback_hears_the_gate_and_answers_instead() {
     let (held, shed) = tokio::join!(balance(50 * MS), balance(MS));
     assert_eq!((held, shed), (Ok(100), Ok(0)));
     assert_eq!(
-        *HEARD.lock().unwrap(),
+        *HEARD.lock().expect("not poisoned"),
         [(
             GiveUpReason::GateRejected {
                 gate: "ledger",
@@ -203,7 +206,7 @@ async fn a_rate_limiters_wait_is_taken_before_the_attempt() {
         .gate(&WAITING)
         .run_async(|| {
             let n = calls.fetch_add(1, Ordering::Relaxed);
-            STARTS.lock().unwrap().push(t0.elapsed());
+            STARTS.lock().expect("not poisoned").push(t0.elapsed());
             async move {
                 tokio::time::sleep(MS).await;
                 if n < 4 {
@@ -215,7 +218,7 @@ async fn a_rate_limiters_wait_is_taken_before_the_attempt() {
         })
         .await;
     assert_eq!(result, Ok(4));
-    let starts = STARTS.lock().unwrap().clone();
+    let starts = STARTS.lock().expect("not poisoned").clone();
     assert_eq!(starts.len(), 5);
     // The twin replays the loop's timeline by hand: attempt k is admitted when the previous
     // one ended (its start + 1 ms) plus the policy's pause (10, 20, 40, 80 ms), and must start
@@ -392,7 +395,7 @@ async fn a_throttled_attempt_pauses_by_the_throttling_base() {
     let result = Retrier::<u32, StockError>::new(&policy)
         .on(classify)
         .run_async(|| {
-            starts.lock().unwrap().push(t0.elapsed());
+            starts.lock().expect("not poisoned").push(t0.elapsed());
             let n = calls.fetch_add(1, Ordering::Relaxed);
             async move {
                 match n {
@@ -407,7 +410,7 @@ async fn a_throttled_attempt_pauses_by_the_throttling_base() {
     assert_eq!(result, Ok(3));
     // 50 ms after the 500, 2 s (1 s × 2) after the throttle, 200 ms (50 ms × 4) after the 500.
     assert_eq!(
-        *starts.lock().unwrap(),
+        *starts.lock().expect("not poisoned"),
         [0, 50, 2050, 2250].map(|ms| ms * MS)
     );
 }

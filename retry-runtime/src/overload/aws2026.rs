@@ -507,6 +507,12 @@ pub struct Aws2026Standard {
     random: f64,
 }
 
+impl Default for Aws2026Standard {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 loom_const_fn! {
     impl Aws2026Standard {
         /// The standard mode for most services ([`Aws2026::new`]) with a full quota

@@ -254,7 +254,7 @@ impl Timer for crate::timer::TokioTimer {
 }
 
 /// The timer of an async function or block without `sleep = f`: tokio's with the `tokio`
-/// feature; without it one that is no [`Timer`], so that the loop does not compile and says
+/// feature; without it one that is no timer, so that the loop does not compile and says
 /// why.
 pub const ASYNC: DefaultSleeper = DefaultSleeper {};
 

@@ -123,6 +123,34 @@ pub enum Pass {
     Switch(&'static str),
 }
 
+/// `gate = INVENTORY_GATE`: an admission gate asked before every attempt, first tries included.
+pub const GATE: Key = Key {
+    name: "gate",
+    aliases: &["admission_gate", "load_shedder", "rate_limiter"],
+    example: "INVENTORY_GATE",
+    kind: Kind::Expr {
+        value: "an `AdmissionGate` (usually a `static`)",
+    },
+    doc: "asked before every attempt, the first included: while it sheds load (adaptive throttling, a CUBIC rate limit, an AIMD or Gradient2 concurrency limit), the function returns `E::from(Rejected)` at once without calling the body, and a `fallback` hears `GiveUpReason::GateRejected`; every attempt reports its answer to it (a throttling verdict as shed load); needs `E: From<retry_runtime::Rejected>`",
+    default: "—",
+    async_only: None,
+    pass: Pass::Ref,
+};
+
+/// `aws2026 = S3_RETRIES`: the AWS SDKs' updated standard retry mode decides after each failure.
+pub const AWS2026: Key = Key {
+    name: "aws2026",
+    aliases: &["aws_standard", "retry_quota"],
+    example: "S3_RETRIES",
+    kind: Kind::Expr {
+        value: "an `Aws2026Standard` (usually a `static`)",
+    },
+    doc: "the AWS SDKs' updated standard retry mode decides after each failure, in place of `max` and the pauses: at most 3 attempts, a retry quota of 500 tokens shared by every call that names it (14 a retry, 5 after a throttling verdict; a success gives back the last retry's cost), pauses of `random × min(base × 2^(n−1), 20 s)` from 50 ms, or 1 s after a throttling verdict, a server's pause held to [computed, computed + 5 s]",
+    default: "—",
+    async_only: None,
+    pass: Pass::Ref,
+};
+
 /// `max = 3`.
 pub const MAX: Key = Key {
     name: "max",
@@ -419,6 +447,8 @@ pub static KEYS: &[Key] = &[
         async_only: None,
         pass: Pass::Ref,
     },
+    GATE,
+    AWS2026,
     Key {
         name: "nested",
         aliases: &[],

@@ -10,8 +10,8 @@ use http_body_util::BodyExt;
 use retry_runtime::engine::{self, DynHooks, Operation, Settings, TokioTimer};
 use retry_runtime::headers::key_from_header;
 use retry_runtime::{
-    Backoff, CircuitBreaker, CircuitOpen, Elapsed, GiveUp, IdempotencyKey, Jitter, LogLevel,
-    Policy, RetryBudget, RetryEvent, Verdict,
+    AdmissionGate, Aws2026Standard, Backoff, CircuitBreaker, CircuitOpen, Elapsed, GiveUp,
+    IdempotencyKey, Jitter, LogLevel, Policy, Rejected, RetryBudget, RetryEvent, Verdict,
 };
 use std::error::Error;
 use std::fmt;
@@ -46,6 +46,8 @@ pub struct HttpRetry {
     pub(crate) name: &'static str,
     pub(crate) budget: Option<Arc<RetryBudget>>,
     pub(crate) breaker: Option<Arc<CircuitBreaker>>,
+    pub(crate) gate: Option<Arc<AdmissionGate>>,
+    pub(crate) aws: Option<Arc<Aws2026Standard>>,
     pub(crate) body_limit: usize,
     pub(crate) add_key: bool,
     pub(crate) counters: Arc<Counters>,
@@ -64,6 +66,7 @@ impl fmt::Debug for HttpRetry {
             .field("name", &self.name)
             .field("budget", &self.budget.is_some())
             .field("breaker", &self.breaker.is_some())
+            .field("gate", &self.gate.as_ref().map(|gate| gate.get_name()))
             .field("body_limit", &self.body_limit)
             .field("add_key", &self.add_key)
             .field("timeout", &self.timeout)
@@ -82,6 +85,8 @@ impl HttpRetry {
             name: "http",
             budget: None,
             breaker: None,
+            gate: None,
+            aws: None,
             body_limit: DEFAULT_BODY_LIMIT,
             add_key: false,
             counters: Arc::default(),
@@ -195,6 +200,27 @@ impl HttpRetry {
     /// [`CircuitOpen`] (boxed) without being sent; every attempt feeds it.
     pub fn breaker(mut self, breaker: Arc<CircuitBreaker>) -> Self {
         self.breaker = Some(breaker);
+        self
+    }
+
+    /// `gate = G`: every attempt, the first included, asks the [`AdmissionGate`] first; one it
+    /// sheds fails at once with [`Rejected`] (boxed) without being sent, and is not retried.
+    /// Every attempt sent reports its answer to the gate: a 429, or a 503 with `Retry-After`,
+    /// as shed load (a throttling verdict of the status table or of
+    /// [`on_response`](HttpRetry::on_response)), a timeout as such, anything else as handled.
+    /// Shared like a breaker: the clones of these options, and every layer made from them,
+    /// ask the same gate.
+    pub fn gate(mut self, gate: Arc<AdmissionGate>) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
+    /// place of the policy's `max` and pauses, with its retry quota shared by every clone of
+    /// these options (see [`Aws2026Standard`]). A 429 is a throttled attempt (1 s base, 5
+    /// tokens); `Retry-After` is the server's pause.
+    pub fn aws2026(mut self, aws: Arc<Aws2026Standard>) -> Self {
+        self.aws = Some(aws);
         self
     }
 
@@ -514,6 +540,7 @@ pub(crate) fn sent_once(config: &HttpRetry, why: SendOnce) {
 pub(crate) enum Failed<E> {
     Inner(E),
     Open(CircuitOpen),
+    Shed(Rejected),
     Elapsed(Elapsed),
 }
 
@@ -523,6 +550,7 @@ impl<E: fmt::Debug> fmt::Debug for Failed<E> {
         match self {
             Failed::Inner(error) => error.fmt(f),
             Failed::Open(open) => open.fmt(f),
+            Failed::Shed(rejected) => rejected.fmt(f),
             Failed::Elapsed(elapsed) => elapsed.fmt(f),
         }
     }
@@ -537,6 +565,12 @@ impl<E> From<Elapsed> for Failed<E> {
 impl<E> From<CircuitOpen> for Failed<E> {
     fn from(open: CircuitOpen) -> Self {
         Failed::Open(open)
+    }
+}
+
+impl<E> From<Rejected> for Failed<E> {
+    fn from(rejected: Rejected) -> Self {
+        Failed::Shed(rejected)
     }
 }
 
@@ -616,6 +650,8 @@ pub(crate) async fn send<T, E: fmt::Debug>(
         .name(config.name)
         .budget(config.budget.as_deref())
         .breaker(config.breaker.as_deref())
+        .gate(config.gate.as_deref())
+        .aws2026(config.aws.as_deref())
         .timeout(config.timeout)
         .nested_retry(config.nested_retry)
         .log_level(config.level);

@@ -5,7 +5,10 @@
 
 use crate::HttpRetry;
 use retry_grammar::{BLOCK_KEYS, KEYS};
-use retry_runtime::{Backoff, CircuitBreaker, GiveUp, Jitter, Policy, RetryBudget, Verdict, level};
+use retry_runtime::{
+    AdmissionGate, Aimd, Aws2026Standard, Backoff, CircuitBreaker, GiveUp, Jitter, Policy,
+    RetryBudget, Verdict, level,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -57,6 +60,8 @@ fn table() -> Vec<(&'static str, Has)> {
         method!("on_give_up" => on_give_up(|_: &GiveUp| {})),
         method!("budget" => budget(Arc::new(RetryBudget::new()))),
         method!("breaker" => breaker(Arc::new(CircuitBreaker::new()))),
+        method!("gate" => gate(Arc::new(AdmissionGate::aimd(Aimd::new())))),
+        method!("aws2026" => aws2026(Arc::new(Aws2026Standard::new()))),
         method!("nested" => nested_retry()),
         method!("log_level" => log_level(level::Warn)),
         method!("name" => name("probe")),

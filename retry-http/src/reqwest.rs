@@ -132,6 +132,7 @@ impl Middleware for RetryMiddleware {
         outcome.map_err(|failed| match failed {
             Failed::Inner(error) => error,
             Failed::Open(open) => Error::middleware(open),
+            Failed::Shed(rejected) => Error::middleware(rejected),
             Failed::Elapsed(elapsed) => Error::middleware(elapsed),
         })
     }

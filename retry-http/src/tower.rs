@@ -304,11 +304,13 @@ impl From<Boxed> for BoxError {
     }
 }
 
-/// The caller's error: the service's, or the loop's own (a breaker's refusal, a timeout), boxed.
+/// The caller's error: the service's, or the loop's own (a breaker's refusal, a gate's
+/// rejection, a timeout), boxed.
 pub(crate) fn into_box_error<E: Into<BoxError>>(failed: Failed<E>) -> BoxError {
     match failed {
         Failed::Inner(error) => error.into(),
         Failed::Open(open) => Box::new(open),
+        Failed::Shed(rejected) => Box::new(rejected),
         Failed::Elapsed(elapsed) => Box::new(elapsed),
     }
 }

@@ -293,7 +293,9 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
             move_token,
             ..
         } => {
-            let run = if args.accepted(&grammar::TIMEOUT).is_some() {
+            let run = if args.accepted(&grammar::TIMEOUT).is_some()
+                || args.accepted(&grammar::GATE).is_some()
+            {
                 quote!(run_timed)
             } else {
                 quote!(run)

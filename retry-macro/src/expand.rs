@@ -132,7 +132,9 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
                 quote!(#attempt_state.run_hedged(&__RETRY_HEDGE, || async { #output_type #body }).await)
             }
             None => {
-                let run = if args.accepted(&grammar::TIMEOUT).is_some() {
+                let run = if args.accepted(&grammar::TIMEOUT).is_some()
+                    || args.accepted(&grammar::GATE).is_some()
+                {
                     quote!(run_timed)
                 } else {
                     quote!(run)

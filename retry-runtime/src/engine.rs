@@ -13,19 +13,20 @@
 //!
 //! A door configured at run time (an HTTP layer, a gRPC channel, a queue consumer) keeps its
 //! configuration where its calls can borrow it, and per call makes [`Settings`] (the policy,
-//! the name, `budget`, `breaker`, `timeout`, `hedge`, ...) and [`DynHooks`] (how errors and
+//! the name, `budget`, `breaker`, `gate`, `timeout`, `hedge`, ...) and [`DynHooks`] (how errors and
 //! answers are judged, who hears the pauses and the end), both borrowed, then drives its
 //! [`Operation`]:
 //!
 //! ```
 //! use retry_runtime::engine::{self, AsyncFnOperation, DynHooks, Settings, TokioTimer};
-//! use retry_runtime::{attempt, CircuitOpen, Elapsed, Jitter, Policy, Verdict};
+//! use retry_runtime::{attempt, CircuitOpen, Elapsed, Jitter, Policy, Rejected, Verdict};
 //! use std::sync::atomic::{AtomicU32, Ordering};
 //!
 //! #[derive(Debug)]
-//! enum CallError { Busy, Timeout(Elapsed), Open(CircuitOpen) }
+//! enum CallError { Busy, Timeout(Elapsed), Open(CircuitOpen), Shed(Rejected) }
 //! impl From<Elapsed> for CallError { fn from(e: Elapsed) -> Self { CallError::Timeout(e) } }
 //! impl From<CircuitOpen> for CallError { fn from(o: CircuitOpen) -> Self { CallError::Open(o) } }
+//! impl From<Rejected> for CallError { fn from(r: Rejected) -> Self { CallError::Shed(r) } }
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {
@@ -65,7 +66,7 @@
 
 use crate::state::{self, DynHooks as Hooks, Retry, Settings as Set, Site};
 use crate::timer::{Elapsed, Sleeper};
-use crate::{CircuitOpen, Hedge};
+use crate::{CircuitOpen, Hedge, Rejected};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -160,7 +161,7 @@ fn state<'a, T, E, S: Sleeper>(
     timer: S,
 ) -> Retry<'a, T, E, state::DynOptions<'a, T, E, S>>
 where
-    E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
+    E: fmt::Debug + From<Elapsed> + From<CircuitOpen> + From<Rejected>,
 {
     let clock = crate::timer::clock_of::<S>;
     Retry {
@@ -181,8 +182,8 @@ where
 /// accepted (an `Ok` that `on_result` does not reject, or an error the classifier says not to
 /// retry) or the loop gives up; then that outcome, or the last one.
 ///
-/// A breaker's refusal and a timed-out attempt are the call's error through `E`'s `From` impls;
-/// the events show errors with `E`'s `Debug`.
+/// A breaker's refusal, a gate's rejection and a timed-out attempt are the call's error through
+/// `E`'s `From` impls; the events show errors with `E`'s `Debug`.
 pub async fn drive<T, E, S>(
     settings: &Settings<'_>,
     hooks: DynHooks<'_, T, E>,
@@ -190,7 +191,7 @@ pub async fn drive<T, E, S>(
     operation: impl Operation<T, E>,
 ) -> Result<T, E>
 where
-    E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
+    E: fmt::Debug + From<Elapsed> + From<CircuitOpen> + From<Rejected>,
     S: Sleeper,
 {
     let state = state(settings, hooks, timer);
@@ -211,7 +212,7 @@ pub async fn drive_hedged<T, E, S, Fut>(
     attempt: impl Fn() -> Fut,
 ) -> Result<T, E>
 where
-    E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
+    E: fmt::Debug + From<Elapsed> + From<CircuitOpen> + From<Rejected>,
     S: Sleeper,
     Fut: Future<Output = Result<T, E>>,
 {
@@ -228,7 +229,7 @@ pub fn drive_blocking<T, E>(
     mut attempt: impl FnMut() -> Result<T, E>,
 ) -> Result<T, E>
 where
-    E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
+    E: fmt::Debug + From<Elapsed> + From<CircuitOpen> + From<Rejected>,
 {
     let settings = settings.timeout(None);
     let mut state = state(&settings, hooks, Blocking);

@@ -8,7 +8,7 @@
 //! | [`transient`] | which errors are retried: `Transient`, `Verdict`, `Retry-After`, the classifiers for `std::io`, HTTP, reqwest, tonic, sqlx and tokio-postgres |
 //! | [`keys`] | calls with a side effect: `#[non_idempotent]` and the idempotency key every attempt sends |
 //! | [`attempts`] | control over each attempt: timeouts, hooks, logging, the attempt context, policies chosen at run time, other runtimes |
-//! | [`protecting`] | protecting the service that is called: retry budget, circuit breaker, one retrying layer |
+//! | [`protecting`] | protecting the service that is called: retry budget, circuit breaker, admission gate, one retrying layer, and which fits when |
 //! | [`hedging`] | slow rather than failed calls: `hedge`, a copy of a slow attempt beside it, and what wins |
 //! | [`fallback`] | what the caller gets after the last attempt |
 //! | [`blocks`] | the same loop for a block (`retry_block!`), for a closure with a policy chosen at run time (`Retrier`), and for a loop that runs for hours (`reset_after`) |

@@ -341,9 +341,9 @@ pub use context::{Attempt, attempt, scope};
 pub use hedge::Hedge;
 pub use key::IdempotencyKey;
 pub use overload::{
-    AdaptiveThrottling, AdmissionGate, Aimd, Aws2026, Aws2026Decision, ClientRateLimit,
-    FailureKind, GateMode, GateOutcome, GatePermit, GateState, Gradient2, RejectReason, Rejected,
-    RetryQuota,
+    AdaptiveThrottling, AdmissionGate, Aimd, Aws2026, Aws2026Decision, Aws2026Standard,
+    ClientRateLimit, FailureKind, GateMode, GateOutcome, GatePermit, GateState, Gradient2,
+    RejectReason, Rejected, RetryQuota,
 };
 pub use policy::{Backoff, Jitter, Policy, PolicyError};
 pub use state::{GiveUp, GiveUpReason, LogLevel, Retrier, RetryEvent};
@@ -392,6 +392,8 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 /// | `sleep` | `Fn(Duration) -> impl Future<Output = ()>` or a [`Sleeper`] type, `async fn` only | pause with another runtime's timer; the deadline is then measured on its clock (`Sleeper::now`; `std::time::Instant` for a function) | tokio's |
 /// | `budget` | a [`RetryBudget`] (usually a `static`) | retries draw from a shared token bucket; when it is empty the loop gives up with the current error at once | — |
 /// | `breaker` | a [`CircuitBreaker`] (usually a `static`) | while open, the function returns `E::from(CircuitOpen)` at once without calling the body; a failure after which it is open ends the loop at once with that failure, without a pause; needs `E: From<retry_runtime::CircuitOpen>` | — |
+/// | `gate` | an `AdmissionGate` (usually a `static`) | asked before every attempt, the first included: while it sheds load (adaptive throttling, a CUBIC rate limit, an AIMD or Gradient2 concurrency limit), the function returns `E::from(Rejected)` at once without calling the body, and a `fallback` hears `GiveUpReason::GateRejected`; every attempt reports its answer to it (a throttling verdict as shed load); needs `E: From<retry_runtime::Rejected>` | — |
+/// | `aws2026` | an `Aws2026Standard` (usually a `static`) | the AWS SDKs' updated standard retry mode decides after each failure, in place of `max` and the pauses: at most 3 attempts, a retry quota of 500 tokens shared by every call that names it (14 a retry, 5 after a throttling verdict; a success gives back the last retry's cost), pauses of `random × min(base × 2^(n−1), 20 s)` from 50 ms, or 1 s after a throttling verdict, a server's pause held to [computed, computed + 5 s] | — |
 /// | `nested` | `retry` or `single` | inside another annotated function that retries: retry here too, or make one attempt | `single` |
 /// | `fallback` | `FnOnce(E, GiveUp) -> Result<T, E>`; with `on_result`, `FnOnce(Result<T, E>, GiveUp) -> Result<T, E>`; in an `async fn` also async | called once when the loop gives up, with why (a [`GiveUp`]) and the last error, or with `on_result` the last outcome (an `Ok` it rejected as well); what it returns is the function's result. Not called for an accepted `Ok`, a permanent error, a dropped future, or under a layer that retries | — |
 /// | `log_level` | `error`, `warn`, `info`, `debug` or `trace` | with the `tracing` feature, the level of the one event logged when a call fails after retrying or the loop gives up | `"error"` |

@@ -195,16 +195,21 @@ pub const fn reason_label(reason: GiveUpReason) -> &'static str {
         GiveUpReason::SuggestedTooLong(_) => "suggested_too_long",
         GiveUpReason::Budget => "budget",
         GiveUpReason::BreakerOpen => "breaker_open",
+        GiveUpReason::GateRejected { .. } => "gate_rejected",
     }
 }
 
 /// The reasons in the order of the handles' arrays.
-const REASONS: [GiveUpReason; 5] = [
+const REASONS: [GiveUpReason; 6] = [
     GiveUpReason::Exhausted,
     GiveUpReason::Deadline,
     GiveUpReason::SuggestedTooLong(Duration::ZERO),
     GiveUpReason::Budget,
     GiveUpReason::BreakerOpen,
+    GiveUpReason::GateRejected {
+        gate: UNNAMED,
+        mode: crate::GateMode::Aimd,
+    },
 ];
 
 const fn reason_index(reason: GiveUpReason) -> usize {
@@ -214,6 +219,7 @@ const fn reason_index(reason: GiveUpReason) -> usize {
         GiveUpReason::SuggestedTooLong(_) => 2,
         GiveUpReason::Budget => 3,
         GiveUpReason::BreakerOpen => 4,
+        GiveUpReason::GateRejected { .. } => 5,
     }
 }
 
@@ -275,8 +281,8 @@ struct FunctionHandles {
     after_retries: Counter,
     permanent: Counter,
     nested: Counter,
-    gave_up: [Counter; 5],
-    fallback: [Counter; 5],
+    gave_up: [Counter; 6],
+    fallback: [Counter; 6],
     retries: Counter,
     attempts: Histogram,
     pause: Histogram,
@@ -653,7 +659,8 @@ mod tests {
                 "deadline",
                 "suggested_too_long",
                 "budget",
-                "breaker_open"
+                "breaker_open",
+                "gate_rejected"
             ]
         );
         for (i, reason) in REASONS.into_iter().enumerate() {

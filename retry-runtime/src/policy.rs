@@ -132,6 +132,7 @@ pub struct Policy {
     max_delay: Option<Duration>,
     deadline: Option<Duration>,
     jitter: Jitter,
+    throttle_base: Option<Duration>,
 }
 
 impl Default for Policy {
@@ -152,6 +153,51 @@ impl Policy {
             max_delay: None,
             deadline: None,
             jitter: Jitter::from_grammar(grammar::DEFAULT_JITTER),
+            throttle_base: None,
+        }
+    }
+
+    /// The base of the pauses after a throttled attempt ([`Verdict::Throttled`](crate::Verdict::Throttled),
+    /// [`ThrottledAfter`](crate::Verdict::ThrottledAfter)), in place of `base`: a service that
+    /// sheds load asks for a longer wait than one that failed once (the AWS SDKs wait 1 s after
+    /// a throttle against 50 ms after a transient error). The rest of the arithmetic (factor,
+    /// cap, jitter) is the same. `base` unless set.
+    ///
+    /// ```
+    /// use retry_runtime::{Jitter, Policy};
+    /// use std::time::Duration;
+    ///
+    /// const P: Policy = Policy::new()
+    ///     .base(Duration::from_millis(50))
+    ///     .throttle_base(Duration::from_secs(1))
+    ///     .jitter(Jitter::None);
+    /// assert_eq!(P.nominal_delay(2), Duration::from_millis(100));
+    /// assert_eq!(P.nominal_throttled_delay(2), Duration::from_secs(2));
+    /// ```
+    pub const fn throttle_base(mut self, base: Duration) -> Self {
+        self.throttle_base = Some(base);
+        self
+    }
+
+    /// The base after a throttled attempt: [`throttle_base`](Self::throttle_base), or `base`.
+    pub const fn get_throttle_base(&self) -> Duration {
+        match self.throttle_base {
+            Some(base) => base,
+            None => self.base,
+        }
+    }
+
+    /// [`nominal_delay`](Self::nominal_delay) after a throttled attempt.
+    pub fn nominal_throttled_delay(&self, retry: u32) -> Duration {
+        self.for_throttling().nominal_delay(retry)
+    }
+
+    /// The policy whose base is the throttling base: what a throttled attempt pauses by.
+    #[inline]
+    pub(crate) const fn for_throttling(&self) -> Policy {
+        Policy {
+            base: self.get_throttle_base(),
+            ..*self
         }
     }
 

@@ -42,20 +42,58 @@ pub enum Verdict {
     RetryNow,
     /// Not worth another try: return the error at once.
     Fail,
+    /// The service shed the attempt to protect itself (HTTP 429, a 503 with `Retry-After`,
+    /// gRPC `RESOURCE_EXHAUSTED`, an AWS throttling code): a passing failure, but not a
+    /// transient one. The pause follows the policy's
+    /// [`throttle_base`](crate::Policy::throttle_base) (its `base` unless set), and an
+    /// admission `gate` learns that the service is shedding load
+    /// ([`GateOutcome::Throttled`](crate::GateOutcome::Throttled)).
+    Throttled,
+    /// [`Throttled`](Verdict::Throttled), and the server said how long to wait: the next pause
+    /// is at least this long, as with [`RetryAfter`](Verdict::RetryAfter).
+    ThrottledAfter(Duration),
 }
 
 impl Verdict {
-    /// `true` for [`Retry`](Verdict::Retry), [`RetryAfter`](Verdict::RetryAfter) and
-    /// [`RetryNow`](Verdict::RetryNow).
+    /// `true` for every verdict but [`Fail`](Verdict::Fail).
     pub const fn is_retry(&self) -> bool {
         !matches!(self, Verdict::Fail)
+    }
+
+    /// `true` for [`Throttled`](Verdict::Throttled) and
+    /// [`ThrottledAfter`](Verdict::ThrottledAfter): the service shed the attempt.
+    pub const fn is_throttled(&self) -> bool {
+        matches!(self, Verdict::Throttled | Verdict::ThrottledAfter(_))
     }
 
     /// The pause the server asked for, if any.
     pub const fn suggested_pause(&self) -> Option<Duration> {
         match self {
-            Verdict::RetryAfter(pause) => Some(*pause),
+            Verdict::RetryAfter(pause) | Verdict::ThrottledAfter(pause) => Some(*pause),
             _ => None,
+        }
+    }
+
+    /// The same verdict, as a throttling one if it retries: [`Retry`](Verdict::Retry) and
+    /// [`RetryNow`](Verdict::RetryNow) become [`Throttled`](Verdict::Throttled),
+    /// [`RetryAfter`](Verdict::RetryAfter) becomes [`ThrottledAfter`](Verdict::ThrottledAfter).
+    ///
+    /// ```
+    /// use retry_runtime::Verdict;
+    /// use std::time::Duration;
+    ///
+    /// let busy = Verdict::RetryAfter(Duration::from_secs(2)).throttled();
+    /// assert_eq!(busy, Verdict::ThrottledAfter(Duration::from_secs(2)));
+    /// assert!(busy.is_throttled());
+    /// assert_eq!(Verdict::Fail.throttled(), Verdict::Fail);
+    /// ```
+    pub const fn throttled(self) -> Verdict {
+        match self {
+            Verdict::Retry | Verdict::RetryNow | Verdict::Throttled => Verdict::Throttled,
+            Verdict::RetryAfter(pause) | Verdict::ThrottledAfter(pause) => {
+                Verdict::ThrottledAfter(pause)
+            }
+            Verdict::Fail => Verdict::Fail,
         }
     }
 }
@@ -117,13 +155,28 @@ pub trait Transient {
         None
     }
 
+    /// `true` if the service shed the call to protect itself (a 429, gRPC
+    /// `RESOURCE_EXHAUSTED`, an AWS throttling code) rather than failing: the verdict is then a
+    /// throttling one ([`Verdict::Throttled`]), paused with the policy's
+    /// [`throttle_base`](crate::Policy::throttle_base), which an admission `gate` learns from.
+    /// Asked only of a transient error; `false` unless implemented.
+    fn is_throttling(&self) -> bool {
+        false
+    }
+
     /// The classifier's answer for this error: [`Verdict::Fail`] when not transient, otherwise
-    /// [`Verdict::RetryAfter`] when the server suggested a pause, else [`Verdict::Retry`].
+    /// [`Verdict::RetryAfter`] when the server suggested a pause, else [`Verdict::Retry`]; each
+    /// as its throttling form ([`Verdict::throttled`]) when [`is_throttling`](Transient::is_throttling).
     fn verdict(&self) -> Verdict {
-        match (self.is_transient(), self.retry_after()) {
-            (false, _) => Verdict::Fail,
+        let verdict = match (self.is_transient(), self.retry_after()) {
+            (false, _) => return Verdict::Fail,
             (true, Some(pause)) => Verdict::RetryAfter(pause),
             (true, None) => Verdict::Retry,
+        };
+        if self.is_throttling() {
+            verdict.throttled()
+        } else {
+            verdict
         }
     }
 }
@@ -138,6 +191,10 @@ macro_rules! transient_through {
 
             fn retry_after(&self) -> Option<Duration> {
                 (**self).retry_after()
+            }
+
+            fn is_throttling(&self) -> bool {
+                (**self).is_throttling()
             }
 
             fn verdict(&self) -> Verdict {

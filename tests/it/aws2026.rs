@@ -481,3 +481,186 @@ fn concurrent_retries_never_overdraw_the_quota() {
     // 500 tokens pay for 35 retries of 14 (490), and 10 are left.
     assert_eq!((taken, QUOTA.available()), (490, 10));
 }
+
+// ---- through the loop: `aws2026 = ...` on tokio's paused clock ----
+
+mod through_the_loop {
+    use retry_runtime::{
+        Aws2026, Aws2026Standard, GiveUp, GiveUpReason, Policy, Retrier, RetryQuota, Verdict, retry,
+    };
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// An answer of the service, as the reference's table writes it.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Answer {
+        Fine,
+        /// A 500, 502, 503 or 504.
+        Transient,
+        /// A throttling error code.
+        Throttled,
+        /// A 500 with `x-amz-retry-after` (milliseconds).
+        After(u64),
+    }
+
+    fn classify(answer: &Answer) -> Verdict {
+        match answer {
+            Fine => Verdict::Fail,
+            Transient => Verdict::Retry,
+            Throttled => Verdict::Throttled,
+            After(ms) => Verdict::RetryAfter(Duration::from_millis(*ms)),
+        }
+    }
+
+    /// One call through the `Retrier` with `aws`: the service answers `answers` in turn. The
+    /// result, the attempts' start times, and the quota after the call.
+    async fn call(aws: &Aws2026Standard, answers: &[Answer]) -> (Result<u32, Answer>, Vec<u64>) {
+        let t0 = Instant::now();
+        let starts = Mutex::new(Vec::new());
+        let n = AtomicU32::new(0);
+        let policy = Policy::new();
+        let result = Retrier::<u32, Answer>::new(&policy)
+            .on(classify)
+            .aws2026(aws)
+            .run_async(|| {
+                starts
+                    .lock()
+                    .expect("not poisoned")
+                    .push(t0.elapsed().as_millis() as u64);
+                let i = n.fetch_add(1, Ordering::Relaxed);
+                let answer = answers[i as usize];
+                async move { if answer == Fine { Ok(i) } else { Err(answer) } }
+            })
+            .await;
+        (result, starts.into_inner().expect("not poisoned"))
+    }
+
+    use Answer::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn retry_eventually_succeeds_and_refunds_the_last_retry() {
+        let aws = Aws2026Standard::new().fixed_random(1.0);
+        assert_eq!(
+            call(&aws, &[Transient, Transient, Fine]).await,
+            (Ok(2), vec![0, 50, 150])
+        );
+        assert_eq!(aws.quota().available(), 486);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn max_attempts_reached() {
+        let aws = Aws2026Standard::new().fixed_random(1.0);
+        let (result, starts) = call(&aws, &[Transient; 3]).await;
+        assert_eq!((result, starts), (Err(Transient), vec![0, 50, 150]));
+        assert_eq!(aws.quota().available(), 472);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_quota_ends_the_loop_after_a_single_retry() {
+        let aws =
+            Aws2026Standard::with(Aws2026::new(), RetryQuota::new().tokens(14)).fixed_random(1.0);
+        assert_eq!(
+            call(&aws, &[Transient; 3]).await,
+            (Err(Transient), vec![0, 50])
+        );
+        assert_eq!(aws.quota().available(), 0);
+        // No retries at all once it is empty.
+        assert_eq!(call(&aws, &[Transient; 3]).await, (Err(Transient), vec![0]));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn exponential_delays_and_the_cap_before_the_random_factor() {
+        let five = Aws2026Standard::with(Aws2026::new().max_attempts(5), RetryQuota::new())
+            .fixed_random(1.0);
+        let (_, starts) = call(&five, &[Transient; 5]).await;
+        // 50, 100, 200, 400 ms apart.
+        assert_eq!(starts, [0, 50, 150, 350, 750]);
+        assert_eq!(five.quota().available(), 444);
+        let capped = Aws2026Standard::with(
+            Aws2026::new().max_attempts(5).max_backoff(200 * MS),
+            RetryQuota::new(),
+        )
+        .fixed_random(1.0);
+        let (_, starts) = call(&capped, &[Transient; 5]).await;
+        assert_eq!(starts, [0, 50, 150, 350, 550]);
+        // Half the random factor: half the delay.
+        let half = Aws2026Standard::new().fixed_random(0.5);
+        assert_eq!(call(&half, &[Transient; 3]).await.1, [0, 25, 75]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_throttle_waits_from_one_second_and_costs_five() {
+        let aws = Aws2026Standard::new().fixed_random(1.0);
+        assert_eq!(call(&aws, &[Throttled, Fine]).await, (Ok(1), vec![0, 1000]));
+        // 500 − 5 + 5.
+        assert_eq!(aws.quota().available(), 500);
+        assert_eq!(call(&aws, &[Throttled; 3]).await.0, Err(Throttled));
+        assert_eq!(aws.quota().available(), 490);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn dynamodb_has_a_25_ms_base_and_four_attempts() {
+        let aws = Aws2026Standard::with(Aws2026::dynamodb(), RetryQuota::new()).fixed_random(1.0);
+        assert_eq!(
+            call(&aws, &[Transient; 4]).await,
+            (Err(Transient), vec![0, 25, 75, 175])
+        );
+        assert_eq!(aws.quota().available(), 458);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_servers_pause_is_held_to_the_computed_delay_and_five_seconds_above() {
+        let aws = Aws2026Standard::new().fixed_random(1.0);
+        // 1500 → 1500, 0 → 50, 10000 → 5050 (the computed 50 ms + 5 s).
+        for (ms, delay) in [(1500, 1500), (0, 50), (10_000, 5050)] {
+            assert_eq!(call(&aws, &[After(ms), Fine]).await.1, [0, delay], "{ms}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_quota_recovers_after_successes() {
+        let aws =
+            Aws2026Standard::with(Aws2026::new().max_attempts(5), RetryQuota::new().tokens(30))
+                .fixed_random(1.0);
+        assert_eq!(call(&aws, &[Transient, Transient, Fine]).await.0, Ok(2));
+        // 30 − 14 − 14 + 14: only the last retry's cost comes back.
+        assert_eq!(aws.quota().available(), 16);
+        assert_eq!(call(&aws, &[Transient, Fine]).await.0, Ok(1));
+        assert_eq!(aws.quota().available(), 16);
+        // A first-try success adds one, up to the starting capacity.
+        assert_eq!(call(&aws, &[Fine]).await.0, Ok(0));
+        assert_eq!(aws.quota().available(), 17);
+    }
+
+    static S3: Aws2026Standard = Aws2026Standard::new().fixed_random(1.0);
+    static HEARD: Mutex<Vec<GiveUpReason>> = Mutex::new(Vec::new());
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+
+    fn heard(_: &Answer, why: &GiveUp) {
+        HEARD.lock().expect("not poisoned").push(why.reason);
+    }
+
+    #[retry(aws2026 = S3, on = classify, on_give_up = heard)]
+    async fn get_object() -> Result<u32, Answer> {
+        CALLS.fetch_add(1, Ordering::Relaxed);
+        Err(Transient)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_attribute_takes_the_preset() {
+        let t0 = Instant::now();
+        assert_eq!(get_object().await, Err(Transient));
+        // 3 attempts (not the policy's 4), 50 + 100 ms apart.
+        assert_eq!(CALLS.load(Ordering::Relaxed), 3);
+        assert_eq!(t0.elapsed(), 150 * MS);
+        assert_eq!(S3.quota().available(), 472);
+        assert_eq!(
+            *HEARD.lock().expect("not poisoned"),
+            [GiveUpReason::Exhausted]
+        );
+    }
+}

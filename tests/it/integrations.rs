@@ -296,9 +296,10 @@ fn http_responses_judged_by_a_classifier() {
         .header("retry-after", "30")
         .body(())
         .unwrap();
+    // A 503 that says when to come back: the server is shedding load.
     assert_eq!(
         response_verdict(&busy),
-        Verdict::RetryAfter(Duration::from_secs(30))
+        Verdict::ThrottledAfter(Duration::from_secs(30))
     );
 }
 

@@ -21,6 +21,7 @@ mod custom_sleep;
 mod database_errors;
 mod deadline;
 mod fallback;
+mod gate_in_the_loop;
 mod hedge;
 mod hooks;
 mod http2;

@@ -13,7 +13,9 @@ use metrics::{
 };
 use metrics_util::registry::{AtomicStorage, Registry};
 use retry_runtime::metrics::{INSTRUMENTS, Kind, names};
-use retry_runtime::{CircuitBreaker, CircuitOpen, GiveUp, RetryBudget, Verdict, retry};
+use retry_runtime::{
+    AdmissionGate, Aimd, CircuitBreaker, CircuitOpen, GiveUp, Rejected, RetryBudget, Verdict, retry,
+};
 use std::sync::atomic::Ordering;
 use std::sync::{LazyLock, Once};
 use tokio::time::Duration;
@@ -103,6 +105,13 @@ enum Error {
     Invalid,
     Open(CircuitOpen),
     After(Duration),
+    Shed(Rejected),
+}
+
+impl From<Rejected> for Error {
+    fn from(rejected: Rejected) -> Self {
+        Error::Shed(rejected)
+    }
 }
 
 impl From<CircuitOpen> for Error {
@@ -339,6 +348,36 @@ async fn the_breaker_gauge_and_transitions_follow_its_states() {
         ]
     );
     assert_eq!(histogram(names::ATTEMPTS, "metrics_guarded"), [2.0, 0.0]);
+}
+
+static METRICS_GATE: AdmissionGate =
+    AdmissionGate::aimd(Aimd::new().initial_limit(1).min_limit(1)).name("metrics_gate");
+
+#[retry(max = 3, base = "1s", jitter = none, on = busy, gate = METRICS_GATE)]
+async fn metrics_gated(latency: Duration) -> Result<u32, Error> {
+    tokio::time::sleep(latency).await;
+    Ok(1)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_shed_call_is_counted_with_its_reason() {
+    install();
+    // The first call holds the gate's one slot; the second is shed before any attempt.
+    let (held, shed) = tokio::join!(
+        metrics_gated(Duration::from_millis(50)),
+        metrics_gated(Duration::ZERO)
+    );
+    assert_eq!(held, Ok(1));
+    assert!(matches!(shed, Err(Error::Shed(_))), "{shed:?}");
+    assert_eq!(
+        ended("metrics_gated"),
+        [
+            ("first_try".to_owned(), None, 1),
+            ("gave_up".to_owned(), Some("gate_rejected".to_owned()), 1)
+        ]
+    );
+    // The attempts of calls that did not end on a first try: the shed one made none.
+    assert_eq!(histogram(names::ATTEMPTS, "metrics_gated"), [0.0]);
 }
 
 #[retry(max = 3, base = "1s", on = busy)]

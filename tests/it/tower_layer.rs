@@ -953,3 +953,58 @@ fn the_happy_path_of_the_layer_logs_nothing() {
     });
     assert!(events.is_empty(), "{events:?}");
 }
+
+pub const TOO_MANY: &str = "HTTP/1.1 429 Too Many Requests\r\ncontent-length: 0\r\n\r\n";
+
+fn concurrency(gate: &retry_runtime::AdmissionGate) -> (u32, u32) {
+    match gate.state(std::time::Instant::now()) {
+        retry_runtime::GateState::Concurrency { limit, in_flight } => (limit, in_flight),
+        other => panic!("not a concurrency limit: {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_gate_learns_from_a_429_and_sheds_beyond_its_limit() {
+    use retry_runtime::{AdmissionGate, Aimd, RejectReason, Rejected};
+    let gate =
+        Arc::new(AdmissionGate::aimd(Aimd::new().initial_limit(10).min_limit(1)).name("payments"));
+    let (url, received) = scripted(&[TOO_MANY, PAID]).await;
+    let config = HttpRetry::new(policy()).gate(Arc::clone(&gate));
+    let (service, _) = stack(RetryLayer::new(config.clone()));
+    let started = Instant::now();
+    let response = service
+        .oneshot(request(Method::GET, &url, full("")))
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), StatusCode::OK);
+    // The 429 is a throttled attempt: the limit shrinks from 10 to ⌊10 × 0.9⌋ = 9, and the
+    // policy's 1 s pause is taken.
+    assert_eq!(started.elapsed(), Duration::from_secs(1));
+    assert_eq!(received.lock().unwrap().len(), 2);
+    assert_eq!(concurrency(&gate), (9, 0));
+
+    // With every slot held elsewhere, the next request is shed before it is sent.
+    let held: Vec<_> = (0..9)
+        .map(|_| {
+            gate.admit(std::time::Instant::now())
+                .expect("below the limit")
+        })
+        .collect();
+    let (service, attempts) = stack(RetryLayer::new(config));
+    let error = service
+        .oneshot(request(Method::GET, &url, full("")))
+        .await
+        .expect_err("shed");
+    let rejected = error
+        .downcast_ref::<Rejected>()
+        .expect("a boxed `Rejected`");
+    assert_eq!(
+        rejected.reason(),
+        RejectReason::ConcurrencyLimit { limit: 9 }
+    );
+    assert_eq!(rejected.gate(), "payments");
+    assert_eq!(attempts.load(Ordering::SeqCst), 0, "never sent");
+    assert_eq!(received.lock().unwrap().len(), 2);
+    drop(held);
+    assert_eq!(concurrency(&gate), (9, 0));
+}

@@ -119,15 +119,22 @@ pub(crate) fn verdict_of(status: u16, headers: &HeaderMap) -> Verdict {
     if !transient_status(status) {
         return Verdict::Fail;
     }
-    match header_retry_after(headers, SystemTime::now()) {
-        Some(pause) => Verdict::RetryAfter(pause),
-        None => Verdict::Retry,
+    // The service shed the request: a 429 always; a 503 when it says when to come back (an
+    // overloaded server's answer, where a bare 503 may be a restart or a failing upstream).
+    match (header_retry_after(headers, SystemTime::now()), status) {
+        (Some(pause), 429 | 503) => Verdict::ThrottledAfter(pause),
+        (Some(pause), _) => Verdict::RetryAfter(pause),
+        (None, 429) => Verdict::Throttled,
+        (None, _) => Verdict::Retry,
     }
 }
 
 /// Whether a response is worth another request: [`Verdict::Retry`] for a transient status, or
 /// [`Verdict::RetryAfter`] when it also carries a valid `Retry-After` (read against the system
-/// clock); [`Verdict::Fail`] for every other status.
+/// clock); a throttling verdict ([`Verdict::Throttled`], [`Verdict::ThrottledAfter`]) for a 429,
+/// and for a 503 with `Retry-After`: the service shed the request, which an admission gate
+/// learns from and the policy's `throttle_base` paces; [`Verdict::Fail`] for every other
+/// status.
 ///
 /// `Fail` means "this response is the answer": a success, or an error that will not change by
 /// waiting. It is the verdict a result predicate wants for a client whose 503 comes back as an
@@ -140,10 +147,13 @@ pub(crate) fn verdict_of(status: u16, headers: &HeaderMap) -> Verdict {
 /// use std::time::Duration;
 ///
 /// let busy = Response::builder().status(503).header("Retry-After", "2").body(()).unwrap();
-/// assert_eq!(response_verdict(&busy), Verdict::RetryAfter(Duration::from_secs(2)));
+/// assert_eq!(response_verdict(&busy), Verdict::ThrottledAfter(Duration::from_secs(2)));
 ///
 /// let limited = Response::builder().status(429).body(()).unwrap();
-/// assert_eq!(response_verdict(&limited), Verdict::Retry);
+/// assert_eq!(response_verdict(&limited), Verdict::Throttled);
+///
+/// let down = Response::builder().status(502).header("Retry-After", "2").body(()).unwrap();
+/// assert_eq!(response_verdict(&down), Verdict::RetryAfter(Duration::from_secs(2)));
 ///
 /// let ok = Response::builder().status(200).header("Retry-After", "2").body(()).unwrap();
 /// assert_eq!(response_verdict(&ok), Verdict::Fail); // the answer: nothing to retry
@@ -205,6 +215,11 @@ pub fn connection_broke(error: &(dyn std::error::Error + 'static)) -> bool {
 impl crate::Transient for StatusCode {
     fn is_transient(&self) -> bool {
         status_is_transient(*self)
+    }
+
+    /// A 429 Too Many Requests.
+    fn is_throttling(&self) -> bool {
+        *self == StatusCode::TOO_MANY_REQUESTS
     }
 }
 
@@ -315,6 +330,12 @@ mod http_crate_tests {
     fn response_verdicts() {
         assert_eq!(
             response_verdict(&response(503, &["3"])),
+            Verdict::ThrottledAfter(Duration::from_secs(3))
+        );
+        assert_eq!(response_verdict(&response(503, &[])), Verdict::Retry);
+        assert_eq!(response_verdict(&response(429, &[])), Verdict::Throttled);
+        assert_eq!(
+            response_verdict(&response(502, &["3"])),
             Verdict::RetryAfter(Duration::from_secs(3))
         );
         assert_eq!(

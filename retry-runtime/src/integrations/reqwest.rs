@@ -76,8 +76,9 @@ use crate::{Transient, Verdict};
 /// Whether a response is worth another request: [`Verdict::Retry`] for a transient status (408,
 /// 429, 500, 502, 503, 504), or [`Verdict::RetryAfter`] when it also carries a valid
 /// `Retry-After` (seconds or a date, read against the system clock, see
-/// [`parse_retry_after`](crate::integrations::http::parse_retry_after)); [`Verdict::Fail`] for
-/// every other status.
+/// [`parse_retry_after`](crate::integrations::http::parse_retry_after)); their throttling forms
+/// ([`Verdict::Throttled`], [`Verdict::ThrottledAfter`]) for a 429 and for a 503 with
+/// `Retry-After`; [`Verdict::Fail`] for every other status.
 ///
 /// `Fail` means "this response is the answer": a success, or an error that will not change by
 /// waiting. It is what the `http` integration's
@@ -92,7 +93,9 @@ use crate::{Transient, Verdict};
 /// let response = reqwest::get("http://127.0.0.1:8080/quote").await?;
 /// match response_verdict(&response) {
 ///     Verdict::Fail => println!("the answer: {}", response.status()),
-///     Verdict::RetryAfter(pause) => println!("busy: come back in {pause:?}"),
+///     Verdict::RetryAfter(pause) | Verdict::ThrottledAfter(pause) => {
+///         println!("busy: come back in {pause:?}")
+///     }
 ///     _ => println!("busy"),
 /// }
 /// # Ok(())
@@ -130,6 +133,11 @@ impl Transient for ::reqwest::Error {
         // that stopped arriving as a decode error too, and that is the connection's fault, not
         // the bytes'.
         connection_broke(self)
+    }
+
+    /// A 429 Too Many Requests status error.
+    fn is_throttling(&self) -> bool {
+        self.status().is_some_and(|status| status.as_u16() == 429)
     }
 }
 
@@ -269,12 +277,12 @@ mod tests {
                 "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 2\r\ncontent-length: 0\r\n\r\n"
             )
             .await,
-            Verdict::RetryAfter(Duration::from_secs(2))
+            Verdict::ThrottledAfter(Duration::from_secs(2))
         );
         assert_eq!(
             verdict_of("HTTP/1.1 429 Too Many Requests\r\nretry-after: Sun, 06 Nov 1994 08:49:37 GMT\r\ncontent-length: 0\r\n\r\n")
                 .await,
-            Verdict::RetryAfter(Duration::ZERO),
+            Verdict::ThrottledAfter(Duration::ZERO),
             "a date that has passed: retry now"
         );
         assert_eq!(

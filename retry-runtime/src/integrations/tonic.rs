@@ -43,7 +43,8 @@
 //!
 //! let mut status = Status::resource_exhausted("quota");
 //! status.metadata_mut().insert(GRPC_RETRY_PUSHBACK_MS, "1500".parse().unwrap());
-//! assert_eq!(status.verdict(), Verdict::RetryAfter(Duration::from_millis(1500)));
+//! // The server shed the call, and said when to come back.
+//! assert_eq!(status.verdict(), Verdict::ThrottledAfter(Duration::from_millis(1500)));
 //!
 //! status.metadata_mut().insert(GRPC_RETRY_PUSHBACK_MS, "-1".parse().unwrap());
 //! assert_eq!(status.verdict(), Verdict::Fail); // the server said: do not retry
@@ -82,6 +83,11 @@ impl Transient for Code {
             Code::Unavailable | Code::ResourceExhausted | Code::Aborted | Code::DeadlineExceeded
         )
     }
+
+    /// `ResourceExhausted`: the server (or a proxy) shed the call.
+    fn is_throttling(&self) -> bool {
+        *self == Code::ResourceExhausted
+    }
 }
 
 /// By [code](Code), or by a broken connection in its source chain, unless the server's pushback
@@ -96,6 +102,8 @@ impl Transient for Code {
 /// use retry_runtime::{Transient, Verdict};
 /// use tonic::Status;
 ///
+/// // The server shed the call: a throttling verdict, paced by the policy's `throttle_base`.
+/// assert_eq!(Status::resource_exhausted("quota").verdict(), Verdict::Throttled);
 /// let mut status = Status::unavailable("restarting");
 /// assert_eq!(status.verdict(), Verdict::Retry);
 /// status.metadata_mut().insert("grpc-retry-pushback-ms", "not a number".parse().unwrap());
@@ -113,14 +121,23 @@ impl Transient for Status {
         }
     }
 
+    fn is_throttling(&self) -> bool {
+        self.code().is_throttling()
+    }
+
     fn verdict(&self) -> Verdict {
         if !self.code().is_transient() && !crate::has_transient_io_cause(self) {
             return Verdict::Fail;
         }
-        match pushback(self) {
+        let verdict = match pushback(self) {
             Pushback::Unsaid => Verdict::Retry,
             Pushback::After(pause) => Verdict::RetryAfter(pause),
-            Pushback::Refused => Verdict::Fail,
+            Pushback::Refused => return Verdict::Fail,
+        };
+        if self.is_throttling() {
+            verdict.throttled()
+        } else {
+            verdict
         }
     }
 }
@@ -199,7 +216,14 @@ mod tests {
             let status = Status::new(code, "test");
             assert_eq!(status.is_transient(), expected, "{code:?}");
             assert_eq!(status.retry_after(), None);
-            assert_eq!(status.verdict(), Verdict::from(expected), "{code:?}");
+            let verdict = Verdict::from(expected);
+            let verdict = if code == Code::ResourceExhausted {
+                verdict.throttled()
+            } else {
+                verdict
+            };
+            assert_eq!(status.verdict(), verdict, "{code:?}");
+            assert_eq!(status.is_throttling(), code == Code::ResourceExhausted);
         }
     }
 

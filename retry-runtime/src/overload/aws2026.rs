@@ -468,3 +468,109 @@ impl fmt::Debug for RetryQuota {
             .finish()
     }
 }
+
+/// The AWS SDKs' updated standard mode as the loop's decision, for every door: `#[retry(aws2026
+/// = AWS)]`, `retry_block!`, the [`Retrier`](crate::Retrier)'s
+/// [`aws2026`](crate::Retrier::aws2026), the engine's
+/// [`Settings::aws2026`](crate::engine::Settings::aws2026). The [`Aws2026`] arithmetic and a
+/// [`RetryQuota`] of its own, shared by every call that names it (a `static`).
+///
+/// With it, after each failure that may be retried the loop asks [`Aws2026::decide`] in place
+/// of the policy: the attempt limit ([`Aws2026::max_attempts`], not the policy's `max`), then the
+/// quota (14 tokens for a transient failure, 5 for a throttled one, out of 500), then the delay
+/// (`random × min(base × 2^(n−1), 20 s)`, with a 50 ms base, or 1 s after a throttling verdict,
+/// [`Verdict::Throttled`](crate::Verdict::Throttled); a server's pause,
+/// [`Verdict::RetryAfter`](crate::Verdict::RetryAfter) from `x-amz-retry-after`, held to
+/// [computed, computed + 5 s]). The quota's refusal ends the loop
+/// ([`GiveUpReason::Budget`](crate::GiveUpReason::Budget)); a success gives back 1 token after
+/// a first attempt, and only the last retry's cost after retries. The policy's `deadline`
+/// still holds, and so do the `budget`, `breaker` and `gate` if given.
+///
+/// Not through the loop: the long-polling rule (a pause before returning the error when the
+/// quota is empty), which [`Aws2026::decide`] gives a loop written by hand.
+///
+/// ```
+/// use retry_runtime::{Aws2026, Aws2026Standard, RetryQuota};
+///
+/// static S3: Aws2026Standard = Aws2026Standard::new();
+/// static DYNAMODB: Aws2026Standard =
+///     Aws2026Standard::with(Aws2026::dynamodb(), RetryQuota::new().name("dynamodb"));
+/// assert_eq!(S3.quota().available(), 500);
+/// assert_eq!(DYNAMODB.policy().get_max_attempts(), 4);
+/// ```
+#[derive(Debug)]
+pub struct Aws2026Standard {
+    policy: Aws2026,
+    quota: RetryQuota,
+    /// A fixed random factor, as the reference's test table fixes `exponential_base`; a draw
+    /// per delay when `NaN`.
+    random: f64,
+}
+
+impl Default for Aws2026Standard {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+loom_const_fn! {
+    impl Aws2026Standard {
+        /// The standard mode for most services ([`Aws2026::new`]) with a full quota
+        /// ([`RetryQuota::new`]).
+        pub fn new() -> Self {
+            Self::with(Aws2026::new(), RetryQuota::new())
+        }
+
+        /// `policy`'s arithmetic with `quota`.
+        pub fn with(policy: Aws2026, quota: RetryQuota) -> Self {
+            Self {
+                policy,
+                quota,
+                random: f64::NAN,
+            }
+        }
+
+        /// Every delay's random factor fixed at `random` (clamped to [0, 1]) instead of drawn:
+        /// for tests, as the reference's table fixes it (`1.0` gives the largest delays).
+        pub fn fixed_random(mut self, random: f64) -> Self {
+            self.random = super::clamp_or(random, 0.0, 1.0, 0.0);
+            self
+        }
+    }
+}
+
+impl Aws2026Standard {
+    /// The arithmetic.
+    pub const fn policy(&self) -> &Aws2026 {
+        &self.policy
+    }
+
+    /// The quota.
+    pub const fn quota(&self) -> &RetryQuota {
+        &self.quota
+    }
+
+    /// The decision after attempt `attempt` (1 for the first) failed with `verdict`, which
+    /// retries: the random factor drawn from the loop's source (the seeded one inside
+    /// [`testing::record`](crate::testing::record)) unless fixed.
+    pub(crate) fn decide(&self, attempt: u32, verdict: crate::Verdict) -> Aws2026Decision {
+        let kind = if verdict.is_throttled() {
+            FailureKind::ThrottlingError
+        } else {
+            FailureKind::TransientError
+        };
+        let random = if self.random.is_nan() {
+            const ONE: u64 = 1 << 53;
+            crate::random::with(|draw| draw(0, ONE)) as f64 / ONE as f64
+        } else {
+            self.random
+        };
+        self.policy.decide(
+            attempt,
+            kind,
+            &self.quota,
+            random,
+            verdict.suggested_pause(),
+        )
+    }
+}

@@ -544,3 +544,20 @@ impl fmt::Display for Rejected {
 }
 
 impl Error for Rejected {}
+
+/// `E: From<Rejected>`, with an error message that says so.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot say that the admission gate shed an attempt, which `#[retry(gate = ...)]` needs",
+    label = "`{Self}` does not implement `From<retry_runtime::Rejected>`",
+    note = "add `impl From<retry_runtime::Rejected> for {Self}` (a variant such as `Shed(Rejected)`), or remove `gate`"
+)]
+pub(crate) trait FromRejected {
+    /// The error for an attempt the gate shed.
+    fn from_rejected(rejected: Rejected) -> Self;
+}
+
+impl<E: From<Rejected>> FromRejected for E {
+    fn from_rejected(rejected: Rejected) -> Self {
+        E::from(rejected)
+    }
+}

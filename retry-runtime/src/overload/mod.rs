@@ -43,8 +43,9 @@ mod throttling;
 #[cfg(test)]
 mod tests;
 
-pub use aws2026::{Aws2026, Aws2026Decision, FailureKind, RetryQuota};
+pub use aws2026::{Aws2026, Aws2026Decision, Aws2026Standard, FailureKind, RetryQuota};
 pub use concurrency::{Aimd, Gradient2};
+pub(crate) use gate::FromRejected;
 pub use gate::{
     AdmissionGate, GateMode, GateOutcome, GatePermit, GateState, RejectReason, Rejected,
 };

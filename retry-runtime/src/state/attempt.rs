@@ -11,6 +11,7 @@ use crate::timer::{Sleeper, Timed};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
 
 /// What happened to one attempt.
 pub enum Attempted<T, E> {
@@ -19,6 +20,9 @@ pub enum Attempted<T, E> {
     /// The circuit breaker refused the attempt and the body did not run: its refusal, as the
     /// loop's error.
     Refused(E),
+    /// The admission gate shed the attempt and the body did not run: its
+    /// [`Rejected`](crate::Rejected), as the loop's error, and the reason the loop gives up.
+    Shed(E, super::GiveUpReason),
     /// `timeout` cut the body off: its expiry, as the loop's error.
     TimedOut(E),
 }
@@ -156,21 +160,45 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
         }
     }
 
-    /// The frame the next attempt runs in (which says whether it has a key); or the breaker's
-    /// refusal.
+    /// The frame the next attempt runs in (which says whether it has a key) and how long to
+    /// wait before making it (a rate-limiting gate's token not yet due); or the breaker's or
+    /// the gate's refusal.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn enter(&mut self, key: KeyKind) -> Result<Frame, X::Refusal> {
+    pub(crate) fn enter(&mut self, key: KeyKind) -> Result<(Frame, Duration), X::Refusal> {
         if self.progress.retries == 0 {
             self.begin();
         }
-        self.opts.extras.admit(self.site.clock)?;
-        Ok(Frame {
+        let wait = match self.opts.extras.admit(self.site.clock) {
+            Ok(wait) => wait,
+            Err(refusal) => {
+                if let Some(rejected) = refusal.rejected() {
+                    self.spans.shed(
+                        self.site.name,
+                        self.progress.retries,
+                        self.progress.previous_pause,
+                        rejected,
+                    );
+                }
+                return Err(refusal);
+            }
+        };
+        let frame = Frame {
             attempt: self.progress.retries + 1,
             key,
             retried_above: self.progress.retried_above || self.site.policy.get_max() > 0,
             hedge: 0,
-        })
+        };
+        Ok((frame, wait))
+    }
+
+    /// The wait a gate asked for before an attempt, blocking: recorded as a pause inside
+    /// [`testing::record`](crate::testing::record), slept otherwise.
+    #[cold]
+    fn wait_blocking(wait: Duration) {
+        if !crate::testing::record_pause(wait) {
+            std::thread::sleep(wait);
+        }
     }
 
     /// The span of the attempt about to start (feature `attempt-spans`).
@@ -200,8 +228,13 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
         body: impl FnOnce() -> Result<T, E>,
     ) -> Attempted<T, E> {
         let frame = match self.enter(key.kind()) {
-            Ok(frame) => frame,
-            Err(refusal) => return Attempted::Refused(refusal.into_error()),
+            Ok((frame, wait)) => {
+                if !wait.is_zero() {
+                    Self::wait_blocking(wait);
+                }
+                frame
+            }
+            Err(refusal) => return refusal.into_attempted(),
         };
         let _span = self.attempt_span().entered();
         let _entered = Enter::new(frame);
@@ -236,8 +269,10 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     where
         F: Future<Output = Result<T, E>>,
     {
+        // A gate's wait is not taken here: the expansion of a function with a `gate` runs its
+        // attempts with `run_timed`, which takes it.
         match self.enter(key.kind()) {
-            Ok(frame) => Run::Attempt {
+            Ok((frame, _)) => Run::Attempt {
                 frame,
                 key,
                 future: self.attempt_span().instrument(body),
@@ -272,8 +307,14 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
         F: Future<Output = Result<T, E>>,
     {
         let frame = match self.enter(key.kind()) {
-            Ok(frame) => frame,
-            Err(refusal) => return Attempted::Refused(refusal.into_error()),
+            Ok((frame, wait)) => {
+                if !wait.is_zero() && !crate::testing::record_pause(wait) {
+                    let (_, sleeper) = self.opts.head.parts();
+                    sleeper.sleep(wait).await;
+                }
+                frame
+            }
+            Err(refusal) => return refusal.into_attempted(),
         };
         let body = {
             let _entered = Enter::new(frame);
@@ -332,9 +373,7 @@ where
                     Poll::Pending => return Poll::Pending,
                 }
             }
-            RunProj::Refused { refusal, key } => {
-                (Attempted::Refused((*refusal).into_error()), *key)
-            }
+            RunProj::Refused { refusal, key } => ((*refusal).into_attempted(), *key),
         };
         Poll::Ready(KeyedOutcome { attempted, key })
     }

@@ -14,7 +14,7 @@ use super::options::{Classifier, HeadSet};
 use super::{Attempted, GiveUp, GiveUpReason, Opts, Progress, Retry, RetryEvent, Site};
 use crate::context::KeySlot;
 use crate::policy::nanos;
-use crate::{RetryBudget, Verdict};
+use crate::{GateOutcome, RetryBudget, Verdict};
 use std::marker::PhantomData;
 use std::ops::ControlFlow;
 use std::time::Duration;
@@ -47,9 +47,10 @@ where
         } = self;
         // Under a retrying layer that layer decides (`observe::ended` says so at debug).
         let single = progress.retried_above && !opts.extras.nested_retry();
-        // The outcome to return if the loop stops here, and whether it may be retried.
-        let (outcome, verdict) = match attempted {
-            Attempted::Refused(refusal) if single => {
+        // The outcome to return if the loop stops here, whether it may be retried, and what the
+        // gate learns from it.
+        let outcome = match attempted {
+            Attempted::Refused(refusal) | Attempted::Shed(refusal, _) if single => {
                 let outcome = Err(refusal);
                 observe::ended(
                     site.name,
@@ -74,20 +75,33 @@ where
                     key,
                 ));
             }
+            Attempted::Shed(refusal, why) => {
+                let outcome = Err(refusal);
+                return ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
+                    site,
+                    progress,
+                    opts.hooks,
+                    why,
+                    progress.retries,
+                    outcome,
+                    key,
+                ));
+            }
             Attempted::TimedOut(error) => {
                 let verdict = opts.head.parts().0.timed_out(&error);
-                (Err(error), verdict)
+                (Err(error), verdict, GateOutcome::TimedOut)
             }
             Attempted::Completed(Err(error)) => {
                 let verdict = opts.head.parts().0.verdict(&error);
-                (Err(error), verdict)
+                (Err(error), verdict, gate_outcome(verdict))
             }
             // `on_result` rejected the value: a transient failure, but when the loop stops, the
             // value is what the call returns.
-            Attempted::Completed(Ok(value)) => (Ok(value), ok_verdict),
+            Attempted::Completed(Ok(value)) => (Ok(value), ok_verdict, gate_outcome(ok_verdict)),
         };
+        let (outcome, verdict, gate) = outcome;
         // Whether the breaker is open after this outcome, by it or by others'.
-        let breaker_open = opts.extras.record(verdict.is_retry(), site.clock);
+        let breaker_open = opts.extras.record(verdict.is_retry(), gate, site.clock);
         // The attempt that just ended.
         let attempt = progress.retries + 1;
         if single && verdict.is_retry() {
@@ -101,13 +115,27 @@ where
             );
             return ControlFlow::Break(H::ready(outcome));
         }
-        match schedule(
-            &site,
-            &progress,
-            verdict,
-            breaker_open,
-            opts.extras.budget(),
-        ) {
+        let step = if verdict.is_retry() && !breaker_open {
+            match opts.extras.aws2026(attempt, verdict) {
+                Some(decision) => aws2026_step(&site, &progress, decision, opts.extras.budget()),
+                None => schedule(
+                    &site,
+                    &progress,
+                    verdict,
+                    breaker_open,
+                    opts.extras.budget(),
+                ),
+            }
+        } else {
+            schedule(
+                &site,
+                &progress,
+                verdict,
+                breaker_open,
+                opts.extras.budget(),
+            )
+        };
+        match step {
             Step::Pause(pause) => {
                 observe::retrying(
                     site.name,
@@ -149,6 +177,18 @@ where
                 site, progress, opts.hooks, reason, attempt, outcome, key,
             )),
         }
+    }
+}
+
+/// What an admission gate learns from an attempt the classifier judged: a throttling answer
+/// sheds load, any other answer was handled.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn gate_outcome(verdict: Verdict) -> GateOutcome {
+    if verdict.is_throttled() {
+        GateOutcome::Throttled
+    } else {
+        GateOutcome::Accepted
     }
 }
 
@@ -209,6 +249,36 @@ fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot, D: Show<E>>(
     hooks.fall_back(outcome, why, super::fallback_scope(progress, attempts, key))
 }
 
+/// What follows a failure that may be retried, by the AWS SDKs' standard mode (`aws2026`):
+/// its decision, then the deadline and the budget as [`schedule`] checks them.
+#[cold]
+fn aws2026_step(
+    site: &Site<'_>,
+    progress: &Progress,
+    decision: crate::Aws2026Decision,
+    budget: Option<&RetryBudget>,
+) -> Step {
+    let pause = match decision {
+        crate::Aws2026Decision::Retry { delay, .. } => nanos(delay),
+        crate::Aws2026Decision::MaxAttempts => return Step::GiveUp(GiveUpReason::Exhausted),
+        _ => return Step::GiveUp(GiveUpReason::Budget),
+    };
+    if let Some(deadline) = site.policy.get_deadline() {
+        let end = progress
+            .elapsed(site.clock)
+            .saturating_add(Duration::from_nanos(pause));
+        if end > deadline {
+            return Step::GiveUp(GiveUpReason::Deadline);
+        }
+    }
+    if let Some(budget) = budget {
+        if !budget.try_withdraw((site.clock)()) {
+            return Step::GiveUp(GiveUpReason::Budget);
+        }
+    }
+    Step::Pause(pause)
+}
+
 /// What follows a failure, by the policy and the limits.
 pub(crate) enum Step {
     /// Retry after this pause, in nanoseconds.
@@ -250,6 +320,20 @@ pub(crate) fn schedule(
                 return Step::GiveUp(GiveUpReason::SuggestedTooLong(asked));
             }
             policy.delay_nanos_at_least(retry, progress.previous_pause, nanos(asked))
+        }
+        // A throttled attempt: the same arithmetic on the throttling base.
+        Verdict::Throttled => policy
+            .for_throttling()
+            .delay_nanos(retry, progress.previous_pause),
+        Verdict::ThrottledAfter(asked) => {
+            if asked > policy.get_max_delay() {
+                return Step::GiveUp(GiveUpReason::SuggestedTooLong(asked));
+            }
+            policy.for_throttling().delay_nanos_at_least(
+                retry,
+                progress.previous_pause,
+                nanos(asked),
+            )
         }
         _ => policy.delay_nanos(retry, progress.previous_pause),
     };

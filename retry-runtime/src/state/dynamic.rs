@@ -6,19 +6,22 @@
 //! its call runs), behind an `Option` in its slot; the slot answers at run time whether it is
 //! there, so that a call without a hook that hears the time reads no clock for it.
 
-use super::extras::{Extras, Guard, Timeout};
+use super::extras::{Extras, Guard, Shedder, Timeout};
 use super::fallback::FallbackInput;
 use super::hooks::Slot;
 use super::options::{Classifier, Head};
 use super::{GiveUp, Hooks, LogLevel, Opts, RetryEvent, Unset};
 use crate::timer::Elapsed;
-use crate::{CircuitBreaker, CircuitOpen, Hedge, Policy, RetryBudget, Verdict};
+use crate::{
+    AdmissionGate, Aws2026Standard, CircuitBreaker, CircuitOpen, Hedge, Policy, Rejected,
+    RetryBudget, Verdict,
+};
 use std::fmt;
 use std::marker::PhantomData;
 use std::time::Duration;
 
 /// What a call of a door configured at run time does besides its hooks: the [`Policy`], the
-/// name its events and metrics carry, and `budget`, `breaker`, `timeout`, `nested`,
+/// name its events and metrics carry, and `budget`, `breaker`, `gate`, `timeout`, `nested`,
 /// `log_level` and `hedge`, as the attribute's options of the same names.
 ///
 /// Borrowed for the call: a door keeps its configuration (in an `Arc`, a `static`) and makes
@@ -43,6 +46,8 @@ pub struct Settings<'a> {
     pub(crate) name: &'static str,
     pub(crate) budget: Option<&'a RetryBudget>,
     pub(crate) breaker: Option<&'a CircuitBreaker>,
+    pub(crate) gate: Option<&'a AdmissionGate>,
+    pub(crate) aws: Option<&'a Aws2026Standard>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) nested_retry: bool,
     pub(crate) level: LogLevel,
@@ -58,6 +63,8 @@ impl<'a> Settings<'a> {
             name: "retry",
             budget: None,
             breaker: None,
+            gate: None,
+            aws: None,
             timeout: None,
             nested_retry: false,
             level: LogLevel::Error,
@@ -84,6 +91,34 @@ impl<'a> Settings<'a> {
     /// it.
     pub const fn breaker(mut self, breaker: Option<&'a CircuitBreaker>) -> Self {
         self.breaker = breaker;
+        self
+    }
+
+    /// `gate = G`: every attempt, the first included, asks the [`AdmissionGate`] first; one it
+    /// sheds fails at once with [`Rejected`] (converted into the call's error) without running,
+    /// and the loop gives up ([`GiveUpReason::GateRejected`](crate::GiveUpReason::GateRejected)).
+    /// Every attempt that runs reports its answer to the gate: a throttling verdict
+    /// ([`Verdict::Throttled`]) as shed load, a timeout as such, anything else as handled.
+    ///
+    /// ```
+    /// use retry_runtime::engine::Settings;
+    /// use retry_runtime::{AdaptiveThrottling, AdmissionGate, Policy};
+    ///
+    /// static GATE: AdmissionGate =
+    ///     AdmissionGate::adaptive_throttling(AdaptiveThrottling::new()).name("payments");
+    /// let policy = Policy::new();
+    /// let settings = Settings::new(&policy).gate(Some(&GATE));
+    /// # let _ = settings;
+    /// ```
+    pub const fn gate(mut self, gate: Option<&'a AdmissionGate>) -> Self {
+        self.gate = gate;
+        self
+    }
+
+    /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
+    /// place of the policy's `max` and pauses: see [`Aws2026Standard`].
+    pub const fn aws2026(mut self, aws: Option<&'a Aws2026Standard>) -> Self {
+        self.aws = aws;
         self
     }
 
@@ -314,7 +349,7 @@ impl<'a, T, E> DynHooks<'a, T, E> {
     /// The options of a loop with these hooks, `settings`' extras and the timer `sleeper`.
     pub(crate) fn options<S>(self, settings: &Settings<'a>, sleeper: S) -> DynOptions<'a, T, E, S>
     where
-        E: From<Elapsed> + From<CircuitOpen>,
+        E: From<Elapsed> + From<CircuitOpen> + From<Rejected>,
     {
         Opts {
             head: Head {
@@ -342,6 +377,13 @@ impl<'a, T, E> DynHooks<'a, T, E> {
                     error: E::from,
                 }),
                 admission: None,
+                gate: settings.gate.map(|gate| Shedder {
+                    gate,
+                    error: E::from,
+                }),
+                permit: None,
+                aws: settings.aws,
+                aws_cost: None,
                 nested_retry: settings.nested_retry,
             },
         }

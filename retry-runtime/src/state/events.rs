@@ -144,6 +144,14 @@ pub enum GiveUpReason {
     /// The circuit `breaker` is open: it opened with this failure (or others' while this one
     /// ran), or it refused the attempt, whose error is then `E::from(CircuitOpen)`.
     BreakerOpen,
+    /// The admission `gate` shed the attempt before it was made: the call's error is then
+    /// `E::from(Rejected)`, which carries the [`RejectReason`](crate::RejectReason).
+    GateRejected {
+        /// The gate's name ([`AdmissionGate::name`](crate::AdmissionGate::name)).
+        gate: &'static str,
+        /// The gate's mode.
+        mode: crate::GateMode,
+    },
 }
 
 impl fmt::Display for GiveUpReason {
@@ -157,6 +165,11 @@ impl fmt::Display for GiveUpReason {
             ),
             GiveUpReason::Budget => f.write_str("the retry budget is empty"),
             GiveUpReason::BreakerOpen => f.write_str("the circuit breaker is open"),
+            GiveUpReason::GateRejected { gate, mode } => write!(
+                f,
+                "the admission gate `{gate}` ({}) shed the attempt",
+                mode.as_str()
+            ),
         }
     }
 }

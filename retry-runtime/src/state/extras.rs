@@ -1,14 +1,18 @@
-//! The options that have no hook of their own: `timeout`, `budget`, `breaker` and `nested =
-//! retry`, kept together in [`Extras`] once one of them is written, and [`Unset`] otherwise.
+//! The options that have no hook of their own: `timeout`, `budget`, `breaker`, `gate` and
+//! `nested = retry`, kept together in [`Extras`] once one of them is written, and [`Unset`]
+//! otherwise.
 
-use super::Unset;
+use super::{Attempted, Unset};
 use crate::timer::Elapsed;
-use crate::{Admission, CircuitBreaker, CircuitOpen, RetryBudget};
+use crate::{
+    Admission, AdmissionGate, Aws2026Decision, Aws2026Standard, CircuitBreaker, CircuitOpen,
+    GateOutcome, GatePermit, GiveUpReason, Rejected, RetryBudget,
+};
 use std::time::{Duration, Instant};
 
-/// The options that have no hook of their own: `timeout`, `budget`, `breaker` and `nested =
-/// retry`, with the breaker's permission for the attempt under way. Present only when one of
-/// them is written; otherwise the loop carries [`Unset`] in its place.
+/// The options that have no hook of their own: `timeout`, `budget`, `breaker`, `gate` and
+/// `nested = retry`, with the breaker's and the gate's permissions for the attempt under way.
+/// Present only when one of them is written; otherwise the loop carries [`Unset`] in its place.
 pub struct Extras<'p, E> {
     /// A per-attempt time limit, and how to turn its expiry into the loop's error.
     pub(crate) timeout: Option<Timeout<E>>,
@@ -18,6 +22,16 @@ pub struct Extras<'p, E> {
     /// The breaker's permission for the attempt under way, recorded when the attempt ends; a
     /// trial dropped unrecorded (a cancelled call) counts as failed, by `Admission`'s own drop.
     pub(crate) admission: Option<Admission<'p>>,
+    /// The admission gate, and how to turn its rejection into the loop's error.
+    pub(crate) gate: Option<Shedder<'p, E>>,
+    /// The gate's permit for the attempt under way (one for a hedged attempt and its copies),
+    /// recorded when the attempt ends; dropped unrecorded (a cancelled call), it gives back
+    /// what it held, by `GatePermit`'s own drop.
+    pub(crate) permit: Option<GatePermit<'p>>,
+    /// `aws2026 = AWS`: the AWS SDKs' standard mode decides after each failure, and the cost
+    /// of the retry under way, given back if it succeeds.
+    pub(crate) aws: Option<&'p Aws2026Standard>,
+    pub(crate) aws_cost: Option<u32>,
     /// `nested = retry`: retry even when a layer above does.
     pub(crate) nested_retry: bool,
 }
@@ -34,11 +48,25 @@ pub struct Guard<'p, E> {
     pub(crate) error: fn(CircuitOpen) -> E,
 }
 
-/// The breaker's refusal of an attempt, and how to turn it into the loop's error; not the
-/// error itself: `PERFORMANCE.md` §4.
-pub struct Refusal<E> {
-    open: CircuitOpen,
-    error: fn(CircuitOpen) -> E,
+/// `gate = G`: the admission gate, and how to turn its rejection into the loop's error.
+pub struct Shedder<'p, E> {
+    pub(crate) gate: &'p AdmissionGate,
+    pub(crate) error: fn(Rejected) -> E,
+}
+
+/// The breaker's or the gate's refusal of an attempt, and how to turn it into the loop's
+/// error; not the error itself: `PERFORMANCE.md` §4.
+pub enum Refusal<E> {
+    /// The circuit is open.
+    Open {
+        open: CircuitOpen,
+        error: fn(CircuitOpen) -> E,
+    },
+    /// The admission gate shed the attempt.
+    Shed {
+        rejected: Rejected,
+        error: fn(Rejected) -> E,
+    },
 }
 
 // By hand: a derive would ask `E: Copy`, and these hold only a function pointer to make an `E`.
@@ -54,6 +82,12 @@ impl<E> Clone for Guard<'_, E> {
     }
 }
 impl<E> Copy for Guard<'_, E> {}
+impl<E> Clone for Shedder<'_, E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E> Copy for Shedder<'_, E> {}
 impl<E> Clone for Refusal<E> {
     fn clone(&self) -> Self {
         *self
@@ -68,6 +102,10 @@ impl<E> Default for Extras<'_, E> {
             budget: None,
             breaker: None,
             admission: None,
+            gate: None,
+            permit: None,
+            aws: None,
+            aws_cost: None,
             nested_retry: false,
         }
     }
@@ -81,18 +119,27 @@ pub(crate) trait MaybeExtras<E> {
     type Refusal: IntoError<E> + Copy;
     /// The breaker's permission for one attempt: an [`Admission`], or nothing without extras.
     type Admission: Held;
-    /// Asks the breaker, if any, to let the next attempt through.
-    fn admit(&mut self, clock: fn() -> Instant) -> Result<(), Self::Refusal>;
+    /// Asks the gate, if any, then the breaker, if any, to let the next attempt through: the
+    /// time to wait before making it (a rate-limiting gate's token not yet due; zero
+    /// otherwise), or the refusal. A hedge's copies ask the breaker only: the attempt holds one
+    /// gate permit for all of them.
+    fn admit(&mut self, clock: fn() -> Instant) -> Result<Duration, Self::Refusal>;
     /// Tells the breaker, if any, how the attempt went: a transient failure counts against the
-    /// service; a success or a permanent error (the service answered) counts for it. `true`
-    /// when the circuit is open after it, by this outcome or by others'.
-    fn record(&mut self, service_failed: bool, clock: fn() -> Instant) -> bool;
+    /// service; a success or a permanent error (the service answered) counts for it; and the
+    /// gate, if any, `gate`. `true` when the circuit is open after it, by this outcome or by
+    /// others'.
+    fn record(&mut self, service_failed: bool, gate: GateOutcome, clock: fn() -> Instant) -> bool;
     /// The breaker's permission for the attempt under way, taken (a hedge holds its own).
     fn take_admission(&mut self) -> Option<Self::Admission>;
     /// The permission of the copy that won a hedged attempt, put back for `next` to record.
     fn put_admission(&mut self, admission: Option<Self::Admission>);
     /// The budget, if any.
     fn budget(&self) -> Option<&RetryBudget>;
+    /// With `aws2026`, its decision after attempt `attempt` failed with `verdict` (which
+    /// retries), the quota's cost kept for a refund; `None` without it.
+    fn aws2026(&mut self, attempt: u32, verdict: crate::Verdict) -> Option<Aws2026Decision>;
+    /// A call that had made `retries` retries succeeded: the `aws2026` quota's refund.
+    fn succeeded(&mut self, retries: u32);
     /// The timeout, if any.
     fn timeout(&self) -> Option<Timeout<E>>;
     /// `nested = retry`.
@@ -104,12 +151,12 @@ impl<E> MaybeExtras<E> for Unset {
     type Admission = NoRefusal;
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn admit(&mut self, _: fn() -> Instant) -> Result<(), NoRefusal> {
-        Ok(())
+    fn admit(&mut self, _: fn() -> Instant) -> Result<Duration, NoRefusal> {
+        Ok(Duration::ZERO)
     }
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn record(&mut self, _: bool, _: fn() -> Instant) -> bool {
+    fn record(&mut self, _: bool, _: GateOutcome, _: fn() -> Instant) -> bool {
         false
     }
     #[cfg_attr(debug_assertions, inline)]
@@ -127,6 +174,14 @@ impl<E> MaybeExtras<E> for Unset {
     }
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
+    fn aws2026(&mut self, _: u32, _: crate::Verdict) -> Option<Aws2026Decision> {
+        None
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn succeeded(&mut self, _: u32) {}
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn timeout(&self) -> Option<Timeout<E>> {
         None
     }
@@ -141,23 +196,46 @@ impl<'p, E> MaybeExtras<E> for Extras<'p, E> {
     type Refusal = Refusal<E>;
     type Admission = Admission<'p>;
     #[inline]
-    fn admit(&mut self, clock: fn() -> Instant) -> Result<(), Refusal<E>> {
+    fn admit(&mut self, clock: fn() -> Instant) -> Result<Duration, Refusal<E>> {
+        // The gate first: a permit dropped because the breaker then refuses gives back what it
+        // held and counts as nothing, where a breaker's trial dropped would count as a failure.
+        let mut wait = Duration::ZERO;
+        if let (Some(shedder), None) = (self.gate, &self.permit) {
+            match shedder.gate.admit(clock()) {
+                Ok(permit) => {
+                    wait = permit.wait();
+                    self.permit = Some(permit);
+                }
+                Err(rejected) => {
+                    return Err(Refusal::Shed {
+                        rejected,
+                        error: shedder.error,
+                    });
+                }
+            }
+        }
         let Some(guard) = self.breaker else {
-            return Ok(());
+            return Ok(wait);
         };
         match guard.breaker.admit(clock()) {
             Ok(admission) => {
                 self.admission = Some(admission);
-                Ok(())
+                Ok(wait)
             }
-            Err(open) => Err(Refusal {
-                open,
-                error: guard.error,
-            }),
+            Err(open) => {
+                self.permit = None;
+                Err(Refusal::Open {
+                    open,
+                    error: guard.error,
+                })
+            }
         }
     }
     #[inline]
-    fn record(&mut self, service_failed: bool, clock: fn() -> Instant) -> bool {
+    fn record(&mut self, service_failed: bool, gate: GateOutcome, clock: fn() -> Instant) -> bool {
+        if let Some(permit) = self.permit.take() {
+            permit.record(gate, clock());
+        }
         match self.admission.take() {
             Some(admission) => admission.record_and_check(!service_failed, clock()),
             None => false,
@@ -178,6 +256,24 @@ impl<'p, E> MaybeExtras<E> for Extras<'p, E> {
     fn budget(&self) -> Option<&RetryBudget> {
         self.budget
     }
+    #[inline]
+    fn aws2026(&mut self, attempt: u32, verdict: crate::Verdict) -> Option<Aws2026Decision> {
+        let aws = self.aws?;
+        let decision = aws.decide(attempt, verdict);
+        self.aws_cost = match decision {
+            Aws2026Decision::Retry { cost, .. } => Some(cost),
+            _ => None,
+        };
+        Some(decision)
+    }
+    #[inline]
+    fn succeeded(&mut self, retries: u32) {
+        if let Some(aws) = self.aws {
+            // The last retry's cost only: earlier retries of the call are not given back.
+            aws.quota()
+                .refund(if retries == 0 { None } else { self.aws_cost });
+        }
+    }
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn timeout(&self) -> Option<Timeout<E>> {
@@ -191,7 +287,7 @@ impl<'p, E> MaybeExtras<E> for Extras<'p, E> {
 }
 
 /// The extras of a loop, made if none were yet: what the builders of `timeout`, `budget`,
-/// `breaker` and `nested = retry` start from.
+/// `breaker`, `gate` and `nested = retry` start from.
 pub(crate) trait IntoExtras<'p, E> {
     fn into_extras(self) -> Extras<'p, E>;
 }
@@ -233,23 +329,46 @@ impl Held for NoRefusal {
 #[derive(Clone, Copy, Debug)]
 pub enum NoRefusal {}
 
-/// A refusal by the breaker, turned into the loop's error.
+/// A refusal by the breaker or the gate, turned into the loop's error.
 pub(crate) trait IntoError<E> {
-    /// The refusal as the loop's error.
-    fn into_error(self) -> E;
+    /// The refusal as what happened to the attempt: the loop's error, and why.
+    fn into_attempted<T>(self) -> Attempted<T, E>;
+    /// The gate's rejection, if the gate refused.
+    fn rejected(&self) -> Option<&Rejected>;
 }
 
 impl<E> IntoError<E> for NoRefusal {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn into_error(self) -> E {
+    fn into_attempted<T>(self) -> Attempted<T, E> {
         match self {}
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn rejected(&self) -> Option<&Rejected> {
+        match *self {}
     }
 }
 
 impl<E> IntoError<E> for Refusal<E> {
     #[inline]
-    fn into_error(self) -> E {
-        (self.error)(self.open)
+    fn into_attempted<T>(self) -> Attempted<T, E> {
+        match self {
+            Refusal::Open { open, error } => Attempted::Refused(error(open)),
+            Refusal::Shed { rejected, error } => Attempted::Shed(
+                error(rejected),
+                GiveUpReason::GateRejected {
+                    gate: rejected.gate(),
+                    mode: rejected.mode(),
+                },
+            ),
+        }
+    }
+    #[inline]
+    fn rejected(&self) -> Option<&Rejected> {
+        match self {
+            Refusal::Shed { rejected, .. } => Some(rejected),
+            Refusal::Open { .. } => None,
+        }
     }
 }

@@ -162,8 +162,14 @@ where
         F: Future<Output = Result<T, E>>,
     {
         let frame = match self.enter(key.kind()) {
-            Ok(frame) => frame,
-            Err(refusal) => return Attempted::Refused(refusal.into_error()),
+            Ok((frame, wait)) => {
+                if !wait.is_zero() && !crate::testing::record_pause(wait) {
+                    let (_, sleeper) = self.opts.head.parts();
+                    sleeper.sleep(wait).await;
+                }
+                frame
+            }
+            Err(refusal) => return refusal.into_attempted(),
         };
         let clock = self.site.clock;
         let timeout = self.opts.extras.timeout();

@@ -71,8 +71,9 @@ pub use retrier::{AsyncRun, Retrier, SyncRun};
 
 use crate::breaker::FromCircuitOpen;
 use crate::context::{self, KeySlot};
+use crate::overload::FromRejected;
 use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
-use crate::{CircuitBreaker, Policy, RetryBudget, Verdict};
+use crate::{AdmissionGate, Aws2026Standard, CircuitBreaker, Policy, RetryBudget, Verdict};
 use extras::{Guard, MaybeExtras, Timeout};
 use fallback::{FallbackScope, IntoFinish};
 use hooks::HookSet;
@@ -456,6 +457,29 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
         self.with(|o| o.with_extras(|x| x.breaker = Some(guard)))
     }
 
+    /// `gate = G`: every attempt, the first included, asks the [`AdmissionGate`] first; while
+    /// it sheds load, the call returns `E::from(Rejected)` at once without running the body,
+    /// and a `fallback` hears [`GiveUpReason::GateRejected`]. Every attempt that runs reports
+    /// its answer to the gate; a rate-limiting gate's wait is taken before the attempt (the
+    /// expansion runs a gated async attempt with [`run_timed`](Retry::run_timed), which takes
+    /// it).
+    pub fn gate(self, gate: &'p AdmissionGate) -> Retry<'p, T, E, O::WithExtras>
+    where
+        E: FromRejected,
+    {
+        let shedder = extras::Shedder {
+            gate,
+            error: E::from_rejected,
+        };
+        self.with(|o| o.with_extras(|x| x.gate = Some(shedder)))
+    }
+
+    /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure in
+    /// place of the policy's `max` and pauses (see [`Aws2026Standard`]).
+    pub fn aws2026(self, aws: &'p Aws2026Standard) -> Retry<'p, T, E, O::WithExtras> {
+        self.with(|o| o.with_extras(|x| x.aws = Some(aws)))
+    }
+
     /// `nested = retry`: keep retrying even inside another retrying function.
     pub fn nested_retry(self) -> Retry<'p, T, E, O::WithExtras> {
         self.with(|o| o.with_extras(|x| x.nested_retry = true))
@@ -558,7 +582,10 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn accept<Key: KeySlot>(mut self, value: T) -> H::Finish<Key> {
-        self.opts.extras.record(false, self.site.clock);
+        self.opts
+            .extras
+            .record(false, crate::GateOutcome::Accepted, self.site.clock);
+        self.opts.extras.succeeded(self.progress.retries);
         observe::accepted(self.site.name, self.progress.retries);
         H::ready(Ok(value))
     }

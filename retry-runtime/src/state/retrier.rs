@@ -11,7 +11,10 @@ use super::options::{Blocking, Classifier, Defaults, HeadSet, Options, Opts};
 use super::{GiveUp, Head, Hooks, LogLevel, Progress, Retry, Site, Unset};
 use crate::engine::{AsyncFnOperation, FnOperation, Operation};
 use crate::timer::{Elapsed, IntoSleeper, Sleeper};
-use crate::{Backoff, CircuitBreaker, CircuitOpen, Hedge, Jitter, Policy, RetryBudget};
+use crate::{
+    AdmissionGate, Aws2026Standard, Backoff, CircuitBreaker, CircuitOpen, Hedge, Jitter, Policy,
+    Rejected, RetryBudget,
+};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -233,6 +236,28 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
             error: E::from,
         };
         self.with(|o| o.with_extras(|x| x.breaker = Some(guard)))
+    }
+
+    /// `gate = G`: every attempt, the first included, asks the [`AdmissionGate`] first; while
+    /// it sheds load, the call returns `E::from(Rejected)` at once without calling, and the
+    /// loop gives up ([`GiveUpReason::GateRejected`](crate::GiveUpReason::GateRejected), which
+    /// a fallback hears); needs `E: From<Rejected>`. A rate-limiting gate's wait is taken
+    /// before the attempt.
+    pub fn gate(self, gate: &'p AdmissionGate) -> Retrier<'p, T, E, O::WithExtras>
+    where
+        E: From<Rejected>,
+    {
+        let shedder = super::extras::Shedder {
+            gate,
+            error: E::from,
+        };
+        self.with(|o| o.with_extras(|x| x.gate = Some(shedder)))
+    }
+
+    /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
+    /// place of the policy's `max` and pauses: see [`Aws2026Standard`].
+    pub fn aws2026(self, aws: &'p Aws2026Standard) -> Retrier<'p, T, E, O::WithExtras> {
+        self.with(|o| o.with_extras(|x| x.aws = Some(aws)))
     }
 
     /// `nested = retry`: keep retrying even inside another retrying function or block.

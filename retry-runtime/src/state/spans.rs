@@ -65,6 +65,37 @@ impl CallSpan {
     }
 }
 
+impl CallSpan {
+    /// An attempt the admission gate shed: a span of its own under the call's (made if this
+    /// was the first attempt), with the fields of an attempt's and the gate's `shed` and
+    /// `gate_mode`, closed at once, since the body never ran.
+    #[cold]
+    pub(crate) fn shed(
+        &mut self,
+        _function: &'static str,
+        _retries: u32,
+        _pause: u64,
+        _rejected: &crate::Rejected,
+    ) {
+        #[cfg(feature = "attempt-spans")]
+        {
+            let call = self
+                .span
+                .get_or_insert_with(|| tracing::info_span!("retry", function = _function));
+            let _ = tracing::info_span!(
+                parent: &*call,
+                "attempt",
+                function = _function,
+                attempt = _retries + 1,
+                resend_count = _retries,
+                pause = ?Duration::from_nanos(_pause),
+                shed = _rejected.gate(),
+                gate_mode = _rejected.mode().as_str(),
+            );
+        }
+    }
+}
+
 impl AttemptSpan {
     /// Entered until the guard drops: around a sync body.
     #[cfg_attr(debug_assertions, inline)]
@@ -226,6 +257,53 @@ mod tests {
         );
         // Each body ran inside its attempt's span.
         assert_eq!(current, [Some(2), Some(3), Some(4)]);
+    }
+
+    #[test]
+    fn an_attempt_the_gate_shed_has_a_span_that_says_so() {
+        use crate::{AdmissionGate, Aimd, Rejected};
+        static GATE: AdmissionGate =
+            AdmissionGate::aimd(Aimd::new().initial_limit(1).min_limit(1)).name("stock");
+        #[derive(Debug, PartialEq)]
+        struct Shed;
+        impl From<Rejected> for Shed {
+            fn from(_: Rejected) -> Self {
+                Shed
+            }
+        }
+        let spans = Spans::default();
+        let policy = Policy::new().max(3).jitter(Jitter::None);
+        // Another call holds the only slot.
+        let _held = GATE.admit(std::time::Instant::now()).expect("the first");
+        let subscriber = spans.clone();
+        tracing::subscriber::with_default(subscriber, || {
+            let mut state = Shape::<Result<u32, Shed>>::new()
+                .start(&policy, "check", |_: &Shed| false, Unset)
+                .gate(&GATE);
+            let attempted = state.attempt(|| unreachable!("the gate sheds it"));
+            match state.next(attempted) {
+                ControlFlow::Break(result) => assert_eq!(result, Err(Shed)),
+                ControlFlow::Continue(_) => panic!("a shed attempt ends the call"),
+            }
+        });
+        assert_eq!(
+            *spans.0.lock().expect("not poisoned"),
+            [
+                made("retry", None, &[("function", "check")]),
+                made(
+                    "attempt",
+                    Some(1),
+                    &[
+                        ("function", "check"),
+                        ("attempt", "1"),
+                        ("resend_count", "0"),
+                        ("pause", "0ns"),
+                        ("shed", "stock"),
+                        ("gate_mode", "aimd"),
+                    ]
+                ),
+            ]
+        );
     }
 
     #[test]

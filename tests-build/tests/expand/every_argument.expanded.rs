@@ -1,10 +1,12 @@
 use retry_runtime::{
-    retry, CircuitBreaker, CircuitOpen, Elapsed, GiveUp, RetryBudget, RetryEvent, Verdict,
+    retry, AdaptiveThrottling, AdmissionGate, CircuitBreaker, CircuitOpen, Elapsed,
+    GiveUp, Rejected, RetryBudget, RetryEvent, Verdict,
 };
 enum ContractError {
     Overloaded,
     TimedOut(Elapsed),
     Unavailable(CircuitOpen),
+    Shed(Rejected),
 }
 #[automatically_derived]
 impl ::core::fmt::Debug for ContractError {
@@ -28,6 +30,9 @@ impl ::core::fmt::Debug for ContractError {
                     &__self_0,
                 )
             }
+            ContractError::Shed(__self_0) => {
+                ::core::fmt::Formatter::debug_tuple_field1_finish(f, "Shed", &__self_0)
+            }
         }
     }
 }
@@ -41,10 +46,15 @@ impl From<CircuitOpen> for ContractError {
         ContractError::Unavailable(e)
     }
 }
+impl From<Rejected> for ContractError {
+    fn from(e: Rejected) -> Self {
+        ContractError::Shed(e)
+    }
+}
 fn classify(error: &ContractError) -> Verdict {
     match error {
         ContractError::Overloaded | ContractError::TimedOut(_) => Verdict::Retry,
-        ContractError::Unavailable(_) => Verdict::Fail,
+        ContractError::Unavailable(_) | ContractError::Shed(_) => Verdict::Fail,
     }
 }
 fn log_retry(_: &ContractError, _: &RetryEvent) {}
@@ -60,6 +70,9 @@ fn is_pending(status: &u16) -> bool {
 }
 static BUDGET: RetryBudget = RetryBudget::new();
 static BREAKER: CircuitBreaker = CircuitBreaker::new();
+static GATE: AdmissionGate = AdmissionGate::adaptive_throttling(
+    AdaptiveThrottling::new(),
+);
 async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
     use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
     fn with_on_result_the_fallback_takes_the_outcome_not_the_error<
@@ -85,6 +98,7 @@ async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
         .on_give_up(log_failure)
         .budget(&BUDGET)
         .breaker(&BREAKER)
+        .gate(&GATE)
         .nested_retry()
         .fallback(
             with_on_result_the_fallback_takes_the_outcome_not_the_error(

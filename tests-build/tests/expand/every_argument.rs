@@ -1,10 +1,14 @@
-use retry_runtime::{retry, CircuitBreaker, CircuitOpen, Elapsed, GiveUp, RetryBudget, RetryEvent, Verdict};
+use retry_runtime::{
+    retry, AdaptiveThrottling, AdmissionGate, CircuitBreaker, CircuitOpen, Elapsed, GiveUp, Rejected,
+    RetryBudget, RetryEvent, Verdict,
+};
 
 #[derive(Debug)]
 enum ContractError {
     Overloaded,
     TimedOut(Elapsed),
     Unavailable(CircuitOpen),
+    Shed(Rejected),
 }
 
 impl From<Elapsed> for ContractError {
@@ -19,10 +23,16 @@ impl From<CircuitOpen> for ContractError {
     }
 }
 
+impl From<Rejected> for ContractError {
+    fn from(e: Rejected) -> Self {
+        ContractError::Shed(e)
+    }
+}
+
 fn classify(error: &ContractError) -> Verdict {
     match error {
         ContractError::Overloaded | ContractError::TimedOut(_) => Verdict::Retry,
-        ContractError::Unavailable(_) => Verdict::Fail,
+        ContractError::Unavailable(_) | ContractError::Shed(_) => Verdict::Fail,
     }
 }
 
@@ -40,6 +50,7 @@ fn is_pending(status: &u16) -> bool {
 
 static BUDGET: RetryBudget = RetryBudget::new();
 static BREAKER: CircuitBreaker = CircuitBreaker::new();
+static GATE: AdmissionGate = AdmissionGate::adaptive_throttling(AdaptiveThrottling::new());
 
 #[retry(
     max = 4,
@@ -56,6 +67,7 @@ static BREAKER: CircuitBreaker = CircuitBreaker::new();
     on_give_up = log_failure,
     budget = BUDGET,
     breaker = BREAKER,
+    gate = GATE,
     nested = retry,
     fallback = save_for_later,
     log_level = "warn"

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
 use retry_runtime::engine::{self, DynHooks, Operation, Settings, TokioTimer};
-use retry_runtime::{CircuitOpen, Elapsed, Policy, Verdict};
+use retry_runtime::{CircuitOpen, Elapsed, Policy, Rejected, Verdict};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -129,6 +129,9 @@ enum Failure<RB> {
     Status(crate::AttemptStatus, Failed<RB>),
     Elapsed(Elapsed),
     Open(CircuitOpen),
+    /// An admission gate shed the attempt (the door sets no gate of its own; the engine's
+    /// errors include it).
+    Rejected(Rejected),
 }
 
 impl<RB> fmt::Debug for Failure<RB> {
@@ -140,6 +143,7 @@ impl<RB> fmt::Debug for Failure<RB> {
             }
             Failure::Elapsed(elapsed) => elapsed.fmt(f),
             Failure::Open(open) => open.fmt(f),
+            Failure::Rejected(rejected) => rejected.fmt(f),
         }
     }
 }
@@ -147,6 +151,12 @@ impl<RB> fmt::Debug for Failure<RB> {
 impl<RB> From<Elapsed> for Failure<RB> {
     fn from(elapsed: Elapsed) -> Self {
         Failure::Elapsed(elapsed)
+    }
+}
+
+impl<RB> From<Rejected> for Failure<RB> {
+    fn from(rejected: Rejected) -> Self {
+        Failure::Rejected(rejected)
     }
 }
 
@@ -233,6 +243,7 @@ where
         Err(Failure::Status(_, failed)) => finish_failed(failed),
         Err(Failure::Elapsed(elapsed)) => Err(Box::new(elapsed)),
         Err(Failure::Open(open)) => Err(Box::new(open)),
+        Err(Failure::Rejected(rejected)) => Err(Box::new(rejected)),
     }
 }
 

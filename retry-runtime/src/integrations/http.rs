@@ -266,7 +266,13 @@ mod http_crate_tests {
             assert_eq!(status_is_transient(status), expected, "{code}");
             assert_eq!(status.is_transient(), expected, "{code}");
             assert_eq!(status.retry_after(), None);
-            assert_eq!(status.verdict(), Verdict::from(expected), "{code}");
+            // 429 is the server shedding load: a throttling verdict (issue 27).
+            let verdict = if code == 429 {
+                Verdict::Throttled
+            } else {
+                Verdict::from(expected)
+            };
+            assert_eq!(status.verdict(), verdict, "{code}");
         }
     }
 
@@ -346,7 +352,7 @@ mod http_crate_tests {
         );
         assert_eq!(
             response_verdict(&response(503, &["Sun, 06 Nov 1994 08:49:37 GMT"])),
-            Verdict::RetryAfter(Duration::ZERO),
+            Verdict::ThrottledAfter(Duration::ZERO),
             "a date that has passed: retry now"
         );
         assert_eq!(response_verdict(&response(502, &[])), Verdict::Retry);

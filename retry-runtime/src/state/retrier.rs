@@ -700,9 +700,17 @@ mod parity {
         }
     }
 
+    impl From<crate::Rejected> for Probe {
+        fn from(_: crate::Rejected) -> Self {
+            Probe
+        }
+    }
+
     static POLICY: Policy = Policy::new();
     static BUDGET: RetryBudget = RetryBudget::new();
     static BREAKER: CircuitBreaker = CircuitBreaker::new();
+    static GATE: crate::AdmissionGate = crate::AdmissionGate::aimd(crate::Aimd::new());
+    static AWS: crate::Aws2026Standard = crate::Aws2026Standard::new();
 
     /// A row for a method: `method!(key => name(args))` calls `Retrier::new(..).name(args)` and
     /// runs it on a first attempt that succeeds (`run`); `method!(async key => ...)` only
@@ -766,6 +774,8 @@ mod parity {
             method!("on_give_up" => on_give_up(|_: &Probe| {})),
             method!("budget" => budget(&BUDGET)),
             method!("breaker" => breaker(&BREAKER)),
+            method!("gate" => gate(&GATE)),
+            method!("aws2026" => aws2026(&AWS)),
             method!("nested" => nested_retry()),
             method!("log_level" => log_level(level::Warn)),
             method!("name" => name("probe")),

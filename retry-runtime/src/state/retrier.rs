@@ -700,8 +700,8 @@ mod parity {
         }
     }
 
-    impl From<crate::Rejected> for Probe {
-        fn from(_: crate::Rejected) -> Self {
+    impl From<Rejected> for Probe {
+        fn from(_: Rejected) -> Self {
             Probe
         }
     }
@@ -709,8 +709,8 @@ mod parity {
     static POLICY: Policy = Policy::new();
     static BUDGET: RetryBudget = RetryBudget::new();
     static BREAKER: CircuitBreaker = CircuitBreaker::new();
-    static GATE: crate::AdmissionGate = crate::AdmissionGate::aimd(crate::Aimd::new());
-    static AWS: crate::Aws2026Standard = crate::Aws2026Standard::new();
+    static GATE: AdmissionGate = AdmissionGate::aimd(crate::Aimd::new());
+    static AWS: Aws2026Standard = Aws2026Standard::new();
 
     /// A row for a method: `method!(key => name(args))` calls `Retrier::new(..).name(args)` and
     /// runs it on a first attempt that succeeds (`run`); `method!(async key => ...)` only

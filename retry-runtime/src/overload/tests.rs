@@ -404,6 +404,7 @@ mod arithmetic {
 /// `RUSTFLAGS="--cfg loom" cargo test -p retry-runtime --release --lib loom`.
 #[cfg(loom)]
 mod loom {
+    use crate::sync::on_threads;
     use crate::{
         AdaptiveThrottling, AdmissionGate, Aimd, ClientRateLimit, FailureKind, GateOutcome,
         GateState, RetryQuota,
@@ -412,24 +413,6 @@ mod loom {
     use ::loom::sync::Arc;
     use ::loom::thread;
     use std::time::{Duration, Instant};
-
-    /// Runs `f` on `threads` threads (the model's own among them) and returns their answers.
-    fn on_threads<S: Send + Sync + 'static, T: Send + 'static>(
-        shared: &Arc<S>,
-        threads: usize,
-        f: impl Fn(&S, usize) -> T + Send + Sync + 'static,
-    ) -> Vec<T> {
-        let f = Arc::new(f);
-        let others: Vec<_> = (1..threads)
-            .map(|i| {
-                let (shared, f) = (Arc::clone(shared), Arc::clone(&f));
-                thread::spawn(move || f(&shared, i))
-            })
-            .collect();
-        let mut answers = vec![f(shared, 0)];
-        answers.extend(others.into_iter().map(|t| t.join().expect("no panic")));
-        answers
-    }
 
     #[test]
     fn loom_a_slot_given_back_is_taken_again_and_never_twice() {

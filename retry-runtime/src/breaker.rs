@@ -585,6 +585,14 @@ mod tests {
         breaker.admit(now).expect("admitted").record(true, now);
     }
 
+    /// `calls` calls that fail and succeed in turn, the first one failing if `fail_first`.
+    fn alternate(breaker: &CircuitBreaker, calls: u32, fail_first: bool, now: Instant) {
+        for i in 0..calls {
+            let fails = (i % 2 == 0) == fail_first;
+            breaker.admit(now).expect("closed").record(!fails, now);
+        }
+    }
+
     fn is_open(breaker: &CircuitBreaker, now: Instant) -> bool {
         matches!(breaker.state(now), BreakerState::Open { .. })
     }
@@ -638,9 +646,7 @@ mod tests {
             .failure_rate(0.5)
             .window(6);
         let t0 = Instant::now();
-        for i in 0..5 {
-            breaker.admit(t0).expect("closed").record(i % 2 == 1, t0);
-        }
+        alternate(&breaker, 5, true, t0);
         assert_eq!(breaker.state(t0), BreakerState::Closed); // 3 of 5, but the window is 6
         succeed(&breaker, t0); // 3 of 6, but a success never trips
         assert_eq!(breaker.state(t0), BreakerState::Closed);
@@ -675,9 +681,7 @@ mod tests {
             .failure_rate(0.5)
             .window(500);
         let t0 = Instant::now();
-        for i in 0..127 {
-            breaker.admit(t0).expect("closed").record(i % 2 == 0, t0);
-        }
+        alternate(&breaker, 127, false, t0);
         assert_eq!(breaker.state(t0), BreakerState::Closed); // 63 of 127: the window is not full
         fail(&breaker, t0); // 64 of 128
         assert!(is_open(&breaker, t0));

@@ -411,92 +411,81 @@ mod loom {
     };
     use ::loom::model;
     use ::loom::sync::Arc;
-    use ::loom::thread;
     use std::time::{Duration, Instant};
+
+    /// An AIMD gate that starts at `limit` and may shrink to 1.
+    fn aimd(limit: u32) -> Arc<AdmissionGate> {
+        Arc::new(AdmissionGate::aimd(
+            Aimd::new().initial_limit(limit).min_limit(1),
+        ))
+    }
+
+    /// An attempt at `now` that a gate never sheds (its random draw is 1), answered `outcome`.
+    fn answer(gate: &AdmissionGate, now: Instant, outcome: GateOutcome) {
+        gate.admit_with(now, || 1.0)
+            .expect("never shed")
+            .record(outcome, now);
+    }
+
+    /// A concurrency gate's state.
+    fn concurrency(limit: u32, in_flight: u32) -> GateState {
+        GateState::Concurrency { limit, in_flight }
+    }
+
+    /// An adaptive-throttling gate's state.
+    fn throttling(requests: u64, accepts: u64, rejection_probability: f64) -> GateState {
+        GateState::AdaptiveThrottling {
+            requests,
+            accepts,
+            rejection_probability,
+        }
+    }
 
     #[test]
     fn loom_a_slot_given_back_is_taken_again_and_never_twice() {
         model(|| {
-            let gate = Arc::new(AdmissionGate::aimd(
-                Aimd::new().initial_limit(1).min_limit(1),
-            ));
+            let gate = aimd(1);
             let t0 = Instant::now();
             // Each caller takes the one slot if it can (alone: in flight is 1 while it holds
             // it), and ends without a report.
             let admitted = on_threads(&gate, 2, move |gate, _| {
                 gate.admit(t0)
                     .map(|permit| {
-                        assert_eq!(
-                            gate.state(t0),
-                            GateState::Concurrency {
-                                limit: 1,
-                                in_flight: 1
-                            }
-                        );
+                        assert_eq!(gate.state(t0), concurrency(1, 1));
                         drop(permit);
                     })
                     .is_ok()
             });
             assert!(admitted.contains(&true), "{admitted:?}");
-            assert_eq!(
-                gate.state(t0),
-                GateState::Concurrency {
-                    limit: 1,
-                    in_flight: 0
-                }
-            );
+            assert_eq!(gate.state(t0), concurrency(1, 0));
         });
     }
 
     #[test]
     fn loom_held_slots_are_exact() {
         model(|| {
-            let gate = Arc::new(AdmissionGate::aimd(
-                Aimd::new().initial_limit(2).min_limit(1),
-            ));
+            let gate = aimd(2);
             let t0 = Instant::now();
             // Each caller keeps its slot (the permit is forgotten, never ended).
             let admitted = on_threads(&gate, 3, move |gate, _| {
                 gate.admit(t0).map(std::mem::forget).is_ok()
             });
             assert_eq!(admitted.iter().filter(|&&a| a).count(), 2, "{admitted:?}");
-            assert_eq!(
-                gate.state(t0),
-                GateState::Concurrency {
-                    limit: 2,
-                    in_flight: 2
-                }
-            );
+            assert_eq!(gate.state(t0), concurrency(2, 2));
         });
     }
 
     #[test]
     fn loom_concurrent_drops_shrink_the_limit_twice() {
         model(|| {
-            let gate = Arc::new(AdmissionGate::aimd(
-                Aimd::new().initial_limit(20).min_limit(1),
-            ));
+            let gate = aimd(20);
             let t0 = Instant::now();
-            let permits: Vec<_> = (0..2)
-                .map(|_| {
-                    let gate = Arc::clone(&gate);
-                    thread::spawn(move || {
-                        let permit = gate.admit(t0).expect("below the limit");
-                        permit.record(GateOutcome::Throttled, t0);
-                    })
-                })
-                .collect();
-            for permit in permits {
-                permit.join().expect("no panic");
-            }
+            on_threads(&gate, 2, move |gate, _| {
+                let permit = gate.admit(t0).expect("below the limit");
+                permit.record(GateOutcome::Throttled, t0);
+            });
             // 20 → 18 → 16 in either order, both slots back.
-            assert_eq!(
-                gate.state(t0),
-                GateState::Concurrency {
-                    limit: 16,
-                    in_flight: 0
-                }
-            );
+            assert_eq!(gate.state(t0), concurrency(16, 0));
         });
     }
 
@@ -512,24 +501,12 @@ mod loom {
             let t0 = Instant::now();
             let _ = gate.state(t0); // time 0 is t0
             let t2 = t0 + Duration::from_secs(32);
-            on_threads(&gate, 2, move |gate, i| {
-                let (now, outcome) = match i {
-                    0 => (t2, GateOutcome::Throttled),
-                    _ => (t0, GateOutcome::Accepted),
-                };
-                gate.admit_with(now, || 1.0)
-                    .expect("never shed")
-                    .record(outcome, now);
+            on_threads(&gate, 2, move |gate, i| match i {
+                0 => answer(gate, t2, GateOutcome::Throttled),
+                _ => answer(gate, t0, GateOutcome::Accepted),
             });
             // Whatever the order, at 32 s the window holds bins 31 and 32: the throttle only.
-            assert_eq!(
-                gate.state(t2),
-                GateState::AdaptiveThrottling {
-                    requests: 1,
-                    accepts: 0,
-                    rejection_probability: 0.5
-                }
-            );
+            assert_eq!(gate.state(t2), throttling(1, 0, 0.5));
         });
     }
 
@@ -539,24 +516,11 @@ mod loom {
             let gate = Arc::new(AdmissionGate::adaptive_throttling(AdaptiveThrottling::new()));
             let t0 = Instant::now();
             let _ = gate.state(t0);
-            on_threads(&gate, 2, move |gate, i| {
-                let outcome = if i == 0 {
-                    GateOutcome::Throttled
-                } else {
-                    GateOutcome::Accepted
-                };
-                gate.admit_with(t0, || 1.0)
-                    .expect("never shed")
-                    .record(outcome, t0);
+            on_threads(&gate, 2, move |gate, i| match i {
+                0 => answer(gate, t0, GateOutcome::Throttled),
+                _ => answer(gate, t0, GateOutcome::Accepted),
             });
-            assert_eq!(
-                gate.state(t0),
-                GateState::AdaptiveThrottling {
-                    requests: 2,
-                    accepts: 1,
-                    rejection_probability: 0.0
-                }
-            );
+            assert_eq!(gate.state(t0), throttling(2, 1, 0.0));
         });
     }
 

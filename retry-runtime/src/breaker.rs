@@ -585,6 +585,14 @@ mod tests {
         breaker.admit(now).expect("admitted").record(true, now);
     }
 
+    /// A breaker that opens on its failure rate alone.
+    fn rate_only(rate: f64, window: u32) -> CircuitBreaker {
+        CircuitBreaker::new()
+            .consecutive_failures(0)
+            .failure_rate(rate)
+            .window(window)
+    }
+
     /// `calls` calls that fail and succeed in turn, the first one failing if `fail_first`.
     fn alternate(breaker: &CircuitBreaker, calls: u32, fail_first: bool, now: Instant) {
         for i in 0..calls {
@@ -599,7 +607,14 @@ mod tests {
 
     /// A breaker opened at `t0` for 30 s.
     fn opened() -> (CircuitBreaker, Instant) {
-        let breaker = CircuitBreaker::new().consecutive_failures(1);
+        opened_for(Duration::from_secs(30))
+    }
+
+    /// A breaker opened at `t0` for `open_for`.
+    fn opened_for(open_for: Duration) -> (CircuitBreaker, Instant) {
+        let breaker = CircuitBreaker::new()
+            .consecutive_failures(1)
+            .open_for(open_for);
         let t0 = Instant::now();
         fail(&breaker, t0);
         (breaker, t0)
@@ -641,10 +656,7 @@ mod tests {
     #[test]
     fn a_failure_rate_opens_the_circuit() {
         // Failures never come in a row, but half of the window fails.
-        let breaker = CircuitBreaker::new()
-            .consecutive_failures(2)
-            .failure_rate(0.5)
-            .window(6);
+        let breaker = rate_only(0.5, 6).consecutive_failures(2);
         let t0 = Instant::now();
         alternate(&breaker, 5, true, t0);
         assert_eq!(breaker.state(t0), BreakerState::Closed); // 3 of 5, but the window is 6
@@ -656,11 +668,7 @@ mod tests {
 
     #[test]
     fn the_rate_waits_for_min_calls_and_forgets_old_calls() {
-        let breaker = CircuitBreaker::new()
-            .consecutive_failures(0)
-            .failure_rate(0.75)
-            .window(4)
-            .min_calls(2);
+        let breaker = rate_only(0.75, 4).min_calls(2);
         let t0 = Instant::now();
         fail(&breaker, t0); // 1 of 1, below min_calls
         assert_eq!(breaker.state(t0), BreakerState::Closed);
@@ -676,10 +684,7 @@ mod tests {
 
     #[test]
     fn a_window_of_128_calls_counts_them_all() {
-        let breaker = CircuitBreaker::new()
-            .consecutive_failures(0)
-            .failure_rate(0.5)
-            .window(500);
+        let breaker = rate_only(0.5, 500);
         let t0 = Instant::now();
         alternate(&breaker, 127, false, t0);
         assert_eq!(breaker.state(t0), BreakerState::Closed); // 63 of 127: the window is not full
@@ -838,11 +843,7 @@ mod tests {
 
     #[test]
     fn an_endless_open_time_never_half_opens() {
-        let breaker = CircuitBreaker::new()
-            .consecutive_failures(1)
-            .open_for(Duration::MAX);
-        let t0 = Instant::now();
-        fail(&breaker, t0);
+        let (breaker, t0) = opened_for(Duration::MAX);
         let later = t0 + Duration::from_secs(1_000_000);
         assert_eq!(
             breaker.state(later),
@@ -855,11 +856,7 @@ mod tests {
 
     #[test]
     fn a_zero_open_time_half_opens_at_once() {
-        let breaker = CircuitBreaker::new()
-            .consecutive_failures(1)
-            .open_for(Duration::ZERO);
-        let t0 = Instant::now();
-        fail(&breaker, t0);
+        let (breaker, t0) = opened_for(Duration::ZERO);
         assert_eq!(breaker.state(t0), BreakerState::HalfOpen);
         assert!(breaker.admit(t0).is_ok_and(|a| a.is_trial()));
     }

@@ -634,25 +634,22 @@ mod timing {
         black_box(now);
     }
 
-    #[inline(never)]
-    fn one_throttling(now: Instant) {
-        call(&THROTTLING, now);
+    /// A `one_*` function for each gate: one `call` of it.
+    macro_rules! one_call {
+        ($($name:ident: $gate:ident),*) => {$(
+            #[inline(never)]
+            fn $name(now: Instant) {
+                call(&$gate, now);
+            }
+        )*};
     }
 
-    #[inline(never)]
-    fn one_rate_limit(now: Instant) {
-        call(&RATE, now);
-    }
-
-    #[inline(never)]
-    fn one_aimd(now: Instant) {
-        call(&AIMD, now);
-    }
-
-    #[inline(never)]
-    fn one_gradient2(now: Instant) {
-        call(&GRADIENT2, now);
-    }
+    one_call!(
+        one_throttling: THROTTLING,
+        one_rate_limit: RATE,
+        one_aimd: AIMD,
+        one_gradient2: GRADIENT2
+    );
 
     #[inline(never)]
     fn one_quota(_: Instant) {

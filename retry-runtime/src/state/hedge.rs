@@ -11,9 +11,9 @@
 //!   no token: no more copies for this attempt). Each copy's time is counted from the attempt's
 //!   start, not from when the previous copy's timer was seen, so that a late poll does not push
 //!   the later copies back;
-//! - the race ([`race`]): every copy runs with the attempt's frame (its number, its key,
-//!   `attempt().hedge()` its index) and, with `timeout`, its own timer; an acceptable answer (an
-//!   `Ok` that `on_result` does not reject, or an error the classifier says not to retry: the
+//! - the race ([`race`](Retry::race)): every copy runs with the attempt's frame (its number, its
+//!   key, `attempt().hedge()` its index) and, with `timeout`, its own timer; an acceptable answer
+//!   (an `Ok` that `on_result` does not reject, or an error the classifier says not to retry: the
 //!   service answered, and a copy would say the same) ends the attempt; a failure worth retrying
 //!   ends it only if no other copy is still running: one copy's reset connection does not cancel
 //!   another that may still answer. Such a failure is recorded with the breaker at once; the one

@@ -1,6 +1,7 @@
 //! A circuit breaker: stop calling a service that keeps failing, and test it with one call
 //! before letting the traffic back.
 
+use crate::bounds::{clamp_or, clamp_u32};
 use crate::sync::{Mutex, MutexGuard};
 use std::error::Error;
 use std::fmt;
@@ -124,120 +125,84 @@ impl Default for CircuitBreaker {
     }
 }
 
+loom_const_fn! {
+    impl CircuitBreaker {
+        /// A closed breaker with the defaults: opens after 5 consecutive failures, no failure-rate
+        /// rule (window 20 when one is set), stays open for 30 s.
+        ///
+        /// ```
+        /// use retry_runtime::{BreakerState, CircuitBreaker};
+        /// use std::time::Instant;
+        ///
+        /// static BREAKER: CircuitBreaker = CircuitBreaker::new();
+        /// assert_eq!(BREAKER.state(Instant::now()), BreakerState::Closed);
+        /// ```
+        pub fn new() -> Self {
+            Self {
+                config: Config::DEFAULT,
+                inner: Mutex::new(Inner::START),
+                #[cfg(feature = "metrics")]
+                metrics: crate::metrics::BreakerMetrics::new(),
+            }
+        }
+    }
+}
+
 impl CircuitBreaker {
-    /// A closed breaker with the defaults: opens after 5 consecutive failures, no failure-rate
-    /// rule (window 20 when one is set), stays open for 30 s.
-    ///
-    /// ```
-    /// use retry_runtime::{BreakerState, CircuitBreaker};
-    /// use std::time::Instant;
-    ///
-    /// static BREAKER: CircuitBreaker = CircuitBreaker::new();
-    /// assert_eq!(BREAKER.state(Instant::now()), BreakerState::Closed);
-    /// ```
-    #[cfg(not(all(test, loom)))]
-    pub const fn new() -> Self {
-        Self {
-            config: Config::DEFAULT,
-            inner: Mutex::new(Inner::START),
-            #[cfg(feature = "metrics")]
-            metrics: crate::metrics::BreakerMetrics::new(),
-        }
-    }
+    setters! {
+        /// Opens the circuit after this many failures in a row; a success resets the count.
+        /// 0 turns this rule off (leaving [`failure_rate`](CircuitBreaker::failure_rate)).
+        pub fn consecutive_failures(failures: u32) => self.config.consecutive_failures;
 
-    /// The same breaker, built in a loom model, whose `Mutex::new` is not `const`.
-    #[cfg(all(test, loom))]
-    pub fn new() -> Self {
-        Self {
-            config: Config::DEFAULT,
-            inner: Mutex::new(Inner::START),
-            #[cfg(feature = "metrics")]
-            metrics: crate::metrics::BreakerMetrics::new(),
-        }
-    }
+        /// Also opens the circuit when at least this share of the last
+        /// [`window`](CircuitBreaker::window) calls failed, once the window holds at least
+        /// [`min_calls`](CircuitBreaker::min_calls) calls. Clamped to [0, 1]; NaN is taken as 0.
+        /// Only a failure trips the circuit, so 0 means "any failure once there are `min_calls`
+        /// calls".
+        ///
+        /// ```
+        /// use retry_runtime::{BreakerState, CircuitBreaker};
+        /// use std::time::Instant;
+        ///
+        /// // Half of the last 10 calls, whether in a row or not.
+        /// let breaker = CircuitBreaker::new()
+        ///     .consecutive_failures(0)
+        ///     .failure_rate(0.5)
+        ///     .window(10);
+        /// let t0 = Instant::now();
+        /// for i in 0..10 {
+        ///     breaker.admit(t0).expect("closed").record(i % 2 == 0, t0);
+        /// }
+        /// assert!(matches!(breaker.state(t0), BreakerState::Open { .. }));
+        /// ```
+        pub fn failure_rate(rate: f64) => self.config.failure_rate =
+            Some(clamp_or(rate, 0.0, 1.0, 0.0));
 
-    /// Opens the circuit after this many failures in a row; a success resets the count.
-    /// 0 turns this rule off (leaving [`failure_rate`](CircuitBreaker::failure_rate)).
-    pub const fn consecutive_failures(mut self, failures: u32) -> Self {
-        self.config.consecutive_failures = failures;
-        self
-    }
+        /// How many of the most recent calls the failure rate is measured over: default 20,
+        /// clamped to [1, 128]. Has no effect without
+        /// [`failure_rate`](CircuitBreaker::failure_rate).
+        pub fn window(calls: u32) => self.config.window = clamp_u32(calls, 1, MAX_WINDOW);
 
-    /// Also opens the circuit when at least this share of the last
-    /// [`window`](CircuitBreaker::window) calls failed, once the window holds at least
-    /// [`min_calls`](CircuitBreaker::min_calls) calls. Clamped to [0, 1]; NaN is taken as 0.
-    /// Only a failure trips the circuit, so 0 means "any failure once there are `min_calls`
-    /// calls".
-    ///
-    /// ```
-    /// use retry_runtime::{BreakerState, CircuitBreaker};
-    /// use std::time::Instant;
-    ///
-    /// // Half of the last 10 calls, whether in a row or not.
-    /// let breaker = CircuitBreaker::new()
-    ///     .consecutive_failures(0)
-    ///     .failure_rate(0.5)
-    ///     .window(10);
-    /// let t0 = Instant::now();
-    /// for i in 0..10 {
-    ///     breaker.admit(t0).expect("closed").record(i % 2 == 0, t0);
-    /// }
-    /// assert!(matches!(breaker.state(t0), BreakerState::Open { .. }));
-    /// ```
-    pub const fn failure_rate(mut self, rate: f64) -> Self {
-        // `rate >= 0.0` is false for NaN too.
-        let rate = if rate > 1.0 {
-            1.0
-        } else if rate >= 0.0 {
-            rate
-        } else {
-            0.0
-        };
-        self.config.failure_rate = Some(rate);
-        self
-    }
+        /// The fewest calls in the window before the failure rate can open the circuit, so that one
+        /// early failure is not a rate of 100 %. Default: the whole window. Values above the
+        /// window are taken as the window.
+        pub fn min_calls(calls: u32) => self.config.min_calls = Some(calls);
 
-    /// How many of the most recent calls the failure rate is measured over: default 20,
-    /// clamped to [1, 128]. Has no effect without [`failure_rate`](CircuitBreaker::failure_rate).
-    pub const fn window(mut self, calls: u32) -> Self {
-        self.config.window = if calls == 0 {
-            1
-        } else if calls > MAX_WINDOW {
-            MAX_WINDOW
-        } else {
-            calls
-        };
-        self
-    }
+        /// How long the circuit stays open before a trial call is let through: default 30 s.
+        pub fn open_for(duration: Duration) => self.config.open_for;
 
-    /// The fewest calls in the window before the failure rate can open the circuit, so that one
-    /// early failure is not a rate of 100 %. Default: the whole window. Values above the
-    /// window are taken as the window.
-    pub const fn min_calls(mut self, calls: u32) -> Self {
-        self.config.min_calls = Some(calls);
-        self
-    }
-
-    /// How long the circuit stays open before a trial call is let through: default 30 s.
-    pub const fn open_for(mut self, duration: Duration) -> Self {
-        self.config.open_for = duration;
-        self
-    }
-
-    /// Its name, the `breaker` label of its metrics (feature `metrics`): a name of the code's,
-    /// such as the service it protects, never anything a request brings. A breaker without one
-    /// is labelled `unnamed`.
-    ///
-    /// ```
-    /// use retry_runtime::CircuitBreaker;
-    ///
-    /// static BANK: CircuitBreaker = CircuitBreaker::new().name("bank");
-    /// assert_eq!(BANK.get_name(), "bank");
-    /// assert_eq!(CircuitBreaker::new().get_name(), "unnamed");
-    /// ```
-    pub const fn name(mut self, name: &'static str) -> Self {
-        self.config.name = name;
-        self
+        /// Its name, the `breaker` label of its metrics (feature `metrics`): a name of the code's,
+        /// such as the service it protects, never anything a request brings. A breaker without one
+        /// is labelled `unnamed`.
+        ///
+        /// ```
+        /// use retry_runtime::CircuitBreaker;
+        ///
+        /// static BANK: CircuitBreaker = CircuitBreaker::new().name("bank");
+        /// assert_eq!(BANK.get_name(), "bank");
+        /// assert_eq!(CircuitBreaker::new().get_name(), "unnamed");
+        /// ```
+        pub fn name(name: &'static str) => self.config.name;
     }
 
     /// Its name ([`name`](CircuitBreaker::name)), `unnamed` if none was given.
@@ -620,13 +585,36 @@ mod tests {
         breaker.admit(now).expect("admitted").record(true, now);
     }
 
+    /// A breaker that opens on its failure rate alone.
+    fn rate_only(rate: f64, window: u32) -> CircuitBreaker {
+        CircuitBreaker::new()
+            .consecutive_failures(0)
+            .failure_rate(rate)
+            .window(window)
+    }
+
+    /// `calls` calls that fail and succeed in turn, the first one failing if `fail_first`.
+    fn alternate(breaker: &CircuitBreaker, calls: u32, fail_first: bool, now: Instant) {
+        for i in 0..calls {
+            let fails = (i % 2 == 0) == fail_first;
+            breaker.admit(now).expect("closed").record(!fails, now);
+        }
+    }
+
     fn is_open(breaker: &CircuitBreaker, now: Instant) -> bool {
         matches!(breaker.state(now), BreakerState::Open { .. })
     }
 
     /// A breaker opened at `t0` for 30 s.
     fn opened() -> (CircuitBreaker, Instant) {
-        let breaker = CircuitBreaker::new().consecutive_failures(1);
+        opened_for(Duration::from_secs(30))
+    }
+
+    /// A breaker opened at `t0` for `open_for`.
+    fn opened_for(open_for: Duration) -> (CircuitBreaker, Instant) {
+        let breaker = CircuitBreaker::new()
+            .consecutive_failures(1)
+            .open_for(open_for);
         let t0 = Instant::now();
         fail(&breaker, t0);
         (breaker, t0)
@@ -668,14 +656,9 @@ mod tests {
     #[test]
     fn a_failure_rate_opens_the_circuit() {
         // Failures never come in a row, but half of the window fails.
-        let breaker = CircuitBreaker::new()
-            .consecutive_failures(2)
-            .failure_rate(0.5)
-            .window(6);
+        let breaker = rate_only(0.5, 6).consecutive_failures(2);
         let t0 = Instant::now();
-        for i in 0..5 {
-            breaker.admit(t0).expect("closed").record(i % 2 == 1, t0);
-        }
+        alternate(&breaker, 5, true, t0);
         assert_eq!(breaker.state(t0), BreakerState::Closed); // 3 of 5, but the window is 6
         succeed(&breaker, t0); // 3 of 6, but a success never trips
         assert_eq!(breaker.state(t0), BreakerState::Closed);
@@ -685,11 +668,7 @@ mod tests {
 
     #[test]
     fn the_rate_waits_for_min_calls_and_forgets_old_calls() {
-        let breaker = CircuitBreaker::new()
-            .consecutive_failures(0)
-            .failure_rate(0.75)
-            .window(4)
-            .min_calls(2);
+        let breaker = rate_only(0.75, 4).min_calls(2);
         let t0 = Instant::now();
         fail(&breaker, t0); // 1 of 1, below min_calls
         assert_eq!(breaker.state(t0), BreakerState::Closed);
@@ -705,14 +684,9 @@ mod tests {
 
     #[test]
     fn a_window_of_128_calls_counts_them_all() {
-        let breaker = CircuitBreaker::new()
-            .consecutive_failures(0)
-            .failure_rate(0.5)
-            .window(500);
+        let breaker = rate_only(0.5, 500);
         let t0 = Instant::now();
-        for i in 0..127 {
-            breaker.admit(t0).expect("closed").record(i % 2 == 0, t0);
-        }
+        alternate(&breaker, 127, false, t0);
         assert_eq!(breaker.state(t0), BreakerState::Closed); // 63 of 127: the window is not full
         fail(&breaker, t0); // 64 of 128
         assert!(is_open(&breaker, t0));
@@ -869,11 +843,7 @@ mod tests {
 
     #[test]
     fn an_endless_open_time_never_half_opens() {
-        let breaker = CircuitBreaker::new()
-            .consecutive_failures(1)
-            .open_for(Duration::MAX);
-        let t0 = Instant::now();
-        fail(&breaker, t0);
+        let (breaker, t0) = opened_for(Duration::MAX);
         let later = t0 + Duration::from_secs(1_000_000);
         assert_eq!(
             breaker.state(later),
@@ -886,11 +856,7 @@ mod tests {
 
     #[test]
     fn a_zero_open_time_half_opens_at_once() {
-        let breaker = CircuitBreaker::new()
-            .consecutive_failures(1)
-            .open_for(Duration::ZERO);
-        let t0 = Instant::now();
-        fail(&breaker, t0);
+        let (breaker, t0) = opened_for(Duration::ZERO);
         assert_eq!(breaker.state(t0), BreakerState::HalfOpen);
         assert!(breaker.admit(t0).is_ok_and(|a| a.is_trial()));
     }

@@ -1,5 +1,6 @@
 //! A retry budget: a token bucket that bounds retries to a fraction of first attempts.
 
+use crate::bounds::clamp_or;
 use crate::sync::{AtomicU64, OnceInstant, Ordering};
 use std::fmt;
 use std::time::Instant;
@@ -83,93 +84,67 @@ impl Default for RetryBudget {
     }
 }
 
+loom_const_fn! {
+    impl RetryBudget {
+        /// An empty budget with the defaults: ratio 0.1, a reserve of 10 retries per second, at
+        /// most 100 tokens in the bucket.
+        ///
+        /// ```
+        /// use retry_runtime::RetryBudget;
+        ///
+        /// static BUDGET: RetryBudget = RetryBudget::new();
+        /// assert_eq!(BUDGET.get_ratio(), 0.1);
+        /// assert_eq!(BUDGET.get_min_per_second(), 10);
+        /// assert_eq!(BUDGET.get_max_tokens(), 100);
+        /// assert_eq!(BUDGET.available(), 0.0);
+        /// ```
+        pub fn new() -> Self {
+            Self {
+                deposit: SCALE / 10,
+                cap: 100 * SCALE,
+                reserve: 10,
+                tokens: AtomicU64::new(0),
+                window: AtomicU64::new(0),
+                epoch: OnceInstant::new(),
+                name: "unnamed",
+                #[cfg(feature = "metrics")]
+                metrics: crate::metrics::BudgetMetrics::new(),
+            }
+        }
+    }
+}
+
 impl RetryBudget {
-    /// An empty budget with the defaults: ratio 0.1, a reserve of 10 retries per second, at most
-    /// 100 tokens in the bucket.
-    ///
-    /// ```
-    /// use retry_runtime::RetryBudget;
-    ///
-    /// static BUDGET: RetryBudget = RetryBudget::new();
-    /// assert_eq!(BUDGET.get_ratio(), 0.1);
-    /// assert_eq!(BUDGET.get_min_per_second(), 10);
-    /// assert_eq!(BUDGET.get_max_tokens(), 100);
-    /// assert_eq!(BUDGET.available(), 0.0);
-    /// ```
-    #[cfg(not(all(test, loom)))]
-    pub const fn new() -> Self {
-        Self {
-            deposit: SCALE / 10,
-            cap: 100 * SCALE,
-            reserve: 10,
-            tokens: AtomicU64::new(0),
-            window: AtomicU64::new(0),
-            epoch: OnceInstant::new(),
-            name: "unnamed",
-            #[cfg(feature = "metrics")]
-            metrics: crate::metrics::BudgetMetrics::new(),
-        }
-    }
-
-    /// The same budget, built in a loom model, whose atomics' `new` is not `const`.
-    #[cfg(all(test, loom))]
-    pub fn new() -> Self {
-        Self {
-            deposit: SCALE / 10,
-            cap: 100 * SCALE,
-            reserve: 10,
-            tokens: AtomicU64::new(0),
-            window: AtomicU64::new(0),
-            epoch: OnceInstant::new(),
-            name: "unnamed",
-            #[cfg(feature = "metrics")]
-            metrics: crate::metrics::BudgetMetrics::new(),
-        }
-    }
-
     /// The fraction of a token each first attempt deposits: with `ratio(0.1)`, ten first
     /// attempts pay for one retry. Clamped to [0, 1000]; NaN is taken as 0 (only the reserve
     /// allows retries). Kept to a millionth of a token.
     pub const fn ratio(mut self, ratio: f64) -> Self {
-        // `ratio >= 0.0` is false for NaN too.
-        let ratio = if ratio > MAX_RATIO {
-            MAX_RATIO
-        } else if ratio >= 0.0 {
-            ratio
-        } else {
-            0.0
-        };
+        let ratio = clamp_or(ratio, 0.0, MAX_RATIO, 0.0);
         self.deposit = (ratio * SCALE as f64 + 0.5) as u64;
         self
     }
 
-    /// Retries per second that need no token, so that a client with little traffic (whose
-    /// deposits add up to little) can still retry. 0 leaves only the bucket.
-    pub const fn min_per_second(mut self, retries: u32) -> Self {
-        self.reserve = retries;
-        self
-    }
+    setters! {
+        /// Retries per second that need no token, so that a client with little traffic (whose
+        /// deposits add up to little) can still retry. 0 leaves only the bucket.
+        pub fn min_per_second(retries: u32) => self.reserve;
 
-    /// The most tokens the bucket holds: deposits beyond it are lost, so that a long period of
-    /// successful traffic does not bank an unlimited burst of retries. 0 leaves only the reserve.
-    pub const fn max_tokens(mut self, tokens: u32) -> Self {
-        self.cap = tokens as u64 * SCALE;
-        self
-    }
+        /// The most tokens the bucket holds: deposits beyond it are lost, so that a long period of
+        /// successful traffic does not bank an unlimited burst of retries. 0 leaves only the
+        /// reserve.
+        pub fn max_tokens(tokens: u32) => self.cap = tokens as u64 * SCALE;
 
-    /// Its name, the `budget` label of its metrics (feature `metrics`): a name of the code's,
-    /// never anything a request brings. A budget without one is labelled `unnamed`.
-    ///
-    /// ```
-    /// use retry_runtime::RetryBudget;
-    ///
-    /// static BANK_BUDGET: RetryBudget = RetryBudget::new().name("bank");
-    /// assert_eq!(BANK_BUDGET.get_name(), "bank");
-    /// assert_eq!(RetryBudget::new().get_name(), "unnamed");
-    /// ```
-    pub const fn name(mut self, name: &'static str) -> Self {
-        self.name = name;
-        self
+        /// Its name, the `budget` label of its metrics (feature `metrics`): a name of the code's,
+        /// never anything a request brings. A budget without one is labelled `unnamed`.
+        ///
+        /// ```
+        /// use retry_runtime::RetryBudget;
+        ///
+        /// static BANK_BUDGET: RetryBudget = RetryBudget::new().name("bank");
+        /// assert_eq!(BANK_BUDGET.get_name(), "bank");
+        /// assert_eq!(RetryBudget::new().get_name(), "unnamed");
+        /// ```
+        pub fn name(name: &'static str) => self.name;
     }
 
     /// Its name ([`name`](RetryBudget::name)), `unnamed` if none was given.
@@ -448,30 +423,35 @@ mod tests {
         assert_eq!((0..5).filter(|_| budget.try_withdraw(t0)).count(), 1);
     }
 
-    #[test]
-    fn concurrent_callers_never_exceed_the_bound() {
+    /// Runs `caller` on 8 threads that start together, and sums the retries they took.
+    fn retries_on_8_threads(caller: impl Fn() -> usize + Sync) -> usize {
         const THREADS: usize = 8;
-        const CALLERS_PER_THREAD: usize = 125; // 1,000 callers in all
-        let budget = RetryBudget::new();
-        let t0 = Instant::now();
         let start = Barrier::new(THREADS);
         let retries = AtomicUsize::new(0);
         thread::scope(|scope| {
             for _ in 0..THREADS {
                 scope.spawn(|| {
                     start.wait();
-                    for _ in 0..CALLERS_PER_THREAD {
-                        budget.deposit();
-                        for _ in 0..3 {
-                            if budget.try_withdraw(t0) {
-                                retries.fetch_add(1, Ordering::Relaxed);
-                            }
-                        }
-                    }
+                    retries.fetch_add(caller(), Ordering::Relaxed);
                 });
             }
         });
-        let retries = retries.into_inner();
+        retries.into_inner()
+    }
+
+    #[test]
+    fn concurrent_callers_never_exceed_the_bound() {
+        const CALLERS_PER_THREAD: usize = 125; // 1,000 callers in all
+        let budget = RetryBudget::new();
+        let t0 = Instant::now();
+        let retries = retries_on_8_threads(|| {
+            let mut taken = 0;
+            for _ in 0..CALLERS_PER_THREAD {
+                budget.deposit();
+                taken += (0..3).filter(|_| budget.try_withdraw(t0)).count();
+            }
+            taken
+        });
         assert!(retries <= 110, "{retries} retries");
         // What was not withdrawn is still in the bucket: nothing was lost or made up.
         let withdrawn_from_bucket = retries - 10;
@@ -480,24 +460,13 @@ mod tests {
 
     #[test]
     fn concurrent_withdrawals_after_deposits_take_exactly_the_bound() {
-        const THREADS: usize = 8;
         let budget = RetryBudget::new();
         for _ in 0..1000 {
             budget.deposit();
         }
         let t0 = Instant::now();
-        let start = Barrier::new(THREADS);
-        let retries = AtomicUsize::new(0);
-        thread::scope(|scope| {
-            for _ in 0..THREADS {
-                scope.spawn(|| {
-                    start.wait();
-                    let mine = (0..100).filter(|_| budget.try_withdraw(t0)).count();
-                    retries.fetch_add(mine, Ordering::Relaxed);
-                });
-            }
-        });
-        assert_eq!(retries.into_inner(), 110);
+        let retries = retries_on_8_threads(|| (0..100).filter(|_| budget.try_withdraw(t0)).count());
+        assert_eq!(retries, 110);
         assert_eq!(budget.available(), 0.0);
     }
 }
@@ -507,29 +476,10 @@ mod tests {
 #[cfg(all(test, loom))]
 mod loom {
     use super::*;
+    use crate::sync::on_threads;
     use ::loom::model;
     use ::loom::sync::Arc;
-    use ::loom::thread;
     use std::time::Duration;
-
-    /// Runs `f` on `threads` threads (the model's own thread among them) over one budget, and
-    /// returns each thread's answer.
-    fn on_threads<T: Send + 'static>(
-        budget: &Arc<RetryBudget>,
-        threads: usize,
-        f: impl Fn(&RetryBudget, usize) -> T + Send + Sync + 'static,
-    ) -> Vec<T> {
-        let f = Arc::new(f);
-        let others: Vec<_> = (1..threads)
-            .map(|i| {
-                let (budget, f) = (Arc::clone(budget), Arc::clone(&f));
-                thread::spawn(move || f(&budget, i))
-            })
-            .collect();
-        let mut answers = vec![f(budget, 0)];
-        answers.extend(others.into_iter().map(|t| t.join().expect("no panic")));
-        answers
-    }
 
     #[test]
     fn loom_three_callers_never_take_more_retries_than_tokens() {

@@ -94,23 +94,16 @@ impl Hedge {
         }
     }
 
-    /// At most `n` copies beside each attempt (`max_hedges = n`), the `k`-th started `k`
-    /// delays after the attempt.
-    pub const fn max_hedges(mut self, n: u32) -> Hedge {
-        self.max_hedges = n;
-        self
-    }
+    setters! {
+        /// At most `n` copies beside each attempt (`max_hedges = n`), the `k`-th started `k`
+        /// delays after the attempt.
+        pub fn max_hedges(n: u32) => self.max_hedges;
 
-    /// For a percentile: how many latencies must be observed before hedging starts (20).
-    pub const fn min_samples(mut self, n: u32) -> Hedge {
-        self.min_samples = n;
-        self
-    }
+        /// For a percentile: how many latencies must be observed before hedging starts (20).
+        pub fn min_samples(n: u32) => self.min_samples;
 
-    /// For a percentile: how long each of the two windows of observed latency lasts (10 s).
-    pub const fn period(mut self, period: Duration) -> Hedge {
-        self.period = period;
-        self
+        /// For a percentile: how long each of the two windows of observed latency lasts (10 s).
+        pub fn period(period: Duration) => self.period;
     }
 
     /// The most copies beside each attempt.

@@ -304,6 +304,10 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+#[macro_use]
+mod macros;
+
+mod bounds;
 mod breaker;
 mod budget;
 mod context;

@@ -1,5 +1,6 @@
 //! The retry policy: how many retries, how long each pause is, and how it is randomised.
 
+use crate::bounds::clamp_or;
 use retry_grammar as grammar;
 use std::time::Duration;
 
@@ -157,26 +158,26 @@ impl Policy {
         }
     }
 
-    /// The base of the pauses after a throttled attempt ([`Verdict::Throttled`](crate::Verdict::Throttled),
-    /// [`ThrottledAfter`](crate::Verdict::ThrottledAfter)), in place of `base`: a service that
-    /// sheds load asks for a longer wait than one that failed once (the AWS SDKs wait 1 s after
-    /// a throttle against 50 ms after a transient error). The rest of the arithmetic (factor,
-    /// cap, jitter) is the same. `base` unless set.
-    ///
-    /// ```
-    /// use retry_runtime::{Jitter, Policy};
-    /// use std::time::Duration;
-    ///
-    /// const P: Policy = Policy::new()
-    ///     .base(Duration::from_millis(50))
-    ///     .throttle_base(Duration::from_secs(1))
-    ///     .jitter(Jitter::None);
-    /// assert_eq!(P.nominal_delay(2), Duration::from_millis(100));
-    /// assert_eq!(P.nominal_throttled_delay(2), Duration::from_secs(2));
-    /// ```
-    pub const fn throttle_base(mut self, base: Duration) -> Self {
-        self.throttle_base = Some(base);
-        self
+    setters! {
+        /// The base of the pauses after a throttled attempt
+        /// ([`Verdict::Throttled`](crate::Verdict::Throttled),
+        /// [`ThrottledAfter`](crate::Verdict::ThrottledAfter)), in place of `base`: a service that
+        /// sheds load asks for a longer wait than one that failed once (the AWS SDKs wait 1 s after
+        /// a throttle against 50 ms after a transient error). The rest of the arithmetic (factor,
+        /// cap, jitter) is the same. `base` unless set.
+        ///
+        /// ```
+        /// use retry_runtime::{Jitter, Policy};
+        /// use std::time::Duration;
+        ///
+        /// const P: Policy = Policy::new()
+        ///     .base(Duration::from_millis(50))
+        ///     .throttle_base(Duration::from_secs(1))
+        ///     .jitter(Jitter::None);
+        /// assert_eq!(P.nominal_delay(2), Duration::from_millis(100));
+        /// assert_eq!(P.nominal_throttled_delay(2), Duration::from_secs(2));
+        /// ```
+        pub fn throttle_base(base: Duration) => self.throttle_base = Some(base);
     }
 
     /// The base after a throttled attempt: [`throttle_base`](Self::throttle_base), or `base`.
@@ -201,54 +202,36 @@ impl Policy {
         }
     }
 
-    /// Retries after the first call: `max(3)` allows at most 4 calls.
-    pub const fn max(mut self, retries: u32) -> Self {
-        self.max = retries;
-        self
-    }
+    setters! {
+        /// Retries after the first call: `max(3)` allows at most 4 calls.
+        pub fn max(retries: u32) => self.max;
 
-    /// The pause before the first retry.
-    pub const fn base(mut self, base: Duration) -> Self {
-        self.base = base;
-        self
-    }
+        /// The pause before the first retry.
+        pub fn base(base: Duration) => self.base;
 
-    /// Growth of the pause per retry with [`Backoff::Exponential`]. Values below 1, and NaN,
-    /// are taken as 1 (a constant pause): a shrinking pause is never what a caller under load
-    /// wants.
-    pub const fn factor(mut self, factor: f64) -> Self {
+        /// Growth of the pause per retry with [`Backoff::Exponential`]. Values below 1, and NaN,
+        /// are taken as 1 (a constant pause): a shrinking pause is never what a caller under load
+        /// wants.
         // `factor >= 1.0` is false for NaN too.
-        self.factor = if factor >= 1.0 { factor } else { 1.0 };
-        self
-    }
+        pub fn factor(factor: f64) => self.factor = if factor >= 1.0 { factor } else { 1.0 };
 
-    /// How the nominal pause grows; see [`Backoff`].
-    pub const fn backoff(mut self, backoff: Backoff) -> Self {
-        self.backoff = backoff;
-        self
-    }
+        /// How the nominal pause grows; see [`Backoff`].
+        pub fn backoff(backoff: Backoff) => self.backoff;
 
-    /// No single pause is ever longer, jitter included. Without it the cap is 30 s, or `base`
-    /// if that is longer.
-    pub const fn max_delay(mut self, max_delay: Duration) -> Self {
-        self.max_delay = Some(max_delay);
-        self
-    }
+        /// No single pause is ever longer, jitter included. Without it the cap is 30 s, or `base`
+        /// if that is longer.
+        pub fn max_delay(max_delay: Duration) => self.max_delay = Some(max_delay);
 
-    /// The total time budget from the first call, calls and pauses included. A pause that would
-    /// end past it is not taken: the last error is returned at once.
-    pub const fn deadline(mut self, deadline: Duration) -> Self {
-        self.deadline = Some(deadline);
-        self
+        /// The total time budget from the first call, calls and pauses included. A pause that would
+        /// end past it is not taken: the last error is returned at once.
+        pub fn deadline(deadline: Duration) => self.deadline = Some(deadline);
     }
 
     /// How each pause is randomised; see [`Jitter`]. A [`Jitter::Proportional`] fraction is
     /// clamped to [0, 1] (NaN becomes 0, no jitter).
     pub const fn jitter(mut self, jitter: Jitter) -> Self {
         self.jitter = match jitter {
-            Jitter::Proportional(f) if f > 1.0 => Jitter::Proportional(1.0),
-            Jitter::Proportional(f) if f >= 0.0 => Jitter::Proportional(f),
-            Jitter::Proportional(_) => Jitter::Proportional(0.0),
+            Jitter::Proportional(f) => Jitter::Proportional(clamp_or(f, 0.0, 1.0, 0.0)),
             other => other,
         };
         self

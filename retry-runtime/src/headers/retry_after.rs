@@ -250,87 +250,80 @@ mod tests {
     /// 1999-12-31 23:59:59 UTC, the instant of RFC 9110's `Retry-After` example.
     const DEC_31_1999: u64 = 946_684_799;
 
+    /// Asserts the wait each value asks for at `now`.
+    fn assert_waits(now: SystemTime, cases: &[(&str, Duration)]) {
+        for &(value, wait) in cases {
+            assert_eq!(parse_retry_after(value, now), Some(wait), "{value:?}");
+        }
+    }
+
+    fn secs(seconds: u64) -> Duration {
+        Duration::from_secs(seconds)
+    }
+
     #[test]
     fn rfc_9110_retry_after_examples() {
         let now = at(DEC_31_1999 - 3_600);
-        assert_eq!(
-            parse_retry_after("Fri, 31 Dec 1999 23:59:59 GMT", now),
-            Some(Duration::from_secs(3_600))
-        );
-        assert_eq!(
-            parse_retry_after("120", now),
-            Some(Duration::from_secs(120))
+        assert_waits(
+            now,
+            &[
+                ("Fri, 31 Dec 1999 23:59:59 GMT", secs(3_600)),
+                ("120", secs(120)),
+            ],
         );
     }
 
     #[test]
     fn rfc_9110_date_examples_all_three_forms() {
         let now = at(NOV_6_1994 - 10);
-        for form in [
-            "Sun, 06 Nov 1994 08:49:37 GMT",
-            "Sunday, 06-Nov-94 08:49:37 GMT",
-            "Sun Nov  6 08:49:37 1994",
-        ] {
-            assert_eq!(
-                parse_retry_after(form, now),
-                Some(Duration::from_secs(10)),
-                "{form}"
-            );
-        }
+        assert_waits(
+            now,
+            &[
+                ("Sun, 06 Nov 1994 08:49:37 GMT", secs(10)),
+                ("Sunday, 06-Nov-94 08:49:37 GMT", secs(10)),
+                ("Sun Nov  6 08:49:37 1994", secs(10)),
+            ],
+        );
     }
 
     #[test]
     fn counts_from_now_to_the_nanosecond() {
         let now = at(DEC_31_1999) - Duration::from_millis(1_500);
-        assert_eq!(
-            parse_retry_after("Fri, 31 Dec 1999 23:59:59 GMT", now),
-            Some(Duration::from_millis(1_500))
-        );
+        let wait = Duration::from_millis(1_500);
+        assert_waits(now, &[("Fri, 31 Dec 1999 23:59:59 GMT", wait)]);
     }
 
     #[test]
     fn a_date_in_the_past_means_now() {
-        let now = at(NOV_6_1994 + 1);
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", at(NOV_6_1994)),
-            Some(Duration::ZERO)
-        );
+        for now in [at(NOV_6_1994 + 1), at(NOV_6_1994)] {
+            assert_waits(now, &[("Sun, 06 Nov 1994 08:49:37 GMT", Duration::ZERO)]);
+        }
     }
 
     #[test]
     fn a_clock_before_1970_still_counts() {
         let now = UNIX_EPOCH - Duration::from_secs(60);
-        assert_eq!(
-            parse_retry_after("Thu, 01 Jan 1970 00:00:00 GMT", now),
-            Some(Duration::from_secs(60))
-        );
-        assert_eq!(
-            parse_retry_after("Wed, 31 Dec 1969 23:59:30 GMT", now),
-            Some(Duration::from_secs(30))
+        assert_waits(
+            now,
+            &[
+                ("Thu, 01 Jan 1970 00:00:00 GMT", secs(60)),
+                ("Wed, 31 Dec 1969 23:59:30 GMT", secs(30)),
+            ],
         );
     }
 
     #[test]
     fn delay_seconds_forms() {
-        let now = SystemTime::now();
-        assert_eq!(parse_retry_after("0", now), Some(Duration::ZERO));
-        assert_eq!(parse_retry_after("007", now), Some(Duration::from_secs(7)));
-        assert_eq!(
-            parse_retry_after(" \t120 ", now),
-            Some(Duration::from_secs(120))
-        );
-        assert_eq!(
-            parse_retry_after("18446744073709551615", now),
-            Some(Duration::from_secs(u64::MAX))
-        );
-        assert_eq!(
-            parse_retry_after("99999999999999999999999999999999", now),
-            Some(Duration::from_secs(u64::MAX)),
-            "saturates"
+        assert_waits(
+            SystemTime::now(),
+            &[
+                ("0", Duration::ZERO),
+                ("007", secs(7)),
+                (" \t120 ", secs(120)),
+                ("18446744073709551615", secs(u64::MAX)),
+                // Saturates.
+                ("99999999999999999999999999999999", secs(u64::MAX)),
+            ],
         );
     }
 
@@ -399,24 +392,19 @@ mod tests {
     #[test]
     fn a_leap_second_counts_as_the_next_minute() {
         let now = at(DEC_31_1999 - 9);
-        assert_eq!(
-            parse_retry_after("Fri, 31 Dec 1999 23:59:60 GMT", now),
-            Some(Duration::from_secs(10))
-        );
+        assert_waits(now, &[("Fri, 31 Dec 1999 23:59:60 GMT", secs(10))]);
     }
 
     #[test]
     fn a_wrong_weekday_is_rejected() {
         let now = at(0);
-        assert_eq!(
-            parse_retry_after("Mon, 06 Nov 1994 08:49:37 GMT", now),
-            None
-        );
-        assert_eq!(
-            parse_retry_after("Monday, 06-Nov-94 08:49:37 GMT", now),
-            None
-        );
-        assert_eq!(parse_retry_after("Mon Nov  6 08:49:37 1994", now), None);
+        for bad in [
+            "Mon, 06 Nov 1994 08:49:37 GMT",
+            "Monday, 06-Nov-94 08:49:37 GMT",
+            "Mon Nov  6 08:49:37 1994",
+        ] {
+            assert_eq!(parse_retry_after(bad, now), None, "{bad:?}");
+        }
     }
 
     #[test]

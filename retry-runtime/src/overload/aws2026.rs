@@ -117,42 +117,26 @@ impl Aws2026 {
         Self::new().base(Duration::from_millis(25)).max_attempts(4)
     }
 
-    /// The base of a transient failure's delay (the first retry waits up to this long).
-    pub const fn base(mut self, base: Duration) -> Self {
-        self.base = base;
-        self
-    }
+    setters! {
+        /// The base of a transient failure's delay (the first retry waits up to this long).
+        pub fn base(base: Duration) => self.base;
 
-    /// The base of a throttled attempt's delay: 1 s.
-    pub const fn throttling_base(mut self, base: Duration) -> Self {
-        self.throttling_base = base;
-        self
-    }
+        /// The base of a throttled attempt's delay: 1 s.
+        pub fn throttling_base(base: Duration) => self.throttling_base;
 
-    /// The most the exponential part may grow to, before the random factor: 20 s.
-    pub const fn max_backoff(mut self, max: Duration) -> Self {
-        self.max_backoff = max;
-        self
-    }
+        /// The most the exponential part may grow to, before the random factor: 20 s.
+        pub fn max_backoff(max: Duration) => self.max_backoff;
 
-    /// Attempts in all, the first one included: 3 (4 for DynamoDB). 0 is taken as 1.
-    pub const fn max_attempts(mut self, attempts: u32) -> Self {
-        self.max_attempts = if attempts == 0 { 1 } else { attempts };
-        self
-    }
+        /// Attempts in all, the first one included: 3 (4 for DynamoDB). 0 is taken as 1.
+        pub fn max_attempts(attempts: u32) => self.max_attempts = super::at_least_one(attempts);
 
-    /// How far above the computed delay a server's `x-amz-retry-after` may push it: 5 s.
-    pub const fn retry_after_window(mut self, window: Duration) -> Self {
-        self.retry_after_window = window;
-        self
-    }
+        /// How far above the computed delay a server's `x-amz-retry-after` may push it: 5 s.
+        pub fn retry_after_window(window: Duration) => self.retry_after_window;
 
-    /// Marks a long-polling operation (SQS `ReceiveMessage`, ...): when the quota is empty it
-    /// still pauses for the backoff before returning its error (see
-    /// [`Aws2026Decision::QuotaExhausted`]).
-    pub const fn long_polling(mut self, long_polling: bool) -> Self {
-        self.long_polling = long_polling;
-        self
+        /// Marks a long-polling operation (SQS `ReceiveMessage`, ...): when the quota is empty it
+        /// still pauses for the backoff before returning its error (see
+        /// [`Aws2026Decision::QuotaExhausted`]).
+        pub fn long_polling(long_polling: bool) => self.long_polling;
     }
 
     /// Attempts in all, the first one included.
@@ -374,29 +358,19 @@ loom_const_fn! {
 }
 
 impl RetryQuota {
-    /// What a retry after a transient failure costs: 14.
-    pub const fn retry_cost(mut self, cost: u32) -> Self {
-        self.retry_cost = cost;
-        self
-    }
+    setters! {
+        /// What a retry after a transient failure costs: 14.
+        pub fn retry_cost(cost: u32) => self.retry_cost;
 
-    /// What a retry after a throttled attempt costs: 5.
-    pub const fn throttling_cost(mut self, cost: u32) -> Self {
-        self.throttling_cost = cost;
-        self
-    }
+        /// What a retry after a throttled attempt costs: 5.
+        pub fn throttling_cost(cost: u32) => self.throttling_cost;
 
-    /// What a success at the first attempt adds: 1.
-    pub const fn no_retry_increment(mut self, tokens: u32) -> Self {
-        self.no_retry_increment = tokens;
-        self
-    }
+        /// What a success at the first attempt adds: 1.
+        pub fn no_retry_increment(tokens: u32) => self.no_retry_increment;
 
-    /// Its name, for the metrics and logs that name it: a name of the code's, never anything a
-    /// request brings. `unnamed` if none was given.
-    pub const fn name(mut self, name: &'static str) -> Self {
-        self.name = name;
-        self
+        /// Its name, for the metrics and logs that name it: a name of the code's, never anything a
+        /// request brings. `unnamed` if none was given.
+        pub fn name(name: &'static str) => self.name;
     }
 
     /// Its name ([`name`](RetryQuota::name)).

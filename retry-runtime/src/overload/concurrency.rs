@@ -8,24 +8,17 @@ use std::time::Duration;
 /// The builders of the limits both concurrency modes share (Netflix's defaults for both).
 macro_rules! limit_builders {
     () => {
-        /// The limit before any attempt has ended: 20. At least 1.
-        pub const fn initial_limit(mut self, limit: u32) -> Self {
-            self.initial = if limit == 0 { 1 } else { limit };
-            self
-        }
+        setters! {
+            /// The limit before any attempt has ended: 20. At least 1.
+            pub fn initial_limit(limit: u32) => self.initial = super::at_least_one(limit);
 
-        /// The limit never goes below this: 20. At least 1, so that a stream of drops cannot
-        /// stop all traffic.
-        pub const fn min_limit(mut self, limit: u32) -> Self {
-            self.min = if limit == 0 { 1 } else { limit };
-            self
-        }
+            /// The limit never goes below this: 20. At least 1, so that a stream of drops cannot
+            /// stop all traffic.
+            pub fn min_limit(limit: u32) => self.min = super::at_least_one(limit);
 
-        /// The limit never goes above this (Netflix's `maxLimit`, `maxConcurrency`): 200. Below
-        /// `min_limit`, `min_limit` wins.
-        pub const fn max_limit(mut self, limit: u32) -> Self {
-            self.max = limit;
-            self
+            /// The limit never goes above this (Netflix's `maxLimit`, `maxConcurrency`): 200. Below
+            /// `min_limit`, `min_limit` wins.
+            pub fn max_limit(limit: u32) => self.max;
         }
     };
 }
@@ -74,17 +67,14 @@ impl Aimd {
 
     limit_builders!();
 
-    /// The factor of a decrease: 0.9. Clamped to [0.5, 1) as Netflix requires; NaN is taken as
-    /// 0.9.
-    pub const fn backoff_ratio(mut self, ratio: f64) -> Self {
-        self.backoff_ratio = super::clamp_or(ratio, 0.5, 0.999_999, 0.9);
-        self
-    }
+    setters! {
+        /// The factor of a decrease: 0.9. Clamped to [0.5, 1) as Netflix requires; NaN is taken as
+        /// 0.9.
+        pub fn backoff_ratio(ratio: f64) => self.backoff_ratio =
+            super::clamp_or(ratio, 0.5, 0.999_999, 0.9);
 
-    /// An attempt slower than this counts as dropped: 5 s.
-    pub const fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
+        /// An attempt slower than this counts as dropped: 5 s.
+        pub fn timeout(timeout: Duration) => self.timeout;
     }
 
     /// `AIMDLimit._update`: the next limit.
@@ -162,31 +152,28 @@ impl Gradient2 {
 
     limit_builders!();
 
-    /// How much of the new estimate replaces the limit at each sample: 0.2. Clamped to [0, 1];
-    /// NaN is taken as 0.2.
-    pub const fn smoothing(mut self, smoothing: f64) -> Self {
-        self.smoothing = super::clamp_or(smoothing, 0.0, 1.0, 0.2);
-        self
-    }
+    setters! {
+        /// How much of the new estimate replaces the limit at each sample: 0.2. Clamped to [0, 1];
+        /// NaN is taken as 0.2.
+        pub fn smoothing(smoothing: f64) => self.smoothing =
+            super::clamp_or(smoothing, 0.0, 1.0, 0.2);
 
-    /// How much the limit may grow per sample while latency stays low: 4.
-    pub const fn queue_size(mut self, queue_size: u32) -> Self {
-        self.queue_size = queue_size;
-        self
+        /// How much the limit may grow per sample while latency stays low: 4.
+        pub fn queue_size(queue_size: u32) => self.queue_size;
     }
 
     /// The samples of the long-term latency average: 600. At least 1.
     pub const fn long_window(mut self, samples: u32) -> Self {
-        self.long_window = if samples == 0 { 1 } else { samples };
+        self.long_window = super::at_least_one(samples);
         self.long_factor = 2.0 / (self.long_window as f64 + 1.0);
         self
     }
 
-    /// How much longer than its long-term average latency may grow before the limit shrinks:
-    /// 1.5. At least 1; NaN is taken as 1.5.
-    pub const fn rtt_tolerance(mut self, tolerance: f64) -> Self {
-        self.rtt_tolerance = super::clamp_or(tolerance, 1.0, f64::INFINITY, 1.5);
-        self
+    setters! {
+        /// How much longer than its long-term average latency may grow before the limit shrinks:
+        /// 1.5. At least 1; NaN is taken as 1.5.
+        pub fn rtt_tolerance(tolerance: f64) => self.rtt_tolerance =
+            super::clamp_or(tolerance, 1.0, f64::INFINITY, 1.5);
     }
 }
 

@@ -74,39 +74,27 @@ impl ClientRateLimit {
         }
     }
 
-    /// `true`: an attempt without a token is rejected at once ([`Rejected`](crate::Rejected) with the wait),
-    /// instead of waiting for it.
-    pub const fn fail_fast(mut self, fail_fast: bool) -> Self {
-        self.fail_fast = fail_fast;
-        self
-    }
+    setters! {
+        /// `true`: an attempt without a token is rejected at once ([`Rejected`](crate::Rejected)
+        /// with the wait), instead of waiting for it.
+        pub fn fail_fast(fail_fast: bool) => self.fail_fast;
 
-    /// β, the share of the sending rate kept after a throttle: 0.7. Clamped to (0, 1]; NaN is
-    /// taken as 0.7.
-    pub const fn beta(mut self, beta: f64) -> Self {
-        self.beta = super::clamp_or(beta, f64::MIN_POSITIVE, 1.0, 0.7);
-        self
-    }
+        /// β, the share of the sending rate kept after a throttle: 0.7. Clamped to (0, 1]; NaN is
+        /// taken as 0.7.
+        pub fn beta(beta: f64) => self.beta = super::clamp_or(beta, f64::MIN_POSITIVE, 1.0, 0.7);
 
-    /// C, how fast the rate grows back: 0.4. Positive; other values (and NaN) are taken as
-    /// 0.4.
-    pub const fn scale_constant(mut self, c: f64) -> Self {
-        self.scale = if c > 0.0 { c } else { 0.4 };
-        self
-    }
+        /// C, how fast the rate grows back: 0.4. Positive; other values (and NaN) are taken as
+        /// 0.4.
+        pub fn scale_constant(c: f64) => self.scale = if c > 0.0 { c } else { 0.4 };
 
-    /// The weight of the latest half second in the measured rate: 0.8. Clamped to [0, 1]; NaN
-    /// is taken as 0.8.
-    pub const fn smoothing(mut self, smoothing: f64) -> Self {
-        self.smoothing = super::clamp_or(smoothing, 0.0, 1.0, 0.8);
-        self
-    }
+        /// The weight of the latest half second in the measured rate: 0.8. Clamped to [0, 1]; NaN
+        /// is taken as 0.8.
+        pub fn smoothing(smoothing: f64) => self.smoothing =
+            super::clamp_or(smoothing, 0.0, 1.0, 0.8);
 
-    /// The lowest fill rate, in tokens per second: 0.5. Positive; other values (and NaN) are
-    /// taken as 0.5.
-    pub const fn min_fill_rate(mut self, rate: f64) -> Self {
-        self.min_fill_rate = if rate > 0.0 { rate } else { 0.5 };
-        self
+        /// The lowest fill rate, in tokens per second: 0.5. Positive; other values (and NaN) are
+        /// taken as 0.5.
+        pub fn min_fill_rate(rate: f64) => self.min_fill_rate = if rate > 0.0 { rate } else { 0.5 };
     }
 
     /// Whether attempts without a token are rejected rather than made to wait.

@@ -404,177 +404,115 @@ mod arithmetic {
 /// `RUSTFLAGS="--cfg loom" cargo test -p retry-runtime --release --lib loom`.
 #[cfg(loom)]
 mod loom {
+    use crate::sync::on_threads;
     use crate::{
         AdaptiveThrottling, AdmissionGate, Aimd, ClientRateLimit, FailureKind, GateOutcome,
         GateState, RetryQuota,
     };
     use ::loom::model;
     use ::loom::sync::Arc;
-    use ::loom::thread;
     use std::time::{Duration, Instant};
 
-    /// Runs `f` on `threads` threads (the model's own among them) and returns their answers.
-    fn on_threads<S: Send + Sync + 'static, T: Send + 'static>(
-        shared: &Arc<S>,
-        threads: usize,
-        f: impl Fn(&S, usize) -> T + Send + Sync + 'static,
-    ) -> Vec<T> {
-        let f = Arc::new(f);
-        let others: Vec<_> = (1..threads)
-            .map(|i| {
-                let (shared, f) = (Arc::clone(shared), Arc::clone(&f));
-                thread::spawn(move || f(&shared, i))
-            })
-            .collect();
-        let mut answers = vec![f(shared, 0)];
-        answers.extend(others.into_iter().map(|t| t.join().expect("no panic")));
-        answers
+    /// An AIMD gate that starts at `limit` and may shrink to 1.
+    fn aimd(limit: u32) -> Arc<AdmissionGate> {
+        Arc::new(AdmissionGate::aimd(
+            Aimd::new().initial_limit(limit).min_limit(1),
+        ))
+    }
+
+    /// An attempt at `now` that a gate never sheds (its random draw is 1), answered `outcome`.
+    fn answer(gate: &AdmissionGate, now: Instant, outcome: GateOutcome) {
+        gate.admit_with(now, || 1.0)
+            .expect("never shed")
+            .record(outcome, now);
+    }
+
+    /// A concurrency gate's state.
+    fn concurrency(limit: u32, in_flight: u32) -> GateState {
+        GateState::Concurrency { limit, in_flight }
+    }
+
+    /// An adaptive-throttling gate's state.
+    fn throttling(requests: u64, accepts: u64, rejection_probability: f64) -> GateState {
+        GateState::AdaptiveThrottling {
+            requests,
+            accepts,
+            rejection_probability,
+        }
     }
 
     #[test]
     fn loom_a_slot_given_back_is_taken_again_and_never_twice() {
         model(|| {
-            let gate = Arc::new(AdmissionGate::aimd(
-                Aimd::new().initial_limit(1).min_limit(1),
-            ));
+            let gate = aimd(1);
             let t0 = Instant::now();
             // Each caller takes the one slot if it can (alone: in flight is 1 while it holds
             // it), and ends without a report.
             let admitted = on_threads(&gate, 2, move |gate, _| {
                 gate.admit(t0)
                     .map(|permit| {
-                        assert_eq!(
-                            gate.state(t0),
-                            GateState::Concurrency {
-                                limit: 1,
-                                in_flight: 1
-                            }
-                        );
+                        assert_eq!(gate.state(t0), concurrency(1, 1));
                         drop(permit);
                     })
                     .is_ok()
             });
             assert!(admitted.contains(&true), "{admitted:?}");
-            assert_eq!(
-                gate.state(t0),
-                GateState::Concurrency {
-                    limit: 1,
-                    in_flight: 0
-                }
-            );
+            assert_eq!(gate.state(t0), concurrency(1, 0));
         });
     }
 
     #[test]
     fn loom_held_slots_are_exact() {
         model(|| {
-            let gate = Arc::new(AdmissionGate::aimd(
-                Aimd::new().initial_limit(2).min_limit(1),
-            ));
+            let gate = aimd(2);
             let t0 = Instant::now();
             // Each caller keeps its slot (the permit is forgotten, never ended).
             let admitted = on_threads(&gate, 3, move |gate, _| {
                 gate.admit(t0).map(std::mem::forget).is_ok()
             });
             assert_eq!(admitted.iter().filter(|&&a| a).count(), 2, "{admitted:?}");
-            assert_eq!(
-                gate.state(t0),
-                GateState::Concurrency {
-                    limit: 2,
-                    in_flight: 2
-                }
-            );
+            assert_eq!(gate.state(t0), concurrency(2, 2));
         });
     }
 
     #[test]
     fn loom_concurrent_drops_shrink_the_limit_twice() {
         model(|| {
-            let gate = Arc::new(AdmissionGate::aimd(
-                Aimd::new().initial_limit(20).min_limit(1),
-            ));
+            let gate = aimd(20);
             let t0 = Instant::now();
-            let permits: Vec<_> = (0..2)
-                .map(|_| {
-                    let gate = Arc::clone(&gate);
-                    thread::spawn(move || {
-                        let permit = gate.admit(t0).expect("below the limit");
-                        permit.record(GateOutcome::Throttled, t0);
-                    })
-                })
-                .collect();
-            for permit in permits {
-                permit.join().expect("no panic");
-            }
+            on_threads(&gate, 2, move |gate, _| {
+                let permit = gate.admit(t0).expect("below the limit");
+                permit.record(GateOutcome::Throttled, t0);
+            });
             // 20 → 18 → 16 in either order, both slots back.
-            assert_eq!(
-                gate.state(t0),
-                GateState::Concurrency {
-                    limit: 16,
-                    in_flight: 0
-                }
-            );
+            assert_eq!(gate.state(t0), concurrency(16, 0));
         });
     }
 
     #[test]
-    fn loom_throttling_counts_are_exact_across_a_bin_change() {
-        model(|| {
-            // Two bins of 1 s: bin 0 and bin 32 share a slot of the ring.
-            let gate = Arc::new(AdmissionGate::adaptive_throttling(
-                AdaptiveThrottling::new()
-                    .bins(2)
-                    .window(Duration::from_secs(2)),
-            ));
-            let t0 = Instant::now();
-            let _ = gate.state(t0); // time 0 is t0
-            let t2 = t0 + Duration::from_secs(32);
-            on_threads(&gate, 2, move |gate, i| {
-                let (now, outcome) = match i {
-                    0 => (t2, GateOutcome::Throttled),
-                    _ => (t0, GateOutcome::Accepted),
-                };
-                gate.admit_with(now, || 1.0)
-                    .expect("never shed")
-                    .record(outcome, now);
+    fn loom_throttling_counts_are_exact_in_a_bin_and_across_a_bin_change() {
+        // A throttle and an accept, answered at once. In one bin both count. Across a bin
+        // change (two bins of 1 s: bin 0 and bin 32 share a slot of the ring), whatever the
+        // order, at 32 s the window holds bins 31 and 32: the throttle only.
+        let two_bins = AdaptiveThrottling::new()
+            .bins(2)
+            .window(Duration::from_secs(2));
+        for (config, throttled_at, then) in [
+            (AdaptiveThrottling::new(), 0, throttling(2, 1, 0.0)),
+            (two_bins, 32, throttling(1, 0, 0.5)),
+        ] {
+            model(move || {
+                let gate = Arc::new(AdmissionGate::adaptive_throttling(config));
+                let t0 = Instant::now();
+                let _ = gate.state(t0); // time 0 is t0
+                let t = t0 + Duration::from_secs(throttled_at);
+                on_threads(&gate, 2, move |gate, i| match i {
+                    0 => answer(gate, t, GateOutcome::Throttled),
+                    _ => answer(gate, t0, GateOutcome::Accepted),
+                });
+                assert_eq!(gate.state(t), then);
             });
-            // Whatever the order, at 32 s the window holds bins 31 and 32: the throttle only.
-            assert_eq!(
-                gate.state(t2),
-                GateState::AdaptiveThrottling {
-                    requests: 1,
-                    accepts: 0,
-                    rejection_probability: 0.5
-                }
-            );
-        });
-    }
-
-    #[test]
-    fn loom_throttling_counts_in_one_bin_are_not_lost() {
-        model(|| {
-            let gate = Arc::new(AdmissionGate::adaptive_throttling(AdaptiveThrottling::new()));
-            let t0 = Instant::now();
-            let _ = gate.state(t0);
-            on_threads(&gate, 2, move |gate, i| {
-                let outcome = if i == 0 {
-                    GateOutcome::Throttled
-                } else {
-                    GateOutcome::Accepted
-                };
-                gate.admit_with(t0, || 1.0)
-                    .expect("never shed")
-                    .record(outcome, t0);
-            });
-            assert_eq!(
-                gate.state(t0),
-                GateState::AdaptiveThrottling {
-                    requests: 2,
-                    accepts: 1,
-                    rejection_probability: 0.0
-                }
-            );
-        });
+        }
     }
 
     #[test]
@@ -687,25 +625,22 @@ mod timing {
         black_box(now);
     }
 
-    #[inline(never)]
-    fn one_throttling(now: Instant) {
-        call(&THROTTLING, now);
+    /// A `one_*` function for each gate: one `call` of it.
+    macro_rules! one_call {
+        ($($name:ident: $gate:ident),*) => {$(
+            #[inline(never)]
+            fn $name(now: Instant) {
+                call(&$gate, now);
+            }
+        )*};
     }
 
-    #[inline(never)]
-    fn one_rate_limit(now: Instant) {
-        call(&RATE, now);
-    }
-
-    #[inline(never)]
-    fn one_aimd(now: Instant) {
-        call(&AIMD, now);
-    }
-
-    #[inline(never)]
-    fn one_gradient2(now: Instant) {
-        call(&GRADIENT2, now);
-    }
+    one_call!(
+        one_throttling: THROTTLING,
+        one_rate_limit: RATE,
+        one_aimd: AIMD,
+        one_gradient2: GRADIENT2
+    );
 
     #[inline(never)]
     fn one_quota(_: Instant) {

@@ -76,39 +76,24 @@ impl AdaptiveThrottling {
         }
     }
 
-    /// K, the multiplier of accepts: the client sends about K times what the service accepts
-    /// before it sheds anything. Default 2; lower is more aggressive. Clamped to [1, 1000]
-    /// (below 1 the client would shed requests that the service accepts); NaN is taken as 2.
-    pub const fn k(mut self, k: f64) -> Self {
-        self.k = super::clamp_or(k, 1.0, 1000.0, 2.0);
-        self
-    }
+    setters! {
+        /// K, the multiplier of accepts: the client sends about K times what the service accepts
+        /// before it sheds anything. Default 2; lower is more aggressive. Clamped to [1, 1000]
+        /// (below 1 the client would shed requests that the service accepts); NaN is taken as 2.
+        pub fn k(k: f64) => self.k = super::clamp_or(k, 1.0, 1000.0, 2.0);
 
-    /// How much recent history counts: 120 s by default. At least one nanosecond per bin.
-    pub const fn window(mut self, window: Duration) -> Self {
-        self.window = window;
-        self
-    }
+        /// How much recent history counts: 120 s by default. At least one nanosecond per bin.
+        pub fn window(window: Duration) => self.window;
 
-    /// How many bins the window is cut into: 16 by default, clamped to [1, 32]. The window
-    /// slides one bin at a time; each admission that has to compute the probability reads
-    /// every bin.
-    pub const fn bins(mut self, bins: u32) -> Self {
-        self.bins = if bins == 0 {
-            1
-        } else if bins > MAX_BINS as u32 {
-            MAX_BINS as u32
-        } else {
-            bins
-        };
-        self
-    }
+        /// How many bins the window is cut into: 16 by default, clamped to [1, 32]. The window
+        /// slides one bin at a time; each admission that has to compute the probability reads
+        /// every bin.
+        pub fn bins(bins: u32) => self.bins = super::clamp_u32(bins, 1, MAX_BINS as u32);
 
-    /// Added to the requests in the denominator: 1 in the SRE book, 8 in gRPC-Go. A larger
-    /// value sheds less when there are few requests. Negative or NaN is taken as 1.
-    pub const fn requests_padding(mut self, padding: f64) -> Self {
-        self.padding = if padding >= 0.0 { padding } else { 1.0 };
-        self
+        /// Added to the requests in the denominator: 1 in the SRE book, 8 in gRPC-Go. A larger
+        /// value sheds less when there are few requests. Negative or NaN is taken as 1.
+        pub fn requests_padding(padding: f64) => self.padding =
+            if padding >= 0.0 { padding } else { 1.0 };
     }
 
     /// K.

@@ -192,6 +192,36 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
         Ok((frame, wait))
     }
 
+    /// [`enter`](Retry::enter) for an async attempt: the frame, once the wait a gate asked for
+    /// has passed (recorded as a pause inside [`testing::record`](crate::testing::record),
+    /// slept otherwise); or the refusal, as the attempt's outcome.
+    pub(crate) async fn enter_async(&mut self, key: KeyKind) -> Result<Frame, Attempted<T, E>>
+    where
+        K::Sleeper: Sleeper,
+    {
+        match self.enter(key) {
+            Ok((frame, wait)) => {
+                if !wait.is_zero() && !crate::testing::record_pause(wait) {
+                    let (_, sleeper) = self.opts.head.parts();
+                    sleeper.sleep(wait).await;
+                }
+                Ok(frame)
+            }
+            Err(refusal) => Err(refusal.into_attempted()),
+        }
+    }
+
+    /// An attempt's time `limit`, clipped to the time left before the deadline once the call
+    /// has started.
+    pub(crate) fn clipped_limit(&self, limit: Duration) -> Duration {
+        match (self.site.policy.get_deadline(), self.progress.started) {
+            (Some(deadline), Some(_)) => {
+                limit.min(deadline.saturating_sub(self.progress.elapsed(self.site.clock)))
+            }
+            _ => limit,
+        }
+    }
+
     /// The wait a gate asked for before an attempt, blocking: recorded as a pause inside
     /// [`testing::record`](crate::testing::record), slept otherwise.
     #[cold]
@@ -306,15 +336,9 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
         K::Sleeper: Sleeper,
         F: Future<Output = Result<T, E>>,
     {
-        let frame = match self.enter(key.kind()) {
-            Ok((frame, wait)) => {
-                if !wait.is_zero() && !crate::testing::record_pause(wait) {
-                    let (_, sleeper) = self.opts.head.parts();
-                    sleeper.sleep(wait).await;
-                }
-                frame
-            }
-            Err(refusal) => return refusal.into_attempted(),
+        let frame = match self.enter_async(key.kind()).await {
+            Ok(frame) => frame,
+            Err(refused) => return refused,
         };
         let body = {
             let _entered = Enter::new(frame);
@@ -324,12 +348,7 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
         let Some(timeout) = self.opts.extras.timeout() else {
             return Attempted::Completed(attempt.await);
         };
-        let limit = match (self.site.policy.get_deadline(), self.progress.started) {
-            (Some(deadline), Some(_)) => timeout
-                .limit
-                .min(deadline.saturating_sub(self.progress.elapsed(self.site.clock))),
-            _ => timeout.limit,
-        };
+        let limit = self.clipped_limit(timeout.limit);
         let (_, sleeper) = self.opts.head.parts();
         match Timed::new(attempt, sleeper.sleep(limit), limit).await {
             Ok(outcome) => Attempted::Completed(outcome),

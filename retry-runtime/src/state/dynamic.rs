@@ -72,80 +72,57 @@ impl<'a> Settings<'a> {
         }
     }
 
-    /// The name the events give ([`RetryEvent::function`], [`GiveUp::function`]), and the
-    /// metrics' `function` label.
-    pub const fn name(mut self, name: &'static str) -> Self {
-        self.name = name;
-        self
-    }
+    setters! {
+        /// The name the events give ([`RetryEvent::function`], [`GiveUp::function`]), and the
+        /// metrics' `function` label.
+        pub fn name(name: &'static str) => self.name;
 
-    /// `budget = B`: retries (and hedges) draw from a shared [`RetryBudget`]; each call's first
-    /// attempt deposits into it.
-    pub const fn budget(mut self, budget: Option<&'a RetryBudget>) -> Self {
-        self.budget = budget;
-        self
-    }
+        /// `budget = B`: retries (and hedges) draw from a shared [`RetryBudget`]; each call's first
+        /// attempt deposits into it.
+        pub fn budget(budget: Option<&'a RetryBudget>) => self.budget;
 
-    /// `breaker = B`: while the [`CircuitBreaker`] is open, an attempt fails at once with
-    /// [`CircuitOpen`] (converted into the call's error) without running; every attempt feeds
-    /// it.
-    pub const fn breaker(mut self, breaker: Option<&'a CircuitBreaker>) -> Self {
-        self.breaker = breaker;
-        self
-    }
+        /// `breaker = B`: while the [`CircuitBreaker`] is open, an attempt fails at once with
+        /// [`CircuitOpen`] (converted into the call's error) without running; every attempt feeds
+        /// it.
+        pub fn breaker(breaker: Option<&'a CircuitBreaker>) => self.breaker;
 
-    /// `gate = G`: every attempt, the first included, asks the [`AdmissionGate`] first; one it
-    /// sheds fails at once with [`Rejected`] (converted into the call's error) without running,
-    /// and the loop gives up ([`GiveUpReason::GateRejected`](crate::GiveUpReason::GateRejected)).
-    /// Every attempt that runs reports its answer to the gate: a throttling verdict
-    /// ([`Verdict::Throttled`]) as shed load, a timeout as such, anything else as handled.
-    ///
-    /// ```
-    /// use retry_runtime::engine::Settings;
-    /// use retry_runtime::{AdaptiveThrottling, AdmissionGate, Policy};
-    ///
-    /// static GATE: AdmissionGate =
-    ///     AdmissionGate::adaptive_throttling(AdaptiveThrottling::new()).name("payments");
-    /// let policy = Policy::new();
-    /// let settings = Settings::new(&policy).gate(Some(&GATE));
-    /// # let _ = settings;
-    /// ```
-    pub const fn gate(mut self, gate: Option<&'a AdmissionGate>) -> Self {
-        self.gate = gate;
-        self
-    }
+        /// `gate = G`: every attempt, the first included, asks the [`AdmissionGate`] first; one it
+        /// sheds fails at once with [`Rejected`] (converted into the call's error) without running,
+        /// and the loop gives up
+        /// ([`GiveUpReason::GateRejected`](crate::GiveUpReason::GateRejected)). Every attempt that
+        /// runs reports its answer to the gate: a throttling verdict ([`Verdict::Throttled`]) as
+        /// shed load, a timeout as such, anything else as handled.
+        ///
+        /// ```
+        /// use retry_runtime::engine::Settings;
+        /// use retry_runtime::{AdaptiveThrottling, AdmissionGate, Policy};
+        ///
+        /// static GATE: AdmissionGate =
+        ///     AdmissionGate::adaptive_throttling(AdaptiveThrottling::new()).name("payments");
+        /// let policy = Policy::new();
+        /// let settings = Settings::new(&policy).gate(Some(&GATE));
+        /// # let _ = settings;
+        /// ```
+        pub fn gate(gate: Option<&'a AdmissionGate>) => self.gate;
 
-    /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
-    /// place of the policy's `max` and pauses: see [`Aws2026Standard`].
-    pub const fn aws2026(mut self, aws: Option<&'a Aws2026Standard>) -> Self {
-        self.aws = aws;
-        self
-    }
+        /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
+        /// place of the policy's `max` and pauses: see [`Aws2026Standard`].
+        pub fn aws2026(aws: Option<&'a Aws2026Standard>) => self.aws;
 
-    /// `timeout = limit`: each attempt is cut off after `limit` (clipped to the time left before
-    /// the deadline) with [`Elapsed`] (converted into the call's error), a transient failure.
-    pub const fn timeout(mut self, limit: Option<Duration>) -> Self {
-        self.timeout = limit;
-        self
-    }
+        /// `timeout = limit`: each attempt is cut off after `limit` (clipped to the time left
+        /// before the deadline) with [`Elapsed`] (converted into the call's error), a transient
+        /// failure.
+        pub fn timeout(limit: Option<Duration>) => self.timeout;
 
-    /// `nested = retry`: keep retrying even inside another retrying function.
-    pub const fn nested_retry(mut self, retry: bool) -> Self {
-        self.nested_retry = retry;
-        self
-    }
+        /// `nested = retry`: keep retrying even inside another retrying function.
+        pub fn nested_retry(retry: bool) => self.nested_retry;
 
-    /// `log_level`: the level of the one event that ends a call that failed.
-    pub const fn log_level(mut self, level: LogLevel) -> Self {
-        self.level = level;
-        self
-    }
+        /// `log_level`: the level of the one event that ends a call that failed.
+        pub fn log_level(level: LogLevel) => self.level;
 
-    /// `hedge = ...`: copies of an attempt that is slow, raced
-    /// ([`drive_hedged`](crate::engine::drive_hedged) honours it).
-    pub const fn hedge(mut self, hedge: Option<&'a Hedge>) -> Self {
-        self.hedge = hedge;
-        self
+        /// `hedge = ...`: copies of an attempt that is slow, raced
+        /// ([`drive_hedged`](crate::engine::drive_hedged) honours it).
+        pub fn hedge(hedge: Option<&'a Hedge>) => self.hedge;
     }
 
     /// The policy.

@@ -11,9 +11,9 @@
 //!   no token: no more copies for this attempt). Each copy's time is counted from the attempt's
 //!   start, not from when the previous copy's timer was seen, so that a late poll does not push
 //!   the later copies back;
-//! - the race ([`race`]): every copy runs with the attempt's frame (its number, its key,
-//!   `attempt().hedge()` its index) and, with `timeout`, its own timer; an acceptable answer (an
-//!   `Ok` that `on_result` does not reject, or an error the classifier says not to retry: the
+//! - the race ([`race`](Retry::race)): every copy runs with the attempt's frame (its number, its
+//!   key, `attempt().hedge()` its index) and, with `timeout`, its own timer; an acceptable answer
+//!   (an `Ok` that `on_result` does not reject, or an error the classifier says not to retry: the
 //!   service answered, and a copy would say the same) ends the attempt; a failure worth retrying
 //!   ends it only if no other copy is still running: one copy's reset connection does not cancel
 //!   another that may still answer. Such a failure is recorded with the breaker at once; the one
@@ -28,7 +28,7 @@
 
 use super::attempt::{KeyedOutcome, WithKey};
 use super::extras::Held;
-use super::extras::{IntoError, MaybeExtras, Timeout};
+use super::extras::{MaybeExtras, Timeout};
 use super::hooks::HookSet;
 use super::observe;
 use super::options::{Classifier, HeadSet};
@@ -161,25 +161,14 @@ where
         M: Fn() -> F,
         F: Future<Output = Result<T, E>>,
     {
-        let frame = match self.enter(key.kind()) {
-            Ok((frame, wait)) => {
-                if !wait.is_zero() && !crate::testing::record_pause(wait) {
-                    let (_, sleeper) = self.opts.head.parts();
-                    sleeper.sleep(wait).await;
-                }
-                frame
-            }
-            Err(refusal) => return refusal.into_attempted(),
+        let frame = match self.enter_async(key.kind()).await {
+            Ok(frame) => frame,
+            Err(refused) => return refused,
         };
         let clock = self.site.clock;
         let timeout = self.opts.extras.timeout();
-        // Each copy's limit, clipped to the time left before the deadline as the attempt starts.
-        let limit = timeout.map(|t| match self.site.policy.get_deadline() {
-            Some(deadline) if self.progress.started.is_some() => t
-                .limit
-                .min(deadline.saturating_sub(self.progress.elapsed(clock))),
-            _ => t.limit,
-        });
+        // Each copy's limit, clipped as the attempt starts.
+        let limit = timeout.map(|t| self.clipped_limit(t.limit));
         // Under a layer that retries this work, no copies either (unless `nested = retry`):
         // that layer decides how much work one request may cause.
         let single = self.progress.retried_above && !self.opts.extras.nested_retry();
@@ -191,7 +180,7 @@ where
         };
         let (_, sleeper) = self.opts.head.parts();
         let mut schedule = Schedule::new(hedge, max_hedges, sleeper, clock);
-        let (outcome, admission) = race(self, frame, key, limit, &mut schedule, &make).await;
+        let (outcome, admission) = self.race(frame, key, limit, &mut schedule, &make).await;
         self.hedged_outcome(outcome, admission, schedule.hedges, timeout)
     }
 
@@ -215,129 +204,125 @@ where
             },
         }
     }
-}
 
-/// The race of one hedged attempt: the attempt, and each copy as `schedule` makes it due, until
-/// one ends the attempt (see the module's documentation). The winner's outcome and its breaker
-/// permission.
-async fn race<'p, T, E, K, H, X, Key, M, F>(
-    state: &mut Retry<'p, T, E, Opts<K, H, X>>,
-    frame: Frame,
-    key: Key,
-    limit: Option<Duration>,
-    schedule: &mut Schedule<'_, <K::Sleeper as Sleeper>::Sleep>,
-    make: &M,
-) -> (Result<Result<T, E>, Elapsed>, Option<X::Admission>)
-where
-    K: HeadSet<Sleeper: Sleeper>,
-    K::On: Classifier<E>,
-    H: HookSet<T, E>,
-    X: MaybeExtras<E>,
-    Key: KeySlot,
-    M: Fn() -> F,
-    F: Future<Output = Result<T, E>>,
-{
-    let clock = state.site.clock;
-    let name = state.site.name;
-    let Retry { opts, .. } = state;
-    let Opts {
-        head,
-        hooks,
-        extras,
-    } = opts;
-    let (classify, sleeper) = head.parts();
-    let observes = schedule.hedge.observes();
-    let copy = |frame: Frame, admission: Option<X::Admission>| {
-        let body = {
-            let _entered = Enter::new(frame);
-            key.lend(make)
-        };
-        let scoped = Scoped::new(frame, key, body);
-        let future = match limit {
-            Some(limit) => Copy::Timed {
-                timed: Timed::new(scoped, sleeper.sleep(limit), limit),
-            },
-            None => Copy::Plain { scoped },
-        };
-        Running {
-            future: Box::pin(future),
-            admission,
-            started: observes.then(clock),
-            hedge: frame.hedge,
-        }
-    };
-    let admission = extras.take_admission();
-    let mut running = vec![copy(frame, admission)];
-    let (outcome, admission) = std::future::poll_fn(|cx| {
-        // Start the copies whose time has come, and poll each new timer once.
-        while schedule.due(cx) {
-            // The breaker's permission, then a token from the budget: without either, no more
-            // copies for this attempt.
-            if extras.admit(clock).is_err() {
-                break;
+    /// The race of one hedged attempt: the attempt, and each copy as `schedule` makes it due, until
+    /// one ends the attempt (see the module's documentation). The winner's outcome and its breaker
+    /// permission.
+    async fn race<Key, M, F>(
+        &mut self,
+        frame: Frame,
+        key: Key,
+        limit: Option<Duration>,
+        schedule: &mut Schedule<'_, <K::Sleeper as Sleeper>::Sleep>,
+        make: &M,
+    ) -> (Result<Result<T, E>, Elapsed>, Option<X::Admission>)
+    where
+        Key: KeySlot,
+        M: Fn() -> F,
+        F: Future<Output = Result<T, E>>,
+    {
+        let clock = self.site.clock;
+        let name = self.site.name;
+        let Retry { opts, .. } = self;
+        let Opts {
+            head,
+            hooks,
+            extras,
+        } = opts;
+        let (classify, sleeper) = head.parts();
+        let observes = schedule.hedge.observes();
+        let copy = |frame: Frame, admission: Option<X::Admission>| {
+            let body = {
+                let _entered = Enter::new(frame);
+                key.lend(make)
+            };
+            let scoped = Scoped::new(frame, key, body);
+            let future = match limit {
+                Some(limit) => Copy::Timed {
+                    timed: Timed::new(scoped, sleeper.sleep(limit), limit),
+                },
+                None => Copy::Plain { scoped },
+            };
+            Running {
+                future: Box::pin(future),
+                admission,
+                started: observes.then(clock),
+                hedge: frame.hedge,
             }
-            let admission = extras.take_admission();
-            if let Some(budget) = extras.budget() {
-                if !budget.try_withdraw(clock()) {
-                    observe::hedged(name, frame.attempt, schedule.hedges + 1, false);
+        };
+        let admission = extras.take_admission();
+        let mut running = vec![copy(frame, admission)];
+        let (outcome, admission) = std::future::poll_fn(|cx| {
+            // Start the copies whose time has come, and poll each new timer once.
+            while schedule.due(cx) {
+                // The breaker's permission, then a token from the budget: without either, no more
+                // copies for this attempt.
+                if extras.admit(clock).is_err() {
                     break;
                 }
-            }
-            observe::hedged(name, frame.attempt, schedule.hedges + 1, true);
-            running.push(copy(
-                Frame {
-                    hedge: schedule.hedges + 1,
-                    ..frame
-                },
-                admission,
-            ));
-            schedule.started(sleeper, clock);
-        }
-        let mut i = 0;
-        while i < running.len() {
-            let Poll::Ready(outcome) = running[i].future.as_mut().poll(cx) else {
-                i += 1;
-                continue;
-            };
-            let done = running.swap_remove(i);
-            if done.hedge == 0 {
-                if let Some(started) = done.started {
-                    let now = clock();
-                    schedule
-                        .hedge
-                        .record(now.saturating_duration_since(started), now);
+                let admission = extras.take_admission();
+                if let Some(budget) = extras.budget() {
+                    if !budget.try_withdraw(clock()) {
+                        observe::hedged(name, frame.attempt, schedule.hedges + 1, false);
+                        break;
+                    }
                 }
+                observe::hedged(name, frame.attempt, schedule.hedges + 1, true);
+                running.push(copy(
+                    Frame {
+                        hedge: schedule.hedges + 1,
+                        ..frame
+                    },
+                    admission,
+                ));
+                schedule.started(sleeper, clock);
             }
-            let retry = match &outcome {
-                Ok(Ok(value)) => hooks.judge(value).is_retry(),
-                Ok(Err(error)) => classify.verdict(error).is_retry(),
-                Err(_) => true,
-            };
-            if !retry || running.is_empty() {
-                return Poll::Ready((outcome, done.admission));
+            let mut i = 0;
+            while i < running.len() {
+                let Poll::Ready(outcome) = running[i].future.as_mut().poll(cx) else {
+                    i += 1;
+                    continue;
+                };
+                let done = running.swap_remove(i);
+                if done.hedge == 0 {
+                    if let Some(started) = done.started {
+                        let now = clock();
+                        schedule
+                            .hedge
+                            .record(now.saturating_duration_since(started), now);
+                    }
+                }
+                let retry = match &outcome {
+                    Ok(Ok(value)) => hooks.judge(value).is_retry(),
+                    Ok(Err(error)) => classify.verdict(error).is_retry(),
+                    Err(_) => true,
+                };
+                if !retry || running.is_empty() {
+                    return Poll::Ready((outcome, done.admission));
+                }
+                // A failure worth retrying while another copy may still answer.
+                if let Some(admission) = done.admission {
+                    admission.record(false, clock());
+                }
+                observe::copy_failed(name, frame.attempt, done.hedge);
             }
-            // A failure worth retrying while another copy may still answer.
-            if let Some(admission) = done.admission {
-                admission.record(false, clock());
-            }
-            observe::copy_failed(name, frame.attempt, done.hedge);
+            Poll::Pending
+        })
+        .await;
+        // The attempt itself, dropped unanswered: at least this slow.
+        if let Some(started) = running
+            .iter()
+            .find(|r| r.hedge == 0)
+            .and_then(|r| r.started)
+        {
+            let now = clock();
+            schedule
+                .hedge
+                .record(now.saturating_duration_since(started), now);
         }
-        Poll::Pending
-    })
-    .await;
-    // The attempt itself, dropped unanswered: at least this slow.
-    if let Some(started) = running
-        .iter()
-        .find(|r| r.hedge == 0)
-        .and_then(|r| r.started)
-    {
-        let now = clock();
-        schedule
-            .hedge
-            .record(now.saturating_duration_since(started), now);
+        drop(running);
+        (outcome, admission)
     }
-    drop(running);
-    (outcome, admission)
 }
 
 #[cold]

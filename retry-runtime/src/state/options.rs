@@ -187,6 +187,30 @@ pub struct Opts<K = Head, H = Hooks, X = Unset> {
     pub(crate) extras: X,
 }
 
+impl<K, H, X> Opts<K, H, X> {
+    /// The same options with the head `f` makes of this one.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn map_head<K2>(self, f: impl FnOnce(K) -> K2) -> Opts<K2, H, X> {
+        Opts {
+            head: f(self.head),
+            hooks: self.hooks,
+            extras: self.extras,
+        }
+    }
+
+    /// The same options with the hooks `f` makes of these.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn map_hooks<H2>(self, f: impl FnOnce(H) -> H2) -> Opts<K, H2, X> {
+        Opts {
+            head: self.head,
+            hooks: f(self.hooks),
+            extras: self.extras,
+        }
+    }
+}
+
 /// The options of a new [`Retrier`](crate::Retrier): its errors judged by their [`Transient`]
 /// impl, tokio's timer for an async run, no hook, no fallback, no other option.
 pub type Defaults = Opts;
@@ -279,21 +303,13 @@ where
         V: IntoVerdict,
     {
         let classify = Classify::new(on, |c, error, ()| c(error).into_verdict());
-        Opts {
-            head: self.head.with_on(classify),
-            hooks: self.hooks,
-            extras: self.extras,
-        }
+        self.map_head(|head| head.with_on(classify))
     }
 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn with_sleeper<S: Sleeper>(self, sleeper: S) -> Self::WithSleeper<S> {
-        Opts {
-            head: self.head.with_sleeper(sleeper),
-            hooks: self.hooks,
-            extras: self.extras,
-        }
+        self.map_head(|head| head.with_sleeper(sleeper))
     }
 
     #[cfg_attr(debug_assertions, inline)]
@@ -304,11 +320,7 @@ where
         V: IntoVerdict,
     {
         let slot = OnResult::new(on_result, |f, value, ()| f(value).into_verdict());
-        Opts {
-            head: self.head,
-            hooks: self.hooks.with_on_result(slot),
-            extras: self.extras,
-        }
+        self.map_hooks(|hooks| hooks.with_on_result(slot))
     }
 
     #[cfg_attr(debug_assertions, inline)]
@@ -317,21 +329,13 @@ where
     where
         J: NotifyHook<T, E, M>,
     {
-        Opts {
-            head: self.head,
-            hooks: self.hooks.with_notify(notify.into_slot()),
-            extras: self.extras,
-        }
+        self.map_hooks(|hooks| hooks.with_notify(notify.into_slot()))
     }
 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn with_give_up<J: GiveUpHook<T, E, M>, M>(self, on_give_up: J) -> Self::WithGiveUp<J, M> {
-        Opts {
-            head: self.head,
-            hooks: self.hooks.with_give_up(on_give_up.into_slot()),
-            extras: self.extras,
-        }
+        self.map_hooks(|hooks| hooks.with_give_up(on_give_up.into_slot()))
     }
 
     #[cfg_attr(debug_assertions, inline)]
@@ -341,13 +345,7 @@ where
         J: FnOnce(H::Input, GiveUp) -> Out,
         Out: FallbackOutput<T, E, M>,
     {
-        Opts {
-            head: self.head,
-            hooks: self
-                .hooks
-                .with_fallback(Out::slot::<H::OnResult, J>(fallback)),
-            extras: self.extras,
-        }
+        self.map_hooks(|hooks| hooks.with_fallback(Out::slot::<H::OnResult, J>(fallback)))
     }
 
     #[cfg_attr(debug_assertions, inline)]

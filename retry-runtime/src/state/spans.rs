@@ -33,7 +33,31 @@ pub type Body<F> = tracing::instrument::Instrumented<F>;
 #[cfg(not(feature = "attempt-spans"))]
 pub type Body<F> = F;
 
+/// An `attempt` span under the call's span `call`: the attempt's function, number (from 1),
+/// resends (from 0) and the pause before it, then any more fields given.
+#[cfg(feature = "attempt-spans")]
+macro_rules! attempt_span {
+    ($call:expr, $function:expr, $retries:expr, $pause:expr $(, $($more:tt)*)?) => {
+        tracing::info_span!(
+            parent: $call,
+            "attempt",
+            function = $function,
+            attempt = $retries + 1,
+            resend_count = $retries,
+            pause = ?Duration::from_nanos($pause),
+            $($($more)*)?
+        )
+    };
+}
+
 impl CallSpan {
+    /// The call's span, made with its first attempt.
+    #[cfg(feature = "attempt-spans")]
+    fn call(&mut self, function: &'static str) -> &tracing::Span {
+        self.span
+            .get_or_insert_with(|| tracing::info_span!("retry", function = function))
+    }
+
     /// The span of the attempt about to start, after `retries` retries and a pause of
     /// `pause` nanoseconds; the call's span is made with the first.
     #[cfg_attr(debug_assertions, inline)]
@@ -46,19 +70,8 @@ impl CallSpan {
     ) -> AttemptSpan {
         #[cfg(feature = "attempt-spans")]
         {
-            let call = self
-                .span
-                .get_or_insert_with(|| tracing::info_span!("retry", function = _function));
-            AttemptSpan {
-                span: tracing::info_span!(
-                    parent: &*call,
-                    "attempt",
-                    function = _function,
-                    attempt = _retries + 1,
-                    resend_count = _retries,
-                    pause = ?Duration::from_nanos(_pause),
-                ),
-            }
+            let span = attempt_span!(self.call(_function), _function, _retries, _pause);
+            AttemptSpan { span }
         }
         #[cfg(not(feature = "attempt-spans"))]
         AttemptSpan {}
@@ -78,21 +91,14 @@ impl CallSpan {
         _rejected: &crate::Rejected,
     ) {
         #[cfg(feature = "attempt-spans")]
-        {
-            let call = self
-                .span
-                .get_or_insert_with(|| tracing::info_span!("retry", function = _function));
-            let _ = tracing::info_span!(
-                parent: &*call,
-                "attempt",
-                function = _function,
-                attempt = _retries + 1,
-                resend_count = _retries,
-                pause = ?Duration::from_nanos(_pause),
-                shed = _rejected.gate(),
-                gate_mode = _rejected.mode().as_str(),
-            );
-        }
+        let _ = attempt_span!(
+            self.call(_function),
+            _function,
+            _retries,
+            _pause,
+            shed = _rejected.gate(),
+            gate_mode = _rejected.mode().as_str(),
+        );
     }
 }
 
@@ -220,6 +226,22 @@ mod tests {
         )
     }
 
+    impl Spans {
+        /// Asserts the spans of a call of `check` that made three attempts, with the pauses
+        /// before them.
+        fn assert_three_attempts(&self, pauses: [&str; 3]) {
+            assert_eq!(
+                *self.0.lock().expect("not poisoned"),
+                [
+                    made("retry", None, &[("function", "check")]),
+                    attempt("1", "0", pauses[0]),
+                    attempt("2", "1", pauses[1]),
+                    attempt("3", "2", pauses[2]),
+                ]
+            );
+        }
+    }
+
     #[test]
     fn a_sync_call_is_one_span_with_a_child_per_attempt() {
         let spans = Spans::default();
@@ -246,15 +268,7 @@ mod tests {
                 state.pause_blocking();
             }
         });
-        assert_eq!(
-            *spans.0.lock().expect("not poisoned"),
-            [
-                made("retry", None, &[("function", "check")]),
-                attempt("1", "0", "0ns"),
-                attempt("2", "1", "0ns"),
-                attempt("3", "2", "0ns"),
-            ]
-        );
+        spans.assert_three_attempts(["0ns", "0ns", "0ns"]);
         // Each body ran inside its attempt's span.
         assert_eq!(current, [Some(2), Some(3), Some(4)]);
     }
@@ -346,15 +360,7 @@ mod tests {
                 }
             })
         });
-        assert_eq!(
-            *spans.0.lock().expect("not poisoned"),
-            [
-                made("retry", None, &[("function", "check")]),
-                attempt("1", "0", "0ns"),
-                attempt("2", "1", "100ms"),
-                attempt("3", "2", "200ms"),
-            ]
-        );
+        spans.assert_three_attempts(["0ns", "100ms", "200ms"]);
         assert_eq!(current, [Some(2), Some(3), Some(4)]);
     }
 }

@@ -89,6 +89,25 @@ fn clock_reads() -> u32 {
     CLOCK_READS.with(std::cell::Cell::get)
 }
 
+/// Runs one attempt of `retry` whose body returns `Ok(())`, which ends the call at once.
+macro_rules! ok_at_once {
+    ($retry:ident) => {
+        let attempted = $retry.attempt(|| Ok(()));
+        assert!(matches!($retry.next(attempted), ControlFlow::Break(Ok(()))));
+    };
+}
+
+/// Asserts that `retry`'s builder read no clock, and that its first attempt (which succeeds)
+/// reads it once.
+macro_rules! reads_the_clock_once_as_the_first_attempt_starts {
+    ($retry:expr) => {
+        let mut retry = $retry;
+        assert_eq!(clock_reads(), 0, "the builder reads no clock");
+        ok_at_once!(retry);
+        assert_eq!(clock_reads(), 1);
+    };
+}
+
 /// The state of a function that returns `Result<(), &str>` and retries every error.
 type Plain<'p> =
     Retry<'p, (), &'static str, Started<fn(&&'static str) -> bool, &'static str, Unset>>;
@@ -108,8 +127,7 @@ fn the_happy_path_reads_no_clock_without_deadline_or_a_hook_that_hears_the_time(
     let mut retry = counted(&policy)
         .on_result(|_| false)
         .on_give_up(|_: &&str| {});
-    let attempted = retry.attempt(|| Ok(()));
-    assert!(matches!(retry.next(attempted), ControlFlow::Break(Ok(()))));
+    ok_at_once!(retry);
     assert_eq!(clock_reads(), 0);
 }
 
@@ -119,35 +137,21 @@ fn a_deadline_reads_the_clock_once_as_the_call_starts() {
     let mut retry = counted(&policy).notify(|_: &&str, _: &RetryEvent| {});
     assert_eq!(clock_reads(), 1);
     assert!(retry.progress.started.is_some());
-    let attempted = retry.attempt(|| Ok(()));
-    assert!(matches!(retry.next(attempted), ControlFlow::Break(Ok(()))));
+    ok_at_once!(retry);
     assert_eq!(clock_reads(), 1, "notify needs no second reading");
 }
 
 #[test]
-fn notify_reads_the_clock_once_as_the_first_attempt_starts() {
-    let policy = Policy::new();
-    let mut retry = counted(&policy).notify(|_: &&str, _: &RetryEvent| {});
-    assert_eq!(clock_reads(), 0, "the builder reads no clock");
-    let attempted = retry.attempt(|| Ok(()));
-    assert!(matches!(retry.next(attempted), ControlFlow::Break(Ok(()))));
-    assert_eq!(clock_reads(), 1);
-}
-
-#[test]
 fn a_hook_that_hears_the_time_reads_the_clock_once_as_the_first_attempt_starts() {
-    // `on_give_up` with a `GiveUp`, and `fallback`, hear the time spent.
+    // `notify`, `on_give_up` with a `GiveUp`, and `fallback` hear the time spent.
     let policy = Policy::new();
-    let mut retry = counted(&policy).on_give_up(|_: &&str, _: &GiveUp| {});
-    assert_eq!(clock_reads(), 0, "the builder reads no clock");
-    let attempted = retry.attempt(|| Ok(()));
-    assert!(matches!(retry.next(attempted), ControlFlow::Break(Ok(()))));
-    assert_eq!(clock_reads(), 1);
-
-    let mut retry = counted(&policy).fallback(|e, _| Err(e));
-    let attempted = retry.attempt(|| Ok(()));
-    assert!(matches!(retry.next(attempted), ControlFlow::Break(Ok(()))));
-    assert_eq!(clock_reads(), 1);
+    reads_the_clock_once_as_the_first_attempt_starts!(
+        counted(&policy).notify(|_: &&str, _: &RetryEvent| {})
+    );
+    reads_the_clock_once_as_the_first_attempt_starts!(
+        counted(&policy).on_give_up(|_: &&str, _: &GiveUp| {})
+    );
+    reads_the_clock_once_as_the_first_attempt_starts!(counted(&policy).fallback(|e, _| Err(e)));
 }
 
 #[test]

@@ -20,7 +20,6 @@
     allow(dead_code, unused_imports)
 )]
 
-pub mod literal;
 mod run;
 
 pub use run::{
@@ -56,17 +55,6 @@ pub struct Dialect {
     /// Whether a statement may write in a common table expression and read in the same
     /// statement, so that a claim and the read of a refused claim are one round trip.
     pub writes_in_cte: bool,
-    /// Text as a literal of the engine, `None` for text with a NUL ([`literal`]).
-    pub text: fn(&str) -> Option<String>,
-    /// Bytes as an expression of the engine ([`literal`]).
-    pub bytes: fn(&[u8]) -> String,
-    /// The error code by which the one-commit mode's claim of a new key, sent with its `BEGIN`,
-    /// says that it claimed nothing: the key has a row (PostgreSQL: a division by zero;
-    /// SQLite: the primary key, with the transaction rolled back).
-    pub not_new: &'static str,
-    /// The error code by which a completion sent with its `COMMIT` says that it changed no row,
-    /// before the `COMMIT` (PostgreSQL: a division by zero; SQLite: a `NOT NULL` constraint).
-    pub not_held: &'static str,
 }
 
 /// SQLite's dialect.
@@ -79,11 +67,6 @@ pub static SQLITE: Dialect = Dialect {
     migration_lock: None,
     skip_locked: "",
     writes_in_cte: false,
-    text: literal::sqlite_text,
-    bytes: literal::sqlite_bytes,
-    // SQLITE_CONSTRAINT_PRIMARYKEY, SQLITE_CONSTRAINT_NOTNULL: sqlx reports extended codes.
-    not_new: "1555",
-    not_held: "1299",
 };
 
 /// PostgreSQL's dialect.
@@ -96,11 +79,6 @@ pub static POSTGRES: Dialect = Dialect {
     migration_lock: Some("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.{table}'))"),
     skip_locked: "FOR UPDATE SKIP LOCKED",
     writes_in_cte: true,
-    text: literal::postgres_text,
-    bytes: literal::postgres_bytes,
-    // division_by_zero.
-    not_new: "22012",
-    not_held: "22012",
 };
 
 /// `template` in `dialect` (see the [module docs](self) for the placeholders).
@@ -259,14 +237,6 @@ pub fn retry_own_statement(error: &sqlx::Error) -> bool {
         .and_then(|code| code.parse::<u32>().ok())
         .is_some_and(|code| code & 0xff == SQLITE_BUSY);
     !busy && !matches!(error, sqlx::Error::PoolTimedOut) && error.is_transient()
-}
-
-/// Whether `error` is the database's error with `code` (a SQLSTATE, or SQLite's extended code).
-pub fn has_code(error: &sqlx::Error, code: &str) -> bool {
-    error
-        .as_database_error()
-        .and_then(|e| e.code())
-        .is_some_and(|found| found == code)
 }
 
 /// Whether `error` says that `table` is missing (PostgreSQL's 42P01, SQLite's "no such table").

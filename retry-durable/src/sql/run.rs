@@ -2,7 +2,7 @@
 //! ([`Run`], implemented by [`Generic`] for every such driver): the versioned migration that the
 //! stores and the queue share, and the statements of the idempotency stores.
 
-use super::{Dialect, MigrateError, Schema, has_code, literal, render, retry_own_statement};
+use super::{Dialect, MigrateError, Schema, render, retry_own_statement};
 use crate::store::{BoxFuture, Claim, Mode};
 use retry_runtime::retry;
 use sqlx::pool::PoolConnection;
@@ -95,20 +95,8 @@ pub struct StoreStatements {
     /// `$1` scope, `$2` key, `$3` injected time, `$4` fingerprint, `$5` token: the row and
     /// whether it is free.
     read: String,
-    /// The one-commit mode's claim of a key that has no row, as the message that opens its
-    /// transaction (`$1` to `$7` as in `claim`, written as literals): PostgreSQL's `INSERT … ON
-    /// CONFLICT DO NOTHING` of claim 1, then `BEGIN` (it fails unless it inserted the row: the
-    /// message's implicit transaction rolls back, and no transaction is left open; else `BEGIN`
-    /// takes the row into the transaction block); SQLite's `BEGIN IMMEDIATE`, then an `INSERT OR ROLLBACK` of the row (a row there
-    /// already ends the transaction too). Fails with [`Dialect::not_new`] when it claimed nothing.
-    claim_new: String,
     /// `$1` scope, `$2` key, `$3` token, `$4` response, `$5` injected time, `$6` TTL.
     complete: String,
-    /// `complete` and `complete_once` (by mode), each followed by `COMMIT` and `BEGIN` in one
-    /// message, with literals: a completion that changes no row fails with
-    /// [`Dialect::not_held`] before the `COMMIT`. The `BEGIN` opens an empty transaction for
-    /// sqlx's `Transaction`, whose drop rolls it back with the connection's next message.
-    complete_commit: [String; 2],
     /// The one-commit mode's completion: `$1` to `$5` as in `complete`. Its claim set the
     /// expiry already (the claim and the completion are one transaction), so it changes no
     /// indexed column, and on PostgreSQL the update is a heap-only tuple (no index entries, less
@@ -123,8 +111,6 @@ pub struct StoreStatements {
     /// `$1` injected time, `$2` batch: deletes expired rows. The time is read once (on
     /// PostgreSQL an init plan), so that the index on `expires_at` serves the scan.
     purge: String,
-    /// The engine's literals.
-    dialect: &'static Dialect,
 }
 
 impl StoreStatements {
@@ -141,61 +127,8 @@ impl StoreStatements {
         }
     }
 
-    fn new(dialect: &'static Dialect) -> Self {
+    fn new(dialect: &Dialect) -> Self {
         let claim = CLAIM.replace("{unless_taken}", &free("$3", "$4"));
-        let claim_new = if dialect.writes_in_cte {
-            // Planned afresh for each message (the simple query protocol has no prepared
-            // statements): a plain `INSERT … ON CONFLICT DO NOTHING` plans in a fraction of the
-            // claim's time, and on a row that is there it neither writes nor locks.
-            format!(
-                "{now}, claimed AS (INSERT INTO retry_idempotency_keys
-    (scope, key, fingerprint, state, claim, token, claimed_at, lease_until, completed_at,
-     expires_at, response)
-SELECT $1, $2, $3, 'running', 1, $4, now.ms, now.ms + $6, NULL, now.ms + $6 + $7, NULL FROM now
-ON CONFLICT DO NOTHING RETURNING 1) SELECT 1 / COUNT(*) FROM claimed; BEGIN",
-                now = now("$5")
-            )
-        } else {
-            format!(
-                "{begin}; {now} INSERT OR ROLLBACK INTO retry_idempotency_keys
-    (scope, key, fingerprint, state, claim, token, claimed_at, lease_until, completed_at,
-     expires_at, response)
-SELECT $1, $2, $3, 'running', 1, $4, now.ms, now.ms + $6, NULL, now.ms + $6 + $7, NULL FROM now",
-                begin = dialect.begin,
-                now = now("$5")
-            )
-        };
-        let completion = |expiry: &str| {
-            format!(
-                "UPDATE retry_idempotency_keys
-SET state = 'completed', response = $4, completed_at = now.ms, lease_until = NULL{expiry}
-FROM now WHERE scope = $1 AND key = $2 AND token = $3"
-            )
-        };
-        let [lease_completion, once_completion] =
-            [completion(", expires_at = now.ms + $6"), completion("")];
-        let with_commit = |update: &str| {
-            if dialect.writes_in_cte {
-                format!(
-                    "{}, done AS ({update} RETURNING 1) SELECT 1 / COUNT(*) FROM done; COMMIT; BEGIN",
-                    now("$5")
-                )
-            } else {
-                // `changes()` is the rows the `UPDATE` changed; none, and the `INSERT` of a
-                // row without a scope fails (aborting that statement only, so the transaction
-                // stays open for its rollback).
-                format!(
-                    "{} {update}; INSERT INTO retry_idempotency_keys (scope) SELECT NULL \
-                     WHERE changes() = 0; COMMIT; BEGIN",
-                    now("$5")
-                )
-            }
-        };
-        let complete_commit = [
-            with_commit(&lease_completion),
-            with_commit(&once_completion),
-        ]
-        .map(|template| render(&template, dialect));
         let claim_or_read = format!(
             "{now}, claimed AS ({claim})
 SELECT TRUE AS claimed, claim, NULL::BIGINT AS fingerprint, NULL::TEXT AS state,
@@ -216,8 +149,19 @@ FROM retry_idempotency_keys, now WHERE scope = $1 AND key = $2",
                 now("$3"),
                 free("$4", "$5")
             ),
-            format!("{} {lease_completion}", now("$5")),
-            format!("{} {once_completion}", now("$5")),
+            format!(
+                "{} UPDATE retry_idempotency_keys
+SET state = 'completed', response = $4, completed_at = now.ms, lease_until = NULL,
+    expires_at = now.ms + $6
+FROM now WHERE scope = $1 AND key = $2 AND token = $3",
+                now("$5")
+            ),
+            format!(
+                "{} UPDATE retry_idempotency_keys
+SET state = 'completed', response = $4, completed_at = now.ms, lease_until = NULL
+FROM now WHERE scope = $1 AND key = $2 AND token = $3",
+                now("$5")
+            ),
             format!(
                 "{} UPDATE retry_idempotency_keys
 SET lease_until = now.ms + $5, expires_at = now.ms + $5 + $6
@@ -235,9 +179,6 @@ FROM now WHERE scope = $1 AND key = $2 AND token = $3 AND state = 'running'",
         let [claim, read, complete, complete_once, renew, purge] = statements;
         StoreStatements {
             claim,
-            claim_new: render(&claim_new, dialect),
-            complete_commit,
-            dialect,
             claim_or_read: dialect
                 .writes_in_cte
                 .then(|| render(&claim_or_read, dialect)),
@@ -253,44 +194,6 @@ FROM now WHERE scope = $1 AND key = $2 AND token = $3 AND state = 'running'",
                 .to_owned(),
             purge,
         }
-    }
-}
-
-impl StoreStatements {
-    /// `claim_new` for `row`, or `None` when its scope or key holds a NUL.
-    fn claim_new_message(&self, row: &ClaimRow<'_>) -> Option<String> {
-        let text = self.dialect.text;
-        let values = [
-            text(row.scope)?,
-            text(row.key)?,
-            literal::int(row.fingerprint),
-            literal::int(row.token),
-            literal::opt_int(row.now),
-            literal::int(row.lease),
-            literal::int(row.ttl),
-        ];
-        Some(literal::inline(&self.claim_new, &values))
-    }
-
-    /// `complete_commit` for `claim`, or `None` when its scope or key holds a NUL.
-    fn completion_message(
-        &self,
-        claim: &Claim,
-        response: &[u8],
-        now: Option<i64>,
-        ttl: i64,
-    ) -> Option<String> {
-        let text = self.dialect.text;
-        let values = [
-            text(claim.scope())?,
-            text(claim.key().as_str())?,
-            literal::int(claim.token() as i64),
-            (self.dialect.bytes)(response),
-            literal::opt_int(now),
-            literal::int(ttl),
-        ];
-        let template = &self.complete_commit[usize::from(claim.mode() == Mode::OneCommit)];
-        Some(literal::inline(template, &values))
     }
 }
 
@@ -363,33 +266,6 @@ pub trait Run<DB: sqlx::Database> {
         sql: &'static StoreStatements,
         row: &ClaimRow<'_>,
     ) -> impl Future<Output = Result<Claimed<(Transaction<'static, DB>, i64)>, sqlx::Error>> + Send;
-
-    /// The one-commit mode's first claim, in the message that opens the transaction: `Mine`,
-    /// the transaction that holds claim 1 of a key that had no row; `Other`, the row a claim may
-    /// not take (SQLite reads it first, so that a replay never waits for the write lock;
-    /// PostgreSQL reads it after the claim failed); `Unseen`, a row that a claim may take over
-    /// (expired, or its lease ended), or a scope or key that literals cannot hold: claim with
-    /// [`claim_in_transaction`](Run::claim_in_transaction). Retried whole: a failure leaves
-    /// nothing committed and no transaction open.
-    fn claim_new(
-        pool: &Pool<DB>,
-        sql: &'static StoreStatements,
-        row: &ClaimRow<'_>,
-    ) -> impl Future<Output = Result<Claimed<Transaction<'static, DB>>, sqlx::Error>> + Send;
-
-    /// Completes the claim's row in `transaction` and commits, in one message (with the
-    /// statements of [`complete_in`](Run::complete_in) when the values cannot be literals):
-    /// `true` when it committed; `false` when the completion changed no row, and the
-    /// transaction was rolled back. After an error the transaction is rolled back, or the
-    /// failed `COMMIT` ended it.
-    fn complete_and_commit(
-        transaction: Transaction<'static, DB>,
-        sql: &'static StoreStatements,
-        claim: &Claim,
-        response: Vec<u8>,
-        now: Option<i64>,
-        ttl: i64,
-    ) -> impl Future<Output = Result<bool, sqlx::Error>> + Send;
 
     /// Completes the claim's row in `transaction`: the rows it changed.
     fn complete_in(
@@ -465,7 +341,7 @@ where
     for<'q> i64: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
     for<'q> Option<i64>: sqlx::Encode<'q, DB>,
     for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> String: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
+    for<'q> String: sqlx::Decode<'q, DB> + sqlx::Type<DB>,
     for<'q> Vec<u8>: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
     for<'q> bool: sqlx::Decode<'q, DB> + sqlx::Type<DB>,
     usize: sqlx::ColumnIndex<DB::Row>,
@@ -619,124 +495,6 @@ where
         }
     }
 
-    #[retry(max = 2, base = "10ms", jitter = full, on = retry_own_statement)]
-    async fn claim_new(
-        pool: &Pool<DB>,
-        sql: &'static StoreStatements,
-        row: &ClaimRow<'_>,
-    ) -> Result<Claimed<Transaction<'static, DB>>, sqlx::Error> {
-        if !sql.dialect.writes_in_cte
-            && let Some(taken) = <Self as Run<DB>>::read(pool, sql, row).await?
-        {
-            return Ok(Claimed::Other(taken));
-        }
-        let Some(message) = sql.claim_new_message(row) else {
-            return Ok(Claimed::Unseen);
-        };
-        // In a task of its own, which a cancelled `begin` does not stop: sqlx's `Transaction`
-        // exists only once the message has answered, and a PostgreSQL connection dropped
-        // before that would go back to the pool inside the claim's open transaction. The task
-        // drops a transaction nobody awaits, and the drop rolls it back.
-        let pool_ = pool.clone();
-        let begun = tokio::spawn(async move { pool_.begin_with(AssertSqlSafe(message)).await })
-            .await
-            .map_err(task_failed)?;
-        match begun {
-            Ok(transaction) => Ok(Claimed::Mine(transaction)),
-            Err(e) if has_code(&e, sql.dialect.not_new) => {
-                // Nothing was claimed and no transaction is open: a replay, a mismatch, a key
-                // in progress, a row to take over, or a claim that lost to another's commit.
-                Ok(match <Self as Run<DB>>::read(pool, sql, row).await? {
-                    Some(taken) => Claimed::Other(taken),
-                    None => Claimed::Unseen,
-                })
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    async fn complete_and_commit(
-        mut transaction: Transaction<'static, DB>,
-        sql: &'static StoreStatements,
-        claim: &Claim,
-        response: Vec<u8>,
-        now: Option<i64>,
-        ttl: i64,
-    ) -> Result<bool, sqlx::Error> {
-        let not_held = sql.dialect.not_held;
-        if !sql.dialect.writes_in_cte {
-            // SQLite binds parameters in every statement of a message: the statements stay
-            // prepared in the connection's cache.
-            let query = sqlx::query(
-                sql.complete_commit[usize::from(claim.mode() == Mode::OneCommit)].as_str(),
-            )
-            .bind(claim.scope().to_owned())
-            .bind(claim.key().as_str().to_owned())
-            .bind(claim.token() as i64)
-            .bind(response)
-            .bind(now)
-            .bind(ttl);
-            return tokio::spawn(async move {
-                match query.execute(&mut *transaction).await {
-                    Ok(_) => Ok(true),
-                    Err(e) => {
-                        let _ = transaction.rollback().await;
-                        if has_code(&e, not_held) {
-                            Ok(false)
-                        } else {
-                            Err(e)
-                        }
-                    }
-                }
-            })
-            .await
-            .map_err(task_failed)?;
-        }
-        let Some(message) = sql.completion_message(claim, &response, now, ttl) else {
-            let done = bind_complete(sql, claim, response, now, ttl)
-                .execute(&mut *transaction)
-                .await;
-            return match done {
-                Ok(done) if done.rows() > 0 => transaction.commit().await.map(|()| true),
-                Ok(_) => {
-                    let _ = transaction.rollback().await;
-                    Ok(false)
-                }
-                Err(e) => {
-                    let _ = transaction.rollback().await;
-                    Err(e)
-                }
-            };
-        };
-        // In a task of its own, so that a cancelled `complete` cannot stop the message halfway
-        // (sqlx's SQLite worker stops a message at the first answer nobody receives, which may
-        // fall between its `COMMIT` and its `BEGIN`).
-        tokio::spawn(async move {
-            match sqlx::raw_sql(AssertSqlSafe(message))
-                .execute(&mut *transaction)
-                .await
-            {
-                // Committed. The transaction the message opened after the `COMMIT` is empty;
-                // the drop rolls it back with the connection's next message (on PostgreSQL,
-                // the ping of the pool that takes the connection back).
-                Ok(_) => Ok(true),
-                Err(e) => {
-                    // Before the `COMMIT`, the transaction is still open: roll it back. A
-                    // failed `COMMIT` ended it already (PostgreSQL then answers this `ROLLBACK`
-                    // with a warning that no transaction is in progress).
-                    let _ = transaction.rollback().await;
-                    if has_code(&e, not_held) {
-                        Ok(false)
-                    } else {
-                        Err(e)
-                    }
-                }
-            }
-        })
-        .await
-        .map_err(task_failed)?
-    }
-
     async fn complete_in(
         transaction: &mut Transaction<'static, DB>,
         sql: &'static StoreStatements,
@@ -843,11 +601,6 @@ where
             let _ = <Self as Run<DB>>::release(&pool, sql, &claim).await;
         })
     }
-}
-
-/// The error of a task that ran a message and panicked or was cancelled with its runtime.
-fn task_failed(error: tokio::task::JoinError) -> sqlx::Error {
-    sqlx::Error::Io(std::io::Error::other(error))
 }
 
 /// What the claim-or-read statement found: the claim, the row it may not claim, or nothing.

@@ -95,10 +95,9 @@
 //!
 //! | a new key costs | round trips (PostgreSQL) | durable commits |
 //! |---|---|---|
-//! | the lease mode | the claim, then `BEGIN`, the handler's statements, the completion with `COMMIT` (one message) | two |
-//! | the one-commit mode | the claim with `BEGIN` (one message), the handler's statements, the completion with `COMMIT` (one message): the handler's own | one |
-//! | a replay, the lease mode | one statement that locks no row and writes no WAL | none |
-//! | a replay, the one-commit mode | the claim with `BEGIN`, which fails, then a read on the pool | none |
+//! | the lease mode | the claim, then `BEGIN`, the handler's statements, the completion, `COMMIT` | two |
+//! | the one-commit mode | `BEGIN`, the claim, the handler's statements, the completion, `COMMIT` | one |
+//! | a replay, either mode | one statement (the one-commit mode: `BEGIN` and one statement) that locks no row and writes no WAL | none |
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]

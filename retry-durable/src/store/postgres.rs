@@ -104,25 +104,13 @@ use sqlx::{PgPool, Postgres};
 /// tests. A replay is one round trip; a new key is one round trip before the handler and one
 /// statement inside its transaction.
 ///
-/// In the one-commit mode ([`Mode::OneCommit`](super::Mode::OneCommit)) a new key costs the
-/// round trips of the handler's own transaction, on one connection of the pool, with one WAL
-/// flush: the message that opens the transaction is the claim and `BEGIN` (one simple-query
-/// message: the claim runs in the message's implicit transaction, which `BEGIN` turns into the
-/// transaction block), the handler's statements follow, and the completion goes with the commit
-/// (`<completion>; COMMIT; BEGIN`, one message; sqlx's transaction, left with the empty `BEGIN`,
-/// rolls it back with the connection's next message, off the request's path). A message of
-/// several statements takes no bind parameters, so these two carry their values as literals:
-/// text in dollar quotes with a tag that the text does not contain (a scope with a NUL, which
-/// PostgreSQL's text cannot hold anyway, takes the statements with parameters), the response
-/// as hexadecimal digits. The claim in that first message claims only a key without a row, and
-/// otherwise fails with a division by zero (SQLSTATE 22012), so that its implicit transaction
-/// rolls back and no transaction is left open; the server logs it as an `ERROR` with the
-/// statement (the scope and the key). `begin` then reads the row on the pool: a replay, a
-/// mismatch or a key in progress is answered from it, and a row to take over is claimed as in
-/// the lease mode, by the statement above as the first of a transaction (`BEGIN`, the statement).
-/// A completion that finds its row gone (the handler deleted it) fails before the `COMMIT`, and
-/// the transaction rolls back. The claim writes the row's expiry already, so that the
-/// completion changes no indexed column (a heap-only update, no index entries).
+/// In the one-commit mode ([`Mode::OneCommit`](super::Mode::OneCommit)) the same statement is
+/// the first of the handler's transaction: `BEGIN`, the claim (or the row it may not claim),
+/// the handler's statements, the completion, one `COMMIT`, all on one connection of the pool,
+/// with one WAL flush per new key. The claim writes the row's expiry already, so that the
+/// completion changes no indexed column (a heap-only update, no index entries). A replay is
+/// `BEGIN` and that statement, which writes nothing; its `ROLLBACK` goes out with the
+/// connection's next message.
 ///
 /// The statements are [`SqlStore`]'s, written once for both engines; this page lists what
 /// PostgreSQL adds.

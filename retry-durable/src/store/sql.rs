@@ -236,22 +236,24 @@ where
             };
             let (sql, now, ttl) = (B::statements(), self.now(), self.ttl_ms());
             let failed = match transaction {
-                Some(transaction) => {
-                    match RunOn::<B>::complete_and_commit(
-                        transaction,
-                        sql,
-                        claim,
-                        encoded,
-                        now,
-                        ttl,
-                    )
-                    .await
+                Some(mut transaction) => {
+                    match RunOn::<B>::complete_in(&mut transaction, sql, claim, encoded, now, ttl)
+                        .await
                     {
-                        Ok(true) => return Ok(()),
-                        // Taken over (the lease mode), or the handler deleted the claim's row in
-                        // its own transaction (the one-commit mode): rolled back.
-                        Ok(false) => return Err(superseded(claim)),
-                        Err(e) => e,
+                        Ok(0) => {
+                            // Taken over (the lease mode), or the handler deleted the claim's
+                            // row in its own transaction (the one-commit mode).
+                            let _ = transaction.rollback().await;
+                            return Err(superseded(claim));
+                        }
+                        Ok(_) => match transaction.commit().await {
+                            Ok(()) => return Ok(()),
+                            Err(e) => e,
+                        },
+                        Err(e) => {
+                            let _ = transaction.rollback().await;
+                            e
+                        }
                     }
                 }
                 None => {
@@ -382,25 +384,6 @@ where
         fingerprint: Fingerprint,
     ) -> Result<Begin<'s, R, sqlx::Transaction<'static, B>>, StoreError> {
         let (token, sql) = (sql::new_token(), B::statements());
-        // A new key: claimed by the message that opens the transaction.
-        let row = self.row(Mode::OneCommit, scope, key, fingerprint, token);
-        match RunOn::<B>::claim_new(&self.pool, sql, &row)
-            .await
-            .map_err(db)?
-        {
-            Claimed::Mine(transaction) => {
-                let claim =
-                    Claim::new(scope, key.clone(), 1, token as u64).in_mode(Mode::OneCommit);
-                return Ok(Begin::Execute(Guard::in_transaction(
-                    self,
-                    claim,
-                    transaction,
-                )));
-            }
-            Claimed::Other(taken) => return decide(fingerprint, taken),
-            // A row to take over, or a claim that lost to another transaction's: below.
-            Claimed::Unseen => {}
-        }
         for _ in 0..CLAIM_ROUNDS {
             let row = self.row(Mode::OneCommit, scope, key, fingerprint, token);
             match RunOn::<B>::claim_in_transaction(&self.pool, B::DIALECT, sql, &row)
@@ -569,151 +552,6 @@ mod tests {
             return;
         };
         a_claim_retried_with_its_token_is_recognised_as_its_own(pool).await;
-    }
-
-    /// A scope, a key and a response with what ends or escapes a literal are stored and
-    /// answered as they are, by the one-commit mode's messages and the lease mode's
-    /// completion; a key that differs only in its quoting is another key.
-    async fn keys_with_quotes_are_stored_as_given<B: Backend>(pool: sqlx::Pool<B>) {
-        let store = SqlStore::<B, String>::on(pool);
-        store.migrate_schema().await.unwrap();
-        let scope = "tenant'; DROP TABLE retry_idempotency_keys; --$q$\\";
-        let fingerprint = Fingerprint::of(b"pay");
-        let response = "it's $q$ done\\ $q0$ é".to_owned();
-        for (mode, key) in [
-            (Mode::OneCommit, IdempotencyKey::from("k'$q$$q0$\\;é")),
-            (Mode::Lease, IdempotencyKey::from("l'$q$$q0$\\;é")),
-        ] {
-            let Begin::Execute(mut guard) = store
-                .begin_with(mode, scope, &key, fingerprint)
-                .await
-                .unwrap()
-            else {
-                panic!("a new key executes");
-            };
-            assert_eq!(guard.claim(), 1);
-            guard.transaction().await.unwrap();
-            guard.complete(&response).await.unwrap();
-            for replay_mode in [Mode::OneCommit, Mode::Lease] {
-                let answer = store
-                    .begin_with(replay_mode, scope, &key, fingerprint)
-                    .await;
-                assert_eq!(answer.unwrap(), Begin::Replay(response.clone()));
-            }
-            let doubled = IdempotencyKey::from(key.as_str().replace('\'', "''").as_str());
-            let answer = store.begin_with(mode, scope, &doubled, fingerprint).await;
-            assert!(matches!(answer.unwrap(), Begin::Execute(_)));
-        }
-    }
-
-    #[cfg(feature = "sqlite")]
-    #[tokio::test]
-    async fn sqlite_keys_with_quotes_are_stored_as_given() {
-        let dir = std::env::temp_dir().join(format!("retry-quotes-{}", IdempotencyKey::new()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let pool = super::super::SqliteStore::<()>::open(dir.join("store.db"))
-            .await
-            .unwrap()
-            .pool()
-            .clone();
-        keys_with_quotes_are_stored_as_given(pool).await;
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[cfg(feature = "postgres")]
-    #[tokio::test]
-    async fn postgres_keys_with_quotes_are_stored_as_given() {
-        let Some(pool) = fresh_schema("postgres_keys_with_quotes_are_stored_as_given").await else {
-            return;
-        };
-        keys_with_quotes_are_stored_as_given(pool).await;
-    }
-
-    /// Text with what ends or escapes a literal (quotes, dollar-quote delimiters, backslashes,
-    /// NUL), and any text at all.
-    fn nasty_text() -> impl proptest::strategy::Strategy<Value = String> {
-        use proptest::prelude::*;
-        let piece = prop_oneof![
-            Just("'"),
-            Just("''"),
-            Just("$"),
-            Just("$q$"),
-            Just("$q0$"),
-            Just("q"),
-            Just("\\"),
-            Just("\\'"),
-            Just(";"),
-            Just("\0"),
-            Just("é"),
-            Just("\u{1F600}"),
-        ]
-        .prop_map(str::to_owned);
-        let piece = prop_oneof![piece, any::<char>().prop_map(String::from)];
-        prop_oneof![
-            proptest::collection::vec(piece, 0..12).prop_map(|pieces| pieces.concat()),
-            any::<String>(),
-        ]
-    }
-
-    /// Any text, bytes and integer, written as the engine's literals and read back by the
-    /// engine, come back unchanged; text with a NUL is refused.
-    fn literals_round_trip<B: Backend>(runtime: &tokio::runtime::Runtime, pool: &sqlx::Pool<B>)
-    where
-        for<'c> &'c mut B::Connection: sqlx::Executor<'c, Database = B>,
-        usize: sqlx::ColumnIndex<B::Row>,
-        for<'q> String: sqlx::Decode<'q, B> + sqlx::Type<B>,
-        for<'q> Vec<u8>: sqlx::Decode<'q, B> + sqlx::Type<B>,
-        for<'q> i64: sqlx::Decode<'q, B> + sqlx::Type<B>,
-    {
-        use proptest::prelude::*;
-        use sqlx::Row;
-        let dialect = B::DIALECT;
-        let config = ProptestConfig::with_cases(512);
-        proptest!(config, |(text in nasty_text(), bytes in any::<Vec<u8>>(), n in any::<i64>())| {
-            match (dialect.text)(&text) {
-                None => prop_assert!(text.contains('\0')),
-                Some(literal) => {
-                    let sql = format!(
-                        "SELECT {literal}, {}, CAST({} AS BIGINT)",
-                        (dialect.bytes)(&bytes),
-                        sql::literal::int(n)
-                    );
-                    let row = runtime
-                        .block_on(sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).fetch_one(pool))
-                        .unwrap();
-                    prop_assert_eq!(row.try_get::<String, _>(0).unwrap(), text);
-                    prop_assert_eq!(row.try_get::<Vec<u8>, _>(1).unwrap(), bytes);
-                    prop_assert_eq!(row.try_get::<i64, _>(2).unwrap(), n);
-                }
-            }
-        });
-    }
-
-    fn runtime() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-    }
-
-    #[cfg(feature = "sqlite")]
-    #[test]
-    fn sqlite_literals_round_trip() {
-        let runtime = runtime();
-        let pool = runtime
-            .block_on(sqlx::SqlitePool::connect("sqlite::memory:"))
-            .unwrap();
-        literals_round_trip(&runtime, &pool);
-    }
-
-    #[cfg(feature = "postgres")]
-    #[test]
-    fn postgres_literals_round_trip() {
-        let runtime = runtime();
-        let Some(pool) = runtime.block_on(fresh_schema("postgres_literals_round_trip")) else {
-            return;
-        };
-        literals_round_trip(&runtime, &pool);
     }
 
     /// A pool on a fresh schema of the server in `RETRY_TEST_POSTGRES_URL` (`.ci/postgres.sh`),

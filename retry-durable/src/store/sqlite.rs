@@ -97,17 +97,9 @@ use std::path::Path;
 /// error). Keep the transaction short: make calls to other systems before opening it.
 ///
 /// In the one-commit mode ([`Mode::OneCommit`](super::Mode::OneCommit)) the same read comes
-/// first; a key without a row is then claimed by the statements that open the handler's
-/// transaction (`BEGIN IMMEDIATE` and an `INSERT OR ROLLBACK` of the claim, one call to the
-/// connection's thread: a row inserted meanwhile by another request fails the `INSERT` and ends
-/// the transaction, and `begin` reads again), the handler's statements follow, and the
-/// completion goes with the commit (`<completion>; COMMIT; BEGIN`, one call; sqlx's transaction
-/// rolls the empty `BEGIN` back when it is dropped). One flushed commit per new key, and a
-/// replay is the read alone. The claim carries its values as literals (text in single quotes
-/// with each quote doubled: `begin_with` binds nothing); a scope with a NUL takes the statements
-/// with parameters. The completion's message binds its parameters (SQLite binds them in each
-/// statement of a message), so it stays prepared. A row that a claim may take over (expired, or its lease ended) is
-/// claimed by `BEGIN IMMEDIATE` and the statement above.
+/// first, then `BEGIN IMMEDIATE` and the claim in the handler's transaction, the handler's
+/// statements and the completion, and one `COMMIT`: one flushed commit per new key, and a
+/// replay is the read alone.
 ///
 /// One writer at a time also means that with many requests writing at once every write waits
 /// its turn, the handler's own included: `bench/RESULTS.md` §6 measures p99s of a few hundred

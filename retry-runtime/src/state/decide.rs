@@ -9,13 +9,12 @@
 use super::extras::MaybeExtras;
 use super::hooks::HookSet;
 use super::log::Show;
-use super::observe::{self, End, Failure, Shown};
+use super::observe::{self, End, Shown};
 use super::options::{Classifier, HeadSet};
 use super::{Attempted, GiveUp, GiveUpReason, Opts, Progress, Retry, RetryEvent, Site};
 use crate::context::KeySlot;
 use crate::policy::nanos;
 use crate::{GateOutcome, RetryBudget, Verdict};
-use std::marker::PhantomData;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
@@ -50,40 +49,41 @@ where
         // The outcome to return if the loop stops here, whether it may be retried, and what the
         // gate learns from it.
         let outcome = match attempted {
-            Attempted::Refused(refusal) | Attempted::Shed(refusal, _) if single => {
-                let outcome = Err(refusal);
+            Attempted::Refused(refusal) | Attempted::Shed(refusal) if single => {
+                let shown = Shown::<T, E, K::Show>::new(Err(refusal));
                 observe::ended(
                     site.name,
                     progress.level,
                     End::Nested,
                     progress.retries,
-                    failure_of::<T, E, K::Show>(&outcome).as_failure(),
+                    shown.failure(),
                 );
-                return ControlFlow::Break(H::ready(outcome));
+                return ControlFlow::Break(H::ready(shown.outcome));
             }
             // The body did not run: the attempts are the ones before.
             Attempted::Refused(refusal) => {
                 let why = GiveUpReason::BreakerOpen;
-                let outcome = Err(refusal);
                 return ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
                     site,
                     progress,
                     opts.hooks,
                     why,
                     progress.retries,
-                    outcome,
+                    Shown::new(Err(refusal)),
                     key,
                 ));
             }
-            Attempted::Shed(refusal, why) => {
-                let outcome = Err(refusal);
+            // The gate that shed it is the loop's own: why is read from it here, not carried
+            // by every attempt's outcome (`PERFORMANCE.md` §4).
+            Attempted::Shed(refusal) => {
+                let why = opts.extras.shed_reason();
                 return ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
                     site,
                     progress,
                     opts.hooks,
                     why,
                     progress.retries,
-                    outcome,
+                    Shown::new(Err(refusal)),
                     key,
                 ));
             }
@@ -100,20 +100,20 @@ where
             Attempted::Completed(Ok(value)) => (Ok(value), ok_verdict, gate_outcome(ok_verdict)),
         };
         let (outcome, verdict, gate) = outcome;
+        let shown = Shown::<T, E, K::Show>::new(outcome);
         // Whether the breaker is open after this outcome, by it or by others'.
         let breaker_open = opts.extras.record(verdict.is_retry(), gate, site.clock);
         // The attempt that just ended.
         let attempt = progress.retries + 1;
         if single && verdict.is_retry() {
-            let failure = failure_of::<T, E, K::Show>(&outcome);
             observe::ended(
                 site.name,
                 progress.level,
                 End::Nested,
                 attempt,
-                failure.as_failure(),
+                shown.failure(),
             );
-            return ControlFlow::Break(H::ready(outcome));
+            return ControlFlow::Break(H::ready(shown.outcome));
         }
         let step = if verdict.is_retry() && !breaker_open {
             match opts.extras.aws2026(attempt, verdict) {
@@ -137,12 +137,7 @@ where
         };
         match step {
             Step::Pause(pause) => {
-                observe::retrying(
-                    site.name,
-                    attempt,
-                    pause,
-                    failure_of::<T, E, K::Show>(&outcome).as_failure(),
-                );
+                observe::retrying(site.name, attempt, pause, shown.failure());
                 // The event and the elapsed time only for a `notify` that hears them.
                 if H::NOTIFY && opts.hooks.notifies() {
                     let event = RetryEvent {
@@ -152,7 +147,7 @@ where
                         elapsed: progress.elapsed(site.clock),
                         hedges: u32::from(progress.hedges),
                     };
-                    opts.hooks.notify(&outcome, &event);
+                    opts.hooks.notify(&shown.outcome, &event);
                 }
                 ControlFlow::Continue(Retry {
                     site,
@@ -169,12 +164,12 @@ where
                     progress.level,
                     End::Permanent,
                     attempt,
-                    failure_of::<T, E, K::Show>(&outcome).as_failure(),
+                    shown.failure(),
                 );
-                ControlFlow::Break(H::ready(outcome))
+                ControlFlow::Break(H::ready(shown.outcome))
             }
             Step::GiveUp(reason) => ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
-                site, progress, opts.hooks, reason, attempt, outcome, key,
+                site, progress, opts.hooks, reason, attempt, shown, key,
             )),
         }
     }
@@ -192,23 +187,6 @@ fn gate_outcome(verdict: Verdict) -> GateOutcome {
     }
 }
 
-/// The outcome as the events show it: its error, or an `Ok` that `on_result` rejected.
-fn failure_of<T, E, D>(outcome: &Result<T, E>) -> Shown<'_, E, D> {
-    Shown {
-        error: outcome.as_ref().err(),
-        show: PhantomData,
-    }
-}
-
-impl<E, D: Show<E>> Shown<'_, E, D> {
-    fn as_failure(&self) -> Failure<'_> {
-        match self.error {
-            Some(_) => Failure::Error(self),
-            None => Failure::Rejected,
-        }
-    }
-}
-
 /// The loop gives up after `attempts` attempts, in one step: the final event, the [`GiveUp`]
 /// (made only for a hook or a fallback that hears it), `on_give_up`, then the fallback, whose
 /// result (or the outcome, without one) ends the call.
@@ -221,7 +199,7 @@ fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot, D: Show<E>>(
     hooks: H,
     reason: GiveUpReason,
     attempts: u32,
-    outcome: Result<T, E>,
+    shown: Shown<T, E, D>,
     key: Key,
 ) -> H::Finish<Key> {
     let end = if H::FALLBACK {
@@ -229,13 +207,8 @@ fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot, D: Show<E>>(
     } else {
         End::GaveUp(reason)
     };
-    observe::ended(
-        site.name,
-        progress.level,
-        end,
-        attempts,
-        failure_of::<T, E, D>(&outcome).as_failure(),
-    );
+    observe::ended(site.name, progress.level, end, attempts, shown.failure());
+    let outcome = shown.outcome;
     if !H::HEARS_GIVE_UP || !hooks.hears_give_up() {
         return H::ready(outcome);
     }

@@ -115,7 +115,7 @@ where
 /// (`PERFORMANCE.md` §8).
 #[inline(never)]
 pub(crate) fn drive_blocking<'p, T, E, K, H, X>(
-    mut state: Retry<'p, T, E, Opts<K, H, X>>,
+    state: Retry<'p, T, E, Opts<K, H, X>>,
     first: Option<Attempted<T, E>>,
     reset_after: Option<Duration>,
     mut attempt: impl FnMut(&mut Retry<'p, T, E, Opts<K, H, X>>) -> Attempted<T, E>,
@@ -128,8 +128,26 @@ where
     H::Finish<()>: SyncFinish<T, E>,
     X: MaybeExtras<E>,
 {
-    // Named here, not handed over in memory: a direct call, inline.
-    state.site.clock = super::std_now;
+    // A state of this function's own, not the argument's memory, which the compiler cannot
+    // keep in registers: the loop wrote the whole state back to it after every decision. The
+    // clock is named here, not handed over in memory: a direct call, inline.
+    let Retry {
+        site,
+        progress,
+        opts,
+        spans,
+        value,
+    } = state;
+    let mut state = Retry {
+        site: super::Site {
+            clock: super::std_now,
+            ..site
+        },
+        progress,
+        opts,
+        spans,
+        value,
+    };
     let mut attempted = match first {
         Some(failed) => {
             // The progress after a first attempt, as constants, so that the first decision's

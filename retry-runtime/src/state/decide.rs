@@ -10,7 +10,7 @@ use super::extras::MaybeExtras;
 use super::hooks::HookSet;
 use super::log::Show;
 use super::observe::{self, End, Shown};
-use super::options::{Classifier, HeadSet};
+use super::options::{Classifier, Judges};
 use super::{Attempted, GiveUp, GiveUpReason, Opts, Progress, Retry, RetryEvent, Site};
 use crate::context::KeySlot;
 use crate::policy::nanos;
@@ -18,11 +18,7 @@ use crate::{GateOutcome, RetryBudget, Verdict};
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, Opts<K, H, X>>
-where
-    K::On: Classifier<E>,
-    K::Show: Show<E>,
-{
+impl<'p, T, E, K: Judges<E>, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, Opts<K, H, X>> {
     /// `next` for anything but an accepted `Ok`: the state taken apart into separate locals on
     /// this branch alone, the verdict, the decision, the hooks, and the state put back together
     /// with the retry counted. `ok_verdict` is `on_result`'s verdict on a rejected `Ok`.
@@ -48,6 +44,7 @@ where
         let single = progress.retried_above && !opts.extras.nested_retry();
         // The outcome to return if the loop stops here, whether it may be retried, and what the
         // gate learns from it.
+        let shed = matches!(attempted, Attempted::Shed(_));
         let outcome = match attempted {
             Attempted::Refused(refusal) | Attempted::Shed(refusal) if single => {
                 let shown = Shown::<T, E, K::Show>::new(Err(refusal));
@@ -60,23 +57,15 @@ where
                 );
                 return ControlFlow::Break(H::ready(shown.outcome));
             }
-            // The body did not run: the attempts are the ones before.
-            Attempted::Refused(refusal) => {
-                let why = GiveUpReason::BreakerOpen;
-                return ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
-                    site,
-                    progress,
-                    opts.hooks,
-                    why,
-                    progress.retries,
-                    Shown::new(Err(refusal)),
-                    key,
-                ));
-            }
-            // The gate that shed it is the loop's own: why is read from it here, not carried
-            // by every attempt's outcome (`PERFORMANCE.md` §4).
-            Attempted::Shed(refusal) => {
-                let why = opts.extras.shed_reason();
+            // The body did not run: the attempts are the ones before. The gate that shed it is
+            // the loop's own: why is read from it here, not carried by every attempt's outcome
+            // (`PERFORMANCE.md` §8).
+            Attempted::Refused(refusal) | Attempted::Shed(refusal) => {
+                let why = if shed {
+                    opts.extras.shed_reason()
+                } else {
+                    GiveUpReason::BreakerOpen
+                };
                 return ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
                     site,
                     progress,
@@ -236,20 +225,7 @@ fn aws2026_step(
         crate::Aws2026Decision::MaxAttempts => return Step::GiveUp(GiveUpReason::Exhausted),
         _ => return Step::GiveUp(GiveUpReason::Budget),
     };
-    if let Some(deadline) = site.policy.get_deadline() {
-        let end = progress
-            .elapsed(site.clock)
-            .saturating_add(Duration::from_nanos(pause));
-        if end > deadline {
-            return Step::GiveUp(GiveUpReason::Deadline);
-        }
-    }
-    if let Some(budget) = budget {
-        if !budget.try_withdraw((site.clock)()) {
-            return Step::GiveUp(GiveUpReason::Budget);
-        }
-    }
-    Step::Pause(pause)
+    within_limits(site, progress, pause, budget)
 }
 
 /// What follows a failure, by the policy and the limits.
@@ -310,7 +286,20 @@ pub(crate) fn schedule(
         }
         _ => policy.delay_nanos(retry, progress.previous_pause),
     };
-    if let Some(deadline) = policy.get_deadline() {
+    within_limits(site, progress, pause, budget)
+}
+
+/// A pause of `pause` nanoseconds, unless it would end past the deadline or the budget has no
+/// token for the retry after it.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn within_limits(
+    site: &Site<'_>,
+    progress: &Progress,
+    pause: u64,
+    budget: Option<&RetryBudget>,
+) -> Step {
+    if let Some(deadline) = site.policy.get_deadline() {
         let end = progress
             .elapsed(site.clock)
             .saturating_add(Duration::from_nanos(pause));

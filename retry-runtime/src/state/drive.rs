@@ -6,8 +6,7 @@
 use super::extras::MaybeExtras;
 use super::fallback::IntoFinish;
 use super::hooks::HookSet;
-use super::log::Show;
-use super::options::{Classifier, HeadSet};
+use super::options::Judges;
 use super::retrier::SyncFinish;
 use super::{Attempted, Opts, Progress, Retry};
 use crate::context;
@@ -25,9 +24,7 @@ pub(crate) trait Attempts<T, E> {
         state: &mut Retry<'p, T, E, Opts<K, H, X>>,
     ) -> Attempted<T, E>
     where
-        K: HeadSet<Sleeper: Sleeper>,
-        K::On: Classifier<E>,
-        K::Show: Show<E>,
+        K: Judges<E, Sleeper: Sleeper>,
         H: HookSet<T, E>,
         X: MaybeExtras<E>;
 }
@@ -42,9 +39,7 @@ impl<T, E, B: Operation<T, E>> Attempts<T, E> for Plain<B> {
         state: &mut Retry<'p, T, E, Opts<K, H, X>>,
     ) -> Attempted<T, E>
     where
-        K: HeadSet<Sleeper: Sleeper>,
-        K::On: Classifier<E>,
-        K::Show: Show<E>,
+        K: Judges<E, Sleeper: Sleeper>,
         H: HookSet<T, E>,
         X: MaybeExtras<E>,
     {
@@ -68,9 +63,7 @@ where
         state: &mut Retry<'p, T, E, Opts<K, H, X>>,
     ) -> Attempted<T, E>
     where
-        K: HeadSet<Sleeper: Sleeper>,
-        K::On: Classifier<E>,
-        K::Show: Show<E>,
+        K: Judges<E, Sleeper: Sleeper>,
         H: HookSet<T, E>,
         X: MaybeExtras<E>,
     {
@@ -89,9 +82,7 @@ pub(crate) async fn drive<'p, T, E, K, H, X>(
     mut attempts: impl Attempts<T, E>,
 ) -> Result<T, E>
 where
-    K: HeadSet<Sleeper: Sleeper>,
-    K::On: Classifier<E>,
-    K::Show: Show<E>,
+    K: Judges<E, Sleeper: Sleeper>,
     H: HookSet<T, E>,
     H::Finish<()>: IntoFinish<T, E>,
     X: MaybeExtras<E>,
@@ -121,9 +112,7 @@ pub(crate) fn drive_blocking<'p, T, E, K, H, X>(
     mut attempt: impl FnMut(&mut Retry<'p, T, E, Opts<K, H, X>>) -> Attempted<T, E>,
 ) -> Result<T, E>
 where
-    K: HeadSet,
-    K::On: Classifier<E>,
-    K::Show: Show<E>,
+    K: Judges<E>,
     H: HookSet<T, E>,
     H::Finish<()>: SyncFinish<T, E>,
     X: MaybeExtras<E>,

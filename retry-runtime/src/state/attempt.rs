@@ -21,8 +21,10 @@ pub enum Attempted<T, E> {
     /// loop's error.
     Refused(E),
     /// The admission gate shed the attempt and the body did not run: its
-    /// [`Rejected`](crate::Rejected), as the loop's error, and the reason the loop gives up.
-    Shed(E, super::GiveUpReason),
+    /// [`Rejected`](crate::Rejected), as the loop's error. Why the loop gives up is read from
+    /// the loop's gate: carried here, it made every attempt's outcome three words longer, and
+    /// a sync failure handed over to the loop in memory instead of in two registers.
+    Shed(E),
     /// `timeout` cut the body off: its expiry, as the loop's error.
     TimedOut(E),
 }

@@ -9,21 +9,16 @@
 use super::extras::MaybeExtras;
 use super::hooks::HookSet;
 use super::log::Show;
-use super::observe::{self, End, Failure, Shown};
-use super::options::{Classifier, HeadSet};
+use super::observe::{self, End, Shown};
+use super::options::{Classifier, Judges};
 use super::{Attempted, GiveUp, GiveUpReason, Opts, Progress, Retry, RetryEvent, Site};
 use crate::context::KeySlot;
 use crate::policy::nanos;
 use crate::{GateOutcome, RetryBudget, Verdict};
-use std::marker::PhantomData;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, Opts<K, H, X>>
-where
-    K::On: Classifier<E>,
-    K::Show: Show<E>,
-{
+impl<'p, T, E, K: Judges<E>, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, Opts<K, H, X>> {
     /// `next` for anything but an accepted `Ok`: the state taken apart into separate locals on
     /// this branch alone, the verdict, the decision, the hooks, and the state put back together
     /// with the retry counted. `ok_verdict` is `on_result`'s verdict on a rejected `Ok`.
@@ -49,41 +44,35 @@ where
         let single = progress.retried_above && !opts.extras.nested_retry();
         // The outcome to return if the loop stops here, whether it may be retried, and what the
         // gate learns from it.
+        let shed = matches!(attempted, Attempted::Shed(_));
         let outcome = match attempted {
-            Attempted::Refused(refusal) | Attempted::Shed(refusal, _) if single => {
-                let outcome = Err(refusal);
+            Attempted::Refused(refusal) | Attempted::Shed(refusal) if single => {
+                let shown = Shown::<T, E, K::Show>::new(Err(refusal));
                 observe::ended(
                     site.name,
                     progress.level,
                     End::Nested,
                     progress.retries,
-                    failure_of::<T, E, K::Show>(&outcome).as_failure(),
+                    shown.failure(),
                 );
-                return ControlFlow::Break(H::ready(outcome));
+                return ControlFlow::Break(H::ready(shown.outcome));
             }
-            // The body did not run: the attempts are the ones before.
-            Attempted::Refused(refusal) => {
-                let why = GiveUpReason::BreakerOpen;
-                let outcome = Err(refusal);
+            // The body did not run: the attempts are the ones before. The gate that shed it is
+            // the loop's own: why is read from it here, not carried by every attempt's outcome
+            // (`PERFORMANCE.md` §8).
+            Attempted::Refused(refusal) | Attempted::Shed(refusal) => {
+                let why = if shed {
+                    opts.extras.shed_reason()
+                } else {
+                    GiveUpReason::BreakerOpen
+                };
                 return ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
                     site,
                     progress,
                     opts.hooks,
                     why,
                     progress.retries,
-                    outcome,
-                    key,
-                ));
-            }
-            Attempted::Shed(refusal, why) => {
-                let outcome = Err(refusal);
-                return ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
-                    site,
-                    progress,
-                    opts.hooks,
-                    why,
-                    progress.retries,
-                    outcome,
+                    Shown::new(Err(refusal)),
                     key,
                 ));
             }
@@ -100,20 +89,20 @@ where
             Attempted::Completed(Ok(value)) => (Ok(value), ok_verdict, gate_outcome(ok_verdict)),
         };
         let (outcome, verdict, gate) = outcome;
+        let shown = Shown::<T, E, K::Show>::new(outcome);
         // Whether the breaker is open after this outcome, by it or by others'.
         let breaker_open = opts.extras.record(verdict.is_retry(), gate, site.clock);
         // The attempt that just ended.
         let attempt = progress.retries + 1;
         if single && verdict.is_retry() {
-            let failure = failure_of::<T, E, K::Show>(&outcome);
             observe::ended(
                 site.name,
                 progress.level,
                 End::Nested,
                 attempt,
-                failure.as_failure(),
+                shown.failure(),
             );
-            return ControlFlow::Break(H::ready(outcome));
+            return ControlFlow::Break(H::ready(shown.outcome));
         }
         let step = if verdict.is_retry() && !breaker_open {
             match opts.extras.aws2026(attempt, verdict) {
@@ -137,12 +126,7 @@ where
         };
         match step {
             Step::Pause(pause) => {
-                observe::retrying(
-                    site.name,
-                    attempt,
-                    pause,
-                    failure_of::<T, E, K::Show>(&outcome).as_failure(),
-                );
+                observe::retrying(site.name, attempt, pause, shown.failure());
                 // The event and the elapsed time only for a `notify` that hears them.
                 if H::NOTIFY && opts.hooks.notifies() {
                     let event = RetryEvent {
@@ -152,7 +136,7 @@ where
                         elapsed: progress.elapsed(site.clock),
                         hedges: u32::from(progress.hedges),
                     };
-                    opts.hooks.notify(&outcome, &event);
+                    opts.hooks.notify(&shown.outcome, &event);
                 }
                 ControlFlow::Continue(Retry {
                     site,
@@ -169,12 +153,12 @@ where
                     progress.level,
                     End::Permanent,
                     attempt,
-                    failure_of::<T, E, K::Show>(&outcome).as_failure(),
+                    shown.failure(),
                 );
-                ControlFlow::Break(H::ready(outcome))
+                ControlFlow::Break(H::ready(shown.outcome))
             }
             Step::GiveUp(reason) => ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
-                site, progress, opts.hooks, reason, attempt, outcome, key,
+                site, progress, opts.hooks, reason, attempt, shown, key,
             )),
         }
     }
@@ -192,23 +176,6 @@ fn gate_outcome(verdict: Verdict) -> GateOutcome {
     }
 }
 
-/// The outcome as the events show it: its error, or an `Ok` that `on_result` rejected.
-fn failure_of<T, E, D>(outcome: &Result<T, E>) -> Shown<'_, E, D> {
-    Shown {
-        error: outcome.as_ref().err(),
-        show: PhantomData,
-    }
-}
-
-impl<E, D: Show<E>> Shown<'_, E, D> {
-    fn as_failure(&self) -> Failure<'_> {
-        match self.error {
-            Some(_) => Failure::Error(self),
-            None => Failure::Rejected,
-        }
-    }
-}
-
 /// The loop gives up after `attempts` attempts, in one step: the final event, the [`GiveUp`]
 /// (made only for a hook or a fallback that hears it), `on_give_up`, then the fallback, whose
 /// result (or the outcome, without one) ends the call.
@@ -221,7 +188,7 @@ fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot, D: Show<E>>(
     hooks: H,
     reason: GiveUpReason,
     attempts: u32,
-    outcome: Result<T, E>,
+    shown: Shown<T, E, D>,
     key: Key,
 ) -> H::Finish<Key> {
     let end = if H::FALLBACK {
@@ -229,13 +196,8 @@ fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot, D: Show<E>>(
     } else {
         End::GaveUp(reason)
     };
-    observe::ended(
-        site.name,
-        progress.level,
-        end,
-        attempts,
-        failure_of::<T, E, D>(&outcome).as_failure(),
-    );
+    observe::ended(site.name, progress.level, end, attempts, shown.failure());
+    let outcome = shown.outcome;
     if !H::HEARS_GIVE_UP || !hooks.hears_give_up() {
         return H::ready(outcome);
     }
@@ -263,20 +225,7 @@ fn aws2026_step(
         crate::Aws2026Decision::MaxAttempts => return Step::GiveUp(GiveUpReason::Exhausted),
         _ => return Step::GiveUp(GiveUpReason::Budget),
     };
-    if let Some(deadline) = site.policy.get_deadline() {
-        let end = progress
-            .elapsed(site.clock)
-            .saturating_add(Duration::from_nanos(pause));
-        if end > deadline {
-            return Step::GiveUp(GiveUpReason::Deadline);
-        }
-    }
-    if let Some(budget) = budget {
-        if !budget.try_withdraw((site.clock)()) {
-            return Step::GiveUp(GiveUpReason::Budget);
-        }
-    }
-    Step::Pause(pause)
+    within_limits(site, progress, pause, budget)
 }
 
 /// What follows a failure, by the policy and the limits.
@@ -337,7 +286,20 @@ pub(crate) fn schedule(
         }
         _ => policy.delay_nanos(retry, progress.previous_pause),
     };
-    if let Some(deadline) = policy.get_deadline() {
+    within_limits(site, progress, pause, budget)
+}
+
+/// A pause of `pause` nanoseconds, unless it would end past the deadline or the budget has no
+/// token for the retry after it.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn within_limits(
+    site: &Site<'_>,
+    progress: &Progress,
+    pause: u64,
+    budget: Option<&RetryBudget>,
+) -> Step {
+    if let Some(deadline) = site.policy.get_deadline() {
         let end = progress
             .elapsed(site.clock)
             .saturating_add(Duration::from_nanos(pause));

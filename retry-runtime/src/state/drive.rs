@@ -6,8 +6,7 @@
 use super::extras::MaybeExtras;
 use super::fallback::IntoFinish;
 use super::hooks::HookSet;
-use super::log::Show;
-use super::options::{Classifier, HeadSet};
+use super::options::Judges;
 use super::retrier::SyncFinish;
 use super::{Attempted, Opts, Progress, Retry};
 use crate::context;
@@ -25,9 +24,7 @@ pub(crate) trait Attempts<T, E> {
         state: &mut Retry<'p, T, E, Opts<K, H, X>>,
     ) -> Attempted<T, E>
     where
-        K: HeadSet<Sleeper: Sleeper>,
-        K::On: Classifier<E>,
-        K::Show: Show<E>,
+        K: Judges<E, Sleeper: Sleeper>,
         H: HookSet<T, E>,
         X: MaybeExtras<E>;
 }
@@ -42,9 +39,7 @@ impl<T, E, B: Operation<T, E>> Attempts<T, E> for Plain<B> {
         state: &mut Retry<'p, T, E, Opts<K, H, X>>,
     ) -> Attempted<T, E>
     where
-        K: HeadSet<Sleeper: Sleeper>,
-        K::On: Classifier<E>,
-        K::Show: Show<E>,
+        K: Judges<E, Sleeper: Sleeper>,
         H: HookSet<T, E>,
         X: MaybeExtras<E>,
     {
@@ -68,9 +63,7 @@ where
         state: &mut Retry<'p, T, E, Opts<K, H, X>>,
     ) -> Attempted<T, E>
     where
-        K: HeadSet<Sleeper: Sleeper>,
-        K::On: Classifier<E>,
-        K::Show: Show<E>,
+        K: Judges<E, Sleeper: Sleeper>,
         H: HookSet<T, E>,
         X: MaybeExtras<E>,
     {
@@ -89,9 +82,7 @@ pub(crate) async fn drive<'p, T, E, K, H, X>(
     mut attempts: impl Attempts<T, E>,
 ) -> Result<T, E>
 where
-    K: HeadSet<Sleeper: Sleeper>,
-    K::On: Classifier<E>,
-    K::Show: Show<E>,
+    K: Judges<E, Sleeper: Sleeper>,
     H: HookSet<T, E>,
     H::Finish<()>: IntoFinish<T, E>,
     X: MaybeExtras<E>,
@@ -115,21 +106,37 @@ where
 /// (`PERFORMANCE.md` §8).
 #[inline(never)]
 pub(crate) fn drive_blocking<'p, T, E, K, H, X>(
-    mut state: Retry<'p, T, E, Opts<K, H, X>>,
+    state: Retry<'p, T, E, Opts<K, H, X>>,
     first: Option<Attempted<T, E>>,
     reset_after: Option<Duration>,
     mut attempt: impl FnMut(&mut Retry<'p, T, E, Opts<K, H, X>>) -> Attempted<T, E>,
 ) -> Result<T, E>
 where
-    K: HeadSet,
-    K::On: Classifier<E>,
-    K::Show: Show<E>,
+    K: Judges<E>,
     H: HookSet<T, E>,
     H::Finish<()>: SyncFinish<T, E>,
     X: MaybeExtras<E>,
 {
-    // Named here, not handed over in memory: a direct call, inline.
-    state.site.clock = super::std_now;
+    // A state of this function's own, not the argument's memory, which the compiler cannot
+    // keep in registers: the loop wrote the whole state back to it after every decision. The
+    // clock is named here, not handed over in memory: a direct call, inline.
+    let Retry {
+        site,
+        progress,
+        opts,
+        spans,
+        value,
+    } = state;
+    let mut state = Retry {
+        site: super::Site {
+            clock: super::std_now,
+            ..site
+        },
+        progress,
+        opts,
+        spans,
+        value,
+    };
     let mut attempted = match first {
         Some(failed) => {
             // The progress after a first attempt, as constants, so that the first decision's

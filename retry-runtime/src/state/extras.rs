@@ -144,6 +144,9 @@ pub(crate) trait MaybeExtras<E> {
     fn timeout(&self) -> Option<Timeout<E>>;
     /// `nested = retry`.
     fn nested_retry(&self) -> bool;
+    /// Why the loop gives up on an attempt its gate shed: the gate's name and mode, as its
+    /// [`Rejected`] says them. Asked only after [`Attempted::Shed`], which only a gate makes.
+    fn shed_reason(&self) -> GiveUpReason;
 }
 
 impl<E> MaybeExtras<E> for Unset {
@@ -189,6 +192,12 @@ impl<E> MaybeExtras<E> for Unset {
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn nested_retry(&self) -> bool {
         false
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn shed_reason(&self) -> GiveUpReason {
+        // Never asked: without a gate, no attempt is shed.
+        GiveUpReason::BreakerOpen
     }
 }
 
@@ -284,6 +293,17 @@ impl<'p, E> MaybeExtras<E> for Extras<'p, E> {
     fn nested_retry(&self) -> bool {
         self.nested_retry
     }
+    #[inline]
+    fn shed_reason(&self) -> GiveUpReason {
+        match self.gate {
+            Some(shedder) => GiveUpReason::GateRejected {
+                gate: shedder.gate.get_name(),
+                mode: shedder.gate.mode(),
+            },
+            // Never asked: without a gate, no attempt is shed.
+            None => GiveUpReason::BreakerOpen,
+        }
+    }
 }
 
 /// The extras of a loop, made if none were yet: what the builders of `timeout`, `budget`,
@@ -355,13 +375,7 @@ impl<E> IntoError<E> for Refusal<E> {
     fn into_attempted<T>(self) -> Attempted<T, E> {
         match self {
             Refusal::Open { open, error } => Attempted::Refused(error(open)),
-            Refusal::Shed { rejected, error } => Attempted::Shed(
-                error(rejected),
-                GiveUpReason::GateRejected {
-                    gate: rejected.gate(),
-                    mode: rejected.mode(),
-                },
-            ),
+            Refusal::Shed { rejected, error } => Attempted::Shed(error(rejected)),
         }
     }
     #[inline]

@@ -28,18 +28,41 @@ pub(crate) enum Failure<'a> {
     Rejected,
 }
 
-/// An outcome's error as the events show it, by `D` (its `Debug`, or its type name); `None` for
-/// an `Ok` that `on_result` rejected.
-pub(crate) struct Shown<'a, E, D> {
-    pub(crate) error: Option<&'a E>,
-    pub(crate) show: std::marker::PhantomData<fn() -> D>,
+/// An outcome as the events show it: its error by `D` (its `Debug`, or its type name), or an
+/// `Ok` that `on_result` rejected. The outcome itself, wrapped, so that the event's `&dyn Debug`
+/// points at the outcome where it already is: a wrapper holding a reference to it is one more
+/// value in memory, stored on every failure whether the event is enabled or not.
+pub(crate) struct Shown<T, E, D> {
+    pub(crate) outcome: Result<T, E>,
+    show: std::marker::PhantomData<fn() -> D>,
 }
 
-impl<E, D: Show<E>> fmt::Debug for Shown<'_, E, D> {
+impl<T, E, D: Show<E>> Shown<T, E, D> {
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn new(outcome: Result<T, E>) -> Self {
+        Shown {
+            outcome,
+            show: std::marker::PhantomData,
+        }
+    }
+
+    /// The outcome as an event hears it.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn failure(&self) -> Failure<'_> {
+        match self.outcome {
+            Err(_) => Failure::Error(self),
+            Ok(_) => Failure::Rejected,
+        }
+    }
+}
+
+impl<T, E, D: Show<E>> fmt::Debug for Shown<T, E, D> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.error {
-            Some(error) => D::show(error, f),
-            None => f.write_str("an `Ok` that `on_result` rejected"),
+        match &self.outcome {
+            Err(error) => D::show(error, f),
+            Ok(_) => f.write_str("an `Ok` that `on_result` rejected"),
         }
     }
 }

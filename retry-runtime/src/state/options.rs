@@ -13,7 +13,7 @@ use super::fallback::FallbackOutput;
 use super::hooks::{
     Classify, GiveUpHook, HookSet, Hooks, IntoVerdict, Notify, NotifyHook, OnResult,
 };
-use super::log::ByDebug;
+use super::log::{ByDebug, Show};
 use super::{GiveUp, Unset};
 use crate::timer::Sleeper;
 use crate::{Transient, Verdict};
@@ -233,6 +233,12 @@ pub trait HeadSet {
     fn async_only(self) -> Self::AsyncOnly;
     fn parts(&self) -> (&Self::On, &Self::Sleeper);
 }
+
+/// A [`HeadSet`] whose classifier judges `E` and whose events show it: what every step of the
+/// loop asks of its head, named once (`K: Judges<E>`), for every head that has both.
+pub trait Judges<E>: HeadSet<On: Classifier<E>, Show: Show<E>> {}
+
+impl<E, K: HeadSet<On: Classifier<E>, Show: Show<E>>> Judges<E> for K {}
 
 impl<C, S, A, D> HeadSet for Head<C, S, A, D> {
     type On = C;

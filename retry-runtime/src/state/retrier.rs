@@ -615,10 +615,17 @@ where
                 Attempted::Completed(Ok(value)) if !H::ON_RESULT => {
                     return state.accept::<()>(value).into_result();
                 }
-                attempted => Some(attempted),
+                attempted => {
+                    // `drive_blocking` reads it again: left as read above, the reading would be
+                    // kept for the call, on the happy path too (`PERFORMANCE.md` §8).
+                    state.progress.retried_above = false;
+                    Some(attempted)
+                }
             }
         };
-        super::drive_blocking(state, first, plan.reset_after, |state| {
+        // The body moved into the loop, not borrowed: one word in a register, where a borrow
+        // stored the body and its address on the happy path.
+        super::drive_blocking(state, first, plan.reset_after, move |state| {
             state.attempt(&mut body)
         })
     }

@@ -7,7 +7,7 @@ use ::http::{HeaderMap, HeaderValue, Method};
 use bytes::Bytes;
 use http_body::Body;
 use http_body_util::BodyExt;
-use retry_runtime::engine::{self, DynHooks, Operation, Settings, TokioTimer};
+use retry_runtime::engine::{self, DynHooks, FirstAttempt, Operation, Settings, TokioTimer};
 use retry_runtime::headers::key_from_header;
 use retry_runtime::{
     AdmissionGate, Aws2026Standard, Backoff, CircuitBreaker, CircuitOpen, Elapsed, GiveUp,
@@ -15,8 +15,8 @@ use retry_runtime::{
 };
 use std::error::Error;
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// An error of any service, boxed: what tower's own middleware returns (`tower::BoxError`).
@@ -406,7 +406,9 @@ pub(crate) fn may_resend(config: &HttpRetry, method: &Method, headers: &mut Head
 #[derive(Clone, Debug)]
 pub(crate) struct Buffered {
     pub(crate) data: Bytes,
-    pub(crate) trailers: Option<HeaderMap>,
+    // Boxed: trailers are rare, and a request's future holds this (`Buffered` is 40 bytes, not
+    // 128).
+    pub(crate) trailers: Option<Box<HeaderMap>>,
 }
 
 /// Reads `body` whole if its length is known and within `limit`; otherwise gives it back
@@ -417,10 +419,7 @@ pub(crate) async fn buffer<B: Body>(
 ) -> Result<Result<Buffered, (B, SendOnce)>, B::Error> {
     // A body that says it has ended (an empty one) has nothing to read, trailers included.
     if body.is_end_stream() {
-        return Ok(Ok(Buffered {
-            data: Bytes::new(),
-            trailers: None,
-        }));
+        return Ok(Ok(Buffered::empty()));
     }
     let hint = body.size_hint();
     let over = SendOnce::OverLimit {
@@ -430,7 +429,7 @@ pub(crate) async fn buffer<B: Body>(
     match hint.upper() {
         Some(length) if length <= limit as u64 => {
             let collected = body.collect().await?;
-            let trailers = collected.trailers().cloned();
+            let trailers = collected.trailers().cloned().map(Box::new);
             Ok(Ok(Buffered {
                 data: collected.to_bytes(),
                 trailers,
@@ -455,11 +454,21 @@ pin_project_lite::pin_project! {
     }
 }
 
+impl Buffered {
+    /// The body of a request whose body had ended before it was read: nothing.
+    pub(crate) fn empty() -> Self {
+        Buffered {
+            data: Bytes::new(),
+            trailers: None,
+        }
+    }
+}
+
 impl<B> ReplayBody<B> {
     pub(crate) fn buffered(buffered: &Buffered) -> Self {
         ReplayBody::Buffered {
             data: Some(buffered.data.clone()),
-            trailers: buffered.trailers.clone(),
+            trailers: buffered.trailers.as_deref().cloned(),
         }
     }
 }
@@ -609,12 +618,40 @@ pub(crate) fn gave_up(config: &HttpRetry, why: &GiveUp) {
     }
 }
 
+/// The settings of one request's loop.
+pub(crate) fn settings(config: &HttpRetry) -> Settings<'_> {
+    Settings::new(&config.policy)
+        .name(config.name)
+        .budget(config.budget.as_deref())
+        .breaker(config.breaker.as_deref())
+        .gate(config.gate.as_deref())
+        .aws2026(config.aws.as_deref())
+        .timeout(config.timeout)
+        .nested_retry(config.nested_retry)
+        .log_level(config.level)
+}
+
+/// Whether a request's first attempt may be made before its loop ([`FirstAttempt`]): its
+/// settings allow it, and no hook hears the time (the hooks' times would start after it).
+pub(crate) fn first_attempt(config: &HttpRetry) -> Option<FirstAttempt> {
+    if config.notify.is_some() || config.on_give_up.is_some() {
+        return None;
+    }
+    FirstAttempt::new(&settings(config))
+}
+
+/// A first attempt made before the loop ([`FirstAttempt`]) that was not accepted: its outcome,
+/// and for an answer, the verdict that rejected it (so that the judge is not asked twice).
+pub(crate) type FirstOutcome<T, E> = (Result<T, E>, Option<Verdict>);
+
 /// The loop of one request, on the engine: `body` once per attempt, its errors judged by
 /// `classify` (a request that may be sent again) or by `never_sent` (any request: one that
 /// never reached the server is resent even without a key), its answers by `judge` (a request
 /// that may be sent again; every answer is accepted for one that may not), a timed-out attempt
 /// retried only if the request may be sent again (it may have reached the server). The retries
-/// are counted, and `notify` and `on_give_up` hear them.
+/// are counted, and `notify` and `on_give_up` hear them. With `first`, the first attempt was
+/// made before the loop ([`first_attempt`]) and the loop takes it over
+/// ([`engine::drive_after`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn send<T, E: fmt::Debug>(
     config: &HttpRetry,
@@ -622,6 +659,7 @@ pub(crate) async fn send<T, E: fmt::Debug>(
     classify: &(dyn Fn(&E) -> Verdict + Sync),
     never_sent: &(dyn Fn(&E) -> bool + Sync),
     judge: &(dyn Fn(&T) -> Verdict + Sync),
+    first: Option<FirstOutcome<T, E>>,
     body: impl Operation<T, E>,
 ) -> Result<T, Failed<E>> {
     let verdict = |failed: &Failed<E>| match failed {
@@ -630,8 +668,13 @@ pub(crate) async fn send<T, E: fmt::Debug>(
         Failed::Elapsed(_) if may_resend => Verdict::Retry,
         _ => Verdict::Fail,
     };
+    // The verdict on the first answer when it was judged before the loop, taken by the loop's
+    // first judgement.
+    let judged = Mutex::new(first.as_ref().and_then(|(_, verdict)| *verdict));
     let accept = |answer: &T| {
-        if may_resend {
+        if let Some(verdict) = judged.lock().ok().and_then(|mut judged| judged.take()) {
+            verdict
+        } else if may_resend {
             judge(answer)
         } else {
             Verdict::Fail
@@ -642,20 +685,21 @@ pub(crate) async fn send<T, E: fmt::Debug>(
         heard(config, never, event)
     };
     let give_up = |_: Result<&T, &Failed<E>>, why: &GiveUp| gave_up(config, why);
-    let hooks = DynHooks::new(&verdict)
-        .on_result(Some(&accept))
-        .notify(Some(&notify))
-        .on_give_up(config.on_give_up.is_some().then_some(&give_up as _));
-    let settings = Settings::new(&config.policy)
-        .name(config.name)
-        .budget(config.budget.as_deref())
-        .breaker(config.breaker.as_deref())
-        .gate(config.gate.as_deref())
-        .aws2026(config.aws.as_deref())
-        .timeout(config.timeout)
-        .nested_retry(config.nested_retry)
-        .log_level(config.level);
-    engine::drive(&settings, hooks, TokioTimer, Inner(body)).await
+    let hooks = DynHooks::new(&verdict).on_result(Some(&accept));
+    // Without the user's `notify`, nobody reads the event's times: no clock read per request.
+    let hooks = match config.notify {
+        Some(_) => hooks.notify(Some(&notify)),
+        None => hooks.notify_untimed(Some(&notify)),
+    };
+    let hooks = hooks.on_give_up(config.on_give_up.is_some().then_some(&give_up as _));
+    let settings = settings(config);
+    match first {
+        None => engine::drive(&settings, hooks, TokioTimer, Inner(body)).await,
+        Some((outcome, _)) => {
+            let outcome = outcome.map_err(Failed::Inner);
+            engine::drive_after(&settings, hooks, TokioTimer, outcome, Inner(body)).await
+        }
+    }
 }
 
 /// A door's body, its errors the loop's [`Failed::Inner`].

@@ -122,6 +122,7 @@ impl Middleware for RetryMiddleware {
             &classify,
             &never_sent,
             &|response: &Response| config.judge(response.status(), response.headers()),
+            None,
             Sending {
                 request,
                 next,

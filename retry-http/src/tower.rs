@@ -51,15 +51,22 @@
 //! - **Errors.** The service's error is boxed ([`BoxError`], tower's convention for middleware
 //!   that adds errors); a breaker's refusal is a boxed
 //!   [`CircuitOpen`](retry_runtime::CircuitOpen).
+//! - **Cost.** A request without a body to read, under options without a budget, breaker,
+//!   gate, `aws2026`, `timeout`, deadline, `notify` or `on_give_up`, is sent by `call` itself
+//!   (its first attempt, [`FirstAttempt`](retry_runtime::engine::FirstAttempt)), and its
+//!   [`ResponseFuture`] boxes the loop only if that attempt's outcome is not accepted; any other
+//!   request runs in the loop, boxed, from its first attempt.
 
-use crate::options::{self, Failed};
+use crate::options::{self, Buffered, Failed, FirstOutcome};
 use crate::{BoxError, Counters, HttpRetry, ReplayBody};
 use ::http::{Request, Response};
 use http_body::Body;
+use retry_runtime::engine::{FirstAttempt, InAttempt};
 use retry_runtime::{Transient, Verdict};
 use std::error::Error;
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -153,18 +160,50 @@ where
 {
     type Response = Response<RB>;
     type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<RB>, BoxError>> + Send>>;
+    type Future = ResponseFuture<S, B, RB>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
+        let config = &self.layer.config;
+        let (mut parts, body) = request.into_parts();
+        let may_resend = options::may_resend(config, &parts.method, &mut parts.headers);
+        // A request without a body to read (a GET) whose loop needs nothing before its first
+        // attempt: the attempt is sent here, and the loop is made only if it fails.
+        let first = body.is_end_stream().then(|| options::first_attempt(config));
+        if let Some(Some(first)) = first {
+            let buffered = Buffered::empty();
+            let body = ReplayBody::Buffered {
+                data: None,
+                trailers: None,
+            };
+            let request = Request::from_parts(parts.clone(), body);
+            // The service the caller polled ready takes the first attempt; its clone, polled
+            // ready again, the others.
+            let attempt = first.run(|| self.inner.call(request));
+            let rest = HttpRest {
+                layer: Arc::clone(&self.layer),
+                service: self.inner.clone(),
+                parts,
+                buffered,
+                may_resend,
+                body: PhantomData,
+            };
+            return ResponseFuture {
+                state: State::first(first, attempt, rest),
+            };
+        }
         // The service that was polled ready takes the first attempt and, polled ready again,
         // the others; its clone stays here.
         let clone = self.inner.clone();
         let ready = std::mem::replace(&mut self.inner, clone);
-        Box::pin(respond(Arc::clone(&self.layer), ready, request))
+        let request = Request::from_parts(parts, body);
+        let future = Box::pin(respond(Arc::clone(&self.layer), ready, request, may_resend));
+        ResponseFuture {
+            state: State::Loop { future },
+        }
     }
 }
 
@@ -172,6 +211,7 @@ async fn respond<S, B, RB>(
     layer: Arc<RetryLayer>,
     mut service: S,
     request: Request<B>,
+    may_resend: bool,
 ) -> Result<Response<RB>, BoxError>
 where
     S: Service<Request<ReplayBody<B>>, Response = Response<RB>>,
@@ -180,8 +220,7 @@ where
     B::Error: Into<BoxError>,
 {
     let config = &layer.config;
-    let (mut parts, body) = request.into_parts();
-    let may_resend = options::may_resend(config, &parts.method, &mut parts.headers);
+    let (parts, body) = request.into_parts();
     let buffered = match options::buffer(body, config.body_limit)
         .await
         .map_err(Into::into)?
@@ -193,25 +232,198 @@ where
             return service.call(request).await.map_err(Into::into);
         }
     };
-    let (classify, never_sent) = (layer.classify, layer.never_sent);
-    let outcome = options::send(
-        config,
+    let rest = HttpRest {
+        layer: Arc::clone(&layer),
+        service,
+        parts,
+        buffered,
         may_resend,
-        &|error: &Boxed| classify(&*error.0),
-        &|error: &Boxed| never_sent(&*error.0),
-        &|response: &Response<RB>| config.judge(response.status(), response.headers()),
-        Resending {
-            service: &mut service,
-            ready: true,
-            request: (parts, buffered),
-            make: |(parts, buffered): &(::http::request::Parts, options::Buffered)| {
-                Request::from_parts(parts.clone(), ReplayBody::buffered(buffered))
+        body: PhantomData,
+    };
+    rest.send(None, true).await
+}
+
+/// What a [`RetryService`]'s request needs after its first attempt: the options, the service
+/// for the other attempts, and the request's parts and body to make each.
+struct HttpRest<S, B> {
+    layer: Arc<RetryLayer>,
+    service: S,
+    parts: ::http::request::Parts,
+    buffered: Buffered,
+    may_resend: bool,
+    body: PhantomData<fn() -> B>,
+}
+
+impl<S, B, RB> HttpRest<S, B>
+where
+    S: Service<Request<ReplayBody<B>>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+{
+    /// The loop of the request: from its first attempt (`ready`: the service is the one the
+    /// caller polled ready), or after it (`first`).
+    async fn send(
+        mut self,
+        first: Option<FirstOutcome<Response<RB>, Boxed>>,
+        ready: bool,
+    ) -> Result<Response<RB>, BoxError> {
+        let (layer, may_resend) = (&*self.layer, self.may_resend);
+        let config = &layer.config;
+        let (classify, never_sent) = (layer.classify, layer.never_sent);
+        let outcome = options::send(
+            config,
+            may_resend,
+            &|error: &Boxed| classify(&*error.0),
+            &|error: &Boxed| never_sent(&*error.0),
+            &|response: &Response<RB>| config.judge(response.status(), response.headers()),
+            first,
+            Resending {
+                service: &mut self.service,
+                ready,
+                request: (self.parts, self.buffered),
+                make: |(parts, buffered): &(::http::request::Parts, Buffered)| {
+                    Request::from_parts(parts.clone(), ReplayBody::buffered(buffered))
+                },
+                into: |error: S::Error| Boxed(error.into()),
             },
-            into: |error: S::Error| Boxed(error.into()),
-        },
-    )
-    .await;
-    outcome.map_err(into_box_error)
+        )
+        .await;
+        outcome.map_err(into_box_error)
+    }
+}
+
+impl<S, B, RB> Rest<Response<RB>, S::Error> for HttpRest<S, B>
+where
+    S: Service<Request<ReplayBody<B>>, Response = Response<RB>> + Send + 'static,
+    S::Future: Send,
+    S::Error: Into<BoxError>,
+    B: Send + 'static,
+    RB: Send + 'static,
+{
+    fn judge(&self, response: &Response<RB>) -> Verdict {
+        if self.may_resend {
+            self.layer
+                .config
+                .judge(response.status(), response.headers())
+        } else {
+            Verdict::Fail
+        }
+    }
+
+    fn resume(self, first: FirstOutcome<Response<RB>, S::Error>) -> Loop<Response<RB>> {
+        let (outcome, verdict) = first;
+        let outcome = outcome.map_err(|error| Boxed(error.into()));
+        Box::pin(self.send(Some((outcome, verdict)), false))
+    }
+}
+
+/// The loop of a request, boxed: it is the engine's `async` loop, which borrows the options.
+type Loop<T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
+
+/// What a request needs after a first attempt made before its loop ([`FirstAttempt`]).
+trait Rest<T, Er> {
+    /// The verdict on the first attempt's answer.
+    fn judge(&self, answer: &T) -> Verdict;
+    /// The loop, after the first attempt that was not accepted.
+    fn resume(self, first: FirstOutcome<T, Er>) -> Loop<T>;
+}
+
+pin_project_lite::pin_project! {
+    /// A request under way: its first attempt, made before the loop (a request without a body
+    /// to read, whose loop needs nothing before it, `FirstAttempt`), or the loop, boxed.
+    #[project = StateProj]
+    enum State<F, R, T> {
+        First { #[pin] attempt: InAttempt<F>, first: FirstAttempt, rest: Option<R> },
+        Loop { future: Loop<T> },
+    }
+}
+
+impl<F, R, T> State<F, R, T> {
+    fn first(first: FirstAttempt, attempt: InAttempt<F>, rest: R) -> Self {
+        State::First {
+            attempt,
+            first,
+            rest: Some(rest),
+        }
+    }
+}
+
+impl<F, R, T, Er> Future for State<F, R, T>
+where
+    F: Future<Output = Result<T, Er>>,
+    R: Rest<T, Er>,
+{
+    type Output = Result<T, BoxError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let (outcome, rest) = match self.as_mut().project() {
+            StateProj::Loop { future } => return future.as_mut().poll(cx),
+            StateProj::First {
+                attempt,
+                first,
+                rest,
+            } => {
+                let judged = match (std::task::ready!(attempt.poll(cx)), rest.as_ref()) {
+                    (Ok(answer), Some(rest)) => {
+                        let verdict = rest.judge(&answer);
+                        if !verdict.is_retry() {
+                            first.accepted();
+                            return Poll::Ready(Ok(answer));
+                        }
+                        (Ok(answer), Some(verdict))
+                    }
+                    (outcome, _) => (outcome, None),
+                };
+                match rest.take() {
+                    Some(rest) => (judged, rest),
+                    // Not reached: the state is the loop once the first attempt has ended.
+                    None => return Poll::Pending,
+                }
+            }
+        };
+        let mut future = rest.resume(outcome);
+        let polled = future.as_mut().poll(cx);
+        self.set(State::Loop { future });
+        polled
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of a [`RetryService`]'s call: its first attempt, made before the loop when
+    /// nothing has to come before it (a request without a body to read, options without a
+    /// budget, breaker, gate, `aws2026`, `timeout`, deadline, `notify` or `on_give_up`), so that
+    /// an answer accepted at once costs no boxed loop; otherwise the loop, boxed.
+    pub struct ResponseFuture<S, B, RB>
+    where
+        S: Service<Request<ReplayBody<B>>, Response = Response<RB>>,
+    {
+        #[pin]
+        state: State<S::Future, HttpRest<S, B>, Response<RB>>,
+    }
+}
+
+impl<S, B, RB> fmt::Debug for ResponseFuture<S, B, RB>
+where
+    S: Service<Request<ReplayBody<B>>, Response = Response<RB>>,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
+
+impl<S, B, RB> Future for ResponseFuture<S, B, RB>
+where
+    S: Service<Request<ReplayBody<B>>, Response = Response<RB>> + Send + 'static,
+    S::Future: Send,
+    S::Error: Into<BoxError>,
+    B: Send + 'static,
+    RB: Send + 'static,
+{
+    type Output = Result<Response<RB>, BoxError>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().state.poll(cx)
+    }
 }
 
 pin_project_lite::pin_project! {
@@ -507,24 +719,52 @@ where
 {
     type Response = S::Response;
     type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<S::Response, BoxError>> + Send>>;
+    type Future = CloneResponseFuture<S, Req, C, R>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
+        let config = &self.layer.config;
+        options::count_request(config);
+        // Options that need nothing before the first attempt: it is sent here, and the loop is
+        // made only if it fails.
+        if let Some(first) = options::first_attempt(config) {
+            let attempt = first.run(|| self.inner.call(request.clone()));
+            let rest = CloneRest {
+                layer: Arc::clone(&self.layer),
+                service: self.inner.clone(),
+                request,
+            };
+            return CloneResponseFuture {
+                state: State::first(first, attempt, rest),
+            };
+        }
         let clone = self.inner.clone();
         let ready = std::mem::replace(&mut self.inner, clone);
-        Box::pin(respond_cloned(Arc::clone(&self.layer), ready, request))
+        let rest = CloneRest {
+            layer: Arc::clone(&self.layer),
+            service: ready,
+            request,
+        };
+        CloneResponseFuture {
+            state: State::Loop {
+                future: Box::pin(rest.send(None, true)),
+            },
+        }
     }
 }
 
-async fn respond_cloned<S, Req, C, R>(
+/// What a [`CloneRetryService`]'s request needs after its first attempt: the options, the
+/// service for the other attempts, and the request to clone for each.
+struct CloneRest<S, Req, C, R> {
     layer: Arc<CloneRetryLayer<C, R>>,
-    mut service: S,
+    service: S,
     request: Req,
-) -> Result<S::Response, BoxError>
+}
+
+impl<S, Req, C, R> CloneRest<S, Req, C, R>
 where
     S: Service<Req>,
     S::Error: Into<BoxError> + fmt::Debug,
@@ -532,22 +772,88 @@ where
     C: ClassifyError<S::Error> + Send + Sync,
     R: ClassifyResponse<S::Response> + Send + Sync,
 {
-    let config = &layer.config;
-    options::count_request(config);
-    let outcome = options::send(
-        config,
-        true,
-        &|error: &S::Error| layer.classify.verdict(error),
-        &|_: &S::Error| false,
-        &|answer: &S::Response| layer.judge.verdict(answer),
-        Resending {
-            service: &mut service,
-            ready: true,
-            request,
-            make: Req::clone,
-            into: |error| error,
-        },
-    )
-    .await;
-    outcome.map_err(into_box_error)
+    /// The loop of the request: from its first attempt (`ready`: the service is the one the
+    /// caller polled ready), or after it (`first`).
+    async fn send(
+        mut self,
+        first: Option<FirstOutcome<S::Response, S::Error>>,
+        ready: bool,
+    ) -> Result<S::Response, BoxError> {
+        let layer = &*self.layer;
+        let outcome = options::send(
+            &layer.config,
+            true,
+            &|error: &S::Error| layer.classify.verdict(error),
+            &|_: &S::Error| false,
+            &|answer: &S::Response| layer.judge.verdict(answer),
+            first,
+            Resending {
+                service: &mut self.service,
+                ready,
+                request: self.request,
+                make: Req::clone,
+                into: |error| error,
+            },
+        )
+        .await;
+        outcome.map_err(into_box_error)
+    }
+}
+
+impl<S, Req, C, R> Rest<S::Response, S::Error> for CloneRest<S, Req, C, R>
+where
+    S: Service<Req> + Send + 'static,
+    S::Future: Send,
+    S::Response: Send + 'static,
+    S::Error: Into<BoxError> + fmt::Debug + Send + 'static,
+    Req: Clone + Send + 'static,
+    C: ClassifyError<S::Error> + Send + Sync + 'static,
+    R: ClassifyResponse<S::Response> + Send + Sync + 'static,
+{
+    fn judge(&self, answer: &S::Response) -> Verdict {
+        self.layer.judge.verdict(answer)
+    }
+
+    fn resume(self, first: FirstOutcome<S::Response, S::Error>) -> Loop<S::Response> {
+        Box::pin(self.send(Some(first), false))
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of a [`CloneRetryService`]'s call: its first attempt, made before the loop
+    /// when the options need nothing before it (no budget, breaker, gate, `aws2026`,
+    /// `timeout`, deadline, `notify` or `on_give_up`), so that an answer accepted at once costs
+    /// no boxed loop; otherwise the loop, boxed.
+    pub struct CloneResponseFuture<S, Req, C, R>
+    where
+        S: Service<Req>,
+    {
+        #[pin]
+        state: State<S::Future, CloneRest<S, Req, C, R>, S::Response>,
+    }
+}
+
+impl<S: Service<Req>, Req, C, R> fmt::Debug for CloneResponseFuture<S, Req, C, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CloneResponseFuture")
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, Req, C, R> Future for CloneResponseFuture<S, Req, C, R>
+where
+    S: Service<Req> + Send + 'static,
+    S::Future: Send,
+    S::Response: Send + 'static,
+    S::Error: Into<BoxError> + fmt::Debug + Send + 'static,
+    Req: Clone + Send + 'static,
+    C: ClassifyError<S::Error> + Send + Sync + 'static,
+    R: ClassifyResponse<S::Response> + Send + Sync + 'static,
+{
+    type Output = Result<S::Response, BoxError>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().state.poll(cx)
+    }
 }

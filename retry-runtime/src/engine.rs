@@ -46,6 +46,10 @@
 //! # }
 //! ```
 //!
+//! A door whose happy path must not pay for the loop's future (a tower service, whose future
+//! would otherwise be the boxed loop) makes the first attempt itself with [`FirstAttempt`], and
+//! hands an outcome it does not accept to [`drive_after`].
+//!
 //! The attempt closure runs inside the attempt's context: [`attempt()`](crate::attempt) there (and
 //! in its future) gives the attempt's number, for a header such as gRPC's
 //! `grpc-previous-rpc-attempts` or OpenTelemetry's `http.request.resend_count`.
@@ -64,12 +68,15 @@
 //! CHANGELOG. The `__private` module, which the macros' expansions use, is not: nothing outside
 //! the expansions may use it.
 
+use crate::context::{self, Enter, Frame, KeyKind};
 use crate::state::{self, DynHooks as Hooks, Retry, Settings as Set, Site};
 use crate::timer::{Elapsed, Sleeper};
 use crate::{CircuitOpen, Hedge, Rejected};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
 
 pub use crate::state::dynamic::{ClassifyFn, GiveUpFn, NotifyFn, OnResultFn};
 pub use crate::state::{
@@ -196,6 +203,172 @@ where
 {
     let state = state(settings, hooks, timer);
     state::drive(state, None, state::Plain(operation)).await
+}
+
+/// The first attempt of a call, made by the door before the loop and without it, so that a call
+/// whose first answer is accepted (the happy path) never builds the loop's future: a tower
+/// service returns a named future for it instead of a boxed loop. When the answer is not
+/// accepted, [`drive_after`] takes it over as the loop's first attempt.
+///
+/// Only for a call that nothing has to see before its first attempt:
+/// [`new`](FirstAttempt::new) says `None` when the settings have a budget (it takes a deposit),
+/// a breaker or a gate (they admit the attempt), `aws2026`, a `timeout` (the attempt races a
+/// timer), a hedge, a policy with a deadline (the clock is read as the call starts), or the
+/// feature `attempt-spans` is on (the attempt has a span). The door's hooks must not hear the
+/// time either (a [`DynHooks::notify`] that is not
+/// [`notify_untimed`](DynHooks::notify_untimed), an `on_give_up`): their times would start after
+/// the first attempt.
+///
+/// ```
+/// use retry_runtime::engine::{self, DynHooks, FirstAttempt, FnOperation, Settings, TokioTimer};
+/// use retry_runtime::{attempt, CircuitOpen, Elapsed, Jitter, Policy, Rejected, Verdict};
+///
+/// #[derive(Debug)]
+/// enum CallError { Busy, Timeout(Elapsed), Open(CircuitOpen), Shed(Rejected) }
+/// impl From<Elapsed> for CallError { fn from(e: Elapsed) -> Self { CallError::Timeout(e) } }
+/// impl From<CircuitOpen> for CallError { fn from(o: CircuitOpen) -> Self { CallError::Open(o) } }
+/// impl From<Rejected> for CallError { fn from(r: Rejected) -> Self { CallError::Shed(r) } }
+///
+/// async fn call() -> Result<u32, CallError> {
+///     // The attempt's number, as a header would carry it.
+///     match attempt().number() {
+///         1 => Err(CallError::Busy),
+///         n => Ok(n),
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let policy = Policy::new().max(3).jitter(Jitter::None);
+/// let settings = Settings::new(&policy).name("quotes");
+/// let first = FirstAttempt::new(&settings).expect("nothing to see before the first attempt");
+/// let answer = match first.run(call).await {
+///     Ok(n) => {
+///         first.accepted();
+///         Ok(n)
+///     }
+///     failed => {
+///         let classify = |error: &CallError| Verdict::from(matches!(error, CallError::Busy));
+///         let hooks = DynHooks::new(&classify);
+///         engine::drive_after(&settings, hooks, TokioTimer, failed, FnOperation(call)).await
+///     }
+/// };
+/// assert_eq!(answer.unwrap(), 2);
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct FirstAttempt {
+    frame: Frame,
+    name: &'static str,
+}
+
+impl FirstAttempt {
+    /// The first attempt of a call with `settings`, if it may run outside the loop (see
+    /// [`FirstAttempt`]). Reads whether a layer above retries, as the loop does when it starts.
+    #[inline]
+    pub fn new(settings: &Settings<'_>) -> Option<Self> {
+        let plain = settings.budget.is_none()
+            && settings.breaker.is_none()
+            && settings.gate.is_none()
+            && settings.aws.is_none()
+            && settings.timeout.is_none()
+            && settings.hedge.is_none()
+            && settings.policy.get_deadline().is_none()
+            && !cfg!(feature = "attempt-spans");
+        plain.then(|| FirstAttempt {
+            frame: Frame {
+                attempt: 1,
+                key: KeyKind::None,
+                retried_above: context::current().retried_above || settings.policy.get_max() > 0,
+                hedge: 0,
+            },
+            name: settings.name,
+        })
+    }
+
+    /// Runs the attempt: `make` makes its future inside the attempt's context, and the future is
+    /// polled inside it, so that [`attempt()`](crate::attempt) gives attempt 1 in both.
+    #[inline]
+    pub fn run<F: Future>(&self, make: impl FnOnce() -> F) -> InAttempt<F> {
+        let future = {
+            let _entered = Enter::new(self.frame);
+            make()
+        };
+        InAttempt {
+            frame: self.frame,
+            future,
+        }
+    }
+
+    /// The attempt's answer was accepted: the call ends here, as the loop would end it (the
+    /// metrics count a first try).
+    #[inline]
+    pub fn accepted(self) {
+        #[cfg(feature = "metrics")]
+        crate::metrics::first_try(self.name);
+        let _ = self.name;
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of a [`FirstAttempt`]: the attempt's own, polled inside the attempt's context.
+    #[derive(Debug)]
+    pub struct InAttempt<F> {
+        frame: Frame,
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F: Future> Future for InAttempt<F> {
+    type Output = F::Output;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let _entered = Enter::new(*this.frame);
+        this.future.poll(cx)
+    }
+}
+
+/// [`drive`] after a [`FirstAttempt`] whose outcome was not accepted: `first` is the loop's
+/// first attempt (judged by `hooks` as any other), and `operation` makes the attempts after it.
+/// `settings` and `hooks` are the ones the first attempt was made with.
+pub async fn drive_after<T, E, S>(
+    settings: &Settings<'_>,
+    hooks: DynHooks<'_, T, E>,
+    timer: S,
+    first: Result<T, E>,
+    operation: impl Operation<T, E>,
+) -> Result<T, E>
+where
+    E: fmt::Debug + From<Elapsed> + From<CircuitOpen> + From<Rejected>,
+    S: Sleeper,
+{
+    let operation = After {
+        first: Some(first),
+        operation,
+    };
+    drive(settings, hooks, timer, operation).await
+}
+
+/// The operation of [`drive_after`]: the first attempt's outcome as it was, then `operation`'s.
+struct After<T, E, O> {
+    first: Option<Result<T, E>>,
+    operation: O,
+}
+
+impl<T, E, O: Operation<T, E>> Operation<T, E> for After<T, E, O> {
+    fn attempt(&mut self) -> impl Future<Output = Result<T, E>> {
+        let first = self.first.take();
+        let operation = &mut self.operation;
+        async move {
+            match first {
+                Some(outcome) => outcome,
+                None => operation.attempt().await,
+            }
+        }
+    }
 }
 
 /// [`drive`] with `hedge`: each attempt that has not answered after the [`Hedge`]'s delay gets

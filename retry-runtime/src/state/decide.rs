@@ -10,7 +10,7 @@ use super::extras::MaybeExtras;
 use super::hooks::HookSet;
 use super::log::Show;
 use super::observe::{self, End, Shown};
-use super::options::{Classifier, Judges};
+use super::options::{Classifier, HeadSet};
 use super::{Attempted, GiveUp, GiveUpReason, Opts, Progress, Retry, RetryEvent, Site};
 use crate::context::KeySlot;
 use crate::policy::nanos;
@@ -18,7 +18,11 @@ use crate::{GateOutcome, RetryBudget, Verdict};
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-impl<'p, T, E, K: Judges<E>, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, Opts<K, H, X>> {
+impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, Opts<K, H, X>>
+where
+    K::On: Classifier<E>,
+    K::Show: Show<E>,
+{
     /// `next` for anything but an accepted `Ok`: the state taken apart into separate locals on
     /// this branch alone, the verdict, the decision, the hooks, and the state put back together
     /// with the retry counted. `ok_verdict` is `on_result`'s verdict on a rejected `Ok`.

@@ -235,8 +235,10 @@ pub trait HeadSet {
 }
 
 /// A [`HeadSet`] whose classifier judges `E` and whose events show it: what every step of the
-/// loop asks of its head, named once (`K: Judges<E>`), for every head that has both.
-pub trait Judges<E>: HeadSet<On: Classifier<E>, Show: Show<E>> {}
+/// loop's driver asks of its head, named once (`K: Judges<E>`), for every head that has both.
+/// Crate-private: the public impls (the expansion's `next`, the `Retrier`'s runs) spell the two
+/// bounds out, so that a user's error names only public traits.
+pub(crate) trait Judges<E>: HeadSet<On: Classifier<E>, Show: Show<E>> {}
 
 impl<E, K: HeadSet<On: Classifier<E>, Show: Show<E>>> Judges<E> for K {}
 

@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 /// | [`rate_limit`](AdmissionGate::rate_limit) | after the first throttled answer: attempts are held to a CUBIC-controlled rate (they wait for a token, or fail fast) | the AWS SDKs' adaptive retry mode (botocore) |
 /// | [`aimd`](AdmissionGate::aimd), [`gradient2`](AdmissionGate::gradient2) | the attempts in flight reach a limit that adapts to drops (AIMD) or latency (Gradient2) | Netflix `concurrency-limits` |
 ///
-/// Each attempt asks [`admit`](AdmissionGate::admit) (with the current time; the gate never
-/// reads the clock). `Ok` is a [`GatePermit`]: wait for [`GatePermit::wait`] (only the rate
-/// limiter ever asks for a wait), make the attempt, and report its answer with
+/// Each attempt asks [`admit`](AdmissionGate::admit) (with the current time: called directly,
+/// the gate never reads the clock). `Ok` is a [`GatePermit`]: wait for [`GatePermit::wait`]
+/// (only the rate limiter ever asks for a wait), make the attempt, and report its answer with
 /// [`GatePermit::record`]. `Err` is a [`Rejected`]: do not make the attempt. A permit dropped
 /// without a report (a cancelled call) gives back what it held, a concurrency slot or a rate
 /// token, and counts as nothing, so cancellations never leak capacity.
@@ -32,6 +32,20 @@ use std::time::{Duration, Instant};
 /// limiter before the first throttle) or two (AIMD). Gradient2 locks to report (a few float
 /// operations, as Netflix's `synchronized` update), and so does the rate limiter once a
 /// throttle has turned it on.
+///
+/// # Clock reads
+///
+/// The loops of every door (the attribute, `retry_block!`, the [`Retrier`](crate::Retrier), the
+/// engine) hand the gate their own clock (a paused tokio clock or a recording's virtual clock
+/// in tests, so that the gate sees the same exact times as the loop) and the gate reads it
+/// only when its mode needs the time. On the happy path (every attempt accepted) that is one
+/// read per attempt for adaptive throttling and the rate limiter (the answer's time, which
+/// places it in its bin of the window or its half second of the measured rate; admitting
+/// needs no time while nothing is throttled in the window, or before the first throttle,
+/// except at the gate's first use, which fixes its time 0), and two for AIMD and Gradient2
+/// (the attempt's latency). An [`Ignored`](GateOutcome::Ignored) answer reads none. The
+/// times are exact, so each read costs what the clock costs (`Instant::now()`, about 24 ns on
+/// the machine of `bench/RESULTS.md` §3, a third of a gated call there).
 ///
 /// ```
 /// use retry_runtime::{AdmissionGate, Aimd, GateOutcome, RejectReason};
@@ -168,20 +182,42 @@ impl AdmissionGate {
         now: Instant,
         random: impl FnOnce() -> f64,
     ) -> Result<GatePermit<'_>, Rejected> {
+        self.admit_by(|| now, random)
+    }
+
+    /// [`admit`](AdmissionGate::admit) at the time `clock` says, read only if the mode needs it
+    /// (see "Clock reads" above): the loop's way in, with the loop's clock.
+    #[inline]
+    pub(crate) fn admit_lazily(&self, clock: fn() -> Instant) -> Result<GatePermit<'_>, Rejected> {
+        self.admit_by(clock, uniform)
+    }
+
+    /// [`admit_with`](AdmissionGate::admit_with), reading the time from `clock` at most once.
+    #[inline]
+    fn admit_by(
+        &self,
+        clock: impl FnOnce() -> Instant,
+        random: impl FnOnce() -> f64,
+    ) -> Result<GatePermit<'_>, Rejected> {
         let held = match &self.mode {
-            Mode::Throttling(throttler) => throttler.admit(now, random).map(|()| Held::Nothing),
-            Mode::RateLimit(limiter) => limiter.admit(now).map(|wait| match wait {
+            Mode::Throttling(throttler) => throttler.admit(clock, random).map(|()| Held::Nothing),
+            Mode::RateLimit(limiter) => limiter.admit(clock).map(|wait| match wait {
                 Some(wait) => Held::Token { wait },
                 None => Held::Nothing,
             }),
-            Mode::Aimd { slots, .. } => slots.acquire().map(|in_flight| Held::Slot {
-                start: now,
-                in_flight,
-            }),
-            Mode::Gradient2(limiter) => limiter.slots.acquire().map(|in_flight| Held::Slot {
-                start: now,
-                in_flight,
-            }),
+            Mode::Aimd { slots, .. } => {
+                let start = clock();
+                slots
+                    .acquire()
+                    .map(|in_flight| Held::Slot { start, in_flight })
+            }
+            Mode::Gradient2(limiter) => {
+                let start = clock();
+                limiter
+                    .slots
+                    .acquire()
+                    .map(|in_flight| Held::Slot { start, in_flight })
+            }
         };
         match held {
             Ok(held) => Ok(GatePermit {
@@ -300,25 +336,34 @@ impl GatePermit<'_> {
 
     /// Reports the answer of the attempt, which ended at `now`.
     #[inline]
-    pub fn record(mut self, outcome: GateOutcome, now: Instant) {
+    pub fn record(self, outcome: GateOutcome, now: Instant) {
+        self.record_by(outcome, || now);
+    }
+
+    /// [`record`](GatePermit::record) at the time `clock` says, read at most once, and not for
+    /// an [`Ignored`](GateOutcome::Ignored) answer: the loop's way in, with the loop's clock.
+    #[inline]
+    pub(crate) fn record_by(mut self, outcome: GateOutcome, clock: impl FnOnce() -> Instant) {
         self.done = true;
-        let gate = self.gate;
-        match (&gate.mode, outcome) {
-            (_, GateOutcome::Ignored) => self.release(false),
-            (Mode::Throttling(throttler), outcome) => {
+        if outcome == GateOutcome::Ignored {
+            return self.release(false);
+        }
+        let now = clock();
+        match &self.gate.mode {
+            Mode::Throttling(throttler) => {
                 throttler.record(outcome == GateOutcome::Accepted, now);
             }
-            (Mode::RateLimit(limiter), outcome) => {
+            Mode::RateLimit(limiter) => {
                 limiter.record(outcome == GateOutcome::Throttled, now);
             }
-            (Mode::Aimd { config, slots }, outcome) => {
+            Mode::Aimd { config, slots } => {
                 if let Held::Slot { start, in_flight } = self.held {
                     let dropped = outcome != GateOutcome::Accepted
                         || now.saturating_duration_since(start) > config.timeout;
                     slots.release(|limit| config.next(limit, in_flight, dropped));
                 }
             }
-            (Mode::Gradient2(limiter), _) => {
+            Mode::Gradient2(limiter) => {
                 if let Held::Slot { start, in_flight } = self.held {
                     limiter.sample(now.saturating_duration_since(start), in_flight);
                 }

@@ -277,15 +277,21 @@ loom_const_fn! {
 }
 
 impl RateLimiter {
-    /// Takes a token at `now`: `Ok(None)` while the bucket is off (nothing taken), `Ok(Some(wait))`
+    /// Takes a token at the time `clock` says (read only on the first use and once the bucket
+    /// is on): `Ok(None)` while the bucket is off (nothing taken), `Ok(Some(wait))`
     /// with a token taken (to be used after `wait`), or the rejection of a fail-fast limiter.
-    pub(super) fn admit(&self, now: Instant) -> Result<Option<Duration>, RejectReason> {
+    pub(super) fn admit(
+        &self,
+        clock: impl FnOnce() -> Instant,
+    ) -> Result<Option<Duration>, RejectReason> {
         if self.enabled.load(Ordering::Relaxed) == 0 {
-            // Off: nothing to take, but the first use still fixes time 0.
-            self.epoch.get_or_init(now);
+            // Off: nothing to take, and no time needed, but the first use still fixes time 0.
+            if self.epoch.get().is_none() {
+                self.epoch.get_or_init(clock());
+            }
             return Ok(None);
         }
-        let t = self.seconds(now);
+        let t = self.seconds(clock());
         let acquired = crate::sync::lock(&self.state).acquire(t, self.config.fail_fast);
         match acquired {
             Ok(wait) => Ok(Some(duration(wait))),

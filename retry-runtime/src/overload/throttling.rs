@@ -185,21 +185,24 @@ fn new_slots() -> [AtomicU64; MAX_BINS] {
 }
 
 impl Throttler {
-    /// Admits or rejects an attempt at `now`; `random` is called only when the probability is
+    /// Admits or rejects an attempt at the time `clock` says, read only on the gate's first use
+    /// or while a throttle is in the window; `random` is called only when the probability is
     /// above 0. A rejection counts as a throttled request.
     pub(super) fn admit(
         &self,
-        now: Instant,
+        clock: impl FnOnce() -> Instant,
         random: impl FnOnce() -> f64,
     ) -> Result<(), RejectReason> {
         let quiet_from = self.quiet_from.load(Ordering::Relaxed);
         if quiet_from == 0 {
             // The first use still fixes time 0, so that a report timed before it is not
-            // counted as if it were at time 0.
-            self.epoch.get_or_init(now);
+            // counted as if it were at time 0; later admissions need no time.
+            if self.epoch.get().is_none() {
+                self.epoch.get_or_init(clock());
+            }
             return Ok(());
         }
-        let elapsed = self.elapsed(now);
+        let elapsed = self.elapsed(clock());
         if elapsed >= quiet_from {
             // The last throttle has left the window: back to the happy path, unless another
             // throttle came in meanwhile.

@@ -210,7 +210,7 @@ impl<'p, E> MaybeExtras<E> for Extras<'p, E> {
         // held and counts as nothing, where a breaker's trial dropped would count as a failure.
         let mut wait = Duration::ZERO;
         if let (Some(shedder), None) = (self.gate, &self.permit) {
-            match shedder.gate.admit(clock()) {
+            match shedder.gate.admit_lazily(clock) {
                 Ok(permit) => {
                     wait = permit.wait();
                     self.permit = Some(permit);
@@ -243,7 +243,7 @@ impl<'p, E> MaybeExtras<E> for Extras<'p, E> {
     #[inline]
     fn record(&mut self, service_failed: bool, gate: GateOutcome, clock: fn() -> Instant) -> bool {
         if let Some(permit) = self.permit.take() {
-            permit.record(gate, clock());
+            permit.record_by(gate, clock);
         }
         match self.admission.take() {
             Some(admission) => admission.record_and_check(!service_failed, clock()),

@@ -166,6 +166,42 @@ fn a_failure_reads_no_clock_without_a_hook_deadline_budget_or_breaker() {
 }
 
 #[test]
+fn a_gate_reads_the_clock_only_when_its_mode_needs_the_time() {
+    use crate::{AdaptiveThrottling, AdmissionGate, Aimd, ClientRateLimit, Gradient2, Rejected};
+    static THROTTLING: AdmissionGate =
+        AdmissionGate::adaptive_throttling(AdaptiveThrottling::new());
+    static RATE_LIMIT: AdmissionGate = AdmissionGate::rate_limit(ClientRateLimit::new());
+    static AIMD: AdmissionGate = AdmissionGate::aimd(Aimd::new());
+    static GRADIENT2: AdmissionGate = AdmissionGate::gradient2(Gradient2::new());
+    #[derive(Debug)]
+    struct Shed;
+    impl From<Rejected> for Shed {
+        fn from(_: Rejected) -> Self {
+            Shed
+        }
+    }
+    let policy = Policy::new();
+    // The clock reads of one call whose first attempt is accepted.
+    let reads = |gate: &AdmissionGate| {
+        CLOCK_READS.with(|reads| reads.set(0));
+        let mut retry = Shape::<Result<(), Shed>>::new()
+            .start(&policy, "f", |_: &Shed| true, Unset)
+            .gate(gate);
+        retry.site.clock = counted_clock;
+        let attempted = retry.attempt(|| Ok(()));
+        assert!(matches!(retry.next(attempted), ControlFlow::Break(Ok(()))));
+        clock_reads()
+    };
+    // The first call fixes the gate's time 0 as it is admitted; after it, admitting needs no
+    // time while nothing is throttled, and the answer is placed by its own time.
+    assert_eq!([reads(&THROTTLING), reads(&THROTTLING)], [2, 1]);
+    assert_eq!([reads(&RATE_LIMIT), reads(&RATE_LIMIT)], [2, 1]);
+    // The concurrency limits learn from the attempt's latency: its start and its end.
+    assert_eq!([reads(&AIMD), reads(&AIMD)], [2, 2]);
+    assert_eq!([reads(&GRADIENT2), reads(&GRADIENT2)], [2, 2]);
+}
+
+#[test]
 fn retry_now_takes_no_pause_and_counts_the_retry() {
     let policy = Policy::new().max(1);
     let retry = start::<(), &str, _, _>(&policy, |_: &&str| Verdict::RetryNow);

@@ -231,6 +231,18 @@ pub const MAX_DELAY: Key = Key {
     pass: Pass::Policy("max_delay"),
 };
 
+/// `throttle_base = "1s"`.
+pub const THROTTLE_BASE: Key = Key {
+    name: "throttle_base",
+    aliases: &["throttling_base", "throttled_base"],
+    example: "\"1s\"",
+    kind: Kind::Duration { zero: None },
+    doc: "the pause before a retry after a throttled attempt (`Verdict::Throttled`: a 429, a 503 with `Retry-After`, `RESOURCE_EXHAUSTED`), growing from there as `base` does",
+    default: "`base`",
+    async_only: None,
+    pass: Pass::Policy("throttle_base"),
+};
+
 /// `deadline = "10s"`.
 pub const DEADLINE: Key = Key {
     name: "deadline",
@@ -381,6 +393,7 @@ pub static KEYS: &[Key] = &[
     FACTOR,
     BACKOFF,
     MAX_DELAY,
+    THROTTLE_BASE,
     DEADLINE,
     JITTER,
     POLICY,

@@ -27,7 +27,7 @@ mod value;
 pub use keys::{
     ATTEMPTS, AWS2026, BACKOFF, BASE, BLOCK_KEYS, CRATE, DEADLINE, FACTOR, FALLBACK, GATE, HEDGE,
     JITTER, KEY, KEYS, Key, Kind, MAX, MAX_DELAY, MAX_HEDGES, NAME, NON_IDEMPOTENT, ON, POLICY,
-    Pass, SLEEP, TIMEOUT, Word, key,
+    Pass, SLEEP, THROTTLE_BASE, TIMEOUT, Word, key,
 };
 pub use read::{BACKOFF_FORMS, BackoffForm, JITTER_FORMS, JitterForm, Setting};
 pub use rules::{RULES, Rule};

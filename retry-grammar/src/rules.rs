@@ -351,7 +351,7 @@ mod tests {
                 "`max_delay` below `base`",
                 "`deadline` below `base` when `max > 0`",
                 "`factor` with `backoff = linear` or `backoff = constant`",
-                "`policy` with a timing key (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `deadline`, `jitter`)",
+                "`policy` with a timing key (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `throttle_base`, `deadline`, `jitter`)",
                 "`timeout`, `sleep`, `hedge` or `max_hedges` on a sync function",
                 "`max_hedges` without `hedge`",
             ]

@@ -101,6 +101,8 @@ pub struct Timings {
     pub backoff: Option<Backoff>,
     /// The cap on every pause, in nanoseconds.
     pub max_delay: Option<u64>,
+    /// The base after a throttled attempt, in nanoseconds.
+    pub throttle_base: Option<u64>,
     /// The time budget, in nanoseconds.
     pub deadline: Option<u64>,
     /// The jitter form.
@@ -192,6 +194,7 @@ impl Settings {
                 _ => None,
             },
             max_delay: duration(&keys::MAX_DELAY),
+            throttle_base: duration(&keys::THROTTLE_BASE),
             deadline: duration(&keys::DEADLINE),
             jitter: match self.setting(&keys::JITTER) {
                 Some(Setting::Jitter(form)) => Some(form),
@@ -298,12 +301,12 @@ mod tests {
         assert_eq!(
             problems[0],
             Problem::key(
-                "`notify` cannot be set in a policy string, which holds the timings only (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `deadline`, `jitter`); give `notify` in the attribute"
+                "`notify` cannot be set in a policy string, which holds the timings only (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `throttle_base`, `deadline`, `jitter`); give `notify` in the attribute"
             )
         );
         assert_eq!(
             problems[1].message,
-            "unknown argument `retries`; did you mean `max`? valid arguments: `max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `deadline`, `jitter`"
+            "unknown argument `retries`; did you mean `max`? valid arguments: `max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `throttle_base`, `deadline`, `jitter`"
         );
     }
 

@@ -128,6 +128,14 @@ impl HttpRetry {
         self
     }
 
+    /// `throttle_base = "1s"`: the pause before a retry after a throttled answer (a 429, a 503
+    /// with `Retry-After`), growing from there as `base` does ([`Policy::throttle_base`]; a
+    /// `Retry-After` stays a floor above it).
+    pub fn throttle_base(mut self, throttle_base: Duration) -> Self {
+        self.policy = self.policy.throttle_base(throttle_base);
+        self
+    }
+
     /// `max_delay = "30s"`: no single pause is longer, `Retry-After` included
     /// ([`Policy::max_delay`]); a `Retry-After` longer than this gives up at once.
     pub fn max_delay(mut self, max_delay: Duration) -> Self {

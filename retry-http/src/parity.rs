@@ -39,6 +39,7 @@ fn table() -> Vec<(&'static str, Has)> {
         method!("factor" => factor(3.0)),
         method!("backoff" => backoff(Backoff::Linear)),
         method!("max_delay" => max_delay(MS)),
+        method!("throttle_base" => throttle_base(MS)),
         method!("deadline" => deadline(MS)),
         method!("jitter" => jitter(Jitter::None)),
         ("policy", Has::Reason("the constructor's argument")),

@@ -397,6 +397,10 @@ pub(crate) fn policy_expr(args: &Args) -> TokenStream {
         let d = duration(max_delay);
         calls.extend(quote!(.max_delay(#d)));
     }
+    if let Some(throttle_base) = timings.throttle_base {
+        let d = duration(throttle_base);
+        calls.extend(quote!(.throttle_base(#d)));
+    }
     if let Some(deadline) = timings.deadline {
         let d = duration(deadline);
         calls.extend(quote!(.deadline(#d)));

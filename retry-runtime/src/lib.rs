@@ -385,6 +385,7 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 /// | `factor` | number ≥ 1 | growth of the pause per retry (exponential only) | 2 |
 /// | `backoff` | `exponential`, `linear`, `constant` | pause n (n = 1, 2, …): `base·factor^(n−1)`, `base·n`, `base` | `exponential` |
 /// | `max_delay` | duration string | no single pause is ever longer, jitter and server-suggested pauses included (cap applied last) | `"30s"`, or `base` if that is longer |
+/// | `throttle_base` | duration string | the pause before a retry after a throttled attempt (`Verdict::Throttled`: a 429, a 503 with `Retry-After`, `RESOURCE_EXHAUSTED`), growing from there as `base` does | `base` |
 /// | `deadline` | duration string | total time budget from the first call, calls and pauses included, on the clock of the pauses: tokio's for async functions (so a paused test clock governs both), `std::time::Instant` for sync ones and for `sleep = f`, a [`Sleeper`] type's own; a pause that would end past it is not taken and the loop gives up with the last error at once | none |
 /// | `jitter` | bare `jitter`, a number in (0, 1], a duration string, `full`, `equal`, `decorrelated`, `none` | randomises each pause; the forms are in the [`Jitter`] table | bare `jitter` (`d + U[0, d/2)`) |
 /// | `policy` | an expression giving a [`Policy`] or `&Policy` | timings chosen at run time (a `const`, or a string from configuration read with `Policy::from_str`); excludes the timing keys above | — |
@@ -418,7 +419,7 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 /// | `max_delay` below `base` | `max_delay`'s value |
 /// | `deadline` below `base` when `max > 0` | `deadline`'s value |
 /// | `factor` with `backoff = linear` or `backoff = constant` | `factor` |
-/// | `policy` with a timing key (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `deadline`, `jitter`) | the timing key |
+/// | `policy` with a timing key (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `throttle_base`, `deadline`, `jitter`) | the timing key |
 /// | `timeout`, `sleep`, `hedge` or `max_hedges` on a sync function | the key |
 /// | `max_hedges` without `hedge` | `max_hedges` |
 /// | a value its key does not take: `factor` below 1, a jitter number outside (0, 1], `timeout = "0s"`, a duration finer than a nanosecond, a string where a number belongs | the value |

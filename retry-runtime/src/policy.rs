@@ -450,7 +450,7 @@ impl std::error::Error for PolicyError {}
 /// `"max=3, base=1s, jitter=full"`.
 ///
 /// The keys are the timing keys of [`#[retry]`](crate::retry) (`max`, `attempts`, `base`,
-/// `factor`, `backoff`, `max_delay`, `deadline`, `jitter`), read by the same grammar as the
+/// `factor`, `backoff`, `max_delay`, `throttle_base`, `deadline`, `jitter`), read by the same grammar as the
 /// attribute's, with its defaults and its rules across keys, and refused with the same
 /// messages. Values may be quoted or not (`base=1s` or `base="1s"`), and spaces around `=` and
 /// `,` do not matter.
@@ -523,6 +523,9 @@ impl Policy {
         }
         if let Some(max_delay) = timings.max_delay {
             policy = policy.max_delay(Duration::from_nanos(max_delay));
+        }
+        if let Some(throttle_base) = timings.throttle_base {
+            policy = policy.throttle_base(Duration::from_nanos(throttle_base));
         }
         if let Some(deadline) = timings.deadline {
             policy = policy.deadline(Duration::from_nanos(deadline));

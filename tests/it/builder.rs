@@ -2,7 +2,7 @@
 //! closure, sync and async. The same loop: call counts, exact virtual times on tokio's paused
 //! clock, borrows of the surroundings, the attempt context, one retrying layer, the budget, the
 //! breaker, the fallback, the deadline, the timeout, the hooks and the events; the timing
-//! methods (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `deadline`, `jitter`)
+//! methods (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `throttle_base`, `deadline`, `jitter`)
 //! over the policy's, and a default `Retrier` against a `#[retry]` without arguments; and
 //! `reset_after`, which starts the backoff afresh after a healthy attempt in a long-lived loop.
 

@@ -414,3 +414,48 @@ async fn a_throttled_attempt_pauses_by_the_throttling_base() {
         [0, 50, 2050, 2250].map(|ms| ms * MS)
     );
 }
+
+/// The same pauses with `throttle_base` written in the attribute, in `retry_block!` and given to
+/// the `Retrier`'s method over a policy without it: the grammar's key reaches the policy.
+#[tokio::test(start_paused = true)]
+async fn throttle_base_in_the_attribute_the_block_and_the_retrier() {
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+    static STARTS: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
+    async fn scripted(t0: Instant) -> Result<u32, StockError> {
+        STARTS.lock().expect("not poisoned").push(t0.elapsed());
+        match CALLS.fetch_add(1, Ordering::Relaxed) % 4 {
+            0 => Err(StockError::Flaky),
+            1 => Err(StockError::Throttled),
+            2 => Err(StockError::Flaky),
+            n => Ok(n),
+        }
+    }
+    #[retry(max = 3, base = "50ms", throttle_base = "1s", jitter = none, on = classify)]
+    async fn attribute(t0: Instant) -> Result<u32, StockError> {
+        scripted(t0).await
+    }
+    let expected = [0, 50, 2050, 2250].map(|ms| ms * MS);
+    let take = || std::mem::take(&mut *STARTS.lock().expect("not poisoned"));
+
+    let t0 = Instant::now();
+    assert_eq!(attribute(t0).await, Ok(3));
+    assert_eq!(take(), expected, "#[retry(throttle_base = \"1s\")]");
+
+    let t0 = Instant::now();
+    let block = retry_block!(max = 3, base = "50ms", throttle_base = "1s", jitter = none, on = classify => async {
+        scripted(t0).await
+    })
+    .await;
+    assert_eq!(block, Ok(3));
+    assert_eq!(take(), expected, "retry_block!(throttle_base = \"1s\")");
+
+    let policy = Policy::new().max(3).base(50 * MS).jitter(Jitter::None);
+    let t0 = Instant::now();
+    let retrier = Retrier::<u32, StockError>::new(&policy)
+        .throttle_base(Duration::from_secs(1))
+        .on(classify)
+        .run_async(|| scripted(t0))
+        .await;
+    assert_eq!(retrier, Ok(3));
+    assert_eq!(take(), expected, "Retrier::throttle_base");
+}

@@ -170,6 +170,13 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
         self.timing(|p| p.max_delay(max_delay))
     }
 
+    /// `throttle_base = "1s"`: the pause before a retry after a throttled attempt
+    /// ([`Verdict::Throttled`](crate::Verdict::Throttled)), growing from there as `base` does
+    /// ([`Policy::throttle_base`]; `base` in [`Policy::new`]).
+    pub fn throttle_base(self, throttle_base: Duration) -> Self {
+        self.timing(|p| p.throttle_base(throttle_base))
+    }
+
     /// `deadline = "10s"`: the time budget of the whole run from its first attempt, attempts
     /// and pauses included; a pause that would end past it is not taken, and the last error is
     /// returned ([`Policy::deadline`]; none in [`Policy::new`]). With
@@ -753,6 +760,7 @@ mod parity {
             method!("factor" => factor(3.0)),
             method!("backoff" => backoff(Backoff::Linear)),
             method!("max_delay" => max_delay(MS)),
+            method!("throttle_base" => throttle_base(MS)),
             method!("deadline" => deadline(MS)),
             method!("jitter" => jitter(Jitter::None)),
             (

@@ -86,6 +86,8 @@ pub fn error_verdict(error: &(dyn Error + 'static)) -> Verdict {
 #[derive(Clone)]
 pub struct RetryLayer {
     config: HttpRetry,
+    // Whether the options let a request's first attempt be made before its loop, asked once.
+    first: Option<FirstAttempt>,
     classify: fn(&(dyn Error + 'static)) -> Verdict,
     never_sent: fn(&(dyn Error + 'static)) -> bool,
 }
@@ -102,6 +104,7 @@ impl RetryLayer {
     /// A layer with these options, [`error_verdict`] and [`never_sent`](crate::never_sent).
     pub fn new(config: HttpRetry) -> Self {
         RetryLayer {
+            first: options::first_attempt(&config),
             config,
             classify: error_verdict,
             never_sent: crate::never_sent,
@@ -172,8 +175,8 @@ where
         let may_resend = options::may_resend(config, &parts.method, &mut parts.headers);
         // A request without a body to read (a GET) whose loop needs nothing before its first
         // attempt: the attempt is sent here, and the loop is made only if it fails.
-        let first = body.is_end_stream().then(|| options::first_attempt(config));
-        if let Some(Some(first)) = first {
+        if let Some(first) = self.layer.first.filter(|_| body.is_end_stream()) {
+            let first = first.again();
             let buffered = Buffered::empty();
             let body = ReplayBody::Buffered {
                 data: None,
@@ -619,6 +622,8 @@ where
 #[derive(Clone)]
 pub struct CloneRetryLayer<C = ByTransient, R = AnyResponse> {
     config: HttpRetry,
+    // Whether the options let a request's first attempt be made before its loop, asked once.
+    first: Option<FirstAttempt>,
     classify: C,
     judge: R,
 }
@@ -636,6 +641,7 @@ impl CloneRetryLayer {
     /// accepting every answer.
     pub fn new(config: HttpRetry) -> Self {
         CloneRetryLayer {
+            first: options::first_attempt(&config),
             config,
             classify: ByTransient,
             judge: AnyResponse,
@@ -649,6 +655,7 @@ impl<C, R> CloneRetryLayer<C, R> {
     pub fn classify<F>(self, f: F) -> CloneRetryLayer<F, R> {
         CloneRetryLayer {
             config: self.config,
+            first: self.first,
             classify: f,
             judge: self.judge,
         }
@@ -660,6 +667,7 @@ impl<C, R> CloneRetryLayer<C, R> {
     pub fn on_response<F>(self, f: F) -> CloneRetryLayer<C, F> {
         CloneRetryLayer {
             config: self.config,
+            first: self.first,
             classify: self.classify,
             judge: f,
         }
@@ -730,7 +738,7 @@ where
         options::count_request(config);
         // Options that need nothing before the first attempt: it is sent here, and the loop is
         // made only if it fails.
-        if let Some(first) = options::first_attempt(config) {
+        if let Some(first) = self.layer.first.map(|first| first.again()) {
             let attempt = first.run(|| self.inner.call(request.clone()));
             let rest = CloneRest {
                 layer: Arc::clone(&self.layer),
@@ -842,13 +850,8 @@ impl<S: Service<Req>, Req, C, R> fmt::Debug for CloneResponseFuture<S, Req, C, R
 
 impl<S, Req, C, R> Future for CloneResponseFuture<S, Req, C, R>
 where
-    S: Service<Req> + Send + 'static,
-    S::Future: Send,
-    S::Response: Send + 'static,
-    S::Error: Into<BoxError> + fmt::Debug + Send + 'static,
-    Req: Clone + Send + 'static,
-    C: ClassifyError<S::Error> + Send + Sync + 'static,
-    R: ClassifyResponse<S::Response> + Send + Sync + 'static,
+    S: Service<Req>,
+    CloneRest<S, Req, C, R>: Rest<S::Response, S::Error>,
 {
     type Output = Result<S::Response, BoxError>;
 

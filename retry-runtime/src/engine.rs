@@ -260,6 +260,8 @@ where
 pub struct FirstAttempt {
     frame: Frame,
     name: &'static str,
+    /// The policy retries (`max` above 0): the attempt's part of `retried_above`.
+    retries: bool,
 }
 
 impl FirstAttempt {
@@ -275,15 +277,27 @@ impl FirstAttempt {
             && settings.hedge.is_none()
             && settings.policy.get_deadline().is_none()
             && !cfg!(feature = "attempt-spans");
+        let retries = settings.policy.get_max() > 0;
         plain.then(|| FirstAttempt {
             frame: Frame {
                 attempt: 1,
                 key: KeyKind::None,
-                retried_above: context::current().retried_above || settings.policy.get_max() > 0,
+                retried_above: context::current().retried_above || retries,
                 hedge: 0,
             },
             name: settings.name,
+            retries,
         })
+    }
+
+    /// The first attempt of another call with the same settings, as [`new`](FirstAttempt::new)
+    /// would make it now: whether a layer above retries is read again, the settings are not (a
+    /// tower layer asks `new` once, when it is made, and `again` on each request).
+    #[inline]
+    pub fn again(&self) -> Self {
+        let mut first = *self;
+        first.frame.retried_above = context::current().retried_above || self.retries;
+        first
     }
 
     /// Runs the attempt: `make` makes its future inside the attempt's context, and the future is
@@ -417,5 +431,40 @@ impl Sleeper for Blocking {
     type Sleep = std::future::Ready<()>;
     fn sleep(&self, _: std::time::Duration) -> Self::Sleep {
         std::future::ready(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FirstAttempt, Settings};
+    use crate::Policy;
+    use crate::context::{self, scope};
+
+    /// Whether a layer above retries, as the first attempt made by `first` sees it.
+    fn seen(first: FirstAttempt) -> bool {
+        let mut seen = None;
+        let _attempt = first.run(|| {
+            seen = Some(context::current().retried_above);
+            std::future::ready(())
+        });
+        seen.unwrap_or_default()
+    }
+
+    #[test]
+    fn again_reads_the_caller_anew_and_keeps_the_policy() {
+        let once = Policy::new().max(0);
+        let made_inside = scope::caller_retries(|| FirstAttempt::new(&Settings::new(&once)));
+        let Some(first) = made_inside else {
+            panic!("plain settings make a first attempt");
+        };
+        assert!(seen(first));
+        assert!(!seen(first.again()));
+        assert!(seen(scope::caller_retries(|| first.again())));
+
+        let retrying = Policy::new().max(2);
+        let Some(first) = FirstAttempt::new(&Settings::new(&retrying)) else {
+            panic!("plain settings make a first attempt");
+        };
+        assert!(seen(first.again()));
     }
 }

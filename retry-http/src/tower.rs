@@ -53,7 +53,7 @@
 //!   [`CircuitOpen`](retry_runtime::CircuitOpen).
 //! - **Cost.** A request without a body to read, under options without a budget, breaker,
 //!   gate, `aws2026`, `timeout`, deadline, `notify` or `on_give_up`, is sent by `call` itself
-//!   (its first attempt, [`FirstAttempt`](retry_runtime::engine::FirstAttempt)), and its
+//!   (its first attempt, [`FirstAttempt`]), and its
 //!   [`ResponseFuture`] boxes the loop only if that attempt's outcome is not accepted; any other
 //!   request runs in the loop, boxed, from its first attempt.
 

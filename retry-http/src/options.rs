@@ -187,8 +187,8 @@ impl HttpRetry {
     pub(crate) fn judge(&self, status: http::StatusCode, headers: &HeaderMap) -> Verdict {
         match &self.on_response {
             Some(judge) => judge(status, headers),
-            // The status table retries no 2xx: the happy path's verdict without the call.
-            None if status.is_success() => Verdict::Fail,
+            // Inline: a success is one compare of its status (the headers are read only for a
+            // transient one).
             None => retry_runtime::integrations::http::status_verdict(status, headers),
         }
     }

@@ -8,13 +8,14 @@
 //! simulation's `Shed` error (not transient, so the loop gives up, as `#[retry(gate = ...)]`
 //! does); an admitted one waits for its permit's [`wait`](GatePermit::wait) (outside the
 //! attempt's time limit), is made, and its answer is recorded: accepted, throttled, or timed out.
-//! That is the loop of the `gate` branch (`retry-runtime/src/state/extras.rs`), written against
-//! the `retry_runtime::overload` API directly so that the rows exist before the attribute takes
-//! `gate = ...`; once it does, each `Gate(mode)` arm can call a `#[retry(..., gate = ...)]`
-//! function instead, and must give the same figures. The gate is shared as the simulation
-//! shares a budget: per client in `amplification`, one per run in `collapse` and the storms.
-//! A simulation a mode does not fit (a mode that learns from nothing the simulation's server
-//! says) still has its row: the row shows it.
+//! That is what `#[retry(gate = G)]` does around each attempt (`retry-runtime/src/state/extras.rs`;
+//! its admissions on the paused clock are tested in `tests/it/gate_in_the_loop.rs`), written here
+//! against the `retry_runtime::overload` API directly for one reason: adaptive throttling's
+//! rejections draw from the simulation's own seeded stream, so that a run repeats from its seed
+//! and the CSVs in `docs/` can be made again number for number. The gate is shared as the
+//! simulation shares a budget: per client in `amplification`, one per run in `collapse` and the
+//! storms. A simulation a mode does not fit (a mode that learns from nothing the simulation's
+//! server says) still has its row: the row shows it.
 
 use retry_runtime::{
     AdaptiveThrottling, AdmissionGate, Aimd, ClientRateLimit, GateOutcome, GatePermit, Gradient2,

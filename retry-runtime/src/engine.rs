@@ -241,17 +241,21 @@ where
 /// # async fn main() {
 /// let policy = Policy::new().max(3).jitter(Jitter::None);
 /// let settings = Settings::new(&policy).name("quotes");
-/// let first = FirstAttempt::new(&settings).expect("nothing to see before the first attempt");
-/// let answer = match first.run(call).await {
-///     Ok(n) => {
-///         first.accepted();
-///         Ok(n)
-///     }
-///     failed => {
-///         let classify = |error: &CallError| Verdict::from(matches!(error, CallError::Busy));
-///         let hooks = DynHooks::new(&classify);
-///         engine::drive_after(&settings, hooks, TokioTimer, failed, FnOperation(call)).await
-///     }
+/// let classify = |error: &CallError| Verdict::from(matches!(error, CallError::Busy));
+/// let answer = match FirstAttempt::new(&settings) {
+///     Some(first) => match first.run(call).await {
+///         Ok(n) => {
+///             first.accepted();
+///             Ok(n)
+///         }
+///         failed => {
+///             let hooks = DynHooks::new(&classify);
+///             engine::drive_after(&settings, hooks, TokioTimer, failed, FnOperation(call)).await
+///         }
+///     },
+///     // Something has to see the first attempt (here only with the feature `attempt-spans`,
+///     // whose span the loop opens): the loop makes every attempt.
+///     None => engine::drive(&settings, DynHooks::new(&classify), TokioTimer, FnOperation(call)).await,
 /// };
 /// assert_eq!(answer.unwrap(), 2);
 /// # }
@@ -452,6 +456,11 @@ mod tests {
 
     #[test]
     fn again_reads_the_caller_anew_and_keeps_the_policy() {
+        if cfg!(feature = "attempt-spans") {
+            // The attempt has a span, which the loop opens: no first attempt outside it.
+            assert!(FirstAttempt::new(&Settings::new(&Policy::new())).is_none());
+            return;
+        }
         let once = Policy::new().max(0);
         let made_inside = scope::caller_retries(|| FirstAttempt::new(&Settings::new(&once)));
         let Some(first) = made_inside else {

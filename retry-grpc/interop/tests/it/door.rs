@@ -3,9 +3,7 @@
 //! used as is (no per-method code, no adapter), and a recording service between the door and
 //! the channel sees every attempt the door sends, at its exact virtual time.
 
-mod common;
-
-use common::{SERVICE, hedging_config, ms, retry, retry_config};
+use crate::common::{SERVICE, hedging_config, ms, retry, retry_config};
 use http::{Request, Response};
 use retry_grpc::backoff::{Jitter, RetryBackoff};
 use retry_grpc::channel::{Counters, GrpcRetry, GrpcRetryLayer};

@@ -16,8 +16,7 @@
 //! Without a `prometheus` binary the test says how to get one and passes, unless `CI` is set
 //! (`tests/it/common/skip.rs`). `RETRY_TEST_PROMETHEUS` names another binary.
 
-mod common;
-
+use crate::common;
 use retry_examples::payments::bank::{BANK_OPEN_FOR, Bank};
 use retry_examples::payments::process::ServiceProcess;
 use retry_examples::payments::service::{Config, Database};

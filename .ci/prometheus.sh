@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prometheus for the tests (examples/tests/prometheus.rs): Debian's `prometheus` package. The
+# Prometheus for the tests (examples/tests/it/prometheus.rs): Debian's `prometheus` package. The
 # test starts its own server as a child process (a free loopback port, a temp config and TSDB
 # directory) and kills it on every path; this script only makes sure the binary is there, and that
 # the package's own service is not left running.

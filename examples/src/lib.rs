@@ -2,12 +2,12 @@
 //! their processes share with the fault tests:
 //!
 //! - the portal, which keeps the checks it cannot make now in `retry_durable`'s job queue, and
-//!   crash points (`examples/tests/queue_*.rs`);
+//!   crash points (`examples/tests/it/queue_*.rs`);
 //! - [`payments`], the payment service of `cargo run --example payments`, which the
 //!   `payments-service` binary runs on its own for the fault tests
-//!   (`examples/tests/payments_faults.rs`) and the benchmark in `bench/`;
+//!   (`examples/tests/it/payments_faults.rs`) and the benchmark in `bench/`;
 //! - [`metrics`], the `/metrics` page both serve when asked to (`--metrics`), which the
-//!   Prometheus test (`examples/tests/prometheus.rs`) scrapes.
+//!   Prometheus test (`examples/tests/it/prometheus.rs`) scrapes.
 
 pub mod crash;
 /// The guides whose code blocks need the portal: their doctests run here.

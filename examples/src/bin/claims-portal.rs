@@ -1,4 +1,4 @@
-//! The claims portal as a process of its own, for the fault tests (`examples/tests/queue_*.rs`),
+//! The claims portal as a process of its own, for the fault tests (`examples/tests/it/queue_*.rs`),
 //! which start it, kill it with `SIGKILL` and start it again on the same database.
 //!
 //! ```text

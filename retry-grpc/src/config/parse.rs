@@ -1,5 +1,5 @@
 //! Reading the JSON: each field's type, then the rules of `mod.rs`'s table, every problem
-//! recorded with its path. Nothing here panics on any input (`tests/config_fuzz.rs`).
+//! recorded with its path. Nothing here panics on any input (`tests/it/config_fuzz.rs`).
 
 use super::{
     CallPolicy, ConfigError, FieldError, HedgingPolicy, MAX_TOKENS_LIMIT, MethodConfig, MethodName,

@@ -6,9 +6,7 @@
 //! A timer never fires early, so lower bounds of pauses are checked to the millisecond; upper
 //! bounds allow `SLACK_MS` of scheduling on a loaded machine.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use retry_grpc::RetryThrottling;
 use retry_grpc_interop::harness::{
     ClientRun, ServerProcess, of_call, pauses_ms, previous_attempts, run_door,

@@ -1,7 +1,7 @@
 //! The payment service's metrics through a real Prometheus server (Debian's `prometheus`
 //! package; `.ci/run` installs it when missing): the server runs as a child process on a free
 //! loopback port, with a config and a TSDB directory of its own, and scrapes the service's
-//! `/metrics` every second while the bank goes through a scripted outage. Everything is asserted
+//! `/metrics` every 250 ms while the bank goes through a scripted outage. Everything is asserted
 //! through Prometheus's own HTTP API with PromQL, as a dashboard or an alert would see it:
 //!
 //! - before the outage every transfer succeeds at its first try and nothing is retried;
@@ -16,8 +16,7 @@
 //! Without a `prometheus` binary the test says how to get one and passes, unless `CI` is set
 //! (`tests/it/common/skip.rs`). `RETRY_TEST_PROMETHEUS` names another binary.
 
-mod common;
-
+use crate::common;
 use retry_examples::payments::bank::{BANK_OPEN_FOR, Bank};
 use retry_examples::payments::process::ServiceProcess;
 use retry_examples::payments::service::{Config, Database};
@@ -63,14 +62,14 @@ struct Prometheus {
 
 impl Prometheus {
     /// Starts `binary` on a free loopback port, scraping `target` (`127.0.0.1:PORT`) at
-    /// `/metrics` every second, and waits until it is ready.
+    /// `/metrics` every 250 ms, and waits until it is ready.
     async fn start(binary: &Path, target: &str) -> Self {
         let dir = std::env::temp_dir().join(common::unique_name("prometheus"));
         std::fs::create_dir_all(&dir).expect("a temp dir");
         let config = format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
-             scrape_configs:\n  - job_name: payments\n    scrape_interval: 1s\n    \
-             scrape_timeout: 900ms\n    metrics_path: /metrics\n    static_configs:\n      \
+            "global:\n  scrape_interval: 250ms\n  evaluation_interval: 250ms\n\
+             scrape_configs:\n  - job_name: payments\n    scrape_interval: 250ms\n    \
+             scrape_timeout: 250ms\n    metrics_path: /metrics\n    static_configs:\n      \
              - targets: ['{target}']\n"
         );
         std::fs::write(dir.join("prometheus.yml"), config).expect("the config is written");
@@ -179,18 +178,18 @@ impl Prometheus {
                 "{promql} was {seen:?}, not {wanted}, after {PATIENCE:?}:\n{}",
                 self.log()
             );
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
-    /// A range query from `start` to `end` every quarter second (four points per scrape): the
+    /// A range query from `start` to `end` every 50 ms (five points per scrape): the
     /// one series' values, in order, with its value at `end` last.
     async fn range(&self, promql: &str, start: f64, end: f64) -> Vec<f64> {
         let params = [
             ("query", promql.to_owned()),
             ("start", format!("{start:.3}")),
             ("end", format!("{end:.3}")),
-            ("step", "0.25".to_owned()),
+            ("step", "0.05".to_owned()),
         ];
         let data = self.api("query_range", &params).await;
         let series = data["result"].as_array().expect("a matrix");
@@ -294,6 +293,8 @@ async fn prometheus_sees_the_retries_give_ups_and_breaker_of_a_bank_outage() {
     let target = service.url().trim_start_matches("http://").to_owned();
     let prometheus = Prometheus::start(&binary, &target).await;
     let http = reqwest::Client::new();
+    // Most of the test's time: Prometheus 2.42 hands its scrape loops their targets on a fixed
+    // 5 s tick, so the first scrape comes about 5 s after the start, whatever the interval.
     let started = prometheus.wait_for("up{job=\"payments\"}", 1.0).await;
 
     let calls = "sum(retry_calls_total{function=\"transfer\"})";
@@ -345,8 +346,9 @@ async fn prometheus_sees_the_retries_give_ups_and_breaker_of_a_bank_outage() {
     }
     let total = BEFORE + DURING + AFTER;
     let after = prometheus.wait_for(calls, f64::from(total)).await;
-    prometheus.wait_for(breaker, 0.0).await;
-    let end = unix_now();
+    // The time of the query that saw the breaker closed, so that every query at `end` reads
+    // that scrape's samples.
+    let end = prometheus.wait_for(breaker, 0.0).await;
 
     // Nothing counted twice: one call of `transfer` per payout sent, by outcome, and one store
     // answer per payout.

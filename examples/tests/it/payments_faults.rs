@@ -29,15 +29,13 @@
 //!
 //! The random schedules print their seed; `PAYMENTS_FAULT_SEED=N` replays one, and
 //! `PAYMENTS_FAULT_RUNS=N` changes the number of runs (200 by default). The PostgreSQL tests
-//! need a server (`.ci/postgres.sh run cargo test -p retry-examples --test payments_faults`);
+//! need a server (`.ci/postgres.sh run cargo test -p retry-examples --test it payments_faults::`);
 //! without one they print how to run them and pass, unless `CI` is set.
 
 // An unwrap in a test fails the test, which is what it should do.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
-use common::databases;
+use crate::common::databases;
 use retry_examples::payments::bank::Bank;
 use retry_examples::payments::client::{self, Answer, PayClient, PayError};
 use retry_examples::payments::faults::Step;
@@ -94,7 +92,8 @@ const ONE_COMMIT_SHARE: usize = 5;
 const PARALLEL_RUNS: usize = 8;
 const PARALLEL_RUNS_POSTGRES: usize = 12;
 
-const RUN_HINT: &str = ".ci/postgres.sh run cargo test -p retry-examples --test payments_faults";
+const RUN_HINT: &str =
+    ".ci/postgres.sh run cargo test -p retry-examples --test it payments_faults::";
 
 /// The client of the tests: the library's attempt, retried for up to a minute with pauses of at
 /// most 40 ms, so that a restart or a lease of a few hundred milliseconds costs little.

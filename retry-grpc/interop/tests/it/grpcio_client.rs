@@ -8,9 +8,7 @@
 //! millisecond; the upper bound allows 80 ms of scheduling (measured up to 38 ms over on the
 //! first retry, `bench/RESULTS.md` §10).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use retry_grpc::backoff::{Jitter, RetryBackoff};
 use retry_grpc::{Decision, Pushback, RetryCall, RetryThrottle, RetryThrottling};
 use retry_grpc_interop::harness::{

@@ -4,9 +4,7 @@
 //! retry-grpc expects (pushback in the trailers, trailers-only errors, headers before an error),
 //! ready for the door to be run against it.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use retry_grpc::{AttemptStatus, Pushback};
 use retry_grpc_interop::harness::{ServerProcess, previous_attempts};
 use retry_grpc_interop::proto::Request;

@@ -7,9 +7,7 @@
 //! One test for both engines, one after the other, because the portal's budget and breaker are
 //! statics of this process.
 
-mod common;
-
-use common::{Database, Engine};
+use crate::common::{Database, Engine};
 use futures_util::future::join_all;
 use retry_durable::queue::{Job, State, Worker};
 use retry_examples::portal::coverage::{CONTRACT_BREAKER, ContractError, check_coverage};

@@ -1,5 +1,5 @@
 //! The door refuses a malformed config with the config's error (the field and the rule), never
-//! a panic; the whole rule table is tested in tests/config.rs.
+//! a panic; the whole rule table is tested in `config.rs`.
 
 use retry_grpc::channel::GrpcRetryLayer;
 

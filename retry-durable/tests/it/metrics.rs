@@ -5,9 +5,7 @@
 //! age of its oldest due job, each attempt the worker recorded, the dead letters. No label
 //! carries a key, a queue's job or an error's message.
 
-mod common;
-
-use common::{Database, Engine};
+use crate::common::{Database, Engine};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::{CompositeKey, MetricKind};
 use retry_durable::queue::{Job, Outcome, Queue, QueueStats, Worker};

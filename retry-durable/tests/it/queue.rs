@@ -3,9 +3,7 @@
 //! their backoff in `run_at`, the dead state with its error; and the worker's bounds:
 //! concurrency, pace, and the circuit breaker.
 
-mod common;
-
-use common::{Database, Engine};
+use crate::common::{Database, Engine};
 use retry_durable::queue::{Claim, Job, Outcome, Queue, QueueError, Retried, State, Worker};
 use retry_durable::store::Backend;
 use retry_runtime::{BreakerState, CircuitBreaker, Policy};

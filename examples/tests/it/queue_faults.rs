@@ -7,9 +7,7 @@
 //! The random runs draw their kill steps from a seed printed on stderr
 //! (`QUEUE_FAULT_SEED=N` replays it).
 
-mod common;
-
-use common::{Database, Engine, Portal, Schedule, blocking};
+use crate::common::{self, Database, Engine, Portal, Schedule, blocking};
 use retry_durable::queue::{JobRecord, State};
 use retry_examples::portal::coverage::ContractError;
 use retry_examples::portal::later::{self, PortalDb, save_for_later};

@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-#[path = "../../../../tests/it/common/skip.rs"]
+#[path = "../../../../../tests/it/common/skip.rs"]
 mod skip;
 
 use retry_grpc::{

@@ -1,0 +1,10 @@
+//! The interop tests: one test binary, one module per direction, so that they link once and
+//! their tests, which mostly wait on servers and clients in other processes, run in parallel.
+//! `common` holds what the modules share.
+
+mod common;
+
+mod door;
+mod door_servers;
+mod grpcio_client;
+mod grpcio_server;

@@ -101,6 +101,36 @@ impl<'p, T, E> From<&'p Policy> for Retrier<'p, T, E> {
     }
 }
 
+/// Retrier methods that change one timing of the policy for this retrier only, each through the
+/// [`Policy`] builder of the same name or the one after `=>`:
+///
+/// ```text
+/// timings! {
+///     /// `base = "1s"`: ...
+///     pub fn base(base: Duration);
+///     /// `attempts = 4`: ...
+///     pub fn attempts(calls: u32) => max(calls.saturating_sub(1));
+/// }
+/// ```
+///
+/// becomes `pub fn base(self, base: Duration) -> Self { self.timing(|p| p.base(base)) }`, and
+/// `attempts` likewise with `p.max(calls.saturating_sub(1))`.
+macro_rules! timings {
+    ($(
+        $(#[$attr:meta])*
+        $vis:vis fn $name:ident($arg:ident: $ty:ty) $(=> $method:ident($value:expr))?;
+    )*) => {
+        $(
+            $(#[$attr])*
+            $vis fn $name(self, $arg: $ty) -> Self {
+                self.timing(|p| timings!(@call p.$name($arg) $(, $method($value))?))
+            }
+        )*
+    };
+    (@call $p:ident.$name:ident($arg:ident)) => { $p.$name($arg) };
+    (@call $p:ident.$name:ident($arg:ident), $method:ident($value:expr)) => { $p.$method($value) };
+}
+
 impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
     /// The same retrier with its options replaced by `f`.
     #[cfg_attr(debug_assertions, inline)]
@@ -133,62 +163,46 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
         self
     }
 
-    /// `max = 3`: retries after the first call, so at most `retries + 1` calls
-    /// ([`Policy::max`]). The policy's until then (3 in [`Policy::new`]).
-    pub fn max(self, retries: u32) -> Self {
-        self.timing(|p| p.max(retries))
-    }
+    timings! {
+        /// `max = 3`: retries after the first call, so at most `retries + 1` calls
+        /// ([`Policy::max`]). The policy's until then (3 in [`Policy::new`]).
+        pub fn max(retries: u32);
 
-    /// `attempts = 4`: the same limit counted as calls, the first one included: `attempts(4)`
-    /// is `max(3)`. The attribute refuses `attempts = 0` at compile time; here it makes a single
-    /// call, as `attempts(1)` does.
-    pub fn attempts(self, calls: u32) -> Self {
-        self.timing(|p| p.max(calls.saturating_sub(1)))
-    }
+        /// `attempts = 4`: the same limit counted as calls, the first one included: `attempts(4)`
+        /// is `max(3)`. The attribute refuses `attempts = 0` at compile time; here it makes a single
+        /// call, as `attempts(1)` does.
+        pub fn attempts(calls: u32) => max(calls.saturating_sub(1));
 
-    /// `base = "1s"`: the pause before the first retry ([`Policy::base`]; 1 s in
-    /// [`Policy::new`]).
-    pub fn base(self, base: Duration) -> Self {
-        self.timing(|p| p.base(base))
-    }
+        /// `base = "1s"`: the pause before the first retry ([`Policy::base`]; 1 s in
+        /// [`Policy::new`]).
+        pub fn base(base: Duration);
 
-    /// `factor = 2`: the growth of the pause per retry, exponential backoff only
-    /// ([`Policy::factor`], which takes a value below 1 as 1; 2 in [`Policy::new`]).
-    pub fn factor(self, factor: f64) -> Self {
-        self.timing(|p| p.factor(factor))
-    }
+        /// `factor = 2`: the growth of the pause per retry, exponential backoff only
+        /// ([`Policy::factor`], which takes a value below 1 as 1; 2 in [`Policy::new`]).
+        pub fn factor(factor: f64);
 
-    /// `backoff = exponential`: how the pause grows ([`Policy::backoff`]; exponential in
-    /// [`Policy::new`]).
-    pub fn backoff(self, backoff: Backoff) -> Self {
-        self.timing(|p| p.backoff(backoff))
-    }
+        /// `backoff = exponential`: how the pause grows ([`Policy::backoff`]; exponential in
+        /// [`Policy::new`]).
+        pub fn backoff(backoff: Backoff);
 
-    /// `max_delay = "30s"`: no single pause is longer, jitter and a server's suggested pause
-    /// included ([`Policy::max_delay`]; 30 s or `base` in [`Policy::new`]).
-    pub fn max_delay(self, max_delay: Duration) -> Self {
-        self.timing(|p| p.max_delay(max_delay))
-    }
+        /// `max_delay = "30s"`: no single pause is longer, jitter and a server's suggested pause
+        /// included ([`Policy::max_delay`]; 30 s or `base` in [`Policy::new`]).
+        pub fn max_delay(max_delay: Duration);
 
-    /// `throttle_base = "1s"`: the pause before a retry after a throttled attempt
-    /// ([`Verdict::Throttled`](crate::Verdict::Throttled)), growing from there as `base` does
-    /// ([`Policy::throttle_base`]; `base` in [`Policy::new`]).
-    pub fn throttle_base(self, throttle_base: Duration) -> Self {
-        self.timing(|p| p.throttle_base(throttle_base))
-    }
+        /// `throttle_base = "1s"`: the pause before a retry after a throttled attempt
+        /// ([`Verdict::Throttled`](crate::Verdict::Throttled)), growing from there as `base` does
+        /// ([`Policy::throttle_base`]; `base` in [`Policy::new`]).
+        pub fn throttle_base(throttle_base: Duration);
 
-    /// `deadline = "10s"`: the time budget of the whole run from its first attempt, attempts
-    /// and pauses included; a pause that would end past it is not taken, and the last error is
-    /// returned ([`Policy::deadline`]; none in [`Policy::new`]). With
-    /// [`timeout`](Retrier::timeout), an attempt is also cut off at the deadline.
-    pub fn deadline(self, deadline: Duration) -> Self {
-        self.timing(|p| p.deadline(deadline))
-    }
+        /// `deadline = "10s"`: the time budget of the whole run from its first attempt, attempts
+        /// and pauses included; a pause that would end past it is not taken, and the last error is
+        /// returned ([`Policy::deadline`]; none in [`Policy::new`]). With
+        /// [`timeout`](Retrier::timeout), an attempt is also cut off at the deadline.
+        pub fn deadline(deadline: Duration);
 
-    /// `jitter = none`, `jitter = full`, ...: how each pause is randomised ([`Policy::jitter`];
-    /// [`Jitter::Proportional(0.5)`](Jitter::Proportional) in [`Policy::new`]).
-    pub fn jitter(self, jitter: Jitter) -> Self {
-        self.timing(|p| p.jitter(jitter))
+        /// `jitter = none`, `jitter = full`, ...: how each pause is randomised ([`Policy::jitter`];
+        /// [`Jitter::Proportional(0.5)`](Jitter::Proportional) in [`Policy::new`]).
+        pub fn jitter(jitter: Jitter);
     }
 
     /// For a loop that runs for hours (a consumer, a reconnect loop): an attempt that ran for at

@@ -430,11 +430,7 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
     where
         E: FromElapsed,
     {
-        let timeout = Timeout {
-            limit,
-            error: E::from_elapsed,
-        };
-        self.with(|o| o.with_timeout(timeout))
+        self.with(|o| o.with_timeout(Timeout::new(limit, E::from_elapsed)))
     }
 
     /// `budget = B`: retries draw from a shared [`RetryBudget`]; this call's first attempt
@@ -450,10 +446,7 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
     where
         E: FromCircuitOpen,
     {
-        let guard = Guard {
-            breaker,
-            error: E::from_circuit_open,
-        };
+        let guard = Guard::new(breaker, E::from_circuit_open);
         self.with(|o| o.with_extras(|x| x.breaker = Some(guard)))
     }
 
@@ -467,10 +460,7 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
     where
         E: FromRejected,
     {
-        let shedder = extras::Shedder {
-            gate,
-            error: E::from_rejected,
-        };
+        let shedder = extras::Shedder::new(gate, E::from_rejected);
         self.with(|o| o.with_extras(|x| x.gate = Some(shedder)))
     }
 

@@ -3,7 +3,7 @@
 //! [`drive_blocking`](super::drive_blocking).
 
 use super::attempt::Attempted;
-use super::extras::{MaybeExtras, Timeout};
+use super::extras::{Guard, MaybeExtras, Shedder, Timeout};
 use super::fallback::{FallbackOutput, IntoFinish};
 use super::hooks::{GiveUpHook, HookSet, IntoVerdict, NotifyHook};
 use super::log::Show;
@@ -233,11 +233,7 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
     where
         E: From<Elapsed>,
     {
-        let timeout = Timeout {
-            limit,
-            error: E::from,
-        };
-        self.with(|o| o.with_timeout(timeout))
+        self.with(|o| o.with_timeout(Timeout::new(limit, E::from)))
     }
 
     /// `budget = B`: retries draw from a shared [`RetryBudget`]; when it is empty the loop gives
@@ -252,11 +248,7 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
     where
         E: From<CircuitOpen>,
     {
-        let guard = super::extras::Guard {
-            breaker,
-            error: E::from,
-        };
-        self.with(|o| o.with_extras(|x| x.breaker = Some(guard)))
+        self.with(|o| o.with_extras(|x| x.breaker = Some(Guard::new(breaker, E::from))))
     }
 
     /// `gate = G`: every attempt, the first included, asks the [`AdmissionGate`] first; while
@@ -268,11 +260,7 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
     where
         E: From<Rejected>,
     {
-        let shedder = super::extras::Shedder {
-            gate,
-            error: E::from,
-        };
-        self.with(|o| o.with_extras(|x| x.gate = Some(shedder)))
+        self.with(|o| o.with_extras(|x| x.gate = Some(Shedder::new(gate, E::from))))
     }
 
     /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in

@@ -131,6 +131,38 @@ macro_rules! timings {
     (@call $p:ident.$name:ident($arg:ident), $method:ident($value:expr)) => { $p.$method($value) };
 }
 
+/// Retrier methods that set one option: each gives back the retrier with its options changed
+/// by their method after `=>`, its type the options' associated type of that change:
+///
+/// ```text
+/// options! {
+///     /// `on = f`: ...
+///     pub fn on<F, V>(f: F) -> WithOn<F> where [F: Fn(&E) -> V, V: IntoVerdict] => with_on(f);
+/// }
+/// ```
+///
+/// becomes `pub fn on<F, V>(self, f: F) -> Retrier<'p, T, E, O::WithOn<F>> where F: Fn(&E) -> V,
+/// V: IntoVerdict { self.with(|o| o.with_on(f)) }`.
+macro_rules! options {
+    ($(
+        $(#[$attr:meta])*
+        $vis:vis fn $name:ident $(<$($gen:ident),*>)? ($($arg:ident: $ty:ty)?)
+            -> $ret:ident $(<$($ret_arg:ty),*>)?
+            $(where [$($bound:tt)*])?
+            => $with:ident($value:expr);
+    )*) => {
+        $(
+            $(#[$attr])*
+            $vis fn $name $(<$($gen),*>)? (self $(, $arg: $ty)?)
+                -> Retrier<'p, T, E, O::$ret $(<$($ret_arg),*>)?>
+            $(where $($bound)*)?
+            {
+                self.with(|o| o.$with($value))
+            }
+        )*
+    };
+}
+
 impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
     /// The same retrier with its options replaced by `f`.
     #[cfg_attr(debug_assertions, inline)]
@@ -215,73 +247,49 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
         self
     }
 
-    /// `on = f`: which errors are worth retrying, `Fn(&E) -> bool` or `Fn(&E) -> Verdict`;
-    /// everything else is returned at once. The default is the error type's
-    /// [`Transient`](crate::Transient) impl.
-    pub fn on<F, V>(self, f: F) -> Retrier<'p, T, E, O::WithOn<F>>
-    where
-        F: Fn(&E) -> V,
-        V: IntoVerdict,
-    {
-        self.with(|o| o.with_on(f))
-    }
+    options! {
+        /// `on = f`: which errors are worth retrying, `Fn(&E) -> bool` or `Fn(&E) -> Verdict`;
+        /// everything else is returned at once. The default is the error type's
+        /// [`Transient`](crate::Transient) impl.
+        pub fn on<F, V>(f: F) -> WithOn<F> where [F: Fn(&E) -> V, V: IntoVerdict] => with_on(f);
 
-    /// `timeout = "2s"`: each attempt is cut off after `limit` (clipped to the time left before
-    /// the deadline) and counts as a transient failure; needs `E: From<Elapsed>`, and
-    /// [`run_async`](Retrier::run_async).
-    pub fn timeout(self, limit: Duration) -> Retrier<'p, T, E, O::WithTimeout>
-    where
-        E: From<Elapsed>,
-    {
-        self.with(|o| o.with_timeout(Timeout::new(limit, E::from)))
-    }
+        /// `timeout = "2s"`: each attempt is cut off after `limit` (clipped to the time left before
+        /// the deadline) and counts as a transient failure; needs `E: From<Elapsed>`, and
+        /// [`run_async`](Retrier::run_async).
+        pub fn timeout(limit: Duration) -> WithTimeout where [E: From<Elapsed>]
+            => with_timeout(Timeout::new(limit, E::from));
 
-    /// `budget = B`: retries draw from a shared [`RetryBudget`]; when it is empty the loop gives
-    /// up with the current error.
-    pub fn budget(self, budget: &'p RetryBudget) -> Retrier<'p, T, E, O::WithExtras> {
-        self.with(|o| o.with_extras(|x| x.budget = Some(budget)))
-    }
+        /// `budget = B`: retries draw from a shared [`RetryBudget`]; when it is empty the loop gives
+        /// up with the current error.
+        pub fn budget(budget: &'p RetryBudget) -> WithExtras
+            => with_extras(|x| x.budget = Some(budget));
 
-    /// `breaker = B`: while the [`CircuitBreaker`] is open, the call returns
-    /// `E::from(CircuitOpen)` at once; needs `E: From<CircuitOpen>`.
-    pub fn breaker(self, breaker: &'p CircuitBreaker) -> Retrier<'p, T, E, O::WithExtras>
-    where
-        E: From<CircuitOpen>,
-    {
-        self.with(|o| o.with_extras(|x| x.breaker = Some(Guard::new(breaker, E::from))))
-    }
+        /// `breaker = B`: while the [`CircuitBreaker`] is open, the call returns
+        /// `E::from(CircuitOpen)` at once; needs `E: From<CircuitOpen>`.
+        pub fn breaker(breaker: &'p CircuitBreaker) -> WithExtras where [E: From<CircuitOpen>]
+            => with_extras(|x| x.breaker = Some(Guard::new(breaker, E::from)));
 
-    /// `gate = G`: every attempt, the first included, asks the [`AdmissionGate`] first; while
-    /// it sheds load, the call returns `E::from(Rejected)` at once without calling, and the
-    /// loop gives up ([`GiveUpReason::GateRejected`](crate::GiveUpReason::GateRejected), which
-    /// a fallback hears); needs `E: From<Rejected>`. A rate-limiting gate's wait is taken
-    /// before the attempt.
-    pub fn gate(self, gate: &'p AdmissionGate) -> Retrier<'p, T, E, O::WithExtras>
-    where
-        E: From<Rejected>,
-    {
-        self.with(|o| o.with_extras(|x| x.gate = Some(Shedder::new(gate, E::from))))
-    }
+        /// `gate = G`: every attempt, the first included, asks the [`AdmissionGate`] first; while
+        /// it sheds load, the call returns `E::from(Rejected)` at once without calling, and the
+        /// loop gives up ([`GiveUpReason::GateRejected`](crate::GiveUpReason::GateRejected), which
+        /// a fallback hears); needs `E: From<Rejected>`. A rate-limiting gate's wait is taken
+        /// before the attempt.
+        pub fn gate(gate: &'p AdmissionGate) -> WithExtras where [E: From<Rejected>]
+            => with_extras(|x| x.gate = Some(Shedder::new(gate, E::from)));
 
-    /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
-    /// place of the policy's `max` and pauses: see [`Aws2026Standard`].
-    pub fn aws2026(self, aws: &'p Aws2026Standard) -> Retrier<'p, T, E, O::WithExtras> {
-        self.with(|o| o.with_extras(|x| x.aws = Some(aws)))
-    }
+        /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
+        /// place of the policy's `max` and pauses: see [`Aws2026Standard`].
+        pub fn aws2026(aws: &'p Aws2026Standard) -> WithExtras
+            => with_extras(|x| x.aws = Some(aws));
 
-    /// `nested = retry`: keep retrying even inside another retrying function or block.
-    pub fn nested_retry(self) -> Retrier<'p, T, E, O::WithExtras> {
-        self.with(|o| o.with_extras(|x| x.nested_retry = true))
-    }
+        /// `nested = retry`: keep retrying even inside another retrying function or block.
+        pub fn nested_retry() -> WithExtras => with_extras(|x| x.nested_retry = true);
 
-    /// `sleep = f`: pause with another runtime's timer, `Fn(Duration) -> impl Future` or a
-    /// [`Sleeper`]; the deadline is then measured on its clock. For
-    /// [`run_async`](Retrier::run_async).
-    pub fn sleep<F, M>(self, f: F) -> Retrier<'p, T, E, O::WithSleeper<F::Sleeper>>
-    where
-        F: IntoSleeper<M>,
-    {
-        self.with(|o| o.with_sleeper(f.into_sleeper()))
+        /// `sleep = f`: pause with another runtime's timer, `Fn(Duration) -> impl Future` or a
+        /// [`Sleeper`]; the deadline is then measured on its clock. For
+        /// [`run_async`](Retrier::run_async).
+        pub fn sleep<F, M>(f: F) -> WithSleeper<F::Sleeper> where [F: IntoSleeper<M>]
+            => with_sleeper(f.into_sleeper());
     }
 
     /// `log_level = "warn"`: the level of the one event logged when a call that failed ends
@@ -292,44 +300,28 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
         self
     }
 
-    /// `on_result = f`: an `Ok` value for which `f` answers `true` (or a
-    /// [`Verdict`](crate::Verdict) that retries) is a transient failure; when the loop gives
-    /// up, the last `Ok` is returned.
-    pub fn on_result<J, V>(self, f: J) -> Retrier<'p, T, E, O::WithOnResult<J>>
-    where
-        J: Fn(&T) -> V,
-        V: IntoVerdict,
-    {
-        self.with(|o| o.with_on_result(f))
-    }
+    options! {
+        /// `on_result = f`: an `Ok` value for which `f` answers `true` (or a
+        /// [`Verdict`](crate::Verdict) that retries) is a transient failure; when the loop gives
+        /// up, the last `Ok` is returned.
+        pub fn on_result<J, V>(f: J) -> WithOnResult<J> where [J: Fn(&T) -> V, V: IntoVerdict]
+            => with_on_result(f);
 
-    /// `notify = f`: called before each pause, `Fn(&E, &RetryEvent)` or
-    /// `Fn(Result<&T, &E>, &RetryEvent)`.
-    pub fn notify<J, M>(self, f: J) -> Retrier<'p, T, E, O::WithNotify<J>>
-    where
-        J: NotifyHook<T, E, M>,
-    {
-        self.with(|o| o.with_notify(f))
-    }
+        /// `notify = f`: called before each pause, `Fn(&E, &RetryEvent)` or
+        /// `Fn(Result<&T, &E>, &RetryEvent)`.
+        pub fn notify<J, M>(f: J) -> WithNotify<J> where [J: NotifyHook<T, E, M>] => with_notify(f);
 
-    /// `on_give_up = f`: called once when the loop gives up, `Fn(&E)`, `Fn(&E, &GiveUp)` or
-    /// `Fn(Result<&T, &E>, &GiveUp)`.
-    pub fn on_give_up<J, M>(self, f: J) -> Retrier<'p, T, E, O::WithGiveUp<J, M>>
-    where
-        J: GiveUpHook<T, E, M>,
-    {
-        self.with(|o| o.with_give_up(f))
-    }
+        /// `on_give_up = f`: called once when the loop gives up, `Fn(&E)`, `Fn(&E, &GiveUp)` or
+        /// `Fn(Result<&T, &E>, &GiveUp)`.
+        pub fn on_give_up<J, M>(f: J) -> WithGiveUp<J, M> where [J: GiveUpHook<T, E, M>]
+            => with_give_up(f);
 
-    /// `fallback = f`: when the loop gives up, `f(error, why)` (with `on_result`,
-    /// `f(outcome, why)`) makes the result; sync, or for [`run_async`](Retrier::run_async) also
-    /// async.
-    pub fn fallback<J, Out, M>(self, f: J) -> Retrier<'p, T, E, O::WithFallback<J, Out, M>>
-    where
-        J: FnOnce(O::Input, GiveUp) -> Out,
-        Out: FallbackOutput<T, E, M>,
-    {
-        self.with(|o| o.with_fallback(f))
+        /// `fallback = f`: when the loop gives up, `f(error, why)` (with `on_result`,
+        /// `f(outcome, why)`) makes the result; sync, or for [`run_async`](Retrier::run_async) also
+        /// async.
+        pub fn fallback<J, Out, M>(f: J) -> WithFallback<J, Out, M>
+            where [J: FnOnce(O::Input, GiveUp) -> Out, Out: FallbackOutput<T, E, M>]
+            => with_fallback(f);
     }
 }
 

@@ -327,19 +327,6 @@ impl<T, E: fmt::Debug> Shape<Result<T, E>> {
 pub trait StartWithoutDebug<T, E>: Sized {
     /// See [`Shape::start`].
     #[allow(private_bounds)]
-    fn start<'p, C, V, S: Timer>(
-        self,
-        policy: &'p Policy,
-        name: &'static str,
-        classify: C,
-        timer: S,
-    ) -> Retry<'p, T, E, Started<C, E, S, log::ByName>>
-    where
-        C: Fn(&E) -> V,
-        V: IntoVerdict;
-}
-
-impl<T, E> StartWithoutDebug<T, E> for Shape<Result<T, E>> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn start<'p, C, V, S: Timer>(
@@ -356,6 +343,8 @@ impl<T, E> StartWithoutDebug<T, E> for Shape<Result<T, E>> {
         Retry::with_parts(policy, name, classify, timer)
     }
 }
+
+impl<T, E> StartWithoutDebug<T, E> for Shape<Result<T, E>> {}
 
 impl<'p, T, E, C, S: Timer, D> Retry<'p, T, E, Started<C, E, S, D>> {
     /// `classify`'s bound is checked here, once, and turned into the pointer that `next` calls

@@ -119,11 +119,7 @@ enum Phase {
     },
 }
 
-impl Default for CircuitBreaker {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+default_is_new!(CircuitBreaker);
 
 loom_const_fn! {
     impl CircuitBreaker {

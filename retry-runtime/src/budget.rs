@@ -78,11 +78,7 @@ pub struct RetryBudget {
     metrics: crate::metrics::BudgetMetrics,
 }
 
-impl Default for RetryBudget {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+default_is_new!(RetryBudget);
 
 loom_const_fn! {
     impl RetryBudget {

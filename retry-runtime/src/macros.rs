@@ -44,3 +44,15 @@ macro_rules! loom_const_fn {
         }
     };
 }
+
+/// `impl Default for Type` as `Type::new()`, for the types whose `new` is their default:
+/// `default_is_new!(Policy);`.
+macro_rules! default_is_new {
+    ($ty:ty) => {
+        impl Default for $ty {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+    };
+}

@@ -136,11 +136,7 @@ pub struct Policy {
     throttle_base: Option<Duration>,
 }
 
-impl Default for Policy {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+default_is_new!(Policy);
 
 impl Policy {
     /// The defaults of `#[retry]`: 3 retries, `base` 1 s, exponential with factor 2, pauses capped

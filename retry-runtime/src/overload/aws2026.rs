@@ -80,11 +80,7 @@ pub struct Aws2026 {
     long_polling: bool,
 }
 
-impl Default for Aws2026 {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+default_is_new!(Aws2026);
 
 impl Aws2026 {
     /// The standard mode for most services: 3 attempts, a 50 ms base for transient failures
@@ -318,11 +314,7 @@ pub struct RetryQuota {
     name: &'static str,
 }
 
-impl Default for RetryQuota {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+default_is_new!(RetryQuota);
 
 loom_const_fn! {
     impl RetryQuota {
@@ -481,11 +473,7 @@ pub struct Aws2026Standard {
     random: f64,
 }
 
-impl Default for Aws2026Standard {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+default_is_new!(Aws2026Standard);
 
 loom_const_fn! {
     impl Aws2026Standard {

@@ -47,11 +47,7 @@ pub struct Aimd {
     pub(super) timeout: Duration,
 }
 
-impl Default for Aimd {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+default_is_new!(Aimd);
 
 impl Aimd {
     /// Netflix's defaults: initial limit 20, min 20, max 200, backoff ratio 0.9, timeout 5 s.
@@ -128,11 +124,7 @@ pub struct Gradient2 {
     pub(super) rtt_tolerance: f64,
 }
 
-impl Default for Gradient2 {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+default_is_new!(Gradient2);
 
 impl Gradient2 {
     /// Netflix's defaults: initial limit 20, min 20, max 200, smoothing 0.2, queue size 4,

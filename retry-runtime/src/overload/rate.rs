@@ -55,11 +55,7 @@ pub struct ClientRateLimit {
     pub(super) min_fill_rate: f64,
 }
 
-impl Default for ClientRateLimit {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+default_is_new!(ClientRateLimit);
 
 impl ClientRateLimit {
     /// botocore's defaults: β = 0.7, C = 0.4, smoothing 0.8, a minimum fill rate of 0.5 per

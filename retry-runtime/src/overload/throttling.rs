@@ -59,11 +59,7 @@ pub struct AdaptiveThrottling {
     pub(super) padding: f64,
 }
 
-impl Default for AdaptiveThrottling {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+default_is_new!(AdaptiveThrottling);
 
 impl AdaptiveThrottling {
     /// K = 2, padding 1, a window of 120 s in 16 bins.

@@ -344,20 +344,11 @@ impl<'a, T, E> DynHooks<'a, T, E> {
                 fallback: Unset,
             },
             extras: Extras {
-                timeout: settings.timeout.map(|limit| Timeout {
-                    limit,
-                    error: E::from,
-                }),
+                timeout: settings.timeout.map(|limit| Timeout::new(limit, E::from)),
                 budget: settings.budget,
-                breaker: settings.breaker.map(|breaker| Guard {
-                    breaker,
-                    error: E::from,
-                }),
+                breaker: settings.breaker.map(|breaker| Guard::new(breaker, E::from)),
                 admission: None,
-                gate: settings.gate.map(|gate| Shedder {
-                    gate,
-                    error: E::from,
-                }),
+                gate: settings.gate.map(|gate| Shedder::new(gate, E::from)),
                 permit: None,
                 aws: settings.aws,
                 aws_cost: None,

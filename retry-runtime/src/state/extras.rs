@@ -54,6 +54,27 @@ pub struct Shedder<'p, E> {
     pub(crate) error: fn(Rejected) -> E,
 }
 
+impl<E> Timeout<E> {
+    /// `limit` per attempt, its expiry made the loop's error by `error`.
+    pub(crate) const fn new(limit: Duration, error: fn(Elapsed) -> E) -> Self {
+        Timeout { limit, error }
+    }
+}
+
+impl<'p, E> Guard<'p, E> {
+    /// `breaker`, its refusal made the loop's error by `error`.
+    pub(crate) const fn new(breaker: &'p CircuitBreaker, error: fn(CircuitOpen) -> E) -> Self {
+        Guard { breaker, error }
+    }
+}
+
+impl<'p, E> Shedder<'p, E> {
+    /// `gate`, its rejection made the loop's error by `error`.
+    pub(crate) const fn new(gate: &'p AdmissionGate, error: fn(Rejected) -> E) -> Self {
+        Shedder { gate, error }
+    }
+}
+
 /// The breaker's or the gate's refusal of an attempt, and how to turn it into the loop's
 /// error; not the error itself: `PERFORMANCE.md` §4.
 pub enum Refusal<E> {

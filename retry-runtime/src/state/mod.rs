@@ -327,19 +327,6 @@ impl<T, E: fmt::Debug> Shape<Result<T, E>> {
 pub trait StartWithoutDebug<T, E>: Sized {
     /// See [`Shape::start`].
     #[allow(private_bounds)]
-    fn start<'p, C, V, S: Timer>(
-        self,
-        policy: &'p Policy,
-        name: &'static str,
-        classify: C,
-        timer: S,
-    ) -> Retry<'p, T, E, Started<C, E, S, log::ByName>>
-    where
-        C: Fn(&E) -> V,
-        V: IntoVerdict;
-}
-
-impl<T, E> StartWithoutDebug<T, E> for Shape<Result<T, E>> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn start<'p, C, V, S: Timer>(
@@ -356,6 +343,8 @@ impl<T, E> StartWithoutDebug<T, E> for Shape<Result<T, E>> {
         Retry::with_parts(policy, name, classify, timer)
     }
 }
+
+impl<T, E> StartWithoutDebug<T, E> for Shape<Result<T, E>> {}
 
 impl<'p, T, E, C, S: Timer, D> Retry<'p, T, E, Started<C, E, S, D>> {
     /// `classify`'s bound is checked here, once, and turned into the pointer that `next` calls
@@ -430,11 +419,7 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
     where
         E: FromElapsed,
     {
-        let timeout = Timeout {
-            limit,
-            error: E::from_elapsed,
-        };
-        self.with(|o| o.with_timeout(timeout))
+        self.with(|o| o.with_timeout(Timeout::new(limit, E::from_elapsed)))
     }
 
     /// `budget = B`: retries draw from a shared [`RetryBudget`]; this call's first attempt
@@ -450,10 +435,7 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
     where
         E: FromCircuitOpen,
     {
-        let guard = Guard {
-            breaker,
-            error: E::from_circuit_open,
-        };
+        let guard = Guard::new(breaker, E::from_circuit_open);
         self.with(|o| o.with_extras(|x| x.breaker = Some(guard)))
     }
 
@@ -467,10 +449,7 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
     where
         E: FromRejected,
     {
-        let shedder = extras::Shedder {
-            gate,
-            error: E::from_rejected,
-        };
+        let shedder = extras::Shedder::new(gate, E::from_rejected);
         self.with(|o| o.with_extras(|x| x.gate = Some(shedder)))
     }
 

@@ -3,7 +3,7 @@
 //! [`drive_blocking`](super::drive_blocking).
 
 use super::attempt::Attempted;
-use super::extras::{MaybeExtras, Timeout};
+use super::extras::{Guard, MaybeExtras, Shedder, Timeout};
 use super::fallback::{FallbackOutput, IntoFinish};
 use super::hooks::{GiveUpHook, HookSet, IntoVerdict, NotifyHook};
 use super::log::Show;
@@ -101,6 +101,68 @@ impl<'p, T, E> From<&'p Policy> for Retrier<'p, T, E> {
     }
 }
 
+/// Retrier methods that change one timing of the policy for this retrier only, each through the
+/// [`Policy`] builder of the same name or the one after `=>`:
+///
+/// ```text
+/// timings! {
+///     /// `base = "1s"`: ...
+///     pub fn base(base: Duration);
+///     /// `attempts = 4`: ...
+///     pub fn attempts(calls: u32) => max(calls.saturating_sub(1));
+/// }
+/// ```
+///
+/// becomes `pub fn base(self, base: Duration) -> Self { self.timing(|p| p.base(base)) }`, and
+/// `attempts` likewise with `p.max(calls.saturating_sub(1))`.
+macro_rules! timings {
+    ($(
+        $(#[$attr:meta])*
+        $vis:vis fn $name:ident($arg:ident: $ty:ty) $(=> $method:ident($value:expr))?;
+    )*) => {
+        $(
+            $(#[$attr])*
+            $vis fn $name(self, $arg: $ty) -> Self {
+                self.timing(|p| timings!(@call p.$name($arg) $(, $method($value))?))
+            }
+        )*
+    };
+    (@call $p:ident.$name:ident($arg:ident)) => { $p.$name($arg) };
+    (@call $p:ident.$name:ident($arg:ident), $method:ident($value:expr)) => { $p.$method($value) };
+}
+
+/// Retrier methods that set one option: each gives back the retrier with its options changed
+/// by their method after `=>`, its type the options' associated type of that change:
+///
+/// ```text
+/// options! {
+///     /// `on = f`: ...
+///     pub fn on<F, V>(f: F) -> WithOn<F> where [F: Fn(&E) -> V, V: IntoVerdict] => with_on(f);
+/// }
+/// ```
+///
+/// becomes `pub fn on<F, V>(self, f: F) -> Retrier<'p, T, E, O::WithOn<F>> where F: Fn(&E) -> V,
+/// V: IntoVerdict { self.with(|o| o.with_on(f)) }`.
+macro_rules! options {
+    ($(
+        $(#[$attr:meta])*
+        $vis:vis fn $name:ident $(<$($gen:ident),*>)? ($($arg:ident: $ty:ty)?)
+            -> $ret:ident $(<$($ret_arg:ty),*>)?
+            $(where [$($bound:tt)*])?
+            => $with:ident($value:expr);
+    )*) => {
+        $(
+            $(#[$attr])*
+            $vis fn $name $(<$($gen),*>)? (self $(, $arg: $ty)?)
+                -> Retrier<'p, T, E, O::$ret $(<$($ret_arg),*>)?>
+            $(where $($bound)*)?
+            {
+                self.with(|o| o.$with($value))
+            }
+        )*
+    };
+}
+
 impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
     /// The same retrier with its options replaced by `f`.
     #[cfg_attr(debug_assertions, inline)]
@@ -133,62 +195,46 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
         self
     }
 
-    /// `max = 3`: retries after the first call, so at most `retries + 1` calls
-    /// ([`Policy::max`]). The policy's until then (3 in [`Policy::new`]).
-    pub fn max(self, retries: u32) -> Self {
-        self.timing(|p| p.max(retries))
-    }
+    timings! {
+        /// `max = 3`: retries after the first call, so at most `retries + 1` calls
+        /// ([`Policy::max`]). The policy's until then (3 in [`Policy::new`]).
+        pub fn max(retries: u32);
 
-    /// `attempts = 4`: the same limit counted as calls, the first one included: `attempts(4)`
-    /// is `max(3)`. The attribute refuses `attempts = 0` at compile time; here it makes a single
-    /// call, as `attempts(1)` does.
-    pub fn attempts(self, calls: u32) -> Self {
-        self.timing(|p| p.max(calls.saturating_sub(1)))
-    }
+        /// `attempts = 4`: the same limit counted as calls, the first one included: `attempts(4)`
+        /// is `max(3)`. The attribute refuses `attempts = 0` at compile time; here it makes a single
+        /// call, as `attempts(1)` does.
+        pub fn attempts(calls: u32) => max(calls.saturating_sub(1));
 
-    /// `base = "1s"`: the pause before the first retry ([`Policy::base`]; 1 s in
-    /// [`Policy::new`]).
-    pub fn base(self, base: Duration) -> Self {
-        self.timing(|p| p.base(base))
-    }
+        /// `base = "1s"`: the pause before the first retry ([`Policy::base`]; 1 s in
+        /// [`Policy::new`]).
+        pub fn base(base: Duration);
 
-    /// `factor = 2`: the growth of the pause per retry, exponential backoff only
-    /// ([`Policy::factor`], which takes a value below 1 as 1; 2 in [`Policy::new`]).
-    pub fn factor(self, factor: f64) -> Self {
-        self.timing(|p| p.factor(factor))
-    }
+        /// `factor = 2`: the growth of the pause per retry, exponential backoff only
+        /// ([`Policy::factor`], which takes a value below 1 as 1; 2 in [`Policy::new`]).
+        pub fn factor(factor: f64);
 
-    /// `backoff = exponential`: how the pause grows ([`Policy::backoff`]; exponential in
-    /// [`Policy::new`]).
-    pub fn backoff(self, backoff: Backoff) -> Self {
-        self.timing(|p| p.backoff(backoff))
-    }
+        /// `backoff = exponential`: how the pause grows ([`Policy::backoff`]; exponential in
+        /// [`Policy::new`]).
+        pub fn backoff(backoff: Backoff);
 
-    /// `max_delay = "30s"`: no single pause is longer, jitter and a server's suggested pause
-    /// included ([`Policy::max_delay`]; 30 s or `base` in [`Policy::new`]).
-    pub fn max_delay(self, max_delay: Duration) -> Self {
-        self.timing(|p| p.max_delay(max_delay))
-    }
+        /// `max_delay = "30s"`: no single pause is longer, jitter and a server's suggested pause
+        /// included ([`Policy::max_delay`]; 30 s or `base` in [`Policy::new`]).
+        pub fn max_delay(max_delay: Duration);
 
-    /// `throttle_base = "1s"`: the pause before a retry after a throttled attempt
-    /// ([`Verdict::Throttled`](crate::Verdict::Throttled)), growing from there as `base` does
-    /// ([`Policy::throttle_base`]; `base` in [`Policy::new`]).
-    pub fn throttle_base(self, throttle_base: Duration) -> Self {
-        self.timing(|p| p.throttle_base(throttle_base))
-    }
+        /// `throttle_base = "1s"`: the pause before a retry after a throttled attempt
+        /// ([`Verdict::Throttled`](crate::Verdict::Throttled)), growing from there as `base` does
+        /// ([`Policy::throttle_base`]; `base` in [`Policy::new`]).
+        pub fn throttle_base(throttle_base: Duration);
 
-    /// `deadline = "10s"`: the time budget of the whole run from its first attempt, attempts
-    /// and pauses included; a pause that would end past it is not taken, and the last error is
-    /// returned ([`Policy::deadline`]; none in [`Policy::new`]). With
-    /// [`timeout`](Retrier::timeout), an attempt is also cut off at the deadline.
-    pub fn deadline(self, deadline: Duration) -> Self {
-        self.timing(|p| p.deadline(deadline))
-    }
+        /// `deadline = "10s"`: the time budget of the whole run from its first attempt, attempts
+        /// and pauses included; a pause that would end past it is not taken, and the last error is
+        /// returned ([`Policy::deadline`]; none in [`Policy::new`]). With
+        /// [`timeout`](Retrier::timeout), an attempt is also cut off at the deadline.
+        pub fn deadline(deadline: Duration);
 
-    /// `jitter = none`, `jitter = full`, ...: how each pause is randomised ([`Policy::jitter`];
-    /// [`Jitter::Proportional(0.5)`](Jitter::Proportional) in [`Policy::new`]).
-    pub fn jitter(self, jitter: Jitter) -> Self {
-        self.timing(|p| p.jitter(jitter))
+        /// `jitter = none`, `jitter = full`, ...: how each pause is randomised ([`Policy::jitter`];
+        /// [`Jitter::Proportional(0.5)`](Jitter::Proportional) in [`Policy::new`]).
+        pub fn jitter(jitter: Jitter);
     }
 
     /// For a loop that runs for hours (a consumer, a reconnect loop): an attempt that ran for at
@@ -201,85 +247,49 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
         self
     }
 
-    /// `on = f`: which errors are worth retrying, `Fn(&E) -> bool` or `Fn(&E) -> Verdict`;
-    /// everything else is returned at once. The default is the error type's
-    /// [`Transient`](crate::Transient) impl.
-    pub fn on<F, V>(self, f: F) -> Retrier<'p, T, E, O::WithOn<F>>
-    where
-        F: Fn(&E) -> V,
-        V: IntoVerdict,
-    {
-        self.with(|o| o.with_on(f))
-    }
+    options! {
+        /// `on = f`: which errors are worth retrying, `Fn(&E) -> bool` or `Fn(&E) -> Verdict`;
+        /// everything else is returned at once. The default is the error type's
+        /// [`Transient`](crate::Transient) impl.
+        pub fn on<F, V>(f: F) -> WithOn<F> where [F: Fn(&E) -> V, V: IntoVerdict] => with_on(f);
 
-    /// `timeout = "2s"`: each attempt is cut off after `limit` (clipped to the time left before
-    /// the deadline) and counts as a transient failure; needs `E: From<Elapsed>`, and
-    /// [`run_async`](Retrier::run_async).
-    pub fn timeout(self, limit: Duration) -> Retrier<'p, T, E, O::WithTimeout>
-    where
-        E: From<Elapsed>,
-    {
-        let timeout = Timeout {
-            limit,
-            error: E::from,
-        };
-        self.with(|o| o.with_timeout(timeout))
-    }
+        /// `timeout = "2s"`: each attempt is cut off after `limit` (clipped to the time left before
+        /// the deadline) and counts as a transient failure; needs `E: From<Elapsed>`, and
+        /// [`run_async`](Retrier::run_async).
+        pub fn timeout(limit: Duration) -> WithTimeout where [E: From<Elapsed>]
+            => with_timeout(Timeout::new(limit, E::from));
 
-    /// `budget = B`: retries draw from a shared [`RetryBudget`]; when it is empty the loop gives
-    /// up with the current error.
-    pub fn budget(self, budget: &'p RetryBudget) -> Retrier<'p, T, E, O::WithExtras> {
-        self.with(|o| o.with_extras(|x| x.budget = Some(budget)))
-    }
+        /// `budget = B`: retries draw from a shared [`RetryBudget`]; when it is empty the loop gives
+        /// up with the current error.
+        pub fn budget(budget: &'p RetryBudget) -> WithExtras
+            => with_extras(|x| x.budget = Some(budget));
 
-    /// `breaker = B`: while the [`CircuitBreaker`] is open, the call returns
-    /// `E::from(CircuitOpen)` at once; needs `E: From<CircuitOpen>`.
-    pub fn breaker(self, breaker: &'p CircuitBreaker) -> Retrier<'p, T, E, O::WithExtras>
-    where
-        E: From<CircuitOpen>,
-    {
-        let guard = super::extras::Guard {
-            breaker,
-            error: E::from,
-        };
-        self.with(|o| o.with_extras(|x| x.breaker = Some(guard)))
-    }
+        /// `breaker = B`: while the [`CircuitBreaker`] is open, the call returns
+        /// `E::from(CircuitOpen)` at once; needs `E: From<CircuitOpen>`.
+        pub fn breaker(breaker: &'p CircuitBreaker) -> WithExtras where [E: From<CircuitOpen>]
+            => with_extras(|x| x.breaker = Some(Guard::new(breaker, E::from)));
 
-    /// `gate = G`: every attempt, the first included, asks the [`AdmissionGate`] first; while
-    /// it sheds load, the call returns `E::from(Rejected)` at once without calling, and the
-    /// loop gives up ([`GiveUpReason::GateRejected`](crate::GiveUpReason::GateRejected), which
-    /// a fallback hears); needs `E: From<Rejected>`. A rate-limiting gate's wait is taken
-    /// before the attempt.
-    pub fn gate(self, gate: &'p AdmissionGate) -> Retrier<'p, T, E, O::WithExtras>
-    where
-        E: From<Rejected>,
-    {
-        let shedder = super::extras::Shedder {
-            gate,
-            error: E::from,
-        };
-        self.with(|o| o.with_extras(|x| x.gate = Some(shedder)))
-    }
+        /// `gate = G`: every attempt, the first included, asks the [`AdmissionGate`] first; while
+        /// it sheds load, the call returns `E::from(Rejected)` at once without calling, and the
+        /// loop gives up ([`GiveUpReason::GateRejected`](crate::GiveUpReason::GateRejected), which
+        /// a fallback hears); needs `E: From<Rejected>`. A rate-limiting gate's wait is taken
+        /// before the attempt.
+        pub fn gate(gate: &'p AdmissionGate) -> WithExtras where [E: From<Rejected>]
+            => with_extras(|x| x.gate = Some(Shedder::new(gate, E::from)));
 
-    /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
-    /// place of the policy's `max` and pauses: see [`Aws2026Standard`].
-    pub fn aws2026(self, aws: &'p Aws2026Standard) -> Retrier<'p, T, E, O::WithExtras> {
-        self.with(|o| o.with_extras(|x| x.aws = Some(aws)))
-    }
+        /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
+        /// place of the policy's `max` and pauses: see [`Aws2026Standard`].
+        pub fn aws2026(aws: &'p Aws2026Standard) -> WithExtras
+            => with_extras(|x| x.aws = Some(aws));
 
-    /// `nested = retry`: keep retrying even inside another retrying function or block.
-    pub fn nested_retry(self) -> Retrier<'p, T, E, O::WithExtras> {
-        self.with(|o| o.with_extras(|x| x.nested_retry = true))
-    }
+        /// `nested = retry`: keep retrying even inside another retrying function or block.
+        pub fn nested_retry() -> WithExtras => with_extras(|x| x.nested_retry = true);
 
-    /// `sleep = f`: pause with another runtime's timer, `Fn(Duration) -> impl Future` or a
-    /// [`Sleeper`]; the deadline is then measured on its clock. For
-    /// [`run_async`](Retrier::run_async).
-    pub fn sleep<F, M>(self, f: F) -> Retrier<'p, T, E, O::WithSleeper<F::Sleeper>>
-    where
-        F: IntoSleeper<M>,
-    {
-        self.with(|o| o.with_sleeper(f.into_sleeper()))
+        /// `sleep = f`: pause with another runtime's timer, `Fn(Duration) -> impl Future` or a
+        /// [`Sleeper`]; the deadline is then measured on its clock. For
+        /// [`run_async`](Retrier::run_async).
+        pub fn sleep<F, M>(f: F) -> WithSleeper<F::Sleeper> where [F: IntoSleeper<M>]
+            => with_sleeper(f.into_sleeper());
     }
 
     /// `log_level = "warn"`: the level of the one event logged when a call that failed ends
@@ -290,44 +300,28 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
         self
     }
 
-    /// `on_result = f`: an `Ok` value for which `f` answers `true` (or a
-    /// [`Verdict`](crate::Verdict) that retries) is a transient failure; when the loop gives
-    /// up, the last `Ok` is returned.
-    pub fn on_result<J, V>(self, f: J) -> Retrier<'p, T, E, O::WithOnResult<J>>
-    where
-        J: Fn(&T) -> V,
-        V: IntoVerdict,
-    {
-        self.with(|o| o.with_on_result(f))
-    }
+    options! {
+        /// `on_result = f`: an `Ok` value for which `f` answers `true` (or a
+        /// [`Verdict`](crate::Verdict) that retries) is a transient failure; when the loop gives
+        /// up, the last `Ok` is returned.
+        pub fn on_result<J, V>(f: J) -> WithOnResult<J> where [J: Fn(&T) -> V, V: IntoVerdict]
+            => with_on_result(f);
 
-    /// `notify = f`: called before each pause, `Fn(&E, &RetryEvent)` or
-    /// `Fn(Result<&T, &E>, &RetryEvent)`.
-    pub fn notify<J, M>(self, f: J) -> Retrier<'p, T, E, O::WithNotify<J>>
-    where
-        J: NotifyHook<T, E, M>,
-    {
-        self.with(|o| o.with_notify(f))
-    }
+        /// `notify = f`: called before each pause, `Fn(&E, &RetryEvent)` or
+        /// `Fn(Result<&T, &E>, &RetryEvent)`.
+        pub fn notify<J, M>(f: J) -> WithNotify<J> where [J: NotifyHook<T, E, M>] => with_notify(f);
 
-    /// `on_give_up = f`: called once when the loop gives up, `Fn(&E)`, `Fn(&E, &GiveUp)` or
-    /// `Fn(Result<&T, &E>, &GiveUp)`.
-    pub fn on_give_up<J, M>(self, f: J) -> Retrier<'p, T, E, O::WithGiveUp<J, M>>
-    where
-        J: GiveUpHook<T, E, M>,
-    {
-        self.with(|o| o.with_give_up(f))
-    }
+        /// `on_give_up = f`: called once when the loop gives up, `Fn(&E)`, `Fn(&E, &GiveUp)` or
+        /// `Fn(Result<&T, &E>, &GiveUp)`.
+        pub fn on_give_up<J, M>(f: J) -> WithGiveUp<J, M> where [J: GiveUpHook<T, E, M>]
+            => with_give_up(f);
 
-    /// `fallback = f`: when the loop gives up, `f(error, why)` (with `on_result`,
-    /// `f(outcome, why)`) makes the result; sync, or for [`run_async`](Retrier::run_async) also
-    /// async.
-    pub fn fallback<J, Out, M>(self, f: J) -> Retrier<'p, T, E, O::WithFallback<J, Out, M>>
-    where
-        J: FnOnce(O::Input, GiveUp) -> Out,
-        Out: FallbackOutput<T, E, M>,
-    {
-        self.with(|o| o.with_fallback(f))
+        /// `fallback = f`: when the loop gives up, `f(error, why)` (with `on_result`,
+        /// `f(outcome, why)`) makes the result; sync, or for [`run_async`](Retrier::run_async) also
+        /// async.
+        pub fn fallback<J, Out, M>(f: J) -> WithFallback<J, Out, M>
+            where [J: FnOnce(O::Input, GiveUp) -> Out, Out: FallbackOutput<T, E, M>]
+            => with_fallback(f);
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 
 #[test]
 fn every_csv_under_docs_reads_back_with_the_headers_field_count() {
-    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs");
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
     let mut read = Vec::new();
     for entry in std::fs::read_dir(&docs).expect("docs/ beside bench/") {
         let path = entry.expect("a directory entry").path();

@@ -215,21 +215,30 @@ async fn ledger(database: &Database, key: &IdempotencyKey) -> Vec<LedgerRow> {
 /// e-mail must have been sent exactly once.
 async fn mailed_once(database: &Database, key: &IdempotencyKey, context: &str) -> PayoutRecord {
     let records = PayoutRecords::open(database).await.unwrap();
-    let record = mailed_once_in(&records, key, context).await;
+    let record = mailed_once_in(&records, key, context, None).await;
     records.close().await;
     record
 }
 
-/// [`mailed_once`] on an open connection.
+/// [`mailed_once`] on an open connection; on a failure, with what `service` (whose worker sends
+/// the e-mail) printed last.
 async fn mailed_once_in(
     records: &PayoutRecords,
     key: &IdempotencyKey,
     context: &str,
+    service: Option<&ServiceProcess>,
 ) -> PayoutRecord {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let record = records.of(key.as_str()).await.unwrap();
         if record.mail_jobs.iter().all(|state| state == "done") || Instant::now() > deadline {
+            let context = match service {
+                Some(service) => format!(
+                    "{context} (the service said last:\n{}\n)",
+                    service.recent_output()
+                ),
+                None => context.to_owned(),
+            };
             assert!(
                 record.is_whole(),
                 "{context}: the payout committed whole: {record:?}"
@@ -387,7 +396,7 @@ async fn kill_and_restart(
         };
         assert_eq!(bank.requests(key.as_str()), asked, "{context}");
     }
-    mailed_once_in(&records, key, &context).await;
+    mailed_once_in(&records, key, &context, Some(&restarted)).await;
     records.close().await;
     if step == Step::AfterResponse {
         assert_eq!(
@@ -929,7 +938,13 @@ async fn check_after_restart(lane: &Lane, receipts: Vec<Result<Receipt, PayError
     // once, the outage notwithstanding.
     let records = PayoutRecords::open(database).await.unwrap();
     for key in keys {
-        mailed_once_in(&records, key, &format!("database restart, {mode:?} mode")).await;
+        mailed_once_in(
+            &records,
+            key,
+            &format!("database restart, {mode:?} mode"),
+            None,
+        )
+        .await;
     }
     records.close().await;
     let taken_over = rows.iter().filter(|row| row.entry.execution > 1).count();

@@ -8,6 +8,7 @@ use retry_runtime::{BreakerState, CircuitBreaker, Policy, Transient};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
@@ -287,20 +288,40 @@ impl Worker {
             tokio::pin!(work);
             let mut renewal = tokio::time::interval_at(Instant::now() + lease / 3, lease / 3);
             renewal.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            // The renewal under way is polled beside the handler, never instead of it: on
+            // SQLite, a handler's open write transaction holds the file's write lock, which the
+            // renewal's `UPDATE` waits for; awaited alone, it waited out the busy timeout (5 s)
+            // while the handler, which would have released the lock, was not polled.
+            let mut renewing: Option<Pin<Box<dyn Future<Output = _> + Send + '_>>> = None;
             let outcome = loop {
                 tokio::select! {
                     outcome = &mut work => break outcome,
-                    _ = renewal.tick() => match claim.renew(lease).await {
-                        Ok(()) => {}
-                        Err(QueueError::Superseded { .. }) => {
-                            tracing::warn!(job = %id, "the job was taken over; dropping its handler");
-                            return Finished::Lost;
+                    _ = renewal.tick(), if renewing.is_none() => {
+                        renewing = Some(Box::pin(claim.renew(lease)));
+                    }
+                    renewed = async {
+                        match renewing.as_mut() {
+                            Some(renewing) => renewing.await,
+                            None => std::future::pending().await,
                         }
-                        // The lease may still hold; the next renewal tries again.
-                        Err(e) => tracing::warn!(job = %id, error = %e, "cannot renew the lease"),
-                    },
+                    }, if renewing.is_some() => {
+                        renewing = None;
+                        renewal.reset();
+                        match renewed {
+                            Ok(()) => {}
+                            Err(QueueError::Superseded { .. }) => {
+                                tracing::warn!(job = %id, "the job was taken over; dropping its handler");
+                                return Finished::Lost;
+                            }
+                            // The lease may still hold; the next renewal tries again.
+                            Err(e) => tracing::warn!(job = %id, error = %e, "cannot renew the lease"),
+                        }
+                    }
                 }
             };
+            // A renewal still under way when the handler ended is dropped: the outcome is
+            // recorded under the claim's token, which a renewal does not change.
+            drop(renewing);
             let finished = record(claim, outcome, attempt, &backoff).await;
             if let Some(hook) = on_recorded {
                 hook(id);

@@ -52,6 +52,7 @@ on_both!(
     a_killed_job_keeps_its_error,
     a_job_abandoned_on_its_last_attempt_is_buried,
     the_worker_keeps_its_concurrency,
+    a_handler_holding_a_transaction_across_renewals_is_not_stalled,
     the_worker_keeps_its_pace,
     the_worker_retries_passing_failures_and_buries_permanent_ones,
     the_worker_waits_for_the_breaker_and_sends_the_trial_alone,
@@ -321,6 +322,59 @@ async fn a_job_abandoned_on_its_last_attempt_is_buried<B: Raw>(engine: Engine) {
     assert!(
         error.starts_with("the lease of its last attempt ended"),
         "{error}"
+    );
+}
+
+/// A handler that holds its transaction open across two renewals of its lease (it has written,
+/// so on SQLite it holds the file's write lock, which each renewal's `UPDATE` waits for): the
+/// worker keeps polling it while a renewal waits, so it commits, and the renewal after it, at
+/// once. Before, the worker awaited each renewal alone, the handler unpolled, and the job was
+/// done only after SQLite's busy timeout (5 s), with its lease long over.
+async fn a_handler_holding_a_transaction_across_renewals_is_not_stalled<B: Raw>(engine: Engine) {
+    let Some((_db, queue)) = open::<B>(engine, "a_handler_holding_a_transaction").await else {
+        return;
+    };
+    queue.enqueue("k", &task("t")).await.expect("enqueued");
+    const LEASE: Duration = Duration::from_millis(300);
+    let handler = {
+        let queue = queue.clone();
+        move |job: Job<Task>| {
+            let queue = queue.clone();
+            async move {
+                let mut tx = queue.begin().await.expect("a transaction");
+                queue
+                    .enqueue_in(&mut tx, "written by the handler", &job.payload)
+                    .await
+                    .expect("the handler's write");
+                // Two renewals (at a third and two thirds of the lease) while it is open.
+                tokio::time::sleep(LEASE * 5 / 6).await;
+                Outcome::DoneIn(tx, job.payload.name)
+            }
+        }
+    };
+    let started = Instant::now();
+    let worker = Worker::new("w")
+        .lease(LEASE)
+        .per_second(f64::INFINITY)
+        .poll(Duration::from_millis(10))
+        .until_empty();
+    let drained = tokio::time::timeout(Duration::from_secs(60), worker.run(&queue, handler))
+        .await
+        .expect("the worker ends")
+        .expect("the worker runs");
+    let took = started.elapsed();
+    assert_eq!(drained.done, 2, "the job and the one its handler wrote");
+    // 2.5 s: half the busy timeout the stall waited out, ten times the handler's 250 ms.
+    assert!(
+        took < Duration::from_millis(2_500),
+        "the handler was stalled: {took:?} for a handler of {:?}",
+        LEASE * 5 / 6
+    );
+    let jobs = queue.jobs().await.expect("the jobs");
+    assert!(
+        jobs.iter()
+            .all(|job| job.state == State::Done && job.attempts == 1),
+        "{jobs:?}"
     );
 }
 

@@ -14,6 +14,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use retry_durable::store::{Begin, Fingerprint, IdempotencyStore, MemoryStore, key_from_header};
+use retry_runtime::headers::AttemptHeader;
 use retry_runtime::{CircuitBreaker, CircuitOpen, IdempotencyKey, Verdict, non_idempotent, retry};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -47,6 +48,9 @@ struct Books {
     executed: Mutex<HashMap<String, u32>>,
     /// Requests received, by key, executed or answered again.
     requests: Mutex<HashMap<String, u32>>,
+    /// Calls received, by key: the requests that were a call's first attempt (`Retry-Attempt: 1`,
+    /// or no such header), not its retries.
+    calls: Mutex<HashMap<String, u32>>,
     count: AtomicU32,
     delay: Duration,
     slow_next: Mutex<Option<Duration>>,
@@ -82,6 +86,7 @@ impl Bank {
             store: MemoryStore::new(),
             executed: Mutex::default(),
             requests: Mutex::default(),
+            calls: Mutex::default(),
             count: AtomicU32::new(0),
             delay,
             slow_next: Mutex::default(),
@@ -126,6 +131,12 @@ impl Bank {
         lock(&self.books.requests).get(key).copied().unwrap_or(0)
     }
 
+    /// How many calls asked the bank for a transfer with `key`: requests that were a call's
+    /// first attempt, so that a caller's retries of one call (with the same key) count once.
+    pub fn calls(&self, key: &str) -> u32 {
+        lock(&self.books.calls).get(key).copied().unwrap_or(0)
+    }
+
     /// Transfers executed, by key.
     pub fn executed(&self) -> HashMap<String, u32> {
         lock(&self.books.executed).clone()
@@ -162,6 +173,15 @@ async fn transfer_in_bank(
     *lock(&books.requests)
         .entry(key.as_str().to_owned())
         .or_default() += 1;
+    let attempt = headers
+        .get(AttemptHeader::DEFAULT.name())
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| AttemptHeader::DEFAULT.parse(value));
+    if attempt.is_none_or(|attempt| attempt == 1) {
+        *lock(&books.calls)
+            .entry(key.as_str().to_owned())
+            .or_default() += 1;
+    }
     // In a task of its own, so that a caller that dies mid-request does not cancel it halfway.
     let task = tokio::spawn(async move {
         match books.store.begin(&key, Fingerprint::of(&body)).await {
@@ -284,12 +304,14 @@ pub async fn transfer(
 ) -> Result<Transfer, BankError> {
     let body = serde_json::to_vec(&TransferRequest { cents })
         .map_err(|e| BankError::Unavailable(e.to_string()))?;
+    let (attempt_header, attempt) = AttemptHeader::DEFAULT.for_current_attempt();
     let response = http
         .post(format!("{bank}/transfers"))
         .header(
             IdempotencyKey::HEADER,
             retry_runtime::headers::key_header_value(key),
         )
+        .header(attempt_header, &attempt)
         .header("content-type", "application/json")
         .body(body)
         .send()

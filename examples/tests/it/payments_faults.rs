@@ -394,7 +394,8 @@ async fn kill_and_restart(
         } else {
             1
         };
-        assert_eq!(bank.requests(key.as_str()), asked, "{context}");
+        // Calls, not requests: under load a `transfer` may retry with its key.
+        assert_eq!(bank.calls(key.as_str()), asked, "{context}");
     }
     mailed_once_in(&records, key, &context, Some(&restarted)).await;
     records.close().await;
@@ -679,7 +680,14 @@ async fn two_replicas(mode: Mode, test: &str) {
         "every client has the payout's receipt"
     );
     if mode == Mode::Lease {
-        assert_eq!(bank.requests(key.as_str()), 1, "the payout executed once");
+        // Calls, not requests: under load the payout's own `transfer` may retry with its key.
+        assert_eq!(
+            bank.calls(key.as_str()),
+            1,
+            "one payout asked the bank:\n{}\n{}",
+            replica_a.recent_output(),
+            replica_b.recent_output()
+        );
         assert_eq!(bank.transfers_executed(key.as_str()), 1);
     }
     let waited = clients

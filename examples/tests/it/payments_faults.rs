@@ -672,7 +672,20 @@ async fn two_replicas(mode: Mode, test: &str) {
 
     let rows = ledger(&database, &key).await;
     assert_eq!(rows.len(), 1, "one payout: {rows:?}");
-    assert_eq!(rows[0].entry.execution, 1);
+    // One execution, the other 99 clients waiting for it; one more for each payout that failed
+    // on its way (the bank or the ledger unreachable on a loaded machine: a 503, its key given
+    // back, or, if that release failed too, taken over after the lease), which asked the bank
+    // again with the same key.
+    let failed = clients
+        .iter()
+        .flat_map(|client| client.answers())
+        .filter(|answer| matches!(answer, Answer::Status { status: 503, .. }))
+        .count();
+    let executions = u32::try_from(1 + failed).unwrap_or(u32::MAX);
+    assert!(
+        rows[0].entry.execution <= u64::from(executions),
+        "one execution and one per failed payout ({failed}): {rows:?}"
+    );
     mailed_once(&database, &key, "two replicas").await;
     let expected = format!("P-{}", rows[0].id);
     assert!(
@@ -680,15 +693,18 @@ async fn two_replicas(mode: Mode, test: &str) {
         "every client has the payout's receipt"
     );
     if mode == Mode::Lease {
-        // Calls, not requests: under load the payout's own `transfer` may retry with its key.
-        assert_eq!(
-            bank.calls(key.as_str()),
-            1,
-            "one payout asked the bank:\n{}\n{}",
-            replica_a.recent_output(),
-            replica_b.recent_output()
+        // Calls, not requests (the payout's own `transfer` may retry with its key): one per
+        // execution at most.
+        let calls = bank.calls(key.as_str());
+        assert!(
+            (1..=executions).contains(&calls),
+            "one payout asked the bank, and one per failed payout ({failed}): {calls}"
         );
-        assert_eq!(bank.transfers_executed(key.as_str()), 1);
+        assert_eq!(
+            bank.transfers_executed(key.as_str()),
+            1,
+            "one transfer, whatever the calls"
+        );
     }
     let waited = clients
         .iter()

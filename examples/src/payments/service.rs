@@ -647,6 +647,33 @@ impl PayoutRecords {
         })
     }
 
+    /// The receipt e-mail jobs of the payout `key`, each as its state, claims, when it may run
+    /// next (`run_at`, as the database writes it) and last error: what a test prints when a job
+    /// is not done in time.
+    pub async fn mail_jobs_of(&self, key: &str) -> Result<Vec<String>, sqlx::Error> {
+        const SELECT: &str = "SELECT state, attempts, CAST(run_at AS TEXT), last_error \
+                              FROM retry_jobs WHERE queue = $2 AND key = $1 ORDER BY id";
+        type Row = (String, i32, Option<String>, Option<String>);
+        let rows: Vec<Row> = match self {
+            PayoutRecords::Sqlite(pool) => {
+                let query = sqlx::query_as(SELECT).bind(key).bind(mails::QUEUE);
+                query.fetch_all(pool).await?
+            }
+            PayoutRecords::Postgres(pool) => {
+                let query = sqlx::query_as(SELECT).bind(key).bind(mails::QUEUE);
+                query.fetch_all(pool).await?
+            }
+        };
+        Ok(rows
+            .into_iter()
+            .map(|(state, attempts, run_at, error)| {
+                let run_at = run_at.unwrap_or_default();
+                let error = error.unwrap_or_default();
+                format!("{state}, {attempts} claims, run_at {run_at}, last error: {error:?}")
+            })
+            .collect())
+    }
+
     /// The ledger's rows for the payout `key`.
     pub async fn ledger_of(&self, key: &str) -> Result<Vec<LedgerRow>, sqlx::Error> {
         const SELECT: &str = "SELECT id, payout_key, claim, cents, transfer, execution \

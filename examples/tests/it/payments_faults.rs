@@ -232,6 +232,14 @@ async fn mailed_once_in(
     loop {
         let record = records.of(key.as_str()).await.unwrap();
         if record.mail_jobs.iter().all(|state| state == "done") || Instant::now() > deadline {
+            let jobs = match records.mail_jobs_of(key.as_str()).await {
+                Ok(jobs) => jobs.join("; "),
+                Err(e) => format!("not read: {e}"),
+            };
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.as_millis());
+            let context = format!("{context} (the jobs: {jobs}; now {now})");
             let context = match service {
                 Some(service) => format!(
                     "{context} (the service said last:\n{}\n)",

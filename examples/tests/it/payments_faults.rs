@@ -763,8 +763,9 @@ struct Lane {
 
 /// Payouts with distinct keys, 16 at a time per mode, with a service per mode (`lanes`: the
 /// mode and its number of payouts) on one PostgreSQL cluster of the test's own, which is
-/// stopped once about a quarter of them are done and started again once the services have
-/// answered 503 about twice to each payout in flight: one outage for both modes.
+/// stopped once a mode has paid a quarter of its payouts (no payout starts while it stops, so
+/// that both modes have payouts left) and started again once the services have answered 503
+/// about twice to each payout in flight: one outage for both modes.
 async fn restart_mid_run(lanes: &[(Mode, usize)], test: &str) {
     if !std::env::var("RETRY_TEST_PG_BIN").is_ok_and(|bin| Path::new(&bin).join("pg_ctl").exists())
     {
@@ -805,23 +806,33 @@ async fn restart_mid_run(lanes: &[(Mode, usize)], test: &str) {
     const AT_ONCE: usize = 16;
     let payouts: usize = lanes.iter().map(|lane| lane.keys.len()).sum();
     let paid = AtomicUsize::new(0);
-    let paying = futures_util::future::join_all(lanes.iter().map(|lane| {
-        let paid = &paid;
-        async move {
-            let slots = Semaphore::new(AT_ONCE);
-            let slots = &slots;
-            futures_util::future::join_all(lane.keys.iter().zip(&lane.clients).enumerate().map(
-                |(i, (key, client))| async move {
-                    let _slot = slots.acquire().await.unwrap();
-                    let claim = ClaimId(5000 + i as u32);
-                    let receipt = pay_until_done(client, claim, Cents(1000 + i as u64), key).await;
-                    paid.fetch_add(1, Ordering::SeqCst);
-                    receipt
-                },
-            ))
-            .await
-        }
-    }));
+    // Paid per mode, and a gate that each payout passes as it starts: the outage closes it
+    // while it stops the server, so that no mode runs out of payouts before the server is down
+    // (the one-commit mode, without a bank, once paid all of its own during a slow `pg_ctl
+    // stop`, and then had no payout left to be answered 503).
+    let paid_by_lane: Vec<AtomicUsize> = lanes.iter().map(|_| AtomicUsize::new(0)).collect();
+    let starting_gate = tokio::sync::RwLock::new(());
+    let paying =
+        futures_util::future::join_all(lanes.iter().zip(&paid_by_lane).map(|(lane, paid_here)| {
+            let (paid, starting_gate) = (&paid, &starting_gate);
+            async move {
+                let slots = Semaphore::new(AT_ONCE);
+                let slots = &slots;
+                futures_util::future::join_all(lane.keys.iter().zip(&lane.clients).enumerate().map(
+                    |(i, (key, client))| async move {
+                        let _slot = slots.acquire().await.unwrap();
+                        drop(starting_gate.read().await);
+                        let claim = ClaimId(5000 + i as u32);
+                        let receipt =
+                            pay_until_done(client, claim, Cents(1000 + i as u64), key).await;
+                        paid.fetch_add(1, Ordering::SeqCst);
+                        paid_here.fetch_add(1, Ordering::SeqCst);
+                        receipt
+                    },
+                ))
+                .await
+            }
+        }));
     // The 503s each mode's clients got so far.
     let refusals = || {
         lanes
@@ -841,14 +852,22 @@ async fn restart_mid_run(lanes: &[(Mode, usize)], test: &str) {
             .collect::<Vec<usize>>()
     };
     let outage = async {
-        while paid.load(Ordering::SeqCst) < payouts / 4 {
+        // Once a mode has paid a quarter of its payouts, no payout starts until the server is
+        // down: each mode keeps at least three quarters of its own, less those under way.
+        while !lanes
+            .iter()
+            .zip(&paid_by_lane)
+            .any(|(lane, paid)| paid.load(Ordering::SeqCst) >= lane.keys.len() / 4)
+        {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
+        let closed = starting_gate.write().await;
         let down_at = paid.load(Ordering::SeqCst);
         let stopping = Arc::clone(&cluster);
         tokio::task::spawn_blocking(move || stopping.stop())
             .await
             .unwrap();
+        drop(closed);
         let stopped = Instant::now();
         // Counted from the stop, per mode: a busy service may answer 503 before it too (its
         // pool's timeout), and those do not show the outage.

@@ -805,7 +805,6 @@ async fn restart_mid_run(lanes: &[(Mode, usize)], test: &str) {
 
     const AT_ONCE: usize = 16;
     let payouts: usize = lanes.iter().map(|lane| lane.keys.len()).sum();
-    let paid = AtomicUsize::new(0);
     // Paid per mode, and a gate that each payout passes as it starts: the outage closes it
     // while it stops the server, so that no mode runs out of payouts before the server is down
     // (the one-commit mode, without a bank, once paid all of its own during a slow `pg_ctl
@@ -814,7 +813,7 @@ async fn restart_mid_run(lanes: &[(Mode, usize)], test: &str) {
     let starting_gate = tokio::sync::RwLock::new(());
     let paying =
         futures_util::future::join_all(lanes.iter().zip(&paid_by_lane).map(|(lane, paid_here)| {
-            let (paid, starting_gate) = (&paid, &starting_gate);
+            let starting_gate = &starting_gate;
             async move {
                 let slots = Semaphore::new(AT_ONCE);
                 let slots = &slots;
@@ -825,7 +824,6 @@ async fn restart_mid_run(lanes: &[(Mode, usize)], test: &str) {
                         let claim = ClaimId(5000 + i as u32);
                         let receipt =
                             pay_until_done(client, claim, Cents(1000 + i as u64), key).await;
-                        paid.fetch_add(1, Ordering::SeqCst);
                         paid_here.fetch_add(1, Ordering::SeqCst);
                         receipt
                     },
@@ -862,7 +860,10 @@ async fn restart_mid_run(lanes: &[(Mode, usize)], test: &str) {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         let closed = starting_gate.write().await;
-        let down_at = paid.load(Ordering::SeqCst);
+        let down_at: usize = paid_by_lane
+            .iter()
+            .map(|paid| paid.load(Ordering::SeqCst))
+            .sum();
         let stopping = Arc::clone(&cluster);
         tokio::task::spawn_blocking(move || stopping.stop())
             .await

@@ -8,7 +8,6 @@ use retry_runtime::{BreakerState, CircuitBreaker, Policy, Transient};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
@@ -286,42 +285,35 @@ impl Worker {
             let (id, attempt) = (job.id, job.attempt);
             let work = handler(job);
             tokio::pin!(work);
-            let mut renewal = tokio::time::interval_at(Instant::now() + lease / 3, lease / 3);
-            renewal.set_missed_tick_behavior(MissedTickBehavior::Delay);
-            // The renewal under way is polled beside the handler, never instead of it: on
-            // SQLite, a handler's open write transaction holds the file's write lock, which the
+            // The lease is renewed every third of it beside the handler, never instead of it: on
+            // SQLite, a handler's open write transaction holds the file's write lock, which a
             // renewal's `UPDATE` waits for; awaited alone, it waited out the busy timeout (5 s)
-            // while the handler, which would have released the lock, was not polled.
-            let mut renewing: Option<Pin<Box<dyn Future<Output = _> + Send + '_>>> = None;
-            let outcome = loop {
-                tokio::select! {
-                    outcome = &mut work => break outcome,
-                    _ = renewal.tick(), if renewing.is_none() => {
-                        renewing = Some(Box::pin(claim.renew(lease)));
+            // while the handler, which would have released the lock, was not polled. Ends only
+            // when the job was taken over.
+            let renewing = async {
+                let mut renewal = tokio::time::interval_at(Instant::now() + lease / 3, lease / 3);
+                renewal.set_missed_tick_behavior(MissedTickBehavior::Delay);
+                loop {
+                    renewal.tick().await;
+                    match claim.renew(lease).await {
+                        Ok(()) => {}
+                        Err(QueueError::Superseded { .. }) => return,
+                        // The lease may still hold; the next renewal tries again.
+                        Err(e) => tracing::warn!(job = %id, error = %e, "cannot renew the lease"),
                     }
-                    renewed = async {
-                        match renewing.as_mut() {
-                            Some(renewing) => renewing.await,
-                            None => std::future::pending().await,
-                        }
-                    }, if renewing.is_some() => {
-                        renewing = None;
-                        renewal.reset();
-                        match renewed {
-                            Ok(()) => {}
-                            Err(QueueError::Superseded { .. }) => {
-                                tracing::warn!(job = %id, "the job was taken over; dropping its handler");
-                                return Finished::Lost;
-                            }
-                            // The lease may still hold; the next renewal tries again.
-                            Err(e) => tracing::warn!(job = %id, error = %e, "cannot renew the lease"),
-                        }
-                    }
+                    // A slow renewal does not make the next one come at once.
+                    renewal.reset();
                 }
             };
-            // A renewal still under way when the handler ended is dropped: the outcome is
+            // A renewal still under way when the handler ends is dropped: the outcome is
             // recorded under the claim's token, which a renewal does not change.
-            drop(renewing);
+            let outcome = tokio::select! {
+                outcome = &mut work => outcome,
+                () = renewing => {
+                    tracing::warn!(job = %id, "the job was taken over; dropping its handler");
+                    return Finished::Lost;
+                }
+            };
             let finished = record(claim, outcome, attempt, &backoff).await;
             if let Some(hook) = on_recorded {
                 hook(id);

@@ -3,7 +3,6 @@
 
 use crate::bounds::{clamp_or, clamp_u32};
 use crate::sync::{Mutex, MutexGuard};
-use std::error::Error;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -537,23 +536,12 @@ impl fmt::Display for CircuitOpen {
     }
 }
 
-impl Error for CircuitOpen {}
-
-/// `E: From<CircuitOpen>`, with an error message that says so.
-#[diagnostic::on_unimplemented(
+loop_error! {
+    /// The error for a call the open circuit refused.
+    FromCircuitOpen::from_circuit_open(CircuitOpen),
     message = "`{Self}` cannot say that the circuit is open, which `#[retry(breaker = ...)]` needs",
     label = "`{Self}` does not implement `From<retry_runtime::CircuitOpen>`",
-    note = "add `impl From<retry_runtime::CircuitOpen> for {Self}` (a variant such as `Unavailable(CircuitOpen)`), or remove `breaker`"
-)]
-pub(crate) trait FromCircuitOpen {
-    /// The error for a call the open circuit refused.
-    fn from_circuit_open(open: CircuitOpen) -> Self;
-}
-
-impl<E: From<CircuitOpen>> FromCircuitOpen for E {
-    fn from_circuit_open(open: CircuitOpen) -> Self {
-        E::from(open)
-    }
+    note = "add `impl From<retry_runtime::CircuitOpen> for {Self}` (a variant such as `Unavailable(CircuitOpen)`), or remove `breaker`",
 }
 
 // Under loom, `new` is not `const`, so these (with their `static` breakers) are not built.
@@ -866,7 +854,7 @@ mod tests {
         );
         let trial = CircuitOpen::new(None);
         assert!(trial.to_string().starts_with("circuit open: a trial call"));
-        let _: &dyn Error = &trial;
+        let _: &dyn std::error::Error = &trial;
     }
 }
 

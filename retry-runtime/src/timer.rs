@@ -203,8 +203,6 @@ impl fmt::Display for Elapsed {
     }
 }
 
-impl std::error::Error for Elapsed {}
-
 impl crate::Transient for Elapsed {
     fn is_transient(&self) -> bool {
         true
@@ -217,21 +215,12 @@ impl From<Elapsed> for std::io::Error {
     }
 }
 
-/// `E: From<Elapsed>`, with an error message that says so.
-#[diagnostic::on_unimplemented(
+loop_error! {
+    /// The error for a timed-out attempt.
+    FromElapsed::from_elapsed(Elapsed),
     message = "`{Self}` cannot carry a timeout, which `#[retry(timeout = ...)]` needs",
     label = "`{Self}` does not implement `From<retry_runtime::Elapsed>`",
-    note = "add `impl From<retry_runtime::Elapsed> for {Self}` (a variant such as `TimedOut(Elapsed)`), or remove `timeout`"
-)]
-pub(crate) trait FromElapsed {
-    /// The error for a timed-out attempt.
-    fn from_elapsed(elapsed: Elapsed) -> Self;
-}
-
-impl<E: From<Elapsed>> FromElapsed for E {
-    fn from_elapsed(elapsed: Elapsed) -> Self {
-        E::from(elapsed)
-    }
+    note = "add `impl From<retry_runtime::Elapsed> for {Self}` (a variant such as `TimedOut(Elapsed)`), or remove `timeout`",
 }
 
 pin_project_lite::pin_project! {

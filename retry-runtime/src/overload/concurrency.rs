@@ -5,62 +5,72 @@ use super::RejectReason;
 use crate::sync::{AtomicU64, Mutex, Ordering};
 use std::time::Duration;
 
+/// The limits both concurrency modes have: where the limit starts and its bounds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Limits {
+    pub(super) initial: u32,
+    pub(super) min: u32,
+    pub(super) max: u32,
+}
+
+impl Limits {
+    /// Netflix's defaults for both modes: initial 20, min 20, max 200.
+    const NETFLIX: Self = Self {
+        initial: 20,
+        min: 20,
+        max: 200,
+    };
+
+    /// `limit` within [min, max] (min wins where max is below it).
+    fn bound(&self, limit: u32) -> u32 {
+        limit.min(self.max).max(self.min)
+    }
+}
+
 /// The builders of the limits both concurrency modes share (Netflix's defaults for both).
 macro_rules! limit_builders {
     () => {
         setters! {
             /// The limit before any attempt has ended: 20. At least 1.
-            pub fn initial_limit(limit: u32) => self.initial = super::at_least_one(limit);
+            pub fn initial_limit(limit: u32) => self.limits.initial = super::at_least_one(limit);
 
             /// The limit never goes below this: 20. At least 1, so that a stream of drops cannot
             /// stop all traffic.
-            pub fn min_limit(limit: u32) => self.min = super::at_least_one(limit);
+            pub fn min_limit(limit: u32) => self.limits.min = super::at_least_one(limit);
 
             /// The limit never goes above this (Netflix's `maxLimit`, `maxConcurrency`): 200. Below
             /// `min_limit`, `min_limit` wins.
-            pub fn max_limit(limit: u32) => self.max;
+            pub fn max_limit(limit: u32) => self.limits.max;
         }
     };
 }
 
-/// The settings of the [`AdmissionGate`](crate::AdmissionGate) mode that bounds the attempts in
-/// flight with a limit that grows additively and shrinks multiplicatively (AIMD), as TCP's
-/// congestion window does: Netflix `concurrency-limits`' `AIMDLimit`
-/// (`concurrency-limits-core/.../limit/AIMDLimit.java`, commit `784c960d278e`).
-///
-/// After each attempt: if it was dropped (throttled, shed, or slower than
-/// [`timeout`](Aimd::timeout)), `limit = ⌊limit × 0.9⌋`; otherwise, if the attempt saw at least
-/// half the limit in flight (so the limit is really being used), `limit + 1`; always within
-/// [min, max]. Netflix's defaults: initial 20, min 20, max 200, ratio 0.9, timeout 5 s.
-///
-/// ```
-/// use retry_runtime::{AdmissionGate, Aimd};
-///
-/// static GATE: AdmissionGate = AdmissionGate::aimd(Aimd::new().initial_limit(10).min_limit(1));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Aimd {
-    pub(super) initial: u32,
-    pub(super) min: u32,
-    pub(super) max: u32,
-    pub(super) backoff_ratio: f64,
-    pub(super) timeout: Duration,
+settings! {
+    /// The settings of the [`AdmissionGate`](crate::AdmissionGate) mode that bounds the attempts in
+    /// flight with a limit that grows additively and shrinks multiplicatively (AIMD), as TCP's
+    /// congestion window does: Netflix `concurrency-limits`' `AIMDLimit`
+    /// (`concurrency-limits-core/.../limit/AIMDLimit.java`, commit `784c960d278e`).
+    ///
+    /// After each attempt: if it was dropped (throttled, shed, or slower than
+    /// [`timeout`](Aimd::timeout)), `limit = ⌊limit × 0.9⌋`; otherwise, if the attempt saw at least
+    /// half the limit in flight (so the limit is really being used), `limit + 1`; always within
+    /// [min, max]. Netflix's defaults: initial 20, min 20, max 200, ratio 0.9, timeout 5 s.
+    ///
+    /// ```
+    /// use retry_runtime::{AdmissionGate, Aimd};
+    ///
+    /// static GATE: AdmissionGate = AdmissionGate::aimd(Aimd::new().initial_limit(10).min_limit(1));
+    /// ```
+    pub struct Aimd {
+        limits: Limits = Limits::NETFLIX,
+        backoff_ratio: f64 = 0.9,
+        timeout: Duration = Duration::from_secs(5),
+    }
+    /// Netflix's defaults: initial limit 20, min 20, max 200, backoff ratio 0.9, timeout 5 s.
+    new
 }
 
-default_is_new!(Aimd);
-
 impl Aimd {
-    /// Netflix's defaults: initial limit 20, min 20, max 200, backoff ratio 0.9, timeout 5 s.
-    pub const fn new() -> Self {
-        Self {
-            initial: 20,
-            min: 20,
-            max: 200,
-            backoff_ratio: 0.9,
-            timeout: Duration::from_secs(5),
-        }
-    }
-
     limit_builders!();
 
     setters! {
@@ -82,73 +92,57 @@ impl Aimd {
         } else {
             limit
         };
-        next.min(self.max).max(self.min)
+        self.limits.bound(next)
     }
 }
 
-/// The settings of the [`AdmissionGate`](crate::AdmissionGate) mode that bounds the attempts in
-/// flight with a limit that follows latency: Netflix `concurrency-limits`' `Gradient2Limit`
-/// (`concurrency-limits-core/.../limit/Gradient2Limit.java`, commit `f2528defbbf0`).
-///
-/// After each attempt that ended (accepted or dropped alike, as in Netflix's), with `rtt` its
-/// latency and `long` an exponential average of latencies (over 600 samples, a plain average
-/// for the first 10):
-///
-/// ```text
-/// if long / rtt > 2:        long ← long × 0.95     (latency fell back: forget the old load faster)
-/// if in_flight < limit / 2: keep the limit         (the client is not using it)
-/// gradient = clamp(1.5 × long / rtt, 0.5, 1)       (1.5: the latency tolerated before shrinking)
-/// limit    = 0.8 × limit + 0.2 × (limit × gradient + 4)    clamped to [min, max]
-/// ```
-///
-/// So the limit grows by up to 0.8 per sample while latency stays within 1.5 times its long-term
-/// average, and shrinks toward half when queueing makes it longer. Netflix's defaults: initial
-/// 20, min 20, max 200, smoothing 0.2, queue size 4, long window 600, RTT tolerance 1.5. An RTT
-/// of 0 (a virtual clock that did not move) counts as no queueing.
-///
-/// ```
-/// use retry_runtime::{AdmissionGate, Gradient2};
-///
-/// static GATE: AdmissionGate = AdmissionGate::gradient2(Gradient2::new().min_limit(4));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Gradient2 {
-    pub(super) initial: u32,
-    pub(super) min: u32,
-    pub(super) max: u32,
-    pub(super) smoothing: f64,
-    pub(super) queue_size: u32,
-    pub(super) long_window: u32,
-    /// `2 / (long_window + 1)`, the weight of a sample in the long average.
-    pub(super) long_factor: f64,
-    pub(super) rtt_tolerance: f64,
-}
-
-default_is_new!(Gradient2);
-
-impl Gradient2 {
+settings! {
+    /// The settings of the [`AdmissionGate`](crate::AdmissionGate) mode that bounds the attempts in
+    /// flight with a limit that follows latency: Netflix `concurrency-limits`' `Gradient2Limit`
+    /// (`concurrency-limits-core/.../limit/Gradient2Limit.java`, commit `f2528defbbf0`).
+    ///
+    /// After each attempt that ended (accepted or dropped alike, as in Netflix's), with `rtt` its
+    /// latency and `long` an exponential average of latencies (over 600 samples, a plain average
+    /// for the first 10):
+    ///
+    /// ```text
+    /// if long / rtt > 2:        long ← long × 0.95     (latency fell back: forget the old load faster)
+    /// if in_flight < limit / 2: keep the limit         (the client is not using it)
+    /// gradient = clamp(1.5 × long / rtt, 0.5, 1)       (1.5: the latency tolerated before shrinking)
+    /// limit    = 0.8 × limit + 0.2 × (limit × gradient + 4)    clamped to [min, max]
+    /// ```
+    ///
+    /// So the limit grows by up to 0.8 per sample while latency stays within 1.5 times its long-term
+    /// average, and shrinks toward half when queueing makes it longer. Netflix's defaults: initial
+    /// 20, min 20, max 200, smoothing 0.2, queue size 4, long window 600, RTT tolerance 1.5. An RTT
+    /// of 0 (a virtual clock that did not move) counts as no queueing.
+    ///
+    /// ```
+    /// use retry_runtime::{AdmissionGate, Gradient2};
+    ///
+    /// static GATE: AdmissionGate = AdmissionGate::gradient2(Gradient2::new().min_limit(4));
+    /// ```
+    pub struct Gradient2 {
+        limits: Limits = Limits::NETFLIX,
+        smoothing: f64 = 0.2,
+        queue_size: u32 = 4,
+        long_window: u32 = 600,
+        /// `2 / (long_window + 1)`, the weight of a sample in the long average.
+        long_factor: f64 = 2.0 / 601.0,
+        rtt_tolerance: f64 = 1.5,
+    }
     /// Netflix's defaults: initial limit 20, min 20, max 200, smoothing 0.2, queue size 4,
     /// long window 600 samples, RTT tolerance 1.5.
-    pub const fn new() -> Self {
-        Self {
-            initial: 20,
-            min: 20,
-            max: 200,
-            smoothing: 0.2,
-            queue_size: 4,
-            long_window: 600,
-            long_factor: 2.0 / 601.0,
-            rtt_tolerance: 1.5,
-        }
-    }
+    new
+}
 
+impl Gradient2 {
     limit_builders!();
 
     setters! {
         /// How much of the new estimate replaces the limit at each sample: 0.2. Clamped to [0, 1];
         /// NaN is taken as 0.2.
-        pub fn smoothing(smoothing: f64) => self.smoothing =
-            super::clamp_or(smoothing, 0.0, 1.0, 0.2);
+        pub fn smoothing(smoothing: f64) => self.smoothing = super::clamp_or(smoothing, 0.0, 1.0, 0.2);
 
         /// How much the limit may grow per sample while latency stays low: 4.
         pub fn queue_size(queue_size: u32) => self.queue_size;
@@ -224,9 +218,8 @@ impl Gradient2State {
         };
         let estimate = self.estimate * gradient + queue_size;
         let estimate = self.estimate * (1.0 - config.smoothing) + estimate * config.smoothing;
-        self.estimate = estimate
-            .min(f64::from(config.max))
-            .max(f64::from(config.min));
+        let Limits { min, max, .. } = config.limits;
+        self.estimate = estimate.min(f64::from(max)).max(f64::from(min));
         self.estimate
     }
 }
@@ -302,8 +295,8 @@ loom_const_fn! {
         pub(super) fn new(config: Gradient2) -> Self {
             Self {
                 config,
-                slots: Slots::new(config.initial),
-                state: Mutex::new(Gradient2State::new(config.initial)),
+                slots: Slots::new(config.limits.initial),
+                state: Mutex::new(Gradient2State::new(config.limits.initial)),
             }
         }
     }

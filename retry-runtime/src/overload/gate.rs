@@ -3,7 +3,6 @@
 use super::concurrency::{Aimd, Gradient2, Gradient2Limiter, Slots};
 use super::rate::{ClientRateLimit, RateLimiter};
 use super::throttling::{AdaptiveThrottling, Throttler};
-use std::error::Error;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -119,7 +118,7 @@ loom_const_fn! {
             Self {
                 mode: Mode::Aimd {
                     config,
-                    slots: Slots::new(config.initial),
+                    slots: Slots::new(config.limits.initial),
                 },
                 name: "unnamed",
             }
@@ -588,21 +587,10 @@ impl fmt::Display for Rejected {
     }
 }
 
-impl Error for Rejected {}
-
-/// `E: From<Rejected>`, with an error message that says so.
-#[diagnostic::on_unimplemented(
+loop_error! {
+    /// The error for an attempt the gate shed.
+    FromRejected::from_rejected(Rejected),
     message = "`{Self}` cannot say that the admission gate shed an attempt, which `#[retry(gate = ...)]` needs",
     label = "`{Self}` does not implement `From<retry_runtime::Rejected>`",
-    note = "add `impl From<retry_runtime::Rejected> for {Self}` (a variant such as `Shed(Rejected)`), or remove `gate`"
-)]
-pub(crate) trait FromRejected {
-    /// The error for an attempt the gate shed.
-    fn from_rejected(rejected: Rejected) -> Self;
-}
-
-impl<E: From<Rejected>> FromRejected for E {
-    fn from_rejected(rejected: Rejected) -> Self {
-        E::from(rejected)
-    }
+    note = "add `impl From<retry_runtime::Rejected> for {Self}` (a variant such as `Shed(Rejected)`), or remove `gate`",
 }

@@ -6,70 +6,60 @@ use super::throttling::Divider;
 use crate::sync::{AtomicU64, Mutex, OnceInstant, Ordering};
 use std::time::{Duration, Instant};
 
-/// The settings of the [`AdmissionGate`](crate::AdmissionGate) mode that limits the rate of the
-/// client's own attempts, the AWS SDKs' adaptive retry mode: a token bucket in front of every
-/// attempt, first tries included, whose fill rate follows the CUBIC congestion-control curve.
-///
-/// - Until the service first throttles an attempt, nothing is limited (the bucket is off), but
-///   the client measures its own sending rate: answers per half-second bucket, smoothed at 0.8.
-/// - A throttled answer turns the bucket on and cuts the rate to β = 0.7 times the rate the
-///   client was sending at (the measured rate, or the bucket's rate if lower), remembering
-///   that rate as `W_max`.
-/// - Each other answer sets the rate to the CUBIC curve `C·(t − K)³ + W_max`, with C = 0.4, t
-///   the seconds since the last throttle and `K = ∛(W_max·(1 − β)/C)`: it climbs back quickly
-///   to `W_max`, stays near it, then probes above it. The rate is never more than twice the
-///   measured rate, nor below 0.5 per second; the bucket holds at most one second of tokens
-///   (and at least 1).
-///
-/// Each attempt takes one token. When none is there, the attempt waits until its token is due
-/// ([`GatePermit::wait`](crate::GatePermit::wait)), as botocore's blocking `acquire` does; or,
-/// with [`fail_fast`](ClientRateLimit::fail_fast), it is rejected at once with that wait in the
-/// [`Rejected`](crate::Rejected) (what botocore issue #3179 asks for).
-///
-/// Follows botocore's `botocore/retries/adaptive.py` (`ClientRateLimiter`, `RateClocker`),
-/// `bucket.py` (`TokenBucket`) and `throttling.py` (`CubicCalculator`), commit `40454eaac38c`,
-/// and the golden values of their tests and of the SDKs' shared tables (aws-sdk-go-v2
-/// `aws/retry/adaptive_ratelimit_test.go`, smithy-rs `client_rate_limiter.rs`), which this
-/// crate's tests check to 1e-9. Time starts at the gate's first use.
-///
-/// Before the first throttle (the happy path) nothing is limited and nothing locks: an
-/// admission reads one flag, an answer is one compare-and-swap on the rate clock (and a short
-/// lock when a half-second bucket ends, at most twice a second). The fill rate botocore sets at
-/// each of these answers is computed from the latest one when needed. The one thing not kept is
-/// the bucket's content, taken as full at the first throttle, as it is in botocore once a client
-/// has had answers for a second or two. From the first throttle on, the state (a few floats)
-/// sits behind a mutex held for a few float operations, as botocore's does.
-///
-/// ```
-/// use retry_runtime::{AdmissionGate, ClientRateLimit};
-///
-/// static WAITING: AdmissionGate = AdmissionGate::rate_limit(ClientRateLimit::new());
-/// static FAIL_FAST: AdmissionGate = AdmissionGate::rate_limit(ClientRateLimit::new().fail_fast(true));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ClientRateLimit {
-    pub(super) fail_fast: bool,
-    pub(super) beta: f64,
-    pub(super) scale: f64,
-    pub(super) smoothing: f64,
-    pub(super) min_fill_rate: f64,
-}
-
-default_is_new!(ClientRateLimit);
-
-impl ClientRateLimit {
+settings! {
+    /// The settings of the [`AdmissionGate`](crate::AdmissionGate) mode that limits the rate of the
+    /// client's own attempts, the AWS SDKs' adaptive retry mode: a token bucket in front of every
+    /// attempt, first tries included, whose fill rate follows the CUBIC congestion-control curve.
+    ///
+    /// - Until the service first throttles an attempt, nothing is limited (the bucket is off), but
+    ///   the client measures its own sending rate: answers per half-second bucket, smoothed at 0.8.
+    /// - A throttled answer turns the bucket on and cuts the rate to β = 0.7 times the rate the
+    ///   client was sending at (the measured rate, or the bucket's rate if lower), remembering
+    ///   that rate as `W_max`.
+    /// - Each other answer sets the rate to the CUBIC curve `C·(t − K)³ + W_max`, with C = 0.4, t
+    ///   the seconds since the last throttle and `K = ∛(W_max·(1 − β)/C)`: it climbs back quickly
+    ///   to `W_max`, stays near it, then probes above it. The rate is never more than twice the
+    ///   measured rate, nor below 0.5 per second; the bucket holds at most one second of tokens
+    ///   (and at least 1).
+    ///
+    /// Each attempt takes one token. When none is there, the attempt waits until its token is due
+    /// ([`GatePermit::wait`](crate::GatePermit::wait)), as botocore's blocking `acquire` does; or,
+    /// with [`fail_fast`](ClientRateLimit::fail_fast), it is rejected at once with that wait in the
+    /// [`Rejected`](crate::Rejected) (what botocore issue #3179 asks for).
+    ///
+    /// Follows botocore's `botocore/retries/adaptive.py` (`ClientRateLimiter`, `RateClocker`),
+    /// `bucket.py` (`TokenBucket`) and `throttling.py` (`CubicCalculator`), commit `40454eaac38c`,
+    /// and the golden values of their tests and of the SDKs' shared tables (aws-sdk-go-v2
+    /// `aws/retry/adaptive_ratelimit_test.go`, smithy-rs `client_rate_limiter.rs`), which this
+    /// crate's tests check to 1e-9. Time starts at the gate's first use.
+    ///
+    /// Before the first throttle (the happy path) nothing is limited and nothing locks: an
+    /// admission reads one flag, an answer is one compare-and-swap on the rate clock (and a short
+    /// lock when a half-second bucket ends, at most twice a second). The fill rate botocore sets at
+    /// each of these answers is computed from the latest one when needed. The one thing not kept is
+    /// the bucket's content, taken as full at the first throttle, as it is in botocore once a client
+    /// has had answers for a second or two. From the first throttle on, the state (a few floats)
+    /// sits behind a mutex held for a few float operations, as botocore's does.
+    ///
+    /// ```
+    /// use retry_runtime::{AdmissionGate, ClientRateLimit};
+    ///
+    /// static WAITING: AdmissionGate = AdmissionGate::rate_limit(ClientRateLimit::new());
+    /// static FAIL_FAST: AdmissionGate = AdmissionGate::rate_limit(ClientRateLimit::new().fail_fast(true));
+    /// ```
+    pub struct ClientRateLimit {
+        fail_fast: bool = false,
+        beta: f64 = 0.7,
+        scale: f64 = 0.4,
+        smoothing: f64 = 0.8,
+        min_fill_rate: f64 = 0.5,
+    }
     /// botocore's defaults: β = 0.7, C = 0.4, smoothing 0.8, a minimum fill rate of 0.5 per
     /// second; attempts wait for their token.
-    pub const fn new() -> Self {
-        Self {
-            fail_fast: false,
-            beta: 0.7,
-            scale: 0.4,
-            smoothing: 0.8,
-            min_fill_rate: 0.5,
-        }
-    }
+    new
+}
 
+impl ClientRateLimit {
     setters! {
         /// `true`: an attempt without a token is rejected at once ([`Rejected`](crate::Rejected)
         /// with the wait), instead of waiting for it.

@@ -18,60 +18,51 @@ const COUNT_BITS: u32 = 20;
 const STAMP_MASK: u64 = (1 << STAMP_BITS) - 1;
 const COUNT_MAX: u64 = (1 << COUNT_BITS) - 1;
 
-/// The settings of the [`AdmissionGate`](crate::AdmissionGate) mode that sheds requests at the
-/// client when the service has been rejecting them: client-side adaptive throttling, from
-/// Google's SRE book (chapter 21, "Handling Overload", section "Client-Side Throttling").
-///
-/// Over a sliding window, the client counts `requests` (attempts that reached an answer,
-/// including the ones it rejected itself) and `accepts` (attempts the service accepted), and
-/// rejects each new attempt locally with probability
-///
-/// ```text
-/// max(0, (requests − K · accepts) / (requests + padding))
-/// ```
-///
-/// So nothing is rejected while the service accepts more than 1/K of the requests; beyond
-/// that, the client sends about K times what the service accepts, and the rejections cost
-/// nothing on the network. The rejected attempts count as requests, so a client that sheds
-/// everything keeps letting a trickle through, which tells it when the service recovers.
-///
-/// Defaults: K = 2 and padding 1 (the book's), a window of two minutes (the book's; gRPC-Go's
-/// adaptive throttler, `balancer/rls/internal/adaptive`, uses 30 s with a padding of 8) cut
-/// into 16 bins, so that the window slides by an eighth of a minute. The windowing follows
-/// gRPC-Go's `lookback.go` (commit `6a8408765457`): bins indexed by time, a record older than
-/// the window is not counted, a clock read late counts in its own bin; here each bin is one
-/// atomic word, so that admitting and recording take no lock.
-///
-/// ```
-/// use retry_runtime::{AdaptiveThrottling, AdmissionGate};
-/// use std::time::Duration;
-///
-/// static SRE: AdmissionGate = AdmissionGate::adaptive_throttling(AdaptiveThrottling::new());
-/// static GRPC_LIKE: AdmissionGate = AdmissionGate::adaptive_throttling(
-///     AdaptiveThrottling::new().window(Duration::from_secs(30)).requests_padding(8.0),
-/// );
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct AdaptiveThrottling {
-    pub(super) k: f64,
-    pub(super) window: Duration,
-    pub(super) bins: u32,
-    pub(super) padding: f64,
+settings! {
+    /// The settings of the [`AdmissionGate`](crate::AdmissionGate) mode that sheds requests at the
+    /// client when the service has been rejecting them: client-side adaptive throttling, from
+    /// Google's SRE book (chapter 21, "Handling Overload", section "Client-Side Throttling").
+    ///
+    /// Over a sliding window, the client counts `requests` (attempts that reached an answer,
+    /// including the ones it rejected itself) and `accepts` (attempts the service accepted), and
+    /// rejects each new attempt locally with probability
+    ///
+    /// ```text
+    /// max(0, (requests − K · accepts) / (requests + padding))
+    /// ```
+    ///
+    /// So nothing is rejected while the service accepts more than 1/K of the requests; beyond
+    /// that, the client sends about K times what the service accepts, and the rejections cost
+    /// nothing on the network. The rejected attempts count as requests, so a client that sheds
+    /// everything keeps letting a trickle through, which tells it when the service recovers.
+    ///
+    /// Defaults: K = 2 and padding 1 (the book's), a window of two minutes (the book's; gRPC-Go's
+    /// adaptive throttler, `balancer/rls/internal/adaptive`, uses 30 s with a padding of 8) cut
+    /// into 16 bins, so that the window slides by an eighth of a minute. The windowing follows
+    /// gRPC-Go's `lookback.go` (commit `6a8408765457`): bins indexed by time, a record older than
+    /// the window is not counted, a clock read late counts in its own bin; here each bin is one
+    /// atomic word, so that admitting and recording take no lock.
+    ///
+    /// ```
+    /// use retry_runtime::{AdaptiveThrottling, AdmissionGate};
+    /// use std::time::Duration;
+    ///
+    /// static SRE: AdmissionGate = AdmissionGate::adaptive_throttling(AdaptiveThrottling::new());
+    /// static GRPC_LIKE: AdmissionGate = AdmissionGate::adaptive_throttling(
+    ///     AdaptiveThrottling::new().window(Duration::from_secs(30)).requests_padding(8.0),
+    /// );
+    /// ```
+    pub struct AdaptiveThrottling {
+        k: f64 = 2.0,
+        window: Duration = Duration::from_secs(120),
+        bins: u32 = 16,
+        padding: f64 = 1.0,
+    }
+    /// K = 2, padding 1, a window of 120 s in 16 bins.
+    new
 }
 
-default_is_new!(AdaptiveThrottling);
-
 impl AdaptiveThrottling {
-    /// K = 2, padding 1, a window of 120 s in 16 bins.
-    pub const fn new() -> Self {
-        Self {
-            k: 2.0,
-            window: Duration::from_secs(120),
-            bins: 16,
-            padding: 1.0,
-        }
-    }
-
     setters! {
         /// K, the multiplier of accepts: the client sends about K times what the service accepts
         /// before it sheds anything. Default 2; lower is more aggressive. Clamped to [1, 1000]

@@ -9,66 +9,74 @@ use super::hooks::HookSet;
 use super::options::Judges;
 use super::retrier::SyncFinish;
 use super::{Attempted, Opts, Progress, Retry};
-use crate::context;
+use crate::Hedge;
 use crate::engine::Operation;
 use crate::timer::Sleeper;
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
-/// How a driver makes each attempt: the body, or the body hedged.
+/// How a driver makes each attempt: the body ([`Plain`]), or the body hedged ([`Hedged`]).
 pub(crate) trait Attempts<T, E> {
-    /// Runs one attempt with the state (its context, the breaker, the timeout).
-    async fn attempt<'p, K, H, X>(
-        &mut self,
-        state: &mut Retry<'p, T, E, Opts<K, H, X>>,
-    ) -> Attempted<T, E>
-    where
-        K: Judges<E, Sleeper: Sleeper>,
-        H: HookSet<T, E>,
-        X: MaybeExtras<E>;
+    /// Runs one attempt with the state (its context, the breaker, the timeout). Not an
+    /// `async fn`: the state's future itself, without a layer that would keep the arguments
+    /// (`PERFORMANCE.md` §8).
+    fn attempt(&mut self, state: &mut impl Attempter<T, E>) -> impl AttemptFuture<T, E>;
 }
 
-/// Each attempt runs the body once ([`Body::run`]).
+/// Each attempt runs the body once ([`Operation::attempt`]).
 pub(crate) struct Plain<B>(pub(crate) B);
 
 impl<T, E, B: Operation<T, E>> Attempts<T, E> for Plain<B> {
     #[inline]
-    async fn attempt<'p, K, H, X>(
-        &mut self,
-        state: &mut Retry<'p, T, E, Opts<K, H, X>>,
-    ) -> Attempted<T, E>
-    where
-        K: Judges<E, Sleeper: Sleeper>,
-        H: HookSet<T, E>,
-        X: MaybeExtras<E>,
-    {
-        let body = &mut self.0;
-        state.run_made((), || body.attempt()).await
+    fn attempt(&mut self, state: &mut impl Attempter<T, E>) -> impl AttemptFuture<T, E> {
+        state.plain(&mut self.0)
     }
 }
 
 /// Each attempt is hedged: the body may run several times at once, so it is called through a
 /// shared reference (`Fn`), each call making one copy's future.
-pub(crate) struct Hedged<'h, B>(pub(crate) &'h crate::Hedge, pub(crate) B);
+pub(crate) struct Hedged<'h, B>(pub(crate) &'h Hedge, pub(crate) B);
 
-impl<T, E, B, Fut> Attempts<T, E> for Hedged<'_, B>
+impl<T, E, B: Fn() -> Fut, Fut: Future<Output = Result<T, E>>> Attempts<T, E> for Hedged<'_, B> {
+    #[inline]
+    fn attempt(&mut self, state: &mut impl Attempter<T, E>) -> impl AttemptFuture<T, E> {
+        state.hedged(self.0, &self.1)
+    }
+}
+
+/// The future of one attempt.
+pub(crate) trait AttemptFuture<T, E>: Future<Output = Attempted<T, E>> {}
+
+impl<T, E, F: Future<Output = Attempted<T, E>>> AttemptFuture<T, E> for F {}
+
+/// What a loop's state does for [`Attempts`]: one attempt of the body, or one hedged.
+pub(crate) trait Attempter<T, E> {
+    /// [`Retry::run_made`] with the body's next future.
+    fn plain(&mut self, body: &mut impl Operation<T, E>) -> impl AttemptFuture<T, E>;
+    /// [`Retry::run_hedged`].
+    fn hedged<F>(&mut self, hedge: &Hedge, body: &impl Fn() -> F) -> impl AttemptFuture<T, E>
+    where
+        F: Future<Output = Result<T, E>>;
+}
+
+impl<T, E, K, H, X> Attempter<T, E> for Retry<'_, T, E, Opts<K, H, X>>
 where
-    B: Fn() -> Fut,
-    Fut: Future<Output = Result<T, E>>,
+    K: Judges<E, Sleeper: Sleeper>,
+    H: HookSet<T, E>,
+    X: MaybeExtras<E>,
 {
     #[inline]
-    async fn attempt<'p, K, H, X>(
-        &mut self,
-        state: &mut Retry<'p, T, E, Opts<K, H, X>>,
-    ) -> Attempted<T, E>
+    fn plain(&mut self, body: &mut impl Operation<T, E>) -> impl AttemptFuture<T, E> {
+        self.run_made((), || body.attempt())
+    }
+
+    #[inline]
+    fn hedged<F>(&mut self, hedge: &Hedge, body: &impl Fn() -> F) -> impl AttemptFuture<T, E>
     where
-        K: Judges<E, Sleeper: Sleeper>,
-        H: HookSet<T, E>,
-        X: MaybeExtras<E>,
+        F: Future<Output = Result<T, E>>,
     {
-        let Hedged(hedge, body) = self;
-        state.run_hedged(hedge, &*body).await
+        self.run_hedged(hedge, body)
     }
 }
 
@@ -143,14 +151,7 @@ where
             // arithmetic folds as it does inline; only `started` may have been read.
             // `retried_above` is read again: the attempt has put the caller's frame back, and
             // the reading of `start` served only the attempt's frame (`PERFORMANCE.md` §8).
-            state.progress = Progress {
-                retries: 0,
-                retried_above: context::current().retried_above,
-                hedges: 0,
-                level: state.progress.level,
-                previous_pause: 0,
-                started: state.progress.started,
-            };
+            state.progress = Progress::fresh(state.progress.level, state.progress.started);
             failed
         }
         None => {
@@ -195,18 +196,12 @@ impl<T, E, O> Retry<'_, T, E, O> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn restart(&mut self) {
-        self.progress = Progress {
-            retries: 0,
-            retried_above: context::current().retried_above,
-            hedges: 0,
-            level: self.progress.level,
-            previous_pause: 0,
-            started: self
-                .site
-                .policy
-                .get_deadline()
-                .map(|_| read(self.site.clock)),
-        };
+        let started = self
+            .site
+            .policy
+            .get_deadline()
+            .map(|_| read(self.site.clock));
+        self.progress = Progress::fresh(self.progress.level, started);
     }
 
     /// After an attempt that started at `started`: if it ran for `reset_after` or longer, the

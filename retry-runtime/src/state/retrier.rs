@@ -3,13 +3,14 @@
 //! [`drive_blocking`](super::drive_blocking).
 
 use super::attempt::Attempted;
+use super::drive::{Attempts, Hedged, Plain};
 use super::extras::{Guard, MaybeExtras, Shedder, Timeout};
 use super::fallback::{FallbackOutput, IntoFinish};
 use super::hooks::{GiveUpHook, HookSet, IntoVerdict, NotifyHook};
 use super::log::Show;
 use super::options::{Blocking, Classifier, Defaults, HeadSet, Options, Opts};
 use super::{GiveUp, Head, Hooks, LogLevel, Progress, Retry, Site, Unset};
-use crate::engine::{AsyncFnOperation, FnOperation, Operation};
+use crate::engine::{AsyncFnOperation, FnOperation};
 use crate::timer::{Elapsed, IntoSleeper, Sleeper};
 use crate::{
     AdmissionGate, Aws2026Standard, Backoff, CircuitBreaker, CircuitOpen, Hedge, Jitter, Policy,
@@ -370,15 +371,14 @@ impl<'p, T, E, O> Retrier<'p, T, E, O> {
     /// Each attempt's future is made by the closure and borrows nothing from it: a body that
     /// borrows its surroundings mutably across attempts (a transaction on a `&mut` client) is
     /// [`run_async_mut`](Retrier::run_async_mut)'s.
-    pub async fn run_async<B, Fut>(self, body: B) -> Result<T, E>
+    pub fn run_async<B, Fut>(self, body: B) -> impl Future<Output = Result<T, E>>
     where
         O: AsyncRun<T, E>,
         E: fmt::Debug,
         B: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let (timings, plan, opts) = self.into_parts();
-        opts.run_async(plan.with(&timings), FnOperation(body)).await
+        self.drive(Plain(FnOperation(body)))
     }
 
     /// [`run_async`](Retrier::run_async) for an async closure (`async || { ... }`) whose
@@ -421,15 +421,13 @@ impl<'p, T, E, O> Retrier<'p, T, E, O> {
     /// assert_eq!(client.committed, [100]);
     /// # }
     /// ```
-    pub async fn run_async_mut<B>(self, body: B) -> Result<T, E>
+    pub fn run_async_mut<B>(self, body: B) -> impl Future<Output = Result<T, E>>
     where
         O: AsyncRun<T, E>,
         E: fmt::Debug,
         B: AsyncFnMut() -> Result<T, E>,
     {
-        let (timings, plan, opts) = self.into_parts();
-        opts.run_async(plan.with(&timings), AsyncFnOperation(body))
-            .await
+        self.drive(Plain(AsyncFnOperation(body)))
     }
 }
 
@@ -472,15 +470,26 @@ impl<'p, T, E, O> Retrier<'p, T, E, O> {
     /// assert_eq!(started.elapsed(), Duration::from_millis(50));
     /// # }
     /// ```
-    pub async fn run_hedged<B, Fut>(self, hedge: &Hedge, body: B) -> Result<T, E>
+    pub fn run_hedged<B, Fut>(self, hedge: &Hedge, body: B) -> impl Future<Output = Result<T, E>>
     where
         O: AsyncRun<T, E>,
         E: fmt::Debug,
         B: Fn() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
+        self.drive(Hedged(hedge, body))
+    }
+
+    /// The loop of an async run, each attempt made by `each`. The public methods return its
+    /// future: an `async fn` around it would keep their arguments beside it (`PERFORMANCE.md`
+    /// §8).
+    async fn drive<A: Attempts<T, E>>(self, each: A) -> Result<T, E>
+    where
+        O: AsyncRun<T, E>,
+        E: fmt::Debug,
+    {
         let (timings, plan, opts) = self.into_parts();
-        opts.run_hedged(plan.with(&timings), hedge, body).await
+        opts.run(plan.with(&timings), each).await
     }
 }
 
@@ -529,23 +538,11 @@ pub trait SyncRun<T, E> {
 ///
 /// Sealed: implemented by what the `Retrier`'s methods build.
 pub trait AsyncRun<T, E> {
+    /// Runs the loop, each attempt made by `each` (the body, or the body hedged).
     #[doc(hidden)]
-    fn run_async<B>(self, plan: Plan<'_>, body: B) -> impl Future<Output = Result<T, E>>
+    fn run<A: Attempts<T, E>>(self, plan: Plan<'_>, each: A) -> impl Future<Output = Result<T, E>>
     where
-        E: fmt::Debug,
-        B: Operation<T, E>;
-
-    #[doc(hidden)]
-    fn run_hedged<B, Fut>(
-        self,
-        plan: Plan<'_>,
-        hedge: &Hedge,
-        body: B,
-    ) -> impl Future<Output = Result<T, E>>
-    where
-        E: fmt::Debug,
-        B: Fn() -> Fut,
-        Fut: Future<Output = Result<T, E>>;
+        E: fmt::Debug;
 }
 
 /// The result of a blocking loop, which has no async fallback to await: with a message that
@@ -639,30 +636,12 @@ where
     H::Finish<()>: IntoFinish<T, E>,
     X: MaybeExtras<E>,
 {
-    fn run_async<B>(self, plan: Plan<'_>, body: B) -> impl Future<Output = Result<T, E>>
+    fn run<A: Attempts<T, E>>(self, plan: Plan<'_>, each: A) -> impl Future<Output = Result<T, E>>
     where
         E: fmt::Debug,
-        B: Operation<T, E>,
     {
-        let clock = crate::timer::clock_of::<K::Sleeper>;
-        let state = state(plan, self, clock);
-        super::drive(state, plan.reset_after, super::Plain(body))
-    }
-
-    fn run_hedged<B, Fut>(
-        self,
-        plan: Plan<'_>,
-        hedge: &Hedge,
-        body: B,
-    ) -> impl Future<Output = Result<T, E>>
-    where
-        E: fmt::Debug,
-        B: Fn() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-    {
-        let clock = crate::timer::clock_of::<K::Sleeper>;
-        let state = state(plan, self, clock);
-        super::drive(state, plan.reset_after, super::Hedged(hedge, body))
+        let state = state(plan, self, crate::timer::clock_of::<K::Sleeper>);
+        super::drive(state, plan.reset_after, each)
     }
 }
 

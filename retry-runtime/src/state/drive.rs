@@ -151,7 +151,11 @@ where
             // arithmetic folds as it does inline; only `started` may have been read.
             // `retried_above` is read again: the attempt has put the caller's frame back, and
             // the reading of `start` served only the attempt's frame (`PERFORMANCE.md` §8).
-            state.progress = Progress::fresh(state.progress.level, state.progress.started);
+            state.progress = Progress {
+                retried_above: crate::context::current().retried_above,
+                started: state.progress.started,
+                ..Progress::idle(state.progress.level)
+            };
             failed
         }
         None => {
@@ -196,12 +200,15 @@ impl<T, E, O> Retry<'_, T, E, O> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn restart(&mut self) {
-        let started = self
-            .site
-            .policy
-            .get_deadline()
-            .map(|_| read(self.site.clock));
-        self.progress = Progress::fresh(self.progress.level, started);
+        self.progress = Progress {
+            retried_above: crate::context::current().retried_above,
+            started: self
+                .site
+                .policy
+                .get_deadline()
+                .map(|_| read(self.site.clock)),
+            ..Progress::idle(self.progress.level)
+        };
     }
 
     /// After an attempt that started at `started`: if it ran for `reset_after` or longer, the

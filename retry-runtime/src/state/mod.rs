@@ -184,21 +184,10 @@ impl Progress {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn new(policy: &Policy, clock: fn() -> Instant) -> Progress {
-        Progress::fresh(LogLevel::Error, policy.get_deadline().map(|_| clock()))
-    }
-
-    /// The progress of a call before its first decision: no retries, no pause, and whether a
-    /// layer above retries read now.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn fresh(level: LogLevel, started: Option<Instant>) -> Progress {
         Progress {
-            retries: 0,
             retried_above: context::current().retried_above,
-            hedges: 0,
-            level,
-            previous_pause: 0,
-            started,
+            started: policy.get_deadline().map(|_| clock()),
+            ..Progress::idle(LogLevel::Error)
         }
     }
 

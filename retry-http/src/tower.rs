@@ -848,10 +848,17 @@ impl<S: Service<Req>, Req, C, R> fmt::Debug for CloneResponseFuture<S, Req, C, R
     }
 }
 
+// The bounds spelled out (those of `CloneRest`'s `Rest`), so that the rustdoc page names only
+// public items.
 impl<S, Req, C, R> Future for CloneResponseFuture<S, Req, C, R>
 where
-    S: Service<Req>,
-    CloneRest<S, Req, C, R>: Rest<S::Response, S::Error>,
+    S: Service<Req> + Send + 'static,
+    S::Future: Send,
+    S::Response: Send + 'static,
+    S::Error: Into<BoxError> + fmt::Debug + Send + 'static,
+    Req: Clone + Send + 'static,
+    C: ClassifyError<S::Error> + Send + Sync + 'static,
+    R: ClassifyResponse<S::Response> + Send + Sync + 'static,
 {
     type Output = Result<S::Response, BoxError>;
 

@@ -169,6 +169,7 @@ where
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
+    #[inline]
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let config = &self.layer.config;
         let (mut parts, body) = request.into_parts();
@@ -733,6 +734,7 @@ where
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
+    #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
         let config = &self.layer.config;
         options::count_request(config);

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 pub(crate) trait Attempts<T, E> {
     /// Runs one attempt with the state (its context, the breaker, the timeout). Not an
     /// `async fn`: the state's future itself, without a layer that would keep the arguments
-    /// (`PERFORMANCE.md` §8).
+    /// (`PERFORMANCE.md` §4).
     fn attempt(&mut self, state: &mut impl Attempter<T, E>) -> impl AttemptFuture<T, E>;
 }
 

@@ -482,7 +482,7 @@ impl<'p, T, E, O> Retrier<'p, T, E, O> {
 
     /// The loop of an async run, each attempt made by `each`. The public methods return its
     /// future: an `async fn` around it would keep their arguments beside it (`PERFORMANCE.md`
-    /// §8).
+    /// §4).
     async fn drive<A: Attempts<T, E>>(self, each: A) -> Result<T, E>
     where
         O: AsyncRun<T, E>,

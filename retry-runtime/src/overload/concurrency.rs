@@ -25,6 +25,11 @@ impl Limits {
     fn bound(&self, limit: u32) -> u32 {
         limit.min(self.max).max(self.min)
     }
+
+    /// [`bound`](Limits::bound) for Gradient2's estimate, which is not rounded.
+    fn bound_estimate(&self, estimate: f64) -> f64 {
+        estimate.min(f64::from(self.max)).max(f64::from(self.min))
+    }
 }
 
 /// The builders of the limits both concurrency modes share (Netflix's defaults for both).
@@ -218,8 +223,7 @@ impl Gradient2State {
         };
         let estimate = self.estimate * gradient + queue_size;
         let estimate = self.estimate * (1.0 - config.smoothing) + estimate * config.smoothing;
-        let Limits { min, max, .. } = config.limits;
-        self.estimate = estimate.min(f64::from(max)).max(f64::from(min));
+        self.estimate = config.limits.bound_estimate(estimate);
         self.estimate
     }
 }

@@ -43,8 +43,11 @@ use std::time::{Duration, Instant};
 /// needs no time while nothing is throttled in the window, or before the first throttle,
 /// except at the gate's first use, which fixes its time 0), and two for AIMD and Gradient2
 /// (the attempt's latency). An [`Ignored`](GateOutcome::Ignored) answer reads none. The
-/// times are exact, so each read costs what the clock costs (`Instant::now()`, about 24 ns on
-/// the machine of `bench/RESULTS.md` §3, a third of a gated call there).
+/// times are exact, so each read costs what the clock costs (`Instant::now()`, 24–28 ns on
+/// the machine of `bench/RESULTS.md` §3), and with the shared counts' atomic updates that sets
+/// a floor under a gated call: about 39 ns for adaptive throttling and the rate limiter and
+/// 67 ns for AIMD and Gradient2 there, before any of the gate's own work (§3, "The floor under
+/// the gate").
 ///
 /// ```
 /// use retry_runtime::{AdmissionGate, Aimd, GateOutcome, RejectReason};

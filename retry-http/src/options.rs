@@ -457,8 +457,9 @@ pin_project_lite::pin_project! {
     #[project = ReplayProj]
     #[allow(missing_docs)] // the fields are described with their variants
     pub enum ReplayBody<B> {
-        /// A body read whole (within the limit), with its trailers.
-        Buffered { data: Option<Bytes>, trailers: Option<HeaderMap> },
+        /// A body read whole (within the limit), with its trailers (boxed: they are rare, and
+        /// the service below moves the request about).
+        Buffered { data: Option<Bytes>, trailers: Option<Box<HeaderMap>> },
         /// A body that could not be buffered ([`SendOnce`]): the request is sent once.
         Once { #[pin] body: B },
     }
@@ -478,7 +479,7 @@ impl<B> ReplayBody<B> {
     pub(crate) fn buffered(buffered: &Buffered) -> Self {
         ReplayBody::Buffered {
             data: Some(buffered.data.clone()),
-            trailers: buffered.trailers.as_deref().cloned(),
+            trailers: buffered.trailers.clone(),
         }
     }
 }
@@ -514,7 +515,7 @@ where
                 if let Some(data) = data.take().filter(|d| !d.is_empty()) {
                     return Poll::Ready(Some(Ok(http_body::Frame::data(data))));
                 }
-                Poll::Ready(trailers.take().map(|t| Ok(http_body::Frame::trailers(t))))
+                Poll::Ready(trailers.take().map(|t| Ok(http_body::Frame::trailers(*t))))
             }
             ReplayProj::Once { body } => body.poll_frame(cx).map(|frame| {
                 frame.map(|frame| {

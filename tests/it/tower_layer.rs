@@ -416,6 +416,50 @@ async fn a_body_over_the_limit_is_sent_once() {
     );
 }
 
+/// A buffered body is sent whole on every attempt, its trailers included (the server above
+/// reads no trailers over HTTP/1, so the service here is a `service_fn` that collects each
+/// attempt's body).
+#[tokio::test(start_paused = true)]
+async fn a_buffered_body_is_resent_with_its_trailers() {
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&bodies);
+    let service = tower::service_fn(move |request: Request<ReplayBody<TestBody>>| {
+        let log = Arc::clone(&log);
+        async move {
+            let collected = request.into_body().collect().await?;
+            let trailers = collected.trailers().cloned();
+            let mut log = log.lock().expect("the log");
+            log.push((collected.to_bytes(), trailers));
+            let status = if log.len() == 1 { 503 } else { 200 };
+            Ok::<_, BoxError>(
+                Response::builder()
+                    .status(status)
+                    .body(())
+                    .expect("a response"),
+            )
+        }
+    });
+    let mut trailers = http::HeaderMap::new();
+    trailers.insert("checksum", http::HeaderValue::from_static("sha-256=abc"));
+    let sent = trailers.clone();
+    let body = Full::new(Bytes::from_static(b"claim 4711"))
+        .map_err(|never| match never {})
+        .with_trailers(async move { Some(Ok(sent)) })
+        .boxed();
+    let layer = RetryLayer::new(HttpRetry::new(policy()));
+    let counters = layer.counters();
+    let response = ServiceBuilder::new()
+        .layer(layer)
+        .service(service)
+        .oneshot(request(Method::PUT, "http://claims.test/4711", body))
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), StatusCode::OK);
+    let expected = (Bytes::from_static(b"claim 4711"), Some(trailers));
+    assert_eq!(*bodies.lock().unwrap(), [expected.clone(), expected]);
+    assert_eq!((counters.requests(), counters.retries()), (1, 1));
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_404_is_returned_at_once() {
     const NOT_FOUND: &str = "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n";

@@ -13,14 +13,13 @@
 //! (`CLOCK_MONOTONIC_COARSE`, a few milliseconds' resolution), in interleaved blocks as
 //! `gate_steady.rs` times the gate itself.
 
+#[path = "common/blocks.rs"]
+mod blocks;
+
+use blocks::{Block, block, report};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
-
-/// Calls per block.
-const BLOCK: u32 = 10_000;
-/// Rounds of one block per variant.
-const ROUNDS: u32 = 400;
+use std::time::Instant;
 /// A bin of adaptive throttling's default window: 120 s in 16 bins.
 const BIN_NANOS: u64 = 7_500_000_000;
 
@@ -83,20 +82,9 @@ fn keep(value: u64) {
     black_box(value);
 }
 
-type Block = Box<dyn Fn() -> Duration>;
-
-#[inline(always)]
-fn block(call: impl Fn()) -> Duration {
-    let start = Instant::now();
-    for _ in 0..BLOCK {
-        call();
-    }
-    start.elapsed()
-}
-
 fn main() {
     let epoch = Instant::now();
-    let variants: Vec<(&str, Block)> = vec![
+    let mut variants: Vec<(&str, Block<'_>)> = vec![
         ("the loop alone", Box::new(|| block(|| keep(0)))),
         (
             "one exact clock read (`Instant::now`)",
@@ -131,18 +119,5 @@ fn main() {
             Box::new(|| block(|| slot(|| 0))),
         ),
     ];
-    let mut fastest = vec![Duration::MAX; variants.len()];
-    for _ in 0..ROUNDS {
-        for (i, (_, time)) in variants.iter().enumerate() {
-            fastest[i] = fastest[i].min(time());
-        }
-    }
-    println!("| floor | ns per call (fastest block of {BLOCK}, {ROUNDS} rounds) |");
-    println!("|---|---:|");
-    for ((name, _), best) in variants.iter().zip(fastest) {
-        println!(
-            "| {name} | {:.2} |",
-            best.as_nanos() as f64 / f64::from(BLOCK)
-        );
-    }
+    report("floor", &mut variants);
 }

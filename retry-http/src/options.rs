@@ -184,6 +184,7 @@ impl HttpRetry {
     }
 
     /// The judge of a response: [`on_response`](HttpRetry::on_response)'s, or the status table.
+    #[inline]
     pub(crate) fn judge(&self, status: http::StatusCode, headers: &HeaderMap) -> Verdict {
         match &self.on_response {
             Some(judge) => judge(status, headers),
@@ -364,6 +365,7 @@ impl Counters {
     pub fn without_key(&self) -> u64 {
         self.without_key.load(Ordering::Relaxed)
     }
+    #[inline]
     pub(crate) fn count(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
     }
@@ -371,6 +373,7 @@ impl Counters {
 
 /// Whether a method is idempotent (RFC 9110 §9.2.2): GET, HEAD, OPTIONS, TRACE, PUT, DELETE.
 /// Any other (POST, PATCH, CONNECT, an extension method) needs an idempotency key to be retried.
+#[inline]
 pub(crate) fn idempotent(method: &Method) -> bool {
     matches!(
         *method,
@@ -379,17 +382,23 @@ pub(crate) fn idempotent(method: &Method) -> bool {
 }
 
 /// Counts one request.
+#[inline]
 pub(crate) fn count_request(config: &HttpRetry) {
     Counters::count(&config.counters.requests);
 }
 
 /// Whether a request may be sent again after it reached the server: an idempotent method, or
 /// a valid `Idempotency-Key` (added here if `add_key` and there is none). Counts one request.
+/// Inline: an idempotent request (a GET) is a count and a compare of its method.
+#[inline]
 pub(crate) fn may_resend(config: &HttpRetry, method: &Method, headers: &mut HeaderMap) -> bool {
     count_request(config);
-    if idempotent(method) {
-        return true;
-    }
+    idempotent(method) || keyed(config, method, headers)
+}
+
+/// [`may_resend`] for a method that is not idempotent: whether the request has a valid key, or
+/// gets one.
+fn keyed(config: &HttpRetry, method: &Method, headers: &mut HeaderMap) -> bool {
     let present = headers.get(IdempotencyKey::HEADER);
     if present.is_none() && config.add_key {
         let key = retry_runtime::headers::key_header_value(&IdempotencyKey::new());

@@ -196,7 +196,7 @@ where
                 body: PhantomData,
             };
             return ResponseFuture {
-                state: State::first(first, attempt, rest),
+                state: State::first(attempt, rest),
             };
         }
         // The service that was polled ready takes the first attempt and, polled ready again,
@@ -313,6 +313,12 @@ where
         }
     }
 
+    fn accepted(&self) {
+        if let Some(first) = self.layer.first {
+            first.accepted();
+        }
+    }
+
     fn resume(self, first: FirstOutcome<Response<RB>, S::Error>) -> Loop<Response<RB>> {
         let (outcome, verdict) = first;
         let outcome = outcome.map_err(|error| Boxed(error.into()));
@@ -327,6 +333,8 @@ type Loop<T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
 trait Rest<T, Er> {
     /// The verdict on the first attempt's answer.
     fn judge(&self, answer: &T) -> Verdict;
+    /// The first attempt's answer was accepted ([`FirstAttempt::accepted`]).
+    fn accepted(&self);
     /// The loop, after the first attempt that was not accepted.
     fn resume(self, first: FirstOutcome<T, Er>) -> Loop<T>;
 }
@@ -336,16 +344,15 @@ pin_project_lite::pin_project! {
     /// to read, whose loop needs nothing before it, `FirstAttempt`), or the loop, boxed.
     #[project = StateProj]
     enum State<F, R, T> {
-        First { #[pin] attempt: InAttempt<F>, first: FirstAttempt, rest: Option<R> },
+        First { #[pin] attempt: InAttempt<F>, rest: Option<R> },
         Loop { future: Loop<T> },
     }
 }
 
 impl<F, R, T> State<F, R, T> {
-    fn first(first: FirstAttempt, attempt: InAttempt<F>, rest: R) -> Self {
+    fn first(attempt: InAttempt<F>, rest: R) -> Self {
         State::First {
             attempt,
-            first,
             rest: Some(rest),
         }
     }
@@ -361,16 +368,12 @@ where
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let (outcome, rest) = match self.as_mut().project() {
             StateProj::Loop { future } => return future.as_mut().poll(cx),
-            StateProj::First {
-                attempt,
-                first,
-                rest,
-            } => {
+            StateProj::First { attempt, rest } => {
                 let judged = match (std::task::ready!(attempt.poll(cx)), rest.as_ref()) {
                     (Ok(answer), Some(rest)) => {
                         let verdict = rest.judge(&answer);
                         if !verdict.is_retry() {
-                            first.accepted();
+                            rest.accepted();
                             return Poll::Ready(Ok(answer));
                         }
                         (Ok(answer), Some(verdict))
@@ -748,7 +751,7 @@ where
                 request,
             };
             return CloneResponseFuture {
-                state: State::first(first, attempt, rest),
+                state: State::first(attempt, rest),
             };
         }
         let clone = self.inner.clone();
@@ -822,6 +825,12 @@ where
 {
     fn judge(&self, answer: &S::Response) -> Verdict {
         self.layer.judge.verdict(answer)
+    }
+
+    fn accepted(&self) {
+        if let Some(first) = self.layer.first {
+            first.accepted();
+        }
     }
 
     fn resume(self, first: FirstOutcome<S::Response, S::Error>) -> Loop<S::Response> {

@@ -54,8 +54,42 @@ impl Frame {
     }
 }
 
+/// The bit of a packed frame that says a layer above retries.
+const RETRIED_ABOVE: u64 = 1 << 34;
+
+/// A frame packed once, for a future that enters it on every poll (a first attempt made before
+/// its loop): entering it is one thread-local write, with no packing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Packed(u64);
+
+impl Packed {
+    /// `frame`, packed.
+    #[inline]
+    pub(crate) const fn new(frame: Frame) -> Self {
+        Packed(frame.pack())
+    }
+
+    /// The same frame with `retried_above` set to `yes`.
+    #[inline]
+    pub(crate) const fn retried_above(self, yes: bool) -> Self {
+        Packed(self.0 & !RETRIED_ABOVE | (yes as u64) << 34)
+    }
+}
+
+impl std::fmt::Debug for Packed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        Frame::unpack(self.0).fmt(f)
+    }
+}
+
 thread_local! {
     static CURRENT: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Whether the current frame says a layer above retries ([`Frame::retried_above`]).
+#[inline]
+pub(crate) fn retried_above() -> bool {
+    CURRENT.with(Cell::get) & RETRIED_ABOVE != 0
 }
 
 /// Which slot holds the running attempt's idempotency key.
@@ -108,7 +142,13 @@ impl Enter {
     /// Enters `frame`. The key slot is left alone: [`KeySlot::lend`] fills it.
     #[inline]
     pub(crate) fn new(frame: Frame) -> Self {
-        let previous = CURRENT.with(|c| c.replace(frame.pack()));
+        Enter::packed(Packed::new(frame))
+    }
+
+    /// Enters a frame packed before.
+    #[inline]
+    pub(crate) fn packed(frame: Packed) -> Self {
+        let previous = CURRENT.with(|c| c.replace(frame.0));
         Enter { previous }
     }
 }

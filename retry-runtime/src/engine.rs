@@ -68,7 +68,7 @@
 //! CHANGELOG. The `__private` module, which the macros' expansions use, is not: nothing outside
 //! the expansions may use it.
 
-use crate::context::{self, Enter, Frame, KeyKind};
+use crate::context::{self, Enter, Frame, KeyKind, Packed};
 use crate::state::{self, DynHooks as Hooks, Retry, Settings as Set, Site};
 use crate::timer::{Elapsed, Sleeper};
 use crate::{CircuitOpen, Hedge, Rejected};
@@ -262,7 +262,7 @@ where
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct FirstAttempt {
-    frame: Frame,
+    frame: Packed,
     name: &'static str,
     /// The policy retries (`max` above 0): the attempt's part of `retried_above`.
     retries: bool,
@@ -283,12 +283,12 @@ impl FirstAttempt {
             && !cfg!(feature = "attempt-spans");
         let retries = settings.policy.get_max() > 0;
         plain.then(|| FirstAttempt {
-            frame: Frame {
+            frame: Packed::new(Frame {
                 attempt: 1,
                 key: KeyKind::None,
-                retried_above: context::current().retried_above || retries,
+                retried_above: context::retried_above() || retries,
                 hedge: 0,
-            },
+            }),
             name: settings.name,
             retries,
         })
@@ -300,7 +300,9 @@ impl FirstAttempt {
     #[inline]
     pub fn again(&self) -> Self {
         let mut first = *self;
-        first.frame.retried_above = context::current().retried_above || self.retries;
+        first.frame = self
+            .frame
+            .retried_above(context::retried_above() || self.retries);
         first
     }
 
@@ -309,7 +311,7 @@ impl FirstAttempt {
     #[inline]
     pub fn run<F: Future>(&self, make: impl FnOnce() -> F) -> InAttempt<F> {
         let future = {
-            let _entered = Enter::new(self.frame);
+            let _entered = Enter::packed(self.frame);
             make()
         };
         InAttempt {
@@ -332,7 +334,7 @@ pin_project_lite::pin_project! {
     /// The future of a [`FirstAttempt`]: the attempt's own, polled inside the attempt's context.
     #[derive(Debug)]
     pub struct InAttempt<F> {
-        frame: Frame,
+        frame: Packed,
         #[pin]
         future: F,
     }
@@ -344,7 +346,7 @@ impl<F: Future> Future for InAttempt<F> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let _entered = Enter::new(*this.frame);
+        let _entered = Enter::packed(*this.frame);
         this.future.poll(cx)
     }
 }

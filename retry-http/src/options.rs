@@ -424,7 +424,8 @@ fn keyed(config: &HttpRetry, method: &Method, headers: &mut HeaderMap) -> bool {
 /// A body read whole, to be sent again as often as needed.
 #[derive(Clone, Debug)]
 pub(crate) struct Buffered {
-    pub(crate) data: Bytes,
+    // `None` for a body that had ended before it was read: nothing to clone or drop.
+    pub(crate) data: Option<Bytes>,
     // Boxed: trailers are rare, and a request's future holds this (`Buffered` is 40 bytes, not
     // 128).
     pub(crate) trailers: Option<Box<HeaderMap>>,
@@ -450,7 +451,7 @@ pub(crate) async fn buffer<B: Body>(
             let collected = body.collect().await?;
             let trailers = collected.trailers().cloned().map(Box::new);
             Ok(Ok(Buffered {
-                data: collected.to_bytes(),
+                data: Some(collected.to_bytes()),
                 trailers,
             }))
         }
@@ -478,7 +479,7 @@ impl Buffered {
     /// The body of a request whose body had ended before it was read: nothing.
     pub(crate) fn empty() -> Self {
         Buffered {
-            data: Bytes::new(),
+            data: None,
             trailers: None,
         }
     }
@@ -487,7 +488,7 @@ impl Buffered {
 impl<B> ReplayBody<B> {
     pub(crate) fn buffered(buffered: &Buffered) -> Self {
         ReplayBody::Buffered {
-            data: Some(buffered.data.clone()),
+            data: buffered.data.clone(),
             trailers: buffered.trailers.clone(),
         }
     }

@@ -98,7 +98,7 @@ impl Middleware for RetryMiddleware {
             if let Some(body) = request.body_mut().take() {
                 match options::buffer(body, config.body_limit).await {
                     Ok(Ok(buffered)) if buffered.trailers.is_none() => {
-                        *request.body_mut() = Some(Body::from(buffered.data));
+                        *request.body_mut() = Some(Body::from(buffered.data.unwrap_or_default()));
                     }
                     // Trailers (rare in a request) survive only in a body that is not cloneable.
                     Ok(Ok(buffered)) => {

@@ -35,7 +35,7 @@ impl Frame {
     const fn pack(self) -> u64 {
         self.attempt as u64
             | (self.key as u64) << 32
-            | (self.retried_above as u64) << 34
+            | (if self.retried_above { RETRIED_ABOVE } else { 0 })
             | (self.hedge as u64) << 35
     }
 
@@ -48,7 +48,7 @@ impl Frame {
                 2 => KeyKind::Text,
                 _ => KeyKind::None,
             },
-            retried_above: bits & (1 << 34) != 0,
+            retried_above: bits & RETRIED_ABOVE != 0,
             hedge: (bits >> 35) as u16,
         }
     }
@@ -72,7 +72,7 @@ impl Packed {
     /// The same frame with `retried_above` set to `yes`.
     #[inline]
     pub(crate) const fn retried_above(self, yes: bool) -> Self {
-        Packed(self.0 & !RETRIED_ABOVE | (yes as u64) << 34)
+        Packed(self.0 & !RETRIED_ABOVE | (if yes { RETRIED_ABOVE } else { 0 }))
     }
 }
 

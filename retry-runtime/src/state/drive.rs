@@ -152,7 +152,7 @@ where
             // `retried_above` is read again: the attempt has put the caller's frame back, and
             // the reading of `start` served only the attempt's frame (`PERFORMANCE.md` §8).
             state.progress = Progress {
-                retried_above: crate::context::current().retried_above,
+                retried_above: crate::context::retried_above(),
                 started: state.progress.started,
                 ..Progress::idle(state.progress.level)
             };
@@ -201,7 +201,7 @@ impl<T, E, O> Retry<'_, T, E, O> {
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn restart(&mut self) {
         self.progress = Progress {
-            retried_above: crate::context::current().retried_above,
+            retried_above: crate::context::retried_above(),
             started: self
                 .site
                 .policy

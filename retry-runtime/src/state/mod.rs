@@ -185,7 +185,7 @@ impl Progress {
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn new(policy: &Policy, clock: fn() -> Instant) -> Progress {
         Progress {
-            retried_above: context::current().retried_above,
+            retried_above: context::retried_above(),
             started: policy.get_deadline().map(|_| clock()),
             ..Progress::idle(LogLevel::Error)
         }

@@ -602,7 +602,7 @@ where
         B: FnMut() -> Result<T, E>,
     {
         let mut state = state(plan, self, super::std_now);
-        state.progress.retried_above = crate::context::current().retried_above;
+        state.progress.retried_above = crate::context::retried_above();
         // A run that reads the clock before its first attempt (a deadline, `reset_after`) makes
         // it in the loop, with the failures (`PERFORMANCE.md` §8).
         let first = if plan.policy.get_deadline().is_some() || plan.reset_after.is_some() {

@@ -9,40 +9,84 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// The versions `.ci/grpcio.sh` installs.
+/// The grpcio (and grpcio-tools) that `.ci/grpcio.sh install` puts in the tests' virtual
+/// environment ([`venv_dir`]): the release `bench/RESULTS.md` §10 was measured with.
 pub const GRPCIO_VERSION: &str = "1.85.1";
 
-/// What to run when grpcio is missing.
-pub const INSTALL_HINT: &str = "Python's grpcio and grpcio-tools are missing: run `.ci/grpcio.sh install` \
-     (pip install grpcio==1.85.1 grpcio-tools==1.85.1), or point RETRY_TEST_PYTHON at a Python that has them";
+/// The grpcio releases the tests run against: `1.85.x`, any patch of the pinned release's line
+/// (patch releases fix bugs; the retry rules the tests check are the 1.85 line's). A Python
+/// with another grpcio is not used: the tests skip, saying how to get the pinned one.
+pub const GRPCIO_RANGE: &str = "1.85.x";
+
+/// Whether `version` (`grpc.__version__`) is in [`GRPCIO_RANGE`].
+pub fn grpcio_in_range(version: &str) -> bool {
+    version
+        .strip_prefix("1.85.")
+        .is_some_and(|patch| !patch.is_empty() && patch.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// What to run to get grpcio.
+pub const INSTALL_HINT: &str = "run `.ci/grpcio.sh install` (a virtual environment under target/ with \
+     grpcio and grpcio-tools 1.85.1 from PyPI), or point RETRY_TEST_PYTHON at a Python with grpcio 1.85.x \
+     and grpcio-tools";
 
 /// The directory of the Python drivers.
 pub fn python_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("python")
 }
 
-/// The Python to run the drivers with (`$RETRY_TEST_PYTHON`, else `python3`), if it has grpcio
-/// and grpcio-tools; `Err` says what is missing.
+/// The virtual environment `.ci/grpcio.sh install` makes: `grpcio-venv` in cargo's target
+/// directory (`$CARGO_TARGET_DIR`, relative to the workspace if relative, else the workspace's
+/// `target/`), so that it goes with the build and `cargo clean`, and never touches the
+/// machine's own Python.
+pub fn venv_dir() -> PathBuf {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map_or_else(|| workspace.join("target"), |dir| workspace.join(dir));
+    target.join("grpcio-venv")
+}
+
+/// The Python the drivers run with, and its `grpc.__version__`: `$RETRY_TEST_PYTHON` if set,
+/// else the virtual environment's ([`venv_dir`]) if it exists, else `python3`; it must have
+/// grpcio in [`GRPCIO_RANGE`] and grpcio-tools. `Err` says, in one line, what is missing and
+/// how to get it. Looked up once per process.
 pub fn python() -> Result<(PathBuf, String), String> {
-    let python = std::env::var_os("RETRY_TEST_PYTHON")
-        .map_or_else(|| PathBuf::from("python3"), PathBuf::from);
+    static FOUND: OnceLock<Result<(PathBuf, String), String>> = OnceLock::new();
+    FOUND.get_or_init(find_python).clone()
+}
+
+fn find_python() -> Result<(PathBuf, String), String> {
+    let venv = venv_dir().join(if cfg!(windows) {
+        "Scripts/python.exe"
+    } else {
+        "bin/python"
+    });
+    let python = match std::env::var_os("RETRY_TEST_PYTHON").filter(|p| !p.is_empty()) {
+        Some(python) => PathBuf::from(python),
+        None if venv.exists() => venv,
+        None => PathBuf::from("python3"),
+    };
+    let shown = python.display();
     let output = Command::new(&python)
         .args(["-c", "import grpc, grpc_tools; print(grpc.__version__)"])
         .stderr(Stdio::null())
         .output()
-        .map_err(|error| {
-            format!(
-                "{INSTALL_HINT} ({} could not run: {error})",
-                python.display()
-            )
-        })?;
+        .map_err(|error| format!("{shown} could not run ({error}): {INSTALL_HINT}"))?;
     if !output.status.success() {
-        return Err(INSTALL_HINT.to_owned());
+        return Err(format!(
+            "{shown} has no grpcio or grpcio-tools: {INSTALL_HINT}"
+        ));
     }
     let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    if !grpcio_in_range(&version) {
+        return Err(format!(
+            "{shown} has grpcio {version}, the tests run against {GRPCIO_RANGE}: {INSTALL_HINT}"
+        ));
+    }
     Ok((python, version))
 }
 

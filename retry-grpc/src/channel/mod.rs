@@ -34,11 +34,12 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
 use retry_runtime::{CircuitBreaker, RetryBudget};
+use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use tower_service::Service;
 
@@ -53,8 +54,15 @@ pub const DEFAULT_BUFFER_LIMIT: usize = 256 * 1024;
 
 /// The door's layer: wraps a tonic `Channel` (or any service of
 /// `http::Request<tonic::body::Body>`) in a [`GrpcRetry`] that retries and hedges each call as
-/// its method's config says. Cheap to clone; the services it makes share its throttle and
-/// [`Counters`].
+/// its method's config says. Cheap to clone; the services it makes share its [`Counters`].
+///
+/// **Throttling is per server**, as gRFC A6 keeps one `retryThrottling` count per server name:
+/// each service the layer makes (each channel it wraps) has its own count, and within a service,
+/// calls whose request URI names an authority (a client made `with_origin`) have one count per
+/// authority. So one layer, cloned over channels to two servers, throttles them apart: one
+/// server's failures never stop the other's retries. Give the server's name with
+/// [`target`](Self::target) to share one count across layers and channels to the same server,
+/// as C-core does for every channel of one target.
 ///
 /// ```
 /// use retry_grpc::backoff::Jitter;
@@ -85,7 +93,11 @@ pub struct GrpcRetryLayer {
     config: ServiceConfig,
     jitter: Jitter,
     buffer_limit: usize,
+    /// The throttle of the calls: the server name's when one was given ([`target`](Self::target)),
+    /// else `None` here and a new one in each service's copy of the layer ([`PerServer`]).
     throttle: Option<Arc<RetryThrottle>>,
+    /// Whether `throttle` is a named server's, shared by every service.
+    named: bool,
     name: &'static str,
     budget: Option<Arc<RetryBudget>>,
     breaker: Option<Arc<CircuitBreaker>>,
@@ -99,6 +111,7 @@ impl fmt::Debug for GrpcRetryLayer {
             .field("jitter", &self.jitter)
             .field("buffer_limit", &self.buffer_limit)
             .field("throttle", &self.throttle)
+            .field("named", &self.named)
             .field("name", &self.name)
             .field("budget", &self.budget.is_some())
             .field("breaker", &self.breaker.is_some())
@@ -108,18 +121,16 @@ impl fmt::Debug for GrpcRetryLayer {
 
 impl GrpcRetryLayer {
     /// A door with `config`: A6's backoff ([`Jitter::A6`]), a 256 KiB replay buffer, and, if the
-    /// config has `retryThrottling`, a throttle of its own shared by every service this layer
-    /// makes (one layer per channel is one per server; [`target`](Self::target) shares it
-    /// across layers).
+    /// config has `retryThrottling`, one token count per server: per service this layer makes
+    /// (per channel), and per authority of the request URIs within it, unless
+    /// [`target`](Self::target) names the server.
     pub fn new(config: ServiceConfig) -> Self {
-        let throttle = config
-            .retry_throttling()
-            .map(|throttling| Arc::new(RetryThrottle::new(throttling)));
         GrpcRetryLayer {
             config,
             jitter: Jitter::A6,
             buffer_limit: DEFAULT_BUFFER_LIMIT,
-            throttle,
+            throttle: None,
+            named: false,
             name: "grpc",
             budget: None,
             breaker: None,
@@ -149,9 +160,11 @@ impl GrpcRetryLayer {
         self
     }
 
-    /// The server's name (the channel's target, such as `dns:///echo.internal:50051`): the
-    /// retry throttle is the one of that name in the process's [`ThrottleRegistry`], shared with
-    /// every other layer given the same name, as A6 keeps one per server.
+    /// The server's name (the channel's target, such as `dns:///echo.internal:50051`): every
+    /// call of every service this layer makes counts in the retry throttle of that name in the
+    /// process's [`ThrottleRegistry`], shared with every other layer given the same name, as
+    /// C-core keeps one count per target for all its channels. Give it to a layer used for one
+    /// server only: the calls to any other server would count there too.
     pub fn target(self, target: &str) -> Self {
         self.throttle_registry(ThrottleRegistry::global(), target)
     }
@@ -162,10 +175,13 @@ impl GrpcRetryLayer {
             .config
             .retry_throttling()
             .map(|throttling| registry.get(target, throttling));
+        self.named = true;
         self
     }
 
-    /// The throttle the calls share, if the config has `retryThrottling`.
+    /// The throttle every service of this layer shares: the server's given to
+    /// [`target`](Self::target), if the config has `retryThrottling`. `None` without a target:
+    /// each service has its own ([`GrpcRetry::throttle`]).
     pub fn throttle(&self) -> Option<&Arc<RetryThrottle>> {
         self.throttle.as_ref()
     }
@@ -205,17 +221,71 @@ impl<S> tower_layer::Layer<S> for GrpcRetryLayer {
     fn layer(&self, inner: S) -> GrpcRetry<S> {
         GrpcRetry {
             inner,
-            layer: Arc::new(self.clone()),
+            servers: Arc::new(PerServer::new(self)),
         }
     }
 }
 
+/// The layer as the calls of one service see it, with one throttle per server: the named
+/// server's ([`GrpcRetryLayer::target`]), else a new count for the service (its channel's
+/// server: a tonic `Channel` adds the authority below the door, so its requests carry none) and
+/// one per authority that request URIs name.
+#[derive(Debug)]
+struct PerServer {
+    /// The layer for calls without an authority, or for every call when the server is named or
+    /// the config has no `retryThrottling`.
+    own: Arc<GrpcRetryLayer>,
+    /// A copy of the layer per authority, each with its own count; `None` when `own` serves every
+    /// call.
+    by_authority: Option<Mutex<HashMap<String, Arc<GrpcRetryLayer>>>>,
+}
+
+impl PerServer {
+    fn new(layer: &GrpcRetryLayer) -> Self {
+        let throttling = layer.config.retry_throttling().filter(|_| !layer.named);
+        PerServer {
+            own: Arc::new(layer.with_own_throttle()),
+            by_authority: throttling.map(|_| Mutex::new(HashMap::new())),
+        }
+    }
+
+    fn layer_for(&self, authority: Option<&http::uri::Authority>) -> Arc<GrpcRetryLayer> {
+        let (Some(layers), Some(authority)) = (&self.by_authority, authority) else {
+            return Arc::clone(&self.own);
+        };
+        // Each operation is one lookup or one insert: a panic elsewhere cannot leave the map
+        // inconsistent, so a poisoned lock is used as is.
+        let mut layers = layers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let layer = layers
+            .entry(authority.as_str().to_ascii_lowercase())
+            .or_insert_with(|| Arc::new(self.own.with_own_throttle()));
+        Arc::clone(layer)
+    }
+}
+
+impl GrpcRetryLayer {
+    /// A copy whose calls count in a new throttle, unless the server is named.
+    fn with_own_throttle(&self) -> Self {
+        let mut layer = self.clone();
+        if !self.named {
+            layer.throttle = self
+                .config
+                .retry_throttling()
+                .map(|throttling| Arc::new(RetryThrottle::new(throttling)));
+        }
+        layer
+    }
+}
+
 /// The service of a [`GrpcRetryLayer`]: tonic's request in, tonic's body out, so that a
-/// generated client takes it as its transport (`EchoClient::new(service)`).
+/// generated client takes it as its transport (`EchoClient::new(service)`). Its clones share
+/// its throttle.
 #[derive(Clone, Debug)]
 pub struct GrpcRetry<S> {
     inner: S,
-    layer: Arc<GrpcRetryLayer>,
+    servers: Arc<PerServer>,
 }
 
 impl<S> GrpcRetry<S> {
@@ -227,7 +297,14 @@ impl<S> GrpcRetry<S> {
     /// The counts of the calls of this service and its clones (and of the layer's other
     /// services).
     pub fn counters(&self) -> Arc<Counters> {
-        self.layer.counters()
+        self.servers.own.counters()
+    }
+
+    /// The retry throttle of this service's calls whose request URI names no authority (every
+    /// call through a tonic `Channel`, whose server it is), if the config has `retryThrottling`:
+    /// this service's own count, or the named server's ([`GrpcRetryLayer::target`]).
+    pub fn throttle(&self) -> Option<&Arc<RetryThrottle>> {
+        self.servers.own.throttle.as_ref()
     }
 }
 
@@ -251,7 +328,8 @@ where
         // The service that was polled ready takes the first attempt; its clone stays here.
         let clone = self.inner.clone();
         let ready = std::mem::replace(&mut self.inner, clone);
-        Box::pin(call::respond(Arc::clone(&self.layer), ready, request))
+        let layer = self.servers.layer_for(request.uri().authority());
+        Box::pin(call::respond(layer, ready, request))
     }
 }
 

@@ -44,9 +44,10 @@
 //! | field | rule |
 //! |---|---|
 //! | the document | a JSON object; fields this crate does not know (`loadBalancingConfig`, `healthCheckConfig`, ...) are ignored, as every implementation ignores what it does not use |
+//! | every object, anywhere in the document | a key at most once: `"methodConfig"` given twice is refused with the key's path (`methodConfig: duplicate key: ...`), as C-core refuses it, rather than keeping the last and dropping the first without a word (what `serde_json`, grpc-go and JavaScript's `JSON.parse` do) |
 //! | `methodConfig[i].name` | a list of `{service, method}`; `""`, `null` and absent are the same; `method` without `service` is refused; a name may appear once in the whole config (C-core, Java; grpc-go refuses it too); a method config without names applies to nothing (as in Go and Java) |
 //! | `retryPolicy` and `hedgingPolicy` | at most one of them per method config (A6; a `oneof` in `service_config.proto`) |
-//! | `maxAttempts` (both policies) | an integer, at least 2; above 5 it is capped at 5 (A6's client-side limit; [`ServiceConfig::from_json_with_limit`] changes the limit, as grpc-java's `maxRetryAttempts` does) |
+//! | `maxAttempts` (both policies) | an integer, at least 2; above 5 it is capped at 5 (A6's client-side limit; [`ServiceConfig::from_json_with_limit`] changes the limit, as grpc-java's `maxRetryAttempts` does), however large: `1e20` is 5 too, as A6 lets a client treat any larger value as its limit, where C-core refuses a value beyond its 32-bit integer (its [`requested_max_attempts`](RetryPolicy::requested_max_attempts) is then `u32::MAX`) |
 //! | `initialBackoff`, `maxBackoff` | required durations (`"0.1s"`), greater than 0 |
 //! | `backoffMultiplier` | a required number greater than 0 |
 //! | `retryableStatusCodes` | required and non-empty; names (`"UNAVAILABLE"`, exact case, as C-core and Java compare them) or numbers 0–16 (as grpc-java accepts them); `OK` is refused (Java) |
@@ -71,6 +72,7 @@ mod builder;
 mod error;
 mod json;
 mod parse;
+mod strict;
 
 pub use builder::{
     HedgingPolicyBuilder, MethodConfigBuilder, RetryPolicyBuilder, ServiceConfigBuilder,
@@ -119,12 +121,21 @@ impl ServiceConfig {
     /// [`from_json`](Self::from_json) with another cap on `maxAttempts` (at least 2), as
     /// grpc-java's `ManagedChannelBuilder::maxRetryAttempts` sets it.
     pub fn from_json_with_limit(json: &str, max_attempts_limit: u32) -> Result<Self, ConfigError> {
-        let value: serde_json::Value = serde_json::from_str(json).map_err(|error| {
+        // `serde_json::from_str`, with the check for duplicate keys.
+        let mut deserializer = serde_json::Deserializer::from_str(json);
+        let read = strict::read(&mut deserializer).and_then(|read| {
+            deserializer.end()?;
+            Ok(read)
+        });
+        let (value, duplicates) = read.map_err(|error| {
             ConfigError::new(vec![FieldError::new(
                 "",
                 format!("not valid JSON: {error}"),
             )])
         })?;
+        if !duplicates.is_empty() {
+            return Err(ConfigError::new(duplicates));
+        }
         Self::from_value_with_limit(&value, max_attempts_limit)
     }
 
@@ -287,7 +298,10 @@ impl FromStr for ServiceConfig {
 
 impl<'de> serde::Deserialize<'de> for ServiceConfig {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = serde_json::Value::deserialize(deserializer)?;
+        let (value, duplicates) = strict::read(deserializer)?;
+        if !duplicates.is_empty() {
+            return Err(strict::refuse(duplicates));
+        }
         Self::from_value(&value).map_err(serde::de::Error::custom)
     }
 }

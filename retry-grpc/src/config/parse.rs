@@ -43,7 +43,7 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-fn join(path: &str, key: &str) -> String {
+pub(super) fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_owned()
     } else {

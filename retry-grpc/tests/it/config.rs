@@ -455,3 +455,86 @@ fn the_runtime_policy_has_a6s_nominal_pauses() {
         }
     }
 }
+
+/// The rule of a duplicate key, as a user reads it after the key's path.
+const DUPLICATE: &str = "duplicate key: its object gives it more than once; keep one (C-core \
+    refuses such a config, and a reader that kept the last would drop the others without a word)";
+
+#[test]
+fn a_key_given_twice_is_refused_with_its_path() {
+    // An operator's two `methodConfig` blocks: with the last one winning, Echo's retries would
+    // vanish without a word.
+    let two_blocks = r#"{
+      "methodConfig": [{"name": [{"service": "pkg.Echo"}],
+        "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.1s", "maxBackoff": "1s",
+                        "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}],
+      "methodConfig": [{"name": [{"service": "pkg.Search"}], "timeout": "1s"}]
+    }"#;
+    let error = ServiceConfig::from_json(two_blocks).expect_err("refused");
+    assert_eq!(error.to_string(), format!("methodConfig: {DUPLICATE}"));
+    assert_eq!(error.errors()[0].path(), "methodConfig");
+    // The same through `FromStr` and serde's `Deserialize`.
+    let error = two_blocks.parse::<ServiceConfig>().expect_err("refused");
+    assert_eq!(error.to_string(), format!("methodConfig: {DUPLICATE}"));
+    let error = serde_json::from_str::<ServiceConfig>(two_blocks).expect_err("refused");
+    assert_eq!(error.to_string(), format!("methodConfig: {DUPLICATE}"));
+
+    // Anywhere: inside a policy, inside a name, in a field this crate ignores; every duplicate
+    // at once, each once, in document order; the same key in two objects is no duplicate.
+    let nested = r#"{
+      "loadBalancingConfig": [{"round_robin": {}, "round_robin": {}}],
+      "methodConfig": [
+        {"name": [{"service": "a.S"}], "timeout": "1s"},
+        {"name": [{"service": "b.S", "service": "c.S"}],
+         "retryPolicy": {"maxAttempts": 2, "maxAttempts": 5, "maxAttempts": 3,
+                         "initialBackoff": "0.1s", "maxBackoff": "1s",
+                         "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}
+      ]
+    }"#;
+    let error = ServiceConfig::from_json(nested).expect_err("refused");
+    let paths: Vec<&str> = error.errors().iter().map(|e| e.path()).collect();
+    assert_eq!(
+        paths,
+        [
+            "loadBalancingConfig[0].round_robin",
+            "methodConfig[1].name[0].service",
+            "methodConfig[1].retryPolicy.maxAttempts",
+        ]
+    );
+    assert!(error.errors().iter().all(|e| e.rule() == DUPLICATE));
+}
+
+#[test]
+fn max_attempts_beyond_any_integer_is_capped_at_the_limit() {
+    // C-core refuses `1e20` (it reads a 32-bit integer); A6 lets a client treat any value above
+    // its limit as the limit, and so does this crate.
+    for written in [json!(1e20), json!(4_294_967_296_u64), json!("100000000000")] {
+        let config = ServiceConfig::from_value(&with_retry_field("maxAttempts", written.clone()))
+            .unwrap_or_else(|error| panic!("{written}: {error}"));
+        let policy = config
+            .lookup("pkg.Echo", "Say")
+            .and_then(|m| m.retry_policy())
+            .expect("a retry policy");
+        assert_eq!(policy.max_attempts(), 5, "{written}");
+        assert_eq!(policy.requested_max_attempts(), u32::MAX, "{written}");
+    }
+    let config = ServiceConfig::from_json(
+        r#"{"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 1e20}}]}"#,
+    )
+    .expect("valid");
+    let hedging = config
+        .lookup("any.S", "M")
+        .and_then(|m| m.hedging_policy())
+        .expect("a hedging policy");
+    assert_eq!(hedging.max_attempts(), 5);
+    let raised =
+        ServiceConfig::from_value_with_limit(&with_retry_field("maxAttempts", json!(1e20)), 8)
+            .expect("valid");
+    assert_eq!(
+        raised
+            .lookup("pkg.Echo", "Say")
+            .and_then(|m| m.retry_policy())
+            .map(|p| p.max_attempts()),
+        Some(8)
+    );
+}

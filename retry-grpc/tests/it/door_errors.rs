@@ -29,4 +29,10 @@ fn a_malformed_config_is_an_error_naming_the_field_and_the_rule() {
     assert!(both.contains("hedgingPolicy"), "{both}");
     let not_json = error_of("{\"methodConfig\": [");
     assert!(!not_json.is_empty());
+    // A key given twice: refused, not the first dropped.
+    let twice = error_of(
+        r#"{"methodConfig": [{"name": [{"service": "pkg.Echo"}], "timeout": "1s"}],
+            "methodConfig": [{"name": [{"service": "pkg.Search"}], "timeout": "2s"}]}"#,
+    );
+    assert!(twice.starts_with("methodConfig: duplicate key"), "{twice}");
 }

@@ -7,7 +7,8 @@
 //!
 //! (`cargo run` builds only the binary it runs; the first command builds the server beside it.)
 //!
-//! Needs Python with grpcio and grpcio-tools (`.ci/grpcio.sh install`).
+//! Needs Python with grpcio 1.85.x and grpcio-tools (`.ci/grpcio.sh install`), found as the tests
+//! find it (`harness::python`).
 
 use retry_grpc::{
     HedgingPolicy, MethodConfig, MethodName, RetryPolicy, RetryThrottling, ServiceConfig,

@@ -7,7 +7,9 @@ use crate::common::{SERVICE, hedging_config, ms, retry, retry_config};
 use http::{Request, Response};
 use retry_grpc::backoff::{Jitter, RetryBackoff};
 use retry_grpc::channel::{Counters, GrpcRetry, GrpcRetryLayer};
-use retry_grpc::{MethodConfig, MethodName, RetryPolicy, RetryThrottling, ServiceConfig};
+use retry_grpc::{
+    MethodConfig, MethodName, RetryPolicy, RetryThrottling, ServiceConfig, ThrottleRegistry,
+};
 use retry_grpc_interop::proto::scripted_client::ScriptedClient;
 use retry_grpc_interop::proto::{Reply, Request as Message};
 use retry_grpc_interop::server::{AttemptRecord, ScriptedService, bind, serve};
@@ -354,7 +356,9 @@ async fn throttling_follows_a6s_token_arithmetic() {
     // not above 5, throttled; so is every later call, down to 0. 4 + 19 = 23 attempts.
     let policy = retry(4, ms(10), ms(10), &[Code::Unavailable]);
     let throttling = RetryThrottling::new(10, 0.1).expect("valid");
-    let layer = GrpcRetryLayer::new(config(policy, Some(throttling)));
+    let registry = ThrottleRegistry::new();
+    let layer = GrpcRetryLayer::new(config(policy, Some(throttling)))
+        .throttle_registry(&registry, "scripted");
     let throttle = Arc::clone(layer.throttle().expect("a throttle"));
     let mut rig = start_rig(layer).await;
     for call in 0..20 {

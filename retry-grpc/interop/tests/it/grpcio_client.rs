@@ -1,4 +1,4 @@
-//! grpcio's client (C-core 1.85.1, through Python) against the scripted tonic server, with
+//! grpcio's client (C-core 1.85.x, through Python) against the scripted tonic server, with
 //! standard service configs: the behaviour gRFC A6 makes normative, as the official
 //! implementation shows it. Each test starts its own server and client processes on loopback.
 //!
@@ -12,7 +12,7 @@ use crate::common::*;
 use retry_grpc::backoff::{Jitter, RetryBackoff};
 use retry_grpc::{Decision, Pushback, RetryCall, RetryThrottle, RetryThrottling};
 use retry_grpc_interop::harness::{
-    ClientRun, ServerProcess, closed_port, of_call, pauses_ms, previous_attempts,
+    self, ClientRun, ServerProcess, closed_port, of_call, pauses_ms, previous_attempts,
 };
 use std::sync::Arc;
 use tonic::Code;
@@ -313,8 +313,36 @@ fn the_server_saw_grpcio() {
     let report = ClientRun::unary("ok", serde_json::json!({}))
         .run(&python, server.address())
         .expect("ran");
-    assert_eq!(report.grpcio, retry_grpc_interop::harness::GRPCIO_VERSION);
+    // The grpcio the harness found (the pinned one in `.ci/grpcio.sh`'s virtual environment, or
+    // any 1.85.x a Python already has) is the one that ran, and the server saw its user agent.
+    let (_, found) = harness::python().expect("found above");
+    assert_eq!(report.grpcio, found);
+    assert!(
+        harness::grpcio_in_range(&report.grpcio),
+        "{}",
+        report.grpcio
+    );
     let seen = server.attempts_of("ok");
     let agent = seen[0].user_agent.as_deref().unwrap_or("");
-    assert!(agent.starts_with("grpc-python/1.85.1 grpc-c/"), "{agent}");
+    let expected = format!("grpc-python/{} grpc-c/", report.grpcio);
+    assert!(agent.starts_with(&expected), "{agent}");
+}
+
+#[test]
+fn the_range_is_the_pinned_release_line_at_any_patch() {
+    for version in ["1.85.0", "1.85.1", "1.85.4", "1.85.12"] {
+        assert!(harness::grpcio_in_range(version), "{version}");
+    }
+    for version in [
+        "1.84.2",
+        "1.86.0",
+        "2.85.1",
+        "11.85.1",
+        "1.85",
+        "1.85.",
+        "1.85.0rc1",
+        "",
+    ] {
+        assert!(!harness::grpcio_in_range(version), "{version}");
+    }
 }

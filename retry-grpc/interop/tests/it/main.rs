@@ -6,5 +6,6 @@ mod common;
 
 mod door;
 mod door_servers;
+mod door_throttle;
 mod grpcio_client;
 mod grpcio_server;

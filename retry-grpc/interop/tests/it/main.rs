@@ -5,6 +5,7 @@
 mod common;
 
 mod door;
+mod door_races;
 mod door_servers;
 mod grpcio_client;
 mod grpcio_server;

@@ -150,39 +150,46 @@ fn read<RB>(response: Response<RB>) -> Outcome<RB> {
 }
 
 /// Whether an attempt's error says it never reached the server's application, and how.
+///
+/// - hyper's `Canceled` ("operation was canceled"): the request was never handed to a
+///   connection. hyper makes it for exactly two cases, both before anything is written: the
+///   connection was closed when the request was given to it ("connection was not ready"), or it
+///   closed with the request still in its queue ("connection closed"); a connection that
+///   received a `GOAWAY` does both to the requests that raced it. Never left the client.
+/// - a refused connection, a `REFUSED_STREAM`, a stream above a `GOAWAY`'s last stream id:
+///   [`retry_http::never_sent`], the HTTP doors' rule.
 fn unsent(error: &(dyn Error + 'static)) -> Option<Unsent> {
+    if chain(error).any(|e| {
+        e.downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_canceled)
+    }) {
+        return Some(Unsent::NeverLeftClient);
+    }
     if !retry_http::never_sent(error) {
         return None;
     }
-    let mut next = Some(error);
-    while let Some(error) = next {
-        if error
-            .downcast_ref::<std::io::Error>()
+    let refused = chain(error).any(|e| {
+        e.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
-        {
-            return Some(Unsent::ConnectionRefused);
-        }
-        next = error.source();
-    }
-    Some(Unsent::NotSeenByServer)
+    });
+    Some(if refused {
+        Unsent::ConnectionRefused
+    } else {
+        Unsent::NotSeenByServer
+    })
+}
+
+/// An error and its sources, at most 64 deep (a longer chain is a cycle).
+fn chain<'a>(error: &'a (dyn Error + 'static)) -> impl Iterator<Item = &'a (dyn Error + 'static)> {
+    std::iter::successors(Some(error), |&e| e.source()).take(64)
 }
 
 /// The code of an attempt that ended in an error: a `tonic::Status` in its source chain says it;
 /// anything else broke the transport, `UNAVAILABLE` as gRPC's clients report it.
 fn code_of_error(error: &(dyn Error + 'static)) -> Code {
-    let mut next = Some(error);
-    let mut depth = 0;
-    while let Some(error) = next {
-        if let Some(status) = error.downcast_ref::<tonic::Status>() {
-            return status.code();
-        }
-        depth += 1;
-        if depth > 64 {
-            break;
-        }
-        next = error.source();
-    }
-    Code::Unavailable
+    chain(error)
+        .find_map(|e| e.downcast_ref::<tonic::Status>())
+        .map_or(Code::Unavailable, tonic::Status::code)
 }
 
 /// gRPC's mapping of an HTTP status that is not 200 (`doc/http-grpc-status-mapping.md`).

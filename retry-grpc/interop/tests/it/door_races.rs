@@ -2,11 +2,13 @@
 //! on the real clock, in the races where issue 39 lost calls:
 //!
 //! 1. a hedged client stream whose later copy failed while the application was still sending:
-//!    the survivor was never woken again.
+//!    the survivor was never woken again;
+//! 2. calls that raced a server's `GOAWAY`: failed `CANCELLED`, though never sent.
 
 use crate::common::*;
+use futures_util::future::join_all;
 use retry_grpc::channel::{Counters, GrpcRetry, GrpcRetryLayer};
-use retry_grpc_interop::harness::{ServerProcess, previous_attempts, python_dir};
+use retry_grpc_interop::harness::{ServerProcess, of_call, previous_attempts, python_dir};
 use retry_grpc_interop::proto::Request as Message;
 use retry_grpc_interop::proto::scripted_client::ScriptedClient;
 use serde_json::Value;
@@ -106,4 +108,92 @@ async fn a_hedged_client_stream_whose_later_copy_fails_is_answered_by_the_surviv
         return;
     };
     the_survivor_of_a_hedged_client_stream_answers(&server).await;
+}
+
+// 2. Calls that raced a GOAWAY.
+
+/// 1,000 calls, 10 at a time, each answered after 10 ms: about 1.1 s of calls, so that calls
+/// are being sent whenever one of the server's eleven or so GOAWAYs comes.
+const CALLS: u32 = 1_000;
+const WORKERS: u32 = 10;
+const SLOW: &str = "slow:10";
+
+/// `CALLS` calls numbered from `first`, `WORKERS` at a time; the statuses of those that failed.
+async fn calls_ten_at_a_time(client: &Client, first: u32) -> Vec<tonic::Status> {
+    let workers = (0..WORKERS).map(|worker| {
+        let mut client = client.clone();
+        async move {
+            let mut failed = Vec::new();
+            for call in (worker..CALLS).step_by(WORKERS as usize) {
+                if let Err(status) = client.unary(message(SLOW, first + call)).await {
+                    failed.push(status);
+                }
+            }
+            failed
+        }
+    });
+    join_all(workers).await.into_iter().flatten().collect()
+}
+
+/// Against a server that closes each connection with a GOAWAY at 100 ms old: every call
+/// answered, each seen by the server once and without `grpc-previous-rpc-attempts`, and every
+/// attempt beyond the calls a transparent retry; with no policy, then with a retry policy.
+async fn no_call_that_raced_a_goaway_is_lost(server: &ServerProcess) {
+    let configs = [
+        ("no policy", serde_json::json!({})),
+        (
+            "a retry policy",
+            retry_config(retry(4, ms(10), ms(100), &[Code::Unavailable]), None),
+        ),
+    ];
+    for (run, (what, config)) in configs.iter().enumerate() {
+        let first = run as u32 * CALLS;
+        let (client, counters) = door_to(server.address(), config);
+        let failed = calls_ten_at_a_time(&client, first).await;
+        assert!(
+            failed.is_empty(),
+            "{what}: {} of {CALLS} calls failed, the first: {:?}",
+            failed.len(),
+            failed[0]
+        );
+        let seen = server.attempts_of(SLOW);
+        for call in first..first + CALLS {
+            let attempts = of_call(&seen, call);
+            assert_eq!(
+                previous_attempts(&attempts),
+                [None],
+                "{what}: call {call} reached the server once, as a first attempt"
+            );
+        }
+        assert_eq!(counters.retries(), 0, "{what}");
+        assert_eq!(
+            counters.attempts() - u64::from(CALLS),
+            counters.transparent_retries(),
+            "{what}: every attempt beyond the calls is a transparent retry"
+        );
+        // The race happened (before the fix, 11 to 33 of the 1,000 calls without a policy
+        // were lost to it, in three runs against each server).
+        assert!(
+            counters.transparent_retries() > 0,
+            "{what}: no call raced a GOAWAY"
+        );
+        eprintln!(
+            "{what}: {CALLS} calls, {} transparent retries",
+            counters.transparent_retries()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_that_raced_a_goaway_are_retried_transparently_tonic() {
+    no_call_that_raced_a_goaway_is_lost(&tonic_server_with(&["--max-connection-age-ms", "100"]))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_that_raced_a_goaway_are_retried_transparently_grpcio() {
+    let Some(server) = grpcio_server_with(&["--max-connection-age-ms", "100"]) else {
+        return;
+    };
+    no_call_that_raced_a_goaway_is_lost(&server).await;
 }

@@ -45,6 +45,11 @@ pub(crate) struct Request0<'a> {
 }
 
 impl Request0<'_> {
+    /// Whether the call's deadline has passed.
+    pub(crate) fn expired(&self) -> bool {
+        self.deadline.is_some_and(|at| Instant::now() >= at)
+    }
+
     /// The request of an attempt: the head with `grpc-previous-rpc-attempts` (from the second
     /// attempt on) and the time left in `grpc-timeout`, and a replay of the body.
     fn build(&self, previous_attempts: Option<u32>) -> Request<tonic::body::Body> {
@@ -83,7 +88,15 @@ where
     loop {
         request.counters.attempts.fetch_add(1, Ordering::Relaxed);
         let error = match call(service, ready, request.build(previous_attempts)).await {
-            Ok(response) => return read(response),
+            // A failure seen at or after the deadline is the deadline's, whoever noticed it
+            // first: the channel's own timer of the `grpc-timeout` the door sent (tonic's
+            // "Timeout expired", which tonic makes CANCELLED), or the server's (tonic's server
+            // answers CANCELLED), which fire at the same time or just after the door's.
+            Ok(response) => match read(response) {
+                Outcome::Failed(..) if request.expired() => return deadline_exceeded(),
+                outcome => return outcome,
+            },
+            Err(_) if request.expired() => return deadline_exceeded(),
             Err(error) => error,
         };
         if let Some(unsent) = unsent(&*error) {
@@ -113,6 +126,16 @@ where
         };
         return Outcome::Failed(status, Failed::Error(error));
     }
+}
+
+/// An attempt that failed at the call's deadline.
+fn deadline_exceeded<RB>() -> Outcome<RB> {
+    let status = AttemptStatus {
+        code: Code::DeadlineExceeded,
+        pushback: Pushback::Absent,
+    };
+    let error = tonic::Status::deadline_exceeded("retry-grpc: the call's deadline passed");
+    Outcome::Failed(status, Failed::Error(Box::new(error)))
 }
 
 /// One request on `service`, polled ready first unless `ready`; its error boxed at once (so

@@ -24,17 +24,26 @@ use tonic::transport::Channel;
 
 type Client = ScriptedClient<GrpcRetry<Channel>>;
 
-/// A generated client over the door with `config`, over a lazy channel to `address`.
-fn door_to(address: &str, config: &Value) -> (Client, Arc<Counters>) {
+/// A lazy channel to `address`.
+fn channel_to(address: &str) -> Channel {
+    Channel::from_shared(format!("http://{address}"))
+        .expect("a valid URI")
+        .connect_lazy()
+}
+
+/// A generated client over the door with `config`, over `channel`.
+fn door_on(channel: Channel, config: &Value) -> (Client, Arc<Counters>) {
     let layer = GrpcRetryLayer::from_service_config(&config.to_string()).expect("a valid config");
     let counters = layer.counters();
-    let channel = Channel::from_shared(format!("http://{address}"))
-        .expect("a valid URI")
-        .connect_lazy();
     (
         ScriptedClient::new(tower::Layer::layer(&layer, channel)),
         counters,
     )
+}
+
+/// [`door_on`] a new channel to `address`.
+fn door_to(address: &str, config: &Value) -> (Client, Arc<Counters>) {
+    door_on(channel_to(address), config)
 }
 
 fn message(scenario: &str, call: u32) -> Message {
@@ -69,10 +78,14 @@ fn grpcio_server_with(args: &[&str]) -> Option<ServerProcess> {
 /// the second copy (UNAVAILABLE, trailers-only) on its first message, while the first copy
 /// waits for the application's second. The first copy must go on sending and answer.
 async fn the_survivor_of_a_hedged_client_stream_answers(server: &ServerProcess) {
-    let (mut client, counters) = door_to(
-        server.address(),
-        &hedging_config(2, ms(50), &[Code::Unavailable]),
-    );
+    // Connected first (without the door), so that the first copy reaches the server well
+    // before the second.
+    let channel = channel_to(server.address());
+    ScriptedClient::new(channel.clone())
+        .unary(message("ok", 0))
+        .await
+        .expect("OK");
+    let (mut client, counters) = door_on(channel, &hedging_config(2, ms(50), &[Code::Unavailable]));
     let paced = futures_util::stream::unfold(0, |sent| async move {
         if sent == 3 {
             return None;

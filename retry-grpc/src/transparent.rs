@@ -4,7 +4,7 @@
 //!
 //! | the attempt | how the door learns it | transparent retry |
 //! |---|---|---|
-//! | never left the client: the stream was never written (the connection closed or was not ready when the request was handed to it) | the transport's error says nothing was sent | at once, as often as it happens, until the deadline (A6: "until a success occurs, or the RPC's deadline passes") |
+//! | never left the client: the stream was never written (the connection closed or was not ready when the request was handed to it, as happens to a request racing a `GOAWAY`) | the transport's error says nothing was sent: hyper's `Canceled` ("operation was canceled") in its source chain | at once, as often as it happens, until the deadline (A6: "until a success occurs, or the RPC's deadline passes") |
 //! | the connection was refused | an [`std::io::Error`] of kind `ConnectionRefused` in the error's source chain | at once, **once** per call; then the policy, as `UNAVAILABLE` |
 //! | reached the server, not its application: an HTTP/2 `RST_STREAM` with `REFUSED_STREAM`, or a stream above a `GOAWAY`'s last stream id | `h2`'s error in the transport error's source chain | at once, **once** per call; after that the retry policy decides (A6) |
 //!

@@ -5,9 +5,13 @@ Plays the same scenarios as the tonic server (src/server.rs has the table), prin
 {"listening": "127.0.0.1:PORT"} on its first line, then one JSON line per attempt with the
 same fields, until it is killed.
 
-    python3 scripted_server.py
+    python3 scripted_server.py [--max-connection-age-ms N]
+
+--max-connection-age-ms closes each connection gracefully (a GOAWAY) at about N ms old
+(C-core's grpc.max_connection_age_ms, which adds ±10 % of jitter).
 """
 
+import argparse
 import json
 import sys
 import threading
@@ -85,6 +89,10 @@ def answer(context, scenario, attempt, received):
     elif name == "slow_first":
         if attempt == 1:
             time.sleep(param / 1000.0)
+    elif name == "slow":
+        time.sleep(param / 1000.0)
+    elif name == "later_copy_fails":
+        pass
     else:
         context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unknown scenario {scenario!r} for this method")
     context.set_trailing_metadata((("x-server-attempt", str(attempt)),))
@@ -97,12 +105,20 @@ class Scripted(pb2_grpc.ScriptedServicer):
         return answer(context, request.scenario, attempt, 1)
 
     def ClientStream(self, request_iterator, context):
-        first, received = None, 0
-        for request in request_iterator:
-            received += 1
-            first = first or request
+        first = next(request_iterator, None)
+        received = 1 if first is not None else 0
         first = first or pb2.Request()
-        attempt = record("ClientStream", context, first.scenario, first.call, received)
+        attempt = None
+        if split(first.scenario)[0] == "later_copy_fails":
+            # Counted at its first message; a later attempt fails there, while the client is
+            # still sending.
+            attempt = record("ClientStream", context, first.scenario, first.call, 1)
+            if attempt > 1:
+                fail(context, grpc.StatusCode.UNAVAILABLE, attempt)
+        for _ in request_iterator:
+            received += 1
+        if attempt is None:
+            attempt = record("ClientStream", context, first.scenario, first.call, received)
         return answer(context, first.scenario, attempt, received)
 
     def ServerStream(self, request, context):
@@ -125,7 +141,13 @@ class Scripted(pb2_grpc.ScriptedServicer):
 
 
 def main():
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--max-connection-age-ms", type=int)
+    args = parser.parse_args()
+    options = []
+    if args.max_connection_age_ms is not None:
+        options.append(("grpc.max_connection_age_ms", args.max_connection_age_ms))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), options=options)
     pb2_grpc.add_ScriptedServicer_to_server(Scripted(), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()

@@ -14,6 +14,8 @@
 //! | `always_unavailable` | unary | `UNAVAILABLE` |
 //! | `ok` | unary | `OK` |
 //! | `slow_first:ms` | unary | 1: `OK` after `ms` milliseconds; then `OK` at once |
+//! | `slow:ms` | unary | `OK` after `ms` milliseconds |
+//! | `later_copy_fails` | client stream | 1: every message read, then `OK`; later attempts: `UNAVAILABLE` (trailers-only) on their first message |
 //! | `stream_fails_after:k` | server stream | `k` messages, then `UNAVAILABLE` in the trailers |
 //! | `stream_unavailable_then_ok:k` | server stream | `UNAVAILABLE` (trailers-only) while `n ≤ k`, then 3 messages and `OK` |
 //! | `stream_headers_then_error` | server stream | headers, then `UNAVAILABLE` in the trailers, no message |
@@ -185,6 +187,11 @@ async fn answer(scenario: &str, attempt: u32, received: u32) -> Result<Response<
             }
             ok(attempt, received)
         }
+        "slow" => {
+            tokio::time::sleep(Duration::from_millis(param)).await;
+            ok(attempt, received)
+        }
+        "later_copy_fails" => ok(attempt, received),
         _ => Err(Status::invalid_argument(format!(
             "unknown scenario {scenario:?} for this method"
         ))),
@@ -204,20 +211,32 @@ impl Scripted for ScriptedService {
         request: tonic::Request<tonic::Streaming<Request>>,
     ) -> Result<Response<Reply>, Status> {
         let (metadata, _, mut messages) = request.into_parts();
-        let mut first: Option<Request> = None;
-        let mut received = 0;
-        while let Some(message) = messages.message().await? {
-            received += 1;
-            first.get_or_insert(message);
-        }
+        let first = messages.message().await?;
+        let mut received = u32::from(first.is_some());
         let first = first.unwrap_or_default();
-        let attempt = self.record(
-            "ClientStream",
-            &metadata,
-            &first.scenario,
-            first.call,
-            received,
-        );
+        let early = split(&first.scenario).0 == "later_copy_fails";
+        // `later_copy_fails` counts an attempt at its first message, and fails a later one there
+        // (while the client is still sending).
+        let mut attempt = None;
+        if early {
+            let n = self.record("ClientStream", &metadata, &first.scenario, first.call, 1);
+            if n > 1 {
+                return Err(status(tonic::Code::Unavailable, n, &[]));
+            }
+            attempt = Some(n);
+        }
+        while messages.message().await?.is_some() {
+            received += 1;
+        }
+        let attempt = attempt.unwrap_or_else(|| {
+            self.record(
+                "ClientStream",
+                &metadata,
+                &first.scenario,
+                first.call,
+                received,
+            )
+        });
         answer(&first.scenario, attempt, received).await
     }
 
@@ -268,6 +287,40 @@ pub async fn serve(
         .add_service(ScriptedServer::new(service))
         .serve_with_incoming(incoming)
         .await
+}
+
+/// [`serve`], closing each connection gracefully once it is `max_connection_age` old: a
+/// `GOAWAY`, the streams it covers answered, then the connection closed, as a gRPC server's
+/// `max_connection_age` does. tonic's own `Server::max_connection_age` panics in the task of
+/// the connection right after its `GOAWAY` (tonic 0.14.5, hyperium/tonic#2522), which resets
+/// the streams in flight; so the service is served here by hyper's HTTP/2 server, as tonic's
+/// server serves it, with the `GOAWAY` sent by `graceful_shutdown`.
+pub async fn serve_aging(
+    service: ScriptedService,
+    listener: tokio::net::TcpListener,
+    max_connection_age: Duration,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::service::TowerToHyperService;
+
+    let service = ScriptedServer::new(service);
+    loop {
+        let (socket, _) = listener.accept().await?;
+        socket.set_nodelay(true)?;
+        let service = TowerToHyperService::new(service.clone());
+        tokio::spawn(async move {
+            let connection = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(socket), service);
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => return,
+                () = tokio::time::sleep(max_connection_age) => {}
+            }
+            connection.as_mut().graceful_shutdown();
+            // The client may drop the connection first: nothing to report.
+            let _ = connection.await;
+        });
+    }
 }
 
 /// Binds a free loopback port.

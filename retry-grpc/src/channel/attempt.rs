@@ -45,6 +45,11 @@ pub(crate) struct Request0<'a> {
 }
 
 impl Request0<'_> {
+    /// Whether the call's deadline has passed.
+    pub(crate) fn expired(&self) -> bool {
+        self.deadline.is_some_and(|at| Instant::now() >= at)
+    }
+
     /// The request of an attempt: the head with `grpc-previous-rpc-attempts` (from the second
     /// attempt on) and the time left in `grpc-timeout`, and a replay of the body.
     fn build(&self, previous_attempts: Option<u32>) -> Request<tonic::body::Body> {
@@ -83,7 +88,15 @@ where
     loop {
         request.counters.attempts.fetch_add(1, Ordering::Relaxed);
         let error = match call(service, ready, request.build(previous_attempts)).await {
-            Ok(response) => return read(response),
+            // A failure seen at or after the deadline is the deadline's, whoever noticed it
+            // first: the channel's own timer of the `grpc-timeout` the door sent (tonic's
+            // "Timeout expired", which tonic makes CANCELLED), or the server's (tonic's server
+            // answers CANCELLED), which fire at the same time or just after the door's.
+            Ok(response) => match read(response) {
+                Outcome::Failed(..) if request.expired() => return deadline_exceeded(),
+                outcome => return outcome,
+            },
+            Err(_) if request.expired() => return deadline_exceeded(),
             Err(error) => error,
         };
         if let Some(unsent) = unsent(&*error) {
@@ -113,6 +126,16 @@ where
         };
         return Outcome::Failed(status, Failed::Error(error));
     }
+}
+
+/// An attempt that failed at the call's deadline.
+fn deadline_exceeded<RB>() -> Outcome<RB> {
+    let status = AttemptStatus {
+        code: Code::DeadlineExceeded,
+        pushback: Pushback::Absent,
+    };
+    let error = tonic::Status::deadline_exceeded("retry-grpc: the call's deadline passed");
+    Outcome::Failed(status, Failed::Error(Box::new(error)))
 }
 
 /// One request on `service`, polled ready first unless `ready`; its error boxed at once (so
@@ -150,39 +173,46 @@ fn read<RB>(response: Response<RB>) -> Outcome<RB> {
 }
 
 /// Whether an attempt's error says it never reached the server's application, and how.
+///
+/// - hyper's `Canceled` ("operation was canceled"): the request was never handed to a
+///   connection. hyper makes it for exactly two cases, both before anything is written: the
+///   connection was closed when the request was given to it ("connection was not ready"), or it
+///   closed with the request still in its queue ("connection closed"); a connection that
+///   received a `GOAWAY` does both to the requests that raced it. Never left the client.
+/// - a refused connection, a `REFUSED_STREAM`, a stream above a `GOAWAY`'s last stream id:
+///   [`retry_http::never_sent`], the HTTP doors' rule.
 fn unsent(error: &(dyn Error + 'static)) -> Option<Unsent> {
+    if chain(error).any(|e| {
+        e.downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_canceled)
+    }) {
+        return Some(Unsent::NeverLeftClient);
+    }
     if !retry_http::never_sent(error) {
         return None;
     }
-    let mut next = Some(error);
-    while let Some(error) = next {
-        if error
-            .downcast_ref::<std::io::Error>()
+    let refused = chain(error).any(|e| {
+        e.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
-        {
-            return Some(Unsent::ConnectionRefused);
-        }
-        next = error.source();
-    }
-    Some(Unsent::NotSeenByServer)
+    });
+    Some(if refused {
+        Unsent::ConnectionRefused
+    } else {
+        Unsent::NotSeenByServer
+    })
+}
+
+/// An error and its sources, at most 64 deep (a longer chain is a cycle).
+fn chain<'a>(error: &'a (dyn Error + 'static)) -> impl Iterator<Item = &'a (dyn Error + 'static)> {
+    std::iter::successors(Some(error), |&e| e.source()).take(64)
 }
 
 /// The code of an attempt that ended in an error: a `tonic::Status` in its source chain says it;
 /// anything else broke the transport, `UNAVAILABLE` as gRPC's clients report it.
 fn code_of_error(error: &(dyn Error + 'static)) -> Code {
-    let mut next = Some(error);
-    let mut depth = 0;
-    while let Some(error) = next {
-        if let Some(status) = error.downcast_ref::<tonic::Status>() {
-            return status.code();
-        }
-        depth += 1;
-        if depth > 64 {
-            break;
-        }
-        next = error.source();
-    }
-    Code::Unavailable
+    chain(error)
+        .find_map(|e| e.downcast_ref::<tonic::Status>())
+        .map_or(Code::Unavailable, tonic::Status::code)
 }
 
 /// gRPC's mapping of an HTTP status that is not 200 (`doc/http-grpc-status-mapping.md`).

@@ -9,7 +9,7 @@ use http_body::{Body, Frame, SizeHint};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, Wake, Waker};
 use tonic::{Code, Status};
 
 /// What the request body's readers share: the caller's body, the frames read from it so far
@@ -23,7 +23,39 @@ struct Tee {
     limit: usize,
     outgrew: bool,
     failed: Option<Status>,
-    waiting: Vec<Waker>,
+    /// The source is polled with this waker, never with a reader's own: the source keeps one
+    /// waker, and a reader's may belong to a copy that failed since (issue 39: the survivor of
+    /// a hedged client stream was never woken again).
+    waiting: Arc<Waiting>,
+}
+
+/// The readers waiting for the caller's body, woken all at once when it has something.
+#[derive(Default)]
+struct Waiting(Mutex<Vec<Waker>>);
+
+impl Waiting {
+    fn push(&self, waker: &Waker) {
+        let mut wakers = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !wakers.iter().any(|w| w.will_wake(waker)) {
+            wakers.push(waker.clone());
+        }
+    }
+}
+
+impl Wake for Waiting {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let wakers = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        for waker in wakers {
+            waker.wake();
+        }
+    }
 }
 
 /// The request body of a call, shared by its attempts: each attempt reads a [`Replay`] of it,
@@ -44,7 +76,7 @@ impl RequestBody {
             limit,
             outgrew: false,
             failed: None,
-            waiting: Vec::new(),
+            waiting: Arc::default(),
         })))
     }
 
@@ -99,16 +131,15 @@ impl Body for Replay {
         if let Some(status) = &tee.failed {
             return Poll::Ready(Some(Err(status.clone())));
         }
+        let waiting = Arc::clone(&tee.waiting);
         let Some(source) = tee.source.as_mut() else {
             return Poll::Ready(None);
         };
-        match Pin::new(source).poll_frame(cx) {
-            Poll::Pending => {
-                if !tee.waiting.iter().any(|w| w.will_wake(cx.waker())) {
-                    tee.waiting.push(cx.waker().clone());
-                }
-                Poll::Pending
-            }
+        // Registered before the poll, so that a frame arriving during it wakes this reader too.
+        waiting.push(cx.waker());
+        let all = Waker::from(waiting);
+        match Pin::new(source).poll_frame(&mut Context::from_waker(&all)) {
+            Poll::Pending => Poll::Pending,
             Poll::Ready(None) => {
                 tee.source = None;
                 wake_all(&mut tee);
@@ -155,9 +186,7 @@ impl Body for Replay {
 }
 
 fn wake_all(tee: &mut Tee) {
-    for waker in tee.waiting.drain(..) {
-        waker.wake();
-    }
+    tee.waiting.wake_by_ref();
 }
 
 fn clone_frame(frame: &Frame<Bytes>) -> Frame<Bytes> {
@@ -280,5 +309,115 @@ where
 
     fn size_hint(&self) -> SizeHint {
         self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A caller's body whose frames the test hands over one by one; it keeps one waker, as
+    /// tonic's encoding body (and any `Stream`) does.
+    #[derive(Clone, Default)]
+    struct Caller(Arc<Mutex<Sent>>);
+
+    #[derive(Default)]
+    struct Sent {
+        frames: Vec<Bytes>,
+        ended: bool,
+        waker: Option<Waker>,
+    }
+
+    impl Caller {
+        fn send(&self, data: &'static [u8], last: bool) {
+            let mut sent = self.0.lock().expect("not poisoned");
+            sent.frames.push(Bytes::from_static(data));
+            sent.ended = last;
+            if let Some(waker) = sent.waker.take() {
+                waker.wake();
+            }
+        }
+    }
+
+    impl Body for Caller {
+        type Data = Bytes;
+        type Error = Status;
+
+        fn poll_frame(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+            let mut sent = self.0.lock().expect("not poisoned");
+            if !sent.frames.is_empty() {
+                return Poll::Ready(Some(Ok(Frame::data(sent.frames.remove(0)))));
+            }
+            if sent.ended {
+                return Poll::Ready(None);
+            }
+            sent.waker = Some(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+
+    #[derive(Default)]
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn poll(body: &mut tonic::body::Body, waker: &Waker) -> Poll<Option<Bytes>> {
+        Pin::new(body)
+            .poll_frame(&mut Context::from_waker(waker))
+            .map(|frame| {
+                frame.map(|frame| {
+                    frame
+                        .ok()
+                        .and_then(|f| f.into_data().ok())
+                        .unwrap_or_default()
+                })
+            })
+    }
+
+    #[test]
+    fn every_reader_waiting_on_the_callers_body_is_woken_when_the_last_to_poll_is_gone() {
+        // Issue 39: two hedged copies read the request; the second polls the caller's body
+        // last, then fails and is dropped; the first must still hear of the next message.
+        let caller = Caller::default();
+        let tee = RequestBody::new(tonic::body::Body::new(caller.clone()), 1024);
+        let (first, second) = (Arc::new(Count::default()), Arc::new(Count::default()));
+        let (first_waker, second_waker) = (
+            Waker::from(Arc::clone(&first)),
+            Waker::from(Arc::clone(&second)),
+        );
+        let mut one = tee.replay();
+        let mut two = tee.replay();
+        caller.send(b"a", false);
+        assert_eq!(
+            poll(&mut one, &first_waker),
+            Poll::Ready(Some(Bytes::from_static(b"a")))
+        );
+        assert!(poll(&mut one, &first_waker).is_pending());
+        assert_eq!(
+            poll(&mut two, &second_waker),
+            Poll::Ready(Some(Bytes::from_static(b"a")))
+        );
+        assert!(poll(&mut two, &second_waker).is_pending());
+        let woken = first.0.load(Ordering::Relaxed);
+        drop(two);
+        caller.send(b"b", true);
+        assert_eq!(
+            first.0.load(Ordering::Relaxed),
+            woken + 1,
+            "the first reader is woken"
+        );
+        assert_eq!(
+            poll(&mut one, &first_waker),
+            Poll::Ready(Some(Bytes::from_static(b"b")))
+        );
+        assert_eq!(poll(&mut one, &first_waker), Poll::Ready(None));
     }
 }

@@ -76,18 +76,23 @@ where
             }
         }
     };
-    match deadline {
-        None => run.await,
-        Some(at) => match tokio::time::timeout_at(at, run).await {
-            Ok(answered) => answered,
-            Err(_) => {
-                counters.deadline_exceeded.fetch_add(1, Ordering::Relaxed);
-                Err(Box::new(Status::deadline_exceeded(format!(
-                    "retry-grpc: the call's deadline of {:?} passed",
-                    timeout.unwrap_or_default()
-                ))))
-            }
-        },
+    let Some(at) = deadline else {
+        return run.await;
+    };
+    match tokio::time::timeout_at(at, run).await {
+        Ok(Ok(response)) => Ok(response),
+        Ok(Err(error)) if Instant::now() < at => Err(error),
+        // An attempt that failed at the deadline (`attempt::send`) ends the call as the door's
+        // own timer would have: its timer may fire in the same tick as the channel's, and be
+        // polled after it, or the task may run only once the server's answer to the deadline
+        // is in.
+        Ok(Err(_)) | Err(_) => {
+            counters.deadline_exceeded.fetch_add(1, Ordering::Relaxed);
+            Err(Box::new(Status::deadline_exceeded(format!(
+                "retry-grpc: the call's deadline of {:?} passed",
+                timeout.unwrap_or_default()
+            ))))
+        }
     }
 }
 

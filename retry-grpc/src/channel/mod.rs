@@ -379,7 +379,8 @@ impl Counters {
     }
 
     /// Calls that ended at their deadline (the method's `timeout` or the caller's
-    /// `grpc-timeout`) before an answer.
+    /// `grpc-timeout`) with `DEADLINE_EXCEEDED`: the door's timer fired before an answer, or
+    /// the attempt failed at or after the deadline.
     pub fn deadline_exceeded(&self) -> u64 {
         self.deadline_exceeded.load(Ordering::Relaxed)
     }

@@ -305,13 +305,6 @@ fn fallback(
             // The call spans `f`: it starts at `f`'s first token and ends at its last.
             let last = at(&last.unwrap_or_else(|| first.clone()).into());
             let first = at(&first.into());
-            let f: TokenStream = f
-                .into_iter()
-                .map(|mut token| {
-                    token.set_span(at(&token.clone().into()));
-                    token
-                })
-                .collect();
             let mut receiver = Group::new(Delimiter::Parenthesis, quote!(#shape, #f));
             receiver.set_span(last);
             let mut loop_ = Group::new(Delimiter::Parenthesis, builder);

@@ -595,8 +595,10 @@ where
 /// A layer for any service whose request is `Clone` (a request enum to a custom service, a
 /// tonic message, ...): each attempt sends a clone of the request through the attribute's loop,
 /// with the [`HttpRetry`] options that apply to any request (the policy, `name`, `budget`,
-/// `breaker`, `notify`, `on_give_up`, `timeout`; `body_limit` and `add_idempotency_key` are
-/// for HTTP requests and have no effect here). Errors are judged by `C` ([`ByTransient`] by
+/// `breaker`, `gate`, `aws2026`, `notify`, `on_give_up`, `timeout`; `body_limit` and
+/// `add_idempotency_key` are for HTTP requests and have no effect here). A request that the
+/// `gate` sheds is never sent: the caller's error is the boxed
+/// [`Rejected`](retry_runtime::Rejected). Errors are judged by `C` ([`ByTransient`] by
 /// default), answers by `R` ([`AnyResponse`] by default). The caller's error is boxed
 /// ([`BoxError`]), as with [`RetryLayer`].
 ///

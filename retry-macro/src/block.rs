@@ -4,7 +4,7 @@
 
 use crate::args::{self, Args};
 use crate::errors::Errors;
-use crate::expand::{Witness, at, fallback_check, local, pass_through, policy_binding, timer};
+use crate::expand::{at, local, pass_through, policy_binding, timer};
 use proc_macro2::{Delimiter, Group, Ident, Spacing, Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote, quote_spanned};
 use retry_grammar::{self as grammar, Context, Scope};
@@ -265,16 +265,13 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
             ::core::line!()
         )),
     };
-    let mut builder = quote_spanned!(start_span=>
+    let builder = quote_spanned!(start_span=>
         __retry_rt::Shape::#shape(&#closure).#start(#policy_ref, #name, #classify, #timer));
-    builder.extend(pass_through(args, &quote!(&#closure)));
-    let fallback_item = fallback_check(
+    let builder = pass_through(
         args,
-        if is_async {
-            Witness::AsyncBlock
-        } else {
-            Witness::Block
-        },
+        builder,
+        &quote!(__retry_rt::Shape::#shape(&#closure)),
+        is_async,
     );
     let (key_item, attempt_state) = match args.expr(&grammar::KEY) {
         Some(expr) => {
@@ -338,7 +335,6 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
     let statements = quote! {
         use #runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
         #again_item
-        #fallback_item
         #policy_item
         #key_item
         #closure_item

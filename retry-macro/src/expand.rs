@@ -92,12 +92,14 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         .map_or_else(Span::call_site, |on| at(&on.to_token_stream()));
     let start = Ident::new("start", start_span);
     let timer = timer(is_async, args);
-    let mut builder = quote_spanned!(start_span=>
+    let builder = quote_spanned!(start_span=>
         __retry_rt::Shape::<#output>::new().#start(#policy_ref, #name, #classify, #timer));
-    builder.extend(pass_through(
+    let builder = pass_through(
         args,
-        &quote!(__retry_rt::output_type::<#output>),
-    ));
+        builder,
+        &quote!(__retry_rt::Shape::<#output>::new()),
+        is_async,
+    );
     // A function with an idempotency key lends it to each attempt (and through the attempt's
     // outcome to its fallback): `__retry.key(&key).run(...)`. Located at the parameter's type
     // (past any `&`), so that a type without `Display` is reported there.
@@ -157,7 +159,6 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     } else {
         quote!(#result)
     };
-    let fallback_item = fallback_check(args, Witness::Fn);
     let attrs = &func.attrs;
     let vis = &func.vis;
     let sig = &func.sig;
@@ -167,7 +168,6 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
             // `StartWithoutDebug` is the `start` of an error type without `Debug`; an error
             // type with `Debug` gets the inherent one (see `Retry`).
             use #runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
-            #fallback_item
             #policy_item
             #hedge_item
             let mut #state = #builder;
@@ -225,17 +225,19 @@ fn span_of(tokens: &TokenStream) -> Span {
         .map_or_else(Span::call_site, |t| t.span())
 }
 
-/// Input: `notify = log_retry, timeout = "2s", budget = BUDGET, nested = retry`.
-/// Output: `.timeout(__retry_rt::Duration::from_secs(2)).notify(log_retry).budget(&BUDGET)
+/// Input: the builder so far (`Shape::<R>::new().start(...)`) and `notify = log_retry,
+/// timeout = "2s", budget = BUDGET, nested = retry`. Output: the builder with
+/// `.timeout(__retry_rt::Duration::from_secs(2)).notify(log_retry).budget(&BUDGET)
 /// .nested_retry()`, one builder call per pass-through key given, in the table's order, each
 /// located at its value so that an unmet bound of the builder (`E: From<Elapsed>` for
-/// `timeout`, `E: From<CircuitOpen>` for `breaker`) is reported there.
-///
-/// With `on_result`, `fallback = f` is passed as `.fallback(THE_CHECK(witness, f))`, where
-/// `witness` fixes the outcome type (see [`fallback_check`]).
-pub(crate) fn pass_through(args: &Args, outcome_witness: &TokenStream) -> TokenStream {
-    let mut calls = TokenStream::new();
-    let check_fallback = has_on_result(args);
+/// `timeout`, `E: From<CircuitOpen>` for `breaker`) is reported there. A fallback named by its
+/// path wraps the builder so far instead (see [`fallback`]).
+pub(crate) fn pass_through(
+    args: &Args,
+    mut builder: TokenStream,
+    shape: &TokenStream,
+    is_async: bool,
+) -> TokenStream {
     for key in KEYS {
         let Some((arg, setting)) = args.accepted(key) else {
             continue;
@@ -252,75 +254,70 @@ pub(crate) fn pass_through(args: &Args, outcome_witness: &TokenStream) -> TokenS
             (setting, _) => setting_tokens(setting),
         };
         match key.pass {
-            Pass::Value if check_fallback && key.is(&grammar::FALLBACK) => {
-                let (builder, value) = (Ident::new(key.name, span), value());
-                let check = Ident::new(FALLBACK_CHECK, Span::mixed_site());
-                calls.extend(quote_spanned!(span=> .#builder(#check(#outcome_witness, #value))));
+            Pass::Value if key.is(&grammar::FALLBACK) => {
+                builder = fallback(builder, shape, value(), span, is_async);
             }
             Pass::Value => {
-                let (builder, value) = (Ident::new(key.name, span), value());
-                calls.extend(quote_spanned!(span=> .#builder(#value)));
+                let (name, value) = (Ident::new(key.name, span), value());
+                builder.extend(quote_spanned!(span=> .#name(#value)));
             }
             Pass::Ref => {
-                let (builder, value) = (Ident::new(key.name, span), value());
-                calls.extend(quote_spanned!(span=> .#builder(&#value)));
+                let (name, value) = (Ident::new(key.name, span), value());
+                builder.extend(quote_spanned!(span=> .#name(&#value)));
             }
-            Pass::Switch(builder) => {
+            Pass::Switch(name) => {
                 let on = matches!((key.kind, setting), (Kind::Words([first, ..]), Setting::Word(word)) if first == word);
                 if on {
-                    let builder = Ident::new(builder, span);
-                    calls.extend(quote_spanned!(span=> .#builder()));
+                    let name = Ident::new(name, span);
+                    builder.extend(quote_spanned!(span=> .#name()));
                 }
             }
             Pass::Policy(_) | Pass::Macro => {}
         }
     }
-    calls
+    builder
 }
 
-/// The name of the function through which a fallback beside `on_result` is passed: rustc's
-/// E0631 for a fallback of the error form (`fn(E, GiveUp)`) cannot be worded, but it names the
-/// function whose bound the fallback missed, so that name says why.
-const FALLBACK_CHECK: &str = "with_on_result_the_fallback_takes_the_outcome_not_the_error";
-
-/// Input: the arguments, and how the outcome type is known where the fallback is passed: `Fn`
-/// (the witness is `output_type::<R>`, a function of type `fn() -> R`), or a block's closure
-/// (`&__retry_body`), sync or async. Output: with `on_result` and `fallback`, the item
-/// `fn with_on_result_the_fallback_takes_the_outcome_not_the_error<..>(witness, f) -> F`, which
-/// asks `f: FnOnce(R, GiveUp) -> Out`; nothing otherwise.
-pub(crate) fn fallback_check(args: &Args, witness: Witness) -> TokenStream {
-    if !has_on_result(args) || args.accepted(&grammar::FALLBACK).is_none() {
-        return TokenStream::new();
-    }
-    let check = Ident::new(FALLBACK_CHECK, Span::mixed_site());
-    let witness = match witness {
-        Witness::Fn => quote!(fn() -> __O),
-        Witness::Block => quote!(&impl ::core::ops::FnOnce() -> __O),
-        Witness::AsyncBlock => quote!(&impl ::core::ops::AsyncFnOnce() -> __O),
-    };
-    quote! {
-        fn #check<__O, __Out, __F: ::core::ops::FnOnce(__O, __retry_rt::GiveUp) -> __Out>(
-            _: #witness,
-            fallback: __F,
-        ) -> __F {
-            fallback
+/// Input: the builder so far and `fallback = f`. Output: for a closure,
+/// `builder.fallback(|error, why| ...)`, whose bound gives the closure's parameters their types;
+/// for anything else (a path, the usual form), `__retry_rt::Fallback(shape, f).attach(builder)`
+/// (`attach_sync` in a sync function or block), every token of the call located at `f`, where
+/// `shape` carries the result type (`Shape::<R>::new()`, or a block's `Shape::of(&body)`).
+///
+/// `attach` reads the fallback's first parameter off `f` and compares it with what the loop
+/// gives it (the error, or beside `on_result` the outcome) in a bound of its own, so that a
+/// fallback of another shape (`fn(&E, GiveUp)`, the error form beside `on_result`) is one error
+/// at `f` that names both types. Through `.fallback(f)`, it was rustc's E0631, which named
+/// `retry_runtime::state::Retry::<'p, T, E, O>::fallback` (beside `on_result` a second time, from
+/// a check of the macro's own) and suggested a closure with a placeholder (`cached(/* E */, arg1)`).
+fn fallback(
+    builder: TokenStream,
+    shape: &TokenStream,
+    f: TokenStream,
+    span: Span,
+    is_async: bool,
+) -> TokenStream {
+    let mut tokens = f.clone().into_iter();
+    let first = tokens.next();
+    let last = tokens.last();
+    match (syn::parse2::<syn::ExprClosure>(f.clone()), first) {
+        (Err(_), Some(first)) => {
+            // The call spans `f`: it starts at `f`'s first token and ends at its last.
+            let last = at(&last.unwrap_or_else(|| first.clone()).into());
+            let first = at(&first.into());
+            let mut receiver = Group::new(Delimiter::Parenthesis, quote!(#shape, #f));
+            receiver.set_span(last);
+            let mut loop_ = Group::new(Delimiter::Parenthesis, builder);
+            loop_.set_span(last);
+            // A sync loop's fallback is sync: `attach_sync` settles the form first.
+            let attach = Ident::new(if is_async { "attach" } else { "attach_sync" }, first);
+            quote_spanned!(first=> __retry_rt::Fallback #receiver . #attach #loop_)
+        }
+        _ => {
+            let name = Ident::new("fallback", span);
+            quote_spanned!(span=> #builder .#name(#f))
         }
     }
-}
-
-/// Whether `on_result` is given (a row of the table without a constant of its own).
-fn has_on_result(args: &Args) -> bool {
-    grammar::key("on_result").is_some_and(|key| args.accepted(key).is_some())
-}
-
-/// How [`fallback_check`] learns the outcome type.
-pub(crate) enum Witness {
-    /// A function's return type, as `output_type::<R>`.
-    Fn,
-    /// A sync block's closure.
-    Block,
-    /// An async block's closure.
-    AsyncBlock,
 }
 
 /// Input: `policy = RUNTIME_POLICY` or the timing keys. Output: the item that holds the policy

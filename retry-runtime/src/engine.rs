@@ -15,18 +15,23 @@
 //! configuration where its calls can borrow it, and per call makes [`Settings`] (the policy,
 //! the name, `budget`, `breaker`, `gate`, `timeout`, `hedge`, ...) and [`DynHooks`] (how errors and
 //! answers are judged, who hears the pauses and the end), both borrowed, then drives its
-//! [`Operation`]:
+//! [`Operation`]. The door's error type `E` takes what the loop makes of a timed-out attempt
+//! and of an open breaker (`From<Elapsed>`, `From<CircuitOpen>`), and of a gate's rejection
+//! (`From<Rejected>`) only if the door calls [`Settings::gate`]. A name read from configuration
+//! is made a `&'static str` once with [`interned`]. An attempt's future may be dropped before
+//! it ends: see [`Operation`], "Cancellation".
 //!
 //! ```
 //! use retry_runtime::engine::{self, AsyncFnOperation, DynHooks, Settings, TokioTimer};
-//! use retry_runtime::{attempt, CircuitOpen, Elapsed, Jitter, Policy, Rejected, Verdict};
+//! use retry_runtime::{attempt, CircuitOpen, Elapsed, Jitter, Policy, Verdict};
 //! use std::sync::atomic::{AtomicU32, Ordering};
 //!
+//! // The door's error: its own failures, and what the loop makes of a timed-out attempt and of
+//! // an open breaker. (A door that calls `Settings::gate` also turns a gate's `Rejected` into it.)
 //! #[derive(Debug)]
-//! enum CallError { Busy, Timeout(Elapsed), Open(CircuitOpen), Shed(Rejected) }
+//! enum CallError { Busy, Timeout(Elapsed), Open(CircuitOpen) }
 //! impl From<Elapsed> for CallError { fn from(e: Elapsed) -> Self { CallError::Timeout(e) } }
 //! impl From<CircuitOpen> for CallError { fn from(o: CircuitOpen) -> Self { CallError::Open(o) } }
-//! impl From<Rejected> for CallError { fn from(r: Rejected) -> Self { CallError::Shed(r) } }
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {
@@ -71,7 +76,7 @@
 use crate::context::{self, Enter, Frame, KeyKind, Packed};
 use crate::state::{self, DynHooks as Hooks, Retry, Settings as Set, Site};
 use crate::timer::{Elapsed, Sleeper};
-use crate::{CircuitOpen, Hedge, Rejected};
+use crate::{CircuitOpen, Hedge};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -81,34 +86,76 @@ use std::task::{Context as TaskContext, Poll};
 pub use crate::state::dynamic::{ClassifyFn, GiveUpFn, NotifyFn, OnResultFn};
 pub use crate::state::{
     AsyncForm, AsyncRun, ByTransient, Classifier, Defaults, DynHooks, ErrorForm, ErrorOnly,
-    FallbackOutput, GiveUpHook, IntoVerdict, NotifyHook, Options, OutcomeForm, Settings, SyncForm,
-    SyncRun,
+    FallbackOutput, Gate, GateAndError, GateFor, GateSlot, GiveUpHook, IntoVerdict, NoGate,
+    NotifyHook, Options, OutcomeForm, Settings, SyncForm, SyncRun,
 };
 pub use crate::timer::{FnForm, IntoSleeper, TypeForm};
 
 /// The operation a call retries: what each of its attempts runs, as a future that may borrow
-/// the operation (and through it the door's state, such as a `&mut` service) for as long as the
-/// attempt runs.
+/// the operation (and through it the door's state, such as a client or a pool) for as long as
+/// the attempt runs.
 ///
 /// A door implements it on a struct that holds what its attempts need; a closure is one through
-/// [`FnOperation`] (a closure that returns a future) or [`AsyncFnOperation`] (an async closure). The attempt runs inside its context: [`attempt()`](crate::attempt) in
-/// `attempt` (and in its future) gives the attempt's number.
+/// [`FnOperation`] (a closure that returns a future) or [`AsyncFnOperation`] (an async closure).
+/// The attempt runs inside its context: [`attempt()`](crate::attempt) in `attempt` (and in its
+/// future) gives the attempt's number.
+///
+/// # Cancellation
+///
+/// An attempt's future may be dropped before it ends, at any `.await` in it, and nothing of it
+/// runs after that but destructors:
+///
+/// - when [`Settings::timeout`] cuts the attempt off (the loop then judges the `Elapsed` error
+///   and may make another attempt);
+/// - when a hedged copy loses to another ([`drive_hedged`]: the first acceptable answer wins,
+///   the other copies are dropped);
+/// - when the caller drops the call's future (a `select!`, a timeout around the whole call, a
+///   client that went away).
+///
+/// So an attempt must not leave half-changed what a later attempt uses. Take what belongs to
+/// one exchange (a connection, a stream, a transaction) into the attempt's future, and give it
+/// back only once the exchange is complete: dropped halfway, it is dropped with the future,
+/// and closed. A connection kept in the operation and borrowed by each attempt would reach the
+/// next attempt with a request sent and its answer unread, and that attempt would read the
+/// previous answer, or wait for one that never comes.
 ///
 /// ```
 /// use retry_runtime::engine::Operation;
 /// use std::future::Future;
+/// use std::io;
+/// use std::sync::Mutex;
 ///
-/// /// Each attempt sends the same request on the door's connection, borrowed mutably.
-/// struct Send<'c> {
-///     connection: &'c mut Vec<String>,
-///     request: &'c str,
+/// /// An open connection; dropping it closes it.
+/// struct Connection { /* a socket */ }
+///
+/// impl Connection {
+///     async fn open() -> io::Result<Connection> { Ok(Connection {}) }
+///     /// Sends `request` and reads its answer: cancelled between the two, the connection
+///     /// holds an answer that no one has read.
+///     async fn exchange(&mut self, request: &str) -> io::Result<usize> { Ok(request.len()) }
 /// }
 ///
-/// impl Operation<usize, std::io::Error> for Send<'_> {
-///     fn attempt(&mut self) -> impl Future<Output = Result<usize, std::io::Error>> {
+/// /// Each attempt takes a connection of its own from the door's idle ones (or opens one),
+/// /// and puts it back only after a whole exchange.
+/// struct Send<'d> {
+///     idle: &'d Mutex<Vec<Connection>>,
+///     request: &'d str,
+/// }
+///
+/// impl Operation<usize, io::Error> for Send<'_> {
+///     fn attempt(&mut self) -> impl Future<Output = io::Result<usize>> {
+///         let (idle, request) = (self.idle, self.request);
 ///         async move {
-///             self.connection.push(self.request.to_owned());
-///             Ok(self.connection.len())
+///             let taken = idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+///             let mut connection = match taken {
+///                 Some(connection) => connection,
+///                 None => Connection::open().await?,
+///             };
+///             // Dropped here (a timeout, a lost hedge, the caller gone), `connection` is
+///             // dropped with the future: closed, never put back half-used.
+///             let answer = connection.exchange(request).await?;
+///             idle.lock().unwrap_or_else(|e| e.into_inner()).push(connection);
+///             Ok(answer)
 ///         }
 ///     }
 /// }
@@ -141,7 +188,9 @@ where
 }
 
 /// An async closure as an [`Operation`] (`async || { ... }`), whose attempts may borrow its
-/// captures mutably: a transaction on a `&mut` database client, a `&mut` connection.
+/// captures mutably: a `&mut` database client that begins a transaction per attempt (a
+/// transaction dropped unfinished rolls back). What one exchange leaves half-done must not be
+/// borrowed across attempts: see [`Operation`], "Cancellation".
 ///
 /// rustc cannot yet prove such a future `Send` (rust-lang/rust#100013: "lifetime bound not
 /// satisfied", "implementation of `Send` is not general enough"), so a call that is spawned takes
@@ -156,19 +205,57 @@ impl<T, E, B: AsyncFnMut() -> Result<T, E>> Operation<T, E> for AsyncFnOperation
     }
 }
 
+/// `name` as a `&'static str`, for [`Settings::name`] (and the other names that are labels:
+/// `retry-http`'s `HttpRetry::name`, a gate's, a breaker's) when it is read at
+/// run time, from configuration: the first call with a name copies it and keeps the copy for
+/// the rest of the process; every later call with the same text returns that copy, allocating
+/// nothing. So a door configured again with the same name (a reload) keeps one copy, and one
+/// set of metric handles (found by the name's address).
+///
+/// Names are labels, a small set (the metrics guide asks it of every label value): a name made
+/// per request (an id, a URL) would be kept as many times as there are distinct ones.
+///
+/// ```
+/// use retry_runtime::engine::{self, Settings};
+/// use retry_runtime::Policy;
+///
+/// // Read from configuration.
+/// let configured = String::from("payments");
+/// let name: &'static str = engine::interned(&configured);
+/// assert!(std::ptr::eq(name, engine::interned("payments")));
+///
+/// let policy = Policy::new();
+/// let settings = Settings::new(&policy).name(name);
+/// # let _ = settings;
+/// ```
+pub fn interned(name: &str) -> &'static str {
+    use std::collections::BTreeSet;
+    use std::sync::{Mutex, PoisonError};
+    static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    // A panic while the lock was held cannot leave the set half-changed (an insert is one
+    // step), so a poisoned lock is taken as it is.
+    let mut names = NAMES.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(kept) = names.get(name) {
+        return kept;
+    }
+    let kept: &'static str = Box::leak(Box::from(name));
+    names.insert(kept);
+    kept
+}
+
 /// tokio's timer, for [`drive`]: pauses with `tokio::time::sleep`, on tokio's clock (which a
 /// paused test clock governs).
 #[cfg(feature = "tokio")]
 pub use crate::timer::TokioTimer;
 
 /// The loop state of one call of a door configured at run time.
-fn state<'a, T, E, S: Sleeper>(
-    settings: &Set<'a>,
+fn state<'a, T, E, S: Sleeper, G: GateFor<'a, E>>(
+    settings: &Set<'a, G>,
     hooks: Hooks<'a, T, E>,
     timer: S,
 ) -> Retry<'a, T, E, state::DynOptions<'a, T, E, S>>
 where
-    E: fmt::Debug + From<Elapsed> + From<CircuitOpen> + From<Rejected>,
+    E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
 {
     let clock = crate::timer::clock_of::<S>;
     Retry {
@@ -189,17 +276,21 @@ where
 /// accepted (an `Ok` that `on_result` does not reject, or an error the classifier says not to
 /// retry) or the loop gives up; then that outcome, or the last one.
 ///
-/// A breaker's refusal, a gate's rejection and a timed-out attempt are the call's error through
-/// `E`'s `From` impls; the events show errors with `E`'s `Debug`.
-pub async fn drive<T, E, S>(
-    settings: &Settings<'_>,
-    hooks: DynHooks<'_, T, E>,
+/// A breaker's refusal and a timed-out attempt are the call's error through `E`'s `From` impls,
+/// and with a [`gate`](Settings::gate) a gate's rejection too (`G` is then [`Gate`], which asks
+/// `E: From<Rejected>`; without one it is [`NoGate`], which asks nothing); the events show
+/// errors with `E`'s `Debug`. A timed-out attempt's error is judged by `hooks`' classifier, as
+/// any other ([`Settings::timeout`]).
+pub async fn drive<'a, T, E, S, G>(
+    settings: &Settings<'a, G>,
+    hooks: DynHooks<'a, T, E>,
     timer: S,
     operation: impl Operation<T, E>,
 ) -> Result<T, E>
 where
-    E: fmt::Debug + From<Elapsed> + From<CircuitOpen> + From<Rejected>,
+    E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
     S: Sleeper,
+    G: GateFor<'a, E>,
 {
     let state = state(settings, hooks, timer);
     state::drive(state, None, state::Plain(operation)).await
@@ -221,13 +312,12 @@ where
 ///
 /// ```
 /// use retry_runtime::engine::{self, DynHooks, FirstAttempt, FnOperation, Settings, TokioTimer};
-/// use retry_runtime::{attempt, CircuitOpen, Elapsed, Jitter, Policy, Rejected, Verdict};
+/// use retry_runtime::{attempt, CircuitOpen, Elapsed, Jitter, Policy, Verdict};
 ///
 /// #[derive(Debug)]
-/// enum CallError { Busy, Timeout(Elapsed), Open(CircuitOpen), Shed(Rejected) }
+/// enum CallError { Busy, Timeout(Elapsed), Open(CircuitOpen) }
 /// impl From<Elapsed> for CallError { fn from(e: Elapsed) -> Self { CallError::Timeout(e) } }
 /// impl From<CircuitOpen> for CallError { fn from(o: CircuitOpen) -> Self { CallError::Open(o) } }
-/// impl From<Rejected> for CallError { fn from(r: Rejected) -> Self { CallError::Shed(r) } }
 ///
 /// async fn call() -> Result<u32, CallError> {
 ///     // The attempt's number, as a header would carry it.
@@ -272,10 +362,10 @@ impl FirstAttempt {
     /// The first attempt of a call with `settings`, if it may run outside the loop (see
     /// [`FirstAttempt`]). Reads whether a layer above retries, as the loop does when it starts.
     #[inline]
-    pub fn new(settings: &Settings<'_>) -> Option<Self> {
+    pub fn new<'a, G: GateSlot<'a>>(settings: &Settings<'a, G>) -> Option<Self> {
         let plain = settings.budget.is_none()
             && settings.breaker.is_none()
-            && settings.gate.is_none()
+            && settings.gate.get().is_none()
             && settings.aws.is_none()
             && settings.timeout.is_none()
             && settings.hedge.is_none()
@@ -354,16 +444,17 @@ impl<F: Future> Future for InAttempt<F> {
 /// [`drive`] after a [`FirstAttempt`] whose outcome was not accepted: `first` is the loop's
 /// first attempt (judged by `hooks` as any other), and `operation` makes the attempts after it.
 /// `settings` and `hooks` are the ones the first attempt was made with.
-pub async fn drive_after<T, E, S>(
-    settings: &Settings<'_>,
-    hooks: DynHooks<'_, T, E>,
+pub async fn drive_after<'a, T, E, S, G>(
+    settings: &Settings<'a, G>,
+    hooks: DynHooks<'a, T, E>,
     timer: S,
     first: Result<T, E>,
     operation: impl Operation<T, E>,
 ) -> Result<T, E>
 where
-    E: fmt::Debug + From<Elapsed> + From<CircuitOpen> + From<Rejected>,
+    E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
     S: Sleeper,
+    G: GateFor<'a, E>,
 {
     let operation = After {
         first: Some(first),
@@ -397,16 +488,17 @@ impl<T, E, O: Operation<T, E>> Operation<T, E> for After<T, E, O> {
 /// future, possibly while another copy runs, so it is `Fn`: a closure that returns a future
 /// (`|| async move { ... }`), with what each copy needs cloned into it (a tonic client, an
 /// `Arc`).
-pub async fn drive_hedged<T, E, S, Fut>(
-    settings: &Settings<'_>,
-    hooks: DynHooks<'_, T, E>,
+pub async fn drive_hedged<'a, T, E, S, G, Fut>(
+    settings: &Settings<'a, G>,
+    hooks: DynHooks<'a, T, E>,
     timer: S,
     hedge: &Hedge,
     attempt: impl Fn() -> Fut,
 ) -> Result<T, E>
 where
-    E: fmt::Debug + From<Elapsed> + From<CircuitOpen> + From<Rejected>,
+    E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
     S: Sleeper,
+    G: GateFor<'a, E>,
     Fut: Future<Output = Result<T, E>>,
 {
     let state = state(settings, hooks, timer);
@@ -416,13 +508,14 @@ where
 /// [`drive`] for a blocking call: the pauses block the thread (`std::thread::sleep`), the
 /// deadline is measured on [`Instant::now`](std::time::Instant::now). `settings`' `timeout` and
 /// `hedge` are not honoured here: a blocking call cannot be cut off, or raced, from outside.
-pub fn drive_blocking<T, E>(
-    settings: &Settings<'_>,
-    hooks: DynHooks<'_, T, E>,
+pub fn drive_blocking<'a, T, E, G>(
+    settings: &Settings<'a, G>,
+    hooks: DynHooks<'a, T, E>,
     mut attempt: impl FnMut() -> Result<T, E>,
 ) -> Result<T, E>
 where
-    E: fmt::Debug + From<Elapsed> + From<CircuitOpen> + From<Rejected>,
+    E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
+    G: GateFor<'a, E>,
 {
     let settings = settings.timeout(None);
     let mut state = state(&settings, hooks, Blocking);

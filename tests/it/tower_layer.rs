@@ -1052,3 +1052,102 @@ async fn a_gate_learns_from_a_429_and_sheds_beyond_its_limit() {
     drop(held);
     assert_eq!(concurrency(&gate), (9, 0));
 }
+
+/// `CloneRetryLayer` honours `gate` as `RetryLayer` does (its docs list it): a throttled answer
+/// teaches the gate, and a request beyond its limit is shed before the service sees it.
+#[tokio::test(start_paused = true)]
+async fn a_clone_request_asks_the_gate_and_is_shed_beyond_its_limit() {
+    use retry_runtime::{AdmissionGate, Aimd, RejectReason, Rejected, Verdict};
+    let gate =
+        Arc::new(AdmissionGate::aimd(Aimd::new().initial_limit(10).min_limit(1)).name("store"));
+    let (inner, seen) = store(&[Err(StoreError::Busy), Ok(Some(7))]);
+    let layer = CloneRetryLayer::new(HttpRetry::new(policy()).gate(Arc::clone(&gate)))
+        // A busy store is throttling: the gate learns it as shed load.
+        .classify(|error: &StoreError| match error {
+            StoreError::Busy => Verdict::Throttled,
+            StoreError::NoSuchKey => Verdict::Fail,
+        });
+    let service = ServiceBuilder::new().layer(layer).service(inner.clone());
+    let started = Instant::now();
+    let answer = service
+        .oneshot(Command::Get("quota"))
+        .await
+        .expect("stored");
+    assert_eq!(answer, Some(7));
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    // The throttled attempt cut the limit from 10 to ⌊10 × 0.9⌋ = 9; the retry paused 1 s.
+    assert_eq!(started.elapsed(), Duration::from_secs(1));
+    assert_eq!(concurrency(&gate), (9, 0));
+
+    let held: Vec<_> = (0..9)
+        .map(|_| {
+            gate.admit(std::time::Instant::now())
+                .expect("below the limit")
+        })
+        .collect();
+    let service = ServiceBuilder::new()
+        .layer(CloneRetryLayer::new(
+            HttpRetry::new(policy()).gate(Arc::clone(&gate)),
+        ))
+        .service(inner);
+    let error = service
+        .oneshot(Command::Get("quota"))
+        .await
+        .expect_err("shed");
+    let rejected = error
+        .downcast_ref::<Rejected>()
+        .expect("a boxed `Rejected`");
+    assert_eq!(
+        rejected.reason(),
+        RejectReason::ConcurrencyLimit { limit: 9 }
+    );
+    assert_eq!(rejected.gate(), "store");
+    assert_eq!(seen.lock().unwrap().len(), 2, "never sent");
+    drop(held);
+    assert_eq!(concurrency(&gate), (9, 0));
+}
+
+/// The paths CHANGELOG.md gives for what `retry_runtime::integrations::{tower,
+/// reqwest_middleware}` held (issue 39): each item is where it says. A path that moves fails to
+/// compile here.
+#[test]
+fn the_http_doors_items_are_where_the_changelog_says() {
+    use retry_http::reqwest::RetryMiddleware;
+    use retry_http::tower::{
+        AnyResponse, ByTransient, ClassifyError, ClassifyResponse, CloneRetryLayer,
+        CloneRetryService, RetryLayer, RetryService, error_verdict,
+    };
+    use retry_http::{
+        BoxError, Counters, DEFAULT_BODY_LIMIT, HttpRetry, ReplayBody, Resend, SendOnce, never_sent,
+    };
+    fn named<T: ?Sized>() -> &'static str {
+        std::any::type_name::<T>()
+    }
+    let names = [
+        named::<RetryMiddleware>(),
+        named::<AnyResponse>(),
+        named::<ByTransient>(),
+        named::<dyn ClassifyError<std::io::Error>>(),
+        named::<dyn ClassifyResponse<u16>>(),
+        named::<CloneRetryLayer>(),
+        named::<CloneRetryService<()>>(),
+        named::<RetryLayer>(),
+        named::<RetryService<()>>(),
+        named::<BoxError>(),
+        named::<Counters>(),
+        named::<HttpRetry>(),
+        named::<ReplayBody<()>>(),
+        named::<Resend>(),
+        named::<SendOnce>(),
+    ];
+    assert!(
+        names.iter().all(|name| name.starts_with("retry_http::")
+            || name.starts_with("dyn retry_http::")
+            || name.starts_with("alloc::boxed::Box<dyn")),
+        "{names:?}"
+    );
+    let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    assert!(never_sent(&refused));
+    assert_eq!(error_verdict(&refused), retry_runtime::Verdict::Retry);
+    assert_eq!(DEFAULT_BODY_LIMIT, 64 * 1024);
+}

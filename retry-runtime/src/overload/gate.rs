@@ -1,4 +1,4 @@
-//! [`AdmissionGate`]: one type for the three modes, its permit and its rejection.
+//! [`AdmissionGate`]: one type for the four modes, its permit and its rejection.
 
 use super::concurrency::{Aimd, Gradient2, Gradient2Limiter, Slots};
 use super::rate::{ClientRateLimit, RateLimiter};
@@ -11,13 +11,14 @@ use std::time::{Duration, Instant};
 /// answer. Shared like a [`RetryBudget`](crate::RetryBudget): `const`-constructible, for a
 /// `static`.
 ///
-/// Three modes, one per constructor:
+/// Four modes ([`GateMode`]), one per constructor:
 ///
 /// | mode | sheds when | follows |
 /// |---|---|---|
 /// | [`adaptive_throttling`](AdmissionGate::adaptive_throttling) | the service rejected more than half the recent requests: each attempt is rejected locally with probability `max(0, (requests − 2·accepts) / (requests + 1))` | Google SRE book, "Handling Overload"; gRPC-Go's adaptive throttler |
 /// | [`rate_limit`](AdmissionGate::rate_limit) | after the first throttled answer: attempts are held to a CUBIC-controlled rate (they wait for a token, or fail fast) | the AWS SDKs' adaptive retry mode (botocore) |
-/// | [`aimd`](AdmissionGate::aimd), [`gradient2`](AdmissionGate::gradient2) | the attempts in flight reach a limit that adapts to drops (AIMD) or latency (Gradient2) | Netflix `concurrency-limits` |
+/// | [`aimd`](AdmissionGate::aimd) | the attempts in flight reach a limit that grows by one per answer while in use and is cut by a tenth on a drop (throttled, shed or too slow) | Netflix `concurrency-limits` (`AIMDLimit`) |
+/// | [`gradient2`](AdmissionGate::gradient2) | the attempts in flight reach a limit that follows latency: it shrinks when an attempt takes longer than 1.5 times the long-term average | Netflix `concurrency-limits` (`Gradient2Limit`) |
 ///
 /// Each attempt asks [`admit`](AdmissionGate::admit) (with the current time: called directly,
 /// the gate never reads the clock). `Ok` is a [`GatePermit`]: wait for [`GatePermit::wait`]

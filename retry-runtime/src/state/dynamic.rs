@@ -40,13 +40,20 @@ use std::time::Duration;
 ///     .timeout(Some(Duration::from_secs(2)));
 /// # let _ = settings;
 /// ```
+///
+/// `G` says whether the door gives a [`gate`](Settings::gate): [`NoGate`] as
+/// [`new`](Settings::new) makes them, so that the call's error needs no `From<Rejected>`, or
+/// [`Gate`] once `gate` is called (even with `None`: a gate chosen at run time may be there),
+/// and then the call's error turns a rejection into itself with `From<Rejected>`. A breaker's
+/// refusal and a timed-out attempt become the error through `From<CircuitOpen>` and
+/// `From<Elapsed>`, which [`drive`](crate::engine::drive) always asks.
 #[derive(Clone, Copy, Debug)]
-pub struct Settings<'a> {
+pub struct Settings<'a, G = Gate<'a>> {
     pub(crate) policy: &'a Policy,
     pub(crate) name: &'static str,
     pub(crate) budget: Option<&'a RetryBudget>,
     pub(crate) breaker: Option<&'a CircuitBreaker>,
-    pub(crate) gate: Option<&'a AdmissionGate>,
+    pub(crate) gate: G,
     pub(crate) aws: Option<&'a Aws2026Standard>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) nested_retry: bool,
@@ -54,7 +61,67 @@ pub struct Settings<'a> {
     pub(crate) hedge: Option<&'a Hedge>,
 }
 
-impl<'a> Settings<'a> {
+/// The `gate` of [`Settings`] that [`new`](Settings::new) makes: none, so that the call's error
+/// needs no `From<Rejected>`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoGate;
+
+/// The `gate` of [`Settings`] after [`gate`](Settings::gate): the door's
+/// [`AdmissionGate`], or `None`, chosen at run time. The call's error needs `From<Rejected>`.
+#[derive(Clone, Copy, Debug)]
+pub struct Gate<'a>(Option<&'a AdmissionGate>);
+
+/// What [`Settings`]' gate slot holds ([`NoGate`] or [`Gate`]): the gate, if any.
+pub trait GateSlot<'a>: Copy {
+    /// The gate the call asks before each attempt, if any.
+    fn get(&self) -> Option<&'a AdmissionGate>;
+}
+
+/// A gate slot that can turn its gate's rejection into the call's error `E`: [`NoGate`] for any
+/// error type (it rejects nothing), [`Gate`] for one with `From<Rejected>`.
+#[diagnostic::on_unimplemented(
+    message = "a call with `Settings::gate` needs its error type `{E}` to implement `From<Rejected>`",
+    label = "the settings have a gate slot (`Settings::gate` was called), whose rejection becomes a `{E}`",
+    note = "a gate chosen at run time may shed an attempt: implement `From<retry_runtime::Rejected> for {E}` (a variant that keeps the `Rejected`), or leave out `Settings::gate` if the door has no gate"
+)]
+pub trait GateFor<'a, E>: GateSlot<'a> {
+    /// The gate, and how its rejection becomes `E`.
+    fn rejection(&self) -> Option<GateAndError<'a, E>>;
+}
+
+/// A gate, and how its rejection becomes the call's error `E`.
+pub type GateAndError<'a, E> = (&'a AdmissionGate, fn(Rejected) -> E);
+
+impl<'a> GateSlot<'a> for NoGate {
+    #[inline]
+    fn get(&self) -> Option<&'a AdmissionGate> {
+        None
+    }
+}
+
+impl<'a, E> GateFor<'a, E> for NoGate {
+    #[inline]
+    fn rejection(&self) -> Option<GateAndError<'a, E>> {
+        None
+    }
+}
+
+impl<'a> GateSlot<'a> for Gate<'a> {
+    #[inline]
+    fn get(&self) -> Option<&'a AdmissionGate> {
+        self.0
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<'a, E: From<Rejected>> GateFor<'a, E> for Gate<'a> {
+    #[inline]
+    fn rejection(&self) -> Option<GateAndError<'a, E>> {
+        self.0.map(|gate| (gate, E::from as fn(Rejected) -> E))
+    }
+}
+
+impl<'a> Settings<'a, NoGate> {
     /// The settings of a call with `policy`'s timings, named `"retry"`, and every other option
     /// at its default (none).
     pub const fn new(policy: &'a Policy) -> Self {
@@ -63,7 +130,7 @@ impl<'a> Settings<'a> {
             name: "retry",
             budget: None,
             breaker: None,
-            gate: None,
+            gate: NoGate,
             aws: None,
             timeout: None,
             nested_retry: false,
@@ -71,10 +138,50 @@ impl<'a> Settings<'a> {
             hedge: None,
         }
     }
+}
+
+impl<'a, G: Copy> Settings<'a, G> {
+    /// `gate = G`: every attempt, the first included, asks the [`AdmissionGate`] first; one it
+    /// sheds fails at once with [`Rejected`] (converted into the call's error) without running,
+    /// and the loop gives up
+    /// ([`GiveUpReason::GateRejected`](crate::GiveUpReason::GateRejected)). Every attempt that
+    /// runs reports its answer to the gate: a throttling verdict ([`Verdict::Throttled`]) as
+    /// shed load, a timeout as such, anything else as handled.
+    ///
+    /// The settings then have a [`Gate`], with this gate or `None`, and the call's error needs
+    /// `From<Rejected>`; a door without a gate leaves this out, and its error needs none.
+    ///
+    /// ```
+    /// use retry_runtime::engine::Settings;
+    /// use retry_runtime::{AdaptiveThrottling, AdmissionGate, Policy};
+    ///
+    /// static GATE: AdmissionGate =
+    ///     AdmissionGate::adaptive_throttling(AdaptiveThrottling::new()).name("payments");
+    /// let policy = Policy::new();
+    /// let settings = Settings::new(&policy).gate(Some(&GATE));
+    /// # let _ = settings;
+    /// ```
+    pub const fn gate(self, gate: Option<&'a AdmissionGate>) -> Settings<'a, Gate<'a>> {
+        Settings {
+            policy: self.policy,
+            name: self.name,
+            budget: self.budget,
+            breaker: self.breaker,
+            gate: Gate(gate),
+            aws: self.aws,
+            timeout: self.timeout,
+            nested_retry: self.nested_retry,
+            level: self.level,
+            hedge: self.hedge,
+        }
+    }
 
     setters! {
         /// The name the events give ([`RetryEvent::function`], [`GiveUp::function`]), and the
-        /// metrics' `function` label.
+        /// metrics' `function` label. A `&'static str`, because the events carry it as one to
+        /// the hooks and the fallback, and the metrics find the function's handles by its
+        /// address. A name read at run time (from configuration) is made one, once, by
+        /// [`interned`](crate::engine::interned), which keeps one copy of each distinct name.
         pub fn name(name: &'static str) => self.name;
 
         /// `budget = B`: retries (and hedges) draw from a shared [`RetryBudget`]; each call's first
@@ -86,32 +193,20 @@ impl<'a> Settings<'a> {
         /// it.
         pub fn breaker(breaker: Option<&'a CircuitBreaker>) => self.breaker;
 
-        /// `gate = G`: every attempt, the first included, asks the [`AdmissionGate`] first; one it
-        /// sheds fails at once with [`Rejected`] (converted into the call's error) without running,
-        /// and the loop gives up
-        /// ([`GiveUpReason::GateRejected`](crate::GiveUpReason::GateRejected)). Every attempt that
-        /// runs reports its answer to the gate: a throttling verdict ([`Verdict::Throttled`]) as
-        /// shed load, a timeout as such, anything else as handled.
-        ///
-        /// ```
-        /// use retry_runtime::engine::Settings;
-        /// use retry_runtime::{AdaptiveThrottling, AdmissionGate, Policy};
-        ///
-        /// static GATE: AdmissionGate =
-        ///     AdmissionGate::adaptive_throttling(AdaptiveThrottling::new()).name("payments");
-        /// let policy = Policy::new();
-        /// let settings = Settings::new(&policy).gate(Some(&GATE));
-        /// # let _ = settings;
-        /// ```
-        pub fn gate(gate: Option<&'a AdmissionGate>) => self.gate;
-
         /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
         /// place of the policy's `max` and pauses: see [`Aws2026Standard`].
         pub fn aws2026(aws: Option<&'a Aws2026Standard>) => self.aws;
 
         /// `timeout = limit`: each attempt is cut off after `limit` (clipped to the time left
-        /// before the deadline) with [`Elapsed`] (converted into the call's error), a transient
-        /// failure.
+        /// before the deadline): its future is dropped (see
+        /// [`Operation`](crate::engine::Operation), "Cancellation"), and the attempt's outcome is
+        /// [`Elapsed`] converted into the call's error (`E::from`), which the door's classifier
+        /// judges like any other error. So whether a timed-out attempt is retried is the
+        /// classifier's to say: one that answers [`Verdict::Fail`] for it (a request that may
+        /// not be sent again, which may have reached the server) ends the call after that one
+        /// attempt, with that error. (The attribute and the [`Retrier`](crate::Retrier), which
+        /// judge errors by `on` or `Transient`, count a timed-out attempt as a transient
+        /// failure without asking.)
         pub fn timeout(limit: Option<Duration>) => self.timeout;
 
         /// `nested = retry`: keep retrying even inside another retrying function.
@@ -324,9 +419,14 @@ pub type DynOptions<'a, T, E, S> = Opts<
 
 impl<'a, T, E> DynHooks<'a, T, E> {
     /// The options of a loop with these hooks, `settings`' extras and the timer `sleeper`.
-    pub(crate) fn options<S>(self, settings: &Settings<'a>, sleeper: S) -> DynOptions<'a, T, E, S>
+    pub(crate) fn options<S, G>(
+        self,
+        settings: &Settings<'a, G>,
+        sleeper: S,
+    ) -> DynOptions<'a, T, E, S>
     where
-        E: From<Elapsed> + From<CircuitOpen> + From<Rejected>,
+        E: From<Elapsed> + From<CircuitOpen>,
+        G: GateFor<'a, E>,
     {
         Opts {
             head: Head {
@@ -348,7 +448,10 @@ impl<'a, T, E> DynHooks<'a, T, E> {
                 budget: settings.budget,
                 breaker: settings.breaker.map(|breaker| Guard::new(breaker, E::from)),
                 admission: None,
-                gate: settings.gate.map(|gate| Shedder::new(gate, E::from)),
+                gate: settings
+                    .gate
+                    .rejection()
+                    .map(|(gate, error)| Shedder::new(gate, error)),
                 permit: None,
                 aws: settings.aws,
                 aws_cost: None,

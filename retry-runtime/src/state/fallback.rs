@@ -57,8 +57,48 @@ pub trait FallbackOutput<T, E, M>: Sized {
     /// loop needs no bound of its own (and a mistyped fallback is one error, at `fallback`).
     #[doc(hidden)]
     #[allow(private_bounds)]
-    fn slot<R: FallbackInput<T, E>, J: FnOnce(R::Input, GiveUp) -> Self>(f: J) -> Self::Slot<J>;
+    fn slot<R: FallbackInput<T, E>, J: FnOnce(A, GiveUp) -> Self, A>(f: J) -> Self::Slot<J>
+    where
+        A: FallbackArgument<R::Input>;
 }
+
+/// What a fallback takes first (`Self`), and what the loop gives it (`I`: the error, or beside
+/// `on_result` the outcome): only the same type. A bound of its own, beside the fallback's
+/// `FnOnce(Self, GiveUp)`, so that a fallback whose first parameter is another type gets this
+/// message, naming both types, where the bound `FnOnce(I, GiveUp)` gave rustc's E0631.
+#[diagnostic::on_unimplemented(
+    message = "this fallback takes `{Self}` first, but the loop calls it with `{I}`",
+    label = "expected a fallback that takes `{I}` and a `GiveUp`",
+    note = "when the loop gives up, it calls `fallback = f` as `f(error, why)`: the function's error type, by value, and a `retry_runtime::GiveUp` that says why; `f` returns the function's result",
+    note = "beside `on_result`, an `Ok` it rejected can end the loop too, so the fallback takes the whole outcome, `Result<T, E>`, in place of the error: `f(outcome, why)`"
+)]
+pub trait FallbackArgument<I> {
+    /// What the loop gives, as the fallback's argument.
+    #[doc(hidden)]
+    fn from_input(input: I) -> Self;
+}
+
+#[diagnostic::do_not_recommend]
+impl<I> FallbackArgument<I> for I {
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn from_input(input: I) -> I {
+        input
+    }
+}
+
+/// A second impl, never used, only so that rustc does not infer what the loop gives from the
+/// fallback's parameter through the one impl above before it knows both (it reported a type
+/// mismatch of `Options::Input` then, E0271), and compares them with the message above instead.
+#[diagnostic::do_not_recommend]
+impl<I> FallbackArgument<NeverGiven<I>> for I {
+    fn from_input(input: NeverGiven<I>) -> I {
+        match input.0 {}
+    }
+}
+
+/// What no loop gives a fallback (see the impl of [`FallbackArgument`] for it).
+pub struct NeverGiven<I>(std::convert::Infallible, std::marker::PhantomData<I>);
 
 /// A fallback that returns the `Result` itself.
 pub enum SyncForm {}
@@ -71,24 +111,28 @@ type CallFallback<J, T, E, Out> = fn(J, Result<T, E>, GiveUp) -> Result<Out, T>;
 
 impl<T, E> FallbackOutput<T, E, SyncForm> for Result<T, E> {
     type Slot<J> = SyncFallback<J, T, E>;
-    fn slot<R: FallbackInput<T, E>, J: FnOnce(R::Input, GiveUp) -> Self>(
-        f: J,
-    ) -> SyncFallback<J, T, E> {
+    fn slot<R: FallbackInput<T, E>, J: FnOnce(A, GiveUp) -> Self, A>(f: J) -> SyncFallback<J, T, E>
+    where
+        A: FallbackArgument<R::Input>,
+    {
         SyncFallback {
             f,
-            call: |f, outcome, why| R::input(outcome).map(|input| f(input, why)),
+            call: |f, outcome, why| R::input(outcome).map(|input| f(A::from_input(input), why)),
         }
     }
 }
 
 impl<T, E, Fut: Future<Output = Result<T, E>>> FallbackOutput<T, E, AsyncForm> for Fut {
     type Slot<J> = AsyncFallback<J, Fut, T, E>;
-    fn slot<R: FallbackInput<T, E>, J: FnOnce(R::Input, GiveUp) -> Self>(
+    fn slot<R: FallbackInput<T, E>, J: FnOnce(A, GiveUp) -> Self, A>(
         f: J,
-    ) -> AsyncFallback<J, Fut, T, E> {
+    ) -> AsyncFallback<J, Fut, T, E>
+    where
+        A: FallbackArgument<R::Input>,
+    {
         AsyncFallback {
             f,
-            call: |f, outcome, why| R::input(outcome).map(|input| f(input, why)),
+            call: |f, outcome, why| R::input(outcome).map(|input| f(A::from_input(input), why)),
         }
     }
 }

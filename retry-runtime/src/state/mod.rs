@@ -61,9 +61,9 @@ mod spans;
 
 pub use attempt::{AttemptOutcome, Attempted};
 pub(crate) use drive::{Hedged, Plain, drive, drive_blocking};
-pub use dynamic::{DynHooks, DynOptions, Settings};
+pub use dynamic::{DynHooks, DynOptions, Gate, GateAndError, GateFor, GateSlot, NoGate, Settings};
 pub use events::{GiveUp, GiveUpReason, RetryEvent};
-pub use fallback::{AsyncForm, FallbackOutput, SyncForm};
+pub use fallback::{AsyncForm, FallbackArgument, FallbackOutput, SyncForm};
 pub use hooks::{ErrorForm, ErrorOnly, GiveUpHook, Hooks, IntoVerdict, NotifyHook, OutcomeForm};
 pub use log::{LogLevel, level};
 pub use options::{ByTransient, Classifier, DefaultSleeper, Defaults, Head, Options, Opts};
@@ -511,13 +511,65 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
     /// Follows [`sleep`](Retry::sleep) in the expansion, whose sleeper tells whether the loop
     /// can await an async fallback, and [`on_result`](Retry::on_result), whose slot tells what
     /// the fallback takes.
+    ///
+    /// The expansion passes a closure here, whose parameters take their types from this bound;
+    /// a fallback named by its path goes through [`Fallback::attach`], whose message for a
+    /// fallback of another shape names what the loop gives it.
     pub fn fallback<J, Out, M>(self, f: J) -> Retry<'p, T, E, O::WithFallback<J, Out, M>>
     where
         O::Sleeper: fallback::Awaits<M>,
         J: FnOnce(O::Input, GiveUp) -> Out,
         Out: FallbackOutput<T, E, M>,
     {
-        self.with(|o| o.with_fallback(f))
+        self.with(|o| o.with_fallback::<J, O::Input, Out, M>(f))
+    }
+}
+
+/// `fallback = f` for a fallback named by its path (`fallback = use_cached`, the usual form):
+/// the expansion writes `Fallback(shape, f).attach(loop)`, every token of it at the user's `f`;
+/// `shape` carries the function's result type.
+///
+/// `f` is in the receiver so that its type is known before the bounds of `attach` are looked at
+/// (and the result's, so that the messages name it):
+/// the type of its first parameter `A` is read off `f` itself, and [`FallbackArgument`] then
+/// compares it with what the loop gives it, in one error at `f` whose message names both. With
+/// the bound `FnOnce(O::Input, GiveUp)` of `Retry::fallback`, rustc reported E0631, named
+/// `Retry::fallback` (beside `on_result` a second time) and suggested a closure with a
+/// placeholder. What `f` returns is checked as by `Retry::fallback`, with
+/// [`FallbackOutput`]'s message.
+pub struct Fallback<R, F>(pub Shape<R>, pub F);
+
+impl<T, E, F> Fallback<Result<T, E>, F> {
+    /// Gives the fallback to the loop `retry` of an async function or block: `f(error, why)`
+    /// when it gives up, or beside `on_result` `f(outcome, why)`; sync or async.
+    pub fn attach<'p, O, A, Out, M>(
+        self,
+        retry: Retry<'p, T, E, O>,
+    ) -> Retry<'p, T, E, O::WithFallback<F, Out, M>>
+    where
+        O: Options<'p, T, E>,
+        F: FnOnce(A, GiveUp) -> Out,
+        A: FallbackArgument<O::Input>,
+        O::Sleeper: fallback::Awaits<M>,
+        Out: FallbackOutput<T, E, M>,
+    {
+        retry.with(|o| o.with_fallback::<F, A, Out, M>(self.1))
+    }
+
+    /// [`attach`](Fallback::attach) for a sync function or block, whose fallback is sync: the
+    /// form is settled before what `f` returns is looked at, so that an async fallback there is
+    /// the one error "must return `Result<T, E>`".
+    pub fn attach_sync<'p, O, A, Out>(
+        self,
+        retry: Retry<'p, T, E, O>,
+    ) -> Retry<'p, T, E, O::WithFallback<F, Out, SyncForm>>
+    where
+        O: Options<'p, T, E>,
+        F: FnOnce(A, GiveUp) -> Out,
+        A: FallbackArgument<O::Input>,
+        Out: FallbackOutput<T, E, SyncForm>,
+    {
+        retry.with(|o| o.with_fallback::<F, A, Out, SyncForm>(self.1))
     }
 }
 

@@ -9,7 +9,7 @@
 //! compiled, and one that is not written costs no code and no check (`PERFORMANCE.md` §1).
 
 use super::extras::{Extras, IntoExtras, MaybeExtras, Timeout};
-use super::fallback::FallbackOutput;
+use super::fallback::{FallbackArgument, FallbackOutput};
 use super::hooks::{
     Classify, GiveUpHook, HookSet, Hooks, IntoVerdict, Notify, NotifyHook, OnResult,
 };
@@ -72,9 +72,10 @@ pub trait Options<'p, T, E>: Sized {
     #[doc(hidden)]
     fn with_give_up<J: GiveUpHook<T, E, M>, M>(self, on_give_up: J) -> Self::WithGiveUp<J, M>;
     #[doc(hidden)]
-    fn with_fallback<J, Out, M>(self, fallback: J) -> Self::WithFallback<J, Out, M>
+    fn with_fallback<J, A, Out, M>(self, fallback: J) -> Self::WithFallback<J, Out, M>
     where
-        J: FnOnce(Self::Input, GiveUp) -> Out,
+        J: FnOnce(A, GiveUp) -> Out,
+        A: FallbackArgument<Self::Input>,
         Out: FallbackOutput<T, E, M>;
     #[doc(hidden)]
     fn with_extras(self, set: impl FnOnce(&mut Extras<'p, E>)) -> Self::WithExtras;
@@ -348,12 +349,13 @@ where
 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn with_fallback<J, Out, M>(self, fallback: J) -> Self::WithFallback<J, Out, M>
+    fn with_fallback<J, A, Out, M>(self, fallback: J) -> Self::WithFallback<J, Out, M>
     where
-        J: FnOnce(H::Input, GiveUp) -> Out,
+        J: FnOnce(A, GiveUp) -> Out,
+        A: FallbackArgument<H::Input>,
         Out: FallbackOutput<T, E, M>,
     {
-        self.map_hooks(|hooks| hooks.with_fallback(Out::slot::<H::OnResult, J>(fallback)))
+        self.map_hooks(|hooks| hooks.with_fallback(Out::slot::<H::OnResult, J, A>(fallback)))
     }
 
     #[cfg_attr(debug_assertions, inline)]

@@ -75,13 +75,6 @@ static GATE: AdmissionGate = AdmissionGate::adaptive_throttling(
 );
 async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
     use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
-    fn with_on_result_the_fallback_takes_the_outcome_not_the_error<
-        __O,
-        __Out,
-        __F: ::core::ops::FnOnce(__O, __retry_rt::GiveUp) -> __Out,
-    >(_: fn() -> __O, fallback: __F) -> __F {
-        fallback
-    }
     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(4)
         .base(__retry_rt::Duration::from_millis(250))
@@ -90,21 +83,21 @@ async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
         .max_delay(__retry_rt::Duration::from_secs(5))
         .deadline(__retry_rt::Duration::from_secs(20))
         .jitter(__retry_rt::Jitter::Decorrelated);
-    let mut __retry = __retry_rt::Shape::<Result<u16, ContractError>>::new()
-        .start(&__RETRY_POLICY, "check_coverage", classify, __retry_rt::ASYNC)
-        .on_result(is_pending)
-        .timeout(__retry_rt::Duration::from_secs(2))
-        .notify(log_retry)
-        .on_give_up(log_failure)
-        .budget(&BUDGET)
-        .breaker(&BREAKER)
-        .gate(&GATE)
-        .nested_retry()
-        .fallback(
-            with_on_result_the_fallback_takes_the_outcome_not_the_error(
-                __retry_rt::output_type::<Result<u16, ContractError>>,
-                save_for_later,
-            ),
+    let mut __retry = __retry_rt::Fallback(
+            __retry_rt::Shape::<Result<u16, ContractError>>::new(),
+            save_for_later,
+        )
+        .attach(
+            __retry_rt::Shape::<Result<u16, ContractError>>::new()
+                .start(&__RETRY_POLICY, "check_coverage", classify, __retry_rt::ASYNC)
+                .on_result(is_pending)
+                .timeout(__retry_rt::Duration::from_secs(2))
+                .notify(log_retry)
+                .on_give_up(log_failure)
+                .budget(&BUDGET)
+                .breaker(&BREAKER)
+                .gate(&GATE)
+                .nested_retry(),
         )
         .log_level(__retry_rt::level::Warn);
     loop {

@@ -31,6 +31,9 @@
 //!   mode), `--operations` of each, from one caller and then from `--callers`; and each step's
 //!   p50 (the `begin`, the guard's `transaction`, the `INSERT`, the `complete` or `COMMIT`).
 //!
+//! `--sqlite-acquire-ping` gives the SQLite pool sqlx's default `test_before_acquire(true)` (a
+//! ping of each connection it hands out), as the store's pool had before it stopped pinging.
+//!
 //! The tables have the median of the runs, and each ratio to the handler alone taken per run
 //! (against the same run's handler, in the same layout) as the median and the range of the runs.
 //! The database's work per operation is
@@ -67,6 +70,8 @@ struct Args {
     runs: usize,
     explain: bool,
     layout: Layout,
+    /// The SQLite pool pings a connection when it hands it out, as sqlx's pools do by default.
+    sqlite_acquire_ping: bool,
 }
 
 /// Which of the two measurements a run makes.
@@ -82,7 +87,7 @@ enum Layout {
 
 fn args() -> Result<Args, String> {
     let usage = "usage: payments [--postgres URL] [--operations N] [--callers N] [--runs N] \
-                 [--explain] [--only phases|mixed]";
+                 [--explain] [--only phases|mixed] [--sqlite-acquire-ping]";
     let mut parsed = Args {
         postgres: None,
         operations: 2000,
@@ -90,6 +95,7 @@ fn args() -> Result<Args, String> {
         runs: 4,
         explain: false,
         layout: Layout::Both,
+        sqlite_acquire_ping: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -106,6 +112,7 @@ fn args() -> Result<Args, String> {
             "--callers" => parsed.callers = number()?.max(1),
             "--runs" => parsed.runs = number()?.max(1),
             "--explain" => parsed.explain = true,
+            "--sqlite-acquire-ping" => parsed.sqlite_acquire_ping = true,
             "--only" => {
                 parsed.layout = match args.next().as_deref() {
                     Some("phases") => Layout::Phases,
@@ -329,13 +336,29 @@ trait Target<B: Engine> {
 
 struct SqliteTarget {
     path: std::path::PathBuf,
+    /// Whether the pool pings a connection when it hands it out (`--sqlite-acquire-ping`).
+    acquire_ping: bool,
 }
 
 impl Target<Sqlite> for SqliteTarget {
     fn store(&self) -> BoxFut<'_, SqlStore<Sqlite, String>> {
         Box::pin(async move {
-            let store = SqliteStore::<String>::open(&self.path).await?;
-            Ok(store)
+            if !self.acquire_ping {
+                return Ok(SqliteStore::<String>::open(&self.path).await?);
+            }
+            // `SqliteStore::open`'s settings, with sqlx's default `test_before_acquire(true)`
+            // (the store's pool before it stopped pinging, commit 17c1536).
+            let options = sqlx::sqlite::SqliteConnectOptions::new()
+                .filename(&self.path)
+                .create_if_missing(true)
+                .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+                .synchronous(sqlx::sqlite::SqliteSynchronous::Full)
+                .busy_timeout(Duration::from_secs(5));
+            let pool = sqlx::sqlite::SqlitePoolOptions::new()
+                .test_before_acquire(true)
+                .connect_with(options)
+                .await?;
+            Ok(SqliteStore::<String>::new(pool))
         })
     }
 
@@ -747,6 +770,7 @@ async fn main() -> BoxResult<()> {
     std::fs::create_dir_all(&dir)?;
     let sqlite = SqliteTarget {
         path: dir.join("payments.db"),
+        acquire_ping: args.sqlite_acquire_ping,
     };
     let store = sqlite.store().await?;
     store.migrate().await?;

@@ -8,8 +8,8 @@
 //!
 //! Per database (a SQLite file in the temp dir, opened as `SqliteStore::open` opens it: WAL,
 //! `synchronous = FULL`; a fresh schema of the PostgreSQL at `URL`, which should run with
-//! `fsync = on` and `synchronous_commit = on`, see `bench/RESULTS.md` §6), each operation on a
-//! pool of 10 of its own, as a handler would run it:
+//! `fsync = on` and `synchronous_commit = on`, see `bench/RESULTS.md` §6), each operation as a
+//! handler would run it:
 //!
 //! - **the handler alone**: one transaction with one `INSERT` of a ledger row (`BEGIN IMMEDIATE`
 //!   on SQLite, as the stores open theirs), the baseline;
@@ -19,10 +19,24 @@
 //!   `complete`;
 //! - **a replay** of a completed key in each mode (`begin_with(Mode::OneCommit, ..)`, `begin`).
 //!
-//! Each operation `--operations` times one at a time (p50, p99), then `--operations` times from
-//! `--callers` tasks at once (p50, p99, operations per second), `--runs` times, every operation
-//! in each run; the table has the median of the runs, and each ratio to the handler alone taken
-//! per run (against the same run's handler) as the median and the range of the runs. The database's work per operation is
+//! Two layouts, which take turns at going first in each of the `--runs` runs (`--only phases` or
+//! `--only mixed` runs one):
+//!
+//! - **phases**: each operation `--operations` times one at a time (p50, p99), then
+//!   `--operations` times from `--callers` tasks at once (p50, p99, operations per second), each
+//!   phase on a fresh pool of 10 of its own;
+//! - **mixed**, as a service uses a store: one pool (the store's own, whose 10 connections a
+//!   warm-up round from 16 callers has opened) shared by every operation, the operations
+//!   interleaved in rounds of 100 (the handler alone, a new key in each mode, a replay in each
+//!   mode), `--operations` of each, from one caller and then from `--callers`; and each step's
+//!   p50 (the `begin`, the guard's `transaction`, the `INSERT`, the `complete` or `COMMIT`).
+//!
+//! `--sqlite-acquire-ping` gives the SQLite pool sqlx's default `test_before_acquire(true)` (a
+//! ping of each connection it hands out), as the store's pool had before it stopped pinging.
+//!
+//! The tables have the median of the runs, and each ratio to the handler alone taken per run
+//! (against the same run's handler, in the same layout) as the median and the range of the runs.
+//! The database's work per operation is
 //! counted, not estimated, in the sequential phases: the statements sqlx executes (its
 //! `sqlx::query` events), on PostgreSQL the round trips (a proxy between the pool and the server
 //! reads the client's protocol: each `Query` or `Sync` waits for `ReadyForQuery`; a `Sync` alone
@@ -55,17 +69,33 @@ struct Args {
     callers: usize,
     runs: usize,
     explain: bool,
+    layout: Layout,
+    /// The SQLite pool pings a connection when it hands it out, as sqlx's pools do by default.
+    sqlite_acquire_ping: bool,
+}
+
+/// Which of the two measurements a run makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    /// Both, one after the other in each run.
+    Both,
+    /// Each operation in a phase of its own, on a fresh pool of its own.
+    Phases,
+    /// Every operation on one pool, interleaved in rounds.
+    Mixed,
 }
 
 fn args() -> Result<Args, String> {
     let usage = "usage: payments [--postgres URL] [--operations N] [--callers N] [--runs N] \
-                 [--explain]";
+                 [--explain] [--only phases|mixed] [--sqlite-acquire-ping]";
     let mut parsed = Args {
         postgres: None,
         operations: 2000,
         callers: 16,
         runs: 4,
         explain: false,
+        layout: Layout::Both,
+        sqlite_acquire_ping: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -82,6 +112,14 @@ fn args() -> Result<Args, String> {
             "--callers" => parsed.callers = number()?.max(1),
             "--runs" => parsed.runs = number()?.max(1),
             "--explain" => parsed.explain = true,
+            "--sqlite-acquire-ping" => parsed.sqlite_acquire_ping = true,
+            "--only" => {
+                parsed.layout = match args.next().as_deref() {
+                    Some("phases") => Layout::Phases,
+                    Some("mixed") => Layout::Mixed,
+                    _ => return Err(usage.to_owned()),
+                }
+            }
             _ => return Err(usage.to_owned()),
         }
     }
@@ -130,8 +168,8 @@ impl Operation {
 /// One database's store and what the handler writes.
 trait Engine: retry_durable::store::Backend {
     const LABEL_NAME: &'static str;
-    /// One transaction with one `INSERT`: the handler alone.
-    fn handler<'a>(pool: &'a sqlx::Pool<Self>, key: &'a str) -> BoxFut<'a, ()>;
+    /// How the handler alone opens its transaction (as the stores open theirs).
+    const BEGIN: &'static str;
     /// The handler's `INSERT`, in the guard's transaction.
     fn insert<'a>(tx: &'a mut sqlx::Transaction<'static, Self>, key: &'a str) -> BoxFut<'a, ()>;
 }
@@ -142,15 +180,7 @@ macro_rules! engine {
     ($db:ty, $name:expr, $begin:expr, $insert:expr) => {
         impl Engine for $db {
             const LABEL_NAME: &'static str = $name;
-
-            fn handler<'a>(pool: &'a sqlx::Pool<Self>, key: &'a str) -> BoxFut<'a, ()> {
-                Box::pin(async move {
-                    let mut tx = pool.begin_with($begin).await?;
-                    Self::insert(&mut tx, key).await?;
-                    tx.commit().await?;
-                    Ok(())
-                })
-            }
+            const BEGIN: &'static str = $begin;
 
             fn insert<'a>(
                 tx: &'a mut sqlx::Transaction<'static, Self>,
@@ -187,15 +217,56 @@ const SQLITE_LEDGER: &str = "CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINC
 const POSTGRES_LEDGER: &str = "CREATE TABLE ledger (id BIGSERIAL PRIMARY KEY, \
                                payout_key TEXT NOT NULL, cents BIGINT NOT NULL)";
 
-/// One operation on `store` (its pool) with `key`.
+/// How long each step of an operation took: the transaction's opening (the store's `begin`, or
+/// the handler's own `BEGIN`), the guard's `transaction` (where the lease mode opens it), the
+/// handler's `INSERT`, and the end (the store's `complete` with its `COMMIT`, or the handler's
+/// `COMMIT`).
+type Steps = [Duration; 4];
+
+/// The names of [`Steps`].
+const STEPS: [&str; 4] = ["begin", "transaction", "INSERT", "complete / COMMIT"];
+
+/// Times the steps of one operation.
+struct Laps {
+    at: Instant,
+    steps: Steps,
+}
+
+impl Laps {
+    fn start() -> Self {
+        Laps {
+            at: Instant::now(),
+            steps: [Duration::ZERO; 4],
+        }
+    }
+
+    /// Step `step` ended now.
+    fn lap(&mut self, step: usize) {
+        let now = Instant::now();
+        self.steps[step] = now - self.at;
+        self.at = now;
+    }
+}
+
+/// One operation on `store` (its pool) with `key`: how long its steps took.
 async fn operate<B: Engine>(
     store: &SqlStore<B, String>,
     operation: Operation,
     key: &IdempotencyKey,
-) -> BoxResult<()> {
+) -> BoxResult<Steps> {
     let fingerprint = Fingerprint::of(key.as_str().as_bytes());
+    let mut laps = Laps::start();
     let begun = match operation {
-        Operation::Handler => return B::handler(store.pool(), key.as_str()).await,
+        Operation::Handler => {
+            let mut tx = store.pool().begin_with(B::BEGIN).await?;
+            laps.lap(0);
+            laps.lap(1);
+            B::insert(&mut tx, key.as_str()).await?;
+            laps.lap(2);
+            tx.commit().await?;
+            laps.lap(3);
+            return Ok(laps.steps);
+        }
         Operation::OneCommitNew | Operation::OneCommitReplay => {
             store
                 .begin_with(Mode::OneCommit, "", key, fingerprint)
@@ -203,13 +274,18 @@ async fn operate<B: Engine>(
         }
         Operation::LeaseNew | Operation::LeaseReplay => store.begin(key, fingerprint).await?,
     };
+    laps.lap(0);
     match (begun, operation.replays()) {
         (Begin::Execute(mut guard), None) => {
-            B::insert(guard.transaction().await?, key.as_str()).await?;
+            let tx = guard.transaction().await?;
+            laps.lap(1);
+            B::insert(tx, key.as_str()).await?;
+            laps.lap(2);
             guard.complete(&format!("201 receipt {key}")).await?;
-            Ok(())
+            laps.lap(3);
+            Ok(laps.steps)
         }
-        (Begin::Replay(_), Some(_)) => Ok(()),
+        (Begin::Replay(_), Some(_)) => Ok(laps.steps),
         (other, _) => Err(format!("{operation:?} answered {other:?}").into()),
     }
 }
@@ -227,6 +303,8 @@ struct Phase {
     p50: Duration,
     p99: Duration,
     per_second: f64,
+    /// The p50 of each step (the mixed layout).
+    steps: Steps,
 }
 
 /// The database's work per operation, in a sequential phase.
@@ -258,13 +336,29 @@ trait Target<B: Engine> {
 
 struct SqliteTarget {
     path: std::path::PathBuf,
+    /// Whether the pool pings a connection when it hands it out (`--sqlite-acquire-ping`).
+    acquire_ping: bool,
 }
 
 impl Target<Sqlite> for SqliteTarget {
     fn store(&self) -> BoxFut<'_, SqlStore<Sqlite, String>> {
         Box::pin(async move {
-            let store = SqliteStore::<String>::open(&self.path).await?;
-            Ok(store)
+            if !self.acquire_ping {
+                return Ok(SqliteStore::<String>::open(&self.path).await?);
+            }
+            // `SqliteStore::open`'s settings, with sqlx's default `test_before_acquire(true)`
+            // (the store's pool before it stopped pinging, commit 17c1536).
+            let options = sqlx::sqlite::SqliteConnectOptions::new()
+                .filename(&self.path)
+                .create_if_missing(true)
+                .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+                .synchronous(sqlx::sqlite::SqliteSynchronous::Full)
+                .busy_timeout(Duration::from_secs(5));
+            let pool = sqlx::sqlite::SqlitePoolOptions::new()
+                .test_before_acquire(true)
+                .connect_with(options)
+                .await?;
+            Ok(SqliteStore::<String>::new(pool))
         })
     }
 
@@ -376,6 +470,7 @@ async fn sequential<B: Engine, T: Target<B>>(
         p50,
         p99,
         per_second: n / elapsed.as_secs_f64(),
+        steps: Steps::default(),
     };
     Ok((phase, work))
 }
@@ -429,7 +524,116 @@ async fn concurrent<B: Engine, T: Target<B>>(
         p50,
         p99,
         per_second: n / elapsed.as_secs_f64(),
+        steps: Steps::default(),
     })
+}
+
+/// Operations of one kind in a row, in the mixed layout.
+const ROUND: usize = 100;
+
+/// Every operation on one store, as a service uses it: one pool (the store's own, 10
+/// connections, all of them opened by a warm-up round from 16 callers, as a service's pool is
+/// after its first burst) shared by every operation, and the operations interleaved in rounds
+/// of [`ROUND`] (100 of the handler alone, 100 one-commit new keys, 100 lease-mode new keys, 100
+/// replays of each mode's keys of the warm-up round), `operations` of each, taken in that order by
+/// `callers` tasks (with 16, the end of one round overlaps the start of the next). The latency
+/// of each operation counts for its kind.
+async fn mixed<B: Engine, T: Target<B>>(
+    target: &T,
+    operations: usize,
+    callers: usize,
+) -> BoxResult<BTreeMap<Operation, Phase>> {
+    let store = Arc::new(target.store().await?);
+    let rounds = operations.div_ceil(ROUND);
+    // Round 0 is the warm-up: it opens the pool's connections and makes the keys that every
+    // later round replays (a key made in the round before could still be waiting for SQLite's
+    // write lock with 16 callers).
+    let mut warm = Vec::new();
+    let mut measured = Vec::new();
+    let mut first: BTreeMap<Operation, Vec<IdempotencyKey>> = BTreeMap::new();
+    for round in 0..=rounds {
+        let work = if round == 0 { &mut warm } else { &mut measured };
+        for operation in Operation::ALL {
+            let keys = match operation.replays() {
+                // The warm-up replays nothing: its new keys may still be running.
+                Some(_) if round == 0 => Vec::new(),
+                Some(new) => first[&new].clone(),
+                None => (0..ROUND).map(|_| IdempotencyKey::new()).collect(),
+            };
+            work.extend(keys.iter().map(|key| (operation, key.clone())));
+            if round == 0 && operation.replays().is_none() {
+                first.insert(operation, keys);
+            }
+        }
+    }
+    run_mixed(&store, &warm, callers.max(16)).await?;
+    let started = Instant::now();
+    let times = run_mixed(&store, &measured, callers).await?;
+    let elapsed = started.elapsed();
+    store.pool().close().await;
+    let mut phases = BTreeMap::new();
+    for operation in Operation::ALL {
+        let times: Vec<&(Operation, Duration, Steps)> = times
+            .iter()
+            .filter(|(kind, _, _)| *kind == operation)
+            .collect();
+        let (p50, p99) = percentiles(times.iter().map(|(_, took, _)| *took).collect());
+        let steps = std::array::from_fn(|step| {
+            percentiles(times.iter().map(|(_, _, steps)| steps[step]).collect()).0
+        });
+        phases.insert(
+            operation,
+            Phase {
+                p50,
+                p99,
+                per_second: measured.len() as f64 / elapsed.as_secs_f64(),
+                steps,
+            },
+        );
+    }
+    Ok(phases)
+}
+
+/// Runs `work` in its order from `callers` tasks; the time each operation took.
+async fn run_mixed<B: Engine>(
+    store: &Arc<SqlStore<B, String>>,
+    work: &[(Operation, IdempotencyKey)],
+    callers: usize,
+) -> BoxResult<Vec<(Operation, Duration, Steps)>> {
+    let work: Arc<[(Operation, IdempotencyKey)]> = work.into();
+    let times = Arc::new(Mutex::new(Vec::with_capacity(work.len())));
+    let next = Arc::new(AtomicU64::new(0));
+    let tasks: Vec<_> = (0..callers)
+        .map(|_| {
+            let (store, times, work, next) = (
+                Arc::clone(store),
+                Arc::clone(&times),
+                Arc::clone(&work),
+                Arc::clone(&next),
+            );
+            tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst) as usize;
+                    let Some((operation, key)) = work.get(i) else {
+                        return Ok::<(), Box<dyn Error + Send + Sync>>(());
+                    };
+                    let at = Instant::now();
+                    let steps = operate(&store, *operation, key).await?;
+                    let took = at.elapsed();
+                    times
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push((*operation, took, steps));
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await??;
+    }
+    Ok(std::mem::take(
+        &mut *times.lock().unwrap_or_else(PoisonError::into_inner),
+    ))
 }
 
 /// Every operation's phases on one database, `runs` times.
@@ -438,6 +642,9 @@ struct Measured {
     sequential: BTreeMap<Operation, Vec<Phase>>,
     concurrent: BTreeMap<Operation, Vec<Phase>>,
     work: BTreeMap<Operation, Work>,
+    /// The mixed layout, one caller and `callers`.
+    mixed_one: BTreeMap<Operation, Vec<Phase>>,
+    mixed_many: BTreeMap<Operation, Vec<Phase>>,
 }
 
 async fn measure<B: Engine, T: Target<B>>(target: &T, args: &Args) -> BoxResult<Measured> {
@@ -446,46 +653,104 @@ async fn measure<B: Engine, T: Target<B>>(target: &T, args: &Args) -> BoxResult<
         sequential: BTreeMap::new(),
         concurrent: BTreeMap::new(),
         work: BTreeMap::new(),
+        mixed_one: BTreeMap::new(),
+        mixed_many: BTreeMap::new(),
     };
     for run in 0..args.runs {
-        let fresh =
-            |n: usize| -> Vec<IdempotencyKey> { (0..n).map(|_| IdempotencyKey::new()).collect() };
-        let mut keys: BTreeMap<Operation, (Vec<IdempotencyKey>, Vec<IdempotencyKey>)> =
-            BTreeMap::new();
-        for operation in Operation::ALL {
-            let (one, many) = match operation.replays() {
-                Some(new) => keys[&new].clone(),
-                None => (fresh(args.operations), fresh(args.operations)),
-            };
-            let (phase, work) = sequential(target, operation, &one).await?;
-            let concurrently = concurrent(target, operation, &many, args.callers).await?;
-            println!(
-                "  {} run {}: {:<26} one at a time p50 {} p99 {}; {} callers p50 {} p99 {}, {:.0}/s",
-                <B as Engine>::LABEL_NAME,
-                run + 1,
-                operation.name(),
-                ms(phase.p50),
-                ms(phase.p99),
-                args.callers,
-                ms(concurrently.p50),
-                ms(concurrently.p99),
-                concurrently.per_second,
-            );
-            measured
-                .sequential
-                .entry(operation)
-                .or_default()
-                .push(phase);
-            measured
-                .concurrent
-                .entry(operation)
-                .or_default()
-                .push(concurrently);
-            measured.work.insert(operation, work);
-            keys.insert(operation, (one, many));
+        // The two layouts take turns at going first, so that neither has the machine's quieter
+        // moments to itself.
+        let mixed_first = run % 2 == 0;
+        for layout in [mixed_first, !mixed_first] {
+            match (layout, args.layout) {
+                (true, Layout::Both | Layout::Mixed) => {
+                    measure_mixed(target, args, run, &mut measured).await?;
+                }
+                (false, Layout::Both | Layout::Phases) => {
+                    measure_phases(target, args, run, &mut measured).await?;
+                }
+                _ => {}
+            }
         }
     }
     Ok(measured)
+}
+
+/// One run of the mixed layout, one caller and `--callers`.
+async fn measure_mixed<B: Engine, T: Target<B>>(
+    target: &T,
+    args: &Args,
+    run: usize,
+    measured: &mut Measured,
+) -> BoxResult<()> {
+    let one = mixed(target, args.operations, 1).await?;
+    let many = mixed(target, args.operations, args.callers).await?;
+    for operation in Operation::ALL {
+        println!(
+            "  {} run {}, mixed: {:<26} one caller p50 {} p99 {}; {} callers p50 {} p99 {}",
+            <B as Engine>::LABEL_NAME,
+            run + 1,
+            operation.name(),
+            ms(one[&operation].p50),
+            ms(one[&operation].p99),
+            args.callers,
+            ms(many[&operation].p50),
+            ms(many[&operation].p99),
+        );
+    }
+    for (all, phases) in [
+        (&mut measured.mixed_one, one),
+        (&mut measured.mixed_many, many),
+    ] {
+        for (operation, phase) in phases {
+            all.entry(operation).or_default().push(phase);
+        }
+    }
+    Ok(())
+}
+
+/// One run of the phases, each operation on a pool of its own.
+async fn measure_phases<B: Engine, T: Target<B>>(
+    target: &T,
+    args: &Args,
+    run: usize,
+    measured: &mut Measured,
+) -> BoxResult<()> {
+    let fresh =
+        |n: usize| -> Vec<IdempotencyKey> { (0..n).map(|_| IdempotencyKey::new()).collect() };
+    let mut keys: BTreeMap<Operation, (Vec<IdempotencyKey>, Vec<IdempotencyKey>)> = BTreeMap::new();
+    for operation in Operation::ALL {
+        let (one, many) = match operation.replays() {
+            Some(new) => keys[&new].clone(),
+            None => (fresh(args.operations), fresh(args.operations)),
+        };
+        let (phase, work) = sequential(target, operation, &one).await?;
+        let concurrently = concurrent(target, operation, &many, args.callers).await?;
+        println!(
+            "  {} run {}: {:<26} one at a time p50 {} p99 {}; {} callers p50 {} p99 {}, {:.0}/s",
+            <B as Engine>::LABEL_NAME,
+            run + 1,
+            operation.name(),
+            ms(phase.p50),
+            ms(phase.p99),
+            args.callers,
+            ms(concurrently.p50),
+            ms(concurrently.p99),
+            concurrently.per_second,
+        );
+        measured
+            .sequential
+            .entry(operation)
+            .or_default()
+            .push(phase);
+        measured
+            .concurrent
+            .entry(operation)
+            .or_default()
+            .push(concurrently);
+        measured.work.insert(operation, work);
+        keys.insert(operation, (one, many));
+    }
+    Ok(())
 }
 
 #[tokio::main]
@@ -505,6 +770,7 @@ async fn main() -> BoxResult<()> {
     std::fs::create_dir_all(&dir)?;
     let sqlite = SqliteTarget {
         path: dir.join("payments.db"),
+        acquire_ping: args.sqlite_acquire_ping,
     };
     let store = sqlite.store().await?;
     store.migrate().await?;
@@ -578,39 +844,45 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
+/// The median of `phases` by `f`.
+fn seconds(phases: &[Phase], f: fn(&Phase) -> f64) -> f64 {
+    median(phases.iter().map(f))
+}
+
+/// Each run's p50 of `operation` against the same run's handler alone (measured seconds apart
+/// on the same machine and pool layout): the median of those ratios, and their range.
+fn ratios(phases: &BTreeMap<Operation, Vec<Phase>>, operation: Operation) -> String {
+    let ratios: Vec<f64> = phases[&operation]
+        .iter()
+        .zip(&phases[&Operation::Handler])
+        .map(|(phase, base)| phase.p50.as_secs_f64() / base.p50.as_secs_f64())
+        .collect();
+    let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = ratios.iter().copied().fold(0.0, f64::max);
+    format!("{:.2}× ({low:.2}–{high:.2})", median(ratios.into_iter()))
+}
+
 fn print_tables(all: &[Measured], args: &Args) {
+    if args.layout != Layout::Mixed {
+        print_phases(all, args);
+    }
+    if args.layout != Layout::Phases {
+        print_mixed(all, args);
+    }
+}
+
+fn print_phases(all: &[Measured], args: &Args) {
+    println!("Each operation in a phase of its own, on a pool of its own:\n");
     println!(
         "| database | operation | one at a time: p50 / p99 | ÷ handler, p50 (range) | {} callers: p50 / p99 | ÷ handler, p50 (range) | operations/s, {} callers | statements | round trips (pings) | WAL records / bytes / syncs |",
         args.callers, args.callers
     );
     println!("|---|---|---|---:|---|---:|---:|---:|---|---|");
     for measured in all {
-        let seconds = |phases: &Vec<Phase>, f: fn(&Phase) -> f64| median(phases.iter().map(f));
-        // Each run's ratio is against the same run's handler alone, measured minutes apart at
-        // most on the same machine: the median of those ratios, and their range.
-        let ratios = |phases: &BTreeMap<Operation, Vec<Phase>>, operation: Operation| {
-            let ratios: Vec<f64> = phases[&operation]
-                .iter()
-                .zip(&phases[&Operation::Handler])
-                .map(|(phase, base)| phase.p50.as_secs_f64() / base.p50.as_secs_f64())
-                .collect();
-            let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-            let high = ratios.iter().copied().fold(0.0, f64::max);
-            format!("{:.2}× ({low:.2}–{high:.2})", median(ratios.into_iter()))
-        };
         for operation in Operation::ALL {
             let one = &measured.sequential[&operation];
             let many = &measured.concurrent[&operation];
             let work = &measured.work[&operation];
-            let (one50, one99) = (
-                seconds(one, |p| p.p50.as_secs_f64()),
-                seconds(one, |p| p.p99.as_secs_f64()),
-            );
-            let (many50, many99) = (
-                seconds(many, |p| p.p50.as_secs_f64()),
-                seconds(many, |p| p.p99.as_secs_f64()),
-            );
-            let rate = seconds(many, |p| p.per_second);
             let trips = work.trips.map_or("—".to_owned(), |(trips, pings)| {
                 format!("{trips:.1} ({pings:.1})")
             });
@@ -621,19 +893,82 @@ fn print_tables(all: &[Measured], args: &Args) {
                 "| {} | {} | {:.2} ms / {:.2} ms | {} | {:.2} ms / {:.2} ms | {} | {:.0} | {:.1} | {} | {} |",
                 measured.database,
                 operation.name(),
-                one50 * 1e3,
-                one99 * 1e3,
+                seconds(one, |p| p.p50.as_secs_f64()) * 1e3,
+                seconds(one, |p| p.p99.as_secs_f64()) * 1e3,
                 ratios(&measured.sequential, operation),
-                many50 * 1e3,
-                many99 * 1e3,
+                seconds(many, |p| p.p50.as_secs_f64()) * 1e3,
+                seconds(many, |p| p.p99.as_secs_f64()) * 1e3,
                 ratios(&measured.concurrent, operation),
-                rate,
+                seconds(many, |p| p.per_second),
                 work.statements,
                 trips,
                 wal,
             );
         }
     }
+    println!();
+}
+
+fn print_mixed(all: &[Measured], args: &Args) {
+    println!(
+        "Every operation on one pool of 10, interleaved in rounds of {ROUND}:\n\n\
+         | database | operation | one caller: p50 / p99 | ÷ handler, p50 (range) | {} callers: p50 / p99 | ÷ handler, p50 (range) |\n\
+         |---|---|---|---:|---|---:|",
+        args.callers
+    );
+    for measured in all {
+        for operation in Operation::ALL {
+            let one = &measured.mixed_one[&operation];
+            let many = &measured.mixed_many[&operation];
+            println!(
+                "| {} | {} | {:.2} ms / {:.2} ms | {} | {:.2} ms / {:.2} ms | {} |",
+                measured.database,
+                operation.name(),
+                seconds(one, |p| p.p50.as_secs_f64()) * 1e3,
+                seconds(one, |p| p.p99.as_secs_f64()) * 1e3,
+                ratios(&measured.mixed_one, operation),
+                seconds(many, |p| p.p50.as_secs_f64()) * 1e3,
+                seconds(many, |p| p.p99.as_secs_f64()) * 1e3,
+                ratios(&measured.mixed_many, operation),
+            );
+        }
+    }
+    println!(
+        "\nWhere the time goes (the same operations): each step's p50, the median of the runs\n\n\
+         | database | operation | callers | {} |\n|---|---|---:|{}",
+        STEPS.join(" | "),
+        "---:|".repeat(STEPS.len())
+    );
+    for measured in all {
+        for operation in [
+            Operation::Handler,
+            Operation::OneCommitNew,
+            Operation::LeaseNew,
+        ] {
+            for (callers, phases) in [
+                (1, &measured.mixed_one),
+                (args.callers, &measured.mixed_many),
+            ] {
+                let steps: Vec<String> = (0..STEPS.len())
+                    .map(|step| {
+                        let p50 = median(
+                            phases[&operation]
+                                .iter()
+                                .map(|p| p.steps[step].as_secs_f64()),
+                        );
+                        format!("{:.3} ms", p50 * 1e3)
+                    })
+                    .collect();
+                println!(
+                    "| {} | {} | {callers} | {} |",
+                    measured.database,
+                    operation.name(),
+                    steps.join(" | ")
+                );
+            }
+        }
+    }
+    println!();
 }
 
 fn ms(d: Duration) -> String {

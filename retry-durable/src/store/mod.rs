@@ -39,12 +39,17 @@
 //! single-process tools.
 //!
 //! **Choosing an engine.** SQLite has one writer at a time, for the whole file: with 16 requests
-//! writing at once, each write waits for the ones before it, and every write's p99 grows, the
-//! handler's own transaction included, with or without a store (measured in `bench/RESULTS.md`
-//! §6 on a loaded 2-core machine: with 16 writers, p99s of 90 to 160 ms for the handler alone
-//! and of 200 to 600 ms for a new key with a store, against about a millisecond at p50 one at a
-//! time). Replays are reads and do not wait. A service that writes from many requests
-//! at once, or runs replicas on several machines, wants PostgreSQL.
+//! writing at once, each write waits for the write lock, the handler's own transaction included,
+//! with or without a store, and it waits by sleeping (SQLite's busy handler tries again after 1,
+//! 2, 5, 10, 15, 20, 25, 25, 25, 50, 50 and 100 ms), so every write's p99 grows to one of those
+//! sums. `bench/RESULTS.md` §6 measured it with `cargo run --release -p retry-bench --bin
+//! payments -- --postgres URL --runs 5` (twice, on a 2-core machine shared with other builds,
+//! load average 10 to 17): 16 callers sharing one pool of 10, their operations mixed, gave p99s
+//! of 35 to 178 ms for the handler alone (one transaction with one `INSERT`) and of 8 to 112 ms
+//! for a new key with a store, in ten runs, against under a millisecond at p50 one at a time;
+//! issue 39's measurement of the same layout from outside reached 231 to 334 ms. Replays are
+//! reads and do not wait. A service that writes from many requests at once, or runs replicas on
+//! several machines, wants PostgreSQL.
 //!
 //! # Exactly once, and where it ends
 //!

@@ -113,9 +113,10 @@ impl Tuning {
 impl Tuning {
     /// The command-line flags [`from_flags`](Tuning::from_flags) reads, each one documented
     /// builder of a mode.
-    pub const FLAGS: [&'static str; 11] = [
+    pub const FLAGS: [&'static str; 12] = [
         "throttling-k",
         "throttling-window",
+        "throttling-padding",
         "rate-fail-fast",
         "aimd-min",
         "aimd-max",
@@ -145,6 +146,10 @@ impl Tuning {
         if let Some(w) = seconds("throttling-window")? {
             t.throttling = t.throttling.window(w);
             given.push(format!("AdaptiveThrottling::window({w:?})"));
+        }
+        if let Some(p) = flags.optional::<f64>("throttling-padding")? {
+            t.throttling = t.throttling.requests_padding(p);
+            given.push(format!("AdaptiveThrottling::requests_padding({p})"));
         }
         if let Some(f) = flags.optional::<bool>("rate-fail-fast")? {
             t.rate = t.rate.fail_fast(f);

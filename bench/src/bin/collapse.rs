@@ -22,9 +22,9 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: collapse [--runs 40] [--sweep-runs 4] [--seed 2021] \
 [--csv collapse.csv] [--csv-sweep collapse-sweep.csv] [--plot collapse.png] \
 [--plot-sweep collapse-sweep.png] [--only-gates true] [the gate's settings: --throttling-k K \
---throttling-window S --throttling-padding P --rate-fail-fast true --aimd-min N --aimd-max N --aimd-timeout S \
---aimd-backoff R --gradient2-min N --gradient2-max N --gradient2-tolerance X \
---gradient2-long-window N]";
+--throttling-window S --throttling-padding P --rate-fail-fast true --aimd-initial N --aimd-min N \
+--aimd-max N --aimd-timeout S --aimd-backoff R --gradient2-initial N --gradient2-min N \
+--gradient2-max N --gradient2-tolerance X --gradient2-long-window N]";
 
 fn main() -> ExitCode {
     retry_bench::cli::exit_code(run)

@@ -113,14 +113,17 @@ impl Tuning {
 impl Tuning {
     /// The command-line flags [`from_flags`](Tuning::from_flags) reads, each one documented
     /// builder of a mode.
-    pub const FLAGS: [&'static str; 11] = [
+    pub const FLAGS: [&'static str; 14] = [
         "throttling-k",
         "throttling-window",
+        "throttling-padding",
         "rate-fail-fast",
+        "aimd-initial",
         "aimd-min",
         "aimd-max",
         "aimd-timeout",
         "aimd-backoff",
+        "gradient2-initial",
         "gradient2-min",
         "gradient2-max",
         "gradient2-tolerance",
@@ -146,9 +149,17 @@ impl Tuning {
             t.throttling = t.throttling.window(w);
             given.push(format!("AdaptiveThrottling::window({w:?})"));
         }
+        if let Some(p) = flags.optional::<f64>("throttling-padding")? {
+            t.throttling = t.throttling.requests_padding(p);
+            given.push(format!("AdaptiveThrottling::requests_padding({p})"));
+        }
         if let Some(f) = flags.optional::<bool>("rate-fail-fast")? {
             t.rate = t.rate.fail_fast(f);
             given.push(format!("ClientRateLimit::fail_fast({f})"));
+        }
+        if let Some(n) = flags.optional::<u32>("aimd-initial")? {
+            t.aimd = t.aimd.initial_limit(n);
+            given.push(format!("Aimd::initial_limit({n})"));
         }
         if let Some(n) = flags.optional::<u32>("aimd-min")? {
             t.aimd = t.aimd.min_limit(n);
@@ -165,6 +176,10 @@ impl Tuning {
         if let Some(r) = flags.optional::<f64>("aimd-backoff")? {
             t.aimd = t.aimd.backoff_ratio(r);
             given.push(format!("Aimd::backoff_ratio({r})"));
+        }
+        if let Some(n) = flags.optional::<u32>("gradient2-initial")? {
+            t.gradient2 = t.gradient2.initial_limit(n);
+            given.push(format!("Gradient2::initial_limit({n})"));
         }
         if let Some(n) = flags.optional::<u32>("gradient2-min")? {
             t.gradient2 = t.gradient2.min_limit(n);

@@ -5,7 +5,8 @@
 //! Marc Brooker's retry simulation ("Fixing retries with token buckets and circuit breakers",
 //! 2022): 100 clients × 10 calls a second for 10 s against a server that fails a share `x` of
 //! attempts, for his four strategies and this crate's budget and breaker (`retry_bench::
-//! amplification`); then 10, 100 and 1,000 clients at the same total rate.
+//! amplification`); then 10, 100 and 1,000 clients sharing 100 calls a second (his simulator's
+//! `run_sims_clients` as published now) and sharing 1,000 (an earlier revision of it).
 
 use plotters::chart::SeriesLabelPosition;
 use retry_bench::amplification::{
@@ -24,6 +25,14 @@ const USAGE: &str = "usage: amplification [--runs 5] [--seed 2022] [--csv amplif
 
 /// The client counts of the post's second experiment.
 const CLIENTS: [u32; 3] = [10, 100, 1000];
+
+/// The calls a second of all clients together in the second experiment: 100 in his
+/// `run_sims_clients` as published now, 1,000 in an earlier revision of it (from which
+/// this experiment's first figures were taken).
+const CLIENTS_RATES: [f64; 2] = [100.0, 1000.0];
+
+/// The published rate of the second experiment, the one `--plot-clients` draws.
+const PUBLISHED: f64 = 100.0;
 
 /// The strategies of the second experiment: those with per-client state.
 const PER_CLIENT: [Strategy; 6] = [
@@ -69,7 +78,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         .filter(|s| !only_gates || s.mode().is_some() || *s == Strategy::ThreeRetries)
         .filter(|s| !only_budget || matches!(s, Strategy::Budget | Strategy::ThreeRetries))
         .collect();
-    let first = amplification::sweep(&all, &[base.clients], base, runs)?;
+    let main = (base.clients, base.total_rate);
+    let first = amplification::sweep(&all, &[main], base, runs)?;
     let per_client: Vec<Strategy> = PER_CLIENT
         .into_iter()
         .filter(|s| !only_gates && (!only_budget || *s == Strategy::Budget))
@@ -79,7 +89,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 .filter(|s| matches!(s, Strategy::Gate(_))),
         )
         .collect();
-    let others: Vec<u32> = CLIENTS.into_iter().filter(|&n| n != base.clients).collect();
+    let others: Vec<(u32, f64)> = CLIENTS_RATES
+        .into_iter()
+        .flat_map(|rate| CLIENTS.map(|n| (n, rate)))
+        .filter(|&e| e != main)
+        .collect();
     let second = amplification::sweep(&per_client, &others, base, runs)?;
     let mut points = first.clone();
     points.extend(second);
@@ -103,29 +117,32 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!("\nload, {} clients\n", base.clients);
     print!(
         "{}",
-        by_rate(&first, &built, base.clients, |p| format!("{:.3}", p.load()))
+        by_rate(&first, &built, main, |p| format!("{:.3}", p.load()))
     );
     println!("\nsuccess (%), {} clients\n", base.clients);
     print!(
         "{}",
-        by_rate(&first, &built, base.clients, |p| format!(
+        by_rate(&first, &built, main, |p| format!(
             "{:.3}",
             100.0 * p.success()
         ))
     );
-    for &n in &CLIENTS {
+    for (n, rate) in CLIENTS_RATES
+        .into_iter()
+        .flat_map(|rate| CLIENTS.map(|n| (n, rate)))
+    {
         let strategies: Vec<Strategy> = per_client
             .iter()
             .copied()
             .filter(|s| s.is_built())
             .collect();
         println!(
-            "\n{n} clients × {} calls a second: load / success (%)\n",
-            base.total_rate / f64::from(n)
+            "\n{n} clients × {} calls a second ({rate} in all): load / success (%)\n",
+            rate / f64::from(n)
         );
         print!(
             "{}",
-            by_rate(&points, &strategies, n, |p| format!(
+            by_rate(&points, &strategies, (n, rate), |p| format!(
                 "{:.3} / {:.2}",
                 p.load(),
                 100.0 * p.success()
@@ -133,7 +150,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     println!("\nhis figures beside this run's\n\n{}", versus(&points));
-    println!("the aims\n\n{}", aims(&points, base.clients));
+    println!("the aims\n\n{}", aims(&points, main));
 
     if let Some(path) = flags.optional::<PathBuf>("csv")? {
         std::fs::write(&path, amplification::csv(&points)?)?;
@@ -146,14 +163,14 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             .copied()
             .filter(|&s| s != Strategy::Attribute)
             .collect();
-        let n = base.clients;
+        let (n, _) = main;
         let charts = [
             chart(
                 &format!("Load, {n} clients"),
                 "attempts per 100 calls",
                 &first,
                 &drawn,
-                n,
+                main,
                 1.0,
                 |p| 100.0 * p.load(),
             ),
@@ -162,7 +179,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 "calls that succeeded (%)",
                 &first,
                 &drawn,
-                n,
+                main,
                 1.0,
                 |p| 100.0 * p.success(),
             ),
@@ -171,7 +188,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 "retries per 100 calls",
                 &first,
                 &drawn,
-                n,
+                main,
                 0.1,
                 |p| 100.0 * (p.load() - 1.0),
             ),
@@ -180,7 +197,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 "calls that failed (%)",
                 &first,
                 &drawn,
-                n,
+                main,
                 0.1,
                 |p| 100.0 * (1.0 - p.success()),
             ),
@@ -198,11 +215,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             .iter()
             .map(|&n| {
                 chart(
-                    &format!("Load, {n} clients"),
+                    &format!("Load, {n} clients, {PUBLISHED} calls a second in all"),
                     "attempts per 100 calls",
                     &points,
                     &strategies,
-                    n,
+                    (n, PUBLISHED),
                     1.0,
                     |p| 100.0 * p.load(),
                 )
@@ -210,11 +227,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             .collect();
         charts.extend(CLIENTS.iter().map(|&n| {
             chart(
-                &format!("Success, {n} clients"),
+                &format!("Success, {n} clients, {PUBLISHED} calls a second in all"),
                 "calls that succeeded (%)",
                 &points,
                 &strategies,
-                n,
+                (n, PUBLISHED),
                 1.0,
                 |p| 100.0 * p.success(),
             )
@@ -225,11 +242,14 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// A markdown table: one row per failure rate, one column per strategy, at `clients`.
+/// An experiment: a client count and the calls a second of all of them together.
+type Experiment = (u32, f64);
+
+/// A markdown table: one row per failure rate, one column per strategy, in `experiment`.
 fn by_rate(
     points: &[Point],
     strategies: &[Strategy],
-    clients: u32,
+    experiment: Experiment,
     cell: impl Fn(&Point) -> String,
 ) -> String {
     let mut out = String::from("| failure rate |");
@@ -242,7 +262,7 @@ fn by_rate(
     for x in FAILURE_RATES {
         out.push_str(&format!("| {} % |", 100.0 * x));
         for &s in strategies {
-            let p = find(points, s, clients, x);
+            let p = find(points, s, experiment, x);
             out.push_str(&format!(" {} |", p.map_or_else(|| "—".to_owned(), &cell)));
         }
         out.push('\n');
@@ -250,10 +270,10 @@ fn by_rate(
     out
 }
 
-fn find(points: &[Point], s: Strategy, clients: u32, x: f64) -> Option<&Point> {
-    points
-        .iter()
-        .find(|p| p.strategy == s && p.clients == clients && p.failure_rate == x)
+fn find(points: &[Point], s: Strategy, (clients, rate): Experiment, x: f64) -> Option<&Point> {
+    points.iter().find(|p| {
+        p.strategy == s && p.clients == clients && p.total_rate == rate && p.failure_rate == x
+    })
 }
 
 /// This run beside his simulator's figures and the derived ones, at the rates the post
@@ -261,25 +281,27 @@ fn find(points: &[Point], s: Strategy, clients: u32, x: f64) -> Option<&Point> {
 fn versus(points: &[Point]) -> String {
     const SHOWN: [f64; 6] = [0.001, 0.01, 0.05, 0.1, 0.2, 0.5];
     let mut out = String::from(
-        "| strategy | clients | failure rate | load: his / ours | success (%): his / ours |\n\
-         |---|---:|---:|---:|---:|\n",
+        "| strategy | clients | calls a second in all | failure rate | load: his / ours | success (%): his / ours |\n\
+         |---|---:|---:|---:|---:|---:|\n",
     );
     let mut worst = String::new();
     let series = REFERENCE
         .iter()
-        .map(|r| (r.strategy, r.clients, "his simulator"))
+        .map(|r| (r.strategy, (r.clients, r.total_rate), "his simulator"))
         .chain([
-            (Strategy::ThreeRetries, 100, "derived"),
-            (Strategy::Attribute, 100, "derived"),
+            (Strategy::ThreeRetries, (100, 1000.0), "derived"),
+            (Strategy::Attribute, (100, 1000.0), "derived"),
         ]);
-    for (strategy, clients, source) in series {
+    for (strategy, experiment, source) in series {
+        let (clients, rate) = experiment;
         let theirs = |x: f64| match source {
             "derived" => amplification::derived(strategy, x),
-            _ => amplification::reference(strategy, clients, x),
+            _ => amplification::reference(strategy, clients, rate, x),
         };
         let (mut load_gap, mut success_gap) = (0.0f64, 0.0f64);
         for x in REFERENCE_RATES {
-            let (Some((load, success)), Some(p)) = (theirs(x), find(points, strategy, clients, x))
+            let (Some((load, success)), Some(p)) =
+                (theirs(x), find(points, strategy, experiment, x))
             else {
                 continue;
             };
@@ -287,7 +309,7 @@ fn versus(points: &[Point]) -> String {
             success_gap = success_gap.max((p.success() / success - 1.0).abs());
             if SHOWN.contains(&x) {
                 out.push_str(&format!(
-                    "| {} | {clients} | {} % | {load:.3} / {:.3} | {:.2} / {:.2} |\n",
+                    "| {} | {clients} | {rate} | {} % | {load:.3} / {:.3} | {:.2} / {:.2} |\n",
                     strategy.name(),
                     100.0 * x,
                     p.load(),
@@ -297,7 +319,7 @@ fn versus(points: &[Point]) -> String {
             }
         }
         worst.push_str(&format!(
-            "{} ({clients} clients) against {source}: largest difference {:.2} % in load, {:.2} % in success\n",
+            "{} ({clients} clients, {rate} calls a second in all) against {source}: largest difference {:.2} % in load, {:.2} % in success\n",
             strategy.name(),
             100.0 * load_gap,
             100.0 * success_gap,
@@ -306,8 +328,10 @@ fn versus(points: &[Point]) -> String {
     format!("{out}\n{worst}")
 }
 
-/// The aims of issue 27 for this crate's strategies, met or missed by how much.
-fn aims(points: &[Point], clients: u32) -> String {
+/// The aims of issue 27 for this crate's strategies, met or missed by how much, as written:
+/// the loads at x = 50 % with 100 and 1,000 clients, and the success gap to three retries at
+/// every failure rate up to 1 %, the rate the aim names included.
+fn aims(points: &[Point], main: Experiment) -> String {
     let ours: Vec<Strategy> = [
         Strategy::ThreeRetries,
         Strategy::Budget,
@@ -317,7 +341,7 @@ fn aims(points: &[Point], clients: u32) -> String {
     ]
     .into_iter()
     .chain(retry_bench::gate::GateMode::ALL.map(Strategy::Gate))
-    .filter(|&s| find(points, s, clients, 0.5).is_some())
+    .filter(|&s| find(points, s, main, 0.5).is_some())
     .collect();
     let mut out = String::from("| aim |");
     for &s in &ours {
@@ -325,42 +349,50 @@ fn aims(points: &[Point], clients: u32) -> String {
     }
     out.push_str("\n|---|");
     out.push_str(&"---:|".repeat(ours.len()));
-    let cell = |s: Strategy, n: u32, x: f64, f: &dyn Fn(&Point) -> f64| {
-        find(points, s, n, x).map_or_else(|| "—".to_owned(), |p| format!("{:.3}", f(p)))
+    // Three retries keep no per-client state, so their figures do not depend on the client
+    // count: the first experiment's stand for every experiment.
+    let at = |s: Strategy, e: Experiment| if s == Strategy::ThreeRetries { main } else { e };
+    let cell = |s: Strategy, e: Experiment, x: f64, f: &dyn Fn(&Point) -> f64| {
+        find(points, s, at(s, e), x).map_or_else(|| "—".to_owned(), |p| format!("{:.3}", f(p)))
     };
+    let (clients, rate) = main;
     out.push_str(&format!(
-        "\n| load at x = 50 %, {clients} clients (aim ≤ 1.12) |"
+        "\n| load at x = 50 %, {clients} clients, {rate} a second (aim ≤ 1.12) |"
     ));
     for &s in &ours {
-        out.push_str(&format!(" {} |", cell(s, clients, 0.5, &|p| p.load())));
+        out.push_str(&format!(" {} |", cell(s, main, 0.5, &|p| p.load())));
     }
-    out.push_str(&format!(
-        "\n| largest success gap to three retries below x = 1 %, {clients} clients, points (aim ≤ 0.1) |"
-    ));
-    for &s in &ours {
-        let gap = FAILURE_RATES
-            .iter()
-            .filter(|&&x| x < 0.01)
-            .filter_map(|&x| {
-                Some(
-                    100.0
-                        * (find(points, Strategy::ThreeRetries, clients, x)?.success()
-                            - find(points, s, clients, x)?.success()),
-                )
-            })
-            .fold(f64::NEG_INFINITY, f64::max);
-        out.push_str(&format!(" {gap:.3} |"));
+    let mut experiments = vec![main];
+    experiments.extend(CLIENTS_RATES.map(|rate| (1000, rate)));
+    for e in experiments {
+        for (name, below) in [("below x = 1 %", true), ("at x = 1 %", false)] {
+            out.push_str(&format!(
+                "\n| success gap to three retries {name}, {} clients, {} a second, points (aim ≤ 0.1) |",
+                e.0, e.1
+            ));
+            for &s in &ours {
+                let gap = FAILURE_RATES
+                    .iter()
+                    .filter(|&&x| if below { x < 0.01 } else { x == 0.01 })
+                    .filter_map(|&x| {
+                        Some(
+                            100.0
+                                * (find(points, Strategy::ThreeRetries, main, x)?.success()
+                                    - find(points, s, at(s, e), x)?.success()),
+                        )
+                    })
+                    .fold(f64::NEG_INFINITY, f64::max);
+                out.push_str(&format!(" {gap:.3} |"));
+            }
+        }
     }
-    out.push_str("\n| load at x = 50 %, 1,000 clients (aim ≤ 1.3) |");
-    for &s in &ours {
-        // Three retries keep no per-client state, so their load does not depend on the client
-        // count: the 100 clients' figure stands for it.
-        let n = if s == Strategy::ThreeRetries {
-            clients
-        } else {
-            1000
-        };
-        out.push_str(&format!(" {} |", cell(s, n, 0.5, &|p| p.load())));
+    for rate in CLIENTS_RATES {
+        out.push_str(&format!(
+            "\n| load at x = 50 %, 1,000 clients, {rate} a second (aim ≤ 1.3) |"
+        ));
+        for &s in &ours {
+            out.push_str(&format!(" {} |", cell(s, (1000, rate), 0.5, &|p| p.load())));
+        }
     }
     out.push('\n');
     out
@@ -372,7 +404,7 @@ fn chart(
     y_label: &str,
     points: &[Point],
     strategies: &[Strategy],
-    clients: u32,
+    experiment: Experiment,
     up_to: f64,
     y: impl Fn(&Point) -> f64,
 ) -> Chart {
@@ -383,7 +415,7 @@ fn chart(
             points: FAILURE_RATES
                 .iter()
                 .filter(|&&x| x <= up_to)
-                .filter_map(|&x| find(points, s, clients, x))
+                .filter_map(|&x| find(points, s, experiment, x))
                 .map(|p| (100.0 * p.failure_rate, y(p)))
                 .collect(),
             width: if s.is_reference() { 2 } else { 3 },

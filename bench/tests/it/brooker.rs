@@ -5,7 +5,7 @@
 //! clock, so these are exact runs, not samples of wall-clock behaviour; a few seconds in debug.
 
 use retry_bench::amplification::{self, Config, Strategy};
-use retry_bench::collapse::{self, PEAK, Profile, Series, Strategy as Client};
+use retry_bench::collapse::{self, PEAK, Profile, Recovery, Series, Strategy as Client};
 use std::time::Duration;
 
 /// 20 clients × 10 calls a second for 10 s: his first experiment, a fifth of the clients. Each
@@ -73,6 +73,23 @@ fn his_token_bucket_and_breaker_give_his_figures() {
 }
 
 #[test]
+fn at_the_published_100_calls_a_second_his_bucket_is_three_retries_for_1000_clients() {
+    // His `run_sims_clients` as published now: 100 calls a second in all, so 1,000 clients of
+    // 0.1 a second, each making its first call at once and about one more in 10 s, with 5
+    // tokens: load 1.887, success 94.0 % at x = 0.5 (5 runs of his). Here 200 such clients.
+    let tiny_clients = Config {
+        clients: 200,
+        total_rate: 20.0,
+        ..SMALL
+    };
+    let bucket = at(Strategy::TokenBucket, tiny_clients);
+    assert!(within(bucket.load(), 1.887, 0.05), "{bucket:?}");
+    assert!(within(bucket.success(), 0.9404, 0.05), "{bucket:?}");
+    // One call a client at once and about one more: twice the calls the rate alone gives.
+    assert!((300..500).contains(&bucket.first_tries), "{bucket:?}");
+}
+
+#[test]
 fn the_budgets_figures_and_why_the_default_misses_the_aim() {
     // The default budget's reserve (10 retries a second per client) is more than a client of
     // 10 calls a second retries at x = 0.5 (8.75 a second): it barely binds, 1.82 (§9).
@@ -91,11 +108,20 @@ fn the_budgets_figures_and_why_the_default_misses_the_aim() {
     );
 }
 
-fn mean(client: Client, profile: Profile, runs: u32) -> Series {
-    let runs = collapse::runs(client, profile, 2021, runs)
+/// The slowest of the budget's 4 runs (seeds 2021–2024) back to stay after the spike: 11 s.
+const BUDGET_SLOWEST: std::ops::RangeInclusive<usize> = 9..=13;
+
+/// A run of Gradient2 with its defaults that comes back after the spike and collapses again.
+const G2_SEED: u64 = 2022;
+
+fn runs(client: Client, profile: Profile, runs: u32) -> Vec<Series> {
+    collapse::runs(client, profile, 2021, runs)
         .expect("a runtime")
-        .expect("a built strategy");
-    Series::mean(&runs)
+        .expect("a built strategy")
+}
+
+fn mean(client: Client, profile: Profile, n: u32) -> Series {
+    Series::mean(&runs(client, profile, n))
 }
 
 #[test]
@@ -106,13 +132,24 @@ fn the_spike_before_and_after() {
     let served = Series::over(&backoff.goodput, 10, 20) / Series::over(&backoff.offered, 10, 20);
     assert!(within(served, 1.0, 0.05), "{served}");
     // His backoff and jitter (pauses of up to 20 s and 40 s) spread the spike's retries so far
-    // that the server recovers: back to 95 % 3 s after the spike in his simulator and here.
+    // that the server recovers: his mean series back to 95 % 3 s after the spike, and here.
     let back = collapse::recovery(&backoff).expect("recovered");
     assert!(back <= 5, "{back} s");
-    // The budget recovers too, 11 s after the spike's end (§9).
-    let budget = mean(Client::Budget, Profile::SPIKE, 4);
-    let back = collapse::recovery(&budget).expect("recovered");
-    assert!((9..=13).contains(&back), "{back} s");
+    // Judged run by run, and staying back: every run within 5 s.
+    let each = Recovery::of(&runs(Client::BackoffAndJitter, Profile::SPIKE, 4));
+    assert_eq!(each.within_10_s, 4, "{each:?}");
+    assert!(each.slowest.is_some_and(|s| s <= 5), "{each:?}");
+    // The budget brings every run back, but not every run within 10 s (§9: 33 of 40, the
+    // slowest 15 s).
+    let budget = Recovery::of(&runs(Client::Budget, Profile::SPIKE, 4));
+    assert_eq!(budget.never, 0, "{budget:?}");
+    assert!(budget.within_10_s < budget.runs, "{budget:?}");
+    assert!(
+        budget
+            .slowest
+            .is_some_and(|s| (BUDGET_SLOWEST).contains(&s)),
+        "{budget:?}"
+    );
 }
 
 #[test]
@@ -201,6 +238,48 @@ mod gate {
     }
 
     #[test]
+    fn adaptive_throttlings_first_rejections_cost_small_clients_more_than_a_tenth_of_a_point() {
+        // Clients of 1 call a second at x = 1 %: a client's first failure, in a window that
+        // holds almost nothing, rejects its retry with probability 1/2 (§9: 0.309 point under
+        // three retries with 1,000 such clients; the aim asks 0.1). Here 0.55 point.
+        let small = Config {
+            clients: 200,
+            total_rate: 200.0,
+            failure_rate: 0.01,
+            ..SMALL
+        };
+        let three = at(Strategy::ThreeRetries, small);
+        let gate = at(Strategy::Gate(GateMode::Throttling), small);
+        let gap = three.success() - gate.success();
+        assert!(gap > 0.001, "{gap}: {three:?} {gate:?}");
+    }
+
+    #[test]
+    fn a_concurrency_gate_sheds_while_it_warms_up_unless_it_starts_where_the_load_is() {
+        // A steady 40 a second needs about 60 attempts in flight; the limits start at 20, and
+        // AIMD answers 84 % of the first 10 s; started at 60, 98 % (§9).
+        let first_10_s = |tuning: &Tuning| {
+            let run = collapse::runs_with(
+                Client::Gate(GateMode::Aimd),
+                Profile::steady(40.0),
+                2021,
+                1,
+                tuning,
+            )
+            .expect("a runtime")
+            .expect("a built strategy");
+            Series::over(&run[0].answered, 0, 10) / Series::over(&run[0].offered, 0, 10)
+        };
+        let from_20 = first_10_s(&Tuning::DEFAULT);
+        let from_60 = first_10_s(&Tuning {
+            aimd: Aimd::new().initial_limit(60).max_limit(150),
+            ..Tuning::DEFAULT
+        });
+        assert!(from_20 < 0.9, "{from_20}");
+        assert!(from_60 > 0.95, "{from_60}");
+    }
+
+    #[test]
     fn in_the_collapse_aimd_recovers_and_cubic_never_turns_on() {
         // His server never throttles, it slows down: the CUBIC limiter learns from throttling
         // answers only, so it is `#[retry]` alone, second for second.
@@ -210,27 +289,87 @@ mod gate {
                 .expect("a built strategy")
         };
         assert_eq!(one(Client::Gate(GateMode::Cubic)), one(Client::Attribute));
-        // AIMD with Netflix's defaults: back to 95 % 7 s after the spike's end (40 runs: 7 s).
-        let aimd = mean(Client::Gate(GateMode::Aimd), Profile::SPIKE, 2);
-        let back = collapse::recovery(&aimd).expect("recovered");
-        assert!((5..=9).contains(&back), "{back} s");
+        // AIMD with Netflix's defaults: every run back to 95 % within 10 s of the spike's end,
+        // and staying (40 runs: the slowest 7 s).
+        let aimd = Recovery::of(&runs(Client::Gate(GateMode::Aimd), Profile::SPIKE, 2));
+        assert_eq!(aimd.within_10_s, 2, "{aimd:?}");
+        assert!(
+            aimd.slowest.is_some_and(|s| (2..=9).contains(&s)),
+            "{aimd:?}"
+        );
     }
 
     #[test]
-    fn tuned_the_concurrency_limits_keep_55_a_second_at_the_ramps_peak() {
-        // `Aimd::max_limit(150)`, `Gradient2::rtt_tolerance(1.2).max_limit(150)`: 56.8 a second
-        // at the peak over 40 runs, where every row without a gate answers 1.7.
+    fn gradient2_with_its_defaults_comes_back_then_collapses_and_is_not_recovered() {
+        // Issue 39: the old measure took the first good window as recovery. A run of Gradient2
+        // with Netflix's defaults is back right after the spike, then collapses again; judged
+        // by whether it stays back, it never recovered.
+        let run = collapse::run(Client::Gate(GateMode::Gradient2), Profile::SPIKE, G2_SEED)
+            .expect("a runtime")
+            .expect("a built strategy");
+        assert!(
+            collapse::recovery(&run).is_some_and(|s| s <= 10),
+            "the first good window"
+        );
+        assert!(collapse::collapsed(&run), "{:?}", run.goodput);
+        assert_eq!(collapse::recovered_at(&run), None);
+    }
+
+    fn ramp(mode: GateMode, tuning: &Tuning) -> Series {
+        let runs = collapse::runs_with(Client::Gate(mode), Profile::RAMP, 2021, 1, tuning)
+            .expect("a runtime")
+            .expect("a built strategy");
+        Series::mean(&runs)
+    }
+
+    #[test]
+    fn with_a_ceiling_the_concurrency_limits_keep_55_a_second_at_the_ramps_peak() {
+        // `Aimd::max_limit(150)`, `Gradient2::max_limit(150)` (Netflix's tolerance kept): 56.8
+        // and 56.7 a second at the peak over 40 runs, where every row without a gate answers
+        // 1.7, and both answer the rising ramp as a plain client does (54.3, 54.4; 54.8).
         let tuned = Tuning {
             aimd: Aimd::new().max_limit(150),
-            gradient2: Gradient2::new().rtt_tolerance(1.2).max_limit(150),
+            gradient2: Gradient2::new().max_limit(150),
             ..Tuning::DEFAULT
         };
         for mode in [GateMode::Aimd, GateMode::Gradient2] {
-            let runs = collapse::runs_with(Client::Gate(mode), Profile::RAMP, 2021, 1, &tuned)
-                .expect("a runtime")
-                .expect("a built strategy");
-            let peak = Series::over(&Series::mean(&runs).goodput, PEAK.0, PEAK.1);
+            let m = ramp(mode, &tuned);
+            let peak = Series::over(&m.goodput, PEAK.0, PEAK.1);
             assert!(peak >= 55.0, "{mode:?}: {peak}");
+            let rising = Series::over(&m.goodput, 10, 20);
+            assert!(within(rising, 54.8, 0.03), "{mode:?}: {rising}");
         }
+    }
+
+    #[test]
+    fn gradient2s_tighter_tolerance_sheds_what_the_server_could_answer() {
+        // `rtt_tolerance(1.2)` reads this server's latency growth as overload: the limit grows
+        // from 20 slowly, and the rising ramp (10–20 s) gets 45.5 answers a second over 40
+        // runs, against 54.4 with Netflix's 1.5 under the same ceiling.
+        let loose = Tuning {
+            gradient2: Gradient2::new().max_limit(150),
+            ..Tuning::DEFAULT
+        };
+        let tight = Tuning {
+            gradient2: Gradient2::new().rtt_tolerance(1.2).max_limit(150),
+            ..Tuning::DEFAULT
+        };
+        let rising = |t: &Tuning| Series::over(&ramp(GateMode::Gradient2, t).goodput, 10, 20);
+        let (loose, tight) = (rising(&loose), rising(&tight));
+        assert!(tight < 0.9 * loose, "{tight} against {loose}");
+        // At the peak both hold: the tolerance is not what keeps it.
+        let peak = Series::over(
+            &ramp(
+                GateMode::Gradient2,
+                &Tuning {
+                    gradient2: Gradient2::new().rtt_tolerance(1.2).max_limit(150),
+                    ..Tuning::DEFAULT
+                },
+            )
+            .goodput,
+            PEAK.0,
+            PEAK.1,
+        );
+        assert!(peak >= 55.0, "{peak}");
     }
 }

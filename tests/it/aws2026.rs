@@ -505,6 +505,8 @@ mod through_the_loop {
         Throttled,
         /// A 500 with `x-amz-retry-after` (milliseconds).
         After(u64),
+        /// A 404: not retried.
+        Missing,
     }
 
     fn classify(answer: &Answer) -> Verdict {
@@ -513,6 +515,7 @@ mod through_the_loop {
             Transient => Verdict::Retry,
             Throttled => Verdict::Throttled,
             After(ms) => Verdict::RetryAfter(Duration::from_millis(*ms)),
+            Missing => Verdict::Fail,
         }
     }
 
@@ -648,6 +651,177 @@ mod through_the_loop {
     async fn get_object() -> Result<u32, Answer> {
         CALLS.fetch_add(1, Ordering::Relaxed);
         Err(Transient)
+    }
+
+    // ---- the long-polling rule, through the loop (`TestLongPollingContextBackoff`) ----
+
+    /// SQS `ReceiveMessage`'s policy with `tokens` in its quota and the largest random factor.
+    fn receive_message(attempts: u32, tokens: u32) -> Aws2026Standard {
+        Aws2026Standard::with(
+            Aws2026::new().max_attempts(attempts).long_polling(true),
+            RetryQuota::new().tokens(tokens),
+        )
+        .fixed_random(1.0)
+    }
+
+    /// `call` with `on_give_up` listening: the result, the attempts' starts, the time the call
+    /// took, and why it gave up, if it did.
+    async fn call_heard(
+        aws: &Aws2026Standard,
+        policy: &Policy,
+        answers: &[Answer],
+    ) -> (Result<u32, Answer>, Vec<u64>, Duration, Vec<GiveUpReason>) {
+        let t0 = Instant::now();
+        let starts = Mutex::new(Vec::new());
+        let heard = Mutex::new(Vec::new());
+        let n = AtomicU32::new(0);
+        let result = Retrier::<u32, Answer>::new(policy)
+            .on(classify)
+            .aws2026(aws)
+            .on_give_up(|_: &Answer, why: &GiveUp| {
+                heard.lock().expect("not poisoned").push(why.reason);
+            })
+            .run_async(|| {
+                starts
+                    .lock()
+                    .expect("not poisoned")
+                    .push(t0.elapsed().as_millis() as u64);
+                let i = n.fetch_add(1, Ordering::Relaxed);
+                let answer = answers[i as usize];
+                async move { if answer == Fine { Ok(i) } else { Err(answer) } }
+            })
+            .await;
+        let starts = starts.into_inner().expect("not poisoned");
+        let heard = heard.into_inner().expect("not poisoned");
+        (result, starts, t0.elapsed(), heard)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_long_polling_call_with_an_empty_quota_pauses_for_the_backoff_before_its_error() {
+        // The reference's case: quota 0, 3 attempts, a 500: no retry, but the backoff (50 ms
+        // with the random factor at 1) is slept before the error is returned.
+        let aws = receive_message(3, 0);
+        let (result, starts, took, heard) =
+            call_heard(&aws, &Policy::new(), &[Transient, Fine]).await;
+        assert_eq!(result, Err(Transient));
+        assert_eq!(starts, [0], "no second attempt");
+        assert_eq!(took, 50 * MS);
+        assert_eq!(heard, [GiveUpReason::Budget]);
+        assert_eq!(aws.quota().available(), 0);
+        // After a throttle too, with the transient base (the reference passes no error to the
+        // backoff there): 50 ms, not 1 s.
+        let (result, _, took, _) = call_heard(&aws, &Policy::new(), &[Throttled, Fine]).await;
+        assert_eq!((result, took), (Err(Throttled), 50 * MS));
+        // With the server's pause, held to [computed, computed + 5 s] as any.
+        let (_, _, took, _) = call_heard(&aws, &Policy::new(), &[After(1500), Fine]).await;
+        assert_eq!(took, 1500 * MS);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_that_is_not_long_polling_returns_at_once_when_the_quota_is_empty() {
+        let aws =
+            Aws2026Standard::with(Aws2026::new(), RetryQuota::new().tokens(0)).fixed_random(1.0);
+        let (result, starts, took, heard) =
+            call_heard(&aws, &Policy::new(), &[Transient, Fine]).await;
+        assert_eq!(
+            (result, starts, took),
+            (Err(Transient), vec![0], Duration::ZERO)
+        );
+        assert_eq!(heard, [GiveUpReason::Budget]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_long_polling_call_does_not_pause_after_its_last_attempt_a_success_or_an_answer() {
+        // "long-polling max attempts exceeded must not delay": 2 attempts, 50 ms apart, and
+        // nothing after the second.
+        let aws = receive_message(2, 500);
+        let (result, starts, took, heard) =
+            call_heard(&aws, &Policy::new(), &[Transient, Transient]).await;
+        assert_eq!((result, starts), (Err(Transient), vec![0, 50]));
+        assert_eq!((took, heard), (50 * MS, vec![GiveUpReason::Exhausted]));
+        // "long-polling success must not delay".
+        let (result, _, took, _) = call_heard(&aws, &Policy::new(), &[Transient, Fine]).await;
+        assert_eq!((result, took), (Ok(1), 50 * MS));
+        // "long-polling non-retriable errors must not delay".
+        let (result, _, took, heard) = call_heard(&aws, &Policy::new(), &[Missing]).await;
+        assert_eq!(
+            (result, took, heard),
+            (Err(Missing), Duration::ZERO, vec![])
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_long_polling_pause_that_would_pass_the_deadline_is_not_taken() {
+        let aws = receive_message(3, 0);
+        let policy = Policy::new().deadline(40 * MS);
+        let (result, _, took, heard) = call_heard(&aws, &policy, &[Transient, Fine]).await;
+        assert_eq!((result, took), (Err(Transient), Duration::ZERO));
+        assert_eq!(heard, [GiveUpReason::Budget]);
+    }
+
+    #[test]
+    fn a_sync_long_polling_call_pauses_too() {
+        let aws = receive_message(3, 0);
+        let policy = Policy::new();
+        let calls = AtomicU32::new(0);
+        let (result, pauses) = retry_runtime::testing::record(|| {
+            Retrier::<u32, Answer>::new(&policy)
+                .on(classify)
+                .aws2026(&aws)
+                .run(|| {
+                    calls.fetch_add(1, Ordering::Relaxed);
+                    Err(Transient)
+                })
+        });
+        assert_eq!((result, pauses), (Err(Transient), vec![50 * MS]));
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+    }
+
+    static SQS: Aws2026Standard = Aws2026Standard::with(
+        Aws2026::new().long_polling(true),
+        RetryQuota::new().tokens(0).name("sqs"),
+    )
+    .fixed_random(1.0);
+    static RECEIVED: AtomicU32 = AtomicU32::new(0);
+    static RECEIVED_SYNC: AtomicU32 = AtomicU32::new(0);
+
+    #[retry(aws2026 = SQS, on = classify)]
+    async fn receive() -> Result<u32, Answer> {
+        RECEIVED.fetch_add(1, Ordering::Relaxed);
+        Err(Transient)
+    }
+
+    #[retry(aws2026 = SQS, on = classify)]
+    fn receive_blocking() -> Result<u32, Answer> {
+        RECEIVED_SYNC.fetch_add(1, Ordering::Relaxed);
+        Err(Transient)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_attribute_pauses_a_long_polling_call_whose_quota_is_empty() {
+        let t0 = Instant::now();
+        assert_eq!(receive().await, Err(Transient));
+        assert_eq!(RECEIVED.load(Ordering::Relaxed), 1);
+        assert_eq!(t0.elapsed(), 50 * MS);
+        let (result, pauses) = retry_runtime::testing::record(receive_blocking);
+        assert_eq!((result, pauses), (Err(Transient), vec![50 * MS]));
+        assert_eq!(RECEIVED_SYNC.load(Ordering::Relaxed), 1);
+    }
+
+    static SHARED: retry_runtime::RetryBudget = retry_runtime::RetryBudget::new();
+
+    /// An error that is not `Send`: a loop without `aws2026` holds no outcome over a pause, so
+    /// the future stays `Send` (only a long-polling pause holds one).
+    #[retry(budget = SHARED, on = |_| true)]
+    async fn not_send_error() -> Result<u32, std::rc::Rc<u32>> {
+        tokio::task::yield_now().await;
+        Ok(1)
+    }
+
+    #[test]
+    fn without_aws2026_the_future_holds_no_outcome_and_stays_send() {
+        fn assert_send<F: Send>(_: &F) {}
+        assert_send(&not_send_error());
     }
 
     #[tokio::test(start_paused = true)]

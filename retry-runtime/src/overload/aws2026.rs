@@ -452,8 +452,14 @@ impl fmt::Debug for RetryQuota {
 /// a first attempt, and only the last retry's cost after retries. The policy's `deadline`
 /// still holds, and so do the `budget`, `breaker` and `gate` if given.
 ///
-/// Not through the loop: the long-polling rule (a pause before returning the error when the
-/// quota is empty), which [`Aws2026::decide`] gives a loop written by hand.
+/// The long-polling rule holds through the loop too: with a long-polling policy
+/// ([`Aws2026::long_polling`], SQS `ReceiveMessage`), a failure the empty quota cannot pay for
+/// is returned only after the backoff's pause ([`Aws2026Decision::QuotaExhausted`]), without
+/// another attempt and without a retry event, so that a loop around the call does not hammer
+/// the service; a pause that would end past the policy's `deadline` is not taken. Reaching the
+/// attempt limit, a success and an error that is not retried return at once, as the reference
+/// says. The loop holds the outcome over that pause, so an async function with `aws2026` has a
+/// `Send` future only if its `T` and `E` are `Send` (without `aws2026` the loop holds neither).
 ///
 /// ```
 /// use retry_runtime::{Aws2026, Aws2026Standard, RetryQuota};

@@ -10,7 +10,7 @@ use http_body_util::BodyExt;
 use retry_runtime::engine::{self, DynHooks, FirstAttempt, Operation, Settings, TokioTimer};
 use retry_runtime::headers::key_from_header;
 use retry_runtime::{
-    AdmissionGate, Aws2026Standard, Backoff, CircuitBreaker, CircuitOpen, Elapsed, GiveUp,
+    AdmissionGate, Aws2026, Aws2026Standard, Backoff, CircuitBreaker, CircuitOpen, Elapsed, GiveUp,
     IdempotencyKey, Jitter, LogLevel, Policy, Rejected, RetryBudget, RetryEvent, Verdict,
 };
 use std::error::Error;
@@ -188,6 +188,8 @@ impl HttpRetry {
     pub(crate) fn judge(&self, status: http::StatusCode, headers: &HeaderMap) -> Verdict {
         match &self.on_response {
             Some(judge) => judge(status, headers),
+            // AWS's conventions only for a configuration that asked for them.
+            None if self.aws.is_some() => Aws2026::response_verdict(status, headers),
             // Inline: a success is one compare of its status (the headers are read only for a
             // transient one).
             None => retry_runtime::integrations::http::status_verdict(status, headers),
@@ -228,8 +230,16 @@ impl HttpRetry {
 
     /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
     /// place of the policy's `max` and pauses, with its retry quota shared by every clone of
-    /// these options (see [`Aws2026Standard`]). A 429 is a throttled attempt (1 s base, 5
-    /// tokens); `Retry-After` is the server's pause.
+    /// these options (see [`Aws2026Standard`]).
+    ///
+    /// Answers are then judged by AWS's conventions too
+    /// ([`Aws2026::response_verdict`], unless [`on_response`](HttpRetry::on_response) judges
+    /// them): an `x-amzn-ErrorType` that names a throttling error code (`ThrottlingException`,
+    /// `SlowDown`, ... in any status, a `400` included, with or without the `:http://...`
+    /// suffix) is a throttled attempt (1 s base, 5 tokens), as is a 429; `x-amz-retry-after`
+    /// (milliseconds, or else `Retry-After`) is the server's pause, held to
+    /// [computed, computed + 5 s]. A long-polling policy ([`Aws2026::long_polling`]) whose quota
+    /// is empty pauses for its backoff before it returns the answer.
     pub fn aws2026(mut self, aws: Arc<Aws2026Standard>) -> Self {
         self.aws = Some(aws);
         self

@@ -461,6 +461,97 @@ fn the_retry_after_header_is_read_as_whole_milliseconds() {
 }
 
 #[test]
+fn error_codes_are_read_in_the_forms_the_protocols_write_them() {
+    let kind = FailureKind::of_error_code;
+    assert_eq!(FailureKind::THROTTLING_CODES, THROTTLING_CODES);
+    for code in THROTTLING_CODES {
+        for form in [
+            code.to_string(),
+            format!(" {code} "),
+            format!("{code}:http://internal.amazon.com/coral/com.amazon.coral.availability/"),
+            format!("com.amazonaws.dynamodb.v20120810#{code}"),
+            format!("aws.protocoltests#{code}:http://internal.amazon.com/"),
+        ] {
+            assert_eq!(kind(&form), Some(FailureKind::ThrottlingError), "{form}");
+        }
+    }
+    for code in ["RequestTimeout", "RequestTimeoutException"] {
+        assert_eq!(kind(code), Some(FailureKind::TransientError), "{code}");
+    }
+    // Exact, as the SDKs compare: no other code, no other case, nothing after a `#` missing.
+    for other in [
+        "",
+        "ValidationException",
+        "throttling",
+        "THROTTLING",
+        "ThrottlingExceptions",
+        "InternalFailure",
+        "Throttling#",
+    ] {
+        assert_eq!(kind(other), None, "{other:?}");
+    }
+}
+
+#[test]
+fn answers_are_judged_by_the_sdks_conventions() {
+    use http::{HeaderMap, HeaderValue, StatusCode};
+    use retry_runtime::Verdict;
+    let verdict = |status: u16, headers: &[(&'static str, &'static [u8])]| {
+        let mut map = HeaderMap::new();
+        for (name, value) in headers {
+            map.append(
+                *name,
+                HeaderValue::from_bytes(value).expect("a header value"),
+            );
+        }
+        let status = StatusCode::from_u16(status).expect("a status");
+        Aws2026::response_verdict(status, &map)
+    };
+    let ms = Duration::from_millis;
+    let throttling: (&str, &[u8]) = ("x-amzn-errortype", b"ThrottlingException");
+    // A throttling code in any error status, with or without a pause.
+    assert_eq!(verdict(400, &[throttling]), Verdict::Throttled);
+    assert_eq!(verdict(500, &[throttling]), Verdict::Throttled);
+    assert_eq!(
+        verdict(400, &[throttling, ("x-amz-retry-after", b"1500")]),
+        Verdict::ThrottledAfter(ms(1500))
+    );
+    // x-amz-retry-after before Retry-After; Retry-After when it is missing or invalid.
+    assert_eq!(
+        verdict(503, &[("x-amz-retry-after", b"250"), ("retry-after", b"2")]),
+        Verdict::ThrottledAfter(ms(250))
+    );
+    assert_eq!(
+        verdict(
+            502,
+            &[("x-amz-retry-after", b"soon"), ("retry-after", b"2")]
+        ),
+        Verdict::RetryAfter(ms(2000))
+    );
+    assert_eq!(verdict(502, &[]), Verdict::Retry);
+    assert_eq!(verdict(429, &[]), Verdict::Throttled);
+    // A pause alone retries nothing; a success is the answer whatever its headers say.
+    assert_eq!(
+        verdict(400, &[("x-amz-retry-after", b"100")]),
+        Verdict::Fail
+    );
+    assert_eq!(verdict(200, &[throttling]), Verdict::Fail);
+    assert_eq!(
+        verdict(400, &[("x-amzn-errortype", b"ValidationException")]),
+        Verdict::Fail
+    );
+    assert_eq!(
+        verdict(404, &[("x-amzn-errortype", b"RequestTimeoutException")]),
+        Verdict::Retry
+    );
+    // A value that is not text is no code.
+    assert_eq!(
+        verdict(400, &[("x-amzn-errortype", b"Throttling\xff")]),
+        Verdict::Fail
+    );
+}
+
+#[test]
 fn concurrent_retries_never_overdraw_the_quota() {
     static QUOTA: RetryQuota = RetryQuota::new();
     let taken: u32 = std::thread::scope(|scope| {
@@ -505,6 +596,8 @@ mod through_the_loop {
         Throttled,
         /// A 500 with `x-amz-retry-after` (milliseconds).
         After(u64),
+        /// A 404: not retried.
+        Missing,
     }
 
     fn classify(answer: &Answer) -> Verdict {
@@ -513,6 +606,7 @@ mod through_the_loop {
             Transient => Verdict::Retry,
             Throttled => Verdict::Throttled,
             After(ms) => Verdict::RetryAfter(Duration::from_millis(*ms)),
+            Missing => Verdict::Fail,
         }
     }
 
@@ -650,6 +744,177 @@ mod through_the_loop {
         Err(Transient)
     }
 
+    // ---- the long-polling rule, through the loop (`TestLongPollingContextBackoff`) ----
+
+    /// SQS `ReceiveMessage`'s policy with `tokens` in its quota and the largest random factor.
+    fn receive_message(attempts: u32, tokens: u32) -> Aws2026Standard {
+        Aws2026Standard::with(
+            Aws2026::new().max_attempts(attempts).long_polling(true),
+            RetryQuota::new().tokens(tokens),
+        )
+        .fixed_random(1.0)
+    }
+
+    /// `call` with `on_give_up` listening: the result, the attempts' starts, the time the call
+    /// took, and why it gave up, if it did.
+    async fn call_heard(
+        aws: &Aws2026Standard,
+        policy: &Policy,
+        answers: &[Answer],
+    ) -> (Result<u32, Answer>, Vec<u64>, Duration, Vec<GiveUpReason>) {
+        let t0 = Instant::now();
+        let starts = Mutex::new(Vec::new());
+        let heard = Mutex::new(Vec::new());
+        let n = AtomicU32::new(0);
+        let result = Retrier::<u32, Answer>::new(policy)
+            .on(classify)
+            .aws2026(aws)
+            .on_give_up(|_: &Answer, why: &GiveUp| {
+                heard.lock().expect("not poisoned").push(why.reason);
+            })
+            .run_async(|| {
+                starts
+                    .lock()
+                    .expect("not poisoned")
+                    .push(t0.elapsed().as_millis() as u64);
+                let i = n.fetch_add(1, Ordering::Relaxed);
+                let answer = answers[i as usize];
+                async move { if answer == Fine { Ok(i) } else { Err(answer) } }
+            })
+            .await;
+        let starts = starts.into_inner().expect("not poisoned");
+        let heard = heard.into_inner().expect("not poisoned");
+        (result, starts, t0.elapsed(), heard)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_long_polling_call_with_an_empty_quota_pauses_for_the_backoff_before_its_error() {
+        // The reference's case: quota 0, 3 attempts, a 500: no retry, but the backoff (50 ms
+        // with the random factor at 1) is slept before the error is returned.
+        let aws = receive_message(3, 0);
+        let (result, starts, took, heard) =
+            call_heard(&aws, &Policy::new(), &[Transient, Fine]).await;
+        assert_eq!(result, Err(Transient));
+        assert_eq!(starts, [0], "no second attempt");
+        assert_eq!(took, 50 * MS);
+        assert_eq!(heard, [GiveUpReason::Budget]);
+        assert_eq!(aws.quota().available(), 0);
+        // After a throttle too, with the transient base (the reference passes no error to the
+        // backoff there): 50 ms, not 1 s.
+        let (result, _, took, _) = call_heard(&aws, &Policy::new(), &[Throttled, Fine]).await;
+        assert_eq!((result, took), (Err(Throttled), 50 * MS));
+        // With the server's pause, held to [computed, computed + 5 s] as any.
+        let (_, _, took, _) = call_heard(&aws, &Policy::new(), &[After(1500), Fine]).await;
+        assert_eq!(took, 1500 * MS);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_that_is_not_long_polling_returns_at_once_when_the_quota_is_empty() {
+        let aws =
+            Aws2026Standard::with(Aws2026::new(), RetryQuota::new().tokens(0)).fixed_random(1.0);
+        let (result, starts, took, heard) =
+            call_heard(&aws, &Policy::new(), &[Transient, Fine]).await;
+        assert_eq!(
+            (result, starts, took),
+            (Err(Transient), vec![0], Duration::ZERO)
+        );
+        assert_eq!(heard, [GiveUpReason::Budget]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_long_polling_call_does_not_pause_after_its_last_attempt_a_success_or_an_answer() {
+        // "long-polling max attempts exceeded must not delay": 2 attempts, 50 ms apart, and
+        // nothing after the second.
+        let aws = receive_message(2, 500);
+        let (result, starts, took, heard) =
+            call_heard(&aws, &Policy::new(), &[Transient, Transient]).await;
+        assert_eq!((result, starts), (Err(Transient), vec![0, 50]));
+        assert_eq!((took, heard), (50 * MS, vec![GiveUpReason::Exhausted]));
+        // "long-polling success must not delay".
+        let (result, _, took, _) = call_heard(&aws, &Policy::new(), &[Transient, Fine]).await;
+        assert_eq!((result, took), (Ok(1), 50 * MS));
+        // "long-polling non-retriable errors must not delay".
+        let (result, _, took, heard) = call_heard(&aws, &Policy::new(), &[Missing]).await;
+        assert_eq!(
+            (result, took, heard),
+            (Err(Missing), Duration::ZERO, vec![])
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_long_polling_pause_that_would_pass_the_deadline_is_not_taken() {
+        let aws = receive_message(3, 0);
+        let policy = Policy::new().deadline(40 * MS);
+        let (result, _, took, heard) = call_heard(&aws, &policy, &[Transient, Fine]).await;
+        assert_eq!((result, took), (Err(Transient), Duration::ZERO));
+        assert_eq!(heard, [GiveUpReason::Budget]);
+    }
+
+    #[test]
+    fn a_sync_long_polling_call_pauses_too() {
+        let aws = receive_message(3, 0);
+        let policy = Policy::new();
+        let calls = AtomicU32::new(0);
+        let (result, pauses) = retry_runtime::testing::record(|| {
+            Retrier::<u32, Answer>::new(&policy)
+                .on(classify)
+                .aws2026(&aws)
+                .run(|| {
+                    calls.fetch_add(1, Ordering::Relaxed);
+                    Err(Transient)
+                })
+        });
+        assert_eq!((result, pauses), (Err(Transient), vec![50 * MS]));
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+    }
+
+    static SQS: Aws2026Standard = Aws2026Standard::with(
+        Aws2026::new().long_polling(true),
+        RetryQuota::new().tokens(0).name("sqs"),
+    )
+    .fixed_random(1.0);
+    static RECEIVED: AtomicU32 = AtomicU32::new(0);
+    static RECEIVED_SYNC: AtomicU32 = AtomicU32::new(0);
+
+    #[retry(aws2026 = SQS, on = classify)]
+    async fn receive() -> Result<u32, Answer> {
+        RECEIVED.fetch_add(1, Ordering::Relaxed);
+        Err(Transient)
+    }
+
+    #[retry(aws2026 = SQS, on = classify)]
+    fn receive_blocking() -> Result<u32, Answer> {
+        RECEIVED_SYNC.fetch_add(1, Ordering::Relaxed);
+        Err(Transient)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_attribute_pauses_a_long_polling_call_whose_quota_is_empty() {
+        let t0 = Instant::now();
+        assert_eq!(receive().await, Err(Transient));
+        assert_eq!(RECEIVED.load(Ordering::Relaxed), 1);
+        assert_eq!(t0.elapsed(), 50 * MS);
+        let (result, pauses) = retry_runtime::testing::record(receive_blocking);
+        assert_eq!((result, pauses), (Err(Transient), vec![50 * MS]));
+        assert_eq!(RECEIVED_SYNC.load(Ordering::Relaxed), 1);
+    }
+
+    static SHARED: retry_runtime::RetryBudget = retry_runtime::RetryBudget::new();
+
+    /// An error that is not `Send`: a loop without `aws2026` holds no outcome over a pause, so
+    /// the future stays `Send` (only a long-polling pause holds one).
+    #[retry(budget = SHARED, on = |_| true)]
+    async fn not_send_error() -> Result<u32, std::rc::Rc<u32>> {
+        tokio::task::yield_now().await;
+        Ok(1)
+    }
+
+    #[test]
+    fn without_aws2026_the_future_holds_no_outcome_and_stays_send() {
+        fn assert_send<F: Send>(_: &F) {}
+        assert_send(&not_send_error());
+    }
+
     #[tokio::test(start_paused = true)]
     async fn the_attribute_takes_the_preset() {
         let t0 = Instant::now();
@@ -662,5 +927,264 @@ mod through_the_loop {
             *HEARD.lock().expect("not poisoned"),
             [GiveUpReason::Exhausted]
         );
+    }
+}
+
+// ---- through the HTTP doors: the tower layer and the reqwest middleware, against the loopback
+// server of `tower_layer` ----
+
+mod through_the_http_door {
+    use crate::tower_layer::{PAID, TestBody, full, scripted};
+    use http::{Method, Request, Response, StatusCode};
+    use hyper_util::client::legacy::Client;
+    use hyper_util::client::legacy::connect::HttpConnector;
+    use hyper_util::rt::TokioExecutor;
+    use retry_http::reqwest::RetryMiddleware;
+    use retry_http::tower::RetryLayer;
+    use retry_http::{HttpRetry, ReplayBody};
+    use retry_runtime::{
+        Aws2026, Aws2026Standard, FailureKind, GiveUp, GiveUpReason, Jitter, Policy, RetryQuota,
+    };
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+    use tokio::time::Instant;
+    use tower::{ServiceBuilder, ServiceExt};
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// A scripted answer that lives as long as the test binary (the server's script is
+    /// `'static`).
+    fn answer(status: &str, headers: &[(&str, &str)]) -> &'static str {
+        let headers: String = headers
+            .iter()
+            .map(|(name, value)| format!("{name}: {value}\r\n"))
+            .collect();
+        let text = format!("HTTP/1.1 {status}\r\n{headers}content-length: 0\r\n\r\n");
+        Box::leak(text.into_boxed_str())
+    }
+
+    fn script(answers: Vec<&'static str>) -> &'static [&'static str] {
+        Box::leak(answers.into_boxed_slice())
+    }
+
+    /// The standard mode with the reference table's random factor (1: the largest delays).
+    fn standard() -> Arc<Aws2026Standard> {
+        Arc::new(Aws2026Standard::new().fixed_random(1.0))
+    }
+
+    /// A policy whose own pauses (1 s, no jitter) tell them apart from the standard mode's.
+    fn policy() -> Policy {
+        Policy::new()
+            .max(2)
+            .base(Duration::from_secs(1))
+            .jitter(Jitter::None)
+    }
+
+    /// The tower layer over hyper's client: the response, how many requests the server saw, and
+    /// the time the call took on tokio's paused clock.
+    async fn through_tower(
+        config: HttpRetry,
+        answers: &'static [&'static str],
+    ) -> (StatusCode, usize, Duration) {
+        let (url, received) = scripted(answers).await;
+        let client: Client<HttpConnector, ReplayBody<TestBody>> =
+            Client::builder(TokioExecutor::new()).build_http();
+        let service = ServiceBuilder::new()
+            .layer(RetryLayer::new(config))
+            .service_fn(move |request: Request<ReplayBody<TestBody>>| client.request(request));
+        let request = Request::builder()
+            .method(Method::GET)
+            .uri(url)
+            .body(full(""))
+            .expect("a valid request");
+        let started = Instant::now();
+        let response: Response<_> = service.oneshot(request).await.expect("an answer");
+        let took = started.elapsed();
+        let received = received.lock().expect("the log").len();
+        (response.status(), received, took)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn x_amz_retry_after_is_the_pause_held_as_the_reference_holds_it() {
+        // The reference's four cases: "honor x-amz-retry-after header" (1500), its minimum (0:
+        // the computed 50 ms), its maximum (10000: the computed 50 ms + 5 s), and an invalid
+        // value (the computed delay).
+        for (header, waited) in [("1500", 1500), ("0", 50), ("10000", 5050), ("invalid", 50)] {
+            let aws = standard();
+            let failed = answer(
+                "500 Internal Server Error",
+                &[("x-amz-retry-after", header)],
+            );
+            let config = HttpRetry::new(policy()).aws2026(Arc::clone(&aws));
+            let (status, sent, took) = through_tower(config, script(vec![failed, PAID])).await;
+            assert_eq!((status, sent), (StatusCode::OK, 2), "{header}");
+            assert_eq!(took, waited * MS, "{header}");
+            // 500 − 14 for the retry, + 14 for its success.
+            assert_eq!(aws.quota().available(), 500, "{header}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn every_throttling_code_of_the_sdks_is_a_throttled_attempt_in_any_status() {
+        let codes = FailureKind::THROTTLING_CODES;
+        assert_eq!(codes, super::THROTTLING_CODES, "the reference's list");
+        for code in codes {
+            for form in [
+                code.to_string(),
+                format!("{code}:http://internal.amazon.com/coral/com.amazon.coral.availability/"),
+            ] {
+                let aws = standard();
+                let throttled = answer("400 Bad Request", &[("x-amzn-ErrorType", &form)]);
+                let config = HttpRetry::new(policy()).aws2026(Arc::clone(&aws));
+                let (status, sent, took) =
+                    through_tower(config, script(vec![throttled, PAID])).await;
+                // Retried after the throttling base (1 s), at 5 tokens.
+                assert_eq!(
+                    (status, sent, took),
+                    (StatusCode::OK, 2, 1000 * MS),
+                    "{form}"
+                );
+                assert_eq!(aws.quota().available(), 500, "{form}");
+            }
+        }
+        // Three throttles: 1 s and 2 s apart, 5 tokens each, the last returned.
+        let aws = standard();
+        let throttled = answer(
+            "400 Bad Request",
+            &[("x-amzn-ErrorType", "ThrottlingException")],
+        );
+        let config = HttpRetry::new(policy()).aws2026(Arc::clone(&aws));
+        let (status, sent, took) = through_tower(config, script(vec![throttled])).await;
+        assert_eq!(
+            (status, sent, took),
+            (StatusCode::BAD_REQUEST, 3, 3000 * MS)
+        );
+        assert_eq!(aws.quota().available(), 490);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_error_code_that_is_not_retried_is_the_answer_and_a_timeout_code_is_transient() {
+        let aws = standard();
+        let invalid = answer(
+            "400 Bad Request",
+            &[("x-amzn-ErrorType", "ValidationException")],
+        );
+        let config = HttpRetry::new(policy()).aws2026(Arc::clone(&aws));
+        let (status, sent, took) = through_tower(config, script(vec![invalid, PAID])).await;
+        assert_eq!(
+            (status, sent, took),
+            (StatusCode::BAD_REQUEST, 1, Duration::ZERO)
+        );
+        // `RequestTimeoutException`: transient, 50 ms and 14 tokens.
+        let timeout = answer(
+            "400 Bad Request",
+            &[("x-amzn-ErrorType", "RequestTimeoutException")],
+        );
+        let config = HttpRetry::new(policy()).aws2026(Arc::clone(&aws));
+        let (status, sent, took) = through_tower(config, script(vec![timeout, timeout])).await;
+        assert_eq!((status, sent, took), (StatusCode::BAD_REQUEST, 3, 150 * MS));
+        assert_eq!(aws.quota().available(), 500 - 28);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_aws2026_the_aws_headers_change_nothing() {
+        // The policy's 1 s, not the header's 1.5 s.
+        let failed = answer(
+            "500 Internal Server Error",
+            &[("x-amz-retry-after", "1500")],
+        );
+        let (status, sent, took) =
+            through_tower(HttpRetry::new(policy()), script(vec![failed, PAID])).await;
+        assert_eq!((status, sent, took), (StatusCode::OK, 2, 1000 * MS));
+        // A 400 is the answer, whatever its error type says.
+        let throttled = answer(
+            "400 Bad Request",
+            &[("x-amzn-ErrorType", "ThrottlingException")],
+        );
+        let (status, sent, took) =
+            through_tower(HttpRetry::new(policy()), script(vec![throttled, PAID])).await;
+        assert_eq!(
+            (status, sent, took),
+            (StatusCode::BAD_REQUEST, 1, Duration::ZERO)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_long_polling_request_with_an_empty_quota_pauses_before_its_answer() {
+        // SQS ReceiveMessage over HTTP: quota 0, a 500. One request, the answer returned after
+        // the backoff (50 ms), not at once; no retry counted; `on_give_up` hears the quota.
+        let aws = Arc::new(
+            Aws2026Standard::with(
+                Aws2026::new().long_polling(true),
+                RetryQuota::new().tokens(0),
+            )
+            .fixed_random(1.0),
+        );
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&heard);
+        let config = HttpRetry::new(policy())
+            .aws2026(aws)
+            .on_give_up(move |why: &GiveUp| log.lock().expect("the log").push(why.reason));
+        let counters = config.counters();
+        let failed = answer("500 Internal Server Error", &[]);
+        let (status, sent, took) = through_tower(config, script(vec![failed, PAID])).await;
+        assert_eq!(
+            (status, sent, took),
+            (StatusCode::INTERNAL_SERVER_ERROR, 1, 50 * MS)
+        );
+        assert_eq!(counters.retries(), 0);
+        assert_eq!(*heard.lock().expect("the log"), [GiveUpReason::Budget]);
+    }
+
+    /// The reqwest middleware: the response's status, the requests the server saw, and the
+    /// pauses (recorded, not slept).
+    async fn through_reqwest(
+        config: HttpRetry,
+        answers: &'static [&'static str],
+    ) -> (u16, usize, Vec<Duration>) {
+        let (url, received) = scripted(answers).await;
+        let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+            .with(RetryMiddleware::new(config))
+            .build();
+        let (response, pauses) =
+            retry_runtime::testing::record_async(client.get(&url).send()).await;
+        let status = response.expect("an answer").status().as_u16();
+        let received = received.lock().expect("the log").len();
+        (status, received, pauses)
+    }
+
+    #[tokio::test]
+    async fn the_reqwest_middleware_reads_the_same_headers() {
+        for (header, waited) in [("1500", 1500), ("10000", 5050)] {
+            let failed = answer(
+                "500 Internal Server Error",
+                &[("x-amz-retry-after", header)],
+            );
+            let config = HttpRetry::new(policy()).aws2026(standard());
+            let outcome = through_reqwest(config, script(vec![failed, PAID])).await;
+            assert_eq!(outcome, (200, 2, vec![waited * MS]), "{header}");
+        }
+        let throttled = answer(
+            "400 Bad Request",
+            &[(
+                "x-amzn-ErrorType",
+                "ThrottlingException:http://internal.amazon.com/coral/com.amazon.coral.availability/",
+            )],
+        );
+        let config = HttpRetry::new(policy()).aws2026(standard());
+        let outcome = through_reqwest(config, script(vec![throttled, PAID])).await;
+        assert_eq!(outcome, (200, 2, vec![1000 * MS]));
+        // A long-polling request with an empty quota: one request, one pause, its answer.
+        let aws = Arc::new(
+            Aws2026Standard::with(
+                Aws2026::new().long_polling(true),
+                RetryQuota::new().tokens(0),
+            )
+            .fixed_random(1.0),
+        );
+        let failed = answer("503 Service Unavailable", &[]);
+        let config = HttpRetry::new(policy()).aws2026(aws);
+        let outcome = through_reqwest(config, script(vec![failed, PAID])).await;
+        assert_eq!(outcome, (503, 1, vec![50 * MS]));
     }
 }

@@ -29,6 +29,71 @@ pub enum FailureKind {
     ThrottlingError,
 }
 
+impl FailureKind {
+    /// The AWS SDKs' throttling error codes (aws-sdk-go-v2's `DefaultThrottleErrorCodes`, the same
+    /// in the other SDKs): an answer with one of these is a
+    /// [throttling error](FailureKind::ThrottlingError), whatever its status (a `400` with
+    /// `ThrottlingException` included).
+    pub const THROTTLING_CODES: [&str; 14] = [
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "TransactionInProgressException",
+        "RequestLimitExceeded",
+        "BandwidthLimitExceeded",
+        "LimitExceededException",
+        "RequestThrottled",
+        "SlowDown",
+        "PriorRequestNotComplete",
+        "EC2ThrottledException",
+    ];
+
+    /// The AWS SDKs' transient error codes besides the statuses 500, 502, 503 and 504
+    /// (aws-sdk-go-v2's `DefaultRetryableErrorCodes`): an answer with one of these is a
+    /// [transient error](FailureKind::TransientError), whatever its status.
+    pub const TRANSIENT_CODES: [&str; 2] = ["RequestTimeout", "RequestTimeoutException"];
+
+    /// The kind of failure an AWS error code names, as the SDKs classify it: one of the
+    /// [`THROTTLING_CODES`](FailureKind::THROTTLING_CODES) is throttling, one of the
+    /// [`TRANSIENT_CODES`](FailureKind::TRANSIENT_CODES) transient, any other
+    /// (`ValidationException`, `AccessDeniedException`, ...) is `None`: not retried for its code.
+    ///
+    /// The code may be written as an `x-amzn-ErrorType` header or a JSON error's `__type` carries
+    /// it: whatever follows the first `:` is dropped
+    /// (`ThrottlingException:http://internal.amazon.com/...`), and so is a namespace before a `#`
+    /// (`com.amazonaws.dynamodb.v20120810#ThrottlingException`), as the SDKs' protocols sanitize
+    /// it; surrounding whitespace is ignored. The comparison is exact, as the SDKs' is
+    /// (`throttling` is no code).
+    ///
+    /// ```
+    /// use retry_runtime::FailureKind;
+    ///
+    /// let kind = FailureKind::of_error_code;
+    /// assert_eq!(kind("ThrottlingException"), Some(FailureKind::ThrottlingError));
+    /// assert_eq!(
+    ///     kind("ThrottlingException:http://internal.amazon.com/coral/com.amazon.coral.availability/"),
+    ///     Some(FailureKind::ThrottlingError),
+    /// );
+    /// assert_eq!(kind("aws.dynamodb#ProvisionedThroughputExceededException"), Some(FailureKind::ThrottlingError));
+    /// assert_eq!(kind("RequestTimeoutException"), Some(FailureKind::TransientError));
+    /// assert_eq!(kind("ValidationException"), None);
+    /// ```
+    pub fn of_error_code(code: &str) -> Option<FailureKind> {
+        let code = code.split_once(':').map_or(code, |(code, _)| code);
+        let code = code.split_once('#').map_or(code, |(_, name)| name).trim();
+        if Self::THROTTLING_CODES.contains(&code) {
+            Some(FailureKind::ThrottlingError)
+        } else if Self::TRANSIENT_CODES.contains(&code) {
+            Some(FailureKind::TransientError)
+        } else {
+            None
+        }
+    }
+}
+
 /// The delays and the order of decisions of the AWS SDKs' standard retry mode as updated in
 /// 2026 (opt-in through `AWS_NEW_RETRIES_2026=true`, the default from November 2026).
 ///
@@ -236,6 +301,79 @@ impl Aws2026 {
                     .long_polling
                     .then(|| self.delay(attempt, FailureKind::TransientError, random, retry_after)),
             },
+        }
+    }
+
+    /// The header in which an AWS service asks for a pause before the next attempt, in
+    /// milliseconds ([`parse_retry_after`](Aws2026::parse_retry_after)).
+    pub const RETRY_AFTER_HEADER: &str = "x-amz-retry-after";
+
+    /// The header that carries an AWS error's code in the JSON protocols
+    /// ([`FailureKind::of_error_code`]), `x-amzn-ErrorType` (lowercase, as `http` names
+    /// headers).
+    pub const ERROR_TYPE_HEADER: &str = "x-amzn-errortype";
+
+    /// The verdict on an HTTP answer by the AWS SDKs' conventions: what `retry-http`'s doors ask
+    /// with `aws2026` (feature `http`).
+    ///
+    /// - A retry: the statuses of the HTTP status table
+    ///   ([`status_verdict`](crate::integrations::http::status_verdict): 408, 429, 500, 502, 503,
+    ///   504), and any status whose `x-amzn-ErrorType` names a throttling or transient error
+    ///   code ([`FailureKind::of_error_code`]: a `400` with `ThrottlingException`).
+    /// - Throttled ([`Verdict::Throttled`](crate::Verdict::Throttled)) for a throttling code, a
+    ///   429, or a 503 with `Retry-After`: [`Aws2026`] then waits from its 1 s base and the quota
+    ///   takes 5 tokens.
+    /// - The server's pause: `x-amz-retry-after` (milliseconds), or without a valid one
+    ///   `Retry-After`, which [`Aws2026::delay`] holds to [computed, computed + 5 s].
+    /// - Anything else ([`Verdict::Fail`](crate::Verdict::Fail)) is the answer: a success, a
+    ///   `404`, a `400` with `ValidationException`.
+    ///
+    /// The code is read from the header only: a protocol that writes it in the body alone (the
+    /// XML protocols: S3, EC2, the query services) is judged by its status, as the table does.
+    ///
+    /// ```
+    /// use http::{HeaderMap, StatusCode};
+    /// use retry_runtime::{Aws2026, Verdict};
+    /// use std::time::Duration;
+    ///
+    /// let mut headers = HeaderMap::new();
+    /// headers.insert("x-amzn-errortype", "ThrottlingException:http://internal.amazon.com/".parse().unwrap());
+    /// assert_eq!(Aws2026::response_verdict(StatusCode::BAD_REQUEST, &headers), Verdict::Throttled);
+    ///
+    /// let mut headers = HeaderMap::new();
+    /// headers.insert("x-amz-retry-after", "1500".parse().unwrap());
+    /// assert_eq!(
+    ///     Aws2026::response_verdict(StatusCode::INTERNAL_SERVER_ERROR, &headers),
+    ///     Verdict::RetryAfter(Duration::from_millis(1500)),
+    /// );
+    /// assert_eq!(Aws2026::response_verdict(StatusCode::BAD_REQUEST, &HeaderMap::new()), Verdict::Fail);
+    /// ```
+    #[cfg(feature = "http")]
+    pub fn response_verdict(status: http::StatusCode, headers: &http::HeaderMap) -> crate::Verdict {
+        use crate::Verdict;
+        // A success is the answer: one compare, as in the status table.
+        if status.as_u16() < 300 {
+            return Verdict::Fail;
+        }
+        let table = crate::integrations::http::status_verdict(status, headers);
+        let code = headers
+            .get(Self::ERROR_TYPE_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(FailureKind::of_error_code);
+        if code.is_none() && !table.is_retry() {
+            return Verdict::Fail;
+        }
+        let throttled = code == Some(FailureKind::ThrottlingError) || table.is_throttled();
+        let pause = headers
+            .get(Self::RETRY_AFTER_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(Self::parse_retry_after)
+            .or(table.suggested_pause());
+        match (throttled, pause) {
+            (true, Some(pause)) => Verdict::ThrottledAfter(pause),
+            (true, None) => Verdict::Throttled,
+            (false, Some(pause)) => Verdict::RetryAfter(pause),
+            (false, None) => Verdict::Retry,
         }
     }
 
@@ -452,8 +590,18 @@ impl fmt::Debug for RetryQuota {
 /// a first attempt, and only the last retry's cost after retries. The policy's `deadline`
 /// still holds, and so do the `budget`, `breaker` and `gate` if given.
 ///
-/// Not through the loop: the long-polling rule (a pause before returning the error when the
-/// quota is empty), which [`Aws2026::decide`] gives a loop written by hand.
+/// The long-polling rule holds through the loop too: with a long-polling policy
+/// ([`Aws2026::long_polling`], SQS `ReceiveMessage`), a failure the empty quota cannot pay for
+/// is returned only after the backoff's pause ([`Aws2026Decision::QuotaExhausted`]), without
+/// another attempt and without a retry event, so that a loop around the call does not hammer
+/// the service; a pause that would end past the policy's `deadline` is not taken. Reaching the
+/// attempt limit, a success and an error that is not retried return at once, as the reference
+/// says. The loop holds the outcome over that pause, so an async function with `aws2026` has a
+/// `Send` future only if its `T` and `E` are `Send` (without `aws2026` the loop holds neither).
+///
+/// Through `retry-http`'s doors (`HttpRetry::aws2026`) the answers are judged by AWS's
+/// conventions as well (`Aws2026::response_verdict`, feature `http`): the throttling error codes
+/// of `x-amzn-ErrorType` in any status, and `x-amz-retry-after` as the server's pause.
 ///
 /// ```
 /// use retry_runtime::{Aws2026, Aws2026Standard, RetryQuota};

@@ -27,6 +27,9 @@ pub enum Attempted<T, E> {
     Shed(E),
     /// `timeout` cut the body off: its expiry, as the loop's error.
     TimedOut(E),
+    /// The body did not run: the loop had decided to end after a pause (`aws2026`'s
+    /// long-polling rule), and this attempt returns the outcome it held over the pause.
+    Ended,
 }
 
 /// What happened to one attempt of a loop with an idempotency key, and the key, which a
@@ -168,6 +171,9 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn enter(&mut self, key: KeyKind) -> Result<(Frame, Duration), X::Refusal> {
+        if let Some(ended) = self.opts.extras.ended() {
+            return Err(ended);
+        }
         if self.progress.retries == 0 {
             self.begin();
         }

@@ -6,7 +6,7 @@
 //! ([`observe`](super::observe)) are not generic, so each function that retries compiles only
 //! the first.
 
-use super::extras::MaybeExtras;
+use super::extras::Linger;
 use super::hooks::HookSet;
 use super::log::Show;
 use super::observe::{self, End, Shown};
@@ -14,11 +14,11 @@ use super::options::{Classifier, HeadSet};
 use super::{Attempted, GiveUp, GiveUpReason, Opts, Progress, Retry, RetryEvent, Site};
 use crate::context::KeySlot;
 use crate::policy::nanos;
-use crate::{GateOutcome, RetryBudget, Verdict};
+use crate::{Aws2026Decision, Aws2026Standard, GateOutcome, RetryBudget, Verdict};
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, Opts<K, H, X>>
+impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: Linger<T, E>> Retry<'p, T, E, Opts<K, H, X>>
 where
     K::On: Classifier<E>,
     K::Show: Show<E>,
@@ -80,6 +80,22 @@ where
                     key,
                 ));
             }
+            // The pause of a long-polling call whose quota was empty is over: the outcome
+            // held over it ends the call, as the quota's refusal.
+            Attempted::Ended => {
+                let Some(outcome) = opts.extras.take_held() else {
+                    unreachable!("an attempt ends the call only when the loop holds its outcome")
+                };
+                return ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
+                    site,
+                    progress,
+                    opts.hooks,
+                    GiveUpReason::Budget,
+                    progress.retries + 1,
+                    Shown::new(outcome),
+                    key,
+                ));
+            }
             Attempted::TimedOut(error) => {
                 let verdict = opts.head.parts().0.timed_out(&error);
                 (Err(error), verdict, GateOutcome::TimedOut)
@@ -108,27 +124,7 @@ where
             );
             return ControlFlow::Break(H::ready(shown.outcome));
         }
-        let step = if verdict.is_retry() && !breaker_open {
-            match opts.extras.aws2026(attempt, verdict) {
-                Some(decision) => aws2026_step(&site, &progress, decision, opts.extras.budget()),
-                None => schedule(
-                    &site,
-                    &progress,
-                    verdict,
-                    breaker_open,
-                    opts.extras.budget(),
-                ),
-            }
-        } else {
-            schedule(
-                &site,
-                &progress,
-                verdict,
-                breaker_open,
-                opts.extras.budget(),
-            )
-        };
-        match step {
+        match opts.extras.decide(&site, &progress, verdict, breaker_open) {
             Step::Pause(pause) => {
                 observe::retrying(site.name, attempt, pause, shown.failure());
                 // The event and the elapsed time only for a `notify` that hears them.
@@ -164,6 +160,29 @@ where
             Step::GiveUp(reason) => ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
                 site, progress, opts.hooks, reason, attempt, shown, key,
             )),
+            // No retry, and no event for the pause: the call ends after it, when the next
+            // attempt returns the outcome held here (`Attempted::Ended`, the arm above).
+            Step::Linger(pause) => match opts.extras.hold(shown.outcome) {
+                Ok(()) => ControlFlow::Continue(Retry {
+                    site,
+                    progress: Progress {
+                        previous_pause: pause,
+                        ..progress
+                    },
+                    opts,
+                    spans,
+                    value,
+                }),
+                Err(outcome) => ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
+                    site,
+                    progress,
+                    opts.hooks,
+                    GiveUpReason::Budget,
+                    attempt,
+                    Shown::new(outcome),
+                    key,
+                )),
+            },
         }
     }
 }
@@ -216,20 +235,33 @@ fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot, D: Show<E>>(
 }
 
 /// What follows a failure that may be retried, by the AWS SDKs' standard mode (`aws2026`):
-/// its decision, then the deadline and the budget as [`schedule`] checks them.
+/// its decision (the retry's cost kept in `cost`, for a refund), then the deadline and the
+/// budget as [`schedule`] checks them. A long-polling call whose quota is empty pauses before
+/// it gives up, unless the pause would end past the deadline.
 #[cold]
-fn aws2026_step(
+pub(crate) fn aws2026_step(
     site: &Site<'_>,
     progress: &Progress,
-    decision: crate::Aws2026Decision,
+    aws: &Aws2026Standard,
+    verdict: Verdict,
+    cost: &mut Option<u32>,
     budget: Option<&RetryBudget>,
 ) -> Step {
-    let pause = match decision {
-        crate::Aws2026Decision::Retry { delay, .. } => nanos(delay),
-        crate::Aws2026Decision::MaxAttempts => return Step::GiveUp(GiveUpReason::Exhausted),
-        _ => return Step::GiveUp(GiveUpReason::Budget),
-    };
-    within_limits(site, progress, pause, budget)
+    let decision = aws.decide(progress.retries + 1, verdict);
+    *cost = None;
+    match decision {
+        Aws2026Decision::Retry { delay, cost: taken } => {
+            *cost = Some(taken);
+            within_limits(site, progress, nanos(delay), budget)
+        }
+        Aws2026Decision::MaxAttempts => Step::GiveUp(GiveUpReason::Exhausted),
+        Aws2026Decision::QuotaExhausted { pause: Some(pause) }
+            if !past_deadline(site, progress, nanos(pause)) =>
+        {
+            Step::Linger(nanos(pause))
+        }
+        _ => Step::GiveUp(GiveUpReason::Budget),
+    }
 }
 
 /// What follows a failure, by the policy and the limits.
@@ -240,6 +272,9 @@ pub(crate) enum Step {
     Return,
     /// Stop retrying a failure that could have been retried.
     GiveUp(GiveUpReason),
+    /// Pause this long (nanoseconds), then give up as the quota's refusal
+    /// ([`GiveUpReason::Budget`]), without another attempt: `aws2026`'s long-polling rule.
+    Linger(u64),
 }
 
 /// The pause before the next attempt, or why there is none. Not generic, and inline where the
@@ -303,13 +338,8 @@ fn within_limits(
     pause: u64,
     budget: Option<&RetryBudget>,
 ) -> Step {
-    if let Some(deadline) = site.policy.get_deadline() {
-        let end = progress
-            .elapsed(site.clock)
-            .saturating_add(Duration::from_nanos(pause));
-        if end > deadline {
-            return Step::GiveUp(GiveUpReason::Deadline);
-        }
+    if past_deadline(site, progress, pause) {
+        return Step::GiveUp(GiveUpReason::Deadline);
     }
     if let Some(budget) = budget {
         if !budget.try_withdraw((site.clock)()) {
@@ -317,4 +347,16 @@ fn within_limits(
         }
     }
     Step::Pause(pause)
+}
+
+/// Whether a pause of `pause` nanoseconds would end past the policy's deadline, if it has one.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn past_deadline(site: &Site<'_>, progress: &Progress, pause: u64) -> bool {
+    site.policy.get_deadline().is_some_and(|deadline| {
+        progress
+            .elapsed(site.clock)
+            .saturating_add(Duration::from_nanos(pause))
+            > deadline
+    })
 }

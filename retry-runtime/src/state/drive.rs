@@ -3,7 +3,7 @@
 //! that `?`, `return` and borrows in the body work as written; everything else (the
 //! [`Retrier`](crate::Retrier), the integrations on [`engine`](crate::engine)) runs them here.
 
-use super::extras::MaybeExtras;
+use super::extras::Linger;
 use super::fallback::IntoFinish;
 use super::hooks::HookSet;
 use super::options::Judges;
@@ -64,7 +64,7 @@ impl<T, E, K, H, X> Attempter<T, E> for Retry<'_, T, E, Opts<K, H, X>>
 where
     K: Judges<E, Sleeper: Sleeper>,
     H: HookSet<T, E>,
-    X: MaybeExtras<E>,
+    X: Linger<T, E>,
 {
     #[inline]
     fn plain(&mut self, body: &mut impl Operation<T, E>) -> impl AttemptFuture<T, E> {
@@ -93,7 +93,7 @@ where
     K: Judges<E, Sleeper: Sleeper>,
     H: HookSet<T, E>,
     H::Finish<()>: IntoFinish<T, E>,
-    X: MaybeExtras<E>,
+    X: Linger<T, E>,
 {
     state.restart();
     loop {
@@ -123,7 +123,7 @@ where
     K: Judges<E>,
     H: HookSet<T, E>,
     H::Finish<()>: SyncFinish<T, E>,
-    X: MaybeExtras<E>,
+    X: Linger<T, E>,
 {
     // A state of this function's own, not the argument's memory, which the compiler cannot
     // keep in registers: the loop wrote the whole state back to it after every decision. The

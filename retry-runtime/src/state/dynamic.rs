@@ -6,7 +6,7 @@
 //! its call runs), behind an `Option` in its slot; the slot answers at run time whether it is
 //! there, so that a call without a hook that hears the time reads no clock for it.
 
-use super::extras::{Extras, Guard, Shedder, Timeout};
+use super::extras::{Extras, Guard, Holding, Shedder, Timeout};
 use super::fallback::FallbackInput;
 use super::hooks::Slot;
 use super::options::{Classifier, Head};
@@ -414,7 +414,7 @@ pub type DynOptions<'a, T, E, S> = Opts<
         DynSlot<GiveUpFn<'a, T, E>>,
         Unset,
     >,
-    Extras<'a, E>,
+    Extras<'a, E, Holding<T, E>>,
 >;
 
 impl<'a, T, E> DynHooks<'a, T, E> {
@@ -455,8 +455,10 @@ impl<'a, T, E> DynHooks<'a, T, E> {
                 permit: None,
                 aws: settings.aws,
                 aws_cost: None,
+                held: Unset,
                 nested_retry: settings.nested_retry,
-            },
+            }
+            .holding(),
         }
     }
 }

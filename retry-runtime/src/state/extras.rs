@@ -1,19 +1,25 @@
-//! The options that have no hook of their own: `timeout`, `budget`, `breaker`, `gate` and
-//! `nested = retry`, kept together in [`Extras`] once one of them is written, and [`Unset`]
-//! otherwise.
+//! The options that have no hook of their own: `timeout`, `budget`, `breaker`, `gate`,
+//! `aws2026` and `nested = retry`, kept together in [`Extras`] once one of them is written, and
+//! [`Unset`] otherwise.
 
-use super::{Attempted, Unset};
+use super::decide::{Step, aws2026_step, schedule};
+use super::{Attempted, Progress, Site, Unset};
 use crate::timer::Elapsed;
 use crate::{
-    Admission, AdmissionGate, Aws2026Decision, Aws2026Standard, CircuitBreaker, CircuitOpen,
-    GateOutcome, GatePermit, GiveUpReason, Rejected, RetryBudget,
+    Admission, AdmissionGate, Aws2026Standard, CircuitBreaker, CircuitOpen, GateOutcome,
+    GatePermit, GiveUpReason, Rejected, RetryBudget, Verdict,
 };
 use std::time::{Duration, Instant};
 
-/// The options that have no hook of their own: `timeout`, `budget`, `breaker`, `gate` and
-/// `nested = retry`, with the breaker's and the gate's permissions for the attempt under way.
-/// Present only when one of them is written; otherwise the loop carries [`Unset`] in its place.
-pub struct Extras<'p, E> {
+/// The options that have no hook of their own: `timeout`, `budget`, `breaker`, `gate`,
+/// `aws2026` and `nested = retry`, with the breaker's and the gate's permissions for the attempt
+/// under way. Present only when one of them is written; otherwise the loop carries [`Unset`] in
+/// its place.
+///
+/// `L` is where a long-polling call holds its outcome over its last pause: [`Unset`] (nowhere)
+/// unless `aws2026` is written, which makes it a [`Holding`]. Apart, so that a loop without
+/// `aws2026` carries no `T` or `E` in its state and its future is `Send` whatever they are.
+pub struct Extras<'p, E, L = Unset> {
     /// A per-attempt time limit, and how to turn its expiry into the loop's error.
     pub(crate) timeout: Option<Timeout<E>>,
     pub(crate) budget: Option<&'p RetryBudget>,
@@ -32,6 +38,9 @@ pub struct Extras<'p, E> {
     /// of the retry under way, given back if it succeeds.
     pub(crate) aws: Option<&'p Aws2026Standard>,
     pub(crate) aws_cost: Option<u32>,
+    /// The outcome a long-polling call returns once its pause is over (`aws2026` with an empty
+    /// quota): held over the pause, returned by the next attempt without running the body.
+    pub(crate) held: L,
     /// `nested = retry`: retry even when a layer above does.
     pub(crate) nested_retry: bool,
 }
@@ -88,6 +97,9 @@ pub enum Refusal<E> {
         rejected: Rejected,
         error: fn(Rejected) -> E,
     },
+    /// The loop had decided to end after a long-polling pause: the outcome it held is returned
+    /// now ([`Attempted::Ended`]).
+    Ended,
 }
 
 // By hand: a derive would ask `E: Copy`, and these hold only a function pointer to make an `E`.
@@ -116,6 +128,50 @@ impl<E> Clone for Refusal<E> {
 }
 impl<E> Copy for Refusal<E> {}
 
+/// Where an `aws2026` loop holds a long-polling call's outcome over its last pause. Boxed: one
+/// word in the state for a path that only an empty quota takes.
+pub struct Holding<T, E>(Option<Box<Result<T, E>>>);
+
+/// Whether the extras hold an outcome over a pause.
+pub trait Hold {
+    /// An outcome is held.
+    fn holds(&self) -> bool;
+}
+
+impl Hold for Unset {
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn holds(&self) -> bool {
+        false
+    }
+}
+
+impl<T, E> Hold for Holding<T, E> {
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn holds(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+impl<'p, E, L> Extras<'p, E, L> {
+    /// The same extras, with room for a long-polling call's outcome (`aws2026`).
+    pub(crate) fn holding<T>(self) -> Extras<'p, E, Holding<T, E>> {
+        Extras {
+            timeout: self.timeout,
+            budget: self.budget,
+            breaker: self.breaker,
+            admission: self.admission,
+            gate: self.gate,
+            permit: self.permit,
+            aws: self.aws,
+            aws_cost: self.aws_cost,
+            held: Holding(None),
+            nested_retry: self.nested_retry,
+        }
+    }
+}
+
 impl<E> Default for Extras<'_, E> {
     fn default() -> Self {
         Extras {
@@ -127,6 +183,7 @@ impl<E> Default for Extras<'_, E> {
             permit: None,
             aws: None,
             aws_cost: None,
+            held: Unset,
             nested_retry: false,
         }
     }
@@ -156,9 +213,18 @@ pub(crate) trait MaybeExtras<E> {
     fn put_admission(&mut self, admission: Option<Self::Admission>);
     /// The budget, if any.
     fn budget(&self) -> Option<&RetryBudget>;
-    /// With `aws2026`, its decision after attempt `attempt` failed with `verdict` (which
-    /// retries), the quota's cost kept for a refund; `None` without it.
-    fn aws2026(&mut self, attempt: u32, verdict: crate::Verdict) -> Option<Aws2026Decision>;
+    /// What follows an attempt that ended with `verdict`: the policy's [`schedule`], or with
+    /// `aws2026` its decision for a failure that may be retried (the quota's cost kept for a
+    /// refund).
+    fn decide(
+        &mut self,
+        site: &Site<'_>,
+        progress: &Progress,
+        verdict: Verdict,
+        breaker_open: bool,
+    ) -> Step;
+    /// The refusal of an attempt that only returns the outcome held over a pause, if one is.
+    fn ended(&self) -> Option<Self::Refusal>;
     /// A call that had made `retries` retries succeeded: the `aws2026` quota's refund.
     fn succeeded(&mut self, retries: u32);
     /// The timeout, if any.
@@ -168,6 +234,51 @@ pub(crate) trait MaybeExtras<E> {
     /// Why the loop gives up on an attempt its gate shed: the gate's name and mode, as its
     /// [`Rejected`] says them. Asked only after [`Attempted::Shed`], which only a gate makes.
     fn shed_reason(&self) -> GiveUpReason;
+}
+
+/// The extras that can hold a call's outcome over a long-polling pause ([`Step::Linger`]).
+///
+/// Apart from [`MaybeExtras`], whose associated types the attempts' futures name: a trait over
+/// `T` there made rustc's `Send` check of a future that holds an attempt with a borrowed `T`
+/// (`Result<&str, E>`) fail with "implementation is not general enough".
+pub(crate) trait Linger<T, E>: MaybeExtras<E> {
+    /// Holds `outcome` over the pause, for the next attempt to return; gives it back if there
+    /// is nowhere to hold it (a loop without `aws2026`, which never lingers).
+    fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>>;
+    /// The outcome held over a pause, taken.
+    fn take_held(&mut self) -> Option<Result<T, E>>;
+}
+
+/// Nowhere to hold an outcome: without extras, or with extras but without `aws2026`.
+macro_rules! holds_nothing {
+    ($($ty:ty),*) => {$(
+        impl<T, E> Linger<T, E> for $ty {
+            #[cfg_attr(debug_assertions, inline)]
+            #[cfg_attr(not(debug_assertions), inline(always))]
+            fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>> {
+                Err(outcome)
+            }
+            #[cfg_attr(debug_assertions, inline)]
+            #[cfg_attr(not(debug_assertions), inline(always))]
+            fn take_held(&mut self) -> Option<Result<T, E>> {
+                None
+            }
+        }
+    )*};
+}
+
+holds_nothing!(Unset, Extras<'_, E>);
+
+impl<T, E> Linger<T, E> for Extras<'_, E, Holding<T, E>> {
+    #[inline]
+    fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>> {
+        self.held = Holding(Some(Box::new(outcome)));
+        Ok(())
+    }
+    #[inline]
+    fn take_held(&mut self) -> Option<Result<T, E>> {
+        self.held.0.take().map(|held| *held)
+    }
 }
 
 impl<E> MaybeExtras<E> for Unset {
@@ -198,7 +309,18 @@ impl<E> MaybeExtras<E> for Unset {
     }
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn aws2026(&mut self, _: u32, _: crate::Verdict) -> Option<Aws2026Decision> {
+    fn decide(
+        &mut self,
+        site: &Site<'_>,
+        progress: &Progress,
+        verdict: Verdict,
+        breaker_open: bool,
+    ) -> Step {
+        schedule(site, progress, verdict, breaker_open, None)
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn ended(&self) -> Option<NoRefusal> {
         None
     }
     #[cfg_attr(debug_assertions, inline)]
@@ -222,7 +344,7 @@ impl<E> MaybeExtras<E> for Unset {
     }
 }
 
-impl<'p, E> MaybeExtras<E> for Extras<'p, E> {
+impl<'p, E, L: Hold> MaybeExtras<E> for Extras<'p, E, L> {
     type Refusal = Refusal<E>;
     type Admission = Admission<'p>;
     #[inline]
@@ -286,15 +408,31 @@ impl<'p, E> MaybeExtras<E> for Extras<'p, E> {
     fn budget(&self) -> Option<&RetryBudget> {
         self.budget
     }
-    #[inline]
-    fn aws2026(&mut self, attempt: u32, verdict: crate::Verdict) -> Option<Aws2026Decision> {
-        let aws = self.aws?;
-        let decision = aws.decide(attempt, verdict);
-        self.aws_cost = match decision {
-            Aws2026Decision::Retry { cost, .. } => Some(cost),
-            _ => None,
-        };
-        Some(decision)
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn decide(
+        &mut self,
+        site: &Site<'_>,
+        progress: &Progress,
+        verdict: Verdict,
+        breaker_open: bool,
+    ) -> Step {
+        match self.aws {
+            Some(aws) if verdict.is_retry() && !breaker_open => aws2026_step(
+                site,
+                progress,
+                aws,
+                verdict,
+                &mut self.aws_cost,
+                self.budget,
+            ),
+            _ => schedule(site, progress, verdict, breaker_open, self.budget),
+        }
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn ended(&self) -> Option<Refusal<E>> {
+        self.held.holds().then_some(Refusal::Ended)
     }
     #[inline]
     fn succeeded(&mut self, retries: u32) {
@@ -328,19 +466,23 @@ impl<'p, E> MaybeExtras<E> for Extras<'p, E> {
 }
 
 /// The extras of a loop, made if none were yet: what the builders of `timeout`, `budget`,
-/// `breaker`, `gate` and `nested = retry` start from.
-pub(crate) trait IntoExtras<'p, E> {
-    fn into_extras(self) -> Extras<'p, E>;
+/// `breaker`, `gate`, `aws2026` and `nested = retry` start from.
+pub trait IntoExtras<'p, E> {
+    /// Where the extras hold an outcome over a pause: kept by every builder but `aws2026`.
+    type Hold: Hold;
+    fn into_extras(self) -> Extras<'p, E, Self::Hold>;
 }
 
 impl<'p, E> IntoExtras<'p, E> for Unset {
+    type Hold = Unset;
     fn into_extras(self) -> Extras<'p, E> {
         Extras::default()
     }
 }
 
-impl<'p, E> IntoExtras<'p, E> for Extras<'p, E> {
-    fn into_extras(self) -> Extras<'p, E> {
+impl<'p, E, L: Hold> IntoExtras<'p, E> for Extras<'p, E, L> {
+    type Hold = L;
+    fn into_extras(self) -> Extras<'p, E, L> {
         self
     }
 }
@@ -397,13 +539,14 @@ impl<E> IntoError<E> for Refusal<E> {
         match self {
             Refusal::Open { open, error } => Attempted::Refused(error(open)),
             Refusal::Shed { rejected, error } => Attempted::Shed(error(rejected)),
+            Refusal::Ended => Attempted::Ended,
         }
     }
     #[inline]
     fn rejected(&self) -> Option<&Rejected> {
         match self {
             Refusal::Shed { rejected, .. } => Some(rejected),
-            Refusal::Open { .. } => None,
+            Refusal::Open { .. } | Refusal::Ended => None,
         }
     }
 }

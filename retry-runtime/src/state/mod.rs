@@ -74,7 +74,7 @@ use crate::context::{self, KeySlot};
 use crate::overload::FromRejected;
 use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
 use crate::{AdmissionGate, Aws2026Standard, CircuitBreaker, Policy, RetryBudget, Verdict};
-use extras::{Guard, MaybeExtras, Timeout};
+use extras::{Guard, Linger, Timeout};
 use fallback::{FallbackScope, IntoFinish};
 use hooks::HookSet;
 use log::Show;
@@ -452,8 +452,8 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
 
     /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure in
     /// place of the policy's `max` and pauses (see [`Aws2026Standard`]).
-    pub fn aws2026(self, aws: &'p Aws2026Standard) -> Retry<'p, T, E, O::WithExtras> {
-        self.with(|o| o.with_extras(|x| x.aws = Some(aws)))
+    pub fn aws2026(self, aws: &'p Aws2026Standard) -> Retry<'p, T, E, O::WithAws2026> {
+        self.with(|o| o.with_aws2026(aws))
     }
 
     /// `nested = retry`: keep retrying even inside another retrying function.
@@ -574,7 +574,7 @@ impl<T, E, F> Fallback<Result<T, E>, F> {
 }
 
 // The loop: one `impl` over the options' three slots.
-impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, Opts<K, H, X>> {
+impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: Linger<T, E>> Retry<'p, T, E, Opts<K, H, X>> {
     /// Decides what follows an attempt: `Break` with the call's result (for an async fallback,
     /// a future of it), or `Continue` with the state for the next attempt, whose
     /// [`pause`](Retry::pause) is then taken.

@@ -8,7 +8,7 @@
 //! an option replaces one slot, and so the type: the options are known when the code is
 //! compiled, and one that is not written costs no code and no check (`PERFORMANCE.md` §1).
 
-use super::extras::{Extras, IntoExtras, MaybeExtras, Timeout};
+use super::extras::{Extras, Holding, IntoExtras, MaybeExtras, Timeout};
 use super::fallback::{FallbackArgument, FallbackOutput};
 use super::hooks::{
     Classify, GiveUpHook, HookSet, Hooks, IntoVerdict, Notify, NotifyHook, OnResult,
@@ -16,7 +16,7 @@ use super::hooks::{
 use super::log::{ByDebug, Show};
 use super::{GiveUp, Unset};
 use crate::timer::Sleeper;
-use crate::{Transient, Verdict};
+use crate::{Aws2026Standard, Transient, Verdict};
 use std::marker::PhantomData;
 
 /// The options a loop carries, as a type: what a [`Retrier`](crate::Retrier) was given (its
@@ -48,10 +48,15 @@ pub trait Options<'p, T, E>: Sized {
     type WithGiveUp<J: GiveUpHook<T, E, M>, M>: Options<'p, T, E>;
     /// These options with the fallback `J` returning `Out` (`fallback`), in its form `M`.
     type WithFallback<J, Out: FallbackOutput<T, E, M>, M>: Options<'p, T, E>;
-    /// These options with `budget`, `breaker` or `nested` in place.
+    /// These options with `budget`, `breaker`, `gate` or `nested` in place.
     type WithExtras: Options<'p, T, E>;
+    /// These options with `aws2026` in place.
+    type WithAws2026: Options<'p, T, E>;
     /// These options with `timeout` in place, which only an async run can honour.
     type WithTimeout: Options<'p, T, E>;
+    /// Where the extras hold a long-polling call's outcome over its last pause.
+    #[doc(hidden)]
+    type Hold;
 
     #[doc(hidden)]
     fn with_on<C, V>(self, on: C) -> Self::WithOn<C>
@@ -78,7 +83,9 @@ pub trait Options<'p, T, E>: Sized {
         A: FallbackArgument<Self::Input>,
         Out: FallbackOutput<T, E, M>;
     #[doc(hidden)]
-    fn with_extras(self, set: impl FnOnce(&mut Extras<'p, E>)) -> Self::WithExtras;
+    fn with_extras(self, set: impl FnOnce(&mut Extras<'p, E, Self::Hold>)) -> Self::WithExtras;
+    #[doc(hidden)]
+    fn with_aws2026(self, aws: &'p Aws2026Standard) -> Self::WithAws2026;
     #[doc(hidden)]
     fn with_timeout(self, timeout: Timeout<E>) -> Self::WithTimeout;
 }
@@ -301,8 +308,10 @@ where
     type WithGiveUp<J: GiveUpHook<T, E, M>, M> = Opts<K, H::WithGiveUp<J::Slot>, X>;
     type WithFallback<J, Out: FallbackOutput<T, E, M>, M> =
         Opts<K, H::WithFallback<Out::Slot<J>>, X>;
-    type WithExtras = Opts<K, H, Extras<'p, E>>;
-    type WithTimeout = Opts<K::AsyncOnly, H, Extras<'p, E>>;
+    type WithExtras = Opts<K, H, Extras<'p, E, X::Hold>>;
+    type WithAws2026 = Opts<K, H, Extras<'p, E, Holding<T, E>>>;
+    type WithTimeout = Opts<K::AsyncOnly, H, Extras<'p, E, X::Hold>>;
+    type Hold = X::Hold;
 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
@@ -360,9 +369,21 @@ where
 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn with_extras(self, set: impl FnOnce(&mut Extras<'p, E>)) -> Self::WithExtras {
+    fn with_extras(self, set: impl FnOnce(&mut Extras<'p, E, X::Hold>)) -> Self::WithExtras {
         let mut extras = self.extras.into_extras();
         set(&mut extras);
+        Opts {
+            head: self.head,
+            hooks: self.hooks,
+            extras,
+        }
+    }
+
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn with_aws2026(self, aws: &'p Aws2026Standard) -> Self::WithAws2026 {
+        let mut extras = self.extras.into_extras().holding();
+        extras.aws = Some(aws);
         Opts {
             head: self.head,
             hooks: self.hooks,

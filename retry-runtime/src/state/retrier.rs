@@ -4,7 +4,7 @@
 
 use super::attempt::Attempted;
 use super::drive::{Attempts, Hedged, Plain};
-use super::extras::{Guard, MaybeExtras, Shedder, Timeout};
+use super::extras::{Guard, Linger, Shedder, Timeout};
 use super::fallback::{FallbackOutput, IntoFinish};
 use super::hooks::{GiveUpHook, HookSet, IntoVerdict, NotifyHook};
 use super::log::Show;
@@ -280,8 +280,7 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
 
         /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
         /// place of the policy's `max` and pauses: see [`Aws2026Standard`].
-        pub fn aws2026(aws: &'p Aws2026Standard) -> WithExtras
-            => with_extras(|x| x.aws = Some(aws));
+        pub fn aws2026(aws: &'p Aws2026Standard) -> WithAws2026 => with_aws2026(aws);
 
         /// `nested = retry`: keep retrying even inside another retrying function or block.
         pub fn nested_retry() -> WithExtras => with_extras(|x| x.nested_retry = true);
@@ -592,7 +591,7 @@ where
     K: HeadSet<Only: Blocking, On: Classifier<E>, Show: Show<E>>,
     H: HookSet<T, E>,
     H::Finish<()>: SyncFinish<T, E>,
-    X: MaybeExtras<E>,
+    X: Linger<T, E>,
 {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
@@ -634,7 +633,7 @@ where
     K: HeadSet<Sleeper: Sleeper, On: Classifier<E>, Show: Show<E>>,
     H: HookSet<T, E>,
     H::Finish<()>: IntoFinish<T, E>,
-    X: MaybeExtras<E>,
+    X: Linger<T, E>,
 {
     fn run<A: Attempts<T, E>>(self, plan: Plan<'_>, each: A) -> impl Future<Output = Result<T, E>>
     where

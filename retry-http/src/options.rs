@@ -334,7 +334,7 @@ impl fmt::Display for SendOnce {
 }
 
 /// The counts of the requests a tower layer or a reqwest middleware handled, shared by its
-/// clones: the runtime's one [`Counters`](retry_runtime::engine::Counters), which every door
+/// clones: the runtime's one `Counters` (`retry_runtime::engine::Counters`), which every door
 /// hands out. These doors count [`requests`](Counters::requests),
 /// [`retries`](Counters::retries), [`never_sent_retries`](Counters::never_sent_retries),
 /// [`sent_once`](Counters::sent_once) and [`without_key`](Counters::without_key).

@@ -333,7 +333,7 @@ where
 }
 
 /// What the services of a layer did, counted since it was made: the runtime's one
-/// [`Counters`](retry_runtime::engine::Counters), which every door hands out. This door counts
+/// `Counters` (`retry_runtime::engine::Counters`), which every door hands out. This door counts
 /// [`calls`](Counters::calls), [`attempts`](Counters::attempts), [`retries`](Counters::retries),
 /// [`transparent_retries`](Counters::transparent_retries),
 /// [`hedged_copies`](Counters::hedged_copies), [`throttled`](Counters::throttled) and

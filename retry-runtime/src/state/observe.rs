@@ -7,6 +7,11 @@
 //! integration's counters hear the same events through the loop's hooks. A sink whose feature
 //! is off is nothing: its calls compile to nothing.
 //!
+//! A door's own events (a call, an attempt, a transparent retry, a hedged copy, a throttled
+//! call, ...) are one public type, [`Event`], which a door hands to [`report`]: to the same two
+//! sinks ([`Logs`], [`Metrics`]) and to a [`Sink`] of its own, the [`Counters`] every door hands
+//! out. `engine` makes them public.
+//!
 //! Nothing here is generic: an error reaches a sink as `&dyn Debug` ([`Failure`]), so the code
 //! of the events is compiled once, in this crate, and not again for each function that retries.
 //! Every function here but [`accepted`] runs only when a call failed, so they are out of line

@@ -64,9 +64,8 @@
 //! The loop reports its own events (each retry, each hedge, the end of a call) to the logs and
 //! the metrics. A door reports its own ([`Event`]: a call, an attempt, a request sent once, a
 //! transparent retry, a hedged copy, a throttled call, a deadline) with [`report`], to the same
-//! logs and metrics ([`Logs`], [`Metrics`]) and to a [`Sink`] of its own, usually the
-//! [`Counters`] it hands its users. The guide's metrics table lists every event once, for every
-//! door.
+//! logs and metrics and to a [`Sink`] of its own, usually the [`Counters`] it hands its users.
+//! The guide's metrics table lists every event once, for every door.
 //!
 //! # What else is here
 //!
@@ -93,7 +92,7 @@ use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
 pub use crate::state::dynamic::{ClassifyFn, GiveUpFn, NotifyFn, OnResultFn};
-pub use crate::state::observe::{Counters, Event, Logs, Metrics, Sink, report};
+pub use crate::state::observe::{Counters, Event, Sink, report};
 pub use crate::state::{
     AsyncForm, AsyncRun, ByTransient, Classifier, Defaults, DynHooks, ErrorForm, ErrorOnly,
     FallbackOutput, Gate, GateAndError, GateFor, GateSlot, GiveUpHook, IntoVerdict, NoGate,

@@ -9,8 +9,8 @@
 //!
 //! A door's own events (a call, an attempt, a transparent retry, a hedged copy, a throttled
 //! call, ...) are one public type, [`Event`], which a door hands to [`report`]: to the same two
-//! sinks ([`Logs`], [`Metrics`]) and to a [`Sink`] of its own, the [`Counters`] every door hands
-//! out. `engine` makes them public.
+//! sinks (`Logs`, `Metrics`) and to a [`Sink`] of its own, the [`Counters`] every door hands
+//! out. `engine` makes `Event`, `Sink`, `report` and `Counters` public.
 //!
 //! Nothing here is generic: an error reaches a sink as `&dyn Debug` ([`Failure`]), so the code
 //! of the events is compiled once, in this crate, and not again for each function that retries.
@@ -389,8 +389,8 @@ impl Event<'_> {
     }
 }
 
-/// Who hears a door's [`Event`]s: the logs ([`Logs`]), the metrics ([`Metrics`]), a door's
-/// [`Counters`], or a door author's own (a test's list, a pair of sinks as a tuple).
+/// Who hears a door's [`Event`]s besides the logs and the metrics (which [`report`] tells
+/// always): a door's [`Counters`], or a door author's own (a test's list, a pair of sinks as a tuple).
 ///
 /// `()` is the sink that hears nothing: a door without a sink of its own reports to it, and
 /// its reports compile to the logs' and the metrics', which are nothing when their features are
@@ -449,8 +449,10 @@ impl<A: Sink, B: Sink> Sink for (A, B) {
     }
 }
 
-/// Reports a door's `event` to the logs ([`Logs`]), the metrics ([`Metrics`]) and `sink` (the
-/// door's [`Counters`], or `&()`). Inline and monomorphic: an event that a sink takes no note
+/// Reports a door's `event` to the logs (feature `tracing`: each event at the level [`Event`]
+/// gives it, with `function` and the event's fields), the metrics (feature `metrics`:
+/// [`Event::HedgedCopy`] on `retry_hedges_total`, each event with a [`label`](Event::label) on
+/// `retry_door_events_total{function, event}`) and `sink` (the door's [`Counters`], or `&()`). Inline and monomorphic: an event that a sink takes no note
 /// of, or whose feature is off, costs nothing, and [`Event::Call`] to a door's `Counters` is
 /// one relaxed atomic add.
 #[inline]
@@ -462,8 +464,7 @@ pub fn report(function: &'static str, event: Event<'_>, sink: &impl Sink) {
 
 /// The sink of the logs: each event at the level [`Event`] gives it, through `tracing` (feature
 /// `tracing`; without it, nothing). The fields are `function` and the event's own.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Logs;
+struct Logs;
 
 impl Sink for Logs {
     #[inline]
@@ -519,8 +520,7 @@ fn log_event(function: &'static str, event: &Event<'_>) {
 /// The sink of the metrics (feature `metrics`; without it, nothing): [`Event::HedgedCopy`] on
 /// `retry_hedges_total`, and each event with a [`label`](Event::label) on
 /// `retry_door_events_total{function, event}`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Metrics;
+struct Metrics;
 
 impl Sink for Metrics {
     #[inline]

@@ -2,7 +2,7 @@
 //! against what a scrape of `/metrics` shows: after a scenario that makes every instrument
 //! record (the portal's long outage, which opens a breaker, spends a budget, queues checks and
 //! drains them with one dead letter; a retry refused by an empty budget; a hedged call; a key a
-//! store refuses), every instrument in the tables is in the scrape with the type the table gives,
+//! store refuses; a door's own event), every instrument in the tables is in the scrape with the type the table gives,
 //! every label of the scrape is in the table's row, and every `retry_*` series of the scrape is
 //! in a table.
 //!
@@ -145,6 +145,8 @@ async fn the_metric_tables_match_a_scrape() {
         .begin(&IdempotencyKey::from(""), Fingerprint::of(b""))
         .await;
     assert!(matches!(refused, Err(StoreError::InvalidKey)));
+    // A door's own event (a door on the engine reports it, as the HTTP and gRPC doors do).
+    retry_runtime::engine::report("a_door", retry_runtime::engine::Event::Throttled, &());
 
     let scrape = reqwest::get(&url)
         .await

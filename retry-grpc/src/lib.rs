@@ -61,7 +61,6 @@ mod commit;
 pub mod config;
 pub mod duration;
 mod hedging;
-mod pushback;
 mod retry;
 mod status;
 mod throttle;
@@ -77,8 +76,10 @@ pub use config::{
     RetryThrottling, ServiceConfig,
 };
 pub use hedging::{HedgeAction, HedgingCall};
-pub use pushback::{GRPC_RETRY_PUSHBACK_MS, Pushback};
+// The server's pushback, `grpc-retry-pushback-ms`: the runtime's one parser of it, which its
+// `tonic` integration reads too.
 pub use retry::{Decision, GRPC_PREVIOUS_RPC_ATTEMPTS, RetryCall, Stop};
+pub use retry_runtime::headers::{GRPC_RETRY_PUSHBACK_MS, Pushback};
 pub use status::{AttemptStatus, GRPC_STATUS, is_trailers_only};
 pub use throttle::{RetryThrottle, ThrottleRegistry};
 pub use transparent::{TransparentRetries, Unsent};

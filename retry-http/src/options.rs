@@ -7,7 +7,7 @@ use ::http::{HeaderMap, HeaderValue, Method};
 use bytes::Bytes;
 use http_body::Body;
 use http_body_util::BodyExt;
-use retry_runtime::engine::{self, DynHooks, FirstAttempt, Operation, Settings, TokioTimer};
+use retry_runtime::engine::{self, DynHooks, Event, FirstAttempt, Operation, Settings, TokioTimer};
 use retry_runtime::headers::key_from_header;
 use retry_runtime::{
     AdmissionGate, Aws2026, Aws2026Standard, Backoff, CircuitBreaker, CircuitOpen, Elapsed, GiveUp,
@@ -15,7 +15,6 @@ use retry_runtime::{
 };
 use std::error::Error;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -344,42 +343,12 @@ impl fmt::Display for SendOnce {
     }
 }
 
-/// Counts of the requests a tower layer or a reqwest middleware handled, shared by its clones.
-#[derive(Debug, Default)]
-pub struct Counters {
-    requests: AtomicU64,
-    retries: AtomicU64,
-    never_sent: AtomicU64,
-    sent_once: AtomicU64,
-    without_key: AtomicU64,
-}
-
-impl Counters {
-    /// Requests handled (each counted once, however many attempts it took).
-    pub fn requests(&self) -> u64 {
-        self.requests.load(Ordering::Relaxed)
-    }
-    /// Retries taken, the never-sent ones included.
-    pub fn retries(&self) -> u64 {
-        self.retries.load(Ordering::Relaxed)
-    }
-    /// Retries of an attempt that provably never reached the server.
-    pub fn never_sent_retries(&self) -> u64 {
-        self.never_sent.load(Ordering::Relaxed)
-    }
-    /// Requests sent once because their body could not be buffered ([`SendOnce`]).
-    pub fn sent_once(&self) -> u64 {
-        self.sent_once.load(Ordering::Relaxed)
-    }
-    /// Non-idempotent requests without a (valid) `Idempotency-Key`, retried only if never sent.
-    pub fn without_key(&self) -> u64 {
-        self.without_key.load(Ordering::Relaxed)
-    }
-    #[inline]
-    pub(crate) fn count(counter: &AtomicU64) {
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-}
+/// The counts of the requests a tower layer or a reqwest middleware handled, shared by its
+/// clones: the runtime's one `Counters` (`retry_runtime::engine::Counters`), which every door
+/// hands out. These doors count [`requests`](Counters::requests),
+/// [`retries`](Counters::retries), [`never_sent_retries`](Counters::never_sent_retries),
+/// [`sent_once`](Counters::sent_once) and [`without_key`](Counters::without_key).
+pub use retry_runtime::engine::Counters;
 
 /// Whether a method is idempotent (RFC 9110 §9.2.2): GET, HEAD, OPTIONS, TRACE, PUT, DELETE.
 /// Any other (POST, PATCH, CONNECT, an extension method) needs an idempotency key to be retried.
@@ -394,7 +363,7 @@ pub(crate) fn idempotent(method: &Method) -> bool {
 /// Counts one request.
 #[inline]
 pub(crate) fn count_request(config: &HttpRetry) {
-    Counters::count(&config.counters.requests);
+    engine::report(config.name, Event::Call, &*config.counters);
 }
 
 /// Whether a request may be sent again after it reached the server: an idempotent method, or
@@ -420,13 +389,8 @@ fn keyed(config: &HttpRetry, method: &Method, headers: &mut HeaderMap) -> bool {
     }
     let keyed = key_from_header(headers.get(IdempotencyKey::HEADER)).is_ok();
     if !keyed {
-        Counters::count(&config.counters.without_key);
-        #[cfg(feature = "tracing")]
-        tracing::debug!(
-            function = config.name,
-            %method,
-            "a non-idempotent request without a valid `Idempotency-Key` header: retried only if it never reached the server"
-        );
+        let method = method.as_str();
+        engine::report(config.name, Event::WithoutKey { method }, &*config.counters);
     }
     keyed
 }
@@ -566,13 +530,13 @@ where
     }
 }
 
-/// Counts a request sent once, and says why in an event.
+/// Reports a request sent once, and why.
 pub(crate) fn sent_once(config: &HttpRetry, why: SendOnce) {
-    Counters::count(&config.counters.sent_once);
-    #[cfg(feature = "tracing")]
-    tracing::info!(function = config.name, reason = %why, "sending once, without retries");
-    #[cfg(not(feature = "tracing"))]
-    let _ = why;
+    engine::report(
+        config.name,
+        Event::SentOnce { reason: &why },
+        &*config.counters,
+    );
 }
 
 /// The error of one attempt inside the loop: the service's, the breaker's refusal, or the
@@ -625,20 +589,11 @@ pub(crate) fn heard(config: &HttpRetry, never_sent: bool, event: &RetryEvent) {
     }
 }
 
-/// Before each pause: counts the retry of attempt number `attempt`, and a never-sent one apart
-/// with an event.
+/// Before each pause: reports the retry of attempt number `attempt`, and a never-sent one apart.
 pub(crate) fn retried(config: &HttpRetry, never_sent: bool, attempt: u32) {
-    Counters::count(&config.counters.retries);
+    engine::report(config.name, Event::Retry { attempt }, &*config.counters);
     if never_sent {
-        Counters::count(&config.counters.never_sent);
-        #[cfg(feature = "tracing")]
-        tracing::info!(
-            function = config.name,
-            attempt,
-            "the attempt never reached the server: resending it"
-        );
-        #[cfg(not(feature = "tracing"))]
-        let _ = attempt;
+        engine::report(config.name, Event::NeverSent { attempt }, &*config.counters);
     }
 }
 

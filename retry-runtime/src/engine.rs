@@ -59,6 +59,14 @@
 //! in its future) gives the attempt's number, for a header such as gRPC's
 //! `grpc-previous-rpc-attempts` or OpenTelemetry's `http.request.resend_count`.
 //!
+//! # Events
+//!
+//! The loop reports its own events (each retry, each hedge, the end of a call) to the logs and
+//! the metrics. A door reports its own ([`Event`]: a call, an attempt, a request sent once, a
+//! transparent retry, a hedged copy, a throttled call, a deadline) with [`report`], to the same
+//! logs and metrics and to a [`Sink`] of its own, usually the [`Counters`] it hands its users.
+//! The guide's metrics table lists every event once, for every door.
+//!
 //! # What else is here
 //!
 //! The [`Retrier`](crate::Retrier)'s options as a type, [`Options`], and the traits its methods'
@@ -84,6 +92,7 @@ use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
 pub use crate::state::dynamic::{ClassifyFn, GiveUpFn, NotifyFn, OnResultFn};
+pub use crate::state::observe::{Counters, Event, Sink, report};
 pub use crate::state::{
     AsyncForm, AsyncRun, ByTransient, Classifier, Defaults, DynHooks, ErrorForm, ErrorOnly,
     FallbackOutput, Gate, GateAndError, GateFor, GateSlot, GiveUpHook, IntoVerdict, NoGate,
@@ -414,9 +423,7 @@ impl FirstAttempt {
     /// metrics count a first try).
     #[inline]
     pub fn accepted(self) {
-        #[cfg(feature = "metrics")]
-        crate::metrics::first_try(self.name);
-        let _ = self.name;
+        state::observe::accepted(self.name, 0);
     }
 }
 

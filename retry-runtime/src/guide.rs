@@ -13,7 +13,7 @@
 //! | [`fallback`] | what the caller gets after the last attempt |
 //! | [`blocks`] | the same loop for a block (`retry_block!`), for a closure with a policy chosen at run time (`Retrier`), and for a loop that runs for hours (`reset_after`) |
 //! | [`testing`] | tests that assert pauses and calls without waiting |
-//! | `metrics` | with the `metrics` feature: the instruments the loop, breakers and budgets record, in one table |
+//! | `metrics` | with the `metrics` feature: the instruments the loop, the doors, breakers and budgets record, and every event once for every door |
 //!
 //! The same loop for every request of a client (a tower layer, a reqwest middleware: bodies, keys,
 //! never-sent requests) is the crate `retry-http`, built on [`engine`](crate::engine), as an

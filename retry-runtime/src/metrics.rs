@@ -53,6 +53,9 @@ pub mod names {
     pub const BUDGET_TOKENS: &str = "retry_budget_tokens";
     /// Counter: retries a retry budget refused, by `budget`.
     pub const BUDGET_REFUSALS: &str = "retry_budget_refusals_total";
+    /// Counter: the doors' own events ([`engine::Event`](crate::engine::Event)), by `function`
+    /// and `event` ([`Event::label`](crate::engine::Event::label)).
+    pub const DOOR_EVENTS: &str = "retry_door_events_total";
 }
 
 /// The label values of `outcome` on [`names::CALLS`].
@@ -181,6 +184,13 @@ pub const INSTRUMENTS: &[Instrument] = &[
         unit: "1",
         labels: &["budget"],
         when: "each retry the budget refused",
+    },
+    Instrument {
+        name: names::DOOR_EVENTS,
+        kind: Kind::Counter,
+        unit: "1",
+        labels: &["function", "event"],
+        when: "each of a door's own events, by `event` (the table below)",
     },
 ];
 
@@ -417,6 +427,15 @@ pub(crate) fn retrying(function: &'static str, pause: u64) {
 #[inline(never)]
 pub(crate) fn hedged(function: &'static str) {
     metrics::counter!(names::HEDGES, "function" => function).increment(1);
+}
+
+/// `function` (a door) reported the event labelled `event`. Through the recorder's registry
+/// rather than a kept handle, as [`hedged`]: the doors' events are rare, and a door that never
+/// has one gets no series.
+#[cold]
+#[inline(never)]
+pub(crate) fn door_event(function: &'static str, event: &'static str) {
+    metrics::counter!(names::DOOR_EVENTS, "function" => function, "event" => event).increment(1);
 }
 
 // ---- breakers ----

@@ -316,3 +316,56 @@ async fn a_door_without_a_gate_needs_no_from_rejected() {
     assert_eq!(refused, Err(CallError::Open));
     assert_eq!(calls.load(Ordering::Relaxed), 1, "refused without running");
 }
+
+// ---- one sink: a door's events in the runtime's one `Counters` -----------------------------------
+
+/// A door on the engine reports its own events (the call, each attempt, each retry its hooks
+/// hear) with `engine::report` into the runtime's `Counters`, the type every door hands out.
+#[tokio::test(start_paused = true)]
+async fn a_door_on_the_engine_counts_its_events_in_the_runtimes_one_counters() {
+    use retry_runtime::engine::{Counters, Event};
+    use std::sync::Arc;
+
+    const NAME: &str = "quotes-counted";
+    let counters = Arc::new(Counters::default());
+    let policy = policy();
+    let settings = Settings::new(&policy).name(NAME);
+    let classify = |error: &CallError| Verdict::from(*error == CallError::Busy);
+    let notify = |_: Result<&u32, &CallError>, event: &RetryEvent| {
+        let attempt = event.attempt;
+        engine::report(NAME, Event::Retry { attempt }, &counters);
+    };
+    let hooks = DynHooks::new(&classify).notify_untimed(Some(&notify));
+    let calls = AtomicU32::new(0);
+    engine::report(NAME, Event::Call, &counters);
+    let answer = engine::drive(
+        &settings,
+        hooks,
+        TokioTimer,
+        FnOperation(|| {
+            engine::report(NAME, Event::Attempt, &counters);
+            let n = calls.fetch_add(1, Ordering::Relaxed) + 1;
+            std::future::ready(if n < 3 { Err(CallError::Busy) } else { Ok(n) })
+        }),
+    )
+    .await;
+    assert_eq!(answer, Ok(3));
+    assert_eq!(
+        (counters.calls(), counters.attempts(), counters.retries()),
+        (1, 3, 2)
+    );
+    // What the door did not report stays 0.
+    assert_eq!(
+        (counters.hedged_copies(), counters.transparent_retries()),
+        (0, 0)
+    );
+
+    // The HTTP doors hand out the same type (the gRPC door's is checked in retry-grpc's
+    // interop tests, `door_events`).
+    let http = retry_http::HttpRetry::new(policy);
+    let from_options: Arc<Counters> = http.counters();
+    let from_layer: Arc<Counters> = retry_http::tower::RetryLayer::new(http.clone()).counters();
+    let from_middleware: Arc<Counters> = retry_http::reqwest::RetryMiddleware::new(http).counters();
+    assert!(Arc::ptr_eq(&from_options, &from_layer));
+    assert!(Arc::ptr_eq(&from_options, &from_middleware));
+}

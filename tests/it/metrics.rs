@@ -502,3 +502,60 @@ fn a_named_block_is_labelled_by_its_name_and_an_unnamed_one_by_its_line() {
     let label: &'static str = format!("{}:{line}", module_path!()).leak();
     assert_eq!(ended(label), one("after_retries", None));
 }
+
+// The doors' own events (issue 40, item 2): the HTTP tower layer's go to the same
+// `retry_door_events_total`, by `event`, as the gRPC door's (retry-grpc's interop tests,
+// `door_events`), and the loop's retries for it to `retry_retries_total`.
+
+#[tokio::test(start_paused = true)]
+async fn the_http_doors_own_events_are_measured_by_event() {
+    use crate::tower_layer::{full, request, stack};
+    use http::Method;
+    use retry_http::HttpRetry;
+    use retry_http::tower::RetryLayer;
+    use tower::ServiceExt;
+
+    const DOOR: &str = "metrics_http_door";
+    install();
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+        listener.local_addr().expect("an address").port()
+    };
+    let policy = retry_runtime::Policy::new()
+        .max(2)
+        .base(Duration::from_secs(1))
+        .jitter(retry_runtime::Jitter::None);
+    let layer = RetryLayer::new(HttpRetry::new(policy).name(DOOR));
+    let counters = layer.counters();
+    let (service, _) = stack(layer);
+    // A POST without a key to a port nothing listens on: never sent, so resent twice anyway.
+    let error = service
+        .oneshot(request(
+            Method::POST,
+            &format!("http://127.0.0.1:{port}/pay"),
+            full("amount=100"),
+        ))
+        .await
+        .expect_err("nothing listens");
+    assert!(
+        error
+            .downcast_ref::<hyper_util::client::legacy::Error>()
+            .is_some_and(|e| e.is_connect()),
+        "{error:?}"
+    );
+    let event =
+        |event: &'static str| counter(names::DOOR_EVENTS, &[("function", DOOR), ("event", event)]);
+    assert_eq!((event("without_key"), event("never_sent")), (1, 2));
+    assert_eq!(event("sent_once"), 0);
+    assert_eq!(counter(names::RETRIES, &[("function", DOOR)]), 2);
+    // The same events, counted in the door's `Counters`.
+    assert_eq!(
+        (
+            counters.requests(),
+            counters.without_key(),
+            counters.never_sent_retries(),
+            counters.retries()
+        ),
+        (1, 1, 2, 2)
+    );
+}

@@ -7,8 +7,8 @@ use super::{BoxError, Counters};
 use crate::{AttemptStatus, GRPC_PREVIOUS_RPC_ATTEMPTS, Pushback, TransparentRetries, Unsent};
 use http::request::Parts;
 use http::{HeaderValue, Request, Response, StatusCode};
+use retry_runtime::engine::{self, Event};
 use std::error::Error;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::time::Instant;
 use tonic::Code;
@@ -42,6 +42,15 @@ pub(crate) struct Request0<'a> {
     /// deadline) instead of failing the attempt.
     pub(crate) wait_for_ready: bool,
     pub(crate) counters: &'a Counters,
+    /// The door's name in the events ([`GrpcRetryLayer::name`](super::GrpcRetryLayer::name)).
+    pub(crate) name: &'static str,
+}
+
+impl Request0<'_> {
+    /// Reports `event` to the logs, the metrics and the door's counters.
+    pub(crate) fn report(&self, event: Event<'_>) {
+        engine::report(self.name, event, self.counters);
+    }
 }
 
 impl Request0<'_> {
@@ -83,10 +92,12 @@ where
     S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
     S::Error: Into<BoxError>,
 {
+    // The attempt's number, as the events show it: its transparent retries keep it.
+    let attempt = previous_attempts.map_or(1, |previous| previous + 1);
     // C-core's connection backoff, which a call that waits for ready waits on.
     let mut reconnect = Duration::from_secs(1);
     loop {
-        request.counters.attempts.fetch_add(1, Ordering::Relaxed);
+        request.report(Event::Attempt);
         let error = match call(service, ready, request.build(previous_attempts)).await {
             // A failure seen at or after the deadline is the deadline's, whoever noticed it
             // first: the channel's own timer of the `grpc-timeout` the door sent (tonic's
@@ -106,17 +117,11 @@ where
                 let pause = reconnect.mul_f64(0.8 + 0.4 * rand::random::<f64>());
                 reconnect = reconnect.mul_f64(1.6).min(Duration::from_secs(120));
                 tokio::time::sleep(pause).await;
-                request
-                    .counters
-                    .transparent_retries
-                    .fetch_add(1, Ordering::Relaxed);
+                request.report(Event::TransparentRetry { attempt });
                 continue;
             }
             if !request.body.outgrew() && transparent.on_unsent(unsent) {
-                request
-                    .counters
-                    .transparent_retries
-                    .fetch_add(1, Ordering::Relaxed);
+                request.report(Event::TransparentRetry { attempt });
                 continue;
             }
         }

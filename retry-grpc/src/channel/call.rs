@@ -12,12 +12,11 @@ use crate::{Stop, TransparentRetries};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
-use retry_runtime::engine::{self, DynHooks, Operation, Settings, TokioTimer};
+use retry_runtime::engine::{self, DynHooks, Event, Operation, Settings, TokioTimer};
 use retry_runtime::{CircuitOpen, Elapsed, Policy, Rejected, Verdict};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
 use std::task::Poll;
 use std::time::Duration;
@@ -41,7 +40,7 @@ where
     RB::Error: Into<BoxError>,
 {
     let counters = &*layer.counters;
-    counters.calls.fetch_add(1, Ordering::Relaxed);
+    engine::report(layer.name, Event::Call, counters);
     let (parts, body) = request.into_parts();
     let method = layer.config.method_config(parts.uri.path());
     // The method's `timeout`, or the caller's own deadline if it is sooner.
@@ -61,6 +60,7 @@ where
         deadline,
         wait_for_ready: method.and_then(|m| m.wait_for_ready()).unwrap_or(false),
         counters,
+        name: layer.name,
     };
     let run = async {
         match method.and_then(|m| m.policy()) {
@@ -87,10 +87,10 @@ where
         // polled after it, or the task may run only once the server's answer to the deadline
         // is in.
         Ok(Err(_)) | Err(_) => {
-            counters.deadline_exceeded.fetch_add(1, Ordering::Relaxed);
+            let timeout = timeout.unwrap_or_default();
+            request.report(Event::DeadlineExceeded { timeout });
             Err(Box::new(Status::deadline_exceeded(format!(
-                "retry-grpc: the call's deadline of {:?} passed",
-                timeout.unwrap_or_default()
+                "retry-grpc: the call's deadline of {timeout:?} passed"
             ))))
         }
     }
@@ -196,7 +196,6 @@ where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
 {
-    let counters = request.counters;
     let call = Mutex::new(RetryCall::new(policy, layer.jitter, layer.throttle.clone()));
     let exact = Policy::new()
         .max(policy.max_attempts().saturating_sub(1))
@@ -212,12 +211,18 @@ where
             call.commit();
         }
         match call.on_status(status.code, status.pushback) {
-            Decision::Retry { pause, .. } => {
-                counters.retries.fetch_add(1, Ordering::Relaxed);
+            Decision::Retry {
+                pause,
+                previous_attempts,
+            } => {
+                // The attempts so far: the one that failed is the last of them.
+                request.report(Event::Retry {
+                    attempt: previous_attempts,
+                });
                 Verdict::RetryAfter(pause)
             }
             Decision::Stop(Stop::Throttled) => {
-                counters.throttled.fetch_add(1, Ordering::Relaxed);
+                request.report(Event::Throttled);
                 Verdict::Fail
             }
             Decision::Stop(_) => Verdict::Fail,
@@ -309,7 +314,6 @@ where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
 {
-    let counters = request.counters;
     let template = service.clone();
     let mut first = Some(service);
     let mut call = HedgingCall::new(policy, layer.throttle.clone());
@@ -337,7 +341,8 @@ where
                     (copy, outcome)
                 }),
                 None => {
-                    counters.hedged_copies.fetch_add(1, Ordering::Relaxed);
+                    // A6 numbers the first attempt copy 1: this is hedge `copy - 1`.
+                    request.report(Event::HedgedCopy { hedge: copy - 1 });
                     let mut service = template.clone();
                     Box::pin(async move {
                         let mut transparent = TransparentRetries::new();

@@ -38,7 +38,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use tower_service::Service;
@@ -333,55 +332,11 @@ where
     }
 }
 
-/// What the services of a layer did, counted since it was made (relaxed atomics: each count is
-/// exact, a read of several is not a snapshot).
-#[derive(Debug, Default)]
-pub struct Counters {
-    calls: AtomicU64,
-    attempts: AtomicU64,
-    retries: AtomicU64,
-    transparent_retries: AtomicU64,
-    hedged_copies: AtomicU64,
-    throttled: AtomicU64,
-    deadline_exceeded: AtomicU64,
-}
-
-impl Counters {
-    /// Calls made.
-    pub fn calls(&self) -> u64 {
-        self.calls.load(Ordering::Relaxed)
-    }
-
-    /// Attempts sent: first attempts, retries, hedged copies and transparent retries.
-    pub fn attempts(&self) -> u64 {
-        self.attempts.load(Ordering::Relaxed)
-    }
-
-    /// Retries the retry policy decided (A6's `grpc-previous-rpc-attempts` counts these).
-    pub fn retries(&self) -> u64 {
-        self.retries.load(Ordering::Relaxed)
-    }
-
-    /// Transparent retries: attempts sent again at once because the one before never reached
-    /// the server's application; not counted by the policy, the header or the throttle.
-    pub fn transparent_retries(&self) -> u64 {
-        self.transparent_retries.load(Ordering::Relaxed)
-    }
-
-    /// Hedged copies sent after each call's first.
-    pub fn hedged_copies(&self) -> u64 {
-        self.hedged_copies.load(Ordering::Relaxed)
-    }
-
-    /// Calls the retry throttle stopped from retrying.
-    pub fn throttled(&self) -> u64 {
-        self.throttled.load(Ordering::Relaxed)
-    }
-
-    /// Calls that ended at their deadline (the method's `timeout` or the caller's
-    /// `grpc-timeout`) with `DEADLINE_EXCEEDED`: the door's timer fired before an answer, or
-    /// the attempt failed at or after the deadline.
-    pub fn deadline_exceeded(&self) -> u64 {
-        self.deadline_exceeded.load(Ordering::Relaxed)
-    }
-}
+/// What the services of a layer did, counted since it was made: the runtime's one
+/// `Counters` (`retry_runtime::engine::Counters`), which every door hands out. This door counts
+/// [`calls`](Counters::calls), [`attempts`](Counters::attempts), [`retries`](Counters::retries),
+/// [`transparent_retries`](Counters::transparent_retries),
+/// [`hedged_copies`](Counters::hedged_copies), [`throttled`](Counters::throttled) and
+/// [`deadline_exceeded`](Counters::deadline_exceeded), and reports each of these events to the
+/// logs and the metrics too (retry-runtime's features `tracing` and `metrics`).
+pub use retry_runtime::engine::Counters;

@@ -26,11 +26,13 @@
 //! `#[retry(deadline = ...)]` so that the loop stops when the time is gone.
 //!
 //! **Pushback.** A server may put `grpc-retry-pushback-ms` in the status's metadata (gRPC's
-//! retry design, gRFC A6): a non-negative integer is the number of milliseconds to wait before
-//! the next attempt, which becomes [`retry_after`](Transient::retry_after) and
-//! [`Verdict::RetryAfter`]. A negative value, or any value that is not a decimal integer, means
-//! "do not retry": the status is then not transient and its verdict is [`Verdict::Fail`],
-//! whatever its code. Pushback does not make a non-transient code transient.
+//! retry design, gRFC A6): a non-negative 32-bit integer is the number of milliseconds to wait
+//! before the next attempt, which becomes [`retry_after`](Transient::retry_after) and
+//! [`Verdict::RetryAfter`]. A negative value, any value that is not a decimal integer of 32 bits,
+//! or more than one value, means "do not retry": the status is then not transient and its
+//! verdict is [`Verdict::Fail`], whatever its code. Pushback does not make a non-transient code
+//! transient. The parser is [`headers::Pushback`](crate::headers::Pushback), the one
+//! `retry-grpc`'s door reads too.
 //!
 //! ```
 //! use retry_runtime::integrations::tonic::GRPC_RETRY_PUSHBACK_MS;
@@ -51,6 +53,7 @@
 //! assert!(!status.is_transient());
 //! ```
 
+use crate::headers::Pushback;
 use crate::{Transient, Verdict};
 use ::tonic::{Code, Status};
 use std::time::Duration;
@@ -64,7 +67,7 @@ use std::time::Duration;
 /// status.metadata_mut().insert(GRPC_RETRY_PUSHBACK_MS, "250".parse().unwrap());
 /// assert!(status.metadata().get(GRPC_RETRY_PUSHBACK_MS).is_some());
 /// ```
-pub const GRPC_RETRY_PUSHBACK_MS: &str = "grpc-retry-pushback-ms";
+pub use crate::headers::GRPC_RETRY_PUSHBACK_MS;
 
 /// The [module's table](self) by code: `Unavailable`, `ResourceExhausted`, `Aborted` and
 /// `DeadlineExceeded` are transient.
@@ -115,9 +118,9 @@ impl Transient for Status {
     }
 
     fn retry_after(&self) -> Option<Duration> {
-        match pushback(self) {
-            Pushback::After(pause) => Some(pause),
-            Pushback::Unsaid | Pushback::Refused => None,
+        match Pushback::from_status(self) {
+            Pushback::RetryAfter(pause) => Some(pause),
+            Pushback::Absent | Pushback::DoNotRetry => None,
         }
     }
 
@@ -129,10 +132,10 @@ impl Transient for Status {
         if !self.code().is_transient() && !crate::has_transient_io_cause(self) {
             return Verdict::Fail;
         }
-        let verdict = match pushback(self) {
-            Pushback::Unsaid => Verdict::Retry,
-            Pushback::After(pause) => Verdict::RetryAfter(pause),
-            Pushback::Refused => return Verdict::Fail,
+        let verdict = match Pushback::from_status(self) {
+            Pushback::Absent => Verdict::Retry,
+            Pushback::RetryAfter(pause) => Verdict::RetryAfter(pause),
+            Pushback::DoNotRetry => return Verdict::Fail,
         };
         if self.is_throttling() {
             verdict.throttled()
@@ -140,35 +143,6 @@ impl Transient for Status {
             verdict
         }
     }
-}
-
-/// What a status's `grpc-retry-pushback-ms` says.
-enum Pushback {
-    /// Nothing: the policy chooses the pause.
-    Unsaid,
-    /// Wait at least this long.
-    After(Duration),
-    /// Do not retry: a negative or unreadable value.
-    Refused,
-}
-
-fn pushback(status: &Status) -> Pushback {
-    let Some(value) = status.metadata().get(GRPC_RETRY_PUSHBACK_MS) else {
-        return Pushback::Unsaid;
-    };
-    let Ok(text) = value.to_str() else {
-        return Pushback::Refused;
-    };
-    let digits = text.trim_matches([' ', '\t']);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Pushback::Refused;
-    }
-    let millis = digits.bytes().fold(0u64, |millis, digit| {
-        millis
-            .saturating_mul(10)
-            .saturating_add(u64::from(digit - b'0'))
-    });
-    Pushback::After(Duration::from_millis(millis))
 }
 
 #[cfg(test)]
@@ -241,15 +215,16 @@ mod tests {
             Verdict::RetryAfter(Duration::ZERO)
         );
         assert_eq!(
-            with_pushback(Code::Unavailable, "99999999999999999999999").verdict(),
-            Verdict::RetryAfter(Duration::from_millis(u64::MAX)),
-            "saturates"
+            with_pushback(Code::Unavailable, "2147483647").verdict(),
+            Verdict::RetryAfter(Duration::from_millis(2_147_483_647)),
+            "the largest pushback A6's parsers read"
         );
     }
 
     #[test]
     fn negative_or_unreadable_pushback_means_do_not_retry() {
-        for refusal in ["-1", "-250", "", "1.5", "soon", "+5", "0x10"] {
+        // Out of 32 bits (as grpc-go reads it) is unreadable too.
+        for refusal in ["-1", "-250", "", "1.5", "soon", "0x10", "2147483648", " 5"] {
             let status = with_pushback(Code::Unavailable, refusal);
             assert_eq!(status.verdict(), Verdict::Fail, "{refusal:?}");
             assert!(!status.is_transient(), "{refusal:?}");

@@ -54,7 +54,7 @@ mod fallback;
 mod hedge;
 mod hooks;
 mod log;
-mod observe;
+pub(crate) mod observe;
 mod options;
 mod retrier;
 mod spans;

@@ -7,6 +7,11 @@
 //! integration's counters hear the same events through the loop's hooks. A sink whose feature
 //! is off is nothing: its calls compile to nothing.
 //!
+//! A door's own events (a call, an attempt, a transparent retry, a hedged copy, a throttled
+//! call, ...) are one public type, [`Event`], which a door hands to [`report`]: to the same two
+//! sinks (`Logs`, `Metrics`) and to a [`Sink`] of its own, the [`Counters`] every door hands
+//! out. `engine` makes `Event`, `Sink`, `report` and `Counters` public.
+//!
 //! Nothing here is generic: an error reaches a sink as `&dyn Debug` ([`Failure`]), so the code
 //! of the events is compiled once, in this crate, and not again for each function that retries.
 //! Every function here but [`accepted`] runs only when a call failed, so they are out of line
@@ -15,7 +20,7 @@
 use super::log::Show;
 use super::{GiveUpReason, LogLevel};
 use std::fmt;
-#[cfg(feature = "tracing")]
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// What an attempt that did not end in an accepted `Ok` ended with, as the events show it.
@@ -252,4 +257,401 @@ pub(crate) fn copy_failed(function: &'static str, attempt: u32, hedge: u16) {
         "a copy failed; waiting for the others"
     );
     let _ = (function, attempt, hedge);
+}
+
+// ---- the doors' events: one event type, one sink trait; the logs, the metrics, the counts ----
+
+/// One thing a door did, as its sinks hear it: what the doors report beside the loop's own
+/// events (each attempt to retry, each hedge, the end of a call), which the loop reports to the
+/// logs and the metrics itself.
+///
+/// A door reports each with [`report`]: to the logs (feature `tracing`), to the metrics (feature
+/// `metrics`) and to its [`Counters`]. The guide's metrics table lists each event once, with
+/// the doors that report it, its count, its log level and its metric.
+///
+/// Later versions may add events (`#[non_exhaustive]`): a `match` outside this crate needs a
+/// `_` arm.
+#[derive(Clone, Copy)]
+#[non_exhaustive]
+pub enum Event<'a> {
+    /// A call (a request) reached the door: counted, never logged.
+    Call,
+    /// An attempt was sent: a first attempt, a retry, a hedged copy or a transparent retry.
+    /// Counted, never logged.
+    Attempt,
+    /// The door's policy decided to retry attempt `attempt` (1 for the first). Counted; the loop
+    /// logs and measures the retry itself (`retry_retries_total`), so the sinks of the logs and
+    /// the metrics take no note of it here.
+    Retry {
+        /// The attempt that failed.
+        attempt: u32,
+    },
+    /// Attempt `attempt` provably never reached the server (a refused connection, a DNS
+    /// failure, a refused HTTP/2 stream) and is resent through the loop, even when the request
+    /// could not be resent otherwise (a POST without a key). Counted beside [`Event::Retry`],
+    /// which the same attempt also is; `INFO`.
+    NeverSent {
+        /// The attempt that never reached the server.
+        attempt: u32,
+    },
+    /// Attempt `attempt` never reached the server's application and is sent again at once,
+    /// outside the policy (gRPC's transparent retry: the same `grpc-previous-rpc-attempts`, not
+    /// counted by the throttle). `INFO`.
+    TransparentRetry {
+        /// The attempt sent again.
+        attempt: u32,
+    },
+    /// A request is sent once, without retries, because its body could not be kept for a
+    /// replay; `reason` says why. `INFO`.
+    SentOnce {
+        /// Why (`retry_http::SendOnce`).
+        reason: &'a dyn fmt::Display,
+    },
+    /// A request with a method that is not idempotent (a POST) and no valid `Idempotency-Key`:
+    /// resent only if it never reached the server. `DEBUG`.
+    WithoutKey {
+        /// The request's method.
+        method: &'a str,
+    },
+    /// A hedge was sent: a copy of a call beside its first attempt, which has not answered.
+    /// `DEBUG`, and `retry_hedges_total`, as the loop's hedges (`hedge = ...`).
+    HedgedCopy {
+        /// The hedge's number: 1 for the first copy beside the first attempt (which A6 numbers
+        /// copy 2).
+        hedge: u32,
+    },
+    /// A retry throttle (gRPC's `retryThrottling`) stopped a call from retrying. `INFO`.
+    Throttled,
+    /// A call ended at its deadline with `DEADLINE_EXCEEDED`, after `timeout`. `INFO`.
+    DeadlineExceeded {
+        /// The call's time allowed.
+        timeout: Duration,
+    },
+}
+
+impl fmt::Debug for Event<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Event::Call => f.write_str("Call"),
+            Event::Attempt => f.write_str("Attempt"),
+            Event::Retry { attempt } => f.debug_struct("Retry").field("attempt", attempt).finish(),
+            Event::NeverSent { attempt } => f
+                .debug_struct("NeverSent")
+                .field("attempt", attempt)
+                .finish(),
+            Event::TransparentRetry { attempt } => f
+                .debug_struct("TransparentRetry")
+                .field("attempt", attempt)
+                .finish(),
+            Event::SentOnce { reason } => f
+                .debug_struct("SentOnce")
+                .field("reason", &format_args!("{reason}"))
+                .finish(),
+            Event::WithoutKey { method } => f
+                .debug_struct("WithoutKey")
+                .field("method", method)
+                .finish(),
+            Event::HedgedCopy { hedge } => {
+                f.debug_struct("HedgedCopy").field("hedge", hedge).finish()
+            }
+            Event::Throttled => f.write_str("Throttled"),
+            Event::DeadlineExceeded { timeout } => f
+                .debug_struct("DeadlineExceeded")
+                .field("timeout", timeout)
+                .finish(),
+        }
+    }
+}
+
+impl Event<'_> {
+    /// The event's `event` label on `retry_door_events_total`; `None` for the events that are
+    /// not measured there ([`Event::Call`], [`Event::Attempt`] and [`Event::Retry`] are the
+    /// loop's to measure, [`Event::HedgedCopy`] is `retry_hedges_total`).
+    ///
+    /// ```
+    /// use retry_runtime::engine::Event;
+    ///
+    /// assert_eq!(Event::Throttled.label(), Some("throttled"));
+    /// assert_eq!(Event::Call.label(), None);
+    /// ```
+    pub const fn label(&self) -> Option<&'static str> {
+        Some(match self {
+            Event::NeverSent { .. } => "never_sent",
+            Event::TransparentRetry { .. } => "transparent_retry",
+            Event::SentOnce { .. } => "sent_once",
+            Event::WithoutKey { .. } => "without_key",
+            Event::Throttled => "throttled",
+            Event::DeadlineExceeded { .. } => "deadline_exceeded",
+            Event::Call | Event::Attempt | Event::Retry { .. } | Event::HedgedCopy { .. } => {
+                return None;
+            }
+        })
+    }
+}
+
+/// Who hears a door's [`Event`]s besides the logs and the metrics (which [`report`] tells
+/// always): a door's [`Counters`], or a door author's own (a test's list, a pair of sinks as a
+/// tuple).
+///
+/// `()` is the sink that hears nothing: a door without a sink of its own reports to it, and
+/// its reports compile to the logs' and the metrics', which are nothing when their features are
+/// off.
+///
+/// ```
+/// use retry_runtime::engine::{self, Counters, Event, Sink};
+/// use std::sync::Mutex;
+///
+/// /// A door author's sink: the events' names, in order.
+/// #[derive(Default)]
+/// struct Heard(Mutex<Vec<String>>);
+///
+/// impl Sink for Heard {
+///     fn event(&self, function: &'static str, event: &Event<'_>) {
+///         self.0.lock().unwrap().push(format!("{function}: {event:?}"));
+///     }
+/// }
+///
+/// let (heard, counters) = (Heard::default(), Counters::default());
+/// engine::report("quotes", Event::Call, &(&heard, &counters));
+/// engine::report("quotes", Event::Throttled, &(&heard, &counters));
+/// assert_eq!(*heard.0.lock().unwrap(), ["quotes: Call", "quotes: Throttled"]);
+/// assert_eq!((counters.calls(), counters.throttled()), (1, 1));
+/// ```
+pub trait Sink {
+    /// `function` (the door's name, as [`Settings::name`](crate::engine::Settings::name)) did
+    /// `event`.
+    fn event(&self, function: &'static str, event: &Event<'_>);
+}
+
+impl Sink for () {
+    #[inline]
+    fn event(&self, _: &'static str, _: &Event<'_>) {}
+}
+
+impl<S: Sink + ?Sized> Sink for &S {
+    #[inline]
+    fn event(&self, function: &'static str, event: &Event<'_>) {
+        (**self).event(function, event);
+    }
+}
+
+impl<S: Sink + ?Sized> Sink for std::sync::Arc<S> {
+    #[inline]
+    fn event(&self, function: &'static str, event: &Event<'_>) {
+        (**self).event(function, event);
+    }
+}
+
+impl<A: Sink, B: Sink> Sink for (A, B) {
+    #[inline]
+    fn event(&self, function: &'static str, event: &Event<'_>) {
+        self.0.event(function, event);
+        self.1.event(function, event);
+    }
+}
+
+/// Reports a door's `event` to the logs (feature `tracing`: each event at the level [`Event`]
+/// gives it, with `function` and the event's fields), the metrics (feature `metrics`:
+/// [`Event::HedgedCopy`] on `retry_hedges_total`, each event with a [`label`](Event::label) on
+/// `retry_door_events_total{function, event}`) and `sink` (the door's [`Counters`], or `&()`).
+/// Inline and monomorphic: an event that a sink takes no note of, or whose feature is off, costs
+/// nothing, and [`Event::Call`] to a door's `Counters` is one relaxed atomic add (the tower
+/// layer's request: 2,793 instructions before and after, `bench/RESULTS.md` §7).
+#[inline]
+pub fn report(function: &'static str, event: Event<'_>, sink: &impl Sink) {
+    Logs.event(function, &event);
+    Metrics.event(function, &event);
+    sink.event(function, &event);
+}
+
+/// The sink of the logs: each event at the level [`Event`] gives it, through `tracing` (feature
+/// `tracing`; without it, nothing). The fields are `function` and the event's own.
+struct Logs;
+
+impl Sink for Logs {
+    #[inline]
+    fn event(&self, _function: &'static str, event: &Event<'_>) {
+        #[cfg(feature = "tracing")]
+        match event {
+            Event::Call | Event::Attempt | Event::Retry { .. } => {}
+            _ => log_event(_function, event),
+        }
+        let _ = event;
+    }
+}
+
+#[cfg(feature = "tracing")]
+#[cold]
+#[inline(never)]
+fn log_event(function: &'static str, event: &Event<'_>) {
+    match *event {
+        Event::NeverSent { attempt } => tracing::info!(
+            function,
+            attempt,
+            "the attempt never reached the server: resending it"
+        ),
+        Event::TransparentRetry { attempt } => tracing::info!(
+            function,
+            attempt,
+            "the attempt never reached the server's application: sending it again at once (a transparent retry)"
+        ),
+        Event::SentOnce { reason } => {
+            tracing::info!(function, reason = %reason, "sending once, without retries")
+        }
+        Event::WithoutKey { method } => tracing::debug!(
+            function,
+            method,
+            "a non-idempotent request without a valid `Idempotency-Key` header: retried only if it never reached the server"
+        ),
+        Event::HedgedCopy { hedge } => {
+            tracing::debug!(function, hedge, "no answer yet; starting a hedge")
+        }
+        Event::Throttled => tracing::info!(
+            function,
+            "the retry throttle is below its threshold: not retrying"
+        ),
+        Event::DeadlineExceeded { timeout } => tracing::info!(
+            function,
+            timeout = ?timeout,
+            "the call's deadline passed: DEADLINE_EXCEEDED"
+        ),
+        Event::Call | Event::Attempt | Event::Retry { .. } => {}
+    }
+}
+
+/// The sink of the metrics (feature `metrics`; without it, nothing): [`Event::HedgedCopy`] on
+/// `retry_hedges_total`, and each event with a [`label`](Event::label) on
+/// `retry_door_events_total{function, event}`.
+struct Metrics;
+
+impl Sink for Metrics {
+    #[inline]
+    fn event(&self, _function: &'static str, event: &Event<'_>) {
+        #[cfg(feature = "metrics")]
+        match event {
+            Event::HedgedCopy { .. } => crate::metrics::hedged(_function),
+            _ => {
+                if let Some(label) = event.label() {
+                    crate::metrics::door_event(_function, label);
+                }
+            }
+        }
+        let _ = event;
+    }
+}
+
+/// The counts of a door's events, shared by its clones, as every door hands them out
+/// (`retry_http::HttpRetry::counters`, `retry_grpc::channel::GrpcRetryLayer::counters`): one
+/// relaxed atomic per count, so each count is exact and a read of several is not a snapshot.
+///
+/// Each count is of one [`Event`], and a door counts the events it reports: the HTTP doors
+/// report calls, retries, never-sent retries, requests sent once and requests without a key;
+/// the gRPC door calls, attempts, retries, transparent retries, hedged copies, throttled calls
+/// and calls past their deadline. A door reports to them through [`report`].
+///
+/// ```
+/// use retry_runtime::engine::{self, Counters, Event};
+///
+/// let counters = Counters::default();
+/// engine::report("quotes", Event::Call, &counters);
+/// engine::report("quotes", Event::Attempt, &counters);
+/// engine::report("quotes", Event::Retry { attempt: 1 }, &counters);
+/// engine::report("quotes", Event::Attempt, &counters);
+/// assert_eq!((counters.calls(), counters.attempts(), counters.retries()), (1, 2, 1));
+/// ```
+#[derive(Debug, Default)]
+pub struct Counters {
+    calls: AtomicU64,
+    attempts: AtomicU64,
+    retries: AtomicU64,
+    never_sent: AtomicU64,
+    transparent_retries: AtomicU64,
+    sent_once: AtomicU64,
+    without_key: AtomicU64,
+    hedged_copies: AtomicU64,
+    throttled: AtomicU64,
+    deadline_exceeded: AtomicU64,
+}
+
+impl Sink for Counters {
+    #[inline]
+    fn event(&self, _: &'static str, event: &Event<'_>) {
+        let count = match event {
+            Event::Call => &self.calls,
+            Event::Attempt => &self.attempts,
+            Event::Retry { .. } => &self.retries,
+            Event::NeverSent { .. } => &self.never_sent,
+            Event::TransparentRetry { .. } => &self.transparent_retries,
+            Event::SentOnce { .. } => &self.sent_once,
+            Event::WithoutKey { .. } => &self.without_key,
+            Event::HedgedCopy { .. } => &self.hedged_copies,
+            Event::Throttled => &self.throttled,
+            Event::DeadlineExceeded { .. } => &self.deadline_exceeded,
+        };
+        count.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Counters {
+    /// Calls made ([`Event::Call`]): each counted once, however many attempts it took.
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
+    }
+
+    /// The HTTP doors' word for [`calls`](Self::calls): requests handled.
+    pub fn requests(&self) -> u64 {
+        self.calls()
+    }
+
+    /// Attempts sent ([`Event::Attempt`]): first attempts, retries, hedged copies and
+    /// transparent retries. The gRPC door counts them; the HTTP doors do not (an attempt there
+    /// is a request or one of its retries).
+    pub fn attempts(&self) -> u64 {
+        self.attempts.load(Ordering::Relaxed)
+    }
+
+    /// Retries the door's policy decided ([`Event::Retry`]): for the HTTP doors the never-sent
+    /// ones included; for the gRPC door those A6's `grpc-previous-rpc-attempts` counts.
+    pub fn retries(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
+    }
+
+    /// Retries of an attempt that provably never reached the server ([`Event::NeverSent`]).
+    pub fn never_sent_retries(&self) -> u64 {
+        self.never_sent.load(Ordering::Relaxed)
+    }
+
+    /// Transparent retries ([`Event::TransparentRetry`]): attempts sent again at once because
+    /// the one before never reached the server's application; not counted by the policy, the
+    /// header or the throttle.
+    pub fn transparent_retries(&self) -> u64 {
+        self.transparent_retries.load(Ordering::Relaxed)
+    }
+
+    /// Requests sent once because their body could not be kept for a replay
+    /// ([`Event::SentOnce`]).
+    pub fn sent_once(&self) -> u64 {
+        self.sent_once.load(Ordering::Relaxed)
+    }
+
+    /// Non-idempotent requests without a (valid) `Idempotency-Key`, resent only if never sent
+    /// ([`Event::WithoutKey`]).
+    pub fn without_key(&self) -> u64 {
+        self.without_key.load(Ordering::Relaxed)
+    }
+
+    /// Hedged copies sent after each call's first ([`Event::HedgedCopy`]).
+    pub fn hedged_copies(&self) -> u64 {
+        self.hedged_copies.load(Ordering::Relaxed)
+    }
+
+    /// Calls a retry throttle stopped from retrying ([`Event::Throttled`]).
+    pub fn throttled(&self) -> u64 {
+        self.throttled.load(Ordering::Relaxed)
+    }
+
+    /// Calls that ended at their deadline with `DEADLINE_EXCEEDED` ([`Event::DeadlineExceeded`]).
+    pub fn deadline_exceeded(&self) -> u64 {
+        self.deadline_exceeded.load(Ordering::Relaxed)
+    }
 }

@@ -5,6 +5,7 @@
 mod common;
 
 mod door;
+mod door_events;
 mod door_races;
 mod door_servers;
 mod door_throttle;

@@ -1,10 +1,16 @@
 //! The server's pushback, `grpc-retry-pushback-ms` (gRFC A6): wait exactly this long before the
-//! next attempt, or do not retry.
+//! next attempt, or do not retry. The one parser of it: the `tonic` integration's
+//! `Transient for tonic::Status` and `retry-grpc`'s door both read it here.
 
-use http::HeaderMap;
 use std::time::Duration;
 
-/// The metadata key of the server's pushback.
+/// The metadata key of a server's pushback: `grpc-retry-pushback-ms`.
+///
+/// ```
+/// use retry_runtime::headers::GRPC_RETRY_PUSHBACK_MS;
+///
+/// assert_eq!(GRPC_RETRY_PUSHBACK_MS, "grpc-retry-pushback-ms");
+/// ```
 pub const GRPC_RETRY_PUSHBACK_MS: &str = "grpc-retry-pushback-ms";
 
 /// What a server's pushback says.
@@ -22,12 +28,13 @@ pub enum Pushback {
 impl Pushback {
     /// Reads the pushback from the values of `grpc-retry-pushback-ms`, as grpc-go does: none is
     /// [`Absent`](Pushback::Absent); one that is a 32-bit integer of 0 or more is a pause in
-    /// milliseconds; a negative or malformed value, or more than one value, is
-    /// [`DoNotRetry`](Pushback::DoNotRetry) (A6: "If the value for pushback is negative or
-    /// unparseable, then it will be seen as the server asking the client not to retry at all").
+    /// milliseconds; a negative or malformed value (one out of 32 bits among them), or more than
+    /// one value, is [`DoNotRetry`](Pushback::DoNotRetry) (A6: "If the value for pushback is
+    /// negative or unparseable, then it will be seen as the server asking the client not to
+    /// retry at all").
     ///
     /// ```
-    /// use retry_grpc::Pushback;
+    /// use retry_runtime::headers::Pushback;
     /// use std::time::Duration;
     ///
     /// assert_eq!(Pushback::from_values([b"700".as_slice()]), Pushback::RetryAfter(Duration::from_millis(700)));
@@ -52,8 +59,18 @@ impl Pushback {
         }
     }
 
-    /// The pushback in the headers of a trailers-only answer or in trailers.
-    pub fn from_headers(headers: &HeaderMap) -> Self {
+    /// The pushback in the headers of a trailers-only answer or in trailers (feature `http`).
+    ///
+    /// ```
+    /// use retry_runtime::headers::{GRPC_RETRY_PUSHBACK_MS, Pushback};
+    /// use std::time::Duration;
+    ///
+    /// let mut trailers = http::HeaderMap::new();
+    /// trailers.insert(GRPC_RETRY_PUSHBACK_MS, http::HeaderValue::from_static("250"));
+    /// assert_eq!(Pushback::from_headers(&trailers), Pushback::RetryAfter(Duration::from_millis(250)));
+    /// ```
+    #[cfg(feature = "http")]
+    pub fn from_headers(headers: &http::HeaderMap) -> Self {
         Self::from_values(
             headers
                 .get_all(GRPC_RETRY_PUSHBACK_MS)
@@ -62,8 +79,17 @@ impl Pushback {
         )
     }
 
-    /// The pushback in a status's metadata (how tonic hands a client the trailers of a failed
-    /// call).
+    /// The pushback in a status's metadata, how tonic hands a client the trailers of a failed
+    /// call (feature `tonic`).
+    ///
+    /// ```
+    /// use retry_runtime::headers::{GRPC_RETRY_PUSHBACK_MS, Pushback};
+    ///
+    /// let mut status = tonic::Status::unavailable("draining");
+    /// status.metadata_mut().insert(GRPC_RETRY_PUSHBACK_MS, "-1".parse().unwrap());
+    /// assert_eq!(Pushback::from_status(&status), Pushback::DoNotRetry);
+    /// ```
+    #[cfg(feature = "tonic")]
     pub fn from_status(status: &tonic::Status) -> Self {
         let values = status.metadata().get_all(GRPC_RETRY_PUSHBACK_MS);
         Self::from_values(values.iter().map(|value| value.as_bytes()))
@@ -100,9 +126,10 @@ mod tests {
         );
     }
 
+    #[cfg(all(feature = "http", feature = "tonic"))]
     #[test]
     fn from_headers_and_status() {
-        let mut headers = HeaderMap::new();
+        let mut headers = http::HeaderMap::new();
         assert_eq!(Pushback::from_headers(&headers), Pushback::Absent);
         headers.insert(
             GRPC_RETRY_PUSHBACK_MS,

@@ -1,0 +1,313 @@
+//! The door's events through the runtime's one sink (issue 40, item 2): each is counted in the
+//! runtime's one `Counters` (the type every door hands out), logged (feature `tracing`) and
+//! measured (feature `metrics`), as the HTTP door's are. A real tonic `Channel` to the scripted
+//! server, on tokio's paused clock; a hand-written subscriber captures this thread's events and
+//! metrics-util's registry is the global recorder of this binary (each test has its own door
+//! name, so that the series of the tests running beside it are apart).
+
+use crate::common::{SERVICE, hedging_config, ms, retry, retry_config};
+use metrics::{Counter, Gauge, Histogram, Key, KeyName, Label, Metadata, Recorder, SharedString};
+use metrics_util::registry::{AtomicStorage, Registry};
+use retry_grpc::channel::{GrpcRetry, GrpcRetryLayer};
+use retry_grpc::{MethodConfig, MethodName, RetryThrottling, ServiceConfig};
+use retry_grpc_interop::proto::Request as Message;
+use retry_grpc_interop::proto::scripted_client::ScriptedClient;
+use retry_grpc_interop::server::{ScriptedService, bind, serve};
+use retry_runtime::engine::Counters;
+use retry_runtime::metrics::names;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, LazyLock, Mutex, Once};
+use tonic::Code;
+use tonic::transport::Channel;
+use tracing::field::{Field, Visit};
+use tracing::subscriber::Interest;
+use tracing::{Level, span};
+
+/// Keeps `tracing`'s callsites open for this thread's capture (the workspace tests' anchor: a
+/// sibling test without a subscriber would otherwise cache "never" for a callsite).
+#[path = "../../../../tests/it/common/callsites.rs"]
+mod callsites;
+
+static REGISTRY: LazyLock<Registry<Key, AtomicStorage>> = LazyLock::new(Registry::atomic);
+
+struct Global;
+
+impl Recorder for Global {
+    fn describe_counter(&self, _: KeyName, _: Option<metrics::Unit>, _: SharedString) {}
+    fn describe_gauge(&self, _: KeyName, _: Option<metrics::Unit>, _: SharedString) {}
+    fn describe_histogram(&self, _: KeyName, _: Option<metrics::Unit>, _: SharedString) {}
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        REGISTRY.get_or_create_counter(key, |c| Counter::from_arc(c.clone()))
+    }
+    fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+        REGISTRY.get_or_create_gauge(key, |g| Gauge::from_arc(g.clone()))
+    }
+    fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+        REGISTRY.get_or_create_histogram(key, |h| Histogram::from_arc(h.clone()))
+    }
+}
+
+fn install() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        metrics::set_global_recorder(Global).expect("no other global recorder in this binary");
+    });
+}
+
+/// A counter's value; 0 if it was never registered.
+fn counter(name: &'static str, labels: &[(&'static str, &'static str)]) -> u64 {
+    let labels: Vec<Label> = labels
+        .iter()
+        .map(|&(k, v)| Label::from_static_parts(k, v))
+        .collect();
+    REGISTRY
+        .get_counter(&Key::from_parts(name, labels))
+        .map_or(0, |c| c.load(Ordering::Relaxed))
+}
+
+/// `retry_door_events_total` of `function` for `event`.
+fn door_events(function: &'static str, event: &'static str) -> u64 {
+    counter(
+        names::DOOR_EVENTS,
+        &[("function", function), ("event", event)],
+    )
+}
+
+/// One event as captured: its level and its fields, as `Debug` (strings as written).
+#[derive(Clone, Debug)]
+struct Captured {
+    level: Level,
+    fields: BTreeMap<String, String>,
+}
+
+impl Captured {
+    fn field(&self, name: &str) -> Option<&str> {
+        self.fields.get(name).map(String::as_str)
+    }
+}
+
+/// Captures every event of the thread it is the default of.
+#[derive(Clone)]
+struct Capture(Arc<Mutex<Vec<Captured>>>);
+
+impl Default for Capture {
+    fn default() -> Self {
+        callsites::keep_open();
+        Capture(Arc::default())
+    }
+}
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+}
+
+impl tracing::Subscriber for Capture {
+    fn register_callsite(&self, _: &'static tracing::Metadata<'static>) -> Interest {
+        Interest::sometimes()
+    }
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
+        span::Id::from_u64(1)
+    }
+    fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
+    fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut fields = BTreeMap::new();
+        event.record(&mut Fields(&mut fields));
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Captured {
+                level: *event.metadata().level(),
+                fields,
+            });
+    }
+    fn enter(&self, _: &span::Id) {}
+    fn exit(&self, _: &span::Id) {}
+}
+
+impl Capture {
+    /// The events of door `function` whose message is `message`.
+    fn of(&self, function: &str, message: &str) -> Vec<Captured> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|e| {
+                e.field("function") == Some(function) && e.field("message") == Some(message)
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+/// The door on a channel to `target`, named `name` in the events.
+fn client(layer: GrpcRetryLayer, target: String) -> ScriptedClient<GrpcRetry<Channel>> {
+    let channel = Channel::from_shared(target)
+        .expect("a valid URI")
+        .connect_lazy();
+    ScriptedClient::new(tower_layer::Layer::layer(&layer, channel))
+}
+
+/// The scripted tonic server on loopback: its address as a URI.
+async fn server() -> String {
+    let (listener, addr) = bind().await.expect("binds");
+    tokio::spawn(serve(ScriptedService::new(|_| {}), listener));
+    format!("http://{addr}")
+}
+
+fn message(scenario: &str, call: u32) -> Message {
+    Message {
+        scenario: scenario.to_owned(),
+        call,
+        payload: Vec::new(),
+    }
+}
+
+const HEDGE: &str = "door_events_hedge";
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_hedged_copy_is_counted_logged_and_measured() {
+    install();
+    let logs = Capture::default();
+    let _default = tracing::subscriber::set_default(logs.clone());
+    let config = ServiceConfig::from_value(&hedging_config(3, ms(100), &[Code::Unavailable]))
+        .expect("valid");
+    let layer = GrpcRetryLayer::new(config).name(HEDGE);
+    // The door hands out the runtime's one `Counters`.
+    let counters: Arc<Counters> = layer.counters();
+    let mut client = client(layer, server().await);
+    // The first attempt answers after 500 ms; the copy sent at 100 ms answers at once.
+    let reply = client
+        .unary(message("slow_first:500", 0))
+        .await
+        .expect("OK");
+    assert_eq!(reply.get_ref().attempt, 2, "the copy's answer");
+    assert_eq!(
+        (
+            counters.calls(),
+            counters.attempts(),
+            counters.hedged_copies()
+        ),
+        (1, 2, 1)
+    );
+    let hedges = logs.of(HEDGE, "no answer yet; starting a hedge");
+    assert_eq!(hedges.len(), 1, "{hedges:?}");
+    assert_eq!(hedges[0].level, Level::DEBUG);
+    assert_eq!(hedges[0].field("hedge"), Some("1"));
+    assert_eq!(counter(names::HEDGES, &[("function", HEDGE)]), 1);
+}
+
+const TRANSPARENT: &str = "door_events_transparent";
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_transparent_retry_is_counted_logged_and_measured_beside_the_engines_retries() {
+    install();
+    let logs = Capture::default();
+    let _default = tracing::subscriber::set_default(logs.clone());
+    let port = retry_grpc_interop::harness::closed_port().expect("a free port");
+    let policy = retry(3, ms(100), ms(1000), &[Code::Unavailable]);
+    let config = ServiceConfig::from_value(&retry_config(policy, None)).expect("valid");
+    let layer = GrpcRetryLayer::new(config).name(TRANSPARENT);
+    let counters = layer.counters();
+    let mut client = client(layer, format!("http://127.0.0.1:{port}"));
+    let status = client
+        .unary(message("ok", 0))
+        .await
+        .expect_err("nothing listens");
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    // 3 attempts of the policy, the first sent twice (the transparent retry).
+    assert_eq!(
+        (
+            counters.attempts(),
+            counters.retries(),
+            counters.transparent_retries()
+        ),
+        (4, 2, 1)
+    );
+    let transparent = logs.of(
+        TRANSPARENT,
+        "the attempt never reached the server's application: sending it again at once (a transparent retry)",
+    );
+    assert_eq!(transparent.len(), 1, "{transparent:?}");
+    assert_eq!(transparent[0].level, Level::INFO);
+    assert_eq!(transparent[0].field("attempt"), Some("1"));
+    assert_eq!(door_events(TRANSPARENT, "transparent_retry"), 1);
+    // The engine's own events, for the same door: its two retries, logged and measured.
+    assert_eq!(logs.of(TRANSPARENT, "attempt failed; retrying").len(), 2);
+    assert_eq!(counter(names::RETRIES, &[("function", TRANSPARENT)]), 2);
+}
+
+const DEADLINE: &str = "door_events_deadline";
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_call_past_its_deadline_is_counted_logged_and_measured() {
+    install();
+    let logs = Capture::default();
+    let _default = tracing::subscriber::set_default(logs.clone());
+    let method = MethodConfig::builder()
+        .name(MethodName::service(SERVICE))
+        .retry_policy(retry(5, ms(1000), ms(1000), &[Code::Unavailable]))
+        .timeout(ms(300))
+        .build()
+        .expect("valid");
+    let config = ServiceConfig::builder()
+        .method_config(method)
+        .build()
+        .expect("valid");
+    let layer = GrpcRetryLayer::new(config).name(DEADLINE);
+    let counters = layer.counters();
+    let mut client = client(layer, server().await);
+    let status = client
+        .unary(message("always_unavailable", 0))
+        .await
+        .expect_err("the deadline");
+    assert_eq!(status.code(), Code::DeadlineExceeded);
+    assert_eq!(counters.deadline_exceeded(), 1);
+    let passed = logs.of(DEADLINE, "the call's deadline passed: DEADLINE_EXCEEDED");
+    assert_eq!(passed.len(), 1, "{passed:?}");
+    assert_eq!(passed[0].field("timeout"), Some("300ms"));
+    assert_eq!(door_events(DEADLINE, "deadline_exceeded"), 1);
+}
+
+const THROTTLED: &str = "door_events_throttled";
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_throttled_call_is_counted_logged_and_measured() {
+    install();
+    let logs = Capture::default();
+    let _default = tracing::subscriber::set_default(logs.clone());
+    // maxTokens 10, tokenRatio 0.1: the first failing call takes 4 tokens (4 attempts), the
+    // second one more, down to 5, and is throttled (a retry needs more than 5 left).
+    let policy = retry(4, ms(10), ms(10), &[Code::Unavailable]);
+    let throttling = RetryThrottling::new(10, 0.1).expect("valid");
+    let config = ServiceConfig::from_value(&retry_config(policy, Some(throttling))).expect("valid");
+    let layer = GrpcRetryLayer::new(config).name(THROTTLED);
+    let counters = layer.counters();
+    let mut client = client(layer, server().await);
+    for call in 0..2 {
+        let status = client
+            .unary(message("always_unavailable", call))
+            .await
+            .expect_err("UNAVAILABLE");
+        assert_eq!(status.code(), Code::Unavailable);
+    }
+    assert_eq!((counters.calls(), counters.throttled()), (2, 1));
+    let throttled = logs.of(
+        THROTTLED,
+        "the retry throttle is below its threshold: not retrying",
+    );
+    assert_eq!(throttled.len(), 1, "{throttled:?}");
+    assert_eq!(door_events(THROTTLED, "throttled"), 1);
+}

@@ -14,7 +14,7 @@ use super::options::{Classifier, HeadSet};
 use super::{Attempted, GiveUp, GiveUpReason, Opts, Progress, Retry, RetryEvent, Site};
 use crate::context::KeySlot;
 use crate::policy::nanos;
-use crate::{Aws2026Decision, Aws2026Standard, GateOutcome, RetryBudget, Verdict};
+use crate::{Aws2026Decision, GateOutcome, RetryBudget, Verdict};
 use std::ops::ControlFlow;
 use std::time::Duration;
 
@@ -80,22 +80,11 @@ where
                     key,
                 ));
             }
-            // The pause of a long-polling call whose quota was empty is over: the outcome
-            // held over it ends the call, as the quota's refusal.
-            Attempted::Ended => {
-                let Some(outcome) = opts.extras.take_held() else {
-                    unreachable!("an attempt ends the call only when the loop holds its outcome")
-                };
-                return ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
-                    site,
-                    progress,
-                    opts.hooks,
-                    GiveUpReason::Budget,
-                    progress.retries + 1,
-                    Shown::new(outcome),
-                    key,
-                ));
+            // The pause of a long-polling call whose quota was empty is over.
+            Attempted::Ended if X::LINGERS => {
+                return ControlFlow::Break(Self::end_held(site, progress, opts, key));
             }
+            Attempted::Ended => unreachable!("only `aws2026`'s extras end an attempt"),
             Attempted::TimedOut(error) => {
                 let verdict = opts.head.parts().0.timed_out(&error);
                 (Err(error), verdict, GateOutcome::TimedOut)
@@ -124,7 +113,29 @@ where
             );
             return ControlFlow::Break(H::ready(shown.outcome));
         }
-        match opts.extras.decide(&site, &progress, verdict, breaker_open) {
+        // `schedule` written twice, so that each copy folds for its side of the test: the failure
+        // path's instructions (`bench/RESULTS.md` §3) are those of this shape.
+        let step = if verdict.is_retry() && !breaker_open {
+            match opts.extras.aws2026(attempt, verdict) {
+                Some(decision) => aws2026_step(&site, &progress, decision, opts.extras.budget()),
+                None => schedule(
+                    &site,
+                    &progress,
+                    verdict,
+                    breaker_open,
+                    opts.extras.budget(),
+                ),
+            }
+        } else {
+            schedule(
+                &site,
+                &progress,
+                verdict,
+                breaker_open,
+                opts.extras.budget(),
+            )
+        };
+        match step {
             Step::Pause(pause) => {
                 observe::retrying(site.name, attempt, pause, shown.failure());
                 // The event and the elapsed time only for a `notify` that hears them.
@@ -160,30 +171,73 @@ where
             Step::GiveUp(reason) => ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
                 site, progress, opts.hooks, reason, attempt, shown, key,
             )),
-            // No retry, and no event for the pause: the call ends after it, when the next
-            // attempt returns the outcome held here (`Attempted::Ended`, the arm above).
-            Step::Linger(pause) => match opts.extras.hold(shown.outcome) {
-                Ok(()) => ControlFlow::Continue(Retry {
-                    site,
-                    progress: Progress {
-                        previous_pause: pause,
-                        ..progress
-                    },
-                    opts,
-                    spans,
-                    value,
-                }),
-                Err(outcome) => ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
-                    site,
-                    progress,
-                    opts.hooks,
-                    GiveUpReason::Budget,
-                    attempt,
-                    Shown::new(outcome),
-                    key,
-                )),
-            },
+            // `aws2026`'s long-polling rule. Only `aws2026`'s extras decide it; for the others
+            // the constant leaves no code here (`bench/RESULTS.md` §3, the failure rows).
+            Step::Linger(pause) if X::LINGERS => Retry {
+                site,
+                progress,
+                opts,
+                spans,
+                value,
+            }
+            .linger(pause, shown.outcome, key),
+            Step::Linger(_) => unreachable!("only `aws2026`'s extras linger"),
         }
+    }
+
+    /// `aws2026`'s long-polling rule, after a failure the empty quota could not pay for: no
+    /// retry, and no event for the pause (`pause` nanoseconds); the outcome is held over it,
+    /// and the next attempt returns it ([`Attempted::Ended`], [`end_held`](Retry::end_held)).
+    /// Out of line: only an empty quota comes here.
+    #[cold]
+    #[inline(never)]
+    fn linger<Key: KeySlot>(
+        mut self,
+        pause: u64,
+        outcome: Result<T, E>,
+        key: Key,
+    ) -> ControlFlow<H::Finish<Key>, Self> {
+        match self.opts.extras.hold(outcome) {
+            Ok(()) => {
+                self.progress.previous_pause = pause;
+                ControlFlow::Continue(self)
+            }
+            // Nowhere to hold it (never: only `aws2026`'s extras linger): the quota's refusal
+            // ends the call at once.
+            Err(outcome) => ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
+                self.site,
+                self.progress,
+                self.opts.hooks,
+                GiveUpReason::Budget,
+                self.progress.retries + 1,
+                Shown::new(outcome),
+                key,
+            )),
+        }
+    }
+
+    /// The pause of a long-polling call whose quota was empty is over: the outcome held over it
+    /// ends the call, as the quota's refusal.
+    #[cold]
+    #[inline(never)]
+    fn end_held<Key: KeySlot>(
+        site: Site<'p>,
+        progress: Progress,
+        mut opts: Opts<K, H, X>,
+        key: Key,
+    ) -> H::Finish<Key> {
+        let Some(outcome) = opts.extras.take_held() else {
+            unreachable!("an attempt ends the call only when the loop holds its outcome")
+        };
+        give_up::<T, E, H, Key, K::Show>(
+            site,
+            progress,
+            opts.hooks,
+            GiveUpReason::Budget,
+            progress.retries + 1,
+            Shown::new(outcome),
+            key,
+        )
     }
 }
 
@@ -235,33 +289,27 @@ fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot, D: Show<E>>(
 }
 
 /// What follows a failure that may be retried, by the AWS SDKs' standard mode (`aws2026`):
-/// its decision (the retry's cost kept in `cost`, for a refund), then the deadline and the
-/// budget as [`schedule`] checks them. A long-polling call whose quota is empty pauses before
-/// it gives up, unless the pause would end past the deadline.
+/// its decision, then the deadline and the budget as [`schedule`] checks them. A long-polling
+/// call whose quota is empty gives up after a pause ([`Step::Linger`]), unless the pause would
+/// end past the deadline.
 #[cold]
-pub(crate) fn aws2026_step(
+fn aws2026_step(
     site: &Site<'_>,
     progress: &Progress,
-    aws: &Aws2026Standard,
-    verdict: Verdict,
-    cost: &mut Option<u32>,
+    decision: Aws2026Decision,
     budget: Option<&RetryBudget>,
 ) -> Step {
-    let decision = aws.decide(progress.retries + 1, verdict);
-    *cost = None;
-    match decision {
-        Aws2026Decision::Retry { delay, cost: taken } => {
-            *cost = Some(taken);
-            within_limits(site, progress, nanos(delay), budget)
-        }
-        Aws2026Decision::MaxAttempts => Step::GiveUp(GiveUpReason::Exhausted),
+    let pause = match decision {
+        Aws2026Decision::Retry { delay, .. } => nanos(delay),
+        Aws2026Decision::MaxAttempts => return Step::GiveUp(GiveUpReason::Exhausted),
         Aws2026Decision::QuotaExhausted { pause: Some(pause) }
             if !past_deadline(site, progress, nanos(pause)) =>
         {
-            Step::Linger(nanos(pause))
+            return Step::Linger(nanos(pause));
         }
-        _ => Step::GiveUp(GiveUpReason::Budget),
-    }
+        _ => return Step::GiveUp(GiveUpReason::Budget),
+    };
+    within_limits(site, progress, pause, budget)
 }
 
 /// What follows a failure, by the policy and the limits.
@@ -338,8 +386,13 @@ fn within_limits(
     pause: u64,
     budget: Option<&RetryBudget>,
 ) -> Step {
-    if past_deadline(site, progress, pause) {
-        return Step::GiveUp(GiveUpReason::Deadline);
+    if let Some(deadline) = site.policy.get_deadline() {
+        let end = progress
+            .elapsed(site.clock)
+            .saturating_add(Duration::from_nanos(pause));
+        if end > deadline {
+            return Step::GiveUp(GiveUpReason::Deadline);
+        }
     }
     if let Some(budget) = budget {
         if !budget.try_withdraw((site.clock)()) {

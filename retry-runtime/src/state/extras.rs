@@ -2,12 +2,11 @@
 //! `aws2026` and `nested = retry`, kept together in [`Extras`] once one of them is written, and
 //! [`Unset`] otherwise.
 
-use super::decide::{Step, aws2026_step, schedule};
-use super::{Attempted, Progress, Site, Unset};
+use super::{Attempted, Unset};
 use crate::timer::Elapsed;
 use crate::{
-    Admission, AdmissionGate, Aws2026Standard, CircuitBreaker, CircuitOpen, GateOutcome,
-    GatePermit, GiveUpReason, Rejected, RetryBudget, Verdict,
+    Admission, AdmissionGate, Aws2026Decision, Aws2026Standard, CircuitBreaker, CircuitOpen,
+    GateOutcome, GatePermit, GiveUpReason, Rejected, RetryBudget, Verdict,
 };
 use std::time::{Duration, Instant};
 
@@ -213,16 +212,11 @@ pub(crate) trait MaybeExtras<E> {
     fn put_admission(&mut self, admission: Option<Self::Admission>);
     /// The budget, if any.
     fn budget(&self) -> Option<&RetryBudget>;
-    /// What follows an attempt that ended with `verdict`: the policy's [`schedule`], or with
-    /// `aws2026` its decision for a failure that may be retried (the quota's cost kept for a
-    /// refund).
-    fn decide(
-        &mut self,
-        site: &Site<'_>,
-        progress: &Progress,
-        verdict: Verdict,
-        breaker_open: bool,
-    ) -> Step;
+    /// With `aws2026`, its decision after attempt `attempt` failed with `verdict` (which
+    /// retries), the quota's cost kept for a refund; `None` without it. By value: a reference
+    /// to the loop's progress handed to this (generic) method kept the progress whole in memory
+    /// on every path of the loop, the happy one included (`bench/RESULTS.md` §3).
+    fn aws2026(&mut self, attempt: u32, verdict: Verdict) -> Option<Aws2026Decision>;
     /// The refusal of an attempt that only returns the outcome held over a pause, if one is.
     fn ended(&self) -> Option<Self::Refusal>;
     /// A call that had made `retries` retries succeeded: the `aws2026` quota's refund.
@@ -236,12 +230,15 @@ pub(crate) trait MaybeExtras<E> {
     fn shed_reason(&self) -> GiveUpReason;
 }
 
-/// The extras that can hold a call's outcome over a long-polling pause ([`Step::Linger`]).
+/// The extras that can hold a call's outcome over a long-polling pause (`aws2026`).
 ///
 /// Apart from [`MaybeExtras`], whose associated types the attempts' futures name: a trait over
 /// `T` there made rustc's `Send` check of a future that holds an attempt with a borrowed `T`
 /// (`Result<&str, E>`) fail with "implementation is not general enough".
 pub(crate) trait Linger<T, E>: MaybeExtras<E> {
+    /// Whether these extras can hold an outcome: only `aws2026`'s. A constant, so that a loop
+    /// without `aws2026` has no code for the rule (`bench/RESULTS.md` §3, the failure rows).
+    const LINGERS: bool;
     /// Holds `outcome` over the pause, for the next attempt to return; gives it back if there
     /// is nowhere to hold it (a loop without `aws2026`, which never lingers).
     fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>>;
@@ -253,6 +250,7 @@ pub(crate) trait Linger<T, E>: MaybeExtras<E> {
 macro_rules! holds_nothing {
     ($($ty:ty),*) => {$(
         impl<T, E> Linger<T, E> for $ty {
+            const LINGERS: bool = false;
             #[cfg_attr(debug_assertions, inline)]
             #[cfg_attr(not(debug_assertions), inline(always))]
             fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>> {
@@ -270,6 +268,7 @@ macro_rules! holds_nothing {
 holds_nothing!(Unset, Extras<'_, E>);
 
 impl<T, E> Linger<T, E> for Extras<'_, E, Holding<T, E>> {
+    const LINGERS: bool = true;
     #[inline]
     fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>> {
         self.held = Holding(Some(Box::new(outcome)));
@@ -309,14 +308,8 @@ impl<E> MaybeExtras<E> for Unset {
     }
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn decide(
-        &mut self,
-        site: &Site<'_>,
-        progress: &Progress,
-        verdict: Verdict,
-        breaker_open: bool,
-    ) -> Step {
-        schedule(site, progress, verdict, breaker_open, None)
+    fn aws2026(&mut self, _: u32, _: Verdict) -> Option<Aws2026Decision> {
+        None
     }
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
@@ -410,25 +403,16 @@ impl<'p, E, L: Hold> MaybeExtras<E> for Extras<'p, E, L> {
     }
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn decide(
-        &mut self,
-        site: &Site<'_>,
-        progress: &Progress,
-        verdict: Verdict,
-        breaker_open: bool,
-    ) -> Step {
-        match self.aws {
-            Some(aws) if verdict.is_retry() && !breaker_open => aws2026_step(
-                site,
-                progress,
-                aws,
-                verdict,
-                &mut self.aws_cost,
-                self.budget,
-            ),
-            _ => schedule(site, progress, verdict, breaker_open, self.budget),
-        }
+    fn aws2026(&mut self, attempt: u32, verdict: Verdict) -> Option<Aws2026Decision> {
+        let aws = self.aws?;
+        let decision = aws.decide(attempt, verdict);
+        self.aws_cost = match decision {
+            Aws2026Decision::Retry { cost, .. } => Some(cost),
+            _ => None,
+        };
+        Some(decision)
     }
+
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn ended(&self) -> Option<Refusal<E>> {

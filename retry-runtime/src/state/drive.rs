@@ -197,8 +197,7 @@ fn read(clock: fn() -> Instant) -> Instant {
 impl<T, E, O> Retry<'_, T, E, O> {
     /// The loop as a new call finds it: no retries, no pause yet, whether a layer above retries
     /// read again, and the start read again if the deadline needs it.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn restart(&mut self) {
         self.progress = Progress {
             retried_above: crate::context::retried_above(),
@@ -213,8 +212,7 @@ impl<T, E, O> Retry<'_, T, E, O> {
 
     /// After an attempt that started at `started`: if it ran for `reset_after` or longer, the
     /// backoff starts afresh.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn reset_if_healthy(
         &mut self,
         reset_after: Option<Duration>,

@@ -173,13 +173,11 @@ pub trait KeySlot: Copy {
 }
 
 impl KeySlot for () {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn kind(&self) -> KeyKind {
         KeyKind::None
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn lend<R>(self, f: impl FnOnce() -> R) -> R {
         f()
     }
@@ -288,8 +286,7 @@ pin_project_lite::pin_project! {
 }
 
 impl<F, K> Scoped<F, K> {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn new(frame: Frame, key: K, future: F) -> Self {
         Scoped { frame, key, future }
     }

@@ -51,8 +51,7 @@ pub trait AttemptOutcome<T, E> {
 
 impl<T, E> AttemptOutcome<T, E> for Attempted<T, E> {
     type Key = ();
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn split(self) -> (Attempted<T, E>, ()) {
         (self, ())
     }
@@ -60,8 +59,7 @@ impl<T, E> AttemptOutcome<T, E> for Attempted<T, E> {
 
 impl<T, E, Key: KeySlot> AttemptOutcome<T, E> for KeyedOutcome<T, E, Key> {
     type Key = Key;
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn split(self) -> (Attempted<T, E>, Key) {
         (self.attempted, self.key)
     }
@@ -79,8 +77,7 @@ pub struct WithKey<'s, 'p, T, E, O, Key> {
 impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, Opts<K, H, X>> {
     /// The next attempt with the idempotency key `key` lent to it: a key parameter, past its own
     /// references (`&*key` for `key: &str`). A key type without `Display` is one error, here.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     #[allow(clippy::type_complexity)]
     pub fn key<'s, 'k, Q: KeyParam + ?Sized>(
         &'s mut self,
@@ -108,8 +105,7 @@ impl<T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>, Key: KeySlot>
     WithKey<'_, '_, T, E, Opts<K, H, X>, Key>
 {
     /// [`Retry::attempt`] with the key lent.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn attempt(self, body: impl FnOnce() -> Result<T, E>) -> KeyedOutcome<T, E, Key> {
         KeyedOutcome {
             attempted: self.state.attempt_lending(self.key, body),
@@ -119,8 +115,7 @@ impl<T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>, Key: KeySlot>
 
     /// [`Retry::run`] with the key lent: its future holds a reference to the key, and nothing
     /// else for it.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn run<F>(
         self,
         body: F,
@@ -132,8 +127,7 @@ impl<T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>, Key: KeySlot>
     }
 
     /// [`Retry::run_timed`] with the key lent.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn run_timed<F>(self, body: F) -> impl Future<Output = KeyedOutcome<T, E, Key>>
     where
         K::Sleeper: Sleeper,
@@ -154,8 +148,7 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     /// The first attempt starts: a hook that hears the time gets the time the call started
     /// (`start` read it already if the policy has a deadline), and the budget gets this call's
     /// deposit.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn begin(&mut self) {
         if H::TIMED && self.opts.hooks.timed() && self.progress.started.is_none() {
             self.progress.started = Some((self.site.clock)());
@@ -168,8 +161,7 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     /// The frame the next attempt runs in (which says whether it has a key) and how long to
     /// wait before making it (a rate-limiting gate's token not yet due); or the breaker's or
     /// the gate's refusal.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn enter(&mut self, key: KeyKind) -> Result<(Frame, Duration), X::Refusal> {
         if let Some(ended) = self.opts.extras.ended() {
             return Err(ended);
@@ -240,8 +232,7 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     }
 
     /// The span of the attempt about to start (feature `attempt-spans`).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn attempt_span(&mut self) -> AttemptSpan {
         self.spans.attempt(
             self.site.name,
@@ -251,15 +242,13 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     }
 
     /// Runs one attempt of a sync loop, with the attempt context in place.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn attempt(&mut self, body: impl FnOnce() -> Result<T, E>) -> Attempted<T, E> {
         self.attempt_lending((), body)
     }
 
     /// [`attempt`](Retry::attempt) with `key` lent to the attempt (`()` for none).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn attempt_lending<Key: KeySlot>(
         &mut self,
         key: Key,
@@ -282,8 +271,7 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     /// Runs one attempt of an async loop, with the attempt context in place on every poll. The
     /// returned future holds only the frame and the body's future, not the loop state; its
     /// outcome carries no key (`()`).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn run<F>(
         &mut self,
         body: F,
@@ -297,8 +285,7 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     /// [`run`](Retry::run) with `key` lent to the attempt (`()` for none): its future holds the
     /// key's reference, and nothing else for it. One future type for both, which does all of
     /// an attempt in one `poll`: each call site instantiates one (`PERFORMANCE.md` §9).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn run_lending<Key: KeySlot, F>(
         &mut self,
         key: Key,
@@ -323,8 +310,7 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     /// the time left before the deadline. `make` makes the body's future inside the attempt's
     /// context, so that a closure that reads [`attempt()`](crate::attempt) as it makes the
     /// future reads this attempt. A method of its own: `PERFORMANCE.md` §4.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn run_timed<F>(&mut self, body: F) -> impl Future<Output = Attempted<T, E>>
     where
         K::Sleeper: Sleeper,

@@ -115,7 +115,7 @@ where
 #[inline(never)]
 pub(crate) fn drive_blocking<'p, T, E, K, H, X>(
     state: Retry<'p, T, E, Opts<K, H, X>>,
-    first: Option<Attempted<T, E>>,
+    mut first: Option<Attempted<T, E>>,
     reset_after: Option<Duration>,
     mut attempt: impl FnMut(&mut Retry<'p, T, E, Opts<K, H, X>>) -> Attempted<T, E>,
 ) -> Result<T, E>
@@ -145,43 +145,35 @@ where
         spans,
         value,
     };
-    let mut attempted = match first {
-        Some(failed) => {
-            // The progress after a first attempt, as constants, so that the first decision's
-            // arithmetic folds as it does inline; only `started` may have been read.
-            // `retried_above` is read again: the attempt has put the caller's frame back, and
-            // the reading of `start` served only the attempt's frame (`PERFORMANCE.md` §8).
+    // After a first attempt, the progress as constants, so that the first decision's arithmetic
+    // folds as it does inline; only `started` may have been read. `retried_above` is read
+    // again: the attempt has put the caller's frame back, and the reading of `start` served
+    // only the attempt's frame (`PERFORMANCE.md` §8).
+    match first {
+        Some(_) => {
             state.progress = Progress {
                 retried_above: crate::context::retried_above(),
                 started: state.progress.started,
                 ..Progress::idle(state.progress.level)
-            };
-            failed
+            }
         }
-        None => {
-            state.restart();
-            let started = reset_after.map(|_| (state.site.clock)());
-            let attempted = attempt(&mut state);
-            state.reset_if_healthy(reset_after, started);
-            attempted
-        }
-    };
+        None => state.restart(),
+    }
     loop {
+        let attempted = match first.take() {
+            Some(failed) => failed,
+            None => {
+                let started = reset_after.map(|_| (state.site.clock)());
+                let attempted = attempt(&mut state);
+                state.reset_if_healthy(reset_after, started);
+                attempted
+            }
+        };
         state = match state.next(attempted) {
             ControlFlow::Break(result) => return result.into_result(),
             ControlFlow::Continue(next) => next,
         };
         state.pause_blocking();
-        let started = reset_after.map(|_| (state.site.clock)());
-        let now = attempt(&mut state);
-        state.reset_if_healthy(reset_after, started);
-        attempted = match now {
-            // As on the first attempt: an `Ok` without `on_result` is accepted as it is.
-            Attempted::Completed(Ok(value)) if !H::ON_RESULT => {
-                return state.accept::<()>(value).into_result();
-            }
-            attempted => attempted,
-        };
     }
 }
 
@@ -197,8 +189,7 @@ fn read(clock: fn() -> Instant) -> Instant {
 impl<T, E, O> Retry<'_, T, E, O> {
     /// The loop as a new call finds it: no retries, no pause yet, whether a layer above retries
     /// read again, and the start read again if the deadline needs it.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn restart(&mut self) {
         self.progress = Progress {
             retried_above: crate::context::retried_above(),
@@ -213,8 +204,7 @@ impl<T, E, O> Retry<'_, T, E, O> {
 
     /// After an attempt that started at `started`: if it ran for `reset_after` or longer, the
     /// backoff starts afresh.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn reset_if_healthy(
         &mut self,
         reset_after: Option<Duration>,

@@ -344,8 +344,7 @@ impl<T> Slot<T, (), Verdict> for DynSlot<&(dyn Fn(&T) -> Verdict + Sync + '_)> {
 
 impl<T, E> FallbackInput<T, E> for DynSlot<&(dyn Fn(&T) -> Verdict + Sync + '_)> {
     type Input = Result<T, E>;
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn input(outcome: Result<T, E>) -> Result<Result<T, E>, T> {
         Ok(outcome)
     }

@@ -138,16 +138,14 @@ pub trait Hold {
 }
 
 impl Hold for Unset {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn holds(&self) -> bool {
         false
     }
 }
 
 impl<T, E> Hold for Holding<T, E> {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn holds(&self) -> bool {
         self.0.is_some()
     }
@@ -251,13 +249,11 @@ macro_rules! holds_nothing {
     ($($ty:ty),*) => {$(
         impl<T, E> Linger<T, E> for $ty {
             const LINGERS: bool = false;
-            #[cfg_attr(debug_assertions, inline)]
-            #[cfg_attr(not(debug_assertions), inline(always))]
+            #[inline]
             fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>> {
                 Err(outcome)
             }
-            #[cfg_attr(debug_assertions, inline)]
-            #[cfg_attr(not(debug_assertions), inline(always))]
+            #[inline]
             fn take_held(&mut self) -> Option<Result<T, E>> {
                 None
             }
@@ -283,54 +279,43 @@ impl<T, E> Linger<T, E> for Extras<'_, E, Holding<T, E>> {
 impl<E> MaybeExtras<E> for Unset {
     type Refusal = NoRefusal;
     type Admission = NoRefusal;
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn admit(&mut self, _: fn() -> Instant) -> Result<Duration, NoRefusal> {
         Ok(Duration::ZERO)
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn record(&mut self, _: bool, _: GateOutcome, _: fn() -> Instant) -> bool {
         false
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn take_admission(&mut self) -> Option<NoRefusal> {
         None
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn put_admission(&mut self, _: Option<NoRefusal>) {}
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn budget(&self) -> Option<&RetryBudget> {
         None
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn aws2026(&mut self, _: u32, _: Verdict) -> Option<Aws2026Decision> {
         None
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn ended(&self) -> Option<NoRefusal> {
         None
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn succeeded(&mut self, _: u32) {}
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn timeout(&self) -> Option<Timeout<E>> {
         None
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn nested_retry(&self) -> bool {
         false
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn shed_reason(&self) -> GiveUpReason {
         // Never asked: without a gate, no attempt is shed.
         GiveUpReason::BreakerOpen
@@ -386,23 +371,19 @@ impl<'p, E, L: Hold> MaybeExtras<E> for Extras<'p, E, L> {
             None => false,
         }
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn take_admission(&mut self) -> Option<Admission<'p>> {
         self.admission.take()
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn put_admission(&mut self, admission: Option<Admission<'p>>) {
         self.admission = admission;
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn budget(&self) -> Option<&RetryBudget> {
         self.budget
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn aws2026(&mut self, attempt: u32, verdict: Verdict) -> Option<Aws2026Decision> {
         let aws = self.aws?;
         let decision = aws.decide(attempt, verdict);
@@ -413,8 +394,7 @@ impl<'p, E, L: Hold> MaybeExtras<E> for Extras<'p, E, L> {
         Some(decision)
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn ended(&self) -> Option<Refusal<E>> {
         self.held.holds().then_some(Refusal::Ended)
     }
@@ -426,13 +406,11 @@ impl<'p, E, L: Hold> MaybeExtras<E> for Extras<'p, E, L> {
                 .refund(if retries == 0 { None } else { self.aws_cost });
         }
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn timeout(&self) -> Option<Timeout<E>> {
         self.timeout
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn nested_retry(&self) -> bool {
         self.nested_retry
     }
@@ -485,8 +463,7 @@ impl Held for Admission<'_> {
 }
 
 impl Held for NoRefusal {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn record(self, _: bool, _: Instant) {
         match self {}
     }
@@ -505,13 +482,11 @@ pub(crate) trait IntoError<E> {
 }
 
 impl<E> IntoError<E> for NoRefusal {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn into_attempted<T>(self) -> Attempted<T, E> {
         match self {}
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn rejected(&self) -> Option<&Rejected> {
         match *self {}
     }

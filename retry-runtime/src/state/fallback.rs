@@ -22,8 +22,7 @@ pub trait FallbackInput<T, E> {
 
 impl<T, E> FallbackInput<T, E> for Unset {
     type Input = E;
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn input(outcome: Result<T, E>) -> Result<E, T> {
         match outcome {
             Err(error) => Ok(error),
@@ -34,8 +33,7 @@ impl<T, E> FallbackInput<T, E> for Unset {
 
 impl<F, T, E> FallbackInput<T, E> for OnResult<F, T> {
     type Input = Result<T, E>;
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn input(outcome: Result<T, E>) -> Result<Result<T, E>, T> {
         Ok(outcome)
     }
@@ -80,8 +78,7 @@ pub trait FallbackArgument<I> {
 
 #[diagnostic::do_not_recommend]
 impl<I> FallbackArgument<I> for I {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn from_input(input: I) -> I {
         input
     }
@@ -175,13 +172,11 @@ pub trait Fallback<T, E> {
 impl<T, E> Fallback<T, E> for Unset {
     type Output<K: KeySlot> = Result<T, E>;
     const SET: bool = false;
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn ready<K: KeySlot>(result: Result<T, E>) -> Result<T, E> {
         result
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn call<K: KeySlot>(
         self,
         outcome: Result<T, E>,
@@ -201,8 +196,7 @@ pub struct SyncFallback<J, T, E> {
 impl<J, T, E> Fallback<T, E> for SyncFallback<J, T, E> {
     type Output<K: KeySlot> = Result<T, E>;
     const SET: bool = true;
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn ready<K: KeySlot>(result: Result<T, E>) -> Result<T, E> {
         result
     }
@@ -231,8 +225,7 @@ pub struct AsyncFallback<J, Fut, T, E> {
 impl<J, Fut, T, E> Fallback<T, E> for AsyncFallback<J, Fut, T, E> {
     type Output<K: KeySlot> = Finish<Scoped<Fut, K>, T, E>;
     const SET: bool = true;
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn ready<K: KeySlot>(result: Result<T, E>) -> Self::Output<K> {
         Finish::Ready {
             result: Some(result),
@@ -291,8 +284,7 @@ pub(crate) trait IntoFinish<T, E> {
 
 impl<T, E> IntoFinish<T, E> for Result<T, E> {
     type Future = std::future::Ready<Result<T, E>>;
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn into_finish(self) -> Self::Future {
         std::future::ready(self)
     }
@@ -300,8 +292,7 @@ impl<T, E> IntoFinish<T, E> for Result<T, E> {
 
 impl<Fut: Future<Output = Result<T, E>>, T, E> IntoFinish<T, E> for Finish<Fut, T, E> {
     type Future = Self;
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn into_finish(self) -> Self {
         self
     }

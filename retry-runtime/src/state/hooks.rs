@@ -22,14 +22,12 @@ pub struct Hook<F, A, B = (), R = ()> {
 }
 
 impl<F, A, B, R> Hook<F, A, B, R> {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn new(f: F, call: fn(&F, &A, &B) -> R) -> Self {
         Hook { f, call }
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn call(&self, a: &A, b: &B) -> R {
         (self.call)(&self.f, a, b)
     }
@@ -56,16 +54,14 @@ pub trait IntoVerdict {
 }
 
 impl IntoVerdict for bool {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn into_verdict(self) -> Verdict {
         Verdict::from(self)
     }
 }
 
 impl IntoVerdict for Verdict {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn into_verdict(self) -> Verdict {
         self
     }
@@ -81,14 +77,12 @@ pub trait Slot<A, B = (), R = ()> {
     const TIMED: bool = Self::SET;
     /// Whether a hook is there, for a slot filled at run time; [`SET`](Slot::SET) for one
     /// filled by a builder.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn is_set(&self) -> bool {
         Self::SET
     }
     /// Whether a hook that hears the time is there (at run time).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn is_timed(&self) -> bool {
         Self::TIMED && self.is_set()
     }
@@ -98,8 +92,7 @@ pub trait Slot<A, B = (), R = ()> {
 
 impl<A, B, R> Slot<A, B, R> for Unset {
     const SET: bool = false;
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn call(&self, _: &A, _: &B) -> Option<R> {
         None
     }
@@ -107,8 +100,7 @@ impl<A, B, R> Slot<A, B, R> for Unset {
 
 impl<F, A, B, R> Slot<A, B, R> for Hook<F, A, B, R> {
     const SET: bool = true;
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn call(&self, a: &A, b: &B) -> Option<R> {
         Some(Hook::call(self, a, b))
     }
@@ -120,18 +112,15 @@ pub struct Untimed<S>(S);
 impl<S: Slot<A, B, R>, A, B, R> Slot<A, B, R> for Untimed<S> {
     const SET: bool = S::SET;
     const TIMED: bool = false;
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn is_set(&self) -> bool {
         self.0.is_set()
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn is_timed(&self) -> bool {
         false
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn call(&self, a: &A, b: &B) -> Option<R> {
         self.0.call(a, b)
     }
@@ -324,8 +313,7 @@ where
     type WithGiveUp<G2: Slot<Result<T, E>, GiveUp>> = Hooks<R, N, G2, F>;
     type WithFallback<F2: Fallback<T, E>> = Hooks<R, N, G, F2>;
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with_on_result<R2: Slot<T, (), Verdict> + FallbackInput<T, E>>(
         self,
         on_result: R2,
@@ -338,8 +326,7 @@ where
         }
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with_notify<N2: Slot<Result<T, E>, RetryEvent>>(self, notify: N2) -> Hooks<R, N2, G, F> {
         Hooks {
             on_result: self.on_result,
@@ -349,8 +336,7 @@ where
         }
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with_give_up<G2: Slot<Result<T, E>, GiveUp>>(self, on_give_up: G2) -> Hooks<R, N, G2, F> {
         Hooks {
             on_result: self.on_result,
@@ -360,8 +346,7 @@ where
         }
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with_fallback<F2: Fallback<T, E>>(self, fallback: F2) -> Hooks<R, N, G, F2> {
         Hooks {
             on_result: self.on_result,
@@ -371,50 +356,42 @@ where
         }
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn timed(&self) -> bool {
         self.notify.is_timed() || self.on_give_up.is_timed() || F::SET
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn notifies(&self) -> bool {
         N::SET && self.notify.is_set()
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn hears_give_up(&self) -> bool {
         (G::SET && self.on_give_up.is_set()) || F::SET
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn judge(&self, value: &T) -> Verdict {
         self.on_result.call(value, &()).unwrap_or(Verdict::Fail)
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn notify(&self, outcome: &Result<T, E>, event: &RetryEvent) {
         self.notify.call(outcome, event);
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn gave_up(&self, outcome: &Result<T, E>, why: &GiveUp) {
         self.on_give_up.call(outcome, why);
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn ready<K: KeySlot>(result: Result<T, E>) -> F::Output<K> {
         F::ready(result)
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn fall_back<K: KeySlot>(
         self,
         outcome: Result<T, E>,

@@ -166,8 +166,7 @@ pub(crate) struct Progress {
 
 impl Progress {
     /// The progress of a call that a driver starts ([`Retry::restart`] reads the rest).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn idle(level: LogLevel) -> Progress {
         Progress {
             retries: 0,
@@ -181,8 +180,7 @@ impl Progress {
 
     /// The progress of a call that has not made an attempt yet: the clock read as it starts if
     /// the policy has a deadline (`PERFORMANCE.md` §5).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn new(policy: &Policy, clock: fn() -> Instant) -> Progress {
         Progress {
             retried_above: context::retried_above(),
@@ -192,8 +190,7 @@ impl Progress {
     }
 
     /// The progress after a retry with this pause (in nanoseconds) was decided.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn retried_after(self, pause: u64) -> Progress {
         Progress {
             retries: self.retries + 1,
@@ -204,8 +201,7 @@ impl Progress {
 
     /// Time since the first attempt started, or zero if the clock was not read then. By value
     /// and inline: `PERFORMANCE.md` §2.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn elapsed(self, clock: fn() -> Instant) -> Duration {
         self.started
             .map_or(Duration::ZERO, |t| clock().saturating_duration_since(t))
@@ -234,8 +230,7 @@ pub(crate) trait Timer {
 }
 
 impl Timer for Unset {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn clock() -> Instant {
         std_now()
     }
@@ -243,8 +238,7 @@ impl Timer for Unset {
 
 #[cfg(feature = "tokio")]
 impl Timer for crate::timer::TokioTimer {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn clock() -> Instant {
         crate::timer::clock_of::<crate::timer::TokioTimer>()
     }
@@ -268,8 +262,7 @@ impl<R> Default for Shape<R> {
 
 impl<R> Shape<R> {
     /// The shape of a function that returns `R`.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub const fn new() -> Self {
         Shape(PhantomData)
     }
@@ -277,16 +270,14 @@ impl<R> Shape<R> {
     /// The shape of a sync block's closure; borrows it only for the call. `FnOnce`, for the
     /// output type alone: that each attempt can call the closure again is asked by the
     /// expansion, with a bound whose name tells the user why (`retry-macro/src/block.rs`).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn of<B: FnOnce() -> R>(_body: &B) -> Self {
         Shape(PhantomData)
     }
 
     /// The shape of an async block's closure; borrows it only for the call (`AsyncFnOnce`, as
     /// [`of`](Shape::of)).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn of_async<B: AsyncFnOnce() -> R>(_body: &B) -> Self {
         Shape(PhantomData)
     }
@@ -300,8 +291,7 @@ impl<T, E: fmt::Debug> Shape<Result<T, E>> {
     /// `classify` and pausing with `timer` ([`Unset`] for a sync loop, whose pauses block, and
     /// for one that names its timer with `sleep` next). For an error type with `Debug`, which the
     /// events show; [`StartWithoutDebug::start`] for the others.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn start<'p, C, V, S: Timer>(
         self,
         policy: &'p Policy,
@@ -324,8 +314,7 @@ impl<T, E: fmt::Debug> Shape<Result<T, E>> {
 pub trait StartWithoutDebug<T, E>: Sized {
     /// See [`Shape::start`].
     #[allow(private_bounds)]
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn start<'p, C, V, S: Timer>(
         self,
         policy: &'p Policy,
@@ -346,8 +335,7 @@ impl<T, E> StartWithoutDebug<T, E> for Shape<Result<T, E>> {}
 impl<'p, T, E, C, S: Timer, D> Retry<'p, T, E, Started<C, E, S, D>> {
     /// `classify`'s bound is checked here, once, and turned into the pointer that `next` calls
     /// without a bound of its own.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with_parts<V>(policy: &'p Policy, name: &'static str, classify: C, timer: S) -> Self
     where
         C: Fn(&E) -> V,
@@ -382,8 +370,7 @@ impl<'p, T, E, C, S: Timer, D> Retry<'p, T, E, Started<C, E, S, D>> {
 // The builders: each stores what it is given in its slot of the options, and does nothing else.
 impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
     /// The same state with its options replaced by `f`.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with<O2>(self, f: impl FnOnce(O) -> O2) -> Retry<'p, T, E, O2> {
         Retry {
             site: self.site,
@@ -584,6 +571,7 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: Linger<T, E>> Retry<'p, T, E, Op
     ///
     /// `attempted` is what the attempt returned: with the idempotency key it borrowed, if it
     /// had one ([`WithKey`]'s attempts), which a fallback borrows too.
+    // RESULTS §3 "one failure sync: Retrier": 189 -> 269 instructions without it (issue 40).
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     #[allow(clippy::type_complexity)]
@@ -607,8 +595,7 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: Linger<T, E>> Retry<'p, T, E, Op
 
     /// The end of a call whose `Ok` was accepted: the breaker hears of it, the metrics count
     /// it, and it is the result.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn accept<Key: KeySlot>(mut self, value: T) -> H::Finish<Key> {
         self.opts
             .extras
@@ -630,8 +617,7 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: Linger<T, E>> Retry<'p, T, E, Op
 
     /// Whether the decided pause is to be slept: not inside a recording (which records it
     /// instead), and not when it is zero.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn sleeps(&self) -> bool {
         if crate::testing::recording() {
             crate::testing::record_pause(self.decided_pause());
@@ -664,8 +650,7 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: Linger<T, E>> Retry<'p, T, E, Op
 }
 
 /// The end of an async loop with a fallback, as a future: `return finish(result).await`.
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
+#[inline]
 #[allow(private_bounds)]
 pub fn finish<R: IntoFinish<T, E>, T, E>(result: R) -> impl Future<Output = Result<T, E>> {
     result.into_finish()

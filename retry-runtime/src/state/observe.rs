@@ -43,8 +43,7 @@ pub(crate) struct Shown<T, E, D> {
 }
 
 impl<T, E, D: Show<E>> Shown<T, E, D> {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn new(outcome: Result<T, E>) -> Self {
         Shown {
             outcome,
@@ -53,8 +52,7 @@ impl<T, E, D: Show<E>> Shown<T, E, D> {
     }
 
     /// The outcome as an event hears it.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn failure(&self) -> Failure<'_> {
         match self.outcome {
             Err(_) => Failure::Error(self),
@@ -91,8 +89,7 @@ pub(crate) enum End {
 
 /// The call ended with an accepted `Ok` after `retries` retries. The one event of the happy
 /// path: with the `metrics` feature, a counter (out of line); without it, nothing.
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
+#[inline]
 pub(crate) fn accepted(_function: &'static str, _retries: u32) {
     #[cfg(feature = "metrics")]
     if _retries == 0 {
@@ -105,8 +102,7 @@ pub(crate) fn accepted(_function: &'static str, _retries: u32) {
 /// Attempt `attempt` failed with `failure` and will be retried after `pause` nanoseconds:
 /// `INFO`, and the retry and its pause counted. The level is checked inline, the event made out
 /// of line (`PERFORMANCE.md` §6).
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
+#[inline]
 pub(crate) fn retrying(function: &'static str, attempt: u32, pause: u64, failure: Failure<'_>) {
     #[cfg(feature = "tracing")]
     if tracing::level_enabled!(tracing::Level::INFO) {

@@ -100,16 +100,14 @@ pub trait Classifier<E> {
     /// unless the classifier says otherwise (a door configured at run time asks its own, which
     /// refuses to resend a request that may have reached the server).
     #[doc(hidden)]
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn timed_out(&self, _error: &E) -> Verdict {
         Verdict::Retry
     }
 }
 
 impl<C, E> Classifier<E> for Classify<C, E> {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn verdict(&self, error: &E) -> Verdict {
         self.call(error, &())
     }
@@ -135,8 +133,7 @@ impl<E: Transient + ?Sized> TransientInRetrier for E {}
 
 #[allow(private_bounds)]
 impl<E: TransientInRetrier> Classifier<E> for ByTransient {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn verdict(&self, error: &E) -> Verdict {
         error.verdict()
     }
@@ -197,8 +194,7 @@ pub struct Opts<K = Head, H = Hooks, X = Unset> {
 
 impl<K, H, X> Opts<K, H, X> {
     /// The same options with the head `f` makes of this one.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn map_head<K2>(self, f: impl FnOnce(K) -> K2) -> Opts<K2, H, X> {
         Opts {
             head: f(self.head),
@@ -208,8 +204,7 @@ impl<K, H, X> Opts<K, H, X> {
     }
 
     /// The same options with the hooks `f` makes of these.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn map_hooks<H2>(self, f: impl FnOnce(H) -> H2) -> Opts<K, H2, X> {
         Opts {
             head: self.head,
@@ -258,8 +253,7 @@ impl<C, S, A, D> HeadSet for Head<C, S, A, D> {
     type WithOn<C2> = Head<C2, S, A, D>;
     type WithSleeper<S2: Sleeper> = Head<C, S2, AsyncOnly, D>;
     type AsyncOnly = Head<C, S, AsyncOnly, D>;
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with_on<C2>(self, classify: C2) -> Head<C2, S, A, D> {
         Head {
             classify,
@@ -267,8 +261,7 @@ impl<C, S, A, D> HeadSet for Head<C, S, A, D> {
             marks: PhantomData,
         }
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with_sleeper<S2: Sleeper>(self, sleeper: S2) -> Head<C, S2, AsyncOnly, D> {
         Head {
             classify: self.classify,
@@ -276,8 +269,7 @@ impl<C, S, A, D> HeadSet for Head<C, S, A, D> {
             marks: PhantomData,
         }
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn async_only(self) -> Head<C, S, AsyncOnly, D> {
         Head {
             classify: self.classify,
@@ -285,8 +277,7 @@ impl<C, S, A, D> HeadSet for Head<C, S, A, D> {
             marks: PhantomData,
         }
     }
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn parts(&self) -> (&C, &S) {
         (&self.classify, &self.sleeper)
     }
@@ -313,8 +304,7 @@ where
     type WithTimeout = Opts<K::AsyncOnly, H, Extras<'p, E, X::Hold>>;
     type Hold = X::Hold;
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with_on<C, V>(self, on: C) -> Self::WithOn<C>
     where
         C: Fn(&E) -> V,
@@ -324,14 +314,12 @@ where
         self.map_head(|head| head.with_on(classify))
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with_sleeper<S: Sleeper>(self, sleeper: S) -> Self::WithSleeper<S> {
         self.map_head(|head| head.with_sleeper(sleeper))
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with_on_result<J, V>(self, on_result: J) -> Self::WithOnResult<J>
     where
         J: Fn(&T) -> V,
@@ -341,8 +329,7 @@ where
         self.map_hooks(|hooks| hooks.with_on_result(slot))
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with_notify<J, M>(self, notify: J) -> Self::WithNotify<J>
     where
         J: NotifyHook<T, E, M>,
@@ -350,14 +337,12 @@ where
         self.map_hooks(|hooks| hooks.with_notify(notify.into_slot()))
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with_give_up<J: GiveUpHook<T, E, M>, M>(self, on_give_up: J) -> Self::WithGiveUp<J, M> {
         self.map_hooks(|hooks| hooks.with_give_up(on_give_up.into_slot()))
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with_fallback<J, A, Out, M>(self, fallback: J) -> Self::WithFallback<J, Out, M>
     where
         J: FnOnce(A, GiveUp) -> Out,
@@ -367,8 +352,7 @@ where
         self.map_hooks(|hooks| hooks.with_fallback(Out::slot::<H::OnResult, J, A>(fallback)))
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with_extras(self, set: impl FnOnce(&mut Extras<'p, E, X::Hold>)) -> Self::WithExtras {
         let mut extras = self.extras.into_extras();
         set(&mut extras);
@@ -379,8 +363,7 @@ where
         }
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with_aws2026(self, aws: &'p Aws2026Standard) -> Self::WithAws2026 {
         let mut extras = self.extras.into_extras().holding();
         extras.aws = Some(aws);
@@ -391,8 +374,7 @@ where
         }
     }
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with_timeout(self, timeout: Timeout<E>) -> Self::WithTimeout {
         let mut extras = self.extras.into_extras();
         extras.timeout = Some(timeout);

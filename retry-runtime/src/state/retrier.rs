@@ -77,8 +77,7 @@ pub struct Retrier<'p, T, E, O = Defaults> {
 
 impl<'p, T, E> Retrier<'p, T, E> {
     /// A retrier with `policy`'s timings and every other option at its default.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn new(policy: &'p Policy) -> Self {
         Retrier {
             policy,
@@ -166,8 +165,7 @@ macro_rules! options {
 
 impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
     /// The same retrier with its options replaced by `f`.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with<O2>(self, f: impl FnOnce(O) -> O2) -> Retrier<'p, T, E, O2> {
         Retrier {
             policy: self.policy,
@@ -188,8 +186,7 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
     }
 
     /// The policy with one timing changed, for this retrier only.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn timing(mut self, change: impl FnOnce(Policy) -> Policy) -> Self {
         let policy = self.timings.unwrap_or(*self.policy);
         self.timings = Some(change(policy));
@@ -330,8 +327,7 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
 impl<'p, T, E, O> Retrier<'p, T, E, O> {
     /// The retrier taken apart for a run: the policy a timing method made (if one did), the
     /// plan of the run (which borrows that policy, or the one borrowed for `'p`), the options.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn into_parts(self) -> (Option<Policy>, Plan<'p>, O) {
         let plan = Plan {
             policy: self.policy,
@@ -348,8 +344,7 @@ impl<'p, T, E, O> Retrier<'p, T, E, O> {
     ///
     /// The first attempt and its `Ok` are inline, in the caller; the loop after a failure is
     /// out of line (`PERFORMANCE.md` §8).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn run<B>(self, body: B) -> Result<T, E>
     where
         O: SyncRun<T, E>,
@@ -504,8 +499,7 @@ pub struct Plan<'s> {
 
 impl<'s> Plan<'s> {
     /// The plan with the policy a timing method made, if one did.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn with<'t>(self, timings: &'t Option<Policy>) -> Plan<'t>
     where
         's: 't,
@@ -557,8 +551,7 @@ pub(crate) trait SyncFinish<T, E> {
 }
 
 impl<T, E> SyncFinish<T, E> for Result<T, E> {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn into_result(self) -> Result<T, E> {
         self
     }
@@ -566,8 +559,7 @@ impl<T, E> SyncFinish<T, E> for Result<T, E> {
 
 /// The loop state of one run: its policy (the retrier's own if a timing method made one) is
 /// borrowed for the run; the options keep theirs, for `'p`.
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
+#[inline]
 fn state<'s, T, E: fmt::Debug, O>(
     plan: Plan<'s>,
     opts: O,
@@ -593,8 +585,7 @@ where
     H::Finish<()>: SyncFinish<T, E>,
     X: Linger<T, E>,
 {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn run_blocking<B>(self, plan: Plan<'_>, mut body: B) -> Result<T, E>
     where
         E: fmt::Debug,

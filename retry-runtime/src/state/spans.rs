@@ -60,8 +60,7 @@ impl CallSpan {
 
     /// The span of the attempt about to start, after `retries` retries and a pause of
     /// `pause` nanoseconds; the call's span is made with the first.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn attempt(
         &mut self,
         _function: &'static str,
@@ -104,8 +103,7 @@ impl CallSpan {
 
 impl AttemptSpan {
     /// Entered until the guard drops: around a sync body.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn entered(self) -> Entered {
         Entered {
             #[cfg(feature = "attempt-spans")]
@@ -114,8 +112,7 @@ impl AttemptSpan {
     }
 
     /// `body`, entering the span on each of its polls.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn instrument<F: Future>(self, body: F) -> Body<F> {
         #[cfg(feature = "attempt-spans")]
         {

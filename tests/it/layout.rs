@@ -364,9 +364,10 @@ fn every_feature_table_matches_the_manifest() {
 }
 
 /// The lines of code of a crate's sources: no blank lines, no comments, no unit tests (a
-/// `#[cfg(test)] mod tests` at the end of a file), as `bench/lines.py` counts them.
+/// `#[cfg(test)]` module inline or in a file of its own), as the structure reviews count them
+/// (`python3 ../shared/tools/codelines.py --total DIR`, beside this repository's checkout).
 fn lines_of_code(src: &Path) -> usize {
-    let mut total = 0;
+    let mut files = Vec::new();
     let mut dirs = vec![src.to_path_buf()];
     while let Some(dir) = dirs.pop() {
         for entry in fs::read_dir(&dir)
@@ -376,23 +377,91 @@ fn lines_of_code(src: &Path) -> usize {
             let path = entry.path();
             if path.is_dir() {
                 dirs.push(path);
-                continue;
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = fs::read_to_string(&path).expect("a source file is readable");
+                files.push((path, text));
             }
-            if path.extension().is_none_or(|e| e != "rs") {
-                continue;
-            }
-            let text = fs::read_to_string(&path).expect("a source file is readable");
-            let text = text
-                .split("\n#[cfg(test)]\nmod tests")
-                .next()
-                .unwrap_or(&text);
-            total += text
-                .lines()
-                .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with("//"))
-                .count();
         }
     }
-    total
+    // Files declared as a test module (`#[cfg(test)] mod tests;`) are unit tests, whole.
+    let mut test_files = std::collections::HashSet::new();
+    for (path, text) in &files {
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let Some(name) = declared_module(line) else {
+                continue;
+            };
+            let attributes = lines[..i]
+                .iter()
+                .rev()
+                .take_while(|l| l.trim().starts_with("#["));
+            if !attributes.into_iter().any(|a| is_cfg_test(a.trim())) {
+                continue;
+            }
+            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+            let dir = path.parent().unwrap_or(src);
+            let base = if ["mod", "lib", "main"].contains(&stem) {
+                dir.to_path_buf()
+            } else {
+                dir.join(stem)
+            };
+            test_files.insert(base.join(format!("{name}.rs")));
+            test_files.insert(base.join(name).join("mod.rs"));
+        }
+    }
+    files
+        .iter()
+        .filter(|(path, _)| !test_files.contains(path))
+        .map(|(_, text)| code_lines(text))
+        .sum()
+}
+
+/// `name` of a line that declares a module in another file (`mod name;`, `pub(crate) mod name;`).
+fn declared_module(line: &str) -> Option<&str> {
+    let line = line.trim();
+    let line = line
+        .strip_prefix("pub(crate) ")
+        .or_else(|| line.strip_prefix("pub "))
+        .unwrap_or(line);
+    let name = line.strip_prefix("mod ")?.trim().strip_suffix(';')?.trim();
+    name.chars()
+        .all(|c| c.is_alphanumeric() || c == '_')
+        .then_some(name)
+}
+
+fn is_cfg_test(attribute: &str) -> bool {
+    attribute.starts_with("#[cfg(test") || attribute.starts_with("#[cfg(all(test")
+}
+
+/// Non-blank lines that are not comments (`//`, doc comments) and not inside a `#[cfg(test)]`
+/// module, as `python3 ../shared/tools/codelines.py --total` counts them.
+fn code_lines(text: &str) -> usize {
+    let (mut code, mut inside, mut pending, mut depth) = (0, false, false, 0i64);
+    let braces = |l: &str| l.matches('{').count() as i64 - l.matches('}').count() as i64;
+    for line in text.lines() {
+        let s = line.trim();
+        if inside {
+            depth += braces(line);
+            inside = depth > 0;
+        } else if is_cfg_test(s) {
+            pending = true;
+        } else if pending {
+            let s = s
+                .strip_prefix("pub(crate) ")
+                .or_else(|| s.strip_prefix("pub "))
+                .unwrap_or(s);
+            if s.starts_with("mod ") && s.ends_with('{') {
+                depth = braces(line);
+                inside = depth > 0;
+                pending = false;
+            } else if !(s.starts_with("#[") || s.is_empty()) {
+                pending = false;
+            }
+        } else if !s.is_empty() && !s.starts_with("//") {
+            code += 1;
+        }
+    }
+    code
 }
 
 /// The number written just before `words` in `text` (`"about 7,700 lines"`), without its commas.
@@ -419,8 +488,9 @@ fn the_readme_numbers_of_the_runtime_are_true() {
     let counted = lines_of_code(&root().join("retry-runtime/src"));
     assert!(
         stated.abs_diff(counted) * 20 <= counted,
-        "the README says about {stated} lines of code in retry-runtime; `python3 bench/lines.py \
-         HEAD retry-runtime/src` counts {counted}: write the new figure, rounded to the hundred"
+        "the README says {stated} lines of code in retry-runtime; counted as `python3 \
+         ../shared/tools/codelines.py --total retry-runtime/src` counts them, {counted}: write \
+         the new figure"
     );
 
     let stated = number_before(&readme, "packages beneath it")

@@ -51,9 +51,7 @@ impl Request0<'_> {
     pub(crate) fn report(&self, event: Event<'_>) {
         engine::report(self.name, event, self.counters);
     }
-}
 
-impl Request0<'_> {
     /// Whether the call's deadline has passed.
     pub(crate) fn expired(&self) -> bool {
         self.deadline.is_some_and(|at| Instant::now() >= at)
@@ -186,6 +184,13 @@ fn read<RB>(response: Response<RB>) -> Outcome<RB> {
 ///   received a `GOAWAY` does both to the requests that raced it. Never left the client.
 /// - a refused connection, a `REFUSED_STREAM`, a stream above a `GOAWAY`'s last stream id:
 ///   [`retry_http::never_sent`], the HTTP doors' rule.
+///
+/// The first rule is the door's, not `never_sent`'s: the reading above is of hyper's HTTP/2
+/// client, all a tonic channel uses, while the HTTP doors also serve HTTP/1, whose dispatcher
+/// was not read for it (a POST resent on a wrong reading is paid twice); and A6 tells the two
+/// kinds apart (a request that never left the
+/// client is retried transparently as often as it happens, one the server's application never
+/// saw once).
 fn unsent(error: &(dyn Error + 'static)) -> Option<Unsent> {
     if chain(error).any(|e| {
         e.downcast_ref::<hyper::Error>()

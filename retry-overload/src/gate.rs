@@ -189,8 +189,8 @@ impl AdmissionGate {
 
     /// [`admit`](AdmissionGate::admit) at the time `clock` says, read only if the mode needs it
     /// (see "Clock reads" above): retry-runtime's loop's way in, with the loop's clock. Public
-    /// only for the runtime (`state/extras.rs` calls it as a method of the gate, as it did when
-    /// the gate was the runtime's own), not part of this crate's API.
+    /// only for the runtime, whose loop calls it as a method of the gate, as it did when the
+    /// gate was the runtime's own; not part of this crate's API.
     #[doc(hidden)]
     #[inline]
     pub fn admit_lazily(&self, clock: fn() -> Instant) -> Result<GatePermit<'_>, Rejected> {

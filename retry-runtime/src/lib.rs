@@ -344,8 +344,9 @@ pub use budget::RetryBudget;
 pub use context::{Attempt, attempt, scope};
 pub use hedge::Hedge;
 pub use key::IdempotencyKey;
-// The overload algorithms are the crate retry-overload's; `Aws2026`, `Aws2026Decision` and
-// `Aws2026Standard`, which read this crate's `Verdict`, are this crate's own.
+// The overload items of the next three re-exports are the crate retry-overload's, except
+// `Aws2026`, `Aws2026Decision` and `Aws2026Standard`, which read this crate's `Verdict` and are
+// this crate's own (`overload/aws2026.rs`).
 /// In this crate, every door asks the gate before each attempt when it names one:
 /// `#[retry(gate = G)]`, `retry_block!`, the [`Retrier`]'s [`gate`](Retrier::gate) and the
 /// engine's [`Settings::gate`](engine::Settings::gate). It is shared like a [`RetryBudget`], and

@@ -15,8 +15,8 @@
 //!   ([`RetryQuota`], [`FailureKind`]). The mode's delays and the order of its decisions
 //!   (`Aws2026`, `Aws2026Standard`) stay in retry-runtime, beside the `Verdict` they read.
 //!
-//! Each type is `const`-constructible, for a `static`; nothing here reads a clock (every
-//! method takes the time) or allocates.
+//! Each type is `const`-constructible, for a `static`; nothing here reads a clock of its own
+//! (every method takes the time from its caller) or allocates.
 //!
 //! # Why a crate of its own, not a feature of the runtime
 //!

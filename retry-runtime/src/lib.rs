@@ -344,10 +344,23 @@ pub use budget::RetryBudget;
 pub use context::{Attempt, attempt, scope};
 pub use hedge::Hedge;
 pub use key::IdempotencyKey;
+// The overload items of the next three re-exports are the crate retry-overload's, except
+// `Aws2026`, `Aws2026Decision` and `Aws2026Standard`, which read this crate's `Verdict` and are
+// this crate's own (`overload/aws2026.rs`).
+/// In this crate, every door asks the gate before each attempt when it names one:
+/// `#[retry(gate = G)]`, `retry_block!`, the [`Retrier`]'s [`gate`](Retrier::gate) and the
+/// engine's [`Settings::gate`](engine::Settings::gate). It is shared like a [`RetryBudget`], and
+/// its rejection ([`Rejected`]) is carried by the call's error type like a [`CircuitOpen`].
+/// Inside [`testing::record`] adaptive throttling draws from the recording's seeded generator,
+/// the source of the loop's jitter. (The gate is the crate retry-overload's; its docs follow.)
+pub use overload::AdmissionGate;
+/// An attempt shed by a gate that a door of this crate names: the loop gives up with it
+/// ([`GiveUpReason::GateRejected`]), through the call's error type (`From<Rejected>`), like a
+/// [`CircuitOpen`]. (From the crate retry-overload; its docs follow.)
+pub use overload::Rejected;
 pub use overload::{
-    AdaptiveThrottling, AdmissionGate, Aimd, Aws2026, Aws2026Decision, Aws2026Standard,
-    ClientRateLimit, FailureKind, GateMode, GateOutcome, GatePermit, GateState, Gradient2,
-    RejectReason, Rejected, RetryQuota,
+    AdaptiveThrottling, Aimd, Aws2026, Aws2026Decision, Aws2026Standard, ClientRateLimit,
+    FailureKind, GateMode, GateOutcome, GatePermit, GateState, Gradient2, RejectReason, RetryQuota,
 };
 pub use policy::{Backoff, Jitter, Policy, PolicyError};
 pub use state::{GiveUp, GiveUpReason, LogLevel, Retrier, RetryEvent};

@@ -57,48 +57,6 @@ macro_rules! default_is_new {
     };
 }
 
-/// A settings type whose fields are written once, each with its default, which `new` (a
-/// `const fn`, with the docs given after the fields) and `Default` give:
-///
-/// ```text
-/// settings! {
-///     /// The type's docs.
-///     pub struct Aimd {
-///         initial: u32 = 20,
-///         timeout: Duration = Duration::from_secs(5),
-///     }
-///     /// Netflix's defaults: ...
-///     new
-/// }
-/// ```
-///
-/// The fields are `pub(super)`; the type derives `Clone`, `Copy`, `Debug` and `PartialEq`.
-macro_rules! settings {
-    (
-        $(#[$attr:meta])*
-        pub struct $name:ident {
-            $($(#[$field_attr:meta])* $field:ident: $ty:ty = $default:expr,)*
-        }
-        $(#[$new_attr:meta])*
-        new
-    ) => {
-        $(#[$attr])*
-        #[derive(Clone, Copy, Debug, PartialEq)]
-        pub struct $name {
-            $($(#[$field_attr])* pub(super) $field: $ty,)*
-        }
-
-        impl $name {
-            $(#[$new_attr])*
-            pub const fn new() -> Self {
-                Self { $($field: $default,)* }
-            }
-        }
-
-        default_is_new!($name);
-    };
-}
-
 /// An error that the loop makes itself (a timed-out attempt, an open circuit, a shed attempt):
 /// its `std::error::Error` impl, and a trait that stands for `E: From<$ty>` in the loop's bounds,
 /// so that an error type without the `From` impl that a key needs gets a message that names the

@@ -40,6 +40,9 @@ pub(crate) struct Recorder {
 
 impl Recorder {
     fn new(seed: u64) -> Self {
+        // The admission gate's adaptive throttling (retry-overload) draws from the loop's source
+        // from now on, the seeded generator inside a recording (`overload::uniform`).
+        retry_overload::__runtime::set_random_source(crate::overload::uniform);
         Recorder {
             pauses: Vec::new(),
             rng: StdRng::seed_from_u64(seed),

@@ -1,27 +1,20 @@
-//! Overload: the AWS SDKs' 2026 retry behaviour ([`Aws2026`], [`RetryQuota`]) and an admission
-//! gate before every attempt, first tries included ([`AdmissionGate`]).
+//! Overload: the AWS SDKs' 2026 retry behaviour ([`Aws2026`], with retry-overload's
+//! [`RetryQuota`]) and an admission gate before every attempt, first tries included
+//! ([`AdmissionGate`]).
 //!
-//! A retry budget bounds retries and a breaker stops calls to a service that is down; neither
-//! sheds first tries, which are what keeps a struggling service down once the retries are
-//! bounded (the sustaining load of a metastable failure). The gate does: it is asked before
-//! every attempt, and learns from each attempt's answer.
+//! The algorithms are the crate retry-overload's (the gate's four modes, the quota, the kinds of
+//! failure), re-exported here and at the crate's root; what reads this crate's types stays here:
+//! the AWS mode's delays and decisions with the [`Verdict`](crate::Verdict) they read
+//! (`aws2026.rs`), and the gate's error bound and source of randomness in the loop (`gate.rs`).
 
-use crate::bounds::{at_least_one, clamp_or, clamp_u32};
+use crate::bounds::{at_least_one, clamp_or};
 
 mod aws2026;
-mod concurrency;
 mod gate;
-mod rate;
-mod throttling;
 
-#[cfg(test)]
-mod tests;
-
-pub use aws2026::{Aws2026, Aws2026Decision, Aws2026Standard, FailureKind, RetryQuota};
-pub use concurrency::{Aimd, Gradient2};
-pub(crate) use gate::FromRejected;
-pub use gate::{
-    AdmissionGate, GateMode, GateOutcome, GatePermit, GateState, RejectReason, Rejected,
+pub use aws2026::{Aws2026, Aws2026Decision, Aws2026Standard};
+pub(crate) use gate::{FromRejected, uniform};
+pub use retry_overload::{
+    AdaptiveThrottling, AdmissionGate, Aimd, ClientRateLimit, FailureKind, GateMode, GateOutcome,
+    GatePermit, GateState, Gradient2, RejectReason, Rejected, RetryQuota,
 };
-pub use rate::ClientRateLimit;
-pub use throttling::AdaptiveThrottling;

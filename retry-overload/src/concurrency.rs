@@ -62,7 +62,7 @@ settings! {
     /// [min, max]. Netflix's defaults: initial 20, min 20, max 200, ratio 0.9, timeout 5 s.
     ///
     /// ```
-    /// use retry_runtime::{AdmissionGate, Aimd};
+    /// use retry_overload::{AdmissionGate, Aimd};
     ///
     /// static GATE: AdmissionGate = AdmissionGate::aimd(Aimd::new().initial_limit(10).min_limit(1));
     /// ```
@@ -123,7 +123,7 @@ settings! {
     /// of 0 (a virtual clock that did not move) counts as no queueing.
     ///
     /// ```
-    /// use retry_runtime::{AdmissionGate, Gradient2};
+    /// use retry_overload::{AdmissionGate, Gradient2};
     ///
     /// static GATE: AdmissionGate = AdmissionGate::gradient2(Gradient2::new().min_limit(4));
     /// ```

@@ -44,7 +44,7 @@ settings! {
     /// atomic word, so that admitting and recording take no lock.
     ///
     /// ```
-    /// use retry_runtime::{AdaptiveThrottling, AdmissionGate};
+    /// use retry_overload::{AdaptiveThrottling, AdmissionGate};
     /// use std::time::Duration;
     ///
     /// static SRE: AdmissionGate = AdmissionGate::adaptive_throttling(AdaptiveThrottling::new());

@@ -401,7 +401,7 @@ mod arithmetic {
 }
 
 /// Model checks with loom: every interleaving of two or three threads (see `crate::sync`).
-/// `RUSTFLAGS="--cfg loom" cargo test -p retry-runtime --release --lib loom`.
+/// `RUSTFLAGS="--cfg loom" cargo test -p retry-overload --release --lib loom`.
 #[cfg(loom)]
 mod loom {
     use crate::sync::on_threads;
@@ -586,7 +586,7 @@ mod loom {
 /// A rough measurement of the happy path, not a test:
 ///
 /// ```text
-/// cargo test -p retry-runtime --release --lib overload::tests::timing -- --ignored --nocapture
+/// cargo test -p retry-overload --release --lib tests::timing -- --ignored --nocapture
 /// ```
 ///
 /// prints nanoseconds per `admit` + `record(Accepted)` for each mode on one thread, against an

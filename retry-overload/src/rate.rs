@@ -42,7 +42,7 @@ settings! {
     /// sits behind a mutex held for a few float operations, as botocore's does.
     ///
     /// ```
-    /// use retry_runtime::{AdmissionGate, ClientRateLimit};
+    /// use retry_overload::{AdmissionGate, ClientRateLimit};
     ///
     /// static WAITING: AdmissionGate = AdmissionGate::rate_limit(ClientRateLimit::new());
     /// static FAIL_FAST: AdmissionGate = AdmissionGate::rate_limit(ClientRateLimit::new().fail_fast(true));

@@ -94,9 +94,10 @@ use std::task::{Context as TaskContext, Poll};
 pub use crate::state::dynamic::{ClassifyFn, GiveUpFn, NotifyFn, OnResultFn};
 pub use crate::state::observe::{Counters, Event, Sink, report};
 pub use crate::state::{
-    AsyncForm, AsyncRun, ByTransient, Classifier, Defaults, DynHooks, ErrorForm, ErrorOnly,
-    FallbackOutput, Gate, GateAndError, GateFor, GateSlot, GiveUpHook, IntoVerdict, NoGate,
-    NotifyHook, Options, OutcomeForm, Settings, SyncForm, SyncRun,
+    AsyncForm, AsyncRun, ByTransient, Classifier, Decide, Defaults, DynHooks, ErrorForm,
+    ErrorOnly, Failure, FallbackOutput, Gate, GateAndError, GateFor, GateSlot, GiveUpHook,
+    IntoVerdict, Next, NextCopy, NoGate, NotifyHook, Options, OutcomeForm, Settings, SyncForm,
+    SyncRun,
 };
 pub use crate::timer::{FnForm, IntoSleeper, TypeForm};
 

@@ -10,7 +10,7 @@ use super::extras::{Extras, Guard, Holding, Shedder, Timeout};
 use super::fallback::FallbackInput;
 use super::hooks::Slot;
 use super::options::{Classifier, Head};
-use super::{GiveUp, Hooks, LogLevel, Opts, RetryEvent, Unset};
+use super::{Decide, GiveUp, Hooks, LogLevel, Opts, RetryEvent, Unset};
 use crate::timer::Elapsed;
 use crate::{
     AdmissionGate, Aws2026Standard, CircuitBreaker, CircuitOpen, Hedge, Policy, Rejected,
@@ -261,15 +261,9 @@ pub struct DynHooks<'a, T, E> {
     /// `notify` hears the time since the first attempt (`RetryEvent::elapsed`).
     pub(crate) notify_timed: bool,
     pub(crate) on_give_up: Option<GiveUpFn<'a, T, E>>,
+    /// The call's decider, if the door has one ([`decide`](DynHooks::decide)).
+    pub(crate) decider: Option<&'a mut (dyn Decide<E> + Send)>,
 }
-
-// By hand: a derive would ask `T: Copy` and `E: Copy`, and these are references.
-impl<T, E> Clone for DynHooks<'_, T, E> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<T, E> Copy for DynHooks<'_, T, E> {}
 
 impl<T, E> fmt::Debug for DynHooks<'_, T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -278,6 +272,7 @@ impl<T, E> fmt::Debug for DynHooks<'_, T, E> {
             .field("notify", &self.notify.is_some())
             .field("notify_timed", &self.notify_timed)
             .field("on_give_up", &self.on_give_up.is_some())
+            .field("decider", &self.decider.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -291,6 +286,7 @@ impl<'a, T, E> DynHooks<'a, T, E> {
             notify: None,
             notify_timed: true,
             on_give_up: None,
+            decider: None,
         }
     }
 
@@ -320,6 +316,38 @@ impl<'a, T, E> DynHooks<'a, T, E> {
     /// `on_give_up = f`: called once when the loop gives up on a failure it could have retried.
     pub fn on_give_up(mut self, f: Option<GiveUpFn<'a, T, E>>) -> Self {
         self.on_give_up = f;
+        self
+    }
+
+    /// The call's decider: what follows each attempt that did not end in an accepted answer is
+    /// asked of `decider` in place of the policy's `max` and pauses (see [`Decide`]: the budget,
+    /// the breaker, the gate, the deadline and the hooks still hold). Per call: it may keep
+    /// what it learns from one attempt for the next.
+    ///
+    /// ```
+    /// use retry_runtime::engine::{Decide, DynHooks, Failure, Next};
+    /// use retry_runtime::Verdict;
+    /// use std::io;
+    /// use std::time::Duration;
+    ///
+    /// /// Three attempts, a second apart.
+    /// struct Steady;
+    /// impl Decide<io::Error> for Steady {
+    ///     fn next(&mut self, failure: &Failure<'_, io::Error>) -> Next {
+    ///         match failure.verdict.is_retry() && failure.attempt < 3 {
+    ///             true => Next::Retry(Duration::from_secs(1)),
+    ///             false => Next::Return,
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let classify = |error: &io::Error| Verdict::from(error.kind() == io::ErrorKind::TimedOut);
+    /// let mut steady = Steady;
+    /// let hooks = DynHooks::<u16, io::Error>::new(&classify).decide(&mut steady);
+    /// # let _ = hooks;
+    /// ```
+    pub fn decide(mut self, decider: &'a mut (dyn Decide<E> + Send)) -> Self {
+        self.decider = Some(decider);
         self
     }
 }

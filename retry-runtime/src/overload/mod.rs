@@ -9,6 +9,7 @@
 use crate::bounds::{at_least_one, clamp_or, clamp_u32};
 
 mod aws2026;
+pub(crate) mod aws2026_call;
 mod concurrency;
 mod gate;
 mod rate;

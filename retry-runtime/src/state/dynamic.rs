@@ -6,7 +6,9 @@
 //! its call runs), behind an `Option` in its slot; the slot answers at run time whether it is
 //! there, so that a call without a hook that hears the time reads no clock for it.
 
-use super::extras::{Extras, Guard, Holding, Shedder, Timeout};
+use super::extras::{Deciding, Extras, Guard, Shedder, Timeout};
+use super::seam::{Failure, Next, NextCopy};
+use crate::overload::aws2026_call::Aws2026Call;
 use super::fallback::FallbackInput;
 use super::hooks::Slot;
 use super::options::{Classifier, Head};
@@ -441,8 +443,41 @@ pub type DynOptions<'a, T, E, S> = Opts<
         DynSlot<GiveUpFn<'a, T, E>>,
         Unset,
     >,
-    Extras<'a, E, Holding<T, E>>,
+    Extras<'a, E, Deciding<DynDecider<'a, E>, T, E>>,
 >;
+
+/// The decider of a door configured at run time: the door's own ([`DynHooks::decide`]), or
+/// `aws2026`'s for [`Settings::aws2026`].
+pub enum DynDecider<'a, E> {
+    /// The door's.
+    Door(&'a mut (dyn Decide<E> + Send)),
+    /// `aws2026`'s, per call.
+    Aws2026(Aws2026Call<'a>),
+}
+
+impl<E> Decide<E> for DynDecider<'_, E> {
+    #[inline]
+    fn next(&mut self, failure: &Failure<'_, E>) -> Next {
+        match self {
+            DynDecider::Door(decider) => decider.next(failure),
+            DynDecider::Aws2026(call) => call.next(failure),
+        }
+    }
+    #[inline]
+    fn accepted(&mut self, attempts: u32) {
+        match self {
+            DynDecider::Door(decider) => decider.accepted(attempts),
+            DynDecider::Aws2026(call) => Decide::<E>::accepted(call, attempts),
+        }
+    }
+    #[inline]
+    fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {
+        match self {
+            DynDecider::Door(decider) => decider.copy_failed(failure),
+            DynDecider::Aws2026(call) => call.copy_failed(failure),
+        }
+    }
+}
 
 impl<'a, T, E> DynHooks<'a, T, E> {
     /// The options of a loop with these hooks, `settings`' extras and the timer `sleeper`.
@@ -480,12 +515,14 @@ impl<'a, T, E> DynHooks<'a, T, E> {
                     .rejection()
                     .map(|(gate, error)| Shedder::new(gate, error)),
                 permit: None,
-                aws: settings.aws,
-                aws_cost: None,
-                held: Unset,
+                decider: Unset,
                 nested_retry: settings.nested_retry,
             }
-            .holding(),
+            // The door's decider, else `aws2026`'s, else none: the policy decides.
+            .deciding(match self.decider {
+                Some(decider) => Some(DynDecider::Door(decider)),
+                None => settings.aws.map(|aws| DynDecider::Aws2026(Aws2026Call::new(aws))),
+            }),
         }
     }
 }

@@ -3,10 +3,10 @@
 //!
 //! The generic part is what only the loop's own types can do (ask the classifier, call the
 //! user's hooks, run the fallback); the decision itself is the call's decider's if it has one
-//! ([`decided`]: the decision seam, [`Decide`](super::Decide)), else the policy's
-//! ([`schedule`]), and both go through the same limits ([`within_limits`]). The policy's and the
-//! events ([`observe`](super::observe)) are not generic, so each function that retries
-//! compiles only the first.
+//! (the decision seam, [`Decide`](super::Decide), held to the engine's limits by
+//! [`within_bounds`]), else the policy's ([`schedule`]); both end in the same limits
+//! ([`within_limits`]). These and the events ([`observe`](super::observe)) are not generic, so
+//! each function that retries compiles only the first.
 
 use super::extras::Linger;
 use super::hooks::HookSet;

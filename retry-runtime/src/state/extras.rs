@@ -95,7 +95,7 @@ pub enum Refusal<E> {
         rejected: Rejected,
         error: fn(Rejected) -> E,
     },
-    /// The loop had decided to end after a long-polling pause: the outcome it held is returned
+    /// The loop had decided to end after a lingering pause: the outcome it held is returned
     /// now ([`Attempted::Ended`]).
     Ended,
 }

@@ -164,11 +164,11 @@ pub trait DecideSlot<E> {
 
 impl<E> DecideSlot<E> for Unset {
     const DECIDES: bool = false;
-    #[inline(always)]
+    #[inline]
     fn decides(&self) -> bool {
         false
     }
-    #[inline(always)]
+    #[inline]
     fn holds(&self) -> bool {
         false
     }
@@ -177,7 +177,7 @@ impl<E> DecideSlot<E> for Unset {
         // Never asked: without a decider the policy decides.
         Next::Return
     }
-    #[inline(always)]
+    #[inline]
     fn accepted(&mut self, _: u32) {}
     #[inline]
     fn copy_failed(&mut self, _: &Failure<'_, E>) -> NextCopy {
@@ -373,7 +373,7 @@ impl<E> MaybeExtras<E> for Unset {
     fn budget(&self) -> Option<&RetryBudget> {
         None
     }
-    #[inline(always)]
+    #[inline]
     fn decides(&self) -> bool {
         false
     }
@@ -396,7 +396,7 @@ impl<E> MaybeExtras<E> for Unset {
     fn ended(&self) -> Option<NoRefusal> {
         None
     }
-    #[inline(always)]
+    #[inline]
     fn accepted(&mut self, _: u32) {}
     #[inline]
     fn timeout(&self) -> Option<Timeout<E>> {

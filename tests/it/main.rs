@@ -20,6 +20,7 @@ mod classification;
 mod custom_sleep;
 mod database_errors;
 mod deadline;
+mod engine_decider;
 mod engine_door;
 mod fallback;
 mod gate_in_the_loop;

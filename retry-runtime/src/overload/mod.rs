@@ -10,6 +10,7 @@
 use crate::bounds::{at_least_one, clamp_or};
 
 mod aws2026;
+pub(crate) mod aws2026_call;
 mod gate;
 
 pub use aws2026::{Aws2026, Aws2026Decision, Aws2026Standard};

@@ -27,8 +27,9 @@ pub enum Attempted<T, E> {
     Shed(E),
     /// `timeout` cut the body off: its expiry, as the loop's error.
     TimedOut(E),
-    /// The body did not run: the loop had decided to end after a pause (`aws2026`'s
-    /// long-polling rule), and this attempt returns the outcome it held over the pause.
+    /// The body did not run: the loop had decided to end after a pause (a decider's
+    /// [`Next::Linger`](crate::engine::Next::Linger), `aws2026`'s long-polling rule), and this
+    /// attempt returns the outcome it held over the pause.
     Ended,
 }
 
@@ -145,12 +146,14 @@ impl<T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>, Key: KeySlot>
 }
 
 impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, Opts<K, H, X>> {
-    /// The first attempt starts: a hook that hears the time gets the time the call started
-    /// (`start` read it already if the policy has a deadline), and the budget gets this call's
-    /// deposit.
+    /// The first attempt starts: a hook that hears the time, or a decider
+    /// ([`Failure::elapsed`](super::Failure::elapsed)), gets the time the call started (`start`
+    /// read it already if the policy has a deadline), and the budget gets this call's deposit.
     #[inline]
     fn begin(&mut self) {
-        if H::TIMED && self.opts.hooks.timed() && self.progress.started.is_none() {
+        let timed =
+            (H::TIMED && self.opts.hooks.timed()) || (X::DECIDES && self.opts.extras.decides());
+        if timed && self.progress.started.is_none() {
             self.progress.started = Some((self.site.clock)());
         }
         if let Some(budget) = self.opts.extras.budget() {

@@ -2,19 +2,22 @@
 //! the outcome, or give up (and why), with the hooks and the fallback that hear it.
 //!
 //! The generic part is what only the loop's own types can do (ask the classifier, call the
-//! user's hooks, run the fallback); the decision itself ([`schedule`]) and the events
-//! ([`observe`](super::observe)) are not generic, so each function that retries compiles only
-//! the first.
+//! user's hooks, run the fallback); the decision itself is the call's decider's if it has one
+//! (the decision seam, [`Decide`](super::Decide), held to the engine's limits by
+//! [`within_bounds`]), else the policy's ([`schedule`]); both end in the same limits
+//! ([`within_limits`]). These and the events ([`observe`](super::observe)) are not generic, so
+//! each function that retries compiles only the first.
 
 use super::extras::Linger;
 use super::hooks::HookSet;
 use super::log::Show;
 use super::observe::{self, End, Shown};
 use super::options::{Classifier, HeadSet};
+use super::seam::Next;
 use super::{Attempted, GiveUp, GiveUpReason, Opts, Progress, Retry, RetryEvent, Site};
 use crate::context::KeySlot;
 use crate::policy::nanos;
-use crate::{Aws2026Decision, GateOutcome, RetryBudget, Verdict};
+use crate::{GateOutcome, RetryBudget, Verdict};
 use std::ops::ControlFlow;
 use std::time::Duration;
 
@@ -81,11 +84,11 @@ where
                     key,
                 ));
             }
-            // The pause of a long-polling call whose quota was empty is over.
-            Attempted::Ended if X::LINGERS => {
+            // The pause of a lingering call is over.
+            Attempted::Ended if X::DECIDES => {
                 return ControlFlow::Break(Self::end_held(site, progress, opts, key));
             }
-            Attempted::Ended => unreachable!("only `aws2026`'s extras end an attempt"),
+            Attempted::Ended => unreachable!("only a decider's extras end an attempt"),
             Attempted::TimedOut(error) => {
                 let verdict = opts.head.parts().0.timed_out(&error);
                 (Err(error), verdict, GateOutcome::TimedOut)
@@ -114,27 +117,26 @@ where
             );
             return ControlFlow::Break(H::ready(shown.outcome));
         }
-        // `schedule` written twice, so that each copy folds for its side of the test: the failure
-        // path's instructions (`bench/RESULTS.md` §3) are those of this shape.
-        let step = if verdict.is_retry() && !breaker_open {
-            match opts.extras.aws2026(attempt, verdict) {
-                Some(decision) => aws2026_step(&site, &progress, decision, opts.extras.budget()),
-                None => schedule(
-                    &site,
-                    &progress,
-                    verdict,
-                    breaker_open,
-                    opts.extras.budget(),
-                ),
-            }
-        } else {
-            schedule(
+        // The call's decider if it has one, else the policy: one call that answers `None`
+        // without a decider. By value, and a call that is inline only later: without it (a
+        // test of a constant instead) the async happy path went from 74 to 89 instructions and
+        // a `Retrier`'s failure from 185 to 207 (`bench/RESULTS.md` §3, `PERFORMANCE.md` §2).
+        let decided = opts.extras.next(
+            attempt,
+            verdict,
+            shown.outcome.as_ref().err(),
+            breaker_open,
+            (progress.previous_pause, progress.started, site.clock),
+        );
+        let step = match decided {
+            Some(next) => within_bounds(&site, &progress, next, opts.extras.budget()),
+            None => schedule(
                 &site,
                 &progress,
                 verdict,
                 breaker_open,
                 opts.extras.budget(),
-            )
+            ),
         };
         match step {
             Step::Pause(pause) => {
@@ -172,9 +174,9 @@ where
             Step::GiveUp(reason) => ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
                 site, progress, opts.hooks, reason, attempt, shown, key,
             )),
-            // `aws2026`'s long-polling rule. Only `aws2026`'s extras decide it; for the others
-            // the constant leaves no code here (`bench/RESULTS.md` §3, the failure rows).
-            Step::Linger(pause) if X::LINGERS => Retry {
+            // A decider's `Next::Linger`. Only a decider's extras decide it; for the others the
+            // constant leaves no code here (`bench/RESULTS.md` §3, the failure rows).
+            Step::Linger(pause) if X::DECIDES => Retry {
                 site,
                 progress,
                 opts,
@@ -182,14 +184,14 @@ where
                 value,
             }
             .linger(pause, shown.outcome, key),
-            Step::Linger(_) => unreachable!("only `aws2026`'s extras linger"),
+            Step::Linger(_) => unreachable!("only a decider's extras linger"),
         }
     }
 
-    /// `aws2026`'s long-polling rule, after a failure the empty quota could not pay for: no
-    /// retry, and no event for the pause (`pause` nanoseconds); the outcome is held over it,
-    /// and the next attempt returns it ([`Attempted::Ended`], [`end_held`](Retry::end_held)).
-    /// Out of line: only an empty quota comes here.
+    /// A decider's [`Next::Linger`] (`aws2026`'s long-polling rule, after a failure the empty
+    /// quota could not pay for): no retry, and no event for the pause (`pause` nanoseconds);
+    /// the outcome is held over it, and the next attempt returns it ([`Attempted::Ended`],
+    /// [`end_held`](Retry::end_held)). Out of line: only a lingering call comes here.
     #[cold]
     #[inline(never)]
     fn linger<Key: KeySlot>(
@@ -203,7 +205,7 @@ where
                 self.progress.previous_pause = pause;
                 ControlFlow::Continue(self)
             }
-            // Nowhere to hold it (never: only `aws2026`'s extras linger): the quota's refusal
+            // Nowhere to hold it (never: only a decider's extras linger): the quota's refusal
             // ends the call at once.
             Err(outcome) => ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
                 self.site,
@@ -217,8 +219,8 @@ where
         }
     }
 
-    /// The pause of a long-polling call whose quota was empty is over: the outcome held over it
-    /// ends the call, as the quota's refusal.
+    /// The pause of a lingering call is over: the outcome held over it ends the call, as the
+    /// quota's refusal.
     #[cold]
     #[inline(never)]
     fn end_held<Key: KeySlot>(
@@ -287,28 +289,26 @@ fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot, D: Show<E>>(
     hooks.fall_back(outcome, why, super::fallback_scope(progress, attempts, key))
 }
 
-/// What follows a failure that may be retried, by the AWS SDKs' standard mode (`aws2026`):
-/// its decision, then the deadline and the budget as [`schedule`] checks them. A long-polling
-/// call whose quota is empty gives up after a pause ([`Step::Linger`]), unless the pause would
-/// end past the deadline.
+/// What follows a failure by the call's decider (the decision seam), within the engine's
+/// limits: a retry it asks for is still held to the deadline and the budget
+/// ([`within_limits`]), and a lingering pause to the deadline. Out of line, and not generic:
+/// only a call with a decider comes here.
 #[cold]
-fn aws2026_step(
+fn within_bounds(
     site: &Site<'_>,
     progress: &Progress,
-    decision: Aws2026Decision,
+    next: Next,
     budget: Option<&RetryBudget>,
 ) -> Step {
-    let pause = match decision {
-        Aws2026Decision::Retry { delay, .. } => nanos(delay),
-        Aws2026Decision::MaxAttempts => return Step::GiveUp(GiveUpReason::Exhausted),
-        Aws2026Decision::QuotaExhausted { pause: Some(pause) }
-            if !past_deadline(site, progress, nanos(pause)) =>
-        {
-            return Step::Linger(nanos(pause));
+    match next {
+        Next::Retry(pause) => within_limits(site, progress, nanos(pause), budget),
+        Next::Return => Step::Return,
+        Next::GiveUp(reason) => Step::GiveUp(reason),
+        Next::Linger(pause) if !past_deadline(site, progress, nanos(pause)) => {
+            Step::Linger(nanos(pause))
         }
-        _ => return Step::GiveUp(GiveUpReason::Budget),
-    };
-    within_limits(site, progress, pause, budget)
+        Next::Linger(_) => Step::GiveUp(GiveUpReason::Budget),
+    }
 }
 
 /// What follows a failure, by the policy and the limits.
@@ -320,7 +320,7 @@ pub(crate) enum Step {
     /// Stop retrying a failure that could have been retried.
     GiveUp(GiveUpReason),
     /// Pause this long (nanoseconds), then give up as the quota's refusal
-    /// ([`GiveUpReason::Budget`]), without another attempt: `aws2026`'s long-polling rule.
+    /// ([`GiveUpReason::Budget`]), without another attempt: a decider's [`Next::Linger`].
     Linger(u64),
 }
 

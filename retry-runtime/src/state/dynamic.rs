@@ -6,11 +6,13 @@
 //! its call runs), behind an `Option` in its slot; the slot answers at run time whether it is
 //! there, so that a call without a hook that hears the time reads no clock for it.
 
-use super::extras::{Extras, Guard, Holding, Shedder, Timeout};
+use super::extras::{Deciding, Extras, Guard, Shedder, Timeout};
 use super::fallback::FallbackInput;
 use super::hooks::Slot;
 use super::options::{Classifier, Head};
-use super::{GiveUp, Hooks, LogLevel, Opts, RetryEvent, Unset};
+use super::seam::{Failure, Next, NextCopy};
+use super::{Decide, GiveUp, Hooks, LogLevel, Opts, RetryEvent, Unset};
+use crate::overload::aws2026_call::Aws2026Call;
 use crate::timer::Elapsed;
 use crate::{
     AdmissionGate, Aws2026Standard, CircuitBreaker, CircuitOpen, Hedge, Policy, Rejected,
@@ -261,15 +263,9 @@ pub struct DynHooks<'a, T, E> {
     /// `notify` hears the time since the first attempt (`RetryEvent::elapsed`).
     pub(crate) notify_timed: bool,
     pub(crate) on_give_up: Option<GiveUpFn<'a, T, E>>,
+    /// The call's decider, if the door has one ([`decide`](DynHooks::decide)).
+    pub(crate) decider: Option<&'a mut (dyn Decide<E> + Send)>,
 }
-
-// By hand: a derive would ask `T: Copy` and `E: Copy`, and these are references.
-impl<T, E> Clone for DynHooks<'_, T, E> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<T, E> Copy for DynHooks<'_, T, E> {}
 
 impl<T, E> fmt::Debug for DynHooks<'_, T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -278,6 +274,7 @@ impl<T, E> fmt::Debug for DynHooks<'_, T, E> {
             .field("notify", &self.notify.is_some())
             .field("notify_timed", &self.notify_timed)
             .field("on_give_up", &self.on_give_up.is_some())
+            .field("decider", &self.decider.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -291,6 +288,7 @@ impl<'a, T, E> DynHooks<'a, T, E> {
             notify: None,
             notify_timed: true,
             on_give_up: None,
+            decider: None,
         }
     }
 
@@ -320,6 +318,38 @@ impl<'a, T, E> DynHooks<'a, T, E> {
     /// `on_give_up = f`: called once when the loop gives up on a failure it could have retried.
     pub fn on_give_up(mut self, f: Option<GiveUpFn<'a, T, E>>) -> Self {
         self.on_give_up = f;
+        self
+    }
+
+    /// The call's decider: what follows each attempt that did not end in an accepted answer is
+    /// asked of `decider` in place of the policy's `max` and pauses (see [`Decide`]: the budget,
+    /// the breaker, the gate, the deadline and the hooks still hold). Per call: it may keep
+    /// what it learns from one attempt for the next.
+    ///
+    /// ```
+    /// use retry_runtime::engine::{Decide, DynHooks, Failure, Next};
+    /// use retry_runtime::Verdict;
+    /// use std::io;
+    /// use std::time::Duration;
+    ///
+    /// /// Three attempts, a second apart.
+    /// struct Steady;
+    /// impl Decide<io::Error> for Steady {
+    ///     fn next(&mut self, failure: &Failure<'_, io::Error>) -> Next {
+    ///         match failure.verdict.is_retry() && failure.attempt < 3 {
+    ///             true => Next::Retry(Duration::from_secs(1)),
+    ///             false => Next::Return,
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let classify = |error: &io::Error| Verdict::from(error.kind() == io::ErrorKind::TimedOut);
+    /// let mut steady = Steady;
+    /// let hooks = DynHooks::<u16, io::Error>::new(&classify).decide(&mut steady);
+    /// # let _ = hooks;
+    /// ```
+    pub fn decide(mut self, decider: &'a mut (dyn Decide<E> + Send)) -> Self {
+        self.decider = Some(decider);
         self
     }
 }
@@ -413,8 +443,41 @@ pub type DynOptions<'a, T, E, S> = Opts<
         DynSlot<GiveUpFn<'a, T, E>>,
         Unset,
     >,
-    Extras<'a, E, Holding<T, E>>,
+    Extras<'a, E, Deciding<DynDecider<'a, E>, T, E>>,
 >;
+
+/// The decider of a door configured at run time: the door's own ([`DynHooks::decide`]), or
+/// `aws2026`'s for [`Settings::aws2026`].
+pub enum DynDecider<'a, E> {
+    /// The door's.
+    Door(&'a mut (dyn Decide<E> + Send)),
+    /// `aws2026`'s, per call.
+    Aws2026(Aws2026Call<'a>),
+}
+
+impl<E> Decide<E> for DynDecider<'_, E> {
+    #[inline]
+    fn next(&mut self, failure: &Failure<'_, E>) -> Next {
+        match self {
+            DynDecider::Door(decider) => decider.next(failure),
+            DynDecider::Aws2026(call) => call.next(failure),
+        }
+    }
+    #[inline]
+    fn accepted(&mut self, attempts: u32) {
+        match self {
+            DynDecider::Door(decider) => decider.accepted(attempts),
+            DynDecider::Aws2026(call) => Decide::<E>::accepted(call, attempts),
+        }
+    }
+    #[inline]
+    fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {
+        match self {
+            DynDecider::Door(decider) => decider.copy_failed(failure),
+            DynDecider::Aws2026(call) => call.copy_failed(failure),
+        }
+    }
+}
 
 impl<'a, T, E> DynHooks<'a, T, E> {
     /// The options of a loop with these hooks, `settings`' extras and the timer `sleeper`.
@@ -452,12 +515,16 @@ impl<'a, T, E> DynHooks<'a, T, E> {
                     .rejection()
                     .map(|(gate, error)| Shedder::new(gate, error)),
                 permit: None,
-                aws: settings.aws,
-                aws_cost: None,
-                held: Unset,
+                decider: Unset,
                 nested_retry: settings.nested_retry,
             }
-            .holding(),
+            // The door's decider, else `aws2026`'s, else none: the policy decides.
+            .deciding(match self.decider {
+                Some(decider) => Some(DynDecider::Door(decider)),
+                None => settings
+                    .aws
+                    .map(|aws| DynDecider::Aws2026(Aws2026Call::new(aws))),
+            }),
         }
     }
 }

@@ -1,23 +1,26 @@
-//! The options that have no hook of their own: `timeout`, `budget`, `breaker`, `gate`,
-//! `aws2026` and `nested = retry`, kept together in [`Extras`] once one of them is written, and
-//! [`Unset`] otherwise.
+//! The options that have no hook of their own: `timeout`, `budget`, `breaker`, `gate`, a
+//! decider (`aws2026`, a door's) and `nested = retry`, kept together in [`Extras`] once one of
+//! them is written, and [`Unset`] otherwise.
 
+use super::seam::{Decide, Failure, Next, NextCopy};
 use super::{Attempted, Unset};
 use crate::timer::Elapsed;
 use crate::{
-    Admission, AdmissionGate, Aws2026Decision, Aws2026Standard, CircuitBreaker, CircuitOpen,
-    GateOutcome, GatePermit, GiveUpReason, Rejected, RetryBudget, Verdict,
+    Admission, AdmissionGate, CircuitBreaker, CircuitOpen, GateOutcome, GatePermit, GiveUpReason,
+    Rejected, RetryBudget, Verdict,
 };
 use std::time::{Duration, Instant};
 
-/// The options that have no hook of their own: `timeout`, `budget`, `breaker`, `gate`,
-/// `aws2026` and `nested = retry`, with the breaker's and the gate's permissions for the attempt
+/// The options that have no hook of their own: `timeout`, `budget`, `breaker`, `gate`, a
+/// decider and `nested = retry`, with the breaker's and the gate's permissions for the attempt
 /// under way. Present only when one of them is written; otherwise the loop carries [`Unset`] in
 /// its place.
 ///
-/// `L` is where a long-polling call holds its outcome over its last pause: [`Unset`] (nowhere)
-/// unless `aws2026` is written, which makes it a [`Holding`]. Apart, so that a loop without
-/// `aws2026` carries no `T` or `E` in its state and its future is `Send` whatever they are.
+/// `L` is the call's decider and where a lingering call holds its outcome over its last pause
+/// ([`Next::Linger`]): [`Unset`] (no decider: the policy decides) unless a decider is given
+/// (`aws2026`, a door's), which makes it a [`Deciding`]. Apart, so that a loop without one
+/// carries no `T` or `E` in its state and its future is `Send` whatever they are, and so that
+/// its decision folds to the policy's (`bench/RESULTS.md` §3, the failure rows).
 pub struct Extras<'p, E, L = Unset> {
     /// A per-attempt time limit, and how to turn its expiry into the loop's error.
     pub(crate) timeout: Option<Timeout<E>>,
@@ -33,13 +36,9 @@ pub struct Extras<'p, E, L = Unset> {
     /// recorded when the attempt ends; dropped unrecorded (a cancelled call), it gives back
     /// what it held, by `GatePermit`'s own drop.
     pub(crate) permit: Option<GatePermit<'p>>,
-    /// `aws2026 = AWS`: the AWS SDKs' standard mode decides after each failure, and the cost
-    /// of the retry under way, given back if it succeeds.
-    pub(crate) aws: Option<&'p Aws2026Standard>,
-    pub(crate) aws_cost: Option<u32>,
-    /// The outcome a long-polling call returns once its pause is over (`aws2026` with an empty
-    /// quota): held over the pause, returned by the next attempt without running the body.
-    pub(crate) held: L,
+    /// The decider, and the outcome a lingering call returns once its pause is over: held over
+    /// the pause, returned by the next attempt without running the body.
+    pub(crate) decider: L,
     /// `nested = retry`: retry even when a layer above does.
     pub(crate) nested_retry: bool,
 }
@@ -96,7 +95,7 @@ pub enum Refusal<E> {
         rejected: Rejected,
         error: fn(Rejected) -> E,
     },
-    /// The loop had decided to end after a long-polling pause: the outcome it held is returned
+    /// The loop had decided to end after a lingering pause: the outcome it held is returned
     /// now ([`Attempted::Ended`]).
     Ended,
 }
@@ -127,33 +126,101 @@ impl<E> Clone for Refusal<E> {
 }
 impl<E> Copy for Refusal<E> {}
 
-/// Where an `aws2026` loop holds a long-polling call's outcome over its last pause. Boxed: one
-/// word in the state for a path that only an empty quota takes.
-pub struct Holding<T, E>(Option<Box<Result<T, E>>>);
-
-/// Whether the extras hold an outcome over a pause.
-pub trait Hold {
-    /// An outcome is held.
-    fn holds(&self) -> bool;
+/// A call's decider `D` (a [`Decide`] of the loop's error, if any), and where the loop holds the
+/// outcome of a call that lingers ([`Next::Linger`]) over its last pause. The outcome is boxed:
+/// one word in the state for a path that only a lingering call takes.
+pub struct Deciding<D, T, E> {
+    decider: Option<D>,
+    held: Option<Box<Result<T, E>>>,
 }
 
-impl Hold for Unset {
+impl<D, T, E> Deciding<D, T, E> {
+    /// `decider`'s slot, nothing held.
+    pub(crate) fn new(decider: Option<D>) -> Self {
+        Deciding {
+            decider,
+            held: None,
+        }
+    }
+}
+
+/// The decider slot of the extras: [`Unset`] (the policy decides, and the answers are known at
+/// compile time, so that a loop without a decider has no code for one) or a [`Deciding`].
+pub trait DecideSlot<E> {
+    /// Whether a decider may be set: `false` for [`Unset`], a constant so that a loop without a
+    /// decider slot has no code for one (`bench/RESULTS.md` §3).
+    const DECIDES: bool;
+    /// A decider is set: the loop asks it after a failure, in place of the policy.
+    fn decides(&self) -> bool;
+    /// An outcome is held over a pause.
+    fn holds(&self) -> bool;
+    /// [`Decide::next`]; asked only when [`decides`](DecideSlot::decides).
+    fn next(&mut self, failure: &Failure<'_, E>) -> Next;
+    /// [`Decide::accepted`], if a decider is set.
+    fn accepted(&mut self, attempts: u32);
+    /// [`Decide::copy_failed`], if a decider is set.
+    fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy;
+}
+
+impl<E> DecideSlot<E> for Unset {
+    const DECIDES: bool = false;
+    #[inline]
+    fn decides(&self) -> bool {
+        false
+    }
     #[inline]
     fn holds(&self) -> bool {
         false
     }
+    #[inline]
+    fn next(&mut self, _: &Failure<'_, E>) -> Next {
+        // Never asked: without a decider the policy decides.
+        Next::Return
+    }
+    #[inline]
+    fn accepted(&mut self, _: u32) {}
+    #[inline]
+    fn copy_failed(&mut self, _: &Failure<'_, E>) -> NextCopy {
+        NextCopy::OnSchedule
+    }
 }
 
-impl<T, E> Hold for Holding<T, E> {
+impl<E, D: Decide<E>, T> DecideSlot<E> for Deciding<D, T, E> {
+    const DECIDES: bool = true;
+    #[inline]
+    fn decides(&self) -> bool {
+        self.decider.is_some()
+    }
     #[inline]
     fn holds(&self) -> bool {
-        self.0.is_some()
+        self.held.is_some()
+    }
+    #[inline]
+    fn next(&mut self, failure: &Failure<'_, E>) -> Next {
+        match &mut self.decider {
+            Some(decider) => decider.next(failure),
+            // Never asked: without a decider the policy decides.
+            None => Next::Return,
+        }
+    }
+    #[inline]
+    fn accepted(&mut self, attempts: u32) {
+        if let Some(decider) = &mut self.decider {
+            decider.accepted(attempts);
+        }
+    }
+    #[inline]
+    fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {
+        match &mut self.decider {
+            Some(decider) => decider.copy_failed(failure),
+            None => NextCopy::OnSchedule,
+        }
     }
 }
 
 impl<'p, E, L> Extras<'p, E, L> {
-    /// The same extras, with room for a long-polling call's outcome (`aws2026`).
-    pub(crate) fn holding<T>(self) -> Extras<'p, E, Holding<T, E>> {
+    /// The same extras, with the decider `decider` (and room for a lingering call's outcome).
+    pub(crate) fn deciding<D, T>(self, decider: Option<D>) -> Extras<'p, E, Deciding<D, T, E>> {
         Extras {
             timeout: self.timeout,
             budget: self.budget,
@@ -161,9 +228,7 @@ impl<'p, E, L> Extras<'p, E, L> {
             admission: self.admission,
             gate: self.gate,
             permit: self.permit,
-            aws: self.aws,
-            aws_cost: self.aws_cost,
-            held: Holding(None),
+            decider: Deciding::new(decider),
             nested_retry: self.nested_retry,
         }
     }
@@ -178,9 +243,7 @@ impl<E> Default for Extras<'_, E> {
             admission: None,
             gate: None,
             permit: None,
-            aws: None,
-            aws_cost: None,
-            held: Unset,
+            decider: Unset,
             nested_retry: false,
         }
     }
@@ -210,15 +273,32 @@ pub(crate) trait MaybeExtras<E> {
     fn put_admission(&mut self, admission: Option<Self::Admission>);
     /// The budget, if any.
     fn budget(&self) -> Option<&RetryBudget>;
-    /// With `aws2026`, its decision after attempt `attempt` failed with `verdict` (which
-    /// retries), the quota's cost kept for a refund; `None` without it. By value: a reference
-    /// to the loop's progress handed to this (generic) method kept the progress whole in memory
-    /// on every path of the loop, the happy one included (`bench/RESULTS.md` §3).
-    fn aws2026(&mut self, attempt: u32, verdict: Verdict) -> Option<Aws2026Decision>;
+    /// Whether a decider may be set ([`DecideSlot::DECIDES`]): the loop tests this constant
+    /// before [`decides`](MaybeExtras::decides), so that without a decider slot no code for one
+    /// is left.
+    const DECIDES: bool;
+    /// A decider is set ([`DecideSlot::decides`]): `false` at compile time without one.
+    fn decides(&self) -> bool;
+    /// What follows attempt `attempt`'s failure by the decider (its [`Decide::next`], asked with
+    /// the [`Failure`] made of these), or `None` without one: the policy decides. While the
+    /// breaker is open the decider is not asked: a failure worth retrying gives up, another is
+    /// returned. `timing`: the pause before the attempt (nanoseconds), when the call started,
+    /// and the clock. By value: `PERFORMANCE.md` §2.
+    fn next(
+        &mut self,
+        attempt: u32,
+        verdict: Verdict,
+        error: Option<&E>,
+        breaker_open: bool,
+        timing: (u64, Option<Instant>, fn() -> Instant),
+    ) -> Option<Next>;
+    /// The decider's [`Decide::copy_failed`], if one is set.
+    fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy;
     /// The refusal of an attempt that only returns the outcome held over a pause, if one is.
     fn ended(&self) -> Option<Self::Refusal>;
-    /// A call that had made `retries` retries succeeded: the `aws2026` quota's refund.
-    fn succeeded(&mut self, retries: u32);
+    /// The call ended with an accepted `Ok` after `attempts` attempts: the decider's
+    /// [`Decide::accepted`], if one is set.
+    fn accepted(&mut self, attempts: u32);
     /// The timeout, if any.
     fn timeout(&self) -> Option<Timeout<E>>;
     /// `nested = retry`.
@@ -228,27 +308,23 @@ pub(crate) trait MaybeExtras<E> {
     fn shed_reason(&self) -> GiveUpReason;
 }
 
-/// The extras that can hold a call's outcome over a long-polling pause (`aws2026`).
+/// The extras that can hold a call's outcome over a lingering pause (a decider's).
 ///
 /// Apart from [`MaybeExtras`], whose associated types the attempts' futures name: a trait over
 /// `T` there made rustc's `Send` check of a future that holds an attempt with a borrowed `T`
 /// (`Result<&str, E>`) fail with "implementation is not general enough".
 pub(crate) trait Linger<T, E>: MaybeExtras<E> {
-    /// Whether these extras can hold an outcome: only `aws2026`'s. A constant, so that a loop
-    /// without `aws2026` has no code for the rule (`bench/RESULTS.md` §3, the failure rows).
-    const LINGERS: bool;
     /// Holds `outcome` over the pause, for the next attempt to return; gives it back if there
-    /// is nowhere to hold it (a loop without `aws2026`, which never lingers).
+    /// is nowhere to hold it (a loop without a decider, which never lingers).
     fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>>;
     /// The outcome held over a pause, taken.
     fn take_held(&mut self) -> Option<Result<T, E>>;
 }
 
-/// Nowhere to hold an outcome: without extras, or with extras but without `aws2026`.
+/// Nowhere to hold an outcome: without extras, or with extras but without a decider.
 macro_rules! holds_nothing {
     ($($ty:ty),*) => {$(
         impl<T, E> Linger<T, E> for $ty {
-            const LINGERS: bool = false;
             #[inline]
             fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>> {
                 Err(outcome)
@@ -263,22 +339,22 @@ macro_rules! holds_nothing {
 
 holds_nothing!(Unset, Extras<'_, E>);
 
-impl<T, E> Linger<T, E> for Extras<'_, E, Holding<T, E>> {
-    const LINGERS: bool = true;
+impl<T, E, D: Decide<E>> Linger<T, E> for Extras<'_, E, Deciding<D, T, E>> {
     #[inline]
     fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>> {
-        self.held = Holding(Some(Box::new(outcome)));
+        self.decider.held = Some(Box::new(outcome));
         Ok(())
     }
     #[inline]
     fn take_held(&mut self) -> Option<Result<T, E>> {
-        self.held.0.take().map(|held| *held)
+        self.decider.held.take().map(|held| *held)
     }
 }
 
 impl<E> MaybeExtras<E> for Unset {
     type Refusal = NoRefusal;
     type Admission = NoRefusal;
+    const DECIDES: bool = false;
     #[inline]
     fn admit(&mut self, _: fn() -> Instant) -> Result<Duration, NoRefusal> {
         Ok(Duration::ZERO)
@@ -298,15 +374,30 @@ impl<E> MaybeExtras<E> for Unset {
         None
     }
     #[inline]
-    fn aws2026(&mut self, _: u32, _: Verdict) -> Option<Aws2026Decision> {
+    fn decides(&self) -> bool {
+        false
+    }
+    #[inline]
+    fn next(
+        &mut self,
+        _: u32,
+        _: Verdict,
+        _: Option<&E>,
+        _: bool,
+        _: (u64, Option<Instant>, fn() -> Instant),
+    ) -> Option<Next> {
         None
+    }
+    #[inline]
+    fn copy_failed(&mut self, _: &Failure<'_, E>) -> NextCopy {
+        NextCopy::OnSchedule
     }
     #[inline]
     fn ended(&self) -> Option<NoRefusal> {
         None
     }
     #[inline]
-    fn succeeded(&mut self, _: u32) {}
+    fn accepted(&mut self, _: u32) {}
     #[inline]
     fn timeout(&self) -> Option<Timeout<E>> {
         None
@@ -322,9 +413,10 @@ impl<E> MaybeExtras<E> for Unset {
     }
 }
 
-impl<'p, E, L: Hold> MaybeExtras<E> for Extras<'p, E, L> {
+impl<'p, E, L: DecideSlot<E>> MaybeExtras<E> for Extras<'p, E, L> {
     type Refusal = Refusal<E>;
     type Admission = Admission<'p>;
+    const DECIDES: bool = L::DECIDES;
     #[inline]
     fn admit(&mut self, clock: fn() -> Instant) -> Result<Duration, Refusal<E>> {
         // The gate first: a permit dropped because the breaker then refuses gives back what it
@@ -384,27 +476,49 @@ impl<'p, E, L: Hold> MaybeExtras<E> for Extras<'p, E, L> {
         self.budget
     }
     #[inline]
-    fn aws2026(&mut self, attempt: u32, verdict: Verdict) -> Option<Aws2026Decision> {
-        let aws = self.aws?;
-        let decision = aws.decide(attempt, verdict);
-        self.aws_cost = match decision {
-            Aws2026Decision::Retry { cost, .. } => Some(cost),
-            _ => None,
-        };
-        Some(decision)
+    fn decides(&self) -> bool {
+        self.decider.decides()
     }
-
+    #[inline]
+    fn next(
+        &mut self,
+        attempt: u32,
+        verdict: Verdict,
+        error: Option<&E>,
+        breaker_open: bool,
+        (previous_pause, started, clock): (u64, Option<Instant>, fn() -> Instant),
+    ) -> Option<Next> {
+        if !L::DECIDES || !self.decider.decides() {
+            return None;
+        }
+        if breaker_open {
+            return Some(if verdict.is_retry() {
+                Next::GiveUp(GiveUpReason::BreakerOpen)
+            } else {
+                Next::Return
+            });
+        }
+        let elapsed = started.map_or(Duration::ZERO, |t| clock().saturating_duration_since(t));
+        Some(self.decider.next(&Failure {
+            attempt,
+            copy: 0,
+            verdict,
+            error,
+            previous_pause: Duration::from_nanos(previous_pause),
+            elapsed,
+        }))
+    }
+    #[inline]
+    fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {
+        self.decider.copy_failed(failure)
+    }
     #[inline]
     fn ended(&self) -> Option<Refusal<E>> {
-        self.held.holds().then_some(Refusal::Ended)
+        self.decider.holds().then_some(Refusal::Ended)
     }
     #[inline]
-    fn succeeded(&mut self, retries: u32) {
-        if let Some(aws) = self.aws {
-            // The last retry's cost only: earlier retries of the call are not given back.
-            aws.quota()
-                .refund(if retries == 0 { None } else { self.aws_cost });
-        }
+    fn accepted(&mut self, attempts: u32) {
+        self.decider.accepted(attempts);
     }
     #[inline]
     fn timeout(&self) -> Option<Timeout<E>> {
@@ -430,8 +544,8 @@ impl<'p, E, L: Hold> MaybeExtras<E> for Extras<'p, E, L> {
 /// The extras of a loop, made if none were yet: what the builders of `timeout`, `budget`,
 /// `breaker`, `gate`, `aws2026` and `nested = retry` start from.
 pub trait IntoExtras<'p, E> {
-    /// Where the extras hold an outcome over a pause: kept by every builder but `aws2026`.
-    type Hold: Hold;
+    /// The decider slot: kept by every builder but `aws2026`, which fills it.
+    type Hold: DecideSlot<E>;
     fn into_extras(self) -> Extras<'p, E, Self::Hold>;
 }
 
@@ -442,7 +556,7 @@ impl<'p, E> IntoExtras<'p, E> for Unset {
     }
 }
 
-impl<'p, E, L: Hold> IntoExtras<'p, E> for Extras<'p, E, L> {
+impl<'p, E, L: DecideSlot<E>> IntoExtras<'p, E> for Extras<'p, E, L> {
     type Hold = L;
     fn into_extras(self) -> Extras<'p, E, L> {
         self

@@ -16,8 +16,10 @@
 //!   (an `Ok` that `on_result` does not reject, or an error the classifier says not to retry: the
 //!   service answered, and a copy would say the same) ends the attempt; a failure worth retrying
 //!   ends it only if no other copy is still running: one copy's reset connection does not cancel
-//!   another that may still answer. Such a failure is recorded with the breaker at once; the one
-//!   that ends the attempt is recorded by `next`, as always;
+//!   another that may still answer. Such a failure is recorded with the breaker at once, and a
+//!   decider, if the call has one, says when the next copy goes
+//!   ([`Decide::copy_failed`](super::Decide::copy_failed): on schedule, now, after a pause of
+//!   its own, or never); the one that ends the attempt is recorded by `next`, as always;
 //! - the outcome ([`Retry::hedged_outcome`]): the copies still running when the attempt ends are
 //!   dropped, which cancels them (a dropped breaker permission counts as nothing while the
 //!   circuit is closed), the attempt's latency is recorded for a percentile delay, and the
@@ -32,10 +34,11 @@ use super::extras::{MaybeExtras, Timeout};
 use super::hooks::HookSet;
 use super::observe;
 use super::options::{Classifier, HeadSet};
-use super::{Attempted, Opts, Retry};
-use crate::Hedge;
+use super::seam::{Failure, NextCopy};
+use super::{Attempted, Opts, Progress, Retry};
 use crate::context::{Enter, Frame, KeySlot, Scoped};
 use crate::timer::{Elapsed, Sleeper, Timed};
+use crate::{Hedge, Verdict};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
@@ -81,6 +84,8 @@ struct Schedule<'h, Sl> {
     attempt_started: Option<Instant>,
     /// The timer of the next copy.
     timer: Option<Pin<Box<Sl>>>,
+    /// A decider asked for the next copy at once ([`NextCopy::Now`]).
+    now: bool,
 }
 
 impl<'h, Sl: Future<Output = ()>> Schedule<'h, Sl> {
@@ -100,11 +105,15 @@ impl<'h, Sl: Future<Output = ()>> Schedule<'h, Sl> {
                 Some(delay) if max_hedges > 0 => Some(Box::pin(sleeper.sleep(delay))),
                 _ => None,
             },
+            now: false,
         }
     }
 
     /// Whether the next copy is due now (its timer polled once if not).
     fn due(&mut self, cx: &mut TaskContext<'_>) -> bool {
+        if std::mem::take(&mut self.now) {
+            return true;
+        }
         let Some(sleep) = &mut self.timer else {
             return false;
         };
@@ -128,6 +137,33 @@ impl<'h, Sl: Future<Output = ()>> Schedule<'h, Sl> {
             });
             Box::pin(sleeper.sleep(wait))
         });
+    }
+
+    /// A decider's word on the next copy, after a copy failed: `true` if the schedule changed,
+    /// so that the race looks at it again (a copy to start at once, a timer to poll once).
+    fn decided<S: Sleeper<Sleep = Sl>>(&mut self, next: NextCopy, sleeper: &S) -> bool {
+        // Every copy has started: nothing to bring forward or put back.
+        if u32::from(self.hedges) >= self.max_hedges {
+            return false;
+        }
+        match next {
+            NextCopy::Now => {
+                self.timer = None;
+                self.now = true;
+                true
+            }
+            NextCopy::After(wait) => {
+                self.timer = Some(Box::pin(sleeper.sleep(wait)));
+                true
+            }
+            NextCopy::Never => {
+                self.timer = None;
+                self.max_hedges = u32::from(self.hedges);
+                false
+            }
+            // `OnSchedule`, or a word this version does not know: the schedule stands.
+            _ => false,
+        }
     }
 }
 
@@ -223,6 +259,7 @@ where
     {
         let clock = self.site.clock;
         let name = self.site.name;
+        let progress = self.progress;
         let Retry { opts, .. } = self;
         let Opts {
             head,
@@ -250,63 +287,86 @@ where
                 hedge: frame.hedge,
             }
         };
+        let timeout = extras.timeout();
         let admission = extras.take_admission();
         let mut running = vec![copy(frame, admission)];
         let (outcome, admission) = std::future::poll_fn(|cx| {
-            // Start the copies whose time has come, and poll each new timer once.
-            while schedule.due(cx) {
-                // The breaker's permission, then a token from the budget: without either, no more
-                // copies for this attempt.
-                if extras.admit(clock).is_err() {
-                    break;
-                }
-                let admission = extras.take_admission();
-                if let Some(budget) = extras.budget() {
-                    if !budget.try_withdraw(clock()) {
-                        observe::hedged(name, frame.attempt, schedule.hedges + 1, false);
+            loop {
+                // Start the copies whose time has come, and poll each new timer once.
+                while schedule.due(cx) {
+                    // The breaker's permission, then a token from the budget: without either, no more
+                    // copies for this attempt.
+                    if extras.admit(clock).is_err() {
                         break;
                     }
+                    let admission = extras.take_admission();
+                    if let Some(budget) = extras.budget() {
+                        if !budget.try_withdraw(clock()) {
+                            observe::hedged(name, frame.attempt, schedule.hedges + 1, false);
+                            break;
+                        }
+                    }
+                    observe::hedged(name, frame.attempt, schedule.hedges + 1, true);
+                    running.push(copy(
+                        Frame {
+                            hedge: schedule.hedges + 1,
+                            ..frame
+                        },
+                        admission,
+                    ));
+                    schedule.started(sleeper, clock);
                 }
-                observe::hedged(name, frame.attempt, schedule.hedges + 1, true);
-                running.push(copy(
-                    Frame {
-                        hedge: schedule.hedges + 1,
-                        ..frame
-                    },
-                    admission,
-                ));
-                schedule.started(sleeper, clock);
-            }
-            let mut i = 0;
-            while i < running.len() {
-                let Poll::Ready(outcome) = running[i].future.as_mut().poll(cx) else {
-                    i += 1;
-                    continue;
-                };
-                let done = running.swap_remove(i);
-                if done.hedge == 0 {
-                    if let Some(started) = done.started {
-                        let now = clock();
-                        schedule
-                            .hedge
-                            .record(now.saturating_duration_since(started), now);
+                // A decider changed the schedule: look at it again before waiting.
+                let mut again = false;
+                let mut i = 0;
+                while i < running.len() {
+                    let Poll::Ready(outcome) = running[i].future.as_mut().poll(cx) else {
+                        i += 1;
+                        continue;
+                    };
+                    let done = running.swap_remove(i);
+                    if done.hedge == 0 {
+                        if let Some(started) = done.started {
+                            let now = clock();
+                            schedule
+                                .hedge
+                                .record(now.saturating_duration_since(started), now);
+                        }
+                    }
+                    let verdict = match &outcome {
+                        Ok(Ok(value)) => hooks.judge(value),
+                        Ok(Err(error)) => classify.verdict(error),
+                        Err(_) => Verdict::Retry,
+                    };
+                    if !verdict.is_retry() || running.is_empty() {
+                        return Poll::Ready((outcome, done.admission));
+                    }
+                    // A failure worth retrying while another copy may still answer.
+                    if let Some(admission) = done.admission {
+                        admission.record(false, clock());
+                    }
+                    observe::copy_failed(name, frame.attempt, done.hedge);
+                    if X::DECIDES && extras.decides() {
+                        let next = copy_decided(
+                            extras,
+                            Failed {
+                                attempt: frame.attempt,
+                                copy: done.hedge,
+                                verdict,
+                                outcome: &outcome,
+                            },
+                            |error| classify.timed_out(error),
+                            timeout,
+                            progress,
+                            clock,
+                        );
+                        again |= schedule.decided(next, sleeper);
                     }
                 }
-                let retry = match &outcome {
-                    Ok(Ok(value)) => hooks.judge(value).is_retry(),
-                    Ok(Err(error)) => classify.verdict(error).is_retry(),
-                    Err(_) => true,
-                };
-                if !retry || running.is_empty() {
-                    return Poll::Ready((outcome, done.admission));
+                if !again {
+                    return Poll::Pending;
                 }
-                // A failure worth retrying while another copy may still answer.
-                if let Some(admission) = done.admission {
-                    admission.record(false, clock());
-                }
-                observe::copy_failed(name, frame.attempt, done.hedge);
             }
-            Poll::Pending
         })
         .await;
         // The attempt itself, dropped unanswered: at least this slow.
@@ -323,6 +383,52 @@ where
         drop(running);
         (outcome, admission)
     }
+}
+
+/// A copy that failed while others run, as the race saw it.
+struct Failed<'o, T, E> {
+    attempt: u32,
+    copy: u16,
+    /// The race's verdict: the classifier's, `on_result`'s, or a retry for a timed-out copy.
+    verdict: Verdict,
+    outcome: &'o Result<Result<T, E>, Elapsed>,
+}
+
+/// The decider's word on the next copy after `failed` ([`Decide::copy_failed`]): the failure as
+/// it sees it, a timed-out copy's error made the door's (`timeout`'s) and judged by
+/// `timed_out`. Out of line: only a hedged call with a decider comes here.
+///
+/// [`Decide::copy_failed`]: super::Decide::copy_failed
+#[cold]
+#[inline(never)]
+fn copy_decided<T, E, X: MaybeExtras<E>>(
+    extras: &mut X,
+    failed: Failed<'_, T, E>,
+    timed_out: impl Fn(&E) -> Verdict,
+    timeout: Option<Timeout<E>>,
+    progress: Progress,
+    clock: fn() -> Instant,
+) -> NextCopy {
+    let made;
+    let (error, verdict) = match failed.outcome {
+        Ok(Ok(_)) => (None, failed.verdict),
+        Ok(Err(error)) => (Some(error), failed.verdict),
+        Err(elapsed) => match timeout {
+            Some(Timeout { error, .. }) => {
+                made = error(*elapsed);
+                (Some(&made), timed_out(&made))
+            }
+            None => unreachable_elapsed(*elapsed),
+        },
+    };
+    extras.copy_failed(&Failure {
+        attempt: failed.attempt,
+        copy: failed.copy,
+        verdict,
+        error,
+        previous_pause: Duration::from_nanos(progress.previous_pause),
+        elapsed: progress.elapsed(clock),
+    })
 }
 
 #[cold]

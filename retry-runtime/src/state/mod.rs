@@ -57,6 +57,7 @@ mod log;
 pub(crate) mod observe;
 mod options;
 mod retrier;
+mod seam;
 mod spans;
 
 pub use attempt::{AttemptOutcome, Attempted};
@@ -68,6 +69,7 @@ pub use hooks::{ErrorForm, ErrorOnly, GiveUpHook, Hooks, IntoVerdict, NotifyHook
 pub use log::{LogLevel, level};
 pub use options::{ByTransient, Classifier, DefaultSleeper, Defaults, Head, Options, Opts};
 pub use retrier::{AsyncRun, Retrier, SyncRun};
+pub use seam::{Decide, Failure, Next, NextCopy};
 
 use crate::breaker::FromCircuitOpen;
 use crate::context::{self, KeySlot};
@@ -600,7 +602,9 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: Linger<T, E>> Retry<'p, T, E, Op
         self.opts
             .extras
             .record(false, crate::GateOutcome::Accepted, self.site.clock);
-        self.opts.extras.succeeded(self.progress.retries);
+        if X::DECIDES {
+            self.opts.extras.accepted(self.progress.retries + 1);
+        }
         observe::accepted(self.site.name, self.progress.retries);
         H::ready(Ok(value))
     }

@@ -8,13 +8,14 @@
 //! an option replaces one slot, and so the type: the options are known when the code is
 //! compiled, and one that is not written costs no code and no check (`PERFORMANCE.md` §1).
 
-use super::extras::{Extras, Holding, IntoExtras, MaybeExtras, Timeout};
+use super::extras::{Deciding, Extras, IntoExtras, MaybeExtras, Timeout};
 use super::fallback::{FallbackArgument, FallbackOutput};
 use super::hooks::{
     Classify, GiveUpHook, HookSet, Hooks, IntoVerdict, Notify, NotifyHook, OnResult,
 };
 use super::log::{ByDebug, Show};
 use super::{GiveUp, Unset};
+use crate::overload::aws2026_call::Aws2026Call;
 use crate::timer::Sleeper;
 use crate::{Aws2026Standard, Transient, Verdict};
 use std::marker::PhantomData;
@@ -300,7 +301,7 @@ where
     type WithFallback<J, Out: FallbackOutput<T, E, M>, M> =
         Opts<K, H::WithFallback<Out::Slot<J>>, X>;
     type WithExtras = Opts<K, H, Extras<'p, E, X::Hold>>;
-    type WithAws2026 = Opts<K, H, Extras<'p, E, Holding<T, E>>>;
+    type WithAws2026 = Opts<K, H, Extras<'p, E, Deciding<Aws2026Call<'p>, T, E>>>;
     type WithTimeout = Opts<K::AsyncOnly, H, Extras<'p, E, X::Hold>>;
     type Hold = X::Hold;
 
@@ -365,8 +366,10 @@ where
 
     #[inline]
     fn with_aws2026(self, aws: &'p Aws2026Standard) -> Self::WithAws2026 {
-        let mut extras = self.extras.into_extras().holding();
-        extras.aws = Some(aws);
+        let extras = self
+            .extras
+            .into_extras()
+            .deciding(Some(Aws2026Call::new(aws)));
         Opts {
             head: self.head,
             hooks: self.hooks,

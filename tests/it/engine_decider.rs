@@ -1,0 +1,580 @@
+//! The decision seam as a door's author meets it: a decider of the door's own
+//! (`engine::Decide`), handed to the engine with `DynHooks::decide`, decides what follows each
+//! failed attempt in place of the policy, while the budget, the breaker, the deadline and the
+//! hooks stay the engine's; with hedging, it says when the next copy goes. Under tokio's paused
+//! clock, with exact call counts and virtual times.
+
+use retry_runtime::engine::{
+    self, Decide, DynHooks, Failure, FnOperation, Next, NextCopy, Settings, TokioTimer,
+};
+use retry_runtime::{
+    CircuitBreaker, CircuitOpen, Elapsed, GiveUp, GiveUpReason, Hedge, Jitter, Policy, RetryBudget,
+    Verdict, attempt,
+};
+use std::future::Future;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+use tokio::time::Instant;
+
+#[derive(Debug, PartialEq)]
+enum CallError {
+    Busy,
+    Bad,
+    Timeout,
+    Open,
+}
+
+impl From<Elapsed> for CallError {
+    fn from(_: Elapsed) -> Self {
+        CallError::Timeout
+    }
+}
+
+impl From<CircuitOpen> for CallError {
+    fn from(_: CircuitOpen) -> Self {
+        CallError::Open
+    }
+}
+
+const SECOND: Duration = Duration::from_secs(1);
+
+fn classify(error: &CallError) -> Verdict {
+    Verdict::from(*error == CallError::Busy)
+}
+
+/// A policy that would never retry: whatever retries below, the decider asked for it.
+fn never_retries() -> Policy {
+    Policy::new().max(0).jitter(Jitter::None)
+}
+
+/// What a decider saw of one failure.
+#[derive(Debug, PartialEq)]
+struct Seen {
+    attempt: u32,
+    copy: u16,
+    verdict: Verdict,
+    error: Option<CallError>,
+    previous_pause: Duration,
+    elapsed: Duration,
+}
+
+impl Seen {
+    fn of(failure: &Failure<'_, CallError>) -> Seen {
+        Seen {
+            attempt: failure.attempt,
+            copy: failure.copy,
+            verdict: failure.verdict,
+            error: failure.error.map(|error| match error {
+                CallError::Busy => CallError::Busy,
+                CallError::Bad => CallError::Bad,
+                CallError::Timeout => CallError::Timeout,
+                CallError::Open => CallError::Open,
+            }),
+            previous_pause: failure.previous_pause,
+            elapsed: failure.elapsed,
+        }
+    }
+}
+
+/// A door's decider that answers from a script, one `Next` per failure, and keeps what it saw.
+struct Scripted {
+    script: Vec<Next>,
+    seen: Vec<Seen>,
+    accepted: Vec<u32>,
+    /// Run as it decides (another call tripping a breaker).
+    on_next: fn(),
+}
+
+impl Scripted {
+    fn new(script: &[Next]) -> Scripted {
+        Scripted {
+            script: script.iter().rev().copied().collect(),
+            seen: Vec::new(),
+            accepted: Vec::new(),
+            on_next: || {},
+        }
+    }
+}
+
+impl Decide<CallError> for Scripted {
+    fn next(&mut self, failure: &Failure<'_, CallError>) -> Next {
+        self.seen.push(Seen::of(failure));
+        (self.on_next)();
+        self.script.pop().unwrap_or(Next::Return)
+    }
+
+    fn accepted(&mut self, attempts: u32) {
+        self.accepted.push(attempts);
+    }
+}
+
+/// Attempts that fail with `Busy` until `ok_at` (never with 0), each start's time kept.
+struct Door {
+    started: Instant,
+    starts: Mutex<Vec<Duration>>,
+    ok_at: u32,
+}
+
+impl Door {
+    fn new(ok_at: u32) -> Door {
+        Door {
+            started: Instant::now(),
+            starts: Mutex::new(Vec::new()),
+            ok_at,
+        }
+    }
+
+    fn attempt(&self) -> impl Future<Output = Result<u32, CallError>> + use<> {
+        self.starts
+            .lock()
+            .expect("not poisoned")
+            .push(self.started.elapsed());
+        let n = attempt().number();
+        let ok = n == self.ok_at;
+        async move { if ok { Ok(n) } else { Err(CallError::Busy) } }
+    }
+
+    fn starts(&self) -> Vec<Duration> {
+        self.starts.lock().expect("not poisoned").clone()
+    }
+}
+
+/// Drives `door` with `decider` under `settings`, `on_give_up` heard.
+async fn drive(
+    settings: &Settings<'_, engine::NoGate>,
+    decider: &mut Scripted,
+    door: &Door,
+    gave_up: &Mutex<Vec<(GiveUpReason, u32)>>,
+) -> Result<u32, CallError> {
+    let heard = |_: Result<&u32, &CallError>, why: &GiveUp| {
+        gave_up
+            .lock()
+            .expect("not poisoned")
+            .push((why.reason, why.attempts));
+    };
+    let hooks = DynHooks::new(&classify)
+        .on_give_up(Some(&heard))
+        .decide(decider);
+    engine::drive(settings, hooks, TokioTimer, FnOperation(|| door.attempt())).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deciders_pauses_are_taken_exactly_in_place_of_the_policys() {
+    let policy = never_retries();
+    let settings = Settings::new(&policy);
+    let mut decider = Scripted::new(&[Next::Retry(3 * SECOND), Next::Retry(7 * SECOND)]);
+    let door = Door::new(0);
+    let gave_up = Mutex::new(Vec::new());
+    let answer = drive(&settings, &mut decider, &door, &gave_up).await;
+    // The third failure: the script is out, `Return`.
+    assert_eq!(answer, Err(CallError::Busy));
+    assert_eq!(door.starts(), [Duration::ZERO, 3 * SECOND, 10 * SECOND]);
+    let busy = |attempt, previous_pause, elapsed| Seen {
+        attempt,
+        copy: 0,
+        verdict: Verdict::Retry,
+        error: Some(CallError::Busy),
+        previous_pause,
+        elapsed,
+    };
+    assert_eq!(
+        decider.seen,
+        [
+            busy(1, Duration::ZERO, Duration::ZERO),
+            busy(2, 3 * SECOND, 3 * SECOND),
+            busy(3, 7 * SECOND, 10 * SECOND),
+        ]
+    );
+    // `Return` is the answer, not a give-up: `on_give_up` hears nothing; `accepted` neither.
+    assert!(gave_up.lock().expect("not poisoned").is_empty());
+    assert!(decider.accepted.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_error_not_worth_retrying_is_asked_too_and_return_ends_the_call_with_it() {
+    let policy = Policy::new().max(3).jitter(Jitter::None);
+    let settings = Settings::new(&policy);
+    let mut decider = Scripted::new(&[Next::Return]);
+    let gave_up = Mutex::new(Vec::new());
+    let heard = |_: Result<&u32, &CallError>, why: &GiveUp| {
+        gave_up
+            .lock()
+            .expect("not poisoned")
+            .push((why.reason, why.attempts));
+    };
+    let hooks = DynHooks::new(&classify)
+        .on_give_up(Some(&heard))
+        .decide(&mut decider);
+    let calls = AtomicU32::new(0);
+    let answer = engine::drive(
+        &settings,
+        hooks,
+        TokioTimer,
+        FnOperation(|| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            std::future::ready(Err::<u32, _>(CallError::Bad))
+        }),
+    )
+    .await;
+    assert_eq!(answer, Err(CallError::Bad));
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+    assert_eq!(decider.seen.len(), 1);
+    assert_eq!(decider.seen[0].verdict, Verdict::Fail);
+    assert_eq!(decider.seen[0].error, Some(CallError::Bad));
+    assert!(gave_up.lock().expect("not poisoned").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn give_up_reaches_on_give_up_with_its_reason_and_the_attempts() {
+    let policy = Policy::new().max(5).jitter(Jitter::None);
+    let settings = Settings::new(&policy);
+    let too_long = GiveUpReason::SuggestedTooLong(60 * SECOND);
+    let mut decider = Scripted::new(&[Next::Retry(SECOND), Next::GiveUp(too_long)]);
+    let door = Door::new(0);
+    let gave_up = Mutex::new(Vec::new());
+    let answer = drive(&settings, &mut decider, &door, &gave_up).await;
+    assert_eq!(answer, Err(CallError::Busy));
+    assert_eq!(door.starts(), [Duration::ZERO, SECOND]);
+    assert_eq!(*gave_up.lock().expect("not poisoned"), [(too_long, 2)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn linger_pauses_then_gives_up_as_the_budget_without_another_attempt() {
+    let policy = never_retries();
+    let settings = Settings::new(&policy);
+    let mut decider = Scripted::new(&[Next::Retry(SECOND), Next::Linger(4 * SECOND)]);
+    let door = Door::new(0);
+    let gave_up = Mutex::new(Vec::new());
+    let started = Instant::now();
+    let answer = drive(&settings, &mut decider, &door, &gave_up).await;
+    assert_eq!(answer, Err(CallError::Busy));
+    // Two attempts; the second's failure held over the pause of 4 s, then returned.
+    assert_eq!(door.starts(), [Duration::ZERO, SECOND]);
+    assert_eq!(started.elapsed(), 5 * SECOND);
+    assert_eq!(decider.seen.len(), 2);
+    assert_eq!(
+        *gave_up.lock().expect("not poisoned"),
+        [(GiveUpReason::Budget, 2)]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_linger_past_the_deadline_gives_up_at_once() {
+    let policy = never_retries().deadline(3 * SECOND);
+    let settings = Settings::new(&policy);
+    let mut decider = Scripted::new(&[Next::Linger(4 * SECOND)]);
+    let door = Door::new(0);
+    let gave_up = Mutex::new(Vec::new());
+    let started = Instant::now();
+    let answer = drive(&settings, &mut decider, &door, &gave_up).await;
+    assert_eq!(answer, Err(CallError::Busy));
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    assert_eq!(
+        *gave_up.lock().expect("not poisoned"),
+        [(GiveUpReason::Budget, 1)]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deciders_retry_is_refused_by_the_deadline() {
+    let policy = never_retries().deadline(10 * SECOND);
+    let settings = Settings::new(&policy);
+    let mut decider = Scripted::new(&[Next::Retry(4 * SECOND), Next::Retry(7 * SECOND)]);
+    let door = Door::new(0);
+    let gave_up = Mutex::new(Vec::new());
+    let started = Instant::now();
+    let answer = drive(&settings, &mut decider, &door, &gave_up).await;
+    assert_eq!(answer, Err(CallError::Busy));
+    // 4 s then 7 s would end at 11 s, past the deadline of 10 s: no second pause.
+    assert_eq!(door.starts(), [Duration::ZERO, 4 * SECOND]);
+    assert_eq!(started.elapsed(), 4 * SECOND);
+    assert_eq!(
+        *gave_up.lock().expect("not poisoned"),
+        [(GiveUpReason::Deadline, 2)]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deciders_retry_is_refused_by_an_empty_budget() {
+    // One token per call's first attempt, none in reserve: one retry.
+    static ONE_TOKEN: RetryBudget = RetryBudget::new().ratio(1.0).min_per_second(0);
+    let policy = never_retries();
+    let settings = Settings::new(&policy).budget(Some(&ONE_TOKEN));
+    let mut decider = Scripted::new(&[Next::Retry(2 * SECOND), Next::Retry(2 * SECOND)]);
+    let door = Door::new(0);
+    let gave_up = Mutex::new(Vec::new());
+    let answer = drive(&settings, &mut decider, &door, &gave_up).await;
+    assert_eq!(answer, Err(CallError::Busy));
+    assert_eq!(door.starts(), [Duration::ZERO, 2 * SECOND]);
+    assert_eq!(decider.seen.len(), 2);
+    assert_eq!(
+        *gave_up.lock().expect("not poisoned"),
+        [(GiveUpReason::Budget, 2)]
+    );
+}
+
+static TRIPPED: CircuitBreaker = CircuitBreaker::new()
+    .consecutive_failures(2)
+    .open_for(Duration::from_secs(60));
+
+#[tokio::test(start_paused = true)]
+async fn a_deciders_retry_is_refused_by_a_breaker_that_opened_before_the_next_attempt() {
+    let policy = never_retries();
+    let settings = Settings::new(&policy).breaker(Some(&TRIPPED));
+    let mut decider = Scripted::new(&[Next::Retry(SECOND)]);
+    // Another call fails while this one decides: the breaker's second failure opens it.
+    decider.on_next = || {
+        let now = Instant::now().into_std();
+        if let Ok(admission) = TRIPPED.admit(now) {
+            admission.record(false, now);
+        }
+    };
+    let door = Door::new(0);
+    let gave_up = Mutex::new(Vec::new());
+    let answer = drive(&settings, &mut decider, &door, &gave_up).await;
+    // The retry was decided, paused for, and refused: the body ran once.
+    assert_eq!(answer, Err(CallError::Open));
+    assert_eq!(door.starts(), [Duration::ZERO]);
+    assert_eq!(decider.seen.len(), 1);
+    assert_eq!(
+        *gave_up.lock().expect("not poisoned"),
+        [(GiveUpReason::BreakerOpen, 1)]
+    );
+}
+
+static OPENS_AT_ONCE: CircuitBreaker = CircuitBreaker::new()
+    .consecutive_failures(1)
+    .open_for(Duration::from_secs(60));
+
+#[tokio::test(start_paused = true)]
+async fn while_the_breaker_is_open_the_decider_is_not_asked() {
+    let policy = never_retries();
+    let settings = Settings::new(&policy).breaker(Some(&OPENS_AT_ONCE));
+    let mut decider = Scripted::new(&[Next::Retry(SECOND)]);
+    let door = Door::new(0);
+    let gave_up = Mutex::new(Vec::new());
+    let answer = drive(&settings, &mut decider, &door, &gave_up).await;
+    assert_eq!(answer, Err(CallError::Busy));
+    assert_eq!(door.starts(), [Duration::ZERO]);
+    assert!(decider.seen.is_empty(), "no retry could be admitted");
+    assert_eq!(
+        *gave_up.lock().expect("not poisoned"),
+        [(GiveUpReason::BreakerOpen, 1)]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn accepted_hears_the_attempts_of_a_call_that_ends_with_an_accepted_ok() {
+    let policy = never_retries();
+    let settings = Settings::new(&policy);
+    let mut decider = Scripted::new(&[Next::Retry(SECOND), Next::Retry(2 * SECOND)]);
+    let door = Door::new(3);
+    let gave_up = Mutex::new(Vec::new());
+    let answer = drive(&settings, &mut decider, &door, &gave_up).await;
+    assert_eq!(answer, Ok(3));
+    assert_eq!(door.starts(), [Duration::ZERO, SECOND, 3 * SECOND]);
+    assert_eq!(decider.accepted, [3]);
+
+    // A first try: one attempt.
+    let mut decider = Scripted::new(&[]);
+    let door = Door::new(1);
+    assert_eq!(drive(&settings, &mut decider, &door, &gave_up).await, Ok(1));
+    assert_eq!(decider.accepted, [1]);
+    assert!(decider.seen.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rejected_ok_reaches_the_decider_without_an_error() {
+    let policy = never_retries();
+    let settings = Settings::new(&policy);
+    let mut decider = Scripted::new(&[Next::Retry(SECOND)]);
+    let too_small = |n: &u32| Verdict::from(*n < 2);
+    let hooks = DynHooks::new(&classify)
+        .on_result(Some(&too_small))
+        .decide(&mut decider);
+    let answer = engine::drive(
+        &settings,
+        hooks,
+        TokioTimer,
+        FnOperation(|| std::future::ready(Ok::<u32, CallError>(attempt().number()))),
+    )
+    .await;
+    assert_eq!(answer, Ok(2));
+    assert_eq!(decider.seen.len(), 1);
+    assert_eq!(decider.seen[0].error, None);
+    assert_eq!(decider.seen[0].verdict, Verdict::Retry);
+    // The Ok of the second attempt is accepted: two attempts.
+    assert_eq!(decider.accepted, [2]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timed_out_attempt_reaches_the_decider_as_the_doors_error() {
+    let policy = never_retries();
+    let settings = Settings::new(&policy).timeout(Some(2 * SECOND));
+    let retry_all = |_: &CallError| Verdict::Retry;
+    let mut decider = Scripted::new(&[Next::Retry(SECOND)]);
+    let hooks = DynHooks::new(&retry_all).decide(&mut decider);
+    let started = Instant::now();
+    let answer = engine::drive(
+        &settings,
+        hooks,
+        TokioTimer,
+        FnOperation(std::future::pending::<Result<u32, CallError>>),
+    )
+    .await;
+    assert_eq!(answer, Err(CallError::Timeout));
+    // 2 s, a pause of 1 s, 2 s; the script is then out: `Return`.
+    assert_eq!(started.elapsed(), 5 * SECOND);
+    assert_eq!(decider.seen.len(), 2);
+    assert_eq!(decider.seen[1].error, Some(CallError::Timeout));
+    assert_eq!(decider.seen[1].elapsed, 5 * SECOND);
+}
+
+// ---- hedging: `copy_failed` moves the next copy ----------------------------------------------
+
+/// A decider whose only word is on copies: `copy_failed` answers `next_copy`.
+struct Copies {
+    next_copy: NextCopy,
+    seen: Vec<Seen>,
+}
+
+impl Decide<CallError> for Copies {
+    fn next(&mut self, _: &Failure<'_, CallError>) -> Next {
+        Next::Return
+    }
+
+    fn copy_failed(&mut self, failure: &Failure<'_, CallError>) -> NextCopy {
+        self.seen.push(Seen::of(failure));
+        self.next_copy
+    }
+}
+
+/// A hedged attempt, copies 10 s apart up to two: the attempt answers `Ok(0)` after 30 s, copy
+/// 1 fails after 1 s (`Busy`), copy 2 answers `Ok(2)` after 1 s. The copies' start times and
+/// the answer with its time, with `next_copy` answered to copy 1's failure.
+async fn hedged(next_copy: NextCopy) -> (Vec<(u16, Duration)>, Result<u32, CallError>, Duration) {
+    let policy = never_retries();
+    let hedge = Hedge::after(10 * SECOND).max_hedges(2);
+    let settings = Settings::new(&policy);
+    let mut decider = Copies {
+        next_copy,
+        seen: Vec::new(),
+    };
+    let hooks = DynHooks::new(&classify).decide(&mut decider);
+    let started = Instant::now();
+    let starts = Mutex::new(Vec::new());
+    let answer = engine::drive_hedged(&settings, hooks, TokioTimer, &hedge, || {
+        let copy = attempt().hedge();
+        starts
+            .lock()
+            .expect("not poisoned")
+            .push((copy, started.elapsed()));
+        async move {
+            match copy {
+                0 => {
+                    tokio::time::sleep(30 * SECOND).await;
+                    Ok(0)
+                }
+                1 => {
+                    tokio::time::sleep(SECOND).await;
+                    Err(CallError::Busy)
+                }
+                _ => {
+                    tokio::time::sleep(SECOND).await;
+                    Ok(2)
+                }
+            }
+        }
+    })
+    .await;
+    let took = started.elapsed();
+    assert_eq!(
+        decider.seen,
+        [Seen {
+            attempt: 1,
+            copy: 1,
+            verdict: Verdict::Retry,
+            error: Some(CallError::Busy),
+            previous_pause: Duration::ZERO,
+            elapsed: 11 * SECOND,
+        }]
+    );
+    (starts.into_inner().expect("not poisoned"), answer, took)
+}
+
+#[tokio::test(start_paused = true)]
+async fn on_schedule_keeps_the_hedges_times() {
+    let (starts, answer, took) = hedged(NextCopy::OnSchedule).await;
+    assert_eq!(
+        starts,
+        [(0, Duration::ZERO), (1, 10 * SECOND), (2, 20 * SECOND)]
+    );
+    assert_eq!((answer, took), (Ok(2), 21 * SECOND));
+}
+
+#[tokio::test(start_paused = true)]
+async fn now_starts_the_next_copy_at_once() {
+    let (starts, answer, took) = hedged(NextCopy::Now).await;
+    assert_eq!(
+        starts,
+        [(0, Duration::ZERO), (1, 10 * SECOND), (2, 11 * SECOND)]
+    );
+    assert_eq!((answer, took), (Ok(2), 12 * SECOND));
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_sets_the_next_copys_timer() {
+    let (starts, answer, took) = hedged(NextCopy::After(2 * SECOND)).await;
+    assert_eq!(
+        starts,
+        [(0, Duration::ZERO), (1, 10 * SECOND), (2, 13 * SECOND)]
+    );
+    assert_eq!((answer, took), (Ok(2), 14 * SECOND));
+}
+
+#[tokio::test(start_paused = true)]
+async fn never_starts_no_more_copies_for_the_attempt() {
+    let (starts, answer, took) = hedged(NextCopy::Never).await;
+    assert_eq!(starts, [(0, Duration::ZERO), (1, 10 * SECOND)]);
+    assert_eq!((answer, took), (Ok(0), 30 * SECOND));
+}
+
+// ---- a decider's give-up reaches the fallback: `aws2026` through the attribute ---------------
+
+/// SQS `ReceiveMessage`'s policy with an empty quota and the largest random factor: the first
+/// failure lingers for the first backoff (50 ms), then gives up as the quota's refusal.
+static EMPTY_SQS: retry_runtime::Aws2026Standard = retry_runtime::Aws2026Standard::with(
+    retry_runtime::Aws2026::new().long_polling(true),
+    retry_runtime::RetryQuota::new().tokens(0),
+)
+.fixed_random(1.0);
+
+static RECEIVED: AtomicU32 = AtomicU32::new(0);
+static SAVED: Mutex<Vec<(GiveUpReason, u32, Duration)>> = Mutex::new(Vec::new());
+
+fn save(error: CallError, why: GiveUp) -> Result<u32, CallError> {
+    SAVED
+        .lock()
+        .expect("not poisoned")
+        .push((why.reason, why.attempts, why.elapsed));
+    Err(error)
+}
+
+#[retry_runtime::retry(aws2026 = EMPTY_SQS, on = classify, fallback = save)]
+async fn receive() -> Result<u32, CallError> {
+    RECEIVED.fetch_add(1, Ordering::Relaxed);
+    Err(CallError::Busy)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lingering_deciders_give_up_reaches_the_fallback_after_the_pause() {
+    let started = Instant::now();
+    assert_eq!(receive().await, Err(CallError::Busy));
+    assert_eq!(RECEIVED.load(Ordering::Relaxed), 1);
+    assert_eq!(started.elapsed(), Duration::from_millis(50));
+    assert_eq!(
+        *SAVED.lock().expect("not poisoned"),
+        [(GiveUpReason::Budget, 1, Duration::from_millis(50))]
+    );
+}

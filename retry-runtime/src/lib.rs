@@ -316,6 +316,7 @@ mod doc_tables;
 pub mod engine;
 pub mod guide;
 mod hedge;
+pub mod hooks;
 mod key;
 #[cfg(feature = "metrics")]
 pub mod metrics;

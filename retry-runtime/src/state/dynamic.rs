@@ -90,7 +90,7 @@ pub trait GateFor<'a, E>: GateSlot<'a> {
 }
 
 /// A gate, and how its rejection becomes the call's error `E`.
-pub type GateAndError<'a, E> = (&'a AdmissionGate, fn(Rejected) -> E);
+pub(crate) type GateAndError<'a, E> = (&'a AdmissionGate, fn(Rejected) -> E);
 
 impl<'a> GateSlot<'a> for NoGate {
     #[inline]
@@ -227,14 +227,14 @@ impl<'a, G: Copy> Settings<'a, G> {
 }
 
 /// A classifier of errors, `on = ...` at run time.
-pub type ClassifyFn<'a, E> = &'a (dyn Fn(&E) -> Verdict + Sync);
+pub(crate) type ClassifyFn<'a, E> = &'a (dyn Fn(&E) -> Verdict + Sync);
 /// A judge of `Ok` values, `on_result = ...` at run time.
-pub type OnResultFn<'a, T> = &'a (dyn Fn(&T) -> Verdict + Sync);
+pub(crate) type OnResultFn<'a, T> = &'a (dyn Fn(&T) -> Verdict + Sync);
 /// `notify = ...` at run time: the outcome (an error, or an `Ok` that `on_result` rejected) and
 /// the pause about to be taken.
-pub type NotifyFn<'a, T, E> = &'a (dyn Fn(Result<&T, &E>, &RetryEvent) + Sync);
+pub(crate) type NotifyFn<'a, T, E> = &'a (dyn Fn(Result<&T, &E>, &RetryEvent) + Sync);
 /// `on_give_up = ...` at run time: the last outcome and why the loop gave up.
-pub type GiveUpFn<'a, T, E> = &'a (dyn Fn(Result<&T, &E>, &GiveUp) + Sync);
+pub(crate) type GiveUpFn<'a, T, E> = &'a (dyn Fn(Result<&T, &E>, &GiveUp) + Sync);
 
 /// The hooks of a call of a door configured at run time: how its errors and `Ok` values are
 /// judged, and who hears its pauses and its end, each a reference to a callable the door keeps
@@ -284,7 +284,7 @@ impl<T, E> fmt::Debug for DynHooks<'_, T, E> {
 
 impl<'a, T, E> DynHooks<'a, T, E> {
     /// Hooks that judge errors with `classify`, accept every `Ok`, and tell nobody.
-    pub fn new(classify: ClassifyFn<'a, E>) -> Self {
+    pub fn new(classify: &'a (dyn Fn(&E) -> Verdict + Sync)) -> Self {
         DynHooks {
             classify,
             on_result: None,
@@ -296,13 +296,13 @@ impl<'a, T, E> DynHooks<'a, T, E> {
 
     /// `on_result = f`: an `Ok` value `f` rejects (a [`Verdict`] that retries) is a transient
     /// failure; when the loop gives up, the last one is returned.
-    pub fn on_result(mut self, f: Option<OnResultFn<'a, T>>) -> Self {
+    pub fn on_result(mut self, f: Option<&'a (dyn Fn(&T) -> Verdict + Sync)>) -> Self {
         self.on_result = f;
         self
     }
 
     /// `notify = f`: called before each pause.
-    pub fn notify(mut self, f: Option<NotifyFn<'a, T, E>>) -> Self {
+    pub fn notify(mut self, f: Option<&'a (dyn Fn(Result<&T, &E>, &RetryEvent) + Sync)>) -> Self {
         self.notify = f;
         self.notify_timed = true;
         self
@@ -311,14 +311,17 @@ impl<'a, T, E> DynHooks<'a, T, E> {
     /// `notify = f` for an `f` that does not read [`RetryEvent::elapsed`] (which is then zero):
     /// a counter of retries, say. The loop then reads no clock for it: a call without a deadline,
     /// a breaker or another hook that hears the time reads none.
-    pub fn notify_untimed(mut self, f: Option<NotifyFn<'a, T, E>>) -> Self {
+    pub fn notify_untimed(
+        mut self,
+        f: Option<&'a (dyn Fn(Result<&T, &E>, &RetryEvent) + Sync)>,
+    ) -> Self {
         self.notify = f;
         self.notify_timed = false;
         self
     }
 
     /// `on_give_up = f`: called once when the loop gives up on a failure it could have retried.
-    pub fn on_give_up(mut self, f: Option<GiveUpFn<'a, T, E>>) -> Self {
+    pub fn on_give_up(mut self, f: Option<&'a (dyn Fn(Result<&T, &E>, &GiveUp) + Sync)>) -> Self {
         self.on_give_up = f;
         self
     }

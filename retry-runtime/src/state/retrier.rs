@@ -58,10 +58,10 @@ use std::time::Duration;
 /// # Its type
 ///
 /// `T` and `E` are the two sides of the closure's `Result`. `O` is the options as a type
-/// ([`Options`](crate::engine::Options)): each method that sets an option (a hook, the
+/// ([`Options`](crate::hooks::Options)): each method that sets an option (a hook, the
 /// fallback, the timer, `timeout`, `budget`, `breaker`, `nested_retry`) gives back a `Retrier`
 /// whose `O` holds it, so that an option that is not set costs nothing, and a hook is called
-/// directly. A new `Retrier` has [`Defaults`](crate::engine::Defaults).
+/// directly. A new `Retrier` has [`Defaults`](crate::hooks::Defaults).
 #[must_use = "a `Retrier` does nothing until `run` or `run_async`"]
 pub struct Retrier<'p, T, E, O = Defaults> {
     policy: &'p Policy,

@@ -6,7 +6,8 @@
 //! whose messages say what each one asks.
 
 pub use crate::state::{
-    AsyncForm, AsyncRun, ByTransient, Classifier, Defaults, ErrorForm, ErrorOnly, FallbackOutput,
-    GiveUpHook, IntoVerdict, NotifyHook, Options, OutcomeForm, SyncForm, SyncRun,
+    AnyRun, AsyncForm, AsyncOnly, ByTransient, Classifier, ErrorForm, ErrorOnly, FallbackOutput,
+    FallbackTakes, GiveUpHook, IntoVerdict, NotifyHook, On, OutcomeForm, RetrierFallback,
+    RunsBlocking, SyncForm,
 };
 pub use crate::timer::{FnForm, IntoSleeper, TypeForm};

@@ -66,8 +66,8 @@ pub use events::{GiveUp, GiveUpReason, RetryEvent};
 pub use fallback::{AsyncForm, FallbackArgument, FallbackOutput, SyncForm};
 pub use hooks::{ErrorForm, ErrorOnly, GiveUpHook, Hooks, IntoVerdict, NotifyHook, OutcomeForm};
 pub use log::{LogLevel, level};
-pub use options::{ByTransient, Classifier, DefaultSleeper, Defaults, Head, Options, Opts};
-pub use retrier::{AsyncRun, Retrier, SyncRun};
+pub use options::{ByTransient, Classifier, DefaultSleeper, Head, Options, Opts};
+pub use retrier::{AnyRun, AsyncOnly, FallbackTakes, On, Retrier, RetrierFallback, RunsBlocking};
 
 use crate::breaker::FromCircuitOpen;
 use crate::context::{self, KeySlot};

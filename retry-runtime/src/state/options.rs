@@ -163,16 +163,6 @@ impl<C: Default, S: Default> Default for Head<C, S> {
 #[derive(Clone, Copy, Debug)]
 pub enum AsyncOnly {}
 
-/// Options a blocking run can honour: no `timeout` (a blocking call cannot be cut off from
-/// outside), no `sleep` (a sync loop pauses with `std::thread::sleep`).
-#[diagnostic::on_unimplemented(
-    message = "`timeout` and `sleep` need `run_async`: a blocking call cannot be cut off from outside, and a sync loop pauses with `std::thread::sleep`",
-    label = "this `Retrier` has `timeout` or `sleep`",
-    note = "give the call its own timeout (a socket read timeout, a client timeout) and remove `timeout`, or run an async closure: `.run_async(|| async {{ ... }}).await`"
-)]
-pub(crate) trait Blocking {}
-impl Blocking for Unset {}
-
 /// The timer of a [`Retrier`](crate::Retrier)'s async run until `sleep` names another: tokio's
 /// with the `tokio` feature, none without (an async run then needs `sleep`).
 #[cfg(feature = "tokio")]
@@ -213,10 +203,6 @@ impl<K, H, X> Opts<K, H, X> {
         }
     }
 }
-
-/// The options of a new [`Retrier`](crate::Retrier): its errors judged by their [`Transient`]
-/// impl, tokio's timer for an async run, no hook, no fallback, no other option.
-pub type Defaults = Opts;
 
 /// What [`Opts`] asks of its [`Head`]: a trait, so that the options' impl needs one parameter
 /// for both. Sealed: public only because the options' types name it, in a module no one outside

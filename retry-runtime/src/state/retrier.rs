@@ -1,25 +1,28 @@
 //! [`Retrier`]: the attribute's options as methods, for a configuration chosen at run time and a
-//! closure; it runs the same loop, in [`drive`](super::drive) and
-//! [`drive_blocking`](super::drive_blocking).
+//! closure. Its options are values (the policy, the budget, the hooks boxed), and it runs the
+//! loop of every door configured at run time, [`drive`](super::drive) and
+//! [`drive_blocking`](super::drive_blocking), as [`engine::drive`](crate::engine::drive) does.
 
 use super::attempt::Attempted;
 use super::drive::{Attempts, Hedged, Plain};
-use super::extras::{Guard, Linger, Shedder, Timeout};
-use super::fallback::{FallbackOutput, IntoFinish};
-use super::hooks::{GiveUpHook, HookSet, IntoVerdict, NotifyHook};
-use super::log::Show;
-use super::options::{Blocking, Classifier, Defaults, HeadSet, Options, Opts};
-use super::{GiveUp, Head, Hooks, LogLevel, Progress, Retry, Site, Unset};
+use super::extras::{Extras, Guard, Linger, Shedder, Timeout};
+use super::fallback::{AsyncForm, Fallback, FallbackInput, FallbackScope, Finish, SyncForm};
+use super::hooks::{ErrorForm, GiveUpHook, Hooks, IntoVerdict, NotifyHook, OutcomeForm, Slot};
+use super::log::ByDebug;
+use super::options::{ByTransient, Classifier, Head, Opts};
+use super::{GiveUp, LogLevel, Progress, Retry, RetryEvent, Site, Unset};
+use crate::context::{Enter, KeySlot, Scoped};
 use crate::engine::{AsyncFnOperation, FnOperation};
 use crate::timer::{Elapsed, IntoSleeper, Sleeper};
 use crate::{
     AdmissionGate, Aws2026Standard, Backoff, CircuitBreaker, CircuitOpen, Hedge, Jitter, Policy,
-    Rejected, RetryBudget,
+    Rejected, RetryBudget, Verdict,
 };
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::time::Duration;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
 
 /// Retries a closure with a configuration chosen at run time: the options of
 /// [`#[retry]`](crate::retry), each one method of the same name, with the same defaults, around
@@ -55,15 +58,22 @@ use std::time::Duration;
 /// nothing. The error type needs `Debug`, with which the events show it (the attribute, which
 /// sees the type, adds no such bound).
 ///
+/// The hooks (`on`, `on_result`, `notify`, `on_give_up`, `fallback`, `sleep`) are kept boxed,
+/// so they are `Send + Sync` (the fallback `Send`), as a door's are: the future of
+/// [`run_async`](Retrier::run_async) is then `Send` whenever the closure's futures are. A hook
+/// that counts or collects uses an atomic or a `Mutex`, not a `Cell` or a `RefCell`.
+///
 /// # Its type
 ///
-/// `T` and `E` are the two sides of the closure's `Result`. `O` is the options as a type
-/// ([`Options`](crate::hooks::Options)): each method that sets an option (a hook, the
-/// fallback, the timer, `timeout`, `budget`, `breaker`, `nested_retry`) gives back a `Retrier`
-/// whose `O` holds it, so that an option that is not set costs nothing, and a hook is called
-/// directly. A new `Retrier` has [`Defaults`](crate::hooks::Defaults).
+/// `T` and `E` are the two sides of the closure's `Result`. The options are values, chosen at
+/// run time; two parameters say at compile time what a run needs: `C` how errors are judged
+/// ([`ByTransient`](crate::hooks::ByTransient), the error type's
+/// [`Transient`](crate::Transient) impl, until [`on`](Retrier::on) makes it
+/// [`On`](crate::hooks::On)), and `R` whether a blocking [`run`](Retrier::run) can honour them
+/// ([`AnyRun`](crate::hooks::AnyRun), until `timeout`, `sleep` or an async `fallback` makes it
+/// [`AsyncOnly`](crate::hooks::AsyncOnly)).
 #[must_use = "a `Retrier` does nothing until `run` or `run_async`"]
-pub struct Retrier<'p, T, E, O = Defaults> {
+pub struct Retrier<'p, T, E, C = ByTransient, R = AnyRun> {
     policy: &'p Policy,
     /// The policy as the timing methods (`max`, `deadline`, ...) changed it, once one was
     /// called; until then the loop reads the borrowed one.
@@ -71,8 +81,35 @@ pub struct Retrier<'p, T, E, O = Defaults> {
     name: &'static str,
     level: LogLevel,
     reset_after: Option<Duration>,
-    opts: O,
-    types: PhantomData<fn() -> Result<T, E>>,
+    classify: C,
+    on_result: Boxed<'p, T, (), Verdict>,
+    notify: Boxed<'p, Result<T, E>, RetryEvent>,
+    on_give_up: Boxed<'p, Result<T, E>, GiveUp>,
+    fallback: Option<RunFallback<'p, T, E>>,
+    /// `timeout`, `budget`, `breaker`, `gate`, `aws2026`, `nested_retry`.
+    extras: Extras<'p, E>,
+    timer: RunTimer<'p>,
+    run: PhantomData<fn() -> R>,
+}
+
+/// A [`Retrier`] whose options a blocking [`run`](Retrier::run) can honour: no `timeout`, no
+/// `sleep`, no async `fallback`.
+#[derive(Clone, Copy, Debug)]
+pub enum AnyRun {}
+
+/// A [`Retrier`] with `timeout`, `sleep` or an async `fallback`, which only
+/// [`run_async`](Retrier::run_async) can honour.
+#[derive(Clone, Copy, Debug)]
+pub enum AsyncOnly {}
+
+/// The classifier a [`Retrier`] was given with [`on`](Retrier::on).
+pub struct On<'p, E>(Box<dyn Fn(&E) -> Verdict + Send + Sync + 'p>);
+
+impl<E> Classifier<E> for On<'_, E> {
+    #[inline]
+    fn verdict(&self, error: &E) -> Verdict {
+        (self.0)(error)
+    }
 }
 
 impl<'p, T, E> Retrier<'p, T, E> {
@@ -85,12 +122,14 @@ impl<'p, T, E> Retrier<'p, T, E> {
             name: "retrier",
             level: LogLevel::Error,
             reset_after: None,
-            opts: Opts {
-                head: Head::default(),
-                hooks: Hooks::default(),
-                extras: Unset,
-            },
-            types: PhantomData,
+            classify: ByTransient,
+            on_result: Boxed::NONE,
+            notify: Boxed::NONE,
+            on_give_up: Boxed::NONE,
+            fallback: None,
+            extras: Extras::default(),
+            timer: RunTimer::default(),
+            run: PhantomData,
         }
     }
 }
@@ -131,51 +170,31 @@ macro_rules! timings {
     (@call $p:ident.$name:ident($arg:ident), $method:ident($value:expr)) => { $p.$method($value) };
 }
 
-/// Retrier methods that set one option: each gives back the retrier with its options changed
-/// by their method after `=>`, its type the options' associated type of that change:
-///
-/// ```text
-/// options! {
-///     /// `on = f`: ...
-///     pub fn on<F, V>(f: F) -> WithOn<F> where [F: Fn(&E) -> V, V: IntoVerdict] => with_on(f);
-/// }
-/// ```
-///
-/// becomes `pub fn on<F, V>(self, f: F) -> Retrier<'p, T, E, O::WithOn<F>> where F: Fn(&E) -> V,
-/// V: IntoVerdict { self.with(|o| o.with_on(f)) }`.
-macro_rules! options {
-    ($(
-        $(#[$attr:meta])*
-        $vis:vis fn $name:ident $(<$($gen:ident),*>)? ($($arg:ident: $ty:ty)?)
-            -> $ret:ident $(<$($ret_arg:ty),*>)?
-            $(where [$($bound:tt)*])?
-            => $with:ident($value:expr);
-    )*) => {
-        $(
-            $(#[$attr])*
-            $vis fn $name $(<$($gen),*>)? (self $(, $arg: $ty)?)
-                -> Retrier<'p, T, E, O::$ret $(<$($ret_arg),*>)?>
-            $(where $($bound)*)?
-            {
-                self.with(|o| o.$with($value))
-            }
-        )*
-    };
-}
-
-impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
-    /// The same retrier with its options replaced by `f`.
+impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
+    /// The same retrier with its classifier made by `classify` and its run `R2`.
     #[inline]
-    fn with<O2>(self, f: impl FnOnce(O) -> O2) -> Retrier<'p, T, E, O2> {
+    fn map<C2, R2>(self, classify: impl FnOnce(C) -> C2) -> Retrier<'p, T, E, C2, R2> {
         Retrier {
             policy: self.policy,
             timings: self.timings,
             name: self.name,
             level: self.level,
             reset_after: self.reset_after,
-            opts: f(self.opts),
-            types: PhantomData,
+            classify: classify(self.classify),
+            on_result: self.on_result,
+            notify: self.notify,
+            on_give_up: self.on_give_up,
+            fallback: self.fallback,
+            extras: self.extras,
+            timer: self.timer,
+            run: PhantomData,
         }
+    }
+
+    /// The same retrier, which only `run_async` can run.
+    #[inline]
+    fn async_only(self) -> Retrier<'p, T, E, C, AsyncOnly> {
+        self.map(|classify| classify)
     }
 
     /// The name the events give, where the attribute gives the function's (`"retrier"` unless
@@ -245,48 +264,86 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
         self
     }
 
-    options! {
-        /// `on = f`: which errors are worth retrying, `Fn(&E) -> bool` or `Fn(&E) -> Verdict`;
-        /// everything else is returned at once. The default is the error type's
-        /// [`Transient`](crate::Transient) impl.
-        pub fn on<F, V>(f: F) -> WithOn<F> where [F: Fn(&E) -> V, V: IntoVerdict] => with_on(f);
+    /// `on = f`: which errors are worth retrying, `Fn(&E) -> bool` or `Fn(&E) -> Verdict`;
+    /// everything else is returned at once. The default is the error type's
+    /// [`Transient`](crate::Transient) impl.
+    pub fn on<F, V>(self, f: F) -> Retrier<'p, T, E, On<'p, E>, R>
+    where
+        F: Fn(&E) -> V + Send + Sync + 'p,
+        V: IntoVerdict,
+    {
+        self.map(|_| On(Box::new(move |error: &E| f(error).into_verdict())))
+    }
 
-        /// `timeout = "2s"`: each attempt is cut off after `limit` (clipped to the time left before
-        /// the deadline) and counts as a transient failure; needs `E: From<Elapsed>`, and
-        /// [`run_async`](Retrier::run_async).
-        pub fn timeout(limit: Duration) -> WithTimeout where [E: From<Elapsed>]
-            => with_timeout(Timeout::new(limit, E::from));
+    /// `timeout = "2s"`: each attempt is cut off after `limit` (clipped to the time left before
+    /// the deadline) and counts as a transient failure; needs `E: From<Elapsed>`, and
+    /// [`run_async`](Retrier::run_async).
+    pub fn timeout(mut self, limit: Duration) -> Retrier<'p, T, E, C, AsyncOnly>
+    where
+        E: From<Elapsed>,
+    {
+        self.extras.timeout = Some(Timeout::new(limit, E::from));
+        self.async_only()
+    }
 
-        /// `budget = B`: retries draw from a shared [`RetryBudget`]; when it is empty the loop gives
-        /// up with the current error.
-        pub fn budget(budget: &'p RetryBudget) -> WithExtras
-            => with_extras(|x| x.budget = Some(budget));
+    /// `budget = B`: retries draw from a shared [`RetryBudget`]; when it is empty the loop gives
+    /// up with the current error.
+    pub fn budget(mut self, budget: &'p RetryBudget) -> Self {
+        self.extras.budget = Some(budget);
+        self
+    }
 
-        /// `breaker = B`: while the [`CircuitBreaker`] is open, the call returns
-        /// `E::from(CircuitOpen)` at once; needs `E: From<CircuitOpen>`.
-        pub fn breaker(breaker: &'p CircuitBreaker) -> WithExtras where [E: From<CircuitOpen>]
-            => with_extras(|x| x.breaker = Some(Guard::new(breaker, E::from)));
+    /// `breaker = B`: while the [`CircuitBreaker`] is open, the call returns
+    /// `E::from(CircuitOpen)` at once; needs `E: From<CircuitOpen>`.
+    pub fn breaker(mut self, breaker: &'p CircuitBreaker) -> Self
+    where
+        E: From<CircuitOpen>,
+    {
+        self.extras.breaker = Some(Guard::new(breaker, E::from));
+        self
+    }
 
-        /// `gate = G`: every attempt, the first included, asks the [`AdmissionGate`] first; while
-        /// it sheds load, the call returns `E::from(Rejected)` at once without calling, and the
-        /// loop gives up ([`GiveUpReason::GateRejected`](crate::GiveUpReason::GateRejected), which
-        /// a fallback hears); needs `E: From<Rejected>`. A rate-limiting gate's wait is taken
-        /// before the attempt.
-        pub fn gate(gate: &'p AdmissionGate) -> WithExtras where [E: From<Rejected>]
-            => with_extras(|x| x.gate = Some(Shedder::new(gate, E::from)));
+    /// `gate = G`: every attempt, the first included, asks the [`AdmissionGate`] first; while
+    /// it sheds load, the call returns `E::from(Rejected)` at once without calling, and the
+    /// loop gives up ([`GiveUpReason::GateRejected`](crate::GiveUpReason::GateRejected), which
+    /// a fallback hears); needs `E: From<Rejected>`. A rate-limiting gate's wait is taken
+    /// before the attempt.
+    pub fn gate(mut self, gate: &'p AdmissionGate) -> Self
+    where
+        E: From<Rejected>,
+    {
+        self.extras.gate = Some(Shedder::new(gate, E::from));
+        self
+    }
 
-        /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
-        /// place of the policy's `max` and pauses: see [`Aws2026Standard`].
-        pub fn aws2026(aws: &'p Aws2026Standard) -> WithAws2026 => with_aws2026(aws);
+    /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
+    /// place of the policy's `max` and pauses: see [`Aws2026Standard`].
+    pub fn aws2026(mut self, aws: &'p Aws2026Standard) -> Self {
+        self.extras.aws = Some(aws);
+        self
+    }
 
-        /// `nested = retry`: keep retrying even inside another retrying function or block.
-        pub fn nested_retry() -> WithExtras => with_extras(|x| x.nested_retry = true);
+    /// `nested = retry`: keep retrying even inside another retrying function or block.
+    pub fn nested_retry(mut self) -> Self {
+        self.extras.nested_retry = true;
+        self
+    }
 
-        /// `sleep = f`: pause with another runtime's timer, `Fn(Duration) -> impl Future` or a
-        /// [`Sleeper`]; the deadline is then measured on its clock. For
-        /// [`run_async`](Retrier::run_async).
-        pub fn sleep<F, M>(f: F) -> WithSleeper<F::Sleeper> where [F: IntoSleeper<M>]
-            => with_sleeper(f.into_sleeper());
+    /// `sleep = f`: pause with another runtime's timer, `Fn(Duration) -> impl Future` or a
+    /// [`Sleeper`]; the deadline is then measured on its clock. For
+    /// [`run_async`](Retrier::run_async).
+    pub fn sleep<F, M>(mut self, f: F) -> Retrier<'p, T, E, C, AsyncOnly>
+    where
+        F: IntoSleeper<M>,
+        F::Sleeper: Send + Sync + 'p,
+        <F::Sleeper as Sleeper>::Sleep: Send + 'p,
+    {
+        let sleeper = f.into_sleeper();
+        self.timer = RunTimer {
+            sleep: Some(Box::new(move |pause| Box::pin(sleeper.sleep(pause)))),
+            clock: crate::timer::clock_of::<F::Sleeper>,
+        };
+        self.async_only()
     }
 
     /// `log_level = "warn"`: the level of the one event logged when a call that failed ends
@@ -297,47 +354,73 @@ impl<'p, T, E, O: Options<'p, T, E>> Retrier<'p, T, E, O> {
         self
     }
 
-    options! {
-        /// `on_result = f`: an `Ok` value for which `f` answers `true` (or a
-        /// [`Verdict`](crate::Verdict) that retries) is a transient failure; when the loop gives
-        /// up, the last `Ok` is returned.
-        pub fn on_result<J, V>(f: J) -> WithOnResult<J> where [J: Fn(&T) -> V, V: IntoVerdict]
-            => with_on_result(f);
+    /// `on_result = f`: an `Ok` value for which `f` answers `true` (or a
+    /// [`Verdict`] that retries) is a transient failure; when the loop gives up, the last `Ok`
+    /// is returned (or handed to a `fallback` that takes the outcome).
+    pub fn on_result<J, V>(mut self, f: J) -> Self
+    where
+        J: Fn(&T) -> V + Send + Sync + 'p,
+        V: IntoVerdict,
+    {
+        self.on_result = Boxed::new(move |value: &T, _: &()| f(value).into_verdict(), false);
+        self
+    }
 
-        /// `notify = f`: called before each pause, `Fn(&E, &RetryEvent)` or
-        /// `Fn(Result<&T, &E>, &RetryEvent)`.
-        pub fn notify<J, M>(f: J) -> WithNotify<J> where [J: NotifyHook<T, E, M>] => with_notify(f);
+    /// `notify = f`: called before each pause, `Fn(&E, &RetryEvent)` or
+    /// `Fn(Result<&T, &E>, &RetryEvent)`.
+    pub fn notify<J, M>(mut self, f: J) -> Self
+    where
+        J: NotifyHook<T, E, M> + Send + Sync + 'p,
+        T: 'p,
+        E: 'p,
+    {
+        let hook = f.into_slot();
+        self.notify = Boxed::new(
+            move |outcome: &Result<T, E>, event: &RetryEvent| hook.call(outcome, event),
+            true,
+        );
+        self
+    }
 
-        /// `on_give_up = f`: called once when the loop gives up, `Fn(&E)`, `Fn(&E, &GiveUp)` or
-        /// `Fn(Result<&T, &E>, &GiveUp)`.
-        pub fn on_give_up<J, M>(f: J) -> WithGiveUp<J, M> where [J: GiveUpHook<T, E, M>]
-            => with_give_up(f);
+    /// `on_give_up = f`: called once when the loop gives up, `Fn(&E)`, `Fn(&E, &GiveUp)` or
+    /// `Fn(Result<&T, &E>, &GiveUp)`.
+    pub fn on_give_up<J, M>(mut self, f: J) -> Self
+    where
+        J: GiveUpHook<T, E, M>,
+        J::Slot: Send + Sync + 'p,
+        T: 'p,
+        E: 'p,
+    {
+        let slot = f.into_slot();
+        let timed = <J::Slot as Slot<Result<T, E>, GiveUp>>::TIMED;
+        self.on_give_up = Boxed::new(
+            move |outcome: &Result<T, E>, why: &GiveUp| {
+                slot.call(outcome, why);
+            },
+            timed,
+        );
+        self
+    }
 
-        /// `fallback = f`: when the loop gives up, `f(error, why)` (with `on_result`,
-        /// `f(outcome, why)`) makes the result; sync, or for [`run_async`](Retrier::run_async) also
-        /// async.
-        pub fn fallback<J, Out, M>(f: J) -> WithFallback<J, Out, M>
-            where [J: FnOnce(O::Input, GiveUp) -> Out, Out: FallbackOutput<T, E, M>]
-            => with_fallback(f);
+    /// `fallback = f`: when the loop gives up, `f(error, why)` makes the result, or
+    /// `f(outcome, why)` for an `f` that takes the whole `Result` (which also hears an `Ok` that
+    /// `on_result` rejected; an `f` that takes the error leaves such an `Ok` as it is). Sync, or
+    /// for [`run_async`](Retrier::run_async) also async.
+    pub fn fallback<J, A, Out, F, M>(mut self, f: J) -> Retrier<'p, T, E, C, Out::Run<R>>
+    where
+        J: FnOnce(A, GiveUp) -> Out + Send + 'p,
+        A: FallbackTakes<T, E, F>,
+        Out: RetrierFallback<'p, T, E, M>,
+    {
+        self.fallback = Some(Out::boxed(move |outcome, why| {
+            A::take(outcome).map(|input| f(input, why))
+        }));
+        self.map(|classify| classify)
     }
 }
 
-// The runs: apart from the options' methods, without their bound, so that a run asks of its
-// options only what it needs of them.
-impl<'p, T, E, O> Retrier<'p, T, E, O> {
-    /// The retrier taken apart for a run: the policy a timing method made (if one did), the
-    /// plan of the run (which borrows that policy, or the one borrowed for `'p`), the options.
-    #[inline]
-    fn into_parts(self) -> (Option<Policy>, Plan<'p>, O) {
-        let plan = Plan {
-            policy: self.policy,
-            name: self.name,
-            level: self.level,
-            reset_after: self.reset_after,
-        };
-        (self.timings, plan, self.opts)
-    }
-
+// The runs.
+impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     /// Runs `body` until it succeeds or the loop gives up, pausing with
     /// [`std::thread::sleep`] and measuring the deadline on [`Instant::now`](std::time::Instant::now),
     /// as a sync annotated function does. `?` and `return` in the closure end the attempt.
@@ -347,12 +430,63 @@ impl<'p, T, E, O> Retrier<'p, T, E, O> {
     #[inline]
     pub fn run<B>(self, body: B) -> Result<T, E>
     where
-        O: SyncRun<T, E>,
+        R: RunsBlocking,
+        C: Classifier<E>,
         E: fmt::Debug,
         B: FnMut() -> Result<T, E>,
     {
-        let (timings, plan, opts) = self.into_parts();
-        opts.run_blocking(plan.with(&timings), body)
+        let Retrier {
+            policy,
+            timings,
+            name,
+            level,
+            reset_after,
+            classify,
+            on_result,
+            notify,
+            on_give_up,
+            fallback,
+            extras,
+            timer: _,
+            run: _,
+        } = self;
+        let plan = Plan {
+            policy: timings.as_ref().unwrap_or(policy),
+            name,
+            level,
+            reset_after,
+        };
+        let head = Head {
+            classify,
+            sleeper: Unset,
+            marks: PhantomData,
+        };
+        let judges = on_result.f.is_some();
+        macro_rules! hooks {
+            ($fallback:expr) => {
+                Hooks {
+                    on_result,
+                    notify,
+                    on_give_up,
+                    fallback: $fallback,
+                }
+            };
+        }
+        // Each combination its own loop, so that one without a fallback or `aws2026` has no code
+        // for them (`PERFORMANCE.md` §1). A blocking run's fallback is sync (`RunsBlocking`).
+        let aws = extras.aws.is_some();
+        match fallback {
+            None if !aws => blocking(plan, head, hooks!(Unset), extras, judges, body),
+            None => blocking(plan, head, hooks!(Unset), extras.holding(), judges, body),
+            Some(fallback) => {
+                let hooks = hooks!(SyncSlot(fallback));
+                if aws {
+                    blocking(plan, head, hooks, extras.holding(), judges, body)
+                } else {
+                    blocking(plan, head, hooks, extras, judges, body)
+                }
+            }
+        }
     }
 
     /// Runs `body`, a closure that returns a future (`|| async { ... }`), until it succeeds or
@@ -365,9 +499,12 @@ impl<'p, T, E, O> Retrier<'p, T, E, O> {
     /// Each attempt's future is made by the closure and borrows nothing from it: a body that
     /// borrows its surroundings mutably across attempts (a transaction on a `&mut` client) is
     /// [`run_async_mut`](Retrier::run_async_mut)'s.
+    ///
+    /// Without the `tokio` feature, give a timer with [`sleep`](Retrier::sleep): the default
+    /// one then pauses for no time.
     pub fn run_async<B, Fut>(self, body: B) -> impl Future<Output = Result<T, E>>
     where
-        O: AsyncRun<T, E>,
+        C: Classifier<E>,
         E: fmt::Debug,
         B: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
@@ -417,15 +554,13 @@ impl<'p, T, E, O> Retrier<'p, T, E, O> {
     /// ```
     pub fn run_async_mut<B>(self, body: B) -> impl Future<Output = Result<T, E>>
     where
-        O: AsyncRun<T, E>,
+        C: Classifier<E>,
         E: fmt::Debug,
         B: AsyncFnMut() -> Result<T, E>,
     {
         self.drive(Plain(AsyncFnOperation(body)))
     }
-}
 
-impl<'p, T, E, O> Retrier<'p, T, E, O> {
     /// [`run_async`](Retrier::run_async) with each attempt hedged, as the attribute's
     /// `hedge = ...`: an attempt that has not answered after `hedge`'s delay gets a copy running
     /// beside it (up to its `max_hedges`, each drawing on the budget and asking the breaker), the
@@ -466,7 +601,7 @@ impl<'p, T, E, O> Retrier<'p, T, E, O> {
     /// ```
     pub fn run_hedged<B, Fut>(self, hedge: &Hedge, body: B) -> impl Future<Output = Result<T, E>>
     where
-        O: AsyncRun<T, E>,
+        C: Classifier<E>,
         E: fmt::Debug,
         B: Fn() -> Fut,
         Fut: Future<Output = Result<T, E>>,
@@ -479,92 +614,98 @@ impl<'p, T, E, O> Retrier<'p, T, E, O> {
     /// §4).
     async fn drive<A: Attempts<T, E>>(self, each: A) -> Result<T, E>
     where
-        O: AsyncRun<T, E>,
+        C: Classifier<E>,
         E: fmt::Debug,
     {
-        let (timings, plan, opts) = self.into_parts();
-        opts.run(plan.with(&timings), each).await
+        let Retrier {
+            policy,
+            timings,
+            name,
+            level,
+            reset_after,
+            classify,
+            on_result,
+            notify,
+            on_give_up,
+            fallback,
+            extras,
+            timer,
+            run: _,
+        } = self;
+        let plan = Plan {
+            policy: timings.as_ref().unwrap_or(policy),
+            name,
+            level,
+            reset_after,
+        };
+        let clock = timer.clock;
+        let head = Head::<C, RunTimer<'p>, Unset, ByDebug> {
+            classify,
+            sleeper: timer,
+            marks: PhantomData,
+        };
+        macro_rules! hooks {
+            ($fallback:expr) => {
+                Hooks {
+                    on_result,
+                    notify,
+                    on_give_up,
+                    fallback: $fallback,
+                }
+            };
+        }
+        let aws = extras.aws.is_some();
+        match fallback {
+            None if !aws => {
+                let opts = Opts {
+                    head,
+                    hooks: hooks!(Unset),
+                    extras,
+                };
+                super::drive(state(plan, opts, clock), reset_after, each).await
+            }
+            None => {
+                let opts = Opts {
+                    head,
+                    hooks: hooks!(Unset),
+                    extras: extras.holding(),
+                };
+                super::drive(state(plan, opts, clock), reset_after, each).await
+            }
+            Some(fallback) if !aws => {
+                let opts = Opts {
+                    head,
+                    hooks: hooks!(AsyncSlot(fallback)),
+                    extras,
+                };
+                super::drive(state(plan, opts, clock), reset_after, each).await
+            }
+            Some(fallback) => {
+                let hooks = hooks!(AsyncSlot(fallback));
+                let opts = Opts {
+                    head,
+                    hooks,
+                    extras: extras.holding(),
+                };
+                super::drive(state(plan, opts, clock), reset_after, each).await
+            }
+        }
     }
 }
 
 /// What a run needs of its [`Retrier`] besides the options.
-#[doc(hidden)]
 #[derive(Clone, Copy)]
-pub struct Plan<'s> {
+struct Plan<'s> {
     policy: &'s Policy,
     name: &'static str,
     level: LogLevel,
     reset_after: Option<Duration>,
 }
 
-impl<'s> Plan<'s> {
-    /// The plan with the policy a timing method made, if one did.
-    #[inline]
-    fn with<'t>(self, timings: &'t Option<Policy>) -> Plan<'t>
-    where
-        's: 't,
-    {
-        Plan {
-            policy: timings.as_ref().unwrap_or(self.policy),
-            ..self
-        }
-    }
-}
-
-/// Options that a blocking run ([`Retrier::run`]) can honour: every set of options but those
-/// with `timeout` (a blocking call cannot be cut off from outside), `sleep` (a sync loop pauses
-/// with `std::thread::sleep`) or an async `fallback`, whose errors are a classifier that can
-/// judge `E`.
-///
-/// Sealed: implemented by what the `Retrier`'s methods build.
-pub trait SyncRun<T, E> {
-    #[doc(hidden)]
-    fn run_blocking<B>(self, plan: Plan<'_>, body: B) -> Result<T, E>
-    where
-        E: fmt::Debug,
-        B: FnMut() -> Result<T, E>;
-}
-
-/// Options that an async run ([`Retrier::run_async`]) can honour: every set of options with a
-/// timer (tokio's with the `tokio` feature, or `sleep`'s), whose errors are a classifier that
-/// can judge `E`.
-///
-/// Sealed: implemented by what the `Retrier`'s methods build.
-pub trait AsyncRun<T, E> {
-    /// Runs the loop, each attempt made by `each` (the body, or the body hedged).
-    #[doc(hidden)]
-    fn run<A: Attempts<T, E>>(self, plan: Plan<'_>, each: A) -> impl Future<Output = Result<T, E>>
-    where
-        E: fmt::Debug;
-}
-
-/// The result of a blocking loop, which has no async fallback to await: with a message that
-/// says so.
-#[diagnostic::on_unimplemented(
-    message = "an async `fallback` needs `run_async`: a blocking run cannot await it",
-    label = "this `Retrier` has an async fallback",
-    note = "make the fallback sync (return the `Result` itself), or run an async closure: `.run_async(async || {{ ... }}).await`"
-)]
-pub(crate) trait SyncFinish<T, E> {
-    /// The result.
-    fn into_result(self) -> Result<T, E>;
-}
-
-impl<T, E> SyncFinish<T, E> for Result<T, E> {
-    #[inline]
-    fn into_result(self) -> Result<T, E> {
-        self
-    }
-}
-
 /// The loop state of one run: its policy (the retrier's own if a timing method made one) is
-/// borrowed for the run; the options keep theirs, for `'p`.
+/// borrowed for the run.
 #[inline]
-fn state<'s, T, E: fmt::Debug, O>(
-    plan: Plan<'s>,
-    opts: O,
-    clock: fn() -> std::time::Instant,
-) -> Retry<'s, T, E, O> {
+fn state<'s, T, E, O>(plan: Plan<'s>, opts: O, clock: fn() -> Instant) -> Retry<'s, T, E, O> {
     Retry {
         site: Site {
             policy: plan.policy,
@@ -578,60 +719,301 @@ fn state<'s, T, E: fmt::Debug, O>(
     }
 }
 
-impl<T, E, K, H, X> SyncRun<T, E> for Opts<K, H, X>
+/// The options of a blocking run's loop.
+type BlockingOpts<'p, T, E, C, F, X> = Opts<
+    Head<C, Unset, Unset, ByDebug>,
+    Hooks<
+        Boxed<'p, T, (), Verdict>,
+        Boxed<'p, Result<T, E>, RetryEvent>,
+        Boxed<'p, Result<T, E>, GiveUp>,
+        F,
+    >,
+    X,
+>;
+
+/// A blocking run: its first attempt and an accepted `Ok` inline, the loop after it out of line.
+#[inline]
+fn blocking<'p, T, E, C, F, X, B>(
+    plan: Plan<'_>,
+    head: Head<C, Unset, Unset, ByDebug>,
+    hooks: Hooks<
+        Boxed<'p, T, (), Verdict>,
+        Boxed<'p, Result<T, E>, RetryEvent>,
+        Boxed<'p, Result<T, E>, GiveUp>,
+        F,
+    >,
+    extras: X,
+    judges: bool,
+    mut body: B,
+) -> Result<T, E>
 where
-    K: HeadSet<Only: Blocking, On: Classifier<E>, Show: Show<E>>,
-    H: HookSet<T, E>,
-    H::Finish<()>: SyncFinish<T, E>,
+    C: Classifier<E>,
+    E: fmt::Debug,
+    F: Fallback<T, E, Output<()> = Result<T, E>>,
     X: Linger<T, E>,
+    B: FnMut() -> Result<T, E>,
 {
-    #[inline]
-    fn run_blocking<B>(self, plan: Plan<'_>, mut body: B) -> Result<T, E>
-    where
-        E: fmt::Debug,
-        B: FnMut() -> Result<T, E>,
-    {
-        let mut state = state(plan, self, super::std_now);
-        state.progress.retried_above = crate::context::retried_above();
-        // A run that reads the clock before its first attempt (a deadline, `reset_after`) makes
-        // it in the loop, with the failures (`PERFORMANCE.md` §8).
-        let first = if plan.policy.get_deadline().is_some() || plan.reset_after.is_some() {
-            None
-        } else {
-            match state.attempt(&mut body) {
-                // Without `on_result`, an `Ok` is accepted as it is; with it, the loop judges it.
-                Attempted::Completed(Ok(value)) if !H::ON_RESULT => {
-                    return state.accept::<()>(value).into_result();
-                }
-                attempted => {
-                    // `drive_blocking` reads it again: left as read above, the reading would be
-                    // kept for the call, on the happy path too (`PERFORMANCE.md` §8).
-                    state.progress.retried_above = false;
-                    Some(attempted)
-                }
+    let opts: BlockingOpts<'p, T, E, C, F, X> = Opts {
+        head,
+        hooks,
+        extras,
+    };
+    let mut state = state(plan, opts, super::std_now);
+    state.progress.retried_above = crate::context::retried_above();
+    // A run that reads the clock before its first attempt (a deadline, `reset_after`) makes
+    // it in the loop, with the failures (`PERFORMANCE.md` §8).
+    let first = if plan.policy.get_deadline().is_some() || plan.reset_after.is_some() {
+        None
+    } else {
+        match state.attempt(&mut body) {
+            // Without `on_result`, an `Ok` is accepted as it is; with it, the loop judges it.
+            Attempted::Completed(Ok(value)) if !judges => {
+                return state.accept::<()>(value);
             }
-        };
-        // The body moved into the loop, not borrowed: one word in a register, where a borrow
-        // stored the body and its address on the happy path.
-        super::drive_blocking(state, first, plan.reset_after, move |state| {
-            state.attempt(&mut body)
-        })
+            attempted => {
+                // `drive_blocking` reads it again: left as read above, the reading would be
+                // kept for the call, on the happy path too (`PERFORMANCE.md` §8).
+                state.progress.retried_above = false;
+                Some(attempted)
+            }
+        }
+    };
+    // The body moved into the loop, not borrowed: one word in a register, where a borrow
+    // stored the body and its address on the happy path.
+    super::drive_blocking(state, first, plan.reset_after, move |state| {
+        state.attempt(&mut body)
+    })
+}
+
+/// A hook given to a [`Retrier`] at run time, boxed: none, or one that hears `&A` and `&B` and
+/// answers `V`; `timed` if it hears the time since the first attempt.
+pub struct Boxed<'p, A, B = (), V = ()> {
+    f: Option<Box<dyn Fn(&A, &B) -> V + Send + Sync + 'p>>,
+    timed: bool,
+}
+
+impl<'p, A, B, V> Boxed<'p, A, B, V> {
+    /// No hook.
+    const NONE: Self = Boxed {
+        f: None,
+        timed: false,
+    };
+
+    /// The hook `f`.
+    fn new(f: impl Fn(&A, &B) -> V + Send + Sync + 'p, timed: bool) -> Self {
+        Boxed {
+            f: Some(Box::new(f)),
+            timed,
+        }
     }
 }
 
-impl<T, E, K, H, X> AsyncRun<T, E> for Opts<K, H, X>
+impl<A, B, V> Slot<A, B, V> for Boxed<'_, A, B, V> {
+    const SET: bool = true;
+    #[inline]
+    fn is_set(&self) -> bool {
+        self.f.is_some()
+    }
+    #[inline]
+    fn is_timed(&self) -> bool {
+        self.timed && self.f.is_some()
+    }
+    #[inline]
+    fn call(&self, a: &A, b: &B) -> Option<V> {
+        self.f.as_ref().map(|f| f(a, b))
+    }
+}
+
+/// A fallback hears the whole outcome: which of the two it takes, [`FallbackTakes`] says.
+impl<T, E> FallbackInput<T, E> for Boxed<'_, T, (), Verdict> {
+    type Input = Result<T, E>;
+    #[inline]
+    fn input(outcome: Result<T, E>) -> Result<Result<T, E>, T> {
+        Ok(outcome)
+    }
+}
+
+/// A [`Retrier`]'s fallback, boxed: sync, or async (whose future only `run_async` awaits).
+pub enum RunFallback<'p, T, E> {
+    /// Makes the result.
+    Sync(Box<dyn FnOnce(Result<T, E>, GiveUp) -> Result<T, E> + Send + 'p>),
+    /// Makes a future of the result, or gives back an `Ok` it does not take.
+    #[allow(clippy::type_complexity)]
+    Async(Box<dyn FnOnce(Result<T, E>, GiveUp) -> Result<BoxFuture<'p, T, E>, T> + Send + 'p>),
+}
+
+/// An async fallback's future.
+type BoxFuture<'p, T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'p>>;
+
+/// The fallback of a blocking run.
+struct SyncSlot<'p, T, E>(RunFallback<'p, T, E>);
+
+impl<T, E> Fallback<T, E> for SyncSlot<'_, T, E> {
+    type Output<K: KeySlot> = Result<T, E>;
+    const SET: bool = true;
+    #[inline]
+    fn ready<K: KeySlot>(result: Result<T, E>) -> Result<T, E> {
+        result
+    }
+    fn call<K: KeySlot>(
+        self,
+        outcome: Result<T, E>,
+        why: GiveUp,
+        scope: FallbackScope<K>,
+    ) -> Result<T, E> {
+        let _entered = Enter::new(scope.frame);
+        match self.0 {
+            RunFallback::Sync(f) => scope.key.lend(|| f(outcome, why)),
+            // Never made: an async fallback makes the retrier `AsyncOnly`.
+            RunFallback::Async(_) => outcome,
+        }
+    }
+}
+
+/// The fallback of an async run: sync or async.
+struct AsyncSlot<'p, T, E>(RunFallback<'p, T, E>);
+
+impl<'p, T, E> Fallback<T, E> for AsyncSlot<'p, T, E> {
+    type Output<K: KeySlot> = Finish<Scoped<BoxFuture<'p, T, E>, K>, T, E>;
+    const SET: bool = true;
+    #[inline]
+    fn ready<K: KeySlot>(result: Result<T, E>) -> Self::Output<K> {
+        Finish::Ready {
+            result: Some(result),
+        }
+    }
+    fn call<K: KeySlot>(
+        self,
+        outcome: Result<T, E>,
+        why: GiveUp,
+        scope: FallbackScope<K>,
+    ) -> Self::Output<K> {
+        match self.0 {
+            RunFallback::Sync(f) => {
+                let _entered = Enter::new(scope.frame);
+                Self::ready(scope.key.lend(|| f(outcome, why)))
+            }
+            RunFallback::Async(f) => match f(outcome, why) {
+                Ok(future) => Finish::Fallback {
+                    future: Scoped::new(scope.frame, scope.key, future),
+                },
+                Err(value) => Self::ready(Ok(value)),
+            },
+        }
+    }
+}
+
+/// A [`Retrier`]'s timer for an async run: tokio's (with the `tokio` feature), or `sleep`'s,
+/// boxed; and the clock the deadline is measured on.
+pub struct RunTimer<'p> {
+    #[allow(clippy::type_complexity)]
+    sleep: Option<
+        Box<dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send + 'p>> + Send + Sync + 'p>,
+    >,
+    clock: fn() -> Instant,
+}
+
+impl Default for RunTimer<'_> {
+    fn default() -> Self {
+        RunTimer {
+            sleep: None,
+            clock: crate::timer::clock_of::<super::DefaultSleeper>,
+        }
+    }
+}
+
+impl<'p> Sleeper for RunTimer<'p> {
+    type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'p>>;
+    fn sleep(&self, pause: Duration) -> Self::Sleep {
+        match &self.sleep {
+            Some(sleep) => sleep(pause),
+            None => Box::pin(super::DefaultSleeper::default().sleep(pause)),
+        }
+    }
+}
+
+/// A [`Retrier`] that a blocking [`run`](Retrier::run) can run: [`AnyRun`].
+#[diagnostic::on_unimplemented(
+    message = "`timeout`, `sleep` and an async `fallback` need `run_async`: a blocking call cannot be cut off from outside, a sync loop pauses with `std::thread::sleep`, and it cannot await a fallback",
+    label = "this `Retrier` has `timeout`, `sleep` or an async `fallback`",
+    note = "give the call its own timeout (a socket read timeout, a client timeout) and remove `timeout`, make the fallback sync (return the `Result` itself), or run an async closure: `.run_async(|| async {{ ... }}).await`"
+)]
+pub trait RunsBlocking {}
+
+impl RunsBlocking for AnyRun {}
+
+/// What a [`Retrier`]'s fallback takes first, told apart by `M`: the error `E`
+/// ([`ErrorForm`]), or the whole outcome `Result<T, E>` ([`OutcomeForm`]), which also hears an
+/// `Ok` that `on_result` rejected.
+#[diagnostic::on_unimplemented(
+    message = "a `Retrier`'s fallback takes `{E}` or `Result<{T}, {E}>` first, not `{Self}`",
+    label = "expected a fallback that takes `{E}` (or `Result<{T}, {E}>`) and a `GiveUp`",
+    note = "when the loop gives up, it calls the fallback as `f(error, why)`, or `f(outcome, why)` for one that takes the whole `Result` (which also hears an `Ok` that `on_result` rejected); write the argument's type: `|error: {E}, why: GiveUp| ...`"
+)]
+pub trait FallbackTakes<T, E, M>: Sized {
+    /// The fallback's argument, or the `Ok` value back if it does not take one.
+    #[doc(hidden)]
+    fn take(outcome: Result<T, E>) -> Result<Self, T>;
+}
+
+impl<T, E> FallbackTakes<T, E, ErrorForm> for E {
+    #[inline]
+    fn take(outcome: Result<T, E>) -> Result<E, T> {
+        match outcome {
+            Err(error) => Ok(error),
+            Ok(value) => Err(value),
+        }
+    }
+}
+
+impl<T, E> FallbackTakes<T, E, OutcomeForm> for Result<T, E> {
+    #[inline]
+    fn take(outcome: Result<T, E>) -> Result<Result<T, E>, T> {
+        Ok(outcome)
+    }
+}
+
+/// What a [`Retrier`]'s fallback returns, told apart by `M`: the `Result` itself
+/// ([`SyncForm`]), or a future of it ([`AsyncForm`], `Send`), which only `run_async` awaits.
+#[diagnostic::on_unimplemented(
+    message = "a `Retrier`'s fallback must return `Result<{T}, {E}>`, the closure's own result, or a `Send` future of it, not `{Self}`",
+    label = "this fallback returns `{Self}`",
+    note = "a fallback is called as `FnOnce({E}, GiveUp) -> Result<{T}, {E}>` when the loop gives up; for `run_async` it may also be async (return a `Send` future of that `Result`)"
+)]
+pub trait RetrierFallback<'p, T, E, M>: Sized {
+    /// The run of a retrier with this fallback: as it was for a sync one, [`AsyncOnly`] for an
+    /// async one.
+    #[doc(hidden)]
+    type Run<R>;
+    /// The fallback `f`, boxed.
+    #[doc(hidden)]
+    fn boxed(
+        f: impl FnOnce(Result<T, E>, GiveUp) -> Result<Self, T> + Send + 'p,
+    ) -> RunFallback<'p, T, E>;
+}
+
+impl<'p, T, E> RetrierFallback<'p, T, E, SyncForm> for Result<T, E> {
+    type Run<R> = R;
+    fn boxed(
+        f: impl FnOnce(Result<T, E>, GiveUp) -> Result<Self, T> + Send + 'p,
+    ) -> RunFallback<'p, T, E> {
+        RunFallback::Sync(Box::new(move |outcome, why| {
+            f(outcome, why).unwrap_or_else(Ok)
+        }))
+    }
+}
+
+impl<'p, T, E, Fut> RetrierFallback<'p, T, E, AsyncForm> for Fut
 where
-    K: HeadSet<Sleeper: Sleeper, On: Classifier<E>, Show: Show<E>>,
-    H: HookSet<T, E>,
-    H::Finish<()>: IntoFinish<T, E>,
-    X: Linger<T, E>,
+    Fut: Future<Output = Result<T, E>> + Send + 'p,
 {
-    fn run<A: Attempts<T, E>>(self, plan: Plan<'_>, each: A) -> impl Future<Output = Result<T, E>>
-    where
-        E: fmt::Debug,
-    {
-        let state = state(plan, self, crate::timer::clock_of::<K::Sleeper>);
-        super::drive(state, plan.reset_after, each)
+    type Run<R> = AsyncOnly;
+    fn boxed(
+        f: impl FnOnce(Result<T, E>, GiveUp) -> Result<Self, T> + Send + 'p,
+    ) -> RunFallback<'p, T, E> {
+        RunFallback::Async(Box::new(move |outcome, why| {
+            f(outcome, why).map(|future| Box::pin(future) as BoxFuture<'p, T, E>)
+        }))
     }
 }
 

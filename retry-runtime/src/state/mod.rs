@@ -284,7 +284,7 @@ impl<R> Shape<R> {
 }
 
 /// The options a loop starts with: its classifier, its timer, and how its events show an error.
-pub type Started<C, E, S, D = log::ByDebug> = Opts<Head<hooks::Classify<C, E>, S, Unset, D>>;
+pub type Started<C, E, S, D = log::ByDebug> = Opts<Head<hooks::Classify<C, E>, S, D>>;
 
 impl<T, E: fmt::Debug> Shape<Result<T, E>> {
     /// The state of one call with `policy`, named `name` in its events, judging errors with

@@ -7,7 +7,9 @@ use super::attempt::Attempted;
 use super::drive::{Attempts, Hedged, Plain};
 use super::extras::{Extras, Guard, Linger, Shedder, Timeout};
 use super::fallback::{AsyncForm, Fallback, FallbackInput, FallbackScope, Finish, SyncForm};
-use super::hooks::{ErrorForm, GiveUpHook, Hooks, IntoVerdict, NotifyHook, OutcomeForm, Slot};
+use super::hooks::{
+    ErrorForm, GiveUpHook, HookSet, Hooks, IntoVerdict, NotifyHook, OutcomeForm, Slot,
+};
 use super::log::ByDebug;
 use super::options::{ByTransient, Classifier, Head, Opts};
 use super::{GiveUp, LogLevel, Progress, Retry, RetryEvent, Site, Unset};
@@ -58,8 +60,10 @@ use std::time::{Duration, Instant};
 /// nothing. The error type needs `Debug`, with which the events show it (the attribute, which
 /// sees the type, adds no such bound).
 ///
-/// The hooks (`on`, `on_result`, `notify`, `on_give_up`, `fallback`, `sleep`) are kept boxed,
-/// so they are `Send + Sync` (the fallback `Send`), as a door's are: the future of
+/// Its options are values, as a door's on [`engine`](crate::engine) are, and it runs the same
+/// loop as [`engine::drive`](crate::engine::drive). The hooks (`on`, `on_result`, `notify`,
+/// `on_give_up`, `fallback`, `sleep`) are kept boxed, so they are `Send + Sync` (the fallback
+/// `Send`), as a door's [`DynHooks`](crate::engine::DynHooks) are: the future of
 /// [`run_async`](Retrier::run_async) is then `Send` whenever the closure's futures are. A hook
 /// that counts or collects uses an atomic or a `Mutex`, not a `Cell` or a `RefCell`.
 ///
@@ -435,6 +439,75 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         E: fmt::Debug,
         B: FnMut() -> Result<T, E>,
     {
+        if !self.is_bare() {
+            return self.run_configured(body);
+        }
+        // No hook, fallback or extra: the loop of the attribute without options, whose state
+        // carries nothing for them. What it does not carry is dropped here, before the body
+        // runs: left to the end, it would be kept in memory for a panic's unwinding, and the
+        // happy path would write it all (`PERFORMANCE.md` §8).
+        let Retrier {
+            policy,
+            timings,
+            name,
+            level,
+            reset_after,
+            classify,
+            on_result,
+            notify,
+            on_give_up,
+            fallback,
+            extras,
+            timer,
+            run: _,
+        } = self;
+        drop(on_result);
+        drop(notify);
+        drop(on_give_up);
+        drop(fallback);
+        drop(extras);
+        drop(timer);
+        let plan = Plan {
+            policy: timings.as_ref().unwrap_or(policy),
+            name,
+            level,
+            reset_after,
+        };
+        let head = Head {
+            classify,
+            sleeper: Unset,
+            marks: PhantomData,
+        };
+        blocking(
+            plan,
+            head,
+            Hooks::<Unset, Unset, Unset, Unset>::default(),
+            Unset,
+            false,
+            body,
+        )
+    }
+
+    /// No hook, no fallback and no extra (`timeout`, `budget`, `breaker`, `gate`, `aws2026`,
+    /// `nested_retry`): the loop's state needs no room for them.
+    #[inline]
+    fn is_bare(&self) -> bool {
+        self.on_result.f.is_none()
+            && self.notify.f.is_none()
+            && self.on_give_up.f.is_none()
+            && self.fallback.is_none()
+            && self.extras.is_empty()
+    }
+
+    /// [`run`](Retrier::run) with hooks, a fallback or extras: out of line, so that the room
+    /// for the options is made only here.
+    #[inline(never)]
+    fn run_configured<B>(self, body: B) -> Result<T, E>
+    where
+        C: Classifier<E>,
+        E: fmt::Debug,
+        B: FnMut() -> Result<T, E>,
+    {
         let Retrier {
             policy,
             timings,
@@ -462,29 +535,30 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
             marks: PhantomData,
         };
         let judges = on_result.f.is_some();
-        macro_rules! hooks {
-            ($fallback:expr) => {
-                Hooks {
+        // The hooks stay here; the loop's state holds a reference to each, one word, so that
+        // it stays small (`PERFORMANCE.md` §2). A blocking run's fallback is sync
+        // (`RunsBlocking`); a loop without one has no code for it, and its events say that it
+        // gave up, not that it fell back.
+        let (on_result, notify, on_give_up) = (&on_result, &notify, &on_give_up);
+        let extras = extras.holding();
+        match fallback {
+            None => {
+                let hooks = Hooks {
                     on_result,
                     notify,
                     on_give_up,
-                    fallback: $fallback,
-                }
-            };
-        }
-        // Each combination its own loop, so that one without a fallback or `aws2026` has no code
-        // for them (`PERFORMANCE.md` §1). A blocking run's fallback is sync (`RunsBlocking`).
-        let aws = extras.aws.is_some();
-        match fallback {
-            None if !aws => blocking(plan, head, hooks!(Unset), extras, judges, body),
-            None => blocking(plan, head, hooks!(Unset), extras.holding(), judges, body),
+                    fallback: Unset,
+                };
+                blocking(plan, head, hooks, extras, judges, body)
+            }
             Some(fallback) => {
-                let hooks = hooks!(SyncSlot(fallback));
-                if aws {
-                    blocking(plan, head, hooks, extras.holding(), judges, body)
-                } else {
-                    blocking(plan, head, hooks, extras, judges, body)
-                }
+                let hooks = Hooks {
+                    on_result,
+                    notify,
+                    on_give_up,
+                    fallback: SyncSlot(fallback),
+                };
+                blocking(plan, head, hooks, extras, judges, body)
             }
         }
     }
@@ -639,53 +713,51 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
             reset_after,
         };
         let clock = timer.clock;
-        let head = Head::<C, RunTimer<'p>, Unset, ByDebug> {
+        let head = Head::<C, RunTimer<'p>, ByDebug> {
             classify,
             sleeper: timer,
             marks: PhantomData,
         };
+        // As a blocking run: without hooks, a fallback or extras the loop carries nothing for
+        // them; with them, the hooks stay here and the state holds a reference to each.
+        let bare = on_result.f.is_none()
+            && notify.f.is_none()
+            && on_give_up.f.is_none()
+            && fallback.is_none()
+            && extras.is_empty();
+        if bare {
+            let opts = Opts {
+                head,
+                hooks: Hooks::<Unset, Unset, Unset, Unset>::default(),
+                extras: Unset,
+            };
+            return super::drive(state(plan, opts, clock), reset_after, each).await;
+        }
         macro_rules! hooks {
             ($fallback:expr) => {
                 Hooks {
-                    on_result,
-                    notify,
-                    on_give_up,
+                    on_result: &on_result,
+                    notify: &notify,
+                    on_give_up: &on_give_up,
                     fallback: $fallback,
                 }
             };
         }
-        let aws = extras.aws.is_some();
+        let extras = extras.holding();
         match fallback {
-            None if !aws => {
-                let opts = Opts {
-                    head,
-                    hooks: hooks!(Unset),
-                    extras,
-                };
-                super::drive(state(plan, opts, clock), reset_after, each).await
-            }
             None => {
                 let opts = Opts {
                     head,
                     hooks: hooks!(Unset),
-                    extras: extras.holding(),
-                };
-                super::drive(state(plan, opts, clock), reset_after, each).await
-            }
-            Some(fallback) if !aws => {
-                let opts = Opts {
-                    head,
-                    hooks: hooks!(AsyncSlot(fallback)),
                     extras,
                 };
                 super::drive(state(plan, opts, clock), reset_after, each).await
             }
             Some(fallback) => {
-                let hooks = hooks!(AsyncSlot(fallback));
                 let opts = Opts {
                     head,
-                    hooks,
-                    extras: extras.holding(),
+                    hooks: hooks!(AsyncSlot(fallback)),
+                    extras,
                 };
                 super::drive(state(plan, opts, clock), reset_after, each).await
             }
@@ -719,29 +791,12 @@ fn state<'s, T, E, O>(plan: Plan<'s>, opts: O, clock: fn() -> Instant) -> Retry<
     }
 }
 
-/// The options of a blocking run's loop.
-type BlockingOpts<'p, T, E, C, F, X> = Opts<
-    Head<C, Unset, Unset, ByDebug>,
-    Hooks<
-        Boxed<'p, T, (), Verdict>,
-        Boxed<'p, Result<T, E>, RetryEvent>,
-        Boxed<'p, Result<T, E>, GiveUp>,
-        F,
-    >,
-    X,
->;
-
 /// A blocking run: its first attempt and an accepted `Ok` inline, the loop after it out of line.
 #[inline]
-fn blocking<'p, T, E, C, F, X, B>(
+fn blocking<T, E, C, H, X, B>(
     plan: Plan<'_>,
-    head: Head<C, Unset, Unset, ByDebug>,
-    hooks: Hooks<
-        Boxed<'p, T, (), Verdict>,
-        Boxed<'p, Result<T, E>, RetryEvent>,
-        Boxed<'p, Result<T, E>, GiveUp>,
-        F,
-    >,
+    head: Head<C, Unset, ByDebug>,
+    hooks: H,
     extras: X,
     judges: bool,
     mut body: B,
@@ -749,11 +804,11 @@ fn blocking<'p, T, E, C, F, X, B>(
 where
     C: Classifier<E>,
     E: fmt::Debug,
-    F: Fallback<T, E, Output<()> = Result<T, E>>,
+    H: HookSet<T, E, Finish<()> = Result<T, E>>,
     X: Linger<T, E>,
     B: FnMut() -> Result<T, E>,
 {
-    let opts: BlockingOpts<'p, T, E, C, F, X> = Opts {
+    let opts = Opts {
         head,
         hooks,
         extras,
@@ -808,7 +863,8 @@ impl<'p, A, B, V> Boxed<'p, A, B, V> {
     }
 }
 
-impl<A, B, V> Slot<A, B, V> for Boxed<'_, A, B, V> {
+// The loop's state holds each hook by reference, one word.
+impl<A, B, V> Slot<A, B, V> for &Boxed<'_, A, B, V> {
     const SET: bool = true;
     #[inline]
     fn is_set(&self) -> bool {
@@ -825,7 +881,7 @@ impl<A, B, V> Slot<A, B, V> for Boxed<'_, A, B, V> {
 }
 
 /// A fallback hears the whole outcome: which of the two it takes, [`FallbackTakes`] says.
-impl<T, E> FallbackInput<T, E> for Boxed<'_, T, (), Verdict> {
+impl<T, E> FallbackInput<T, E> for &Boxed<'_, T, (), Verdict> {
     type Input = Result<T, E>;
     #[inline]
     fn input(outcome: Result<T, E>) -> Result<Result<T, E>, T> {

@@ -284,7 +284,7 @@ impl<T, E> fmt::Debug for DynHooks<'_, T, E> {
 
 impl<'a, T, E> DynHooks<'a, T, E> {
     /// Hooks that judge errors with `classify`, accept every `Ok`, and tell nobody.
-    pub fn new(classify: &'a (dyn Fn(&E) -> Verdict + Sync)) -> Self {
+    pub fn new(classify: ClassifyFn<'a, E>) -> Self {
         DynHooks {
             classify,
             on_result: None,
@@ -296,13 +296,13 @@ impl<'a, T, E> DynHooks<'a, T, E> {
 
     /// `on_result = f`: an `Ok` value `f` rejects (a [`Verdict`] that retries) is a transient
     /// failure; when the loop gives up, the last one is returned.
-    pub fn on_result(mut self, f: Option<&'a (dyn Fn(&T) -> Verdict + Sync)>) -> Self {
+    pub fn on_result(mut self, f: Option<OnResultFn<'a, T>>) -> Self {
         self.on_result = f;
         self
     }
 
     /// `notify = f`: called before each pause.
-    pub fn notify(mut self, f: Option<&'a (dyn Fn(Result<&T, &E>, &RetryEvent) + Sync)>) -> Self {
+    pub fn notify(mut self, f: Option<NotifyFn<'a, T, E>>) -> Self {
         self.notify = f;
         self.notify_timed = true;
         self
@@ -311,17 +311,14 @@ impl<'a, T, E> DynHooks<'a, T, E> {
     /// `notify = f` for an `f` that does not read [`RetryEvent::elapsed`] (which is then zero):
     /// a counter of retries, say. The loop then reads no clock for it: a call without a deadline,
     /// a breaker or another hook that hears the time reads none.
-    pub fn notify_untimed(
-        mut self,
-        f: Option<&'a (dyn Fn(Result<&T, &E>, &RetryEvent) + Sync)>,
-    ) -> Self {
+    pub fn notify_untimed(mut self, f: Option<NotifyFn<'a, T, E>>) -> Self {
         self.notify = f;
         self.notify_timed = false;
         self
     }
 
     /// `on_give_up = f`: called once when the loop gives up on a failure it could have retried.
-    pub fn on_give_up(mut self, f: Option<&'a (dyn Fn(Result<&T, &E>, &GiveUp) + Sync)>) -> Self {
+    pub fn on_give_up(mut self, f: Option<GiveUpFn<'a, T, E>>) -> Self {
         self.on_give_up = f;
         self
     }

@@ -843,7 +843,7 @@ where
 /// A hook given to a [`Retrier`] at run time, boxed: none, or one that hears `&A` and `&B` and
 /// answers `V`; `timed` if it hears the time since the first attempt.
 pub struct Boxed<'p, A, B = (), V = ()> {
-    f: Option<Box<dyn Fn(&A, &B) -> V + Send + Sync + 'p>>,
+    f: Option<HookFn<'p, A, B, V>>,
     timed: bool,
 }
 
@@ -889,9 +889,13 @@ impl<T, E> FallbackInput<T, E> for &Boxed<'_, T, (), Verdict> {
     }
 }
 
+/// A hook, boxed.
+type HookFn<'p, A, B, V> = Box<dyn Fn(&A, &B) -> V + Send + Sync + 'p>;
+
 /// A [`Retrier`]'s fallback, boxed: sync, or async (whose future only `run_async` awaits).
 pub enum RunFallback<'p, T, E> {
     /// Makes the result.
+    #[allow(clippy::type_complexity)]
     Sync(Box<dyn FnOnce(Result<T, E>, GiveUp) -> Result<T, E> + Send + 'p>),
     /// Makes a future of the result, or gives back an `Ok` it does not take.
     #[allow(clippy::type_complexity)]

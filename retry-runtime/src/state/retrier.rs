@@ -78,22 +78,25 @@ use std::time::{Duration, Instant};
 /// [`AsyncOnly`](crate::hooks::AsyncOnly)).
 #[must_use = "a `Retrier` does nothing until `run` or `run_async`"]
 pub struct Retrier<'p, T, E, C = ByTransient, R = AnyRun> {
-    policy: &'p Policy,
+    /// The borrowed policy, the name, the log level and `reset_after`.
+    plan: Plan<'p>,
     /// The policy as the timing methods (`max`, `deadline`, ...) changed it, once one was
     /// called; until then the loop reads the borrowed one.
     timings: Option<Policy>,
-    name: &'static str,
-    level: LogLevel,
-    reset_after: Option<Duration>,
     classify: C,
-    on_result: Boxed<'p, T, (), Verdict>,
-    notify: Boxed<'p, Result<T, E>, RetryEvent>,
-    on_give_up: Boxed<'p, Result<T, E>, GiveUp>,
-    fallback: Option<RunFallback<'p, T, E>>,
+    hooks: RunHooks<'p, T, E>,
     /// `timeout`, `budget`, `breaker`, `gate`, `aws2026`, `nested_retry`.
     extras: Extras<'p, E>,
     timer: RunTimer<'p>,
     run: PhantomData<fn() -> R>,
+}
+
+/// A [`Retrier`]'s hooks and fallback.
+struct RunHooks<'p, T, E> {
+    on_result: Boxed<'p, T, (), Verdict>,
+    notify: Boxed<'p, Result<T, E>, RetryEvent>,
+    on_give_up: Boxed<'p, Result<T, E>, GiveUp>,
+    fallback: Option<RunFallback<'p, T, E>>,
 }
 
 /// A [`Retrier`] whose options a blocking [`run`](Retrier::run) can honour: no `timeout`, no
@@ -121,16 +124,20 @@ impl<'p, T, E> Retrier<'p, T, E> {
     #[inline]
     pub fn new(policy: &'p Policy) -> Self {
         Retrier {
-            policy,
+            plan: Plan {
+                policy,
+                name: "retrier",
+                level: LogLevel::Error,
+                reset_after: None,
+            },
             timings: None,
-            name: "retrier",
-            level: LogLevel::Error,
-            reset_after: None,
             classify: ByTransient,
-            on_result: Boxed::NONE,
-            notify: Boxed::NONE,
-            on_give_up: Boxed::NONE,
-            fallback: None,
+            hooks: RunHooks {
+                on_result: Boxed::NONE,
+                notify: Boxed::NONE,
+                on_give_up: Boxed::NONE,
+                fallback: None,
+            },
             extras: Extras::default(),
             timer: RunTimer::default(),
             run: PhantomData,
@@ -179,16 +186,10 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     #[inline]
     fn map<C2, R2>(self, classify: impl FnOnce(C) -> C2) -> Retrier<'p, T, E, C2, R2> {
         Retrier {
-            policy: self.policy,
+            plan: self.plan,
             timings: self.timings,
-            name: self.name,
-            level: self.level,
-            reset_after: self.reset_after,
             classify: classify(self.classify),
-            on_result: self.on_result,
-            notify: self.notify,
-            on_give_up: self.on_give_up,
-            fallback: self.fallback,
+            hooks: self.hooks,
             extras: self.extras,
             timer: self.timer,
             run: PhantomData,
@@ -204,14 +205,14 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     /// The name the events give, where the attribute gives the function's (`"retrier"` unless
     /// named); the metrics' `function` label too.
     pub fn name(mut self, name: &'static str) -> Self {
-        self.name = name;
+        self.plan.name = name;
         self
     }
 
     /// The policy with one timing changed, for this retrier only.
     #[inline]
     fn timing(mut self, change: impl FnOnce(Policy) -> Policy) -> Self {
-        let policy = self.timings.unwrap_or(*self.policy);
+        let policy = self.timings.unwrap_or(*self.plan.policy);
         self.timings = Some(change(policy));
         self
     }
@@ -264,7 +265,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     /// from then. Without it, a connection that failed a hundred times over a day waits the
     /// longest pause after each drop, and a spent deadline ends the loop.
     pub fn reset_after(mut self, healthy: Duration) -> Self {
-        self.reset_after = Some(healthy);
+        self.plan.reset_after = Some(healthy);
         self
     }
 
@@ -354,7 +355,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     /// (`level::Error` by default; `level::Warn`, `level::Info`, ... in
     /// [`level`](crate::level)).
     pub fn log_level(mut self, level: impl Into<LogLevel>) -> Self {
-        self.level = level.into();
+        self.plan.level = level.into();
         self
     }
 
@@ -366,7 +367,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         J: Fn(&T) -> V + Send + Sync + 'p,
         V: IntoVerdict,
     {
-        self.on_result = Boxed::new(move |value: &T, _: &()| f(value).into_verdict(), false);
+        self.hooks.on_result = Boxed::new(move |value: &T, _: &()| f(value).into_verdict(), false);
         self
     }
 
@@ -379,7 +380,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         E: 'p,
     {
         let hook = f.into_slot();
-        self.notify = Boxed::new(
+        self.hooks.notify = Boxed::new(
             move |outcome: &Result<T, E>, event: &RetryEvent| hook.call(outcome, event),
             true,
         );
@@ -397,7 +398,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     {
         let slot = f.into_slot();
         let timed = <J::Slot as Slot<Result<T, E>, GiveUp>>::TIMED;
-        self.on_give_up = Boxed::new(
+        self.hooks.on_give_up = Boxed::new(
             move |outcome: &Result<T, E>, why: &GiveUp| {
                 slot.call(outcome, why);
             },
@@ -416,7 +417,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         A: FallbackTakes<T, E, F>,
         Out: RetrierFallback<'p, T, E, M>,
     {
-        self.fallback = Some(Out::boxed(move |outcome, why| {
+        self.hooks.fallback = Some(Out::boxed(move |outcome, why| {
             A::take(outcome).map(|input| f(input, why))
         }));
         self.map(|classify| classify)
@@ -447,32 +448,21 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         // runs: left to the end, it would be kept in memory for a panic's unwinding, and the
         // happy path would write it all (`PERFORMANCE.md` §8).
         let Retrier {
-            policy,
+            plan,
             timings,
-            name,
-            level,
-            reset_after,
             classify,
-            on_result,
-            notify,
-            on_give_up,
-            fallback,
+            hooks,
             extras,
             timer,
             run: _,
         } = self;
-        drop(on_result);
-        drop(notify);
-        drop(on_give_up);
-        drop(fallback);
+        drop(hooks.on_result);
+        drop(hooks.notify);
+        drop(hooks.on_give_up);
+        drop(hooks.fallback);
         drop(extras);
         drop(timer);
-        let plan = Plan {
-            policy: timings.as_ref().unwrap_or(policy),
-            name,
-            level,
-            reset_after,
-        };
+        let plan = plan.with(&timings);
         let head = Head {
             classify,
             sleeper: Unset,
@@ -492,11 +482,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     /// `nested_retry`): the loop's state needs no room for them.
     #[inline]
     fn is_bare(&self) -> bool {
-        self.on_result.f.is_none()
-            && self.notify.f.is_none()
-            && self.on_give_up.f.is_none()
-            && self.fallback.is_none()
-            && self.extras.is_empty()
+        self.hooks.is_empty() && self.extras.is_empty()
     }
 
     /// [`run`](Retrier::run) with hooks, a fallback or extras: out of line, so that the room
@@ -509,26 +495,21 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         B: FnMut() -> Result<T, E>,
     {
         let Retrier {
-            policy,
+            plan,
             timings,
-            name,
-            level,
-            reset_after,
             classify,
-            on_result,
-            notify,
-            on_give_up,
-            fallback,
+            hooks:
+                RunHooks {
+                    on_result,
+                    notify,
+                    on_give_up,
+                    fallback,
+                },
             extras,
             timer: _,
             run: _,
         } = self;
-        let plan = Plan {
-            policy: timings.as_ref().unwrap_or(policy),
-            name,
-            level,
-            reset_after,
-        };
+        let plan = plan.with(&timings);
         let head = Head {
             classify,
             sleeper: Unset,
@@ -692,26 +673,21 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         E: fmt::Debug,
     {
         let Retrier {
-            policy,
+            plan,
             timings,
-            name,
-            level,
-            reset_after,
             classify,
-            on_result,
-            notify,
-            on_give_up,
-            fallback,
+            hooks:
+                RunHooks {
+                    on_result,
+                    notify,
+                    on_give_up,
+                    fallback,
+                },
             extras,
             timer,
             run: _,
         } = self;
-        let plan = Plan {
-            policy: timings.as_ref().unwrap_or(policy),
-            name,
-            level,
-            reset_after,
-        };
+        let plan = plan.with(&timings);
         let clock = timer.clock;
         let head = Head::<C, RunTimer<'p>, ByDebug> {
             classify,
@@ -731,7 +707,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
                 hooks: Hooks::<Unset, Unset, Unset, Unset>::default(),
                 extras: Unset,
             };
-            return super::drive(state(plan, opts, clock), reset_after, each).await;
+            return super::drive(state(plan, opts, clock), plan.reset_after, each).await;
         }
         macro_rules! hooks {
             ($fallback:expr) => {
@@ -751,7 +727,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
                     hooks: hooks!(Unset),
                     extras,
                 };
-                super::drive(state(plan, opts, clock), reset_after, each).await
+                super::drive(state(plan, opts, clock), plan.reset_after, each).await
             }
             Some(fallback) => {
                 let opts = Opts {
@@ -759,7 +735,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
                     hooks: hooks!(AsyncSlot(fallback)),
                     extras,
                 };
-                super::drive(state(plan, opts, clock), reset_after, each).await
+                super::drive(state(plan, opts, clock), plan.reset_after, each).await
             }
         }
     }
@@ -772,6 +748,31 @@ struct Plan<'s> {
     name: &'static str,
     level: LogLevel,
     reset_after: Option<Duration>,
+}
+
+impl<'p> Plan<'p> {
+    /// The plan with the policy a timing method made, if one did.
+    #[inline]
+    fn with<'t>(self, timings: &'t Option<Policy>) -> Plan<'t>
+    where
+        'p: 't,
+    {
+        Plan {
+            policy: timings.as_ref().unwrap_or(self.policy),
+            ..self
+        }
+    }
+}
+
+impl<T, E> RunHooks<'_, T, E> {
+    /// No hook and no fallback.
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.on_result.f.is_none()
+            && self.notify.f.is_none()
+            && self.on_give_up.f.is_none()
+            && self.fallback.is_none()
+    }
 }
 
 /// The loop state of one run: its policy (the retrier's own if a timing method made one) is

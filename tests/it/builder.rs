@@ -307,6 +307,50 @@ async fn run_async_is_send_when_its_closure_is() {
     assert_eq!(task.await.expect("the task ran"), Ok(3));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_async_with_hooks_and_a_fallback_is_send() {
+    static POLICY: Policy = Policy::new().max(1).base(Duration::from_millis(1));
+    static HEARD: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+    // Spawned: the boxed hooks and the async fallback keep the run's future `Send`.
+    let task = tokio::spawn(async {
+        Retrier::new(&POLICY)
+            .notify(|error: &Busy, _: &RetryEvent| HEARD.lock().unwrap().push(error.0))
+            .fallback(async |error: Busy, why: GiveUp| {
+                tokio::task::yield_now().await;
+                Ok::<u32, Busy>(error.0 * 10 + why.attempts)
+            })
+            .run_async(|| async { Err(Busy(attempt().number())) })
+            .await
+    });
+    assert_eq!(task.await.expect("the task ran"), Ok(22));
+    assert_eq!(*HEARD.lock().unwrap(), [1]);
+}
+
+#[test]
+fn a_fallback_takes_the_error_or_the_whole_outcome_beside_on_result() {
+    let policy = from_config("max = 1, base = 1ms");
+    // Taking the error, it hears the errors only: a rejected `Ok` is returned as it is.
+    let result = Retrier::new(&policy)
+        .on_result(|status: &u16| *status == 503)
+        .fallback(|_: Busy, _: GiveUp| Ok::<u16, Busy>(0))
+        .run(|| Ok::<u16, Busy>(503));
+    assert_eq!(result, Ok(503));
+    // Taking the outcome, it hears the rejected `Ok` too.
+    let result = Retrier::new(&policy)
+        .on_result(|status: &u16| *status == 503)
+        .fallback(|outcome: Result<u16, Busy>, why: GiveUp| {
+            assert_eq!((outcome, why.attempts), (Ok(503), 2));
+            Ok::<u16, Busy>(0)
+        })
+        .run(|| Ok::<u16, Busy>(503));
+    assert_eq!(result, Ok(0));
+    // And the error, from a failure.
+    let result = Retrier::new(&policy)
+        .fallback(|outcome: Result<u16, Busy>, _: GiveUp| outcome.or(Ok(1)))
+        .run(|| Err(Busy(attempt().number())));
+    assert_eq!(result, Ok(1));
+}
+
 // ---- a long-lived loop: reset_after --------------------------------------------------------------
 
 /// A consumer that stays connected for the given times, then drops: each entry is how long one

@@ -5,9 +5,9 @@
 //! You rarely name these: they appear in the `Retrier`'s signatures and in compile errors,
 //! whose messages say what each one asks.
 
+pub use crate::retrier::{AnyRun, AsyncOnly, FallbackTakes, On, RetrierFallback, RunsBlocking};
 pub use crate::state::{
-    AnyRun, AsyncForm, AsyncOnly, ByTransient, Classifier, ErrorForm, ErrorOnly, FallbackOutput,
-    FallbackTakes, GiveUpHook, IntoVerdict, NotifyHook, On, OutcomeForm, RetrierFallback,
-    RunsBlocking, SyncForm,
+    AsyncForm, ByTransient, Classifier, ErrorForm, ErrorOnly, FallbackOutput, GiveUpHook,
+    IntoVerdict, NotifyHook, OutcomeForm, SyncForm,
 };
 pub use crate::timer::{FnForm, IntoSleeper, TypeForm};

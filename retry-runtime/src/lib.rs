@@ -323,6 +323,7 @@ pub mod metrics;
 mod overload;
 mod policy;
 mod random;
+mod retrier;
 mod state;
 mod sync;
 pub mod testing;
@@ -351,7 +352,8 @@ pub use overload::{
     RejectReason, Rejected, RetryQuota,
 };
 pub use policy::{Backoff, Jitter, Policy, PolicyError};
-pub use state::{GiveUp, GiveUpReason, LogLevel, Retrier, RetryEvent};
+pub use retrier::Retrier;
+pub use state::{GiveUp, GiveUpReason, LogLevel, RetryEvent};
 
 /// The levels of [`Retrier::log_level`], as `log_level = "warn"` names them in the attribute.
 pub use state::level;

@@ -46,18 +46,17 @@
 
 mod attempt;
 mod decide;
-mod drive;
+pub(crate) mod drive;
 pub(crate) mod dynamic;
 mod events;
-mod extras;
-mod fallback;
+pub(crate) mod extras;
+pub(crate) mod fallback;
 mod hedge;
-mod hooks;
-mod log;
+pub(crate) mod hooks;
+pub(crate) mod log;
 pub(crate) mod observe;
 mod options;
-mod retrier;
-mod spans;
+pub(crate) mod spans;
 
 pub use attempt::{AttemptOutcome, Attempted};
 pub(crate) use drive::{Hedged, Plain, drive, drive_blocking};
@@ -67,7 +66,6 @@ pub use fallback::{AsyncForm, FallbackArgument, FallbackOutput, SyncForm};
 pub use hooks::{ErrorForm, ErrorOnly, GiveUpHook, Hooks, IntoVerdict, NotifyHook, OutcomeForm};
 pub use log::{LogLevel, level};
 pub use options::{ByTransient, Classifier, DefaultSleeper, Head, Options, Opts};
-pub use retrier::{AnyRun, AsyncOnly, FallbackTakes, On, Retrier, RetrierFallback, RunsBlocking};
 
 use crate::breaker::FromCircuitOpen;
 use crate::context::{self, KeySlot};

@@ -1,20 +1,21 @@
 //! [`Retrier`]: the attribute's options as methods, for a configuration chosen at run time and a
 //! closure. Its options are values (the policy, the budget, the hooks boxed), and it runs the
-//! loop of every door configured at run time, [`drive`](super::drive) and
-//! [`drive_blocking`](super::drive_blocking), as [`engine::drive`](crate::engine::drive) does.
+//! loop of every door configured at run time (`state::drive` and `state::drive_blocking`), as
+//! [`engine::drive`](crate::engine::drive) does: a door on the engine, not a part of the loop.
 
-use super::attempt::Attempted;
-use super::drive::{Attempts, Hedged, Plain};
-use super::extras::{Extras, Guard, Linger, Shedder, Timeout};
-use super::fallback::{AsyncForm, Fallback, FallbackInput, FallbackScope, Finish, SyncForm};
-use super::hooks::{
-    ErrorForm, GiveUpHook, HookSet, Hooks, IntoVerdict, NotifyHook, OutcomeForm, Slot,
-};
-use super::log::ByDebug;
-use super::options::{ByTransient, Classifier, Head, Opts};
-use super::{GiveUp, LogLevel, Progress, Retry, RetryEvent, Site, Unset};
 use crate::context::{Enter, KeySlot, Scoped};
 use crate::engine::{AsyncFnOperation, FnOperation};
+use crate::state::drive::{Attempts, Hedged, Plain, drive, drive_blocking};
+use crate::state::extras::{Extras, Guard, Linger, Shedder, Timeout};
+use crate::state::fallback::{Fallback, FallbackInput, FallbackScope, Finish};
+use crate::state::hooks::{HookSet, Slot};
+use crate::state::log::ByDebug;
+use crate::state::spans::CallSpan;
+use crate::state::{
+    AsyncForm, Attempted, ByTransient, Classifier, DefaultSleeper, ErrorForm, GiveUp, GiveUpHook,
+    Head, Hooks, IntoVerdict, LogLevel, NotifyHook, Opts, OutcomeForm, Progress, Retry, RetryEvent,
+    Site, SyncForm, Unset, std_now,
+};
 use crate::timer::{Elapsed, IntoSleeper, Sleeper};
 use crate::{
     AdmissionGate, Aws2026Standard, Backoff, CircuitBreaker, CircuitOpen, Hedge, Jitter, Policy,
@@ -707,7 +708,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
                 hooks: Hooks::<Unset, Unset, Unset, Unset>::default(),
                 extras: Unset,
             };
-            return super::drive(state(plan, opts, clock), plan.reset_after, each).await;
+            return drive(state(plan, opts, clock), plan.reset_after, each).await;
         }
         macro_rules! hooks {
             ($fallback:expr) => {
@@ -727,7 +728,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
                     hooks: hooks!(Unset),
                     extras,
                 };
-                super::drive(state(plan, opts, clock), plan.reset_after, each).await
+                drive(state(plan, opts, clock), plan.reset_after, each).await
             }
             Some(fallback) => {
                 let opts = Opts {
@@ -735,7 +736,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
                     hooks: hooks!(AsyncSlot(fallback)),
                     extras,
                 };
-                super::drive(state(plan, opts, clock), plan.reset_after, each).await
+                drive(state(plan, opts, clock), plan.reset_after, each).await
             }
         }
     }
@@ -787,7 +788,7 @@ fn state<'s, T, E, O>(plan: Plan<'s>, opts: O, clock: fn() -> Instant) -> Retry<
         },
         progress: Progress::idle(plan.level),
         opts,
-        spans: super::spans::CallSpan::default(),
+        spans: CallSpan::default(),
         value: PhantomData,
     }
 }
@@ -814,7 +815,7 @@ where
         hooks,
         extras,
     };
-    let mut state = state(plan, opts, super::std_now);
+    let mut state = state(plan, opts, std_now);
     state.progress.retried_above = crate::context::retried_above();
     // A run that reads the clock before its first attempt (a deadline, `reset_after`) makes
     // it in the loop, with the failures (`PERFORMANCE.md` §8).
@@ -836,7 +837,7 @@ where
     };
     // The body moved into the loop, not borrowed: one word in a register, where a borrow
     // stored the body and its address on the happy path.
-    super::drive_blocking(state, first, plan.reset_after, move |state| {
+    drive_blocking(state, first, plan.reset_after, move |state| {
         state.attempt(&mut body)
     })
 }
@@ -978,7 +979,7 @@ impl Default for RunTimer<'_> {
     fn default() -> Self {
         RunTimer {
             sleep: None,
-            clock: crate::timer::clock_of::<super::DefaultSleeper>,
+            clock: crate::timer::clock_of::<DefaultSleeper>,
         }
     }
 }
@@ -988,7 +989,7 @@ impl<'p> Sleeper for RunTimer<'p> {
     fn sleep(&self, pause: Duration) -> Self::Sleep {
         match &self.sleep {
             Some(sleep) => sleep(pause),
-            None => Box::pin(super::DefaultSleeper::default().sleep(pause)),
+            None => Box::pin(DefaultSleeper::default().sleep(pause)),
         }
     }
 }
@@ -1216,7 +1217,7 @@ mod parity {
     }
 
     /// The guide that gives the reasons to the reader.
-    const GUIDE: &str = include_str!("../../docs/blocks.md");
+    const GUIDE: &str = include_str!("../docs/blocks.md");
 
     #[test]
     fn every_key_has_a_method_or_a_reason() {
@@ -1225,7 +1226,7 @@ mod parity {
             let Some((_, has)) = table.iter().find(|(name, _)| *name == key.name) else {
                 panic!(
                     "the attribute's key `{}` has neither a `Retrier` method nor a reason in \
-                     state/retrier.rs's `parity` table: add the method, or the reason here and \
+                     retrier.rs's `parity` table: add the method, or the reason here and \
                      in docs/blocks.md",
                     key.name
                 );

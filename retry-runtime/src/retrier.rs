@@ -13,8 +13,8 @@ use crate::state::log::ByDebug;
 use crate::state::spans::CallSpan;
 use crate::state::{
     AsyncForm, Attempted, ByTransient, Classifier, DefaultSleeper, ErrorForm, GiveUp, GiveUpHook,
-    Head, Hooks, IntoVerdict, LogLevel, NotifyHook, Opts, OutcomeForm, Progress, Retry, RetryEvent,
-    Site, SyncForm, Unset, std_now,
+    Head, Hooks, IntoVerdict, LogLevel, NotifyHook, Options, Opts, OutcomeForm, Progress, Retry,
+    RetryEvent, Site, SyncForm, Unset, std_now,
 };
 use crate::timer::{Elapsed, IntoSleeper, Sleeper};
 use crate::{
@@ -86,8 +86,10 @@ pub struct Retrier<'p, T, E, C = ByTransient, R = AnyRun> {
     timings: Option<Policy>,
     classify: C,
     hooks: RunHooks<'p, T, E>,
-    /// `timeout`, `budget`, `breaker`, `gate`, `aws2026`, `nested_retry`.
+    /// `timeout`, `budget`, `breaker`, `gate`, `nested_retry`.
     extras: Extras<'p, E>,
+    /// `aws2026`, which the loop's options take in their own way (`Options::with_aws2026`).
+    aws: Option<&'p Aws2026Standard>,
     timer: RunTimer<'p>,
     run: PhantomData<fn() -> R>,
 }
@@ -140,6 +142,7 @@ impl<'p, T, E> Retrier<'p, T, E> {
                 fallback: None,
             },
             extras: Extras::default(),
+            aws: None,
             timer: RunTimer::default(),
             run: PhantomData,
         }
@@ -192,6 +195,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
             classify: classify(self.classify),
             hooks: self.hooks,
             extras: self.extras,
+            aws: self.aws,
             timer: self.timer,
             run: PhantomData,
         }
@@ -325,7 +329,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
     /// place of the policy's `max` and pauses: see [`Aws2026Standard`].
     pub fn aws2026(mut self, aws: &'p Aws2026Standard) -> Self {
-        self.extras.aws = Some(aws);
+        self.aws = Some(aws);
         self
     }
 
@@ -454,6 +458,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
             classify,
             hooks,
             extras,
+            aws: _,
             timer,
             run: _,
         } = self;
@@ -469,21 +474,19 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
             sleeper: Unset,
             marks: PhantomData,
         };
-        blocking(
-            plan,
+        let opts = Opts {
             head,
-            Hooks::<Unset, Unset, Unset, Unset>::default(),
-            Unset,
-            false,
-            body,
-        )
+            hooks: Hooks::<Unset, Unset, Unset, Unset>::default(),
+            extras: Unset,
+        };
+        blocking(plan, opts, false, body)
     }
 
     /// No hook, no fallback and no extra (`timeout`, `budget`, `breaker`, `gate`, `aws2026`,
     /// `nested_retry`): the loop's state needs no room for them.
     #[inline]
     fn is_bare(&self) -> bool {
-        self.hooks.is_empty() && self.extras.is_empty()
+        self.hooks.is_empty() && self.extras.is_empty() && self.aws.is_none()
     }
 
     /// [`run`](Retrier::run) with hooks, a fallback or extras: out of line, so that the room
@@ -507,6 +510,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
                     fallback,
                 },
             extras,
+            aws,
             timer: _,
             run: _,
         } = self;
@@ -521,27 +525,28 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         // it stays small (`PERFORMANCE.md` §2). A blocking run's fallback is sync
         // (`RunsBlocking`); a loop without one has no code for it, and its events say that it
         // gave up, not that it fell back.
-        let (on_result, notify, on_give_up) = (&on_result, &notify, &on_give_up);
-        let extras = extras.holding();
+        macro_rules! run {
+            ($fallback:expr) => {{
+                let hooks = Hooks {
+                    on_result: &on_result,
+                    notify: &notify,
+                    on_give_up: &on_give_up,
+                    fallback: $fallback,
+                };
+                let opts = Opts {
+                    head,
+                    hooks,
+                    extras,
+                };
+                match aws {
+                    None => blocking(plan, opts, judges, body),
+                    Some(aws) => blocking(plan, opts.with_aws2026(aws), judges, body),
+                }
+            }};
+        }
         match fallback {
-            None => {
-                let hooks = Hooks {
-                    on_result,
-                    notify,
-                    on_give_up,
-                    fallback: Unset,
-                };
-                blocking(plan, head, hooks, extras, judges, body)
-            }
-            Some(fallback) => {
-                let hooks = Hooks {
-                    on_result,
-                    notify,
-                    on_give_up,
-                    fallback: SyncSlot(fallback),
-                };
-                blocking(plan, head, hooks, extras, judges, body)
-            }
+            None => run!(Unset),
+            Some(fallback) => run!(SyncSlot(fallback)),
         }
     }
 
@@ -685,6 +690,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
                     fallback,
                 },
             extras,
+            aws,
             timer,
             run: _,
         } = self;
@@ -701,7 +707,8 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
             && notify.f.is_none()
             && on_give_up.f.is_none()
             && fallback.is_none()
-            && extras.is_empty();
+            && extras.is_empty()
+            && aws.is_none();
         if bare {
             let opts = Opts {
                 head,
@@ -710,34 +717,31 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
             };
             return drive(state(plan, opts, clock), plan.reset_after, each).await;
         }
-        macro_rules! hooks {
-            ($fallback:expr) => {
-                Hooks {
+        macro_rules! run {
+            ($fallback:expr) => {{
+                let hooks = Hooks {
                     on_result: &on_result,
                     notify: &notify,
                     on_give_up: &on_give_up,
                     fallback: $fallback,
+                };
+                let opts = Opts {
+                    head,
+                    hooks,
+                    extras,
+                };
+                match aws {
+                    None => drive(state(plan, opts, clock), plan.reset_after, each).await,
+                    Some(aws) => {
+                        let opts = opts.with_aws2026(aws);
+                        drive(state(plan, opts, clock), plan.reset_after, each).await
+                    }
                 }
-            };
+            }};
         }
-        let extras = extras.holding();
         match fallback {
-            None => {
-                let opts = Opts {
-                    head,
-                    hooks: hooks!(Unset),
-                    extras,
-                };
-                drive(state(plan, opts, clock), plan.reset_after, each).await
-            }
-            Some(fallback) => {
-                let opts = Opts {
-                    head,
-                    hooks: hooks!(AsyncSlot(fallback)),
-                    extras,
-                };
-                drive(state(plan, opts, clock), plan.reset_after, each).await
-            }
+            None => run!(Unset),
+            Some(fallback) => run!(AsyncSlot(fallback)),
         }
     }
 }
@@ -797,9 +801,7 @@ fn state<'s, T, E, O>(plan: Plan<'s>, opts: O, clock: fn() -> Instant) -> Retry<
 #[inline]
 fn blocking<T, E, C, H, X, B>(
     plan: Plan<'_>,
-    head: Head<C, Unset, ByDebug>,
-    hooks: H,
-    extras: X,
+    opts: Opts<Head<C, Unset, ByDebug>, H, X>,
     judges: bool,
     mut body: B,
 ) -> Result<T, E>
@@ -810,11 +812,6 @@ where
     X: Linger<T, E>,
     B: FnMut() -> Result<T, E>,
 {
-    let opts = Opts {
-        head,
-        hooks,
-        extras,
-    };
     let mut state = state(plan, opts, std_now);
     state.progress.retried_above = crate::context::retried_above();
     // A run that reads the clock before its first attempt (a deadline, `reset_after`) makes

@@ -152,16 +152,6 @@ impl<T, E> Hold for Holding<T, E> {
 }
 
 impl<'p, E, L> Extras<'p, E, L> {
-    /// No option is set: a loop may carry [`Unset`] in their place.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.timeout.is_none()
-            && self.budget.is_none()
-            && self.breaker.is_none()
-            && self.gate.is_none()
-            && self.aws.is_none()
-            && !self.nested_retry
-    }
-
     /// The same extras, with room for a long-polling call's outcome (`aws2026`).
     pub(crate) fn holding<T>(self) -> Extras<'p, E, Holding<T, E>> {
         Extras {
@@ -176,6 +166,18 @@ impl<'p, E, L> Extras<'p, E, L> {
             held: Holding(None),
             nested_retry: self.nested_retry,
         }
+    }
+}
+
+impl<E, L> Extras<'_, E, L> {
+    /// None of `timeout`, `budget`, `breaker`, `gate` and `nested = retry` is set: a
+    /// [`Retrier`](crate::Retrier)'s loop may carry [`Unset`] in their place.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.timeout.is_none()
+            && self.budget.is_none()
+            && self.breaker.is_none()
+            && self.gate.is_none()
+            && !self.nested_retry
     }
 }
 

@@ -6,7 +6,10 @@
 //! You rarely name these: they appear in the `Retrier`'s signatures and in compile errors,
 //! whose messages say what each one asks.
 
-pub use crate::retrier::{AnyRun, AsyncOnly, FallbackTakes, On, RetrierFallback, RunsBlocking};
+pub use crate::retrier::{
+    AnyRun, AsyncOnly, FallbackTakes, HasTimer, On, OwnTimer, RetrierFallback, RunKind,
+    RunsBlocking,
+};
 pub use crate::state::{
     AsyncForm, ByTransient, Classifier, ErrorForm, ErrorOnly, FallbackOutput, GiveUpHook,
     IntoVerdict, NotifyHook, OutcomeForm, SyncForm,

@@ -75,8 +75,9 @@ use std::time::{Duration, Instant};
 /// ([`ByTransient`](crate::hooks::ByTransient), the error type's
 /// [`Transient`](crate::Transient) impl, until [`on`](Retrier::on) makes it
 /// [`On`](crate::hooks::On)), and `R` whether a blocking [`run`](Retrier::run) can honour them
-/// ([`AnyRun`](crate::hooks::AnyRun), until `timeout`, `sleep` or an async `fallback` makes it
-/// [`AsyncOnly`](crate::hooks::AsyncOnly)).
+/// ([`AnyRun`](crate::hooks::AnyRun), until `timeout` or an async `fallback` makes it
+/// [`AsyncOnly`](crate::hooks::AsyncOnly), or `sleep` [`OwnTimer`](crate::hooks::OwnTimer));
+/// without the `tokio` feature, an async run needs the latter.
 #[must_use = "a `Retrier` does nothing until `run` or `run_async`"]
 pub struct Retrier<'p, T, E, C = ByTransient, R = AnyRun> {
     /// The borrowed policy, the name, the log level and `reset_after`.
@@ -107,10 +108,51 @@ struct RunHooks<'p, T, E> {
 #[derive(Clone, Copy, Debug)]
 pub enum AnyRun {}
 
-/// A [`Retrier`] with `timeout`, `sleep` or an async `fallback`, which only
-/// [`run_async`](Retrier::run_async) can honour.
+/// A [`Retrier`] with `timeout` or an async `fallback`, which only
+/// [`run_async`](Retrier::run_async) can honour, on the default timer.
 #[derive(Clone, Copy, Debug)]
 pub enum AsyncOnly {}
+
+/// A [`Retrier`] with a timer of its own ([`sleep`](Retrier::sleep)), which only
+/// [`run_async`](Retrier::run_async) uses.
+#[derive(Clone, Copy, Debug)]
+pub enum OwnTimer {}
+
+/// What `timeout` and an async `fallback` make of a [`Retrier`]'s run: [`AsyncOnly`], or
+/// [`OwnTimer`] as it was.
+pub trait RunKind {
+    /// The run with an option that only `run_async` honours.
+    type Async;
+}
+
+impl RunKind for AnyRun {
+    type Async = AsyncOnly;
+}
+
+impl RunKind for AsyncOnly {
+    type Async = AsyncOnly;
+}
+
+impl RunKind for OwnTimer {
+    type Async = OwnTimer;
+}
+
+/// A [`Retrier`] whose async runs have a timer: every one with the `tokio` feature; without it,
+/// one with [`sleep`](Retrier::sleep).
+#[diagnostic::on_unimplemented(
+    message = "this `Retrier` has no timer to pause with",
+    label = "no timer",
+    note = "enable the `tokio` feature of `retry-runtime` (on by default), or give the retrier your runtime's timer: `.sleep(my_runtime::sleep)` with `fn sleep(Duration) -> impl Future<Output = ()>`"
+)]
+pub trait HasTimer {}
+
+impl HasTimer for OwnTimer {}
+
+#[cfg(feature = "tokio")]
+impl HasTimer for AnyRun {}
+
+#[cfg(feature = "tokio")]
+impl HasTimer for AsyncOnly {}
 
 /// The classifier a [`Retrier`] was given with [`on`](Retrier::on).
 pub struct On<'p, E>(Box<dyn Fn(&E) -> Verdict + Send + Sync + 'p>);
@@ -201,9 +243,9 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         }
     }
 
-    /// The same retrier, which only `run_async` can run.
+    /// The same retrier, its run `R2`.
     #[inline]
-    fn async_only(self) -> Retrier<'p, T, E, C, AsyncOnly> {
+    fn to<R2>(self) -> Retrier<'p, T, E, C, R2> {
         self.map(|classify| classify)
     }
 
@@ -288,12 +330,13 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     /// `timeout = "2s"`: each attempt is cut off after `limit` (clipped to the time left before
     /// the deadline) and counts as a transient failure; needs `E: From<Elapsed>`, and
     /// [`run_async`](Retrier::run_async).
-    pub fn timeout(mut self, limit: Duration) -> Retrier<'p, T, E, C, AsyncOnly>
+    pub fn timeout(mut self, limit: Duration) -> Retrier<'p, T, E, C, R::Async>
     where
         E: From<Elapsed>,
+        R: RunKind,
     {
         self.extras.timeout = Some(Timeout::new(limit, E::from));
-        self.async_only()
+        self.to()
     }
 
     /// `budget = B`: retries draw from a shared [`RetryBudget`]; when it is empty the loop gives
@@ -342,7 +385,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     /// `sleep = f`: pause with another runtime's timer, `Fn(Duration) -> impl Future` or a
     /// [`Sleeper`]; the deadline is then measured on its clock. For
     /// [`run_async`](Retrier::run_async).
-    pub fn sleep<F, M>(mut self, f: F) -> Retrier<'p, T, E, C, AsyncOnly>
+    pub fn sleep<F, M>(mut self, f: F) -> Retrier<'p, T, E, C, OwnTimer>
     where
         F: IntoSleeper<M>,
         F::Sleeper: Send + Sync + 'p,
@@ -353,7 +396,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
             sleep: Some(Box::new(move |pause| Box::pin(sleeper.sleep(pause)))),
             clock: crate::timer::clock_of::<F::Sleeper>,
         };
-        self.async_only()
+        self.to()
     }
 
     /// `log_level = "warn"`: the level of the one event logged when a call that failed ends
@@ -418,6 +461,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     /// for [`run_async`](Retrier::run_async) also async.
     pub fn fallback<J, A, Out, F, M>(mut self, f: J) -> Retrier<'p, T, E, C, Out::Run<R>>
     where
+        R: RunKind,
         J: FnOnce(A, GiveUp) -> Out + Send + 'p,
         A: FallbackTakes<T, E, F>,
         Out: RetrierFallback<'p, T, E, M>,
@@ -561,10 +605,10 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     /// borrows its surroundings mutably across attempts (a transaction on a `&mut` client) is
     /// [`run_async_mut`](Retrier::run_async_mut)'s.
     ///
-    /// Without the `tokio` feature, give a timer with [`sleep`](Retrier::sleep): the default
-    /// one then pauses for no time.
+    /// Without the `tokio` feature, it needs a timer: [`sleep`](Retrier::sleep).
     pub fn run_async<B, Fut>(self, body: B) -> impl Future<Output = Result<T, E>>
     where
+        R: HasTimer,
         C: Classifier<E>,
         E: fmt::Debug,
         B: FnMut() -> Fut,
@@ -615,6 +659,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     /// ```
     pub fn run_async_mut<B>(self, body: B) -> impl Future<Output = Result<T, E>>
     where
+        R: HasTimer,
         C: Classifier<E>,
         E: fmt::Debug,
         B: AsyncFnMut() -> Result<T, E>,
@@ -662,6 +707,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     /// ```
     pub fn run_hedged<B, Fut>(self, hedge: &Hedge, body: B) -> impl Future<Output = Result<T, E>>
     where
+        R: HasTimer,
         C: Classifier<E>,
         E: fmt::Debug,
         B: Fn() -> Fut,
@@ -923,7 +969,7 @@ impl<T, E> Fallback<T, E> for SyncSlot<'_, T, E> {
         let _entered = Enter::new(scope.frame);
         match self.0 {
             RunFallback::Sync(f) => scope.key.lend(|| f(outcome, why)),
-            // Never made: an async fallback makes the retrier `AsyncOnly`.
+            // Never made: an async fallback makes the retrier `AsyncOnly` or `OwnTimer`.
             RunFallback::Async(_) => outcome,
         }
     }
@@ -962,8 +1008,9 @@ impl<'p, T, E> Fallback<T, E> for AsyncSlot<'p, T, E> {
     }
 }
 
-/// A [`Retrier`]'s timer for an async run: tokio's (with the `tokio` feature), or `sleep`'s,
-/// boxed; and the clock the deadline is measured on.
+/// A [`Retrier`]'s timer for an async run: tokio's (with the `tokio` feature; without it, a run
+/// without `sleep` does not compile, [`HasTimer`]), or `sleep`'s, boxed; and the clock the
+/// deadline is measured on.
 pub struct RunTimer<'p> {
     #[allow(clippy::type_complexity)]
     sleep: Option<
@@ -1040,10 +1087,10 @@ impl<T, E> FallbackTakes<T, E, OutcomeForm> for Result<T, E> {
     note = "a fallback is called as `FnOnce({E}, GiveUp) -> Result<{T}, {E}>` when the loop gives up; for `run_async` it may also be async (return a `Send` future of that `Result`)"
 )]
 pub trait RetrierFallback<'p, T, E, M>: Sized {
-    /// The run of a retrier with this fallback: as it was for a sync one, [`AsyncOnly`] for an
+    /// The run of a retrier with this fallback: as it was for a sync one, `R::Async` for an
     /// async one.
     #[doc(hidden)]
-    type Run<R>;
+    type Run<R: RunKind>;
     /// The fallback `f`, boxed.
     #[doc(hidden)]
     fn boxed(
@@ -1052,7 +1099,7 @@ pub trait RetrierFallback<'p, T, E, M>: Sized {
 }
 
 impl<'p, T, E> RetrierFallback<'p, T, E, SyncForm> for Result<T, E> {
-    type Run<R> = R;
+    type Run<R: RunKind> = R;
     fn boxed(
         f: impl FnOnce(Result<T, E>, GiveUp) -> Result<Self, T> + Send + 'p,
     ) -> RunFallback<'p, T, E> {
@@ -1066,7 +1113,7 @@ impl<'p, T, E, Fut> RetrierFallback<'p, T, E, AsyncForm> for Fut
 where
     Fut: Future<Output = Result<T, E>> + Send + 'p,
 {
-    type Run<R> = AsyncOnly;
+    type Run<R: RunKind> = R::Async;
     fn boxed(
         f: impl FnOnce(Result<T, E>, GiveUp) -> Result<Self, T> + Send + 'p,
     ) -> RunFallback<'p, T, E> {

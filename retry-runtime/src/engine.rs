@@ -137,13 +137,6 @@
 //! logs and metrics and to a [`Sink`] of its own, usually the [`Counters`] it hands its users.
 //! The guide's metrics table lists every event once, for every door.
 //!
-//! # What else is here
-//!
-//! The [`Retrier`](crate::Retrier)'s options as a type, [`Options`], and the traits its methods'
-//! bounds name: the forms a hook may take ([`NotifyHook`], [`GiveUpHook`]), what a classifier
-//! returns ([`IntoVerdict`]), what a fallback returns ([`FallbackOutput`]), what `sleep` accepts
-//! ([`IntoSleeper`]), and which options a blocking run can honour ([`SyncRun`], [`AsyncRun`]).
-//!
 //! # Stability
 //!
 //! This module is the seam for integrations, and part of the crate's public API: it follows the
@@ -161,14 +154,10 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
-pub use crate::state::dynamic::{ClassifyFn, GiveUpFn, NotifyFn, OnResultFn};
 pub use crate::state::observe::{Counters, Event, Sink, report};
 pub use crate::state::{
-    AsyncForm, AsyncRun, ByTransient, Classifier, Decide, Defaults, DynHooks, ErrorForm, ErrorOnly,
-    Failure, FallbackOutput, Gate, GateAndError, GateFor, GateSlot, GiveUpHook, IntoVerdict, Next,
-    NextCopy, NoGate, NotifyHook, Options, OutcomeForm, Settings, SyncForm, SyncRun,
+    Decide, DynHooks, Failure, Gate, GateFor, GateSlot, Next, NextCopy, NoGate, Settings,
 };
-pub use crate::timer::{FnForm, IntoSleeper, TypeForm};
 
 /// The operation a call retries: what each of its attempts runs, as a future that may borrow
 /// the operation (and through it the door's state, such as a client or a pool) for as long as

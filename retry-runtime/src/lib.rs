@@ -316,12 +316,14 @@ mod doc_tables;
 pub mod engine;
 pub mod guide;
 mod hedge;
+pub mod hooks;
 mod key;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 mod overload;
 mod policy;
 mod random;
+mod retrier;
 mod state;
 mod sync;
 pub mod testing;
@@ -363,7 +365,8 @@ pub use overload::{
     FailureKind, GateMode, GateOutcome, GatePermit, GateState, Gradient2, RejectReason, RetryQuota,
 };
 pub use policy::{Backoff, Jitter, Policy, PolicyError};
-pub use state::{GiveUp, GiveUpReason, LogLevel, Retrier, RetryEvent};
+pub use retrier::Retrier;
+pub use state::{GiveUp, GiveUpReason, LogLevel, RetryEvent};
 
 /// The levels of [`Retrier::log_level`], as `log_level = "warn"` names them in the attribute.
 pub use state::level;

@@ -268,6 +268,31 @@ fn an_async_fn_with_its_own_sleep_compiles_without_tokio() {
     assert!(output.status.success(), "{stderr}");
 }
 
+/// Without the `tokio` feature, a `Retrier`'s async run without `sleep` is a compile error that
+/// names both fixes, as the attribute's is; with `sleep`, it compiles.
+#[test]
+fn a_retrier_without_tokio_needs_sleep() {
+    let output = check_without_tokio("retrier_without_sleep");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success(),
+        "compiled without a timer:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("this `Retrier` has no timer to pause with"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("enable the `tokio` feature of `retry-runtime`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`.sleep(my_runtime::sleep)`"), "{stderr}");
+
+    let output = check_without_tokio("retrier_with_sleep");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+}
+
 /// `#[retry(crate = path)]`: the fixture `fixtures/renamed` depends on the runtime under another
 /// name (`rt = { package = "retry-runtime", ... }`) and through a crate that re-exports it, and
 /// has no dependency called `retry_runtime` at all, so it compiles only if every generated path

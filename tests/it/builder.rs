@@ -12,6 +12,8 @@ use retry_runtime::{
     RetryBudget, RetryEvent, Verdict, attempt, level, retry, testing,
 };
 use std::cell::{Cell, RefCell};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -79,41 +81,47 @@ fn on_names_the_classifier_and_a_permanent_error_is_returned_at_once() {
 #[test]
 fn on_result_notify_and_on_give_up() {
     let policy = from_config("max = 2, base = 1s, jitter = none");
-    let heard = RefCell::new(Vec::new());
-    let gave_up = RefCell::new(Vec::new());
+    // The hooks are `Send + Sync`: a `Mutex`, not a `RefCell`.
+    let heard = Mutex::new(Vec::new());
+    let gave_up = Mutex::new(Vec::new());
     let (result, _) = testing::record(|| {
         Retrier::new(&policy)
             .on_result(|status: &u16| *status == 503)
             .notify(|outcome: Result<&u16, &Busy>, event: &RetryEvent| {
                 heard
-                    .borrow_mut()
+                    .lock()
+                    .unwrap()
                     .push((outcome.ok().copied(), event.pause));
             })
             .on_give_up(|outcome: Result<&u16, &Busy>, why: &GiveUp| {
                 gave_up
-                    .borrow_mut()
+                    .lock()
+                    .unwrap()
                     .push((outcome.ok().copied(), why.reason));
             })
             .log_level(level::Warn)
             .run(|| Ok::<u16, Busy>(503))
     });
     assert_eq!(result, Ok(503));
-    assert_eq!(*heard.borrow(), [(Some(503), S), (Some(503), 2 * S)]);
-    assert_eq!(*gave_up.borrow(), [(Some(503), GiveUpReason::Exhausted)]);
+    assert_eq!(*heard.lock().unwrap(), [(Some(503), S), (Some(503), 2 * S)]);
+    assert_eq!(
+        *gave_up.lock().unwrap(),
+        [(Some(503), GiveUpReason::Exhausted)]
+    );
 }
 
 #[test]
 fn a_sync_fallback_makes_the_result() {
     let policy = from_config("max = 1, base = 1ms");
-    let saved = RefCell::new(Vec::new());
+    let saved = Mutex::new(Vec::new());
     let result = Retrier::new(&policy)
         .fallback(|error: Busy, why: GiveUp| {
-            saved.borrow_mut().push((error, why.attempts));
+            saved.lock().unwrap().push((error, why.attempts));
             Ok::<u32, Busy>(0)
         })
         .run(|| Err(Busy(attempt().number())));
     assert_eq!(result, Ok(0));
-    assert_eq!(*saved.borrow(), [(Busy(2), 2)]);
+    assert_eq!(*saved.lock().unwrap(), [(Busy(2), 2)]);
 }
 
 #[derive(Debug, PartialEq)]
@@ -264,18 +272,18 @@ async fn timeout_cuts_off_each_attempt() {
 #[tokio::test(start_paused = true)]
 async fn the_deadline_and_an_async_fallback() {
     let policy = from_config("max = 10, base = 1s, jitter = none, deadline = 5s");
-    let gave_up = RefCell::new(Vec::new());
+    let gave_up = Mutex::new(Vec::new());
     let t0 = Instant::now();
     let result = Retrier::new(&policy)
         .fallback(async |error: CallError, why: GiveUp| {
-            gave_up.borrow_mut().push((why.reason, why.attempts));
+            gave_up.lock().unwrap().push((why.reason, why.attempts));
             tokio::time::sleep(S).await;
             Err(error)
         })
         .run_async(|| async { Err::<(), _>(CallError::Busy) })
         .await;
     assert_eq!(result, Err(CallError::Busy));
-    assert_eq!(*gave_up.borrow(), [(GiveUpReason::Deadline, 3)]);
+    assert_eq!(*gave_up.lock().unwrap(), [(GiveUpReason::Deadline, 3)]);
     // Pauses of 1 s and 2 s; 4 s more would end past 5 s; the fallback takes 1 s.
     assert_eq!(t0.elapsed(), 4 * S);
 }
@@ -283,13 +291,13 @@ async fn the_deadline_and_an_async_fallback() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_async_is_send_when_its_closure_is() {
     static POLICY: Policy = Policy::new().max(2).base(Duration::from_millis(1));
-    let calls = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let calls = std::sync::Arc::new(AtomicU32::new(0));
     let task = tokio::spawn({
         let calls = calls.clone();
         async move {
             Retrier::new(&POLICY)
                 .run_async(|| async {
-                    let n = calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                    let n = calls.fetch_add(1, Ordering::Relaxed) + 1;
                     tokio::task::yield_now().await;
                     if n < 3 { Err(Busy(n)) } else { Ok(n) }
                 })
@@ -297,6 +305,50 @@ async fn run_async_is_send_when_its_closure_is() {
         }
     });
     assert_eq!(task.await.expect("the task ran"), Ok(3));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_async_with_hooks_and_a_fallback_is_send() {
+    static POLICY: Policy = Policy::new().max(1).base(Duration::from_millis(1));
+    static HEARD: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+    // Spawned: the boxed hooks and the async fallback keep the run's future `Send`.
+    let task = tokio::spawn(async {
+        Retrier::new(&POLICY)
+            .notify(|error: &Busy, _: &RetryEvent| HEARD.lock().unwrap().push(error.0))
+            .fallback(async |error: Busy, why: GiveUp| {
+                tokio::task::yield_now().await;
+                Ok::<u32, Busy>(error.0 * 10 + why.attempts)
+            })
+            .run_async(|| async { Err(Busy(attempt().number())) })
+            .await
+    });
+    assert_eq!(task.await.expect("the task ran"), Ok(22));
+    assert_eq!(*HEARD.lock().unwrap(), [1]);
+}
+
+#[test]
+fn a_fallback_takes_the_error_or_the_whole_outcome_beside_on_result() {
+    let policy = from_config("max = 1, base = 1ms");
+    // Taking the error, it hears the errors only: a rejected `Ok` is returned as it is.
+    let result = Retrier::new(&policy)
+        .on_result(|status: &u16| *status == 503)
+        .fallback(|_: Busy, _: GiveUp| Ok::<u16, Busy>(0))
+        .run(|| Ok::<u16, Busy>(503));
+    assert_eq!(result, Ok(503));
+    // Taking the outcome, it hears the rejected `Ok` too.
+    let result = Retrier::new(&policy)
+        .on_result(|status: &u16| *status == 503)
+        .fallback(|outcome: Result<u16, Busy>, why: GiveUp| {
+            assert_eq!((outcome, why.attempts), (Ok(503), 2));
+            Ok::<u16, Busy>(0)
+        })
+        .run(|| Ok::<u16, Busy>(503));
+    assert_eq!(result, Ok(0));
+    // And the error, from a failure.
+    let result = Retrier::new(&policy)
+        .fallback(|outcome: Result<u16, Busy>, _: GiveUp| outcome.or(Ok(1)))
+        .run(|| Err(Busy(attempt().number())));
+    assert_eq!(result, Ok(1));
 }
 
 // ---- a long-lived loop: reset_after --------------------------------------------------------------
@@ -587,18 +639,20 @@ async fn deadline_ends_the_loop_when_the_next_pause_would_pass_it() {
     // No deadline in the policy: the method gives this retrier one.
     let policy = from_config("max = 10, base = 1s, jitter = none");
     let seen = RefCell::new(Vec::new());
-    let gave_up = RefCell::new(Vec::new());
+    let gave_up = Mutex::new(Vec::new());
     let t0 = Instant::now();
     let result = Retrier::new(&policy)
         .deadline(5 * S)
-        .on_give_up(|_: &Busy, why: &GiveUp| gave_up.borrow_mut().push((why.reason, why.attempts)))
+        .on_give_up(|_: &Busy, why: &GiveUp| {
+            gave_up.lock().unwrap().push((why.reason, why.attempts))
+        })
         .run_async(noted(&seen, t0))
         .await;
     // Calls at 0, 1 s and 3 s; a pause of 4 s more would end at 7 s, past 5 s.
     assert_eq!(result, Err(Busy(3)));
     assert_eq!(seen.take(), [Duration::ZERO, S, 3 * S]);
     assert_eq!(t0.elapsed(), 3 * S);
-    assert_eq!(*gave_up.borrow(), [(GiveUpReason::Deadline, 3)]);
+    assert_eq!(*gave_up.lock().unwrap(), [(GiveUpReason::Deadline, 3)]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -668,15 +722,19 @@ fn with_a_deadline_the_classifier_and_the_pauses_are_the_same() {
 fn the_elapsed_time_in_the_events_counts_from_the_first_attempt_with_or_without_a_deadline() {
     for deadline in ["", ", deadline = 1h"] {
         let policy = from_config(&format!("max = 3, base = 1s, jitter = none{deadline}"));
-        let (calls, elapsed) = (Cell::new(0), RefCell::new(Vec::new()));
+        let (calls, elapsed) = (Cell::new(0), Mutex::new(Vec::new()));
         let (result, pauses) = testing::record(|| {
             Retrier::new(&policy)
-                .notify(|_: &Busy, event: &RetryEvent| elapsed.borrow_mut().push(event.elapsed))
+                .notify(|_: &Busy, event: &RetryEvent| elapsed.lock().unwrap().push(event.elapsed))
                 .run(|| fail(&calls))
         });
         assert_eq!(result, Err(Busy(4)), "{deadline}");
         assert_eq!(pauses, [S, 2 * S, 4 * S], "{deadline}");
-        assert_eq!(*elapsed.borrow(), [Duration::ZERO, S, 3 * S], "{deadline}");
+        assert_eq!(
+            *elapsed.lock().unwrap(),
+            [Duration::ZERO, S, 3 * S],
+            "{deadline}"
+        );
     }
 }
 
@@ -698,11 +756,11 @@ fn with_a_deadline_inside_a_retrying_function_it_makes_one_attempt() {
 #[test]
 fn an_ok_that_on_result_accepts_is_judged_once_and_returned() {
     let policy = from_config("max = 3, base = 1s, jitter = none");
-    let (calls, judged) = (Cell::new(0), Cell::new(0));
+    let (calls, judged) = (Cell::new(0), AtomicU32::new(0));
     let (result, pauses) = testing::record(|| {
         Retrier::new(&policy)
             .on_result(|status: &u16| {
-                judged.set(judged.get() + 1);
+                judged.fetch_add(1, Ordering::Relaxed);
                 *status == 503
             })
             .run(|| {
@@ -711,6 +769,10 @@ fn an_ok_that_on_result_accepts_is_judged_once_and_returned() {
             })
     });
     assert_eq!(result, Ok(200));
-    assert_eq!((calls.get(), judged.get()), (2, 2), "each Ok judged once");
+    assert_eq!(
+        (calls.get(), judged.into_inner()),
+        (2, 2),
+        "each Ok judged once"
+    );
     assert_eq!(pauses, [S]);
 }

@@ -7,7 +7,6 @@ use super::extras::Linger;
 use super::fallback::IntoFinish;
 use super::hooks::HookSet;
 use super::options::Judges;
-use super::retrier::SyncFinish;
 use super::{Attempted, Opts, Progress, Retry};
 use crate::Hedge;
 use crate::engine::Operation;
@@ -121,8 +120,7 @@ pub(crate) fn drive_blocking<'p, T, E, K, H, X>(
 ) -> Result<T, E>
 where
     K: Judges<E>,
-    H: HookSet<T, E>,
-    H::Finish<()>: SyncFinish<T, E>,
+    H: HookSet<T, E, Finish<()> = Result<T, E>>,
     X: Linger<T, E>,
 {
     // A state of this function's own, not the argument's memory, which the compiler cannot
@@ -170,7 +168,7 @@ where
             }
         };
         state = match state.next(attempted) {
-            ControlFlow::Break(result) => return result.into_result(),
+            ControlFlow::Break(result) => return result,
             ControlFlow::Continue(next) => next,
         };
         state.pause_blocking();

@@ -92,7 +92,7 @@ pub trait GateFor<'a, E>: GateSlot<'a> {
 }
 
 /// A gate, and how its rejection becomes the call's error `E`.
-pub type GateAndError<'a, E> = (&'a AdmissionGate, fn(Rejected) -> E);
+pub(crate) type GateAndError<'a, E> = (&'a AdmissionGate, fn(Rejected) -> E);
 
 impl<'a> GateSlot<'a> for NoGate {
     #[inline]
@@ -229,14 +229,14 @@ impl<'a, G: Copy> Settings<'a, G> {
 }
 
 /// A classifier of errors, `on = ...` at run time.
-pub type ClassifyFn<'a, E> = &'a (dyn Fn(&E) -> Verdict + Sync);
+pub(crate) type ClassifyFn<'a, E> = &'a (dyn Fn(&E) -> Verdict + Sync);
 /// A judge of `Ok` values, `on_result = ...` at run time.
-pub type OnResultFn<'a, T> = &'a (dyn Fn(&T) -> Verdict + Sync);
+pub(crate) type OnResultFn<'a, T> = &'a (dyn Fn(&T) -> Verdict + Sync);
 /// `notify = ...` at run time: the outcome (an error, or an `Ok` that `on_result` rejected) and
 /// the pause about to be taken.
-pub type NotifyFn<'a, T, E> = &'a (dyn Fn(Result<&T, &E>, &RetryEvent) + Sync);
+pub(crate) type NotifyFn<'a, T, E> = &'a (dyn Fn(Result<&T, &E>, &RetryEvent) + Sync);
 /// `on_give_up = ...` at run time: the last outcome and why the loop gave up.
-pub type GiveUpFn<'a, T, E> = &'a (dyn Fn(Result<&T, &E>, &GiveUp) + Sync);
+pub(crate) type GiveUpFn<'a, T, E> = &'a (dyn Fn(Result<&T, &E>, &GiveUp) + Sync);
 
 /// The hooks of a call of a door configured at run time: how its errors and `Ok` values are
 /// judged, and who hears its pauses and its end, each a reference to a callable the door keeps

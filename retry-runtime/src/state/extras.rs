@@ -234,6 +234,18 @@ impl<'p, E, L> Extras<'p, E, L> {
     }
 }
 
+impl<E, L> Extras<'_, E, L> {
+    /// None of `timeout`, `budget`, `breaker`, `gate` and `nested = retry` is set: a
+    /// [`Retrier`](crate::Retrier)'s loop may carry [`Unset`] in their place.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.timeout.is_none()
+            && self.budget.is_none()
+            && self.breaker.is_none()
+            && self.gate.is_none()
+            && !self.nested_retry
+    }
+}
+
 impl<E> Default for Extras<'_, E> {
     fn default() -> Self {
         Extras {

@@ -46,29 +46,27 @@
 
 mod attempt;
 mod decide;
-mod drive;
+pub(crate) mod drive;
 pub(crate) mod dynamic;
 mod events;
-mod extras;
-mod fallback;
+pub(crate) mod extras;
+pub(crate) mod fallback;
 mod hedge;
-mod hooks;
-mod log;
+pub(crate) mod hooks;
+pub(crate) mod log;
 pub(crate) mod observe;
 mod options;
-mod retrier;
 mod seam;
-mod spans;
+pub(crate) mod spans;
 
 pub use attempt::{AttemptOutcome, Attempted};
 pub(crate) use drive::{Hedged, Plain, drive, drive_blocking};
-pub use dynamic::{DynHooks, DynOptions, Gate, GateAndError, GateFor, GateSlot, NoGate, Settings};
+pub use dynamic::{DynHooks, DynOptions, Gate, GateFor, GateSlot, NoGate, Settings};
 pub use events::{GiveUp, GiveUpReason, RetryEvent};
 pub use fallback::{AsyncForm, FallbackArgument, FallbackOutput, SyncForm};
 pub use hooks::{ErrorForm, ErrorOnly, GiveUpHook, Hooks, IntoVerdict, NotifyHook, OutcomeForm};
 pub use log::{LogLevel, level};
-pub use options::{ByTransient, Classifier, DefaultSleeper, Defaults, Head, Options, Opts};
-pub use retrier::{AsyncRun, Retrier, SyncRun};
+pub use options::{ByTransient, Classifier, DefaultSleeper, Head, Options, Opts};
 pub use seam::{Decide, Failure, Next, NextCopy};
 
 use crate::breaker::FromCircuitOpen;
@@ -286,7 +284,7 @@ impl<R> Shape<R> {
 }
 
 /// The options a loop starts with: its classifier, its timer, and how its events show an error.
-pub type Started<C, E, S, D = log::ByDebug> = Opts<Head<hooks::Classify<C, E>, S, Unset, D>>;
+pub type Started<C, E, S, D = log::ByDebug> = Opts<Head<hooks::Classify<C, E>, S, D>>;
 
 impl<T, E: fmt::Debug> Shape<Result<T, E>> {
     /// The state of one call with `policy`, named `name` in its events, judging errors with

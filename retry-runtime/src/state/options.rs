@@ -1,6 +1,6 @@
-//! The options of a loop as one type: [`Options`], the trait a [`Retrier`](crate::Retrier)'s
-//! (and the attribute's loop's) options parameter `O` implements, and [`Opts`], what the
-//! options' methods build.
+//! The options of a macro's loop as one type: [`Options`], the trait the loop state's options
+//! parameter `O` implements, and [`Opts`], what the expansion's builders build. (The
+//! [`Retrier`](crate::Retrier) holds its options as values, and fills these slots at run time.)
 //!
 //! Every option lives in a slot of [`Opts`] that is the zero-sized [`Unset`] when the option is
 //! not written: the classifier and the timer ([`Head`]), the hooks and the fallback
@@ -20,25 +20,18 @@ use crate::timer::Sleeper;
 use crate::{Aws2026Standard, Transient, Verdict};
 use std::marker::PhantomData;
 
-/// The options a loop carries, as a type: what a [`Retrier`](crate::Retrier) was given (its
-/// `O`), each of its methods that sets an option giving back a `Retrier` whose `O` has that
-/// option in its place.
+/// The options a macro's loop carries, as a type: each builder the expansion calls (`sleep`,
+/// `notify`, ...) gives back a loop state whose options have that option in its place.
 ///
-/// You never implement this trait (it is sealed), and rarely name it: it appears in the
-/// signatures of the `Retrier`'s methods, where each associated type below says what the method
-/// changes. [`Defaults`] is the options of a new `Retrier`.
+/// Sealed, and named only in the signatures of those builders, where each associated type
+/// below says what the builder changes.
 pub trait Options<'p, T, E>: Sized {
-    /// How errors are judged: [`ByTransient`] (the error type's [`Transient`] impl) until
-    /// `on` names a classifier.
-    type On;
     /// The timer of the pauses of an async run: tokio's (with the `tokio` feature) until
     /// `sleep` names another.
     type Sleeper;
     /// What a `fallback` takes: the error `E`, or with `on_result` the outcome
     /// `Result<T, E>` (a rejected `Ok` can end the loop too).
     type Input;
-    /// These options with the classifier `C` (`on`).
-    type WithOn<C>: Options<'p, T, E>;
     /// These options with the timer `S` (`sleep`).
     type WithSleeper<S: Sleeper>: Options<'p, T, E>;
     /// These options with `J` judging `Ok` values (`on_result`).
@@ -53,17 +46,12 @@ pub trait Options<'p, T, E>: Sized {
     type WithExtras: Options<'p, T, E>;
     /// These options with `aws2026` in place.
     type WithAws2026: Options<'p, T, E>;
-    /// These options with `timeout` in place, which only an async run can honour.
+    /// These options with `timeout` in place.
     type WithTimeout: Options<'p, T, E>;
     /// Where the extras hold a long-polling call's outcome over its last pause.
     #[doc(hidden)]
     type Hold;
 
-    #[doc(hidden)]
-    fn with_on<C, V>(self, on: C) -> Self::WithOn<C>
-    where
-        C: Fn(&E) -> V,
-        V: IntoVerdict;
     #[doc(hidden)]
     fn with_sleeper<S: Sleeper>(self, sleeper: S) -> Self::WithSleeper<S>;
     #[doc(hidden)]
@@ -140,14 +128,13 @@ impl<E: TransientInRetrier> Classifier<E> for ByTransient {
     }
 }
 
-/// The classifier and the timer of a loop, whether only an async run can honour its options
-/// (`A`: [`Unset`], or [`AsyncOnly`] once `timeout` or `sleep` is set), and how its events show
-/// an error (`D`: by its `Debug`, or by its type name): one slot of [`Opts`].
+/// The classifier and the timer of a loop, and how its events show an error (`D`: by its
+/// `Debug`, or by its type name): one slot of [`Opts`].
 #[derive(Clone, Copy, Debug)]
-pub struct Head<C = ByTransient, S = DefaultSleeper, A = Unset, D = ByDebug> {
+pub struct Head<C = ByTransient, S = DefaultSleeper, D = ByDebug> {
     pub(crate) classify: C,
     pub(crate) sleeper: S,
-    pub(crate) marks: PhantomData<fn() -> (A, D)>,
+    pub(crate) marks: PhantomData<fn() -> D>,
 }
 
 impl<C: Default, S: Default> Default for Head<C, S> {
@@ -159,20 +146,6 @@ impl<C: Default, S: Default> Default for Head<C, S> {
         }
     }
 }
-
-/// The mark of options that only an async run can honour: `timeout` or `sleep`.
-#[derive(Clone, Copy, Debug)]
-pub enum AsyncOnly {}
-
-/// Options a blocking run can honour: no `timeout` (a blocking call cannot be cut off from
-/// outside), no `sleep` (a sync loop pauses with `std::thread::sleep`).
-#[diagnostic::on_unimplemented(
-    message = "`timeout` and `sleep` need `run_async`: a blocking call cannot be cut off from outside, and a sync loop pauses with `std::thread::sleep`",
-    label = "this `Retrier` has `timeout` or `sleep`",
-    note = "give the call its own timeout (a socket read timeout, a client timeout) and remove `timeout`, or run an async closure: `.run_async(|| async {{ ... }}).await`"
-)]
-pub(crate) trait Blocking {}
-impl Blocking for Unset {}
 
 /// The timer of a [`Retrier`](crate::Retrier)'s async run until `sleep` names another: tokio's
 /// with the `tokio` feature, none without (an async run then needs `sleep`).
@@ -215,26 +188,16 @@ impl<K, H, X> Opts<K, H, X> {
     }
 }
 
-/// The options of a new [`Retrier`](crate::Retrier): its errors judged by their [`Transient`]
-/// impl, tokio's timer for an async run, no hook, no fallback, no other option.
-pub type Defaults = Opts;
-
 /// What [`Opts`] asks of its [`Head`]: a trait, so that the options' impl needs one parameter
 /// for both. Sealed: public only because the options' types name it, in a module no one outside
 /// can reach.
 pub trait HeadSet {
     type On;
     type Sleeper;
-    /// [`Unset`], or [`AsyncOnly`].
-    type Only;
     /// How the events show an error: `ByDebug` or `ByName`.
     type Show;
-    type WithOn<C>: HeadSet<Sleeper = Self::Sleeper, Only = Self::Only, Show = Self::Show>;
     type WithSleeper<S: Sleeper>: HeadSet<On = Self::On, Sleeper = S, Show = Self::Show>;
-    type AsyncOnly: HeadSet<On = Self::On, Sleeper = Self::Sleeper, Only = AsyncOnly, Show = Self::Show>;
-    fn with_on<C>(self, classify: C) -> Self::WithOn<C>;
     fn with_sleeper<S: Sleeper>(self, sleeper: S) -> Self::WithSleeper<S>;
-    fn async_only(self) -> Self::AsyncOnly;
     fn parts(&self) -> (&Self::On, &Self::Sleeper);
 }
 
@@ -246,35 +209,16 @@ pub(crate) trait Judges<E>: HeadSet<On: Classifier<E>, Show: Show<E>> {}
 
 impl<E, K: HeadSet<On: Classifier<E>, Show: Show<E>>> Judges<E> for K {}
 
-impl<C, S, A, D> HeadSet for Head<C, S, A, D> {
+impl<C, S, D> HeadSet for Head<C, S, D> {
     type On = C;
     type Sleeper = S;
-    type Only = A;
     type Show = D;
-    type WithOn<C2> = Head<C2, S, A, D>;
-    type WithSleeper<S2: Sleeper> = Head<C, S2, AsyncOnly, D>;
-    type AsyncOnly = Head<C, S, AsyncOnly, D>;
+    type WithSleeper<S2: Sleeper> = Head<C, S2, D>;
     #[inline]
-    fn with_on<C2>(self, classify: C2) -> Head<C2, S, A, D> {
-        Head {
-            classify,
-            sleeper: self.sleeper,
-            marks: PhantomData,
-        }
-    }
-    #[inline]
-    fn with_sleeper<S2: Sleeper>(self, sleeper: S2) -> Head<C, S2, AsyncOnly, D> {
+    fn with_sleeper<S2: Sleeper>(self, sleeper: S2) -> Head<C, S2, D> {
         Head {
             classify: self.classify,
             sleeper,
-            marks: PhantomData,
-        }
-    }
-    #[inline]
-    fn async_only(self) -> Head<C, S, AsyncOnly, D> {
-        Head {
-            classify: self.classify,
-            sleeper: self.sleeper,
             marks: PhantomData,
         }
     }
@@ -290,10 +234,8 @@ where
     H: HookSet<T, E>,
     X: MaybeExtras<E> + IntoExtras<'p, E>,
 {
-    type On = K::On;
     type Sleeper = K::Sleeper;
     type Input = H::Input;
-    type WithOn<C> = Opts<K::WithOn<Classify<C, E>>, H, X>;
     type WithSleeper<S: Sleeper> = Opts<K::WithSleeper<S>, H, X>;
     type WithOnResult<J> = Opts<K, H::WithOnResult<OnResult<J, T>>, X>;
     type WithNotify<J> = Opts<K, H::WithNotify<Notify<J, T, E>>, X>;
@@ -302,18 +244,8 @@ where
         Opts<K, H::WithFallback<Out::Slot<J>>, X>;
     type WithExtras = Opts<K, H, Extras<'p, E, X::Hold>>;
     type WithAws2026 = Opts<K, H, Extras<'p, E, Deciding<Aws2026Call<'p>, T, E>>>;
-    type WithTimeout = Opts<K::AsyncOnly, H, Extras<'p, E, X::Hold>>;
+    type WithTimeout = Opts<K, H, Extras<'p, E, X::Hold>>;
     type Hold = X::Hold;
-
-    #[inline]
-    fn with_on<C, V>(self, on: C) -> Self::WithOn<C>
-    where
-        C: Fn(&E) -> V,
-        V: IntoVerdict,
-    {
-        let classify = Classify::new(on, |c, error, ()| c(error).into_verdict());
-        self.map_head(|head| head.with_on(classify))
-    }
 
     #[inline]
     fn with_sleeper<S: Sleeper>(self, sleeper: S) -> Self::WithSleeper<S> {
@@ -382,7 +314,7 @@ where
         let mut extras = self.extras.into_extras();
         extras.timeout = Some(timeout);
         Opts {
-            head: self.head.async_only(),
+            head: self.head,
             hooks: self.hooks,
             extras,
         }

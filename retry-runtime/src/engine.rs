@@ -59,6 +59,76 @@
 //! in its future) gives the attempt's number, for a header such as gRPC's
 //! `grpc-previous-rpc-attempts` or OpenTelemetry's `http.request.resend_count`.
 //!
+//! # Deciding: the decision seam
+//!
+//! What follows an attempt that did not end in an accepted answer is the
+//! [`Policy`](crate::Policy)'s to say (`max`, the pauses, the jitter), unless the door hands
+//! the call a decider of its own: an implementation of [`Decide`], per call, with
+//! [`DynHooks::decide`]. The decider sees each [`Failure`] (its attempt, the verdict, the error, the pause before it, the time since the
+//! call began) and answers with a [`Next`]: retry after a pause, return the failure as the
+//! answer, give up (and why), or pause and give up ([`Next::Linger`]). It hears when the call's
+//! `Ok` is accepted ([`Decide::accepted`]: a quota gives back its cost there) and, with
+//! [`drive_hedged`], when a copy fails while others run ([`Decide::copy_failed`]: the next copy
+//! on schedule, at once, after a pause, or never). The AWS SDKs' standard mode
+//! ([`Settings::aws2026`]) is one such decider; the gRPC door's retry and hedging policies are
+//! others.
+//!
+//! The rest stays the engine's: a retry a decider asks for still draws from the budget, is held
+//! to the policy's deadline, and is admitted by the breaker and the gate; the hooks, the events
+//! and the metrics hear it as any other. While the breaker is open after an attempt the decider
+//! is not asked.
+//!
+//! ```
+//! use retry_runtime::engine::{
+//!     self, Decide, DynHooks, Failure, FnOperation, Next, Settings, TokioTimer,
+//! };
+//! use retry_runtime::{attempt, CircuitOpen, Elapsed, GiveUpReason, Policy, Verdict};
+//! use std::time::Duration;
+//!
+//! #[derive(Debug)]
+//! enum CallError { Busy { wait_ms: u64 }, Timeout(Elapsed), Open(CircuitOpen) }
+//! impl From<Elapsed> for CallError { fn from(e: Elapsed) -> Self { CallError::Timeout(e) } }
+//! impl From<CircuitOpen> for CallError { fn from(o: CircuitOpen) -> Self { CallError::Open(o) } }
+//!
+//! /// The protocol's own rule: wait as long as the server says, at most four attempts, and give
+//! /// up on a wait longer than 10 s.
+//! struct AsTheServerSays;
+//!
+//! impl Decide<CallError> for AsTheServerSays {
+//!     fn next(&mut self, failure: &Failure<'_, CallError>) -> Next {
+//!         match failure.error {
+//!             _ if failure.attempt >= 4 => Next::GiveUp(GiveUpReason::Exhausted),
+//!             Some(CallError::Busy { wait_ms }) if *wait_ms > 10_000 => {
+//!                 Next::GiveUp(GiveUpReason::SuggestedTooLong(Duration::from_millis(*wait_ms)))
+//!             }
+//!             Some(CallError::Busy { wait_ms }) => Next::Retry(Duration::from_millis(*wait_ms)),
+//!             _ if failure.verdict.is_retry() => Next::Retry(Duration::from_millis(100)),
+//!             _ => Next::Return,
+//!         }
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! // The policy's deadline still holds; its `max` and pauses are the decider's to say.
+//! let policy = Policy::new().deadline(Duration::from_secs(30));
+//! let classify = |error: &CallError| Verdict::from(matches!(error, CallError::Busy { .. }));
+//! let mut decider = AsTheServerSays;
+//! let hooks = DynHooks::new(&classify).decide(&mut decider);
+//! let started = tokio::time::Instant::now();
+//! let answer = engine::drive(&Settings::new(&policy), hooks, TokioTimer, FnOperation(|| async {
+//!     match attempt().number() {
+//!         n @ 1..=2 => Err(CallError::Busy { wait_ms: 250 * u64::from(n) }),
+//!         n => Ok(n),
+//!     }
+//! }))
+//! .await;
+//! assert_eq!(answer.unwrap(), 3);
+//! // The server's pauses, 250 ms then 500 ms, exactly.
+//! assert_eq!(started.elapsed(), Duration::from_millis(750));
+//! # }
+//! ```
+//!
 //! # Events
 //!
 //! The loop reports its own events (each retry, each hedge, the end of a call) to the logs and
@@ -94,10 +164,9 @@ use std::task::{Context as TaskContext, Poll};
 pub use crate::state::dynamic::{ClassifyFn, GiveUpFn, NotifyFn, OnResultFn};
 pub use crate::state::observe::{Counters, Event, Sink, report};
 pub use crate::state::{
-    AsyncForm, AsyncRun, ByTransient, Classifier, Decide, Defaults, DynHooks, ErrorForm,
-    ErrorOnly, Failure, FallbackOutput, Gate, GateAndError, GateFor, GateSlot, GiveUpHook,
-    IntoVerdict, Next, NextCopy, NoGate, NotifyHook, Options, OutcomeForm, Settings, SyncForm,
-    SyncRun,
+    AsyncForm, AsyncRun, ByTransient, Classifier, Decide, Defaults, DynHooks, ErrorForm, ErrorOnly,
+    Failure, FallbackOutput, Gate, GateAndError, GateFor, GateSlot, GiveUpHook, IntoVerdict, Next,
+    NextCopy, NoGate, NotifyHook, Options, OutcomeForm, Settings, SyncForm, SyncRun,
 };
 pub use crate::timer::{FnForm, IntoSleeper, TypeForm};
 
@@ -317,8 +386,8 @@ where
 /// timer), a hedge, a policy with a deadline (the clock is read as the call starts), or the
 /// feature `attempt-spans` is on (the attempt has a span). The door's hooks must not hear the
 /// time either (a [`DynHooks::notify`] that is not
-/// [`notify_untimed`](DynHooks::notify_untimed), an `on_give_up`): their times would start after
-/// the first attempt.
+/// [`notify_untimed`](DynHooks::notify_untimed), an `on_give_up`, a decider's
+/// [`Failure::elapsed`]): their times would start after the first attempt.
 ///
 /// ```
 /// use retry_runtime::engine::{self, DynHooks, FirstAttempt, FnOperation, Settings, TokioTimer};

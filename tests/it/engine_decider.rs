@@ -8,8 +8,8 @@ use retry_runtime::engine::{
     self, Decide, DynHooks, Failure, FnOperation, Next, NextCopy, Settings, TokioTimer,
 };
 use retry_runtime::{
-    CircuitBreaker, CircuitOpen, Elapsed, GiveUp, GiveUpReason, Hedge, Jitter, Policy,
-    RetryBudget, Verdict, attempt,
+    CircuitBreaker, CircuitOpen, Elapsed, GiveUp, GiveUpReason, Hedge, Jitter, Policy, RetryBudget,
+    Verdict, attempt,
 };
 use std::future::Future;
 use std::sync::Mutex;
@@ -126,10 +126,7 @@ impl Door {
     }
 
     fn attempt(&self) -> impl Future<Output = Result<u32, CallError>> + use<> {
-        self.starts
-            .lock()
-            .unwrap()
-            .push(self.started.elapsed());
+        self.starts.lock().unwrap().push(self.started.elapsed());
         let n = attempt().number();
         let ok = n == self.ok_at;
         async move { if ok { Ok(n) } else { Err(CallError::Busy) } }
@@ -479,21 +476,30 @@ async fn hedged(next_copy: NextCopy) -> (Vec<(u16, Duration)>, Result<u32, CallE
 #[tokio::test(start_paused = true)]
 async fn on_schedule_keeps_the_hedges_times() {
     let (starts, answer, took) = hedged(NextCopy::OnSchedule).await;
-    assert_eq!(starts, [(0, 0 * SECOND), (1, 10 * SECOND), (2, 20 * SECOND)]);
+    assert_eq!(
+        starts,
+        [(0, 0 * SECOND), (1, 10 * SECOND), (2, 20 * SECOND)]
+    );
     assert_eq!((answer, took), (Ok(2), 21 * SECOND));
 }
 
 #[tokio::test(start_paused = true)]
 async fn now_starts_the_next_copy_at_once() {
     let (starts, answer, took) = hedged(NextCopy::Now).await;
-    assert_eq!(starts, [(0, 0 * SECOND), (1, 10 * SECOND), (2, 11 * SECOND)]);
+    assert_eq!(
+        starts,
+        [(0, 0 * SECOND), (1, 10 * SECOND), (2, 11 * SECOND)]
+    );
     assert_eq!((answer, took), (Ok(2), 12 * SECOND));
 }
 
 #[tokio::test(start_paused = true)]
 async fn after_sets_the_next_copys_timer() {
     let (starts, answer, took) = hedged(NextCopy::After(2 * SECOND)).await;
-    assert_eq!(starts, [(0, 0 * SECOND), (1, 10 * SECOND), (2, 13 * SECOND)]);
+    assert_eq!(
+        starts,
+        [(0, 0 * SECOND), (1, 10 * SECOND), (2, 13 * SECOND)]
+    );
     assert_eq!((answer, took), (Ok(2), 14 * SECOND));
 }
 
@@ -502,4 +508,43 @@ async fn never_starts_no_more_copies_for_the_attempt() {
     let (starts, answer, took) = hedged(NextCopy::Never).await;
     assert_eq!(starts, [(0, 0 * SECOND), (1, 10 * SECOND)]);
     assert_eq!((answer, took), (Ok(0), 30 * SECOND));
+}
+
+// ---- a decider's give-up reaches the fallback: `aws2026` through the attribute ---------------
+
+/// SQS `ReceiveMessage`'s policy with an empty quota and the largest random factor: the first
+/// failure lingers for the first backoff (50 ms), then gives up as the quota's refusal.
+static EMPTY_SQS: retry_runtime::Aws2026Standard = retry_runtime::Aws2026Standard::with(
+    retry_runtime::Aws2026::new().long_polling(true),
+    retry_runtime::RetryQuota::new().tokens(0),
+)
+.fixed_random(1.0);
+
+static RECEIVED: AtomicU32 = AtomicU32::new(0);
+static SAVED: Mutex<Vec<(GiveUpReason, u32, Duration)>> = Mutex::new(Vec::new());
+
+fn save(error: CallError, why: GiveUp) -> Result<u32, CallError> {
+    SAVED
+        .lock()
+        .unwrap()
+        .push((why.reason, why.attempts, why.elapsed));
+    Err(error)
+}
+
+#[retry_runtime::retry(aws2026 = EMPTY_SQS, on = classify, fallback = |e, why| save(e, why))]
+async fn receive() -> Result<u32, CallError> {
+    RECEIVED.fetch_add(1, Ordering::Relaxed);
+    Err(CallError::Busy)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lingering_deciders_give_up_reaches_the_fallback_after_the_pause() {
+    let started = Instant::now();
+    assert_eq!(receive().await, Err(CallError::Busy));
+    assert_eq!(RECEIVED.load(Ordering::Relaxed), 1);
+    assert_eq!(started.elapsed(), Duration::from_millis(50));
+    assert_eq!(
+        *SAVED.lock().unwrap(),
+        [(GiveUpReason::Budget, 1, Duration::from_millis(50))]
+    );
 }

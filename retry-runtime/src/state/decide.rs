@@ -121,7 +121,14 @@ where
         // decision folds as before, `bench/RESULTS.md` §3), else the policy.
         let step = if opts.extras.decides() {
             let error = shown.outcome.as_ref().err();
-            decided(&site, &progress, &mut opts.extras, verdict, error, breaker_open)
+            decided(
+                &site,
+                &progress,
+                &mut opts.extras,
+                verdict,
+                error,
+                breaker_open,
+            )
         } else {
             schedule(
                 &site,

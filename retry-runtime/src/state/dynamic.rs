@@ -7,12 +7,12 @@
 //! there, so that a call without a hook that hears the time reads no clock for it.
 
 use super::extras::{Deciding, Extras, Guard, Shedder, Timeout};
-use super::seam::{Failure, Next, NextCopy};
-use crate::overload::aws2026_call::Aws2026Call;
 use super::fallback::FallbackInput;
 use super::hooks::Slot;
 use super::options::{Classifier, Head};
+use super::seam::{Failure, Next, NextCopy};
 use super::{Decide, GiveUp, Hooks, LogLevel, Opts, RetryEvent, Unset};
+use crate::overload::aws2026_call::Aws2026Call;
 use crate::timer::Elapsed;
 use crate::{
     AdmissionGate, Aws2026Standard, CircuitBreaker, CircuitOpen, Hedge, Policy, Rejected,
@@ -521,7 +521,9 @@ impl<'a, T, E> DynHooks<'a, T, E> {
             // The door's decider, else `aws2026`'s, else none: the policy decides.
             .deciding(match self.decider {
                 Some(decider) => Some(DynDecider::Door(decider)),
-                None => settings.aws.map(|aws| DynDecider::Aws2026(Aws2026Call::new(aws))),
+                None => settings
+                    .aws
+                    .map(|aws| DynDecider::Aws2026(Aws2026Call::new(aws))),
             }),
         }
     }

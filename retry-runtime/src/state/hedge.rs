@@ -36,9 +36,9 @@ use super::observe;
 use super::options::{Classifier, HeadSet};
 use super::seam::{Failure, NextCopy};
 use super::{Attempted, Opts, Progress, Retry};
-use crate::{Hedge, Verdict};
 use crate::context::{Enter, Frame, KeySlot, Scoped};
 use crate::timer::{Elapsed, Sleeper, Timed};
+use crate::{Hedge, Verdict};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
@@ -290,80 +290,82 @@ where
         let timeout = extras.timeout();
         let admission = extras.take_admission();
         let mut running = vec![copy(frame, admission)];
-        let (outcome, admission) = std::future::poll_fn(|cx| loop {
-            // Start the copies whose time has come, and poll each new timer once.
-            while schedule.due(cx) {
-                // The breaker's permission, then a token from the budget: without either, no more
-                // copies for this attempt.
-                if extras.admit(clock).is_err() {
-                    break;
-                }
-                let admission = extras.take_admission();
-                if let Some(budget) = extras.budget() {
-                    if !budget.try_withdraw(clock()) {
-                        observe::hedged(name, frame.attempt, schedule.hedges + 1, false);
+        let (outcome, admission) = std::future::poll_fn(|cx| {
+            loop {
+                // Start the copies whose time has come, and poll each new timer once.
+                while schedule.due(cx) {
+                    // The breaker's permission, then a token from the budget: without either, no more
+                    // copies for this attempt.
+                    if extras.admit(clock).is_err() {
                         break;
                     }
+                    let admission = extras.take_admission();
+                    if let Some(budget) = extras.budget() {
+                        if !budget.try_withdraw(clock()) {
+                            observe::hedged(name, frame.attempt, schedule.hedges + 1, false);
+                            break;
+                        }
+                    }
+                    observe::hedged(name, frame.attempt, schedule.hedges + 1, true);
+                    running.push(copy(
+                        Frame {
+                            hedge: schedule.hedges + 1,
+                            ..frame
+                        },
+                        admission,
+                    ));
+                    schedule.started(sleeper, clock);
                 }
-                observe::hedged(name, frame.attempt, schedule.hedges + 1, true);
-                running.push(copy(
-                    Frame {
-                        hedge: schedule.hedges + 1,
-                        ..frame
-                    },
-                    admission,
-                ));
-                schedule.started(sleeper, clock);
-            }
-            // A decider changed the schedule: look at it again before waiting.
-            let mut again = false;
-            let mut i = 0;
-            while i < running.len() {
-                let Poll::Ready(outcome) = running[i].future.as_mut().poll(cx) else {
-                    i += 1;
-                    continue;
-                };
-                let done = running.swap_remove(i);
-                if done.hedge == 0 {
-                    if let Some(started) = done.started {
-                        let now = clock();
-                        schedule
-                            .hedge
-                            .record(now.saturating_duration_since(started), now);
+                // A decider changed the schedule: look at it again before waiting.
+                let mut again = false;
+                let mut i = 0;
+                while i < running.len() {
+                    let Poll::Ready(outcome) = running[i].future.as_mut().poll(cx) else {
+                        i += 1;
+                        continue;
+                    };
+                    let done = running.swap_remove(i);
+                    if done.hedge == 0 {
+                        if let Some(started) = done.started {
+                            let now = clock();
+                            schedule
+                                .hedge
+                                .record(now.saturating_duration_since(started), now);
+                        }
+                    }
+                    let verdict = match &outcome {
+                        Ok(Ok(value)) => hooks.judge(value),
+                        Ok(Err(error)) => classify.verdict(error),
+                        Err(_) => Verdict::Retry,
+                    };
+                    if !verdict.is_retry() || running.is_empty() {
+                        return Poll::Ready((outcome, done.admission));
+                    }
+                    // A failure worth retrying while another copy may still answer.
+                    if let Some(admission) = done.admission {
+                        admission.record(false, clock());
+                    }
+                    observe::copy_failed(name, frame.attempt, done.hedge);
+                    if extras.decides() {
+                        let next = copy_decided(
+                            extras,
+                            Failed {
+                                attempt: frame.attempt,
+                                copy: done.hedge,
+                                verdict,
+                                outcome: &outcome,
+                            },
+                            |error| classify.timed_out(error),
+                            timeout,
+                            progress,
+                            clock,
+                        );
+                        again |= schedule.decided(next, sleeper);
                     }
                 }
-                let verdict = match &outcome {
-                    Ok(Ok(value)) => hooks.judge(value),
-                    Ok(Err(error)) => classify.verdict(error),
-                    Err(_) => Verdict::Retry,
-                };
-                if !verdict.is_retry() || running.is_empty() {
-                    return Poll::Ready((outcome, done.admission));
+                if !again {
+                    return Poll::Pending;
                 }
-                // A failure worth retrying while another copy may still answer.
-                if let Some(admission) = done.admission {
-                    admission.record(false, clock());
-                }
-                observe::copy_failed(name, frame.attempt, done.hedge);
-                if extras.decides() {
-                    let next = copy_decided(
-                        extras,
-                        Failed {
-                            attempt: frame.attempt,
-                            copy: done.hedge,
-                            verdict,
-                            outcome: &outcome,
-                        },
-                        |error| classify.timed_out(error),
-                        timeout,
-                        progress,
-                        clock,
-                    );
-                    again |= schedule.decided(next, sleeper);
-                }
-            }
-            if !again {
-                return Poll::Pending;
             }
         })
         .await;

@@ -15,8 +15,8 @@ use super::hooks::{
 };
 use super::log::{ByDebug, Show};
 use super::{GiveUp, Unset};
-use crate::timer::Sleeper;
 use crate::overload::aws2026_call::Aws2026Call;
+use crate::timer::Sleeper;
 use crate::{Aws2026Standard, Transient, Verdict};
 use std::marker::PhantomData;
 

@@ -126,14 +126,17 @@ impl Door {
     }
 
     fn attempt(&self) -> impl Future<Output = Result<u32, CallError>> + use<> {
-        self.starts.lock().unwrap().push(self.started.elapsed());
+        self.starts
+            .lock()
+            .expect("not poisoned")
+            .push(self.started.elapsed());
         let n = attempt().number();
         let ok = n == self.ok_at;
         async move { if ok { Ok(n) } else { Err(CallError::Busy) } }
     }
 
     fn starts(&self) -> Vec<Duration> {
-        self.starts.lock().unwrap().clone()
+        self.starts.lock().expect("not poisoned").clone()
     }
 }
 
@@ -145,7 +148,10 @@ async fn drive(
     gave_up: &Mutex<Vec<(GiveUpReason, u32)>>,
 ) -> Result<u32, CallError> {
     let heard = |_: Result<&u32, &CallError>, why: &GiveUp| {
-        gave_up.lock().unwrap().push((why.reason, why.attempts));
+        gave_up
+            .lock()
+            .expect("not poisoned")
+            .push((why.reason, why.attempts));
     };
     let hooks = DynHooks::new(&classify)
         .on_give_up(Some(&heard))
@@ -163,7 +169,7 @@ async fn the_deciders_pauses_are_taken_exactly_in_place_of_the_policys() {
     let answer = drive(&settings, &mut decider, &door, &gave_up).await;
     // The third failure: the script is out, `Return`.
     assert_eq!(answer, Err(CallError::Busy));
-    assert_eq!(door.starts(), [0 * SECOND, 3 * SECOND, 10 * SECOND]);
+    assert_eq!(door.starts(), [Duration::ZERO, 3 * SECOND, 10 * SECOND]);
     let busy = |attempt, previous_pause, elapsed| Seen {
         attempt,
         copy: 0,
@@ -181,7 +187,7 @@ async fn the_deciders_pauses_are_taken_exactly_in_place_of_the_policys() {
         ]
     );
     // `Return` is the answer, not a give-up: `on_give_up` hears nothing; `accepted` neither.
-    assert!(gave_up.lock().unwrap().is_empty());
+    assert!(gave_up.lock().expect("not poisoned").is_empty());
     assert!(decider.accepted.is_empty());
 }
 
@@ -192,7 +198,10 @@ async fn an_error_not_worth_retrying_is_asked_too_and_return_ends_the_call_with_
     let mut decider = Scripted::new(&[Next::Return]);
     let gave_up = Mutex::new(Vec::new());
     let heard = |_: Result<&u32, &CallError>, why: &GiveUp| {
-        gave_up.lock().unwrap().push((why.reason, why.attempts));
+        gave_up
+            .lock()
+            .expect("not poisoned")
+            .push((why.reason, why.attempts));
     };
     let hooks = DynHooks::new(&classify)
         .on_give_up(Some(&heard))
@@ -213,7 +222,7 @@ async fn an_error_not_worth_retrying_is_asked_too_and_return_ends_the_call_with_
     assert_eq!(decider.seen.len(), 1);
     assert_eq!(decider.seen[0].verdict, Verdict::Fail);
     assert_eq!(decider.seen[0].error, Some(CallError::Bad));
-    assert!(gave_up.lock().unwrap().is_empty());
+    assert!(gave_up.lock().expect("not poisoned").is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -227,7 +236,7 @@ async fn give_up_reaches_on_give_up_with_its_reason_and_the_attempts() {
     let answer = drive(&settings, &mut decider, &door, &gave_up).await;
     assert_eq!(answer, Err(CallError::Busy));
     assert_eq!(door.starts(), [Duration::ZERO, SECOND]);
-    assert_eq!(*gave_up.lock().unwrap(), [(too_long, 2)]);
+    assert_eq!(*gave_up.lock().expect("not poisoned"), [(too_long, 2)]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -244,7 +253,10 @@ async fn linger_pauses_then_gives_up_as_the_budget_without_another_attempt() {
     assert_eq!(door.starts(), [Duration::ZERO, SECOND]);
     assert_eq!(started.elapsed(), 5 * SECOND);
     assert_eq!(decider.seen.len(), 2);
-    assert_eq!(*gave_up.lock().unwrap(), [(GiveUpReason::Budget, 2)]);
+    assert_eq!(
+        *gave_up.lock().expect("not poisoned"),
+        [(GiveUpReason::Budget, 2)]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -258,7 +270,10 @@ async fn a_linger_past_the_deadline_gives_up_at_once() {
     let answer = drive(&settings, &mut decider, &door, &gave_up).await;
     assert_eq!(answer, Err(CallError::Busy));
     assert_eq!(started.elapsed(), Duration::ZERO);
-    assert_eq!(*gave_up.lock().unwrap(), [(GiveUpReason::Budget, 1)]);
+    assert_eq!(
+        *gave_up.lock().expect("not poisoned"),
+        [(GiveUpReason::Budget, 1)]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -274,7 +289,10 @@ async fn a_deciders_retry_is_refused_by_the_deadline() {
     // 4 s then 7 s would end at 11 s, past the deadline of 10 s: no second pause.
     assert_eq!(door.starts(), [Duration::ZERO, 4 * SECOND]);
     assert_eq!(started.elapsed(), 4 * SECOND);
-    assert_eq!(*gave_up.lock().unwrap(), [(GiveUpReason::Deadline, 2)]);
+    assert_eq!(
+        *gave_up.lock().expect("not poisoned"),
+        [(GiveUpReason::Deadline, 2)]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -290,7 +308,10 @@ async fn a_deciders_retry_is_refused_by_an_empty_budget() {
     assert_eq!(answer, Err(CallError::Busy));
     assert_eq!(door.starts(), [Duration::ZERO, 2 * SECOND]);
     assert_eq!(decider.seen.len(), 2);
-    assert_eq!(*gave_up.lock().unwrap(), [(GiveUpReason::Budget, 2)]);
+    assert_eq!(
+        *gave_up.lock().expect("not poisoned"),
+        [(GiveUpReason::Budget, 2)]
+    );
 }
 
 static TRIPPED: CircuitBreaker = CircuitBreaker::new()
@@ -316,7 +337,10 @@ async fn a_deciders_retry_is_refused_by_a_breaker_that_opened_before_the_next_at
     assert_eq!(answer, Err(CallError::Open));
     assert_eq!(door.starts(), [Duration::ZERO]);
     assert_eq!(decider.seen.len(), 1);
-    assert_eq!(*gave_up.lock().unwrap(), [(GiveUpReason::BreakerOpen, 1)]);
+    assert_eq!(
+        *gave_up.lock().expect("not poisoned"),
+        [(GiveUpReason::BreakerOpen, 1)]
+    );
 }
 
 static OPENS_AT_ONCE: CircuitBreaker = CircuitBreaker::new()
@@ -334,7 +358,10 @@ async fn while_the_breaker_is_open_the_decider_is_not_asked() {
     assert_eq!(answer, Err(CallError::Busy));
     assert_eq!(door.starts(), [Duration::ZERO]);
     assert!(decider.seen.is_empty(), "no retry could be admitted");
-    assert_eq!(*gave_up.lock().unwrap(), [(GiveUpReason::BreakerOpen, 1)]);
+    assert_eq!(
+        *gave_up.lock().expect("not poisoned"),
+        [(GiveUpReason::BreakerOpen, 1)]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -439,7 +466,10 @@ async fn hedged(next_copy: NextCopy) -> (Vec<(u16, Duration)>, Result<u32, CallE
     let starts = Mutex::new(Vec::new());
     let answer = engine::drive_hedged(&settings, hooks, TokioTimer, &hedge, || {
         let copy = attempt().hedge();
-        starts.lock().unwrap().push((copy, started.elapsed()));
+        starts
+            .lock()
+            .expect("not poisoned")
+            .push((copy, started.elapsed()));
         async move {
             match copy {
                 0 => {
@@ -470,7 +500,7 @@ async fn hedged(next_copy: NextCopy) -> (Vec<(u16, Duration)>, Result<u32, CallE
             elapsed: 11 * SECOND,
         }]
     );
-    (starts.into_inner().unwrap(), answer, took)
+    (starts.into_inner().expect("not poisoned"), answer, took)
 }
 
 #[tokio::test(start_paused = true)]
@@ -478,7 +508,7 @@ async fn on_schedule_keeps_the_hedges_times() {
     let (starts, answer, took) = hedged(NextCopy::OnSchedule).await;
     assert_eq!(
         starts,
-        [(0, 0 * SECOND), (1, 10 * SECOND), (2, 20 * SECOND)]
+        [(0, Duration::ZERO), (1, 10 * SECOND), (2, 20 * SECOND)]
     );
     assert_eq!((answer, took), (Ok(2), 21 * SECOND));
 }
@@ -488,7 +518,7 @@ async fn now_starts_the_next_copy_at_once() {
     let (starts, answer, took) = hedged(NextCopy::Now).await;
     assert_eq!(
         starts,
-        [(0, 0 * SECOND), (1, 10 * SECOND), (2, 11 * SECOND)]
+        [(0, Duration::ZERO), (1, 10 * SECOND), (2, 11 * SECOND)]
     );
     assert_eq!((answer, took), (Ok(2), 12 * SECOND));
 }
@@ -498,7 +528,7 @@ async fn after_sets_the_next_copys_timer() {
     let (starts, answer, took) = hedged(NextCopy::After(2 * SECOND)).await;
     assert_eq!(
         starts,
-        [(0, 0 * SECOND), (1, 10 * SECOND), (2, 13 * SECOND)]
+        [(0, Duration::ZERO), (1, 10 * SECOND), (2, 13 * SECOND)]
     );
     assert_eq!((answer, took), (Ok(2), 14 * SECOND));
 }
@@ -506,7 +536,7 @@ async fn after_sets_the_next_copys_timer() {
 #[tokio::test(start_paused = true)]
 async fn never_starts_no_more_copies_for_the_attempt() {
     let (starts, answer, took) = hedged(NextCopy::Never).await;
-    assert_eq!(starts, [(0, 0 * SECOND), (1, 10 * SECOND)]);
+    assert_eq!(starts, [(0, Duration::ZERO), (1, 10 * SECOND)]);
     assert_eq!((answer, took), (Ok(0), 30 * SECOND));
 }
 
@@ -526,12 +556,12 @@ static SAVED: Mutex<Vec<(GiveUpReason, u32, Duration)>> = Mutex::new(Vec::new())
 fn save(error: CallError, why: GiveUp) -> Result<u32, CallError> {
     SAVED
         .lock()
-        .unwrap()
+        .expect("not poisoned")
         .push((why.reason, why.attempts, why.elapsed));
     Err(error)
 }
 
-#[retry_runtime::retry(aws2026 = EMPTY_SQS, on = classify, fallback = |e, why| save(e, why))]
+#[retry_runtime::retry(aws2026 = EMPTY_SQS, on = classify, fallback = save)]
 async fn receive() -> Result<u32, CallError> {
     RECEIVED.fetch_add(1, Ordering::Relaxed);
     Err(CallError::Busy)
@@ -544,7 +574,7 @@ async fn a_lingering_deciders_give_up_reaches_the_fallback_after_the_pause() {
     assert_eq!(RECEIVED.load(Ordering::Relaxed), 1);
     assert_eq!(started.elapsed(), Duration::from_millis(50));
     assert_eq!(
-        *SAVED.lock().unwrap(),
+        *SAVED.lock().expect("not poisoned"),
         [(GiveUpReason::Budget, 1, Duration::from_millis(50))]
     );
 }

@@ -150,7 +150,8 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     /// read it already if the policy has a deadline), and the budget gets this call's deposit.
     #[inline]
     fn begin(&mut self) {
-        let timed = (H::TIMED && self.opts.hooks.timed()) || self.opts.extras.decides();
+        let timed =
+            (H::TIMED && self.opts.hooks.timed()) || (X::DECIDES && self.opts.extras.decides());
         if timed && self.progress.started.is_none() {
             self.progress.started = Some((self.site.clock)());
         }

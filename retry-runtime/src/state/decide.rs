@@ -85,7 +85,7 @@ where
                 ));
             }
             // The pause of a lingering call is over.
-            Attempted::Ended if X::LINGERS => {
+            Attempted::Ended if X::DECIDES => {
                 return ControlFlow::Break(Self::end_held(site, progress, opts, key));
             }
             Attempted::Ended => unreachable!("only a decider's extras end an attempt"),
@@ -117,13 +117,15 @@ where
             );
             return ControlFlow::Break(H::ready(shown.outcome));
         }
-        // The call's decider if it has one (a constant `false` without: the policy's
-        // decision folds as before, `bench/RESULTS.md` §3), else the policy.
-        let step = if opts.extras.decides() {
+        // The call's decider if it has one, else the policy. Without a decider slot the
+        // constant leaves no code for one here: a test at run time alone (`decides`, inline and
+        // `false`) left the reference to the outcome below in the code, and the async happy
+        // path went from 74 to 89 instructions (`bench/RESULTS.md` §3, `PERFORMANCE.md` §2).
+        let step = if X::DECIDES && opts.extras.decides() {
             let error = shown.outcome.as_ref().err();
             decided(
-                &site,
-                &progress,
+                site,
+                progress,
                 &mut opts.extras,
                 verdict,
                 error,
@@ -176,7 +178,7 @@ where
             )),
             // A decider's `Next::Linger`. Only a decider's extras decide it; for the others the
             // constant leaves no code here (`bench/RESULTS.md` §3, the failure rows).
-            Step::Linger(pause) if X::LINGERS => Retry {
+            Step::Linger(pause) if X::DECIDES => Retry {
                 site,
                 progress,
                 opts,
@@ -296,8 +298,8 @@ fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot, D: Show<E>>(
 #[cold]
 #[inline(never)]
 fn decided<E, X: MaybeExtras<E>>(
-    site: &Site<'_>,
-    progress: &Progress,
+    site: Site<'_>,
+    progress: Progress,
     extras: &mut X,
     verdict: Verdict,
     error: Option<&E>,
@@ -319,10 +321,10 @@ fn decided<E, X: MaybeExtras<E>>(
         elapsed: progress.elapsed(site.clock),
     };
     match extras.next(&failure) {
-        Next::Retry(pause) => within_limits(site, progress, nanos(pause), extras.budget()),
+        Next::Retry(pause) => within_limits(&site, &progress, nanos(pause), extras.budget()),
         Next::Return => Step::Return,
         Next::GiveUp(reason) => Step::GiveUp(reason),
-        Next::Linger(pause) if !past_deadline(site, progress, nanos(pause)) => {
+        Next::Linger(pause) if !past_deadline(&site, &progress, nanos(pause)) => {
             Step::Linger(nanos(pause))
         }
         Next::Linger(_) => Step::GiveUp(GiveUpReason::Budget),

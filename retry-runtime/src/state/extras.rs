@@ -147,6 +147,9 @@ impl<D, T, E> Deciding<D, T, E> {
 /// The decider slot of the extras: [`Unset`] (the policy decides, and the answers are known at
 /// compile time, so that a loop without a decider has no code for one) or a [`Deciding`].
 pub trait DecideSlot<E> {
+    /// Whether a decider may be set: `false` for [`Unset`], a constant so that a loop without a
+    /// decider slot has no code for one (`bench/RESULTS.md` §3).
+    const DECIDES: bool;
     /// A decider is set: the loop asks it after a failure, in place of the policy.
     fn decides(&self) -> bool;
     /// An outcome is held over a pause.
@@ -160,6 +163,7 @@ pub trait DecideSlot<E> {
 }
 
 impl<E> DecideSlot<E> for Unset {
+    const DECIDES: bool = false;
     #[inline(always)]
     fn decides(&self) -> bool {
         false
@@ -182,6 +186,7 @@ impl<E> DecideSlot<E> for Unset {
 }
 
 impl<E, D: Decide<E>, T> DecideSlot<E> for Deciding<D, T, E> {
+    const DECIDES: bool = true;
     #[inline]
     fn decides(&self) -> bool {
         self.decider.is_some()
@@ -268,6 +273,10 @@ pub(crate) trait MaybeExtras<E> {
     fn put_admission(&mut self, admission: Option<Self::Admission>);
     /// The budget, if any.
     fn budget(&self) -> Option<&RetryBudget>;
+    /// Whether a decider may be set ([`DecideSlot::DECIDES`]): the loop tests this constant
+    /// before [`decides`](MaybeExtras::decides), so that without a decider slot no code for one
+    /// is left.
+    const DECIDES: bool;
     /// A decider is set ([`DecideSlot::decides`]): `false` at compile time without one.
     fn decides(&self) -> bool;
     /// The decider's [`Decide::next`]; asked only when [`decides`](MaybeExtras::decides).
@@ -294,10 +303,6 @@ pub(crate) trait MaybeExtras<E> {
 /// `T` there made rustc's `Send` check of a future that holds an attempt with a borrowed `T`
 /// (`Result<&str, E>`) fail with "implementation is not general enough".
 pub(crate) trait Linger<T, E>: MaybeExtras<E> {
-    /// Whether these extras can hold an outcome: only those with a decider slot. A constant, so
-    /// that a loop without one has no code for the rule (`bench/RESULTS.md` §3, the failure
-    /// rows).
-    const LINGERS: bool;
     /// Holds `outcome` over the pause, for the next attempt to return; gives it back if there
     /// is nowhere to hold it (a loop without a decider, which never lingers).
     fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>>;
@@ -309,7 +314,6 @@ pub(crate) trait Linger<T, E>: MaybeExtras<E> {
 macro_rules! holds_nothing {
     ($($ty:ty),*) => {$(
         impl<T, E> Linger<T, E> for $ty {
-            const LINGERS: bool = false;
             #[inline]
             fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>> {
                 Err(outcome)
@@ -325,7 +329,6 @@ macro_rules! holds_nothing {
 holds_nothing!(Unset, Extras<'_, E>);
 
 impl<T, E, D: Decide<E>> Linger<T, E> for Extras<'_, E, Deciding<D, T, E>> {
-    const LINGERS: bool = true;
     #[inline]
     fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>> {
         self.decider.held = Some(Box::new(outcome));
@@ -340,6 +343,7 @@ impl<T, E, D: Decide<E>> Linger<T, E> for Extras<'_, E, Deciding<D, T, E>> {
 impl<E> MaybeExtras<E> for Unset {
     type Refusal = NoRefusal;
     type Admission = NoRefusal;
+    const DECIDES: bool = false;
     #[inline]
     fn admit(&mut self, _: fn() -> Instant) -> Result<Duration, NoRefusal> {
         Ok(Duration::ZERO)
@@ -395,6 +399,7 @@ impl<E> MaybeExtras<E> for Unset {
 impl<'p, E, L: DecideSlot<E>> MaybeExtras<E> for Extras<'p, E, L> {
     type Refusal = Refusal<E>;
     type Admission = Admission<'p>;
+    const DECIDES: bool = L::DECIDES;
     #[inline]
     fn admit(&mut self, clock: fn() -> Instant) -> Result<Duration, Refusal<E>> {
         // The gate first: a permit dropped because the breaker then refuses gives back what it

@@ -346,7 +346,7 @@ where
                         admission.record(false, clock());
                     }
                     observe::copy_failed(name, frame.attempt, done.hedge);
-                    if extras.decides() {
+                    if X::DECIDES && extras.decides() {
                         let next = copy_decided(
                             extras,
                             Failed {

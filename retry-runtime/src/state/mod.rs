@@ -602,7 +602,9 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: Linger<T, E>> Retry<'p, T, E, Op
         self.opts
             .extras
             .record(false, crate::GateOutcome::Accepted, self.site.clock);
-        self.opts.extras.accepted(self.progress.retries + 1);
+        if X::DECIDES {
+            self.opts.extras.accepted(self.progress.retries + 1);
+        }
         observe::accepted(self.site.name, self.progress.retries);
         H::ready(Ok(value))
     }

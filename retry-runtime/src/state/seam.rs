@@ -50,8 +50,9 @@ pub trait Decide<E> {
 pub struct Failure<'x, E> {
     /// The attempt that failed: 1 is the first call.
     pub attempt: u32,
-    /// 0: the attempt itself, or for a hedged attempt the copy whose answer the loop took;
-    /// `k`: its `k`-th hedged copy (only in [`Decide::copy_failed`]).
+    /// In [`Decide::copy_failed`], the copy that failed: 0 for the attempt itself, `k` for its
+    /// `k`-th hedged copy. Always 0 in [`Decide::next`], which judges the attempt as a whole
+    /// (a hedged attempt by the answer that ended it).
     pub copy: u16,
     /// The classifier's verdict on the error (a timed-out attempt's included), or `on_result`'s
     /// on an `Ok` it rejected.

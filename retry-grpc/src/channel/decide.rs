@@ -42,10 +42,9 @@ impl<RB> From<CircuitOpen> for Failure<RB> {
     }
 }
 
-/// The classifier of both policies: what kind of failure an attempt is. A status whose code is
-/// in `codes` (`retryableStatusCodes`, `nonFatalStatusCodes`) may be worth another attempt (the
-/// decider says whether, and when); any other status is the call's answer (for hedging it ends
-/// the call and cancels the other copies), and so are the loop's own errors. The decider sees
+/// The classifier: what kind of failure an attempt is. A status whose code is in `codes`
+/// (`retryableStatusCodes`) may be worth another attempt (the decider says whether, and when);
+/// any other status is the call's answer, and so are the loop's own errors. The decider sees
 /// them all (a pushback that says stop counts against A6's throttle, whatever the code).
 pub(super) fn kind<RB>(failure: &Failure<RB>, codes: crate::CodeSet) -> Verdict {
     match failure {

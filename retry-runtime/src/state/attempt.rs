@@ -27,8 +27,9 @@ pub enum Attempted<T, E> {
     Shed(E),
     /// `timeout` cut the body off: its expiry, as the loop's error.
     TimedOut(E),
-    /// The body did not run: the loop had decided to end after a pause (`aws2026`'s
-    /// long-polling rule), and this attempt returns the outcome it held over the pause.
+    /// The body did not run: the loop had decided to end after a pause (a decider's
+    /// [`Next::Linger`](crate::engine::Next::Linger), `aws2026`'s long-polling rule), and this
+    /// attempt returns the outcome it held over the pause.
     Ended,
 }
 

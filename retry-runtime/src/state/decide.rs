@@ -3,17 +3,17 @@
 //!
 //! The generic part is what only the loop's own types can do (ask the classifier, call the
 //! user's hooks, run the fallback); the decision itself is the call's decider's if it has one
-//! ([`decided`]: the decision seam, [`Decide`](super::Decide)), else the policy's
-//! ([`schedule`]), and both go through the same limits ([`within_limits`]). The policy's and the
-//! events ([`observe`](super::observe)) are not generic, so each function that retries
-//! compiles only the first.
+//! (the decision seam, [`Decide`](super::Decide), held to the engine's limits by
+//! [`within_bounds`]), else the policy's ([`schedule`]); both end in the same limits
+//! ([`within_limits`]). These and the events ([`observe`](super::observe)) are not generic, so
+//! each function that retries compiles only the first.
 
-use super::extras::{Linger, MaybeExtras};
+use super::extras::Linger;
 use super::hooks::HookSet;
 use super::log::Show;
 use super::observe::{self, End, Shown};
 use super::options::{Classifier, HeadSet};
-use super::seam::{Failure, Next};
+use super::seam::Next;
 use super::{Attempted, GiveUp, GiveUpReason, Opts, Progress, Retry, RetryEvent, Site};
 use crate::context::KeySlot;
 use crate::policy::nanos;
@@ -117,28 +117,26 @@ where
             );
             return ControlFlow::Break(H::ready(shown.outcome));
         }
-        // The call's decider if it has one, else the policy. Without a decider slot the
-        // constant leaves no code for one here: a test at run time alone (`decides`, inline and
-        // `false`) left the reference to the outcome below in the code, and the async happy
-        // path went from 74 to 89 instructions (`bench/RESULTS.md` §3, `PERFORMANCE.md` §2).
-        let step = if X::DECIDES && opts.extras.decides() {
-            let error = shown.outcome.as_ref().err();
-            decided(
-                site,
-                progress,
-                &mut opts.extras,
-                verdict,
-                error,
-                breaker_open,
-            )
-        } else {
-            schedule(
+        // The call's decider if it has one, else the policy: one call that answers `None`
+        // without a decider. By value, and a call that is inline only later: without it (a
+        // test of a constant instead) the async happy path went from 74 to 89 instructions and
+        // a `Retrier`'s failure from 185 to 207 (`bench/RESULTS.md` §3, `PERFORMANCE.md` §2).
+        let decided = opts.extras.next(
+            attempt,
+            verdict,
+            shown.outcome.as_ref().err(),
+            breaker_open,
+            (progress.previous_pause, progress.started, site.clock),
+        );
+        let step = match decided {
+            Some(next) => within_bounds(&site, &progress, next, opts.extras.budget()),
+            None => schedule(
                 &site,
                 &progress,
                 verdict,
                 breaker_open,
                 opts.extras.budget(),
-            )
+            ),
         };
         match step {
             Step::Pause(pause) => {
@@ -291,40 +289,22 @@ fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot, D: Show<E>>(
     hooks.fall_back(outcome, why, super::fallback_scope(progress, attempts, key))
 }
 
-/// What follows a failure, by the call's decider (the decision seam), within the engine's
-/// limits: while the breaker is open the decider is not asked (no retry could be admitted); a
-/// retry it asks for is still held to the deadline and the budget ([`within_limits`]), and a
-/// lingering pause to the deadline. Out of line: only a call with a decider comes here.
+/// What follows a failure by the call's decider (the decision seam), within the engine's
+/// limits: a retry it asks for is still held to the deadline and the budget
+/// ([`within_limits`]), and a lingering pause to the deadline. Out of line, and not generic:
+/// only a call with a decider comes here.
 #[cold]
-#[inline(never)]
-fn decided<E, X: MaybeExtras<E>>(
-    site: Site<'_>,
-    progress: Progress,
-    extras: &mut X,
-    verdict: Verdict,
-    error: Option<&E>,
-    breaker_open: bool,
+fn within_bounds(
+    site: &Site<'_>,
+    progress: &Progress,
+    next: Next,
+    budget: Option<&RetryBudget>,
 ) -> Step {
-    if breaker_open {
-        return if verdict.is_retry() {
-            Step::GiveUp(GiveUpReason::BreakerOpen)
-        } else {
-            Step::Return
-        };
-    }
-    let failure = Failure {
-        attempt: progress.retries + 1,
-        copy: 0,
-        verdict,
-        error,
-        previous_pause: Duration::from_nanos(progress.previous_pause),
-        elapsed: progress.elapsed(site.clock),
-    };
-    match extras.next(&failure) {
-        Next::Retry(pause) => within_limits(&site, &progress, nanos(pause), extras.budget()),
+    match next {
+        Next::Retry(pause) => within_limits(site, progress, nanos(pause), budget),
         Next::Return => Step::Return,
         Next::GiveUp(reason) => Step::GiveUp(reason),
-        Next::Linger(pause) if !past_deadline(&site, &progress, nanos(pause)) => {
+        Next::Linger(pause) if !past_deadline(site, progress, nanos(pause)) => {
             Step::Linger(nanos(pause))
         }
         Next::Linger(_) => Step::GiveUp(GiveUpReason::Budget),

@@ -7,7 +7,7 @@ use super::{Attempted, Unset};
 use crate::timer::Elapsed;
 use crate::{
     Admission, AdmissionGate, CircuitBreaker, CircuitOpen, GateOutcome, GatePermit, GiveUpReason,
-    Rejected, RetryBudget,
+    Rejected, RetryBudget, Verdict,
 };
 use std::time::{Duration, Instant};
 
@@ -95,7 +95,7 @@ pub enum Refusal<E> {
         rejected: Rejected,
         error: fn(Rejected) -> E,
     },
-    /// The loop had decided to end after a long-polling pause: the outcome it held is returned
+    /// The loop had decided to end after a lingering pause: the outcome it held is returned
     /// now ([`Attempted::Ended`]).
     Ended,
 }
@@ -279,8 +279,19 @@ pub(crate) trait MaybeExtras<E> {
     const DECIDES: bool;
     /// A decider is set ([`DecideSlot::decides`]): `false` at compile time without one.
     fn decides(&self) -> bool;
-    /// The decider's [`Decide::next`]; asked only when [`decides`](MaybeExtras::decides).
-    fn next(&mut self, failure: &Failure<'_, E>) -> Next;
+    /// What follows attempt `attempt`'s failure by the decider (its [`Decide::next`], asked with
+    /// the [`Failure`] made of these), or `None` without one: the policy decides. While the
+    /// breaker is open the decider is not asked: a failure worth retrying gives up, another is
+    /// returned. `timing`: the pause before the attempt (nanoseconds), when the call started,
+    /// and the clock. By value: `PERFORMANCE.md` §2.
+    fn next(
+        &mut self,
+        attempt: u32,
+        verdict: Verdict,
+        error: Option<&E>,
+        breaker_open: bool,
+        timing: (u64, Option<Instant>, fn() -> Instant),
+    ) -> Option<Next>;
     /// The decider's [`Decide::copy_failed`], if one is set.
     fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy;
     /// The refusal of an attempt that only returns the outcome held over a pause, if one is.
@@ -367,9 +378,15 @@ impl<E> MaybeExtras<E> for Unset {
         false
     }
     #[inline]
-    fn next(&mut self, _: &Failure<'_, E>) -> Next {
-        // Never asked: without a decider the policy decides.
-        Next::Return
+    fn next(
+        &mut self,
+        _: u32,
+        _: Verdict,
+        _: Option<&E>,
+        _: bool,
+        _: (u64, Option<Instant>, fn() -> Instant),
+    ) -> Option<Next> {
+        None
     }
     #[inline]
     fn copy_failed(&mut self, _: &Failure<'_, E>) -> NextCopy {
@@ -463,8 +480,33 @@ impl<'p, E, L: DecideSlot<E>> MaybeExtras<E> for Extras<'p, E, L> {
         self.decider.decides()
     }
     #[inline]
-    fn next(&mut self, failure: &Failure<'_, E>) -> Next {
-        self.decider.next(failure)
+    fn next(
+        &mut self,
+        attempt: u32,
+        verdict: Verdict,
+        error: Option<&E>,
+        breaker_open: bool,
+        (previous_pause, started, clock): (u64, Option<Instant>, fn() -> Instant),
+    ) -> Option<Next> {
+        if !L::DECIDES || !self.decider.decides() {
+            return None;
+        }
+        if breaker_open {
+            return Some(if verdict.is_retry() {
+                Next::GiveUp(GiveUpReason::BreakerOpen)
+            } else {
+                Next::Return
+            });
+        }
+        let elapsed = started.map_or(Duration::ZERO, |t| clock().saturating_duration_since(t));
+        Some(self.decider.next(&Failure {
+            attempt,
+            copy: 0,
+            verdict,
+            error,
+            previous_pause: Duration::from_nanos(previous_pause),
+            elapsed,
+        }))
     }
     #[inline]
     fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {

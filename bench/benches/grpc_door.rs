@@ -11,7 +11,11 @@
 //!   a hand-written policy that clones the request message (the way retries are done per method
 //!   today, tower's `Retry` around a `service_fn` that calls the generated client).
 //!
-//! Every config retries `UNAVAILABLE` up to 4 attempts; every call succeeds on the first.
+//! - `grpc/in-memory`, hedged: the door over the same `service_fn` under a `hedgingPolicy` (3
+//!   copies, `hedgingDelay 1s`), whose first copy answers: the engine's hedged attempt, its
+//!   schedule's timer and the door's hedging decider, where the retry rows have none.
+//!
+//! Every other config retries `UNAVAILABLE` up to 4 attempts; every call succeeds on the first.
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -32,6 +36,11 @@ const CONFIG: &str = r#"{
   "methodConfig": [{"name": [{"service": "retry.interop.Scripted"}],
     "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.01s", "maxBackoff": "0.1s",
                     "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]
+}"#;
+
+const HEDGED: &str = r#"{
+  "methodConfig": [{"name": [{"service": "retry.interop.Scripted"}],
+    "hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "1s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}]
 }"#;
 
 /// A unary request as tonic's client sends it: the path, the headers, one length-prefixed
@@ -102,6 +111,18 @@ fn in_memory(c: &mut Criterion) {
     g.bench_function("the door over the service_fn", |b| {
         b.to_async(&runtime).iter(|| {
             let service = door.clone();
+            async move {
+                let response = service.oneshot(black_box(grpc_request())).await;
+                black_box(drain(response.expect("OK")).await)
+            }
+        })
+    });
+    let hedged = tower::ServiceBuilder::new()
+        .layer(GrpcRetryLayer::from_service_config(HEDGED).expect("valid"))
+        .service(tower::service_fn(answer));
+    g.bench_function("the door over the service_fn, hedged", |b| {
+        b.to_async(&runtime).iter(|| {
+            let service = hedged.clone();
             async move {
                 let response = service.oneshot(black_box(grpc_request())).await;
                 black_box(drain(response.expect("OK")).await)

@@ -1,25 +1,24 @@
 //! One call through the door: its deadline, then its attempts as its method's policy says:
-//! retries through the engine ([`retry_runtime::engine::drive`]), copies on the hedging
-//! schedule, or one attempt (with its transparent retries) when the method has no policy.
+//! retries run by the engine ([`engine::drive`]) with the door's decider
+//! ([`decide`](super::decide)), copies on the hedging schedule, or one attempt (with its
+//! transparent retries) when the method has no policy.
 
 use super::attempt::{self, Failed, Outcome, Request0};
 use super::body::{Accounting, Answer, RequestBody};
+use super::decide::{self, Failure, Retrying};
 use super::{BoxError, GrpcRetryLayer};
 use crate::{
-    CallPolicy, Decision, HedgeAction, HedgingCall, HedgingPolicy, RetryCall, RetryPolicy,
+    CallPolicy, HedgeAction, HedgingCall, HedgingPolicy, RetryCall, RetryPolicy, TransparentRetries,
 };
-use crate::{Stop, TransparentRetries};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
-use retry_runtime::engine::{self, DynHooks, Event, Operation, Settings, TokioTimer};
-use retry_runtime::{CircuitOpen, Elapsed, Policy, Rejected, Verdict};
-use std::fmt;
+use retry_runtime::Policy;
+use retry_runtime::engine::{self, DynHooks, Event, NoGate, Operation, Settings, TokioTimer};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::Poll;
-use std::time::Duration;
 use tokio::time::Instant;
 use tonic::Status;
 use tower_service::Service;
@@ -28,7 +27,7 @@ use tower_service::Service;
 type Answered = Result<Response<tonic::body::Body>, BoxError>;
 
 pub(crate) async fn respond<S, RB>(
-    layer: std::sync::Arc<GrpcRetryLayer>,
+    layer: Arc<GrpcRetryLayer>,
     mut service: S,
     request: Request<tonic::body::Body>,
 ) -> Answered
@@ -129,61 +128,39 @@ where
     }
 }
 
-/// An attempt that failed, as the engine's loop holds it; or the loop's own errors.
-enum Failure<RB> {
-    Status(crate::AttemptStatus, Failed<RB>),
-    Elapsed(Elapsed),
-    Open(CircuitOpen),
-    /// An admission gate shed the attempt (the door sets no gate of its own; the engine's
-    /// errors include it).
-    Rejected(Rejected),
+/// The policy handed to the engine's settings: with a decider, the engine reads none of its
+/// timings (the decider holds `maxAttempts` and the pauses); it keeps its own name.
+static DECIDED: Policy = Policy::new();
+
+/// The settings of a call: the layer's name, budget and breaker on the engine's loop.
+fn settings(layer: &GrpcRetryLayer) -> Settings<'_, NoGate> {
+    Settings::new(&DECIDED)
+        .name(layer.name)
+        .budget(layer.budget.as_deref())
+        .breaker(layer.breaker.as_deref())
 }
 
-impl<RB> fmt::Debug for Failure<RB> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Failure::Status(status, Failed::Answer(_)) => write!(f, "{:?} (answer)", status.code),
-            Failure::Status(status, Failed::Error(error)) => {
-                write!(f, "{:?} ({error})", status.code)
-            }
-            Failure::Elapsed(elapsed) => elapsed.fmt(f),
-            Failure::Open(open) => open.fmt(f),
-            Failure::Rejected(rejected) => rejected.fmt(f),
-        }
+/// The caller's answer from the engine's outcome: a committed answer with its body wrapped, a
+/// failing answer as it came, or the loop's error.
+fn answer<RB>(
+    outcome: Result<Response<RB>, Failure<RB>>,
+    accounting: Accounting,
+    deadline: Option<Instant>,
+) -> Answered
+where
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    match outcome {
+        Ok(response) => finish(Outcome::Committed(response), accounting, deadline),
+        Err(Failure::Status(_, failed)) => finish_failed(failed),
+        Err(Failure::Elapsed(elapsed)) => Err(Box::new(elapsed)),
+        Err(Failure::Open(open)) => Err(Box::new(open)),
     }
 }
 
-impl<RB> From<Elapsed> for Failure<RB> {
-    fn from(elapsed: Elapsed) -> Self {
-        Failure::Elapsed(elapsed)
-    }
-}
-
-impl<RB> From<Rejected> for Failure<RB> {
-    fn from(rejected: Rejected) -> Self {
-        Failure::Rejected(rejected)
-    }
-}
-
-impl<RB> From<CircuitOpen> for Failure<RB> {
-    fn from(open: CircuitOpen) -> Self {
-        Failure::Open(open)
-    }
-}
-
-fn lock(call: &Mutex<RetryCall>) -> MutexGuard<'_, RetryCall> {
-    // A decision is one call of `on_status`: a poisoned lock is used as is.
-    call.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// The longest pause the engine is let take: A6's pushback is taken whole (`i32::MAX` ms at
-/// most), never capped by the engine's `max_delay`.
-const NO_CAP: Duration = Duration::from_secs(u32::MAX as u64);
-
-/// A call under a retry policy: the engine runs the loop, this decides with [`RetryCall`] (A6's
-/// order: retryable codes, throttle, commit, `maxAttempts`, pushback, backoff) and hands the
-/// engine the exact pause as `Verdict::RetryAfter` under a policy with no pause of its own, no
-/// jitter and no cap, so that the engine sleeps exactly that on its timer.
+/// A call under a retry policy: the engine runs the loop, [`Retrying`] decides (A6's
+/// [`RetryCall`](crate::RetryCall)), and each attempt is one [`Attempts::attempt`].
 async fn retry<S, RB>(
     layer: &GrpcRetryLayer,
     service: &mut S,
@@ -196,74 +173,37 @@ where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
 {
-    let call = Mutex::new(RetryCall::new(policy, layer.jitter, layer.throttle.clone()));
-    let exact = Policy::new()
-        .max(policy.max_attempts().saturating_sub(1))
-        .base(Duration::ZERO)
-        .jitter(retry_runtime::Jitter::None)
-        .max_delay(NO_CAP);
-    let classify = |failure: &Failure<RB>| {
-        let Failure::Status(status, _) = failure else {
-            return Verdict::Fail;
-        };
-        let mut call = lock(&call);
-        if request.body.outgrew() {
-            call.commit();
-        }
-        match call.on_status(status.code, status.pushback) {
-            Decision::Retry {
-                pause,
-                previous_attempts,
-            } => {
-                // The attempts so far: the one that failed is the last of them.
-                request.report(Event::Retry {
-                    attempt: previous_attempts,
-                });
-                Verdict::RetryAfter(pause)
-            }
-            Decision::Stop(Stop::Throttled) => {
-                request.report(Event::Throttled);
-                Verdict::Fail
-            }
-            Decision::Stop(_) => Verdict::Fail,
-        }
+    let codes = policy.retryable_status_codes();
+    let classify = move |failure: &Failure<RB>| decide::kind(failure, codes);
+    let mut decider = Retrying {
+        call: RetryCall::new(policy, layer.jitter, layer.throttle.clone()),
+        request,
     };
-    let settings = Settings::new(&exact)
-        .name(layer.name)
-        .budget(layer.budget.as_deref())
-        .breaker(layer.breaker.as_deref());
     let attempts = Attempts {
         service,
         ready: true,
         request,
-        call: &call,
         transparent: TransparentRetries::new(),
     };
-    let outcome = engine::drive(&settings, DynHooks::new(&classify), TokioTimer, attempts).await;
-    let call = call
-        .into_inner()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let hooks = DynHooks::new(&classify).decide(&mut decider);
+    let outcome = engine::drive(&settings(layer), hooks, TokioTimer, attempts).await;
+    // The committed answer's trailers go to the same decision (C-core's `ShouldRetry` for a
+    // committed call: the throttle counts its success or failure).
     let accounting = if layer.throttle.is_some() {
-        Accounting::Retry(call)
+        Accounting::Retry(decider.call)
     } else {
         Accounting::None
     };
-    match outcome {
-        Ok(response) => finish(Outcome::Committed(response), accounting, request.deadline),
-        Err(Failure::Status(_, failed)) => finish_failed(failed),
-        Err(Failure::Elapsed(elapsed)) => Err(Box::new(elapsed)),
-        Err(Failure::Open(open)) => Err(Box::new(open)),
-        Err(Failure::Rejected(rejected)) => Err(Box::new(rejected)),
-    }
+    answer(outcome, accounting, request.deadline)
 }
 
-/// The engine's operation: each attempt sends the request with the `grpc-previous-rpc-attempts`
-/// its [`RetryCall`] gives; a committed answer is the attempt's `Ok`, a status its `Err`.
+/// The engine's operation under a retry policy: each attempt sends the request with
+/// `grpc-previous-rpc-attempts` from the engine's attempt number; a committed answer is the
+/// attempt's `Ok`, a status its `Err`.
 struct Attempts<'a, S> {
     service: &'a mut S,
     ready: bool,
     request: &'a Request0<'a>,
-    call: &'a Mutex<RetryCall>,
     transparent: TransparentRetries,
 }
 
@@ -273,7 +213,13 @@ where
     S::Error: Into<BoxError>,
 {
     fn attempt(&mut self) -> impl Future<Output = Result<Response<RB>, Failure<RB>>> {
-        let previous = lock(self.call).previous_attempts_header();
+        // A6: the attempts before this one, transparent retries not counted.
+        let previous = retry_runtime::attempt().number().saturating_sub(1);
+        let previous = (previous > 0).then_some(previous);
+        if let Some(attempt) = previous {
+            // The door's count of the retries its policy made (the engine logs and measures them).
+            self.request.report(Event::Retry { attempt });
+        }
         async move {
             let outcome = attempt::send(
                 self.service,
@@ -385,10 +331,9 @@ where
             Outcome::Committed(response) => {
                 let _ = call.on_commit(copy);
                 let accounting = match &layer.throttle {
-                    Some(throttle) => Accounting::Hedge(
-                        std::sync::Arc::clone(throttle),
-                        policy.non_fatal_status_codes(),
-                    ),
+                    Some(throttle) => {
+                        Accounting::Hedge(Arc::clone(throttle), policy.non_fatal_status_codes())
+                    }
                     None => Accounting::None,
                 };
                 return finish(Outcome::Committed(response), accounting, request.deadline);

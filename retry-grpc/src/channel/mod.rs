@@ -27,6 +27,7 @@
 mod attempt;
 mod body;
 mod call;
+mod decide;
 
 use crate::backoff::Jitter;
 use crate::{ConfigError, RetryThrottle, ServiceConfig, ThrottleRegistry};

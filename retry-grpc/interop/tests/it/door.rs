@@ -462,6 +462,28 @@ async fn hedging_sends_the_next_copy_at_once_after_a_non_fatal_status() {
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_hedged_copys_pushback_delays_the_next_copy_exactly() {
+    let mut rig = start_rig(GrpcRetryLayer::new(hedging(
+        3,
+        ms(1000),
+        &[Code::ResourceExhausted, Code::Unavailable],
+    )))
+    .await;
+    // Copy 1: RESOURCE_EXHAUSTED with a pushback of 300 ms; copy 2: UNAVAILABLE; copy 3: OK.
+    let reply = rig
+        .client
+        .unary(message("pushback:300", 0))
+        .await
+        .expect("OK");
+    assert_eq!(reply.get_ref().attempt, 3);
+    let at: Vec<Duration> = rig.sent().iter().map(|s| s.at).collect();
+    // The pushback's 300 ms, not the hedging delay's 1 s; then at once after a non-fatal status.
+    assert_eq!(at, [ms(0), ms(300), ms(300)]);
+    assert_eq!(rig.previous(), some(&["1", "2"]));
+    assert_eq!(rig.counters.hedged_copies(), 2);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_refused_connection_is_retried_at_once_then_by_the_policy() {
     let port = retry_grpc_interop::harness::closed_port().expect("a free port");
     let channel = Channel::from_shared(format!("http://127.0.0.1:{port}"))

@@ -1,6 +1,8 @@
 //! The door's events through the runtime's one sink (issue 40, item 2): each is counted in the
 //! runtime's one `Counters` (the type every door hands out), logged (feature `tracing`) and
-//! measured (feature `metrics`), as the HTTP door's are. A real tonic `Channel` to the scripted
+//! measured (feature `metrics`), as the HTTP door's are. And the layer's retry budget and
+//! circuit breaker on calls whose retry policy decides through the engine's seam (issue 40,
+//! item 1): the engine's limits still hold over the door's decider. A real tonic `Channel` to the scripted
 //! server, on tokio's paused clock; a hand-written subscriber captures this thread's events and
 //! metrics-util's registry is the global recorder of this binary (each test has its own door
 //! name, so that the series of the tests running beside it are apart).
@@ -15,10 +17,12 @@ use retry_grpc_interop::proto::scripted_client::ScriptedClient;
 use retry_grpc_interop::server::{ScriptedService, bind, serve};
 use retry_runtime::engine::Counters;
 use retry_runtime::metrics::names;
+use retry_runtime::{CircuitBreaker, RetryBudget};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock, Mutex, Once};
+use std::time::Duration;
 use tonic::Code;
 use tonic::transport::Channel;
 use tracing::field::{Field, Visit};
@@ -162,9 +166,18 @@ fn client(layer: GrpcRetryLayer, target: String) -> ScriptedClient<GrpcRetry<Cha
 
 /// The scripted tonic server on loopback: its address as a URI.
 async fn server() -> String {
+    recording_server().await.0
+}
+
+/// [`server`], and the number of attempts it saw.
+async fn recording_server() -> (String, Arc<Mutex<usize>>) {
     let (listener, addr) = bind().await.expect("binds");
-    tokio::spawn(serve(ScriptedService::new(|_| {}), listener));
-    format!("http://{addr}")
+    let seen = Arc::new(Mutex::new(0));
+    let count = Arc::clone(&seen);
+    let service =
+        ScriptedService::new(move |_| *count.lock().unwrap_or_else(|e| e.into_inner()) += 1);
+    tokio::spawn(serve(service, listener));
+    (format!("http://{addr}"), seen)
 }
 
 fn message(scenario: &str, call: u32) -> Message {
@@ -310,4 +323,84 @@ async fn a_throttled_call_is_counted_logged_and_measured() {
     );
     assert_eq!(throttled.len(), 1, "{throttled:?}");
     assert_eq!(door_events(THROTTLED, "throttled"), 1);
+}
+
+const RETRY_BUDGET: &str = "door_events_retry_budget";
+
+/// The layer's retry budget still pays for each retry the door's decider asks for: with a
+/// reserve of one retry per second and no tokens, a call that always fails under
+/// `maxAttempts 5` makes 2 attempts, and the engine gives up for the budget.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_retried_call_is_stopped_by_the_layers_retry_budget() {
+    install();
+    let logs = Capture::default();
+    let _default = tracing::subscriber::set_default(logs.clone());
+    let policy = retry(5, ms(10), ms(10), &[Code::Unavailable]);
+    let config = ServiceConfig::from_value(&retry_config(policy, None)).expect("valid");
+    let budget = Arc::new(RetryBudget::new().ratio(0.0).min_per_second(1));
+    let layer = GrpcRetryLayer::new(config)
+        .name(RETRY_BUDGET)
+        .budget(budget);
+    let counters = layer.counters();
+    let (target, seen) = recording_server().await;
+    let mut client = client(layer, target);
+    let status = client
+        .unary(message("always_unavailable", 0))
+        .await
+        .expect_err("UNAVAILABLE");
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    assert_eq!(*seen.lock().unwrap_or_else(|e| e.into_inner()), 2);
+    assert_eq!((counters.attempts(), counters.retries()), (2, 1));
+    let gave_up = logs.of(RETRY_BUDGET, "giving up");
+    assert_eq!(gave_up.len(), 1, "{gave_up:?}");
+    assert_eq!(
+        gave_up[0].field("reason"),
+        Some("the retry budget is empty")
+    );
+    assert_eq!(gave_up[0].field("attempts"), Some("2"));
+}
+
+const RETRY_BREAKER: &str = "door_events_retry_breaker";
+
+/// The layer's circuit breaker still hears each attempt and refuses the retries the door's
+/// decider asks for once it is open: two consecutive failures open it, so a call that always
+/// fails under `maxAttempts 5` makes 2 attempts, and the next call none.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_retried_call_is_stopped_by_the_layers_open_breaker() {
+    install();
+    let logs = Capture::default();
+    let _default = tracing::subscriber::set_default(logs.clone());
+    let policy = retry(5, ms(10), ms(10), &[Code::Unavailable]);
+    let config = ServiceConfig::from_value(&retry_config(policy, None)).expect("valid");
+    let breaker = Arc::new(
+        CircuitBreaker::new()
+            .consecutive_failures(2)
+            .open_for(Duration::from_secs(30)),
+    );
+    let layer = GrpcRetryLayer::new(config)
+        .name(RETRY_BREAKER)
+        .breaker(breaker);
+    let counters = layer.counters();
+    let (target, seen) = recording_server().await;
+    let mut client = client(layer, target);
+    let status = client
+        .unary(message("always_unavailable", 0))
+        .await
+        .expect_err("UNAVAILABLE");
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    assert_eq!(*seen.lock().unwrap_or_else(|e| e.into_inner()), 2);
+    let gave_up = logs.of(RETRY_BREAKER, "giving up");
+    assert_eq!(gave_up.len(), 1, "{gave_up:?}");
+    assert_eq!(
+        gave_up[0].field("reason"),
+        Some("the circuit breaker is open")
+    );
+    // The next call is refused before its first attempt: the server sees nothing more.
+    let status = client
+        .unary(message("always_unavailable", 1))
+        .await
+        .expect_err("the breaker is open");
+    assert!(status.message().contains("circuit open"), "{status:?}");
+    assert_eq!(*seen.lock().unwrap_or_else(|e| e.into_inner()), 2);
+    assert_eq!((counters.calls(), counters.attempts()), (2, 2));
 }

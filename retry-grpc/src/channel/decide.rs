@@ -1,0 +1,83 @@
+//! The door's decider, handed to the engine through its seam
+//! ([`Decide`](retry_runtime::engine::Decide)): A6's retry policy ([`RetryCall`]), made per
+//! call and owned by it (`&mut self`, no lock); the engine keeps the loop, the pauses, the
+//! budget, the breaker and the events.
+
+use super::attempt::{Failed, Request0};
+use crate::{Decision, RetryCall, Stop};
+use retry_runtime::engine::{Decide, Event, Failure as Failed_, Next};
+use retry_runtime::{CircuitOpen, Elapsed, GiveUpReason, Verdict};
+use std::fmt;
+
+/// An attempt that failed, as the engine's loop holds it: a status (with what the caller gets
+/// if it is the last), or the loop's own errors.
+pub(super) enum Failure<RB> {
+    Status(crate::AttemptStatus, Failed<RB>),
+    Elapsed(Elapsed),
+    Open(CircuitOpen),
+}
+
+impl<RB> fmt::Debug for Failure<RB> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Status(status, Failed::Answer(_)) => write!(f, "{:?} (answer)", status.code),
+            Failure::Status(status, Failed::Error(error)) => {
+                write!(f, "{:?} ({error})", status.code)
+            }
+            Failure::Elapsed(elapsed) => elapsed.fmt(f),
+            Failure::Open(open) => open.fmt(f),
+        }
+    }
+}
+
+impl<RB> From<Elapsed> for Failure<RB> {
+    fn from(elapsed: Elapsed) -> Self {
+        Failure::Elapsed(elapsed)
+    }
+}
+
+impl<RB> From<CircuitOpen> for Failure<RB> {
+    fn from(open: CircuitOpen) -> Self {
+        Failure::Open(open)
+    }
+}
+
+/// The classifier: what kind of failure an attempt is. A status whose code is in `codes`
+/// (`retryableStatusCodes`) may be worth another attempt (the decider says whether, and when);
+/// any other status is the call's answer, and so are the loop's own errors. The decider sees
+/// them all (a pushback that says stop counts against A6's throttle, whatever the code).
+pub(super) fn kind<RB>(failure: &Failure<RB>, codes: crate::CodeSet) -> Verdict {
+    match failure {
+        Failure::Status(status, _) => Verdict::from(codes.contains(status.code)),
+        Failure::Elapsed(_) | Failure::Open(_) => Verdict::Fail,
+    }
+}
+
+/// The decider of a call under a `retryPolicy`: [`RetryCall`], A6's order (retryable codes,
+/// throttle, commit, `maxAttempts`, pushback, backoff), whose pause the engine takes as it is.
+pub(super) struct Retrying<'r> {
+    pub(super) call: RetryCall,
+    pub(super) request: &'r Request0<'r>,
+}
+
+impl<RB> Decide<Failure<RB>> for Retrying<'_> {
+    fn next(&mut self, failure: &Failed_<'_, Failure<RB>>) -> Next {
+        let Some(Failure::Status(status, _)) = failure.error else {
+            return Next::Return;
+        };
+        // A request that outgrew the replay buffer cannot be sent again: the call committed.
+        if self.request.body.outgrew() {
+            self.call.commit();
+        }
+        match self.call.on_status(status.code, status.pushback) {
+            Decision::Retry { pause, .. } => Next::Retry(pause),
+            Decision::Stop(Stop::Throttled) => {
+                self.request.report(Event::Throttled);
+                // A6's throttle is a retry budget of its server's.
+                Next::GiveUp(GiveUpReason::Budget)
+            }
+            Decision::Stop(Stop::AttemptsExhausted) => Next::GiveUp(GiveUpReason::Exhausted),
+            Decision::Stop(_) => Next::Return,
+        }
+    }
+}

@@ -578,7 +578,7 @@ impl<E> From<Rejected> for Failed<E> {
     }
 }
 
-/// Before each pause: counts the retry and tells `notify`.
+/// Before each pause: counts a never-sent retry and tells `notify`.
 pub(crate) fn heard(config: &HttpRetry, never_sent: bool, event: &RetryEvent) {
     retried(config, never_sent, event.attempt);
     if let Some(notify) = &config.notify {
@@ -589,9 +589,9 @@ pub(crate) fn heard(config: &HttpRetry, never_sent: bool, event: &RetryEvent) {
     }
 }
 
-/// Before each pause: reports the retry of attempt number `attempt`, and a never-sent one apart.
+/// Before each pause: reports a retry of attempt number `attempt` that never reached the
+/// server. The retry itself the loop reports to the door's counters ([`settings`]'s sink).
 pub(crate) fn retried(config: &HttpRetry, never_sent: bool, attempt: u32) {
-    engine::report(config.name, Event::Retry { attempt }, &*config.counters);
     if never_sent {
         engine::report(config.name, Event::NeverSent { attempt }, &*config.counters);
     }
@@ -615,6 +615,7 @@ pub(crate) fn settings(config: &HttpRetry) -> Settings<'_> {
         .timeout(config.timeout)
         .nested_retry(config.nested_retry)
         .log_level(config.level)
+        .sink(&*config.counters)
 }
 
 /// Whether a request's first attempt may be made before its loop ([`FirstAttempt`]): its

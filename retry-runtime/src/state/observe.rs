@@ -323,6 +323,16 @@ pub enum Event<'a> {
         /// The call's time allowed.
         timeout: Duration,
     },
+    /// The admission gate shed attempt `attempt` before it ran (`Settings::gate`): the loop's
+    /// own event, which it hands to the door's sink ([`Settings::sink`]); the loop logs and
+    /// measures the end it makes of the call itself (`retry_calls_total{reason="gate_rejected"}`),
+    /// so the sinks of the logs and the metrics take no note of it here.
+    ///
+    /// [`Settings::sink`]: crate::engine::Settings::sink
+    GateRejected {
+        /// The attempt shed (1 for the first).
+        attempt: u32,
+    },
 }
 
 impl fmt::Debug for Event<'_> {
@@ -355,14 +365,19 @@ impl fmt::Debug for Event<'_> {
                 .debug_struct("DeadlineExceeded")
                 .field("timeout", timeout)
                 .finish(),
+            Event::GateRejected { attempt } => f
+                .debug_struct("GateRejected")
+                .field("attempt", attempt)
+                .finish(),
         }
     }
 }
 
 impl Event<'_> {
     /// The event's `event` label on `retry_door_events_total`; `None` for the events that are
-    /// not measured there ([`Event::Call`], [`Event::Attempt`] and [`Event::Retry`] are the
-    /// loop's to measure, [`Event::HedgedCopy`] is `retry_hedges_total`).
+    /// not measured there ([`Event::Call`], [`Event::Attempt`], [`Event::Retry`] and
+    /// [`Event::GateRejected`] are the loop's to measure, [`Event::HedgedCopy`] is
+    /// `retry_hedges_total`).
     ///
     /// ```
     /// use retry_runtime::engine::Event;
@@ -378,7 +393,11 @@ impl Event<'_> {
             Event::WithoutKey { .. } => "without_key",
             Event::Throttled => "throttled",
             Event::DeadlineExceeded { .. } => "deadline_exceeded",
-            Event::Call | Event::Attempt | Event::Retry { .. } | Event::HedgedCopy { .. } => {
+            Event::Call
+            | Event::Attempt
+            | Event::Retry { .. }
+            | Event::HedgedCopy { .. }
+            | Event::GateRejected { .. } => {
                 return None;
             }
         })
@@ -469,7 +488,7 @@ impl Sink for Logs {
     fn event(&self, _function: &'static str, event: &Event<'_>) {
         #[cfg(feature = "tracing")]
         match event {
-            Event::Call | Event::Attempt | Event::Retry { .. } => {}
+            Event::Call | Event::Attempt | Event::Retry { .. } | Event::GateRejected { .. } => {}
             _ => log_event(_function, event),
         }
         let _ = event;
@@ -511,7 +530,7 @@ fn log_event(function: &'static str, event: &Event<'_>) {
             timeout = ?timeout,
             "the call's deadline passed: DEADLINE_EXCEEDED"
         ),
-        Event::Call | Event::Attempt | Event::Retry { .. } => {}
+        Event::Call | Event::Attempt | Event::Retry { .. } | Event::GateRejected { .. } => {}
     }
 }
 
@@ -567,6 +586,7 @@ pub struct Counters {
     hedged_copies: AtomicU64,
     throttled: AtomicU64,
     deadline_exceeded: AtomicU64,
+    gate_rejected: AtomicU64,
 }
 
 impl Sink for Counters {
@@ -583,6 +603,7 @@ impl Sink for Counters {
             Event::HedgedCopy { .. } => &self.hedged_copies,
             Event::Throttled => &self.throttled,
             Event::DeadlineExceeded { .. } => &self.deadline_exceeded,
+            Event::GateRejected { .. } => &self.gate_rejected,
         };
         count.fetch_add(1, Ordering::Relaxed);
     }
@@ -649,5 +670,15 @@ impl Counters {
     /// Calls that ended at their deadline with `DEADLINE_EXCEEDED` ([`Event::DeadlineExceeded`]).
     pub fn deadline_exceeded(&self) -> u64 {
         self.deadline_exceeded.load(Ordering::Relaxed)
+    }
+
+    /// Attempts the admission gate shed before they ran ([`Event::GateRejected`]): counted by
+    /// the loop for a door that hands it these counts ([`Settings::sink`]) and a gate
+    /// ([`Settings::gate`]).
+    ///
+    /// [`Settings::sink`]: crate::engine::Settings::sink
+    /// [`Settings::gate`]: crate::engine::Settings::gate
+    pub fn gate_rejected(&self) -> u64 {
+        self.gate_rejected.load(Ordering::Relaxed)
     }
 }

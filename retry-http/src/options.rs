@@ -346,8 +346,10 @@ impl fmt::Display for SendOnce {
 /// The counts of the requests a tower layer or a reqwest middleware handled, shared by its
 /// clones: the runtime's one `Counters` (`retry_runtime::engine::Counters`), which every door
 /// hands out. These doors count [`requests`](Counters::requests),
-/// [`retries`](Counters::retries), [`never_sent_retries`](Counters::never_sent_retries),
-/// [`sent_once`](Counters::sent_once) and [`without_key`](Counters::without_key).
+/// [`never_sent_retries`](Counters::never_sent_retries), [`sent_once`](Counters::sent_once) and
+/// [`without_key`](Counters::without_key), and hand the counts to the engine's loop
+/// (`Settings::sink`), which counts each [`retry`](Counters::retries) and each attempt the
+/// [`gate`](HttpRetry::gate) sheds ([`gate_rejected`](Counters::gate_rejected)), once.
 pub use retry_runtime::engine::Counters;
 
 /// Whether a method is idempotent (RFC 9110 §9.2.2): GET, HEAD, OPTIONS, TRACE, PUT, DELETE.

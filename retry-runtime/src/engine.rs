@@ -13,8 +13,9 @@
 //!
 //! A door configured at run time (an HTTP layer, a gRPC channel, a queue consumer) keeps its
 //! configuration where its calls can borrow it, and per call makes [`Settings`] (the policy,
-//! the name, `budget`, `breaker`, `gate`, `timeout`, `hedge`, ...) and [`DynHooks`] (how errors and
-//! answers are judged, who hears the pauses and the end), both borrowed, then drives its
+//! the name, `budget`, `breaker`, `gate`, `timeout`, `hedge`, the door's `sink`, ...) and
+//! [`DynHooks`] (how errors and answers are judged, who hears the pauses and the end), both
+//! borrowed, then drives its
 //! [`Operation`]. The door's error type `E` takes what the loop makes of a timed-out attempt
 //! and of an open breaker (`From<Elapsed>`, `From<CircuitOpen>`), and of a gate's rejection
 //! (`From<Rejected>`) only if the door calls [`Settings::gate`]. A name read from configuration

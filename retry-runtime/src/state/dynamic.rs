@@ -237,13 +237,16 @@ impl<'a, G: Copy> Settings<'a, G> {
         pub fn hedge(hedge: Option<&'a Hedge>) => self.hedge;
     }
 
-    /// The door's sink: the loop reports its own events to `sink` as [`Event`](crate::engine::Event)s, once each,
-    /// beside the logs and the metrics it tells itself: each retry as its pause is decided
-    /// ([`Event::Retry`](crate::engine::Event::Retry)), each hedged copy it starts ([`Event::HedgedCopy`](crate::engine::Event::HedgedCopy), with
+    /// The door's sink: the loop reports its own events to `sink` as
+    /// [`Event`](crate::engine::Event)s, once each, beside the logs and the metrics it tells
+    /// itself: each retry as its pause is decided
+    /// ([`Event::Retry`](crate::engine::Event::Retry)), each hedged copy it starts
+    /// ([`Event::HedgedCopy`](crate::engine::Event::HedgedCopy), with
     /// [`drive_hedged`](crate::engine::drive_hedged)), each attempt the [`gate`](Settings::gate)
-    /// sheds ([`Event::GateRejected`](crate::engine::Event::GateRejected)). A door hands its [`Counters`](crate::engine::Counters)
-    /// here, and reports only its own events ([`report`](crate::engine::report)): a call, a
-    /// request sent once, ... Without a sink (the default) the loop reports to none.
+    /// sheds ([`Event::GateRejected`](crate::engine::Event::GateRejected)). A door hands its
+    /// [`Counters`](crate::engine::Counters) here, and reports only its own events
+    /// ([`report`](crate::engine::report)): a call, a request sent once, ... Without a sink (the
+    /// default) the loop reports to none; a call of the attribute or of `retry_block!` has none.
     ///
     /// ```
     /// use retry_runtime::engine::{self, Counters, DynHooks, FnOperation, Settings, TokioTimer};

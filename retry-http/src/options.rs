@@ -346,8 +346,10 @@ impl fmt::Display for SendOnce {
 /// The counts of the requests a tower layer or a reqwest middleware handled, shared by its
 /// clones: the runtime's one `Counters` (`retry_runtime::engine::Counters`), which every door
 /// hands out. These doors count [`requests`](Counters::requests),
-/// [`retries`](Counters::retries), [`never_sent_retries`](Counters::never_sent_retries),
-/// [`sent_once`](Counters::sent_once) and [`without_key`](Counters::without_key).
+/// [`never_sent_retries`](Counters::never_sent_retries), [`sent_once`](Counters::sent_once) and
+/// [`without_key`](Counters::without_key), and hand the counts to the engine's loop
+/// (`Settings::sink`), which counts each [`retry`](Counters::retries) and each attempt the
+/// [`gate`](HttpRetry::gate) sheds ([`gate_rejected`](Counters::gate_rejected)), once.
 pub use retry_runtime::engine::Counters;
 
 /// Whether a method is idempotent (RFC 9110 §9.2.2): GET, HEAD, OPTIONS, TRACE, PUT, DELETE.
@@ -578,7 +580,7 @@ impl<E> From<Rejected> for Failed<E> {
     }
 }
 
-/// Before each pause: counts the retry and tells `notify`.
+/// Before each pause: counts a never-sent retry and tells `notify`.
 pub(crate) fn heard(config: &HttpRetry, never_sent: bool, event: &RetryEvent) {
     retried(config, never_sent, event.attempt);
     if let Some(notify) = &config.notify {
@@ -589,9 +591,9 @@ pub(crate) fn heard(config: &HttpRetry, never_sent: bool, event: &RetryEvent) {
     }
 }
 
-/// Before each pause: reports the retry of attempt number `attempt`, and a never-sent one apart.
+/// Before each pause: reports a retry of attempt number `attempt` that never reached the
+/// server. The retry itself the loop reports to the door's counters ([`settings`]'s sink).
 pub(crate) fn retried(config: &HttpRetry, never_sent: bool, attempt: u32) {
-    engine::report(config.name, Event::Retry { attempt }, &*config.counters);
     if never_sent {
         engine::report(config.name, Event::NeverSent { attempt }, &*config.counters);
     }
@@ -615,6 +617,7 @@ pub(crate) fn settings(config: &HttpRetry) -> Settings<'_> {
         .timeout(config.timeout)
         .nested_retry(config.nested_retry)
         .log_level(config.level)
+        .sink(&*config.counters)
 }
 
 /// Whether a request's first attempt may be made before its loop ([`FirstAttempt`]): its

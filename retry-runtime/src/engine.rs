@@ -13,8 +13,9 @@
 //!
 //! A door configured at run time (an HTTP layer, a gRPC channel, a queue consumer) keeps its
 //! configuration where its calls can borrow it, and per call makes [`Settings`] (the policy,
-//! the name, `budget`, `breaker`, `gate`, `timeout`, `hedge`, ...) and [`DynHooks`] (how errors and
-//! answers are judged, who hears the pauses and the end), both borrowed, then drives its
+//! the name, `budget`, `breaker`, `gate`, `timeout`, `hedge`, the door's `sink`, ...) and
+//! [`DynHooks`] (how errors and answers are judged, who hears the pauses and the end), both
+//! borrowed, then drives its
 //! [`Operation`]. The door's error type `E` takes what the loop makes of a timed-out attempt
 //! and of an open breaker (`From<Elapsed>`, `From<CircuitOpen>`), and of a gate's rejection
 //! (`From<Rejected>`) only if the door calls [`Settings::gate`]. A name read from configuration
@@ -131,11 +132,15 @@
 //!
 //! # Events
 //!
-//! The loop reports its own events (each retry, each hedge, the end of a call) to the logs and
-//! the metrics. A door reports its own ([`Event`]: a call, an attempt, a request sent once, a
-//! transparent retry, a hedged copy, a throttled call, a deadline) with [`report`], to the same
-//! logs and metrics and to a [`Sink`] of its own, usually the [`Counters`] it hands its users.
-//! The guide's metrics table lists every event once, for every door.
+//! Every event is one [`Event`], and a door's sink (a [`Sink`], usually the [`Counters`] it
+//! hands its users) hears each once. The loop reports its own (each retry, each hedged copy it
+//! starts, each attempt the gate sheds, the end of a call) to the logs and the metrics, and,
+//! when the door hands it its sink with [`Settings::sink`], to that sink as [`Event::Retry`],
+//! [`Event::HedgedCopy`] and [`Event::GateRejected`]. A door reports its own (a call, an
+//! attempt, a request sent once, a transparent retry, a throttled call, a deadline) with
+//! [`report`], to the same logs and metrics and to its sink; it does not report the loop's. A
+//! call without a sink (the attribute, `retry_block!`, a door that hands none) reports to none,
+//! and pays nothing for it. The guide's metrics table lists every event once, for every door.
 //!
 //! # Stability
 //!

@@ -319,8 +319,9 @@ async fn a_door_without_a_gate_needs_no_from_rejected() {
 
 // ---- one sink: a door's events in the runtime's one `Counters` -----------------------------------
 
-/// A door on the engine reports its own events (the call, each attempt, each retry its hooks
-/// hear) with `engine::report` into the runtime's `Counters`, the type every door hands out.
+/// A door on the engine reports its own events (the call, each attempt) with `engine::report`
+/// into the runtime's `Counters`, the type every door hands out, and hands the same counters to
+/// the loop (`Settings::sink`), which counts each retry.
 #[tokio::test(start_paused = true)]
 async fn a_door_on_the_engine_counts_its_events_in_the_runtimes_one_counters() {
     use retry_runtime::engine::{Counters, Event};
@@ -329,13 +330,9 @@ async fn a_door_on_the_engine_counts_its_events_in_the_runtimes_one_counters() {
     const NAME: &str = "quotes-counted";
     let counters = Arc::new(Counters::default());
     let policy = policy();
-    let settings = Settings::new(&policy).name(NAME);
+    let settings = Settings::new(&policy).name(NAME).sink(&*counters);
     let classify = |error: &CallError| Verdict::from(*error == CallError::Busy);
-    let notify = |_: Result<&u32, &CallError>, event: &RetryEvent| {
-        let attempt = event.attempt;
-        engine::report(NAME, Event::Retry { attempt }, &counters);
-    };
-    let hooks = DynHooks::new(&classify).notify_untimed(Some(&notify));
+    let hooks = DynHooks::new(&classify);
     let calls = AtomicU32::new(0);
     engine::report(NAME, Event::Call, &counters);
     let answer = engine::drive(
@@ -368,4 +365,215 @@ async fn a_door_on_the_engine_counts_its_events_in_the_runtimes_one_counters() {
     let from_middleware: Arc<Counters> = retry_http::reqwest::RetryMiddleware::new(http).counters();
     assert!(Arc::ptr_eq(&from_options, &from_layer));
     assert!(Arc::ptr_eq(&from_options, &from_middleware));
+}
+
+// ---- one sink: the loop's own events in the door's sink (`Settings::sink`) ------------------------
+
+/// A door author's sink: each event heard, with its function, in order.
+#[derive(Default)]
+struct Heard(Mutex<Vec<String>>);
+
+impl engine::Sink for Heard {
+    fn event(&self, function: &'static str, event: &engine::Event<'_>) {
+        self.0
+            .lock()
+            .expect("heard")
+            .push(format!("{function}: {event:?}"));
+    }
+}
+
+impl Heard {
+    fn taken(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().expect("heard"))
+    }
+}
+
+/// Each retry the loop decides reaches the door's sink once, as its pause is decided; the
+/// failure it gives up on and a permanent error are no retry.
+#[tokio::test(start_paused = true)]
+async fn the_loop_reports_each_retry_once_to_the_doors_sink() {
+    use retry_runtime::engine::Counters;
+
+    let (heard, counters) = (Heard::default(), Counters::default());
+    let sink = (&heard, &counters);
+    let policy = policy();
+    let settings = Settings::new(&policy).name("quotes-sink").sink(&sink);
+    let classify = |error: &CallError| Verdict::from(*error == CallError::Busy);
+    let calls = AtomicU32::new(0);
+    let started = Instant::now();
+    let answer = engine::drive(
+        &settings,
+        DynHooks::new(&classify),
+        TokioTimer,
+        FnOperation(|| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            std::future::ready(Err::<u32, _>(CallError::Busy))
+        }),
+    )
+    .await;
+    assert_eq!(answer, Err(CallError::Busy));
+    assert_eq!(calls.load(Ordering::Relaxed), 3);
+    assert_eq!(started.elapsed(), 3 * SECOND);
+    assert_eq!(
+        heard.taken(),
+        [
+            "quotes-sink: Retry { attempt: 1 }",
+            "quotes-sink: Retry { attempt: 2 }"
+        ]
+    );
+    assert_eq!((counters.retries(), counters.calls()), (2, 0));
+
+    // A permanent error is an answer: no retry, no event.
+    let answer = engine::drive(
+        &settings,
+        DynHooks::new(&classify),
+        TokioTimer,
+        FnOperation(|| std::future::ready(Err::<u32, _>(CallError::Open))),
+    )
+    .await;
+    assert_eq!(answer, Err(CallError::Open));
+    assert_eq!(heard.taken(), Vec::<String>::new());
+    assert_eq!(counters.retries(), 2);
+
+    // The blocking driver reports to the same sink.
+    let n = AtomicU32::new(0);
+    let answer = engine::drive_blocking(&settings, DynHooks::new(&classify), || {
+        match n.fetch_add(1, Ordering::Relaxed) {
+            0 => Err(CallError::Busy),
+            _ => Ok(7),
+        }
+    });
+    assert_eq!(answer, Ok(7));
+    assert_eq!(heard.taken(), ["quotes-sink: Retry { attempt: 1 }"]);
+    assert_eq!(counters.retries(), 3);
+}
+
+/// Each hedged copy the loop starts (`drive_hedged`) reaches the door's sink once, numbered.
+#[tokio::test(start_paused = true)]
+async fn the_loop_reports_each_hedged_copy_it_starts_to_the_doors_sink() {
+    use retry_runtime::attempt;
+    use retry_runtime::engine::Counters;
+
+    let (heard, counters) = (Heard::default(), Counters::default());
+    let sink = (&heard, &counters);
+    let policy = Policy::new().max(0);
+    let hedge = Hedge::after(SECOND).max_hedges(2);
+    let settings = Settings::new(&policy)
+        .name("quotes-hedged")
+        .hedge(Some(&hedge))
+        .sink(&sink);
+    let classify = |_: &CallError| Verdict::Retry;
+    let started = Instant::now();
+    let answer = engine::drive_hedged(
+        &settings,
+        DynHooks::new(&classify),
+        TokioTimer,
+        &hedge,
+        || async {
+            // The first attempt and the first copy never answer; the second copy does, 1 s on.
+            let copy = attempt().hedge();
+            if copy < 2 {
+                std::future::pending::<()>().await;
+            }
+            tokio::time::sleep(SECOND).await;
+            Ok::<_, CallError>(copy)
+        },
+    )
+    .await;
+    assert_eq!(answer, Ok(2));
+    assert_eq!(started.elapsed(), 3 * SECOND);
+    assert_eq!(
+        heard.taken(),
+        [
+            "quotes-hedged: HedgedCopy { hedge: 1 }",
+            "quotes-hedged: HedgedCopy { hedge: 2 }"
+        ]
+    );
+    assert_eq!((counters.hedged_copies(), counters.retries()), (2, 0));
+}
+
+/// A door's error with `From<Rejected>`, for a door with a gate.
+#[derive(Debug, PartialEq)]
+enum GatedError {
+    Busy,
+    Shed,
+    Other,
+}
+
+impl From<Elapsed> for GatedError {
+    fn from(_: Elapsed) -> Self {
+        GatedError::Other
+    }
+}
+
+impl From<CircuitOpen> for GatedError {
+    fn from(_: CircuitOpen) -> Self {
+        GatedError::Other
+    }
+}
+
+impl From<retry_runtime::Rejected> for GatedError {
+    fn from(_: retry_runtime::Rejected) -> Self {
+        GatedError::Shed
+    }
+}
+
+/// An attempt the gate sheds reaches the door's sink once, with its number, after the retries
+/// before it: a retry whose attempt the gate then sheds is both.
+#[tokio::test(start_paused = true)]
+async fn the_loop_reports_each_attempt_the_gate_sheds_to_the_doors_sink() {
+    use retry_runtime::engine::Counters;
+    use retry_runtime::{AdmissionGate, Aimd};
+
+    static ONE_SLOT: AdmissionGate =
+        AdmissionGate::aimd(Aimd::new().initial_limit(1).min_limit(1).max_limit(1));
+    let (heard, counters) = (Heard::default(), Counters::default());
+    let sink = (&heard, &counters);
+    let policy = policy();
+    let shed = Settings::new(&policy)
+        .name("quotes-gated")
+        .gate(Some(&ONE_SLOT))
+        .sink(&sink);
+    // The other call: the gate, no sink.
+    let holder = Settings::new(&policy).gate(Some(&ONE_SLOT));
+    let classify = |error: &GatedError| Verdict::from(*error == GatedError::Busy);
+    let calls = AtomicU32::new(0);
+    let (held, answer) = tokio::join!(
+        async {
+            // Takes the slot while the other call pauses (0.5 s in), and holds it 10 s.
+            tokio::time::sleep(SECOND / 2).await;
+            engine::drive(
+                &holder,
+                DynHooks::new(&classify),
+                TokioTimer,
+                FnOperation(|| async {
+                    tokio::time::sleep(10 * SECOND).await;
+                    Ok::<u32, GatedError>(1)
+                }),
+            )
+            .await
+        },
+        engine::drive(
+            &shed,
+            DynHooks::new(&classify),
+            TokioTimer,
+            FnOperation(|| {
+                calls.fetch_add(1, Ordering::Relaxed);
+                std::future::ready(Err::<u32, _>(GatedError::Busy))
+            }),
+        )
+    );
+    assert_eq!(held, Ok(1));
+    // Attempt 1 ran and failed; its retry (attempt 2, 1 s in) was shed without running, and the
+    // loop gave up.
+    assert_eq!(answer, Err(GatedError::Shed));
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+    assert_eq!(
+        heard.taken(),
+        [
+            "quotes-gated: Retry { attempt: 1 }",
+            "quotes-gated: GateRejected { attempt: 2 }"
+        ]
+    );
+    assert_eq!((counters.gate_rejected(), counters.retries()), (1, 1));
 }

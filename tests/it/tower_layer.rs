@@ -1157,3 +1157,91 @@ fn the_http_doors_items_are_where_the_changelog_says() {
     assert_eq!(error_verdict(&refused), retry_runtime::Verdict::Retry);
     assert_eq!(DEFAULT_BODY_LIMIT, 64 * 1024);
 }
+
+// ---- one sink: the loop counts the layer's retries and its gate's rejections, once ---------------
+
+/// The layer hands its counters to the engine's loop, which counts each retry once, as its
+/// pause is decided: as many retries as the server saw requests beyond the first of each call.
+#[tokio::test(start_paused = true)]
+async fn each_retry_is_counted_once_as_the_server_saw_it() {
+    // The first call: 503, 503, 200; the second: 503, 200.
+    let (url, received) = scripted(&[UNAVAILABLE, UNAVAILABLE, PAID, UNAVAILABLE, PAID]).await;
+    let layer = RetryLayer::new(HttpRetry::new(policy()));
+    let counters = layer.counters();
+    let (service, _) = stack(layer);
+    for _ in 0..2 {
+        let response = service
+            .clone()
+            .oneshot(request(Method::GET, &url, full("")))
+            .await
+            .expect("an answer");
+        assert_eq!(text(response).await, "paid");
+    }
+    let seen = received.lock().unwrap().len() as u64;
+    assert_eq!(seen, 5);
+    assert_eq!(counters.requests(), 2);
+    // One count per retry the server saw, not two.
+    assert_eq!(counters.retries(), seen - counters.requests());
+    assert_eq!(counters.retries(), 3);
+    assert_eq!(counters.gate_rejected(), 0);
+}
+
+/// An attempt the layer's gate sheds is never sent, and the loop counts it in the layer's
+/// counters (`Counters::gate_rejected`), once.
+#[tokio::test(start_paused = true)]
+async fn an_attempt_the_gate_sheds_is_counted_in_the_layers_counters() {
+    use retry_runtime::{AdmissionGate, Aimd};
+
+    let (url, received) = scripted(&[PAID]).await;
+    let gate = Arc::new(AdmissionGate::aimd(
+        Aimd::new().initial_limit(1).min_limit(1).max_limit(1),
+    ));
+    let layer = RetryLayer::new(HttpRetry::new(policy()).gate(gate));
+    let counters = layer.counters();
+    let client: Client<HttpConnector, ReplayBody<TestBody>> =
+        Client::builder(TokioExecutor::new()).build_http();
+    // The first request waits 10 s before it is sent, holding the gate's one slot.
+    let slow = Arc::new(AtomicUsize::new(0));
+    let service = ServiceBuilder::new().layer(layer).service_fn(
+        move |request: Request<ReplayBody<TestBody>>| {
+            let (client, slow) = (client.clone(), Arc::clone(&slow));
+            async move {
+                if slow.fetch_add(1, Ordering::SeqCst) == 0 {
+                    tokio::time::sleep(Duration::from_secs(10)).await;
+                }
+                client.request(request).await
+            }
+        },
+    );
+    let (held, shed) = tokio::join!(
+        service
+            .clone()
+            .oneshot(request(Method::GET, &url, full(""))),
+        async {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            service
+                .clone()
+                .oneshot(request(Method::GET, &url, full("")))
+                .await
+        }
+    );
+    assert_eq!(held.expect("an answer").status(), StatusCode::OK);
+    let shed = shed.expect_err("shed by the gate");
+    assert!(
+        shed.downcast_ref::<retry_runtime::Rejected>().is_some(),
+        "{shed:?}"
+    );
+    assert_eq!(
+        received.lock().unwrap().len(),
+        1,
+        "the shed request was never sent"
+    );
+    assert_eq!(
+        (
+            counters.requests(),
+            counters.gate_rejected(),
+            counters.retries()
+        ),
+        (2, 1, 0)
+    );
+}

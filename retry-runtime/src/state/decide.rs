@@ -11,7 +11,7 @@
 use super::extras::Linger;
 use super::hooks::HookSet;
 use super::log::Show;
-use super::observe::{self, End, Shown};
+use super::observe::{self, End, Event, Shown};
 use super::options::{Classifier, HeadSet};
 use super::seam::Next;
 use super::{Attempted, GiveUp, GiveUpReason, Opts, Progress, Retry, RetryEvent, Site};
@@ -53,6 +53,11 @@ where
         // The outcome to return if the loop stops here, whether it may be retried, and what the
         // gate learns from it.
         let shed = matches!(attempted, Attempted::Shed(_));
+        if shed {
+            let attempt = progress.retries + 1;
+            opts.extras
+                .report(site.name, Event::GateRejected { attempt });
+        }
         let outcome = match attempted {
             Attempted::Refused(refusal) | Attempted::Shed(refusal) if single => {
                 let shown = Shown::<T, E, K::Show>::new(Err(refusal));
@@ -141,6 +146,7 @@ where
         match step {
             Step::Pause(pause) => {
                 observe::retrying(site.name, attempt, pause, shown.failure());
+                opts.extras.report(site.name, Event::Retry { attempt });
                 // The event and the elapsed time only for a `notify` that hears them.
                 if H::NOTIFY && opts.hooks.notifies() {
                     let event = RetryEvent {

@@ -9,6 +9,7 @@
 use super::extras::{Deciding, Extras, Guard, Shedder, Timeout};
 use super::fallback::FallbackInput;
 use super::hooks::Slot;
+use super::observe::Sink;
 use super::options::{Classifier, Head};
 use super::seam::{Failure, Next, NextCopy};
 use super::{Decide, GiveUp, Hooks, LogLevel, Opts, RetryEvent, Unset};
@@ -61,6 +62,18 @@ pub struct Settings<'a, G = Gate<'a>> {
     pub(crate) nested_retry: bool,
     pub(crate) level: LogLevel,
     pub(crate) hedge: Option<&'a Hedge>,
+    pub(crate) sink: DoorSink<'a>,
+}
+
+/// The door's sink in [`Settings`] ([`Settings::sink`]), if any: shown by `Debug` as whether
+/// there is one (a [`Sink`] need not be `Debug`).
+#[derive(Clone, Copy)]
+pub(crate) struct DoorSink<'a>(pub(crate) Option<&'a (dyn Sink + Sync)>);
+
+impl fmt::Debug for DoorSink<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
+    }
 }
 
 /// The `gate` of [`Settings`] that [`new`](Settings::new) makes: none, so that the call's error
@@ -138,6 +151,7 @@ impl<'a> Settings<'a, NoGate> {
             nested_retry: false,
             level: LogLevel::Error,
             hedge: None,
+            sink: DoorSink(None),
         }
     }
 }
@@ -175,6 +189,7 @@ impl<'a, G: Copy> Settings<'a, G> {
             nested_retry: self.nested_retry,
             level: self.level,
             hedge: self.hedge,
+            sink: self.sink,
         }
     }
 
@@ -220,6 +235,49 @@ impl<'a, G: Copy> Settings<'a, G> {
         /// `hedge = ...`: copies of an attempt that is slow, raced
         /// ([`drive_hedged`](crate::engine::drive_hedged) honours it).
         pub fn hedge(hedge: Option<&'a Hedge>) => self.hedge;
+    }
+
+    /// The door's sink: the loop reports its own events to `sink` as
+    /// [`Event`](crate::engine::Event)s, once each, beside the logs and the metrics it tells
+    /// itself: each retry as its pause is decided
+    /// ([`Event::Retry`](crate::engine::Event::Retry)), each hedged copy it starts
+    /// ([`Event::HedgedCopy`](crate::engine::Event::HedgedCopy), with
+    /// [`drive_hedged`](crate::engine::drive_hedged)), each attempt the [`gate`](Settings::gate)
+    /// sheds ([`Event::GateRejected`](crate::engine::Event::GateRejected)). A door hands its
+    /// [`Counters`](crate::engine::Counters) here, and reports only its own events
+    /// ([`report`](crate::engine::report)): a call, a request sent once, ... Without a sink (the
+    /// default) the loop reports to none; a call of the attribute or of `retry_block!` has none.
+    ///
+    /// ```
+    /// use retry_runtime::engine::{self, Counters, DynHooks, FnOperation, Settings, TokioTimer};
+    /// use retry_runtime::{CircuitOpen, Elapsed, Jitter, Policy, Verdict};
+    ///
+    /// #[derive(Debug)]
+    /// enum CallError { Busy, Timeout(Elapsed), Open(CircuitOpen) }
+    /// impl From<Elapsed> for CallError { fn from(e: Elapsed) -> Self { CallError::Timeout(e) } }
+    /// impl From<CircuitOpen> for CallError { fn from(o: CircuitOpen) -> Self { CallError::Open(o) } }
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let counters = Counters::default();
+    /// let policy = Policy::new().max(3).jitter(Jitter::None);
+    /// let settings = Settings::new(&policy).name("quotes").sink(&counters);
+    /// let classify = |_: &CallError| Verdict::Retry;
+    /// let answer: Result<(), _> = engine::drive(
+    ///     &settings,
+    ///     DynHooks::new(&classify),
+    ///     TokioTimer,
+    ///     FnOperation(|| async { Err(CallError::Busy) }),
+    /// )
+    /// .await;
+    /// assert!(answer.is_err());
+    /// // Four attempts, three retries: each counted once, by the loop.
+    /// assert_eq!(counters.retries(), 3);
+    /// # }
+    /// ```
+    pub const fn sink(mut self, sink: &'a (dyn Sink + Sync)) -> Self {
+        self.sink = DoorSink(Some(sink));
+        self
     }
 
     /// The policy.
@@ -517,6 +575,7 @@ impl<'a, T, E> DynHooks<'a, T, E> {
                 permit: None,
                 decider: Unset,
                 nested_retry: settings.nested_retry,
+                sink: settings.sink.0,
             }
             // The door's decider, else `aws2026`'s, else none: the policy decides.
             .deciding(match self.decider {

@@ -2,6 +2,7 @@
 //! decider (`aws2026`, a door's) and `nested = retry`, kept together in [`Extras`] once one of
 //! them is written, and [`Unset`] otherwise.
 
+use super::observe::{Event, Sink};
 use super::seam::{Decide, Failure, Next, NextCopy};
 use super::{Attempted, Unset};
 use crate::timer::Elapsed;
@@ -41,6 +42,8 @@ pub struct Extras<'p, E, L = Unset> {
     pub(crate) decider: L,
     /// `nested = retry`: retry even when a layer above does.
     pub(crate) nested_retry: bool,
+    /// The door's sink (`Settings::sink`), which hears the loop's own events as [`Event`]s.
+    pub(crate) sink: Option<&'p (dyn Sink + Sync)>,
 }
 
 /// `timeout = "2s"`: the limit, and how to turn its expiry into the loop's error.
@@ -230,6 +233,7 @@ impl<'p, E, L> Extras<'p, E, L> {
             permit: self.permit,
             decider: Deciding::new(decider),
             nested_retry: self.nested_retry,
+            sink: self.sink,
         }
     }
 }
@@ -257,6 +261,7 @@ impl<E> Default for Extras<'_, E> {
             permit: None,
             decider: Unset,
             nested_retry: false,
+            sink: None,
         }
     }
 }
@@ -318,6 +323,10 @@ pub(crate) trait MaybeExtras<E> {
     /// Why the loop gives up on an attempt its gate shed: the gate's name and mode, as its
     /// [`Rejected`] says them. Asked only after [`Attempted::Shed`], which only a gate makes.
     fn shed_reason(&self) -> GiveUpReason;
+    /// Hands one of the loop's own events to the door's sink (`Settings::sink`), if any:
+    /// nothing without extras, or without a sink. The logs and the metrics hear the loop's
+    /// events from `observe` itself, so the event goes to the door's sink alone.
+    fn report(&self, function: &'static str, event: Event<'_>);
 }
 
 /// The extras that can hold a call's outcome over a lingering pause (a decider's).
@@ -423,6 +432,8 @@ impl<E> MaybeExtras<E> for Unset {
         // Never asked: without a gate, no attempt is shed.
         GiveUpReason::BreakerOpen
     }
+    #[inline]
+    fn report(&self, _: &'static str, _: Event<'_>) {}
 }
 
 impl<'p, E, L: DecideSlot<E>> MaybeExtras<E> for Extras<'p, E, L> {
@@ -549,6 +560,12 @@ impl<'p, E, L: DecideSlot<E>> MaybeExtras<E> for Extras<'p, E, L> {
             },
             // Never asked: without a gate, no attempt is shed.
             None => GiveUpReason::BreakerOpen,
+        }
+    }
+    #[inline]
+    fn report(&self, function: &'static str, event: Event<'_>) {
+        if let Some(sink) = self.sink {
+            sink.event(function, &event);
         }
     }
 }

@@ -32,7 +32,7 @@ use super::attempt::{KeyedOutcome, WithKey};
 use super::extras::Held;
 use super::extras::{MaybeExtras, Timeout};
 use super::hooks::HookSet;
-use super::observe;
+use super::observe::{self, Event};
 use super::options::{Classifier, HeadSet};
 use super::seam::{Failure, NextCopy};
 use super::{Attempted, Opts, Progress, Retry};
@@ -307,6 +307,8 @@ where
                         }
                     }
                     observe::hedged(name, frame.attempt, schedule.hedges + 1, true);
+                    let hedge = u32::from(schedule.hedges + 1);
+                    extras.report(name, Event::HedgedCopy { hedge });
                     running.push(copy(
                         Frame {
                             hedge: schedule.hedges + 1,

@@ -10,7 +10,10 @@
 //! A door's own events (a call, an attempt, a transparent retry, a hedged copy, a throttled
 //! call, ...) are one public type, [`Event`], which a door hands to [`report`]: to the same two
 //! sinks (`Logs`, `Metrics`) and to a [`Sink`] of its own, the [`Counters`] every door hands
-//! out. `engine` makes `Event`, `Sink`, `report` and `Counters` public.
+//! out. The loop hands its own events (a retry, a hedged copy, an attempt the gate shed) to that
+//! sink as `Event`s too, when the door gives it one (`Settings::sink`; the extras'
+//! `MaybeExtras::report`), beside the logs and the metrics it tells here. `engine` makes
+//! `Event`, `Sink`, `report` and `Counters` public.
 //!
 //! Nothing here is generic: an error reaches a sink as `&dyn Debug` ([`Failure`]), so the code
 //! of the events is compiled once, in this crate, and not again for each function that retries.
@@ -257,12 +260,13 @@ pub(crate) fn copy_failed(function: &'static str, attempt: u32, hedge: u16) {
 
 // ---- the doors' events: one event type, one sink trait; the logs, the metrics, the counts ----
 
-/// One thing a door did, as its sinks hear it: what the doors report beside the loop's own
-/// events (each attempt to retry, each hedge, the end of a call), which the loop reports to the
-/// logs and the metrics itself.
+/// One thing a door or the loop did, as a door's sink hears it.
 ///
-/// A door reports each with [`report`]: to the logs (feature `tracing`), to the metrics (feature
-/// `metrics`) and to its [`Counters`]. The guide's metrics table lists each event once, with
+/// A door reports its own with [`report`]: to the logs (feature `tracing`), to the metrics
+/// (feature `metrics`) and to its [`Counters`]. The loop reports its own ([`Event::Retry`],
+/// [`Event::HedgedCopy`] for the copies it starts, [`Event::GateRejected`]) to the logs and the
+/// metrics itself, and to the door's sink when the door hands it one
+/// ([`Settings::sink`](crate::engine::Settings::sink)); such a door does not report them again. The guide's metrics table lists each event once, with
 /// the doors that report it, its count, its log level and its metric.
 ///
 /// Later versions may add events (`#[non_exhaustive]`): a `match` outside this crate needs a
@@ -275,9 +279,10 @@ pub enum Event<'a> {
     /// An attempt was sent: a first attempt, a retry, a hedged copy or a transparent retry.
     /// Counted, never logged.
     Attempt,
-    /// The door's policy decided to retry attempt `attempt` (1 for the first). Counted; the loop
-    /// logs and measures the retry itself (`retry_retries_total`), so the sinks of the logs and
-    /// the metrics take no note of it here.
+    /// The loop (or a door's own policy) decided to retry attempt `attempt` (1 for the first),
+    /// once per pause decided. Counted; the loop logs and measures the retry itself
+    /// (`retry_retries_total`), so the sinks of the logs and the metrics take no note of it
+    /// here.
     Retry {
         /// The attempt that failed.
         attempt: u32,
@@ -310,7 +315,8 @@ pub enum Event<'a> {
         method: &'a str,
     },
     /// A hedge was sent: a copy of a call beside its first attempt, which has not answered.
-    /// `DEBUG`, and `retry_hedges_total`, as the loop's hedges (`hedge = ...`).
+    /// `DEBUG`, and `retry_hedges_total`, as the loop's hedges (`hedge = ...`). The loop hands
+    /// the copies it starts to the door's sink as this, after it logged and measured them.
     HedgedCopy {
         /// The hedge's number: 1 for the first copy beside the first attempt (which A6 numbers
         /// copy 2).
@@ -322,6 +328,16 @@ pub enum Event<'a> {
     DeadlineExceeded {
         /// The call's time allowed.
         timeout: Duration,
+    },
+    /// The admission gate shed attempt `attempt` before it ran (`Settings::gate`): the loop's
+    /// own event, which it hands to the door's sink ([`Settings::sink`]); the loop logs and
+    /// measures the end it makes of the call itself (`retry_calls_total{reason="gate_rejected"}`),
+    /// so the sinks of the logs and the metrics take no note of it here.
+    ///
+    /// [`Settings::sink`]: crate::engine::Settings::sink
+    GateRejected {
+        /// The attempt shed (1 for the first).
+        attempt: u32,
     },
 }
 
@@ -355,14 +371,19 @@ impl fmt::Debug for Event<'_> {
                 .debug_struct("DeadlineExceeded")
                 .field("timeout", timeout)
                 .finish(),
+            Event::GateRejected { attempt } => f
+                .debug_struct("GateRejected")
+                .field("attempt", attempt)
+                .finish(),
         }
     }
 }
 
 impl Event<'_> {
     /// The event's `event` label on `retry_door_events_total`; `None` for the events that are
-    /// not measured there ([`Event::Call`], [`Event::Attempt`] and [`Event::Retry`] are the
-    /// loop's to measure, [`Event::HedgedCopy`] is `retry_hedges_total`).
+    /// not measured there ([`Event::Call`], [`Event::Attempt`], [`Event::Retry`] and
+    /// [`Event::GateRejected`] are the loop's to measure, [`Event::HedgedCopy`] is
+    /// `retry_hedges_total`).
     ///
     /// ```
     /// use retry_runtime::engine::Event;
@@ -378,7 +399,11 @@ impl Event<'_> {
             Event::WithoutKey { .. } => "without_key",
             Event::Throttled => "throttled",
             Event::DeadlineExceeded { .. } => "deadline_exceeded",
-            Event::Call | Event::Attempt | Event::Retry { .. } | Event::HedgedCopy { .. } => {
+            Event::Call
+            | Event::Attempt
+            | Event::Retry { .. }
+            | Event::HedgedCopy { .. }
+            | Event::GateRejected { .. } => {
                 return None;
             }
         })
@@ -469,7 +494,7 @@ impl Sink for Logs {
     fn event(&self, _function: &'static str, event: &Event<'_>) {
         #[cfg(feature = "tracing")]
         match event {
-            Event::Call | Event::Attempt | Event::Retry { .. } => {}
+            Event::Call | Event::Attempt | Event::Retry { .. } | Event::GateRejected { .. } => {}
             _ => log_event(_function, event),
         }
         let _ = event;
@@ -511,7 +536,7 @@ fn log_event(function: &'static str, event: &Event<'_>) {
             timeout = ?timeout,
             "the call's deadline passed: DEADLINE_EXCEEDED"
         ),
-        Event::Call | Event::Attempt | Event::Retry { .. } => {}
+        Event::Call | Event::Attempt | Event::Retry { .. } | Event::GateRejected { .. } => {}
     }
 }
 
@@ -540,10 +565,13 @@ impl Sink for Metrics {
 /// (`retry_http::HttpRetry::counters`, `retry_grpc::channel::GrpcRetryLayer::counters`): one
 /// relaxed atomic per count, so each count is exact and a read of several is not a snapshot.
 ///
-/// Each count is of one [`Event`], and a door counts the events it reports: the HTTP doors
-/// report calls, retries, never-sent retries, requests sent once and requests without a key;
+/// Each count is of one [`Event`], heard once: a door's own events it reports through
+/// [`report`], and the loop's (retries, hedged copies, attempts the gate shed) the loop reports
+/// to a door that hands it these counts
+/// ([`Settings::sink`](crate::engine::Settings::sink)). The HTTP doors count calls, retries,
+/// never-sent retries, requests sent once, requests without a key and attempts their gate shed;
 /// the gRPC door calls, attempts, retries, transparent retries, hedged copies, throttled calls
-/// and calls past their deadline. A door reports to them through [`report`].
+/// and calls past their deadline.
 ///
 /// ```
 /// use retry_runtime::engine::{self, Counters, Event};
@@ -567,6 +595,7 @@ pub struct Counters {
     hedged_copies: AtomicU64,
     throttled: AtomicU64,
     deadline_exceeded: AtomicU64,
+    gate_rejected: AtomicU64,
 }
 
 impl Sink for Counters {
@@ -583,6 +612,7 @@ impl Sink for Counters {
             Event::HedgedCopy { .. } => &self.hedged_copies,
             Event::Throttled => &self.throttled,
             Event::DeadlineExceeded { .. } => &self.deadline_exceeded,
+            Event::GateRejected { .. } => &self.gate_rejected,
         };
         count.fetch_add(1, Ordering::Relaxed);
     }
@@ -606,8 +636,9 @@ impl Counters {
         self.attempts.load(Ordering::Relaxed)
     }
 
-    /// Retries the door's policy decided ([`Event::Retry`]): for the HTTP doors the never-sent
-    /// ones included; for the gRPC door those A6's `grpc-previous-rpc-attempts` counts.
+    /// Retries decided ([`Event::Retry`]), one per pause: by the loop, for a door that hands it
+    /// these counts (for the HTTP doors the never-sent ones included); for the gRPC door those
+    /// A6's `grpc-previous-rpc-attempts` counts.
     pub fn retries(&self) -> u64 {
         self.retries.load(Ordering::Relaxed)
     }
@@ -649,5 +680,15 @@ impl Counters {
     /// Calls that ended at their deadline with `DEADLINE_EXCEEDED` ([`Event::DeadlineExceeded`]).
     pub fn deadline_exceeded(&self) -> u64 {
         self.deadline_exceeded.load(Ordering::Relaxed)
+    }
+
+    /// Attempts the admission gate shed before they ran ([`Event::GateRejected`]): counted by
+    /// the loop for a door that hands it these counts ([`Settings::sink`]) and a gate
+    /// ([`Settings::gate`]).
+    ///
+    /// [`Settings::sink`]: crate::engine::Settings::sink
+    /// [`Settings::gate`]: crate::engine::Settings::gate
+    pub fn gate_rejected(&self) -> u64 {
+        self.gate_rejected.load(Ordering::Relaxed)
     }
 }

@@ -13,21 +13,22 @@
 //!
 //! A door configured at run time (an HTTP layer, a gRPC channel, a queue consumer) keeps its
 //! configuration where its calls can borrow it, and per call makes [`Settings`] (the policy,
-//! the name, `budget`, `breaker`, `gate`, `timeout`, `hedge`, ...) and [`DynHooks`] (how errors and
-//! answers are judged, who hears the pauses and the end), both borrowed, then drives its
-//! [`Operation`]. The door's error type `E` takes what the loop makes of a timed-out attempt
+//! the name, `budget`, `breaker`, `timeout`, `hedge`, ...) and [`DynHooks`] (how errors and
+//! answers are judged, who hears the pauses and the end, the gate), both borrowed, then drives
+//! its [`Operation`] (a closure that returns a future, or a struct of its own) with a timer
+//! ([`TokioTimer`], or any [`Sleeper`]). The door's error type `E` takes what the loop makes of a timed-out attempt
 //! and of an open breaker (`From<Elapsed>`, `From<CircuitOpen>`), and of a gate's rejection
-//! (`From<Rejected>`) only if the door calls [`Settings::gate`]. A name read from configuration
+//! (`From<Rejected>`) only if the door gives one ([`DynHooks::gate`]). A name read from configuration
 //! is made a `&'static str` once with [`interned`]. An attempt's future may be dropped before
 //! it ends: see [`Operation`], "Cancellation".
 //!
 //! ```
-//! use retry_runtime::engine::{self, AsyncFnOperation, DynHooks, Settings, TokioTimer};
-//! use retry_runtime::{attempt, CircuitOpen, Elapsed, Jitter, Policy, Verdict};
+//! use retry_runtime::engine::{self, DynHooks, Settings};
+//! use retry_runtime::{attempt, CircuitOpen, Elapsed, Jitter, Policy, TokioTimer, Verdict};
 //! use std::sync::atomic::{AtomicU32, Ordering};
 //!
 //! // The door's error: its own failures, and what the loop makes of a timed-out attempt and of
-//! // an open breaker. (A door that calls `Settings::gate` also turns a gate's `Rejected` into it.)
+//! // an open breaker. (A door that calls `DynHooks::gate` also turns a gate's `Rejected` into it.)
 //! #[derive(Debug)]
 //! enum CallError { Busy, Timeout(Elapsed), Open(CircuitOpen) }
 //! impl From<Elapsed> for CallError { fn from(e: Elapsed) -> Self { CallError::Timeout(e) } }
@@ -39,12 +40,12 @@
 //! let calls = AtomicU32::new(0);
 //! let classify = |error: &CallError| Verdict::from(matches!(error, CallError::Busy));
 //! let hooks = DynHooks::new(&classify);
-//! let answer = engine::drive(&Settings::new(&policy).name("quotes"), hooks, TokioTimer, AsyncFnOperation(async || {
+//! let answer = engine::drive(&Settings::new(&policy).name("quotes"), hooks, TokioTimer, || async {
 //!     // The attempt's number, as a header would carry it.
 //!     let n = attempt().number();
 //!     calls.fetch_add(1, Ordering::Relaxed);
 //!     if n < 3 { Err(CallError::Busy) } else { Ok(n) }
-//! }))
+//! })
 //! .await;
 //! assert_eq!(answer.unwrap(), 3);
 //! assert_eq!(calls.load(Ordering::Relaxed), 3);
@@ -53,7 +54,7 @@
 //!
 //! A door whose happy path must not pay for the loop's future (a tower service, whose future
 //! would otherwise be the boxed loop) makes the first attempt itself with [`FirstAttempt`], and
-//! hands an outcome it does not accept to [`drive_after`].
+//! hands an outcome it does not accept to [`FirstAttempt::drive_after`].
 //!
 //! The attempt closure runs inside the attempt's context: [`attempt()`](crate::attempt) there (and
 //! in its future) gives the attempt's number, for a header such as gRPC's
@@ -80,9 +81,9 @@
 //!
 //! ```
 //! use retry_runtime::engine::{
-//!     self, Decide, DynHooks, Failure, FnOperation, Next, Settings, TokioTimer,
+//!     self, Decide, DynHooks, Failure, Next, Settings,
 //! };
-//! use retry_runtime::{attempt, CircuitOpen, Elapsed, GiveUpReason, Policy, Verdict};
+//! use retry_runtime::{attempt, CircuitOpen, Elapsed, GiveUpReason, Policy, TokioTimer, Verdict};
 //! use std::time::Duration;
 //!
 //! #[derive(Debug)]
@@ -116,12 +117,12 @@
 //! let mut decider = AsTheServerSays;
 //! let hooks = DynHooks::new(&classify).decide(&mut decider);
 //! let started = tokio::time::Instant::now();
-//! let answer = engine::drive(&Settings::new(&policy), hooks, TokioTimer, FnOperation(|| async {
+//! let answer = engine::drive(&Settings::new(&policy), hooks, TokioTimer, || async {
 //!     match attempt().number() {
 //!         n @ 1..=2 => Err(CallError::Busy { wait_ms: 250 * u64::from(n) }),
 //!         n => Ok(n),
 //!     }
-//! }))
+//! })
 //! .await;
 //! assert_eq!(answer.unwrap(), 3);
 //! // The server's pauses, 250 ms then 500 ms, exactly.
@@ -155,16 +156,14 @@ use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
 pub use crate::state::observe::{Counters, Event, Sink, report};
-pub use crate::state::{
-    Decide, DynHooks, Failure, Gate, GateFor, GateSlot, Next, NextCopy, NoGate, Settings,
-};
+pub use crate::state::{Decide, DynHooks, Failure, Next, NextCopy, Settings};
 
 /// The operation a call retries: what each of its attempts runs, as a future that may borrow
 /// the operation (and through it the door's state, such as a client or a pool) for as long as
 /// the attempt runs.
 ///
-/// A door implements it on a struct that holds what its attempts need; a closure is one through
-/// [`FnOperation`] (a closure that returns a future) or [`AsyncFnOperation`] (an async closure).
+/// A door implements it on a struct that holds what its attempts need; a closure that returns a
+/// future (`|| async move { ... }`) is one.
 /// The attempt runs inside its context: [`attempt()`](crate::attempt) in `attempt` (and in its
 /// future) gives the attempt's number.
 ///
@@ -238,33 +237,25 @@ pub trait Operation<T, E> {
     fn attempt(&mut self) -> impl Future<Output = Result<T, E>>;
 }
 
-/// A closure that returns a future as an [`Operation`] (`|| async move { ... }`): each
-/// attempt's future is the closure's, and borrows nothing from the closure itself, so that it is
-/// `Send` whenever what it holds is.
-#[derive(Clone, Copy, Debug)]
-pub struct FnOperation<B>(pub B);
-
-impl<T, E, B, Fut> Operation<T, E> for FnOperation<B>
+/// A closure that returns a future is an operation (`|| async move { ... }`): each attempt's
+/// future is the closure's, and borrows nothing from the closure itself, so that it is `Send`
+/// whenever what it holds is.
+impl<T, E, B, Fut> Operation<T, E> for B
 where
     B: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
 {
     #[inline]
     fn attempt(&mut self) -> impl Future<Output = Result<T, E>> {
-        (self.0)()
+        self()
     }
 }
 
 /// An async closure as an [`Operation`] (`async || { ... }`), whose attempts may borrow its
-/// captures mutably: a `&mut` database client that begins a transaction per attempt (a
-/// transaction dropped unfinished rolls back). What one exchange leaves half-done must not be
-/// borrowed across attempts: see [`Operation`], "Cancellation".
-///
-/// rustc cannot yet prove such a future `Send` (rust-lang/rust#100013: "lifetime bound not
-/// satisfied", "implementation of `Send` is not general enough"), so a call that is spawned takes
-/// an [`FnOperation`], or an [`Operation`] of its own.
-#[derive(Clone, Copy, Debug)]
-pub struct AsyncFnOperation<B>(pub B);
+/// captures mutably: the [`Retrier`](crate::Retrier)'s `run_async`. rustc cannot yet prove such
+/// a future `Send` (rust-lang/rust#100013), so a door's calls take a closure that returns a
+/// future, or an [`Operation`] of their own.
+pub(crate) struct AsyncFnOperation<B>(pub(crate) B);
 
 impl<T, E, B: AsyncFnMut() -> Result<T, E>> Operation<T, E> for AsyncFnOperation<B> {
     #[inline]
@@ -311,14 +302,15 @@ pub fn interned(name: &str) -> &'static str {
     kept
 }
 
-/// tokio's timer, for [`drive`]: pauses with `tokio::time::sleep`, on tokio's clock (which a
-/// paused test clock governs).
+/// tokio's timer: now [`retry_runtime::TokioTimer`](crate::TokioTimer), beside
+/// [`Sleeper`](crate::Sleeper); kept here for the doors written before.
 #[cfg(feature = "tokio")]
+#[doc(hidden)]
 pub use crate::timer::TokioTimer;
 
 /// The loop state of one call of a door configured at run time.
-fn state<'a, T, E, S: Sleeper, G: GateFor<'a, E>>(
-    settings: &Set<'a, G>,
+fn state<'a, T, E, S: Sleeper>(
+    settings: &Set<'a>,
     hooks: Hooks<'a, T, E>,
     timer: S,
 ) -> Retry<'a, T, E, state::DynOptions<'a, T, E, S>>
@@ -345,12 +337,11 @@ where
 /// retry) or the loop gives up; then that outcome, or the last one.
 ///
 /// A breaker's refusal and a timed-out attempt are the call's error through `E`'s `From` impls,
-/// and with a [`gate`](Settings::gate) a gate's rejection too (`G` is then [`Gate`], which asks
-/// `E: From<Rejected>`; without one it is [`NoGate`], which asks nothing); the events show
-/// errors with `E`'s `Debug`. A timed-out attempt's error is judged by `hooks`' classifier, as
+/// and with a [`gate`](DynHooks::gate) a gate's rejection too (`From<Rejected>`, asked by
+/// `gate`); the events show errors with `E`'s `Debug`. A timed-out attempt's error is judged by `hooks`' classifier, as
 /// any other ([`Settings::timeout`]).
-pub async fn drive<'a, T, E, S, G>(
-    settings: &Settings<'a, G>,
+pub async fn drive<'a, T, E, S>(
+    settings: &Settings<'a>,
     hooks: DynHooks<'a, T, E>,
     timer: S,
     operation: impl Operation<T, E>,
@@ -358,7 +349,6 @@ pub async fn drive<'a, T, E, S, G>(
 where
     E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
     S: Sleeper,
-    G: GateFor<'a, E>,
 {
     let state = state(settings, hooks, timer);
     state::drive(state, None, state::Plain(operation)).await
@@ -367,20 +357,22 @@ where
 /// The first attempt of a call, made by the door before the loop and without it, so that a call
 /// whose first answer is accepted (the happy path) never builds the loop's future: a tower
 /// service returns a named future for it instead of a boxed loop. When the answer is not
-/// accepted, [`drive_after`] takes it over as the loop's first attempt.
+/// accepted, [`drive_after`](FirstAttempt::drive_after) takes it over as the loop's first
+/// attempt.
 ///
 /// Only for a call that nothing has to see before its first attempt:
 /// [`new`](FirstAttempt::new) says `None` when the settings have a budget (it takes a deposit),
-/// a breaker or a gate (they admit the attempt), `aws2026`, a `timeout` (the attempt races a
+/// a breaker (it admits the attempt), `aws2026`, a `timeout` (the attempt races a
 /// timer), a hedge, a policy with a deadline (the clock is read as the call starts), or the
 /// feature `attempt-spans` is on (the attempt has a span). The door's hooks must not hear the
 /// time either (a [`DynHooks::notify`] that is not
 /// [`notify_untimed`](DynHooks::notify_untimed), an `on_give_up`, a decider's
-/// [`Failure::elapsed`]): their times would start after the first attempt.
+/// [`Failure::elapsed`]): their times would start after the first attempt; and they must not
+/// have a [`gate`](DynHooks::gate), which admits each attempt, the first included.
 ///
 /// ```
-/// use retry_runtime::engine::{self, DynHooks, FirstAttempt, FnOperation, Settings, TokioTimer};
-/// use retry_runtime::{attempt, CircuitOpen, Elapsed, Jitter, Policy, Verdict};
+/// use retry_runtime::engine::{self, DynHooks, FirstAttempt, Settings};
+/// use retry_runtime::{attempt, CircuitOpen, Elapsed, Jitter, Policy, TokioTimer, Verdict};
 ///
 /// #[derive(Debug)]
 /// enum CallError { Busy, Timeout(Elapsed), Open(CircuitOpen) }
@@ -408,12 +400,12 @@ where
 ///         }
 ///         failed => {
 ///             let hooks = DynHooks::new(&classify);
-///             engine::drive_after(&settings, hooks, TokioTimer, failed, FnOperation(call)).await
+///             FirstAttempt::drive_after(&settings, hooks, TokioTimer, failed, call).await
 ///         }
 ///     },
 ///     // Something has to see the first attempt (here only with the feature `attempt-spans`,
 ///     // whose span the loop opens): the loop makes every attempt.
-///     None => engine::drive(&settings, DynHooks::new(&classify), TokioTimer, FnOperation(call)).await,
+///     None => engine::drive(&settings, DynHooks::new(&classify), TokioTimer, call).await,
 /// };
 /// assert_eq!(answer.unwrap(), 2);
 /// # }
@@ -430,10 +422,9 @@ impl FirstAttempt {
     /// The first attempt of a call with `settings`, if it may run outside the loop (see
     /// [`FirstAttempt`]). Reads whether a layer above retries, as the loop does when it starts.
     #[inline]
-    pub fn new<'a, G: GateSlot<'a>>(settings: &Settings<'a, G>) -> Option<Self> {
+    pub fn new(settings: &Settings<'_>) -> Option<Self> {
         let plain = settings.budget.is_none()
             && settings.breaker.is_none()
-            && settings.gate.get().is_none()
             && settings.aws.is_none()
             && settings.timeout.is_none()
             && settings.hedge.is_none()
@@ -484,6 +475,27 @@ impl FirstAttempt {
     pub fn accepted(self) {
         state::observe::accepted(self.name, 0);
     }
+
+    /// [`drive`] after a first attempt whose outcome was not accepted: `first` is the loop's
+    /// first attempt (judged by `hooks` as any other), and `operation` makes the attempts after it.
+    /// `settings` and `hooks` are the ones the first attempt was made with.
+    pub async fn drive_after<'a, T, E, S>(
+        settings: &Settings<'a>,
+        hooks: DynHooks<'a, T, E>,
+        timer: S,
+        first: Result<T, E>,
+        operation: impl Operation<T, E>,
+    ) -> Result<T, E>
+    where
+        E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
+        S: Sleeper,
+    {
+        let operation = After {
+            first: Some(first),
+            operation,
+        };
+        drive(settings, hooks, timer, operation).await
+    }
 }
 
 pin_project_lite::pin_project! {
@@ -507,29 +519,7 @@ impl<F: Future> Future for InAttempt<F> {
     }
 }
 
-/// [`drive`] after a [`FirstAttempt`] whose outcome was not accepted: `first` is the loop's
-/// first attempt (judged by `hooks` as any other), and `operation` makes the attempts after it.
-/// `settings` and `hooks` are the ones the first attempt was made with.
-pub async fn drive_after<'a, T, E, S, G>(
-    settings: &Settings<'a, G>,
-    hooks: DynHooks<'a, T, E>,
-    timer: S,
-    first: Result<T, E>,
-    operation: impl Operation<T, E>,
-) -> Result<T, E>
-where
-    E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
-    S: Sleeper,
-    G: GateFor<'a, E>,
-{
-    let operation = After {
-        first: Some(first),
-        operation,
-    };
-    drive(settings, hooks, timer, operation).await
-}
-
-/// The operation of [`drive_after`]: the first attempt's outcome as it was, then `operation`'s.
+/// The operation of [`FirstAttempt::drive_after`]: the first attempt's outcome as it was, then `operation`'s.
 struct After<T, E, O> {
     first: Option<Result<T, E>>,
     operation: O,
@@ -554,8 +544,8 @@ impl<T, E, O: Operation<T, E>> Operation<T, E> for After<T, E, O> {
 /// future, possibly while another copy runs, so it is `Fn`: a closure that returns a future
 /// (`|| async move { ... }`), with what each copy needs cloned into it (a tonic client, an
 /// `Arc`).
-pub async fn drive_hedged<'a, T, E, S, G, Fut>(
-    settings: &Settings<'a, G>,
+pub async fn drive_hedged<'a, T, E, S, Fut>(
+    settings: &Settings<'a>,
     hooks: DynHooks<'a, T, E>,
     timer: S,
     hedge: &Hedge,
@@ -564,7 +554,6 @@ pub async fn drive_hedged<'a, T, E, S, G, Fut>(
 where
     E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
     S: Sleeper,
-    G: GateFor<'a, E>,
     Fut: Future<Output = Result<T, E>>,
 {
     let state = state(settings, hooks, timer);
@@ -574,14 +563,13 @@ where
 /// [`drive`] for a blocking call: the pauses block the thread (`std::thread::sleep`), the
 /// deadline is measured on [`Instant::now`](std::time::Instant::now). `settings`' `timeout` and
 /// `hedge` are not honoured here: a blocking call cannot be cut off, or raced, from outside.
-pub fn drive_blocking<'a, T, E, G>(
-    settings: &Settings<'a, G>,
+pub fn drive_blocking<'a, T, E>(
+    settings: &Settings<'a>,
     hooks: DynHooks<'a, T, E>,
     mut attempt: impl FnMut() -> Result<T, E>,
 ) -> Result<T, E>
 where
     E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
-    G: GateFor<'a, E>,
 {
     let settings = settings.timeout(None);
     let mut state = state(&settings, hooks, Blocking);

@@ -5,8 +5,10 @@
 //! (`engine::interned`); an error type without `From<Rejected>` drives a door that has no gate.
 //! Under tokio's paused clock, with exact call counts and virtual times.
 
-use retry_runtime::engine::{self, DynHooks, FnOperation, Operation, Settings, TokioTimer};
-use retry_runtime::{CircuitOpen, Elapsed, GiveUp, Hedge, Jitter, Policy, RetryEvent, Verdict};
+use retry_runtime::engine::{self, DynHooks, Operation, Settings};
+use retry_runtime::{
+    CircuitOpen, Elapsed, GiveUp, Hedge, Jitter, Policy, RetryEvent, TokioTimer, Verdict,
+};
 use std::future::Future;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -54,15 +56,10 @@ async fn a_classifier_that_fails_on_a_timeout_gets_one_attempt() {
     let classify = |error: &CallError| Verdict::from(*error == CallError::Busy);
     let calls = AtomicU32::new(0);
     let started = Instant::now();
-    let answer = engine::drive(
-        &settings,
-        DynHooks::new(&classify),
-        TokioTimer,
-        FnOperation(|| {
-            calls.fetch_add(1, Ordering::Relaxed);
-            hangs()
-        }),
-    )
+    let answer = engine::drive(&settings, DynHooks::new(&classify), TokioTimer, || {
+        calls.fetch_add(1, Ordering::Relaxed);
+        hangs()
+    })
     .await;
     assert_eq!(answer, Err(CallError::Timeout));
     assert_eq!(calls.load(Ordering::Relaxed), 1);
@@ -76,15 +73,10 @@ async fn a_classifier_that_retries_a_timeout_gets_every_attempt() {
     let classify = |error: &CallError| Verdict::from(*error != CallError::Open);
     let calls = AtomicU32::new(0);
     let started = Instant::now();
-    let answer = engine::drive(
-        &settings,
-        DynHooks::new(&classify),
-        TokioTimer,
-        FnOperation(|| {
-            calls.fetch_add(1, Ordering::Relaxed);
-            hangs()
-        }),
-    )
+    let answer = engine::drive(&settings, DynHooks::new(&classify), TokioTimer, || {
+        calls.fetch_add(1, Ordering::Relaxed);
+        hangs()
+    })
     .await;
     assert_eq!(answer, Err(CallError::Timeout));
     assert_eq!(calls.load(Ordering::Relaxed), 3);
@@ -271,12 +263,9 @@ async fn a_name_read_from_configuration_names_the_events_once_interned() {
     let hooks = DynHooks::new(&classify)
         .notify(Some(&notify))
         .on_give_up(Some(&on_give_up));
-    let answer = engine::drive(
-        &settings,
-        hooks,
-        TokioTimer,
-        FnOperation(|| std::future::ready(Err::<u32, _>(CallError::Busy))),
-    )
+    let answer = engine::drive(&settings, hooks, TokioTimer, || {
+        std::future::ready(Err::<u32, _>(CallError::Busy))
+    })
     .await;
     assert_eq!(answer, Err(CallError::Busy));
     assert_eq!(*heard.lock().expect("heard"), ["quotes-eu", "quotes-eu"]);
@@ -285,7 +274,7 @@ async fn a_name_read_from_configuration_names_the_events_once_interned() {
 
 // ---- no gate, no `From<Rejected>` ----------------------------------------------------------------
 
-/// `CallError` has no `From<Rejected>`: without `Settings::gate` every driver takes it (this
+/// `CallError` has no `From<Rejected>`: without `DynHooks::gate` every driver takes it (this
 /// file compiling is half the test), and the breaker's refusal still becomes its `Open`.
 #[tokio::test(start_paused = true)]
 async fn a_door_without_a_gate_needs_no_from_rejected() {
@@ -296,15 +285,10 @@ async fn a_door_without_a_gate_needs_no_from_rejected() {
     let settings = Settings::new(&policy).breaker(Some(&BREAKER));
     let classify = |error: &CallError| Verdict::from(*error == CallError::Busy);
     let calls = AtomicU32::new(0);
-    let first = engine::drive(
-        &settings,
-        DynHooks::new(&classify),
-        TokioTimer,
-        FnOperation(|| {
-            calls.fetch_add(1, Ordering::Relaxed);
-            std::future::ready(Err::<u32, _>(CallError::Busy))
-        }),
-    )
+    let first = engine::drive(&settings, DynHooks::new(&classify), TokioTimer, || {
+        calls.fetch_add(1, Ordering::Relaxed);
+        std::future::ready(Err::<u32, _>(CallError::Busy))
+    })
     .await;
     // The breaker opened on the first failure and ended the call with it.
     assert_eq!(first, Err(CallError::Busy));
@@ -338,16 +322,11 @@ async fn a_door_on_the_engine_counts_its_events_in_the_runtimes_one_counters() {
     let hooks = DynHooks::new(&classify).notify_untimed(Some(&notify));
     let calls = AtomicU32::new(0);
     engine::report(NAME, Event::Call, &counters);
-    let answer = engine::drive(
-        &settings,
-        hooks,
-        TokioTimer,
-        FnOperation(|| {
-            engine::report(NAME, Event::Attempt, &counters);
-            let n = calls.fetch_add(1, Ordering::Relaxed) + 1;
-            std::future::ready(if n < 3 { Err(CallError::Busy) } else { Ok(n) })
-        }),
-    )
+    let answer = engine::drive(&settings, hooks, TokioTimer, || {
+        engine::report(NAME, Event::Attempt, &counters);
+        let n = calls.fetch_add(1, Ordering::Relaxed) + 1;
+        std::future::ready(if n < 3 { Err(CallError::Busy) } else { Ok(n) })
+    })
     .await;
     assert_eq!(answer, Ok(3));
     assert_eq!(

@@ -8,7 +8,8 @@ use bytes::Bytes;
 use http_body::Body;
 use http_body_util::BodyExt;
 use retry_runtime::TokioTimer;
-use retry_runtime::engine::{self, DynHooks, Event, FirstAttempt, Operation, Settings};
+use retry_runtime::engine::first::FirstAttempt;
+use retry_runtime::engine::{self, DynHooks, Event, Operation, Settings};
 use retry_runtime::headers::key_from_header;
 use retry_runtime::{
     AdmissionGate, Aws2026, Aws2026Standard, Backoff, CircuitBreaker, CircuitOpen, Elapsed, GiveUp,

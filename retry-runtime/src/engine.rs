@@ -145,9 +145,9 @@
 //! CHANGELOG. The `__private` module, which the macros' expansions use, is not: nothing outside
 //! the expansions may use it.
 
+use crate::CircuitOpen;
 use crate::state::{self, DynHooks as Hooks, Retry, Settings as Set, Site};
 use crate::timer::{Elapsed, Sleeper};
-use crate::{CircuitOpen, Hedge};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -353,17 +353,17 @@ where
     state::drive(state, None, state::Plain(operation)).await
 }
 
-/// [`drive`] with `hedge`: each attempt that has not answered after the [`Hedge`]'s delay gets
-/// copies running beside it (each with the attempt's context, `attempt().hedge()` its index),
-/// and the first acceptable answer wins; the others are dropped. `attempt` makes one copy's
-/// future, possibly while another copy runs, so it is `Fn`: a closure that returns a future
-/// (`|| async move { ... }`), with what each copy needs cloned into it (a tonic client, an
-/// `Arc`).
+/// [`drive`] with the settings' [`hedge`](Settings::hedge): each attempt that has not answered
+/// after the [`Hedge`](crate::Hedge)'s delay gets copies running beside it (each with the
+/// attempt's context, `attempt().hedge()` its index), and the first acceptable answer wins; the
+/// others are dropped. Without a hedge in `settings`, it is [`drive`]: one attempt at a time.
+/// `attempt` makes one copy's future, possibly while another copy runs, so it is `Fn`: a closure
+/// that returns a future (`|| async move { ... }`), with what each copy needs cloned into it (a
+/// tonic client, an `Arc`).
 pub async fn drive_hedged<'a, T, E, S, Fut>(
     settings: &Settings<'a>,
     hooks: DynHooks<'a, T, E>,
     timer: S,
-    hedge: &Hedge,
     attempt: impl Fn() -> Fut,
 ) -> Result<T, E>
 where
@@ -372,7 +372,10 @@ where
     Fut: Future<Output = Result<T, E>>,
 {
     let state = state(settings, hooks, timer);
-    state::drive(state, None, state::Hedged(hedge, attempt)).await
+    match settings.hedge {
+        Some(hedge) => state::drive(state, None, state::Hedged(hedge, attempt)).await,
+        None => state::drive(state, None, state::Plain(attempt)).await,
+    }
 }
 
 /// [`drive`] for a blocking call: the pauses block the thread (`std::thread::sleep`), the

@@ -446,7 +446,7 @@ impl Decide<CallError> for Copies {
 async fn hedged(next_copy: NextCopy) -> (Vec<(u16, Duration)>, Result<u32, CallError>, Duration) {
     let policy = never_retries();
     let hedge = Hedge::after(10 * SECOND).max_hedges(2);
-    let settings = Settings::new(&policy);
+    let settings = Settings::new(&policy).hedge(Some(&hedge));
     let mut decider = Copies {
         next_copy,
         seen: Vec::new(),
@@ -454,7 +454,7 @@ async fn hedged(next_copy: NextCopy) -> (Vec<(u16, Duration)>, Result<u32, CallE
     let hooks = DynHooks::new(&classify).decide(&mut decider);
     let started = Instant::now();
     let starts = Mutex::new(Vec::new());
-    let answer = engine::drive_hedged(&settings, hooks, TokioTimer, &hedge, || {
+    let answer = engine::drive_hedged(&settings, hooks, TokioTimer, || {
         let copy = attempt().hedge();
         starts
             .lock()

@@ -202,6 +202,32 @@ async fn a_call_the_caller_drops_closes_the_connection_of_its_attempt() {
     assert_eq!(pool.idle(), Vec::<u32>::new());
 }
 
+/// `drive_hedged` hedges with the settings' `hedge`, and without one makes one attempt at a
+/// time: the slow attempt is waited for, no copy starts beside it.
+#[tokio::test(start_paused = true)]
+async fn drive_hedged_without_a_hedge_in_the_settings_makes_no_copy() {
+    let policy = Policy::new().max(0);
+    let classify = |_: &CallError| Verdict::Retry;
+    let started = Instant::now();
+    let copies = AtomicU32::new(0);
+    let answer = engine::drive_hedged(
+        &Settings::new(&policy),
+        DynHooks::new(&classify),
+        TokioTimer,
+        || {
+            let copy = copies.fetch_add(1, Ordering::Relaxed);
+            async move {
+                tokio::time::sleep(10 * SECOND).await;
+                Ok::<_, CallError>(copy)
+            }
+        },
+    )
+    .await;
+    assert_eq!(answer, Ok(0));
+    assert_eq!(copies.load(Ordering::Relaxed), 1);
+    assert_eq!(started.elapsed(), 10 * SECOND);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_hedged_copy_that_loses_is_dropped_with_its_connection() {
     let pool = Pool::default();
@@ -210,25 +236,19 @@ async fn a_hedged_copy_that_loses_is_dropped_with_its_connection() {
     let settings = Settings::new(&policy).hedge(Some(&hedge));
     let classify = |_: &CallError| Verdict::Retry;
     let started = Instant::now();
-    let answer = engine::drive_hedged(
-        &settings,
-        DynHooks::new(&classify),
-        TokioTimer,
-        &hedge,
-        || {
-            let pool = &pool;
-            async move {
-                let connection = pool.take();
-                if connection.id == 1 {
-                    std::future::pending::<()>().await;
-                }
-                tokio::time::sleep(SECOND).await;
-                let answer = connection.id;
-                pool.put_back(connection);
-                Ok::<_, CallError>(answer)
+    let answer = engine::drive_hedged(&settings, DynHooks::new(&classify), TokioTimer, || {
+        let pool = &pool;
+        async move {
+            let connection = pool.take();
+            if connection.id == 1 {
+                std::future::pending::<()>().await;
             }
-        },
-    )
+            tokio::time::sleep(SECOND).await;
+            let answer = connection.id;
+            pool.put_back(connection);
+            Ok::<_, CallError>(answer)
+        }
+    })
     .await;
     // The copy started after 1 s answered 1 s later; the first, still waiting, was dropped.
     assert_eq!(answer, Ok(2));

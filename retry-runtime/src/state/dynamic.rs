@@ -116,8 +116,9 @@ impl<'a> Settings<'a> {
         /// `log_level`: the level of the one event that ends a call that failed.
         pub fn log_level(level: LogLevel) => self.level;
 
-        /// `hedge = ...`: copies of an attempt that is slow, raced
-        /// ([`drive_hedged`](crate::engine::drive_hedged) honours it).
+        /// `hedge = ...`: copies of an attempt that is slow, raced. Only
+        /// [`drive_hedged`](crate::engine::drive_hedged) can make copies, and honours it; the
+        /// other drivers make one attempt at a time.
         pub fn hedge(hedge: Option<&'a Hedge>) => self.hedge;
     }
 

@@ -16,11 +16,11 @@
 //! the name, `budget`, `breaker`, `timeout`, `hedge`, ...) and [`DynHooks`] (how errors and
 //! answers are judged, who hears the pauses and the end, the gate), both borrowed, then drives
 //! its [`Operation`] (a closure that returns a future, or a struct of its own) with a timer
-//! ([`TokioTimer`], or any [`Sleeper`]). The door's error type `E` takes what the loop makes of a timed-out attempt
-//! and of an open breaker (`From<Elapsed>`, `From<CircuitOpen>`), and of a gate's rejection
-//! (`From<Rejected>`) only if the door gives one ([`DynHooks::gate`]). A name read from configuration
-//! is made a `&'static str` once with [`interned`]. An attempt's future may be dropped before
-//! it ends: see [`Operation`], "Cancellation".
+//! ([`TokioTimer`], or any [`Sleeper`]). The door's error type `E` takes what the loop makes of
+//! a timed-out attempt and of an open breaker (`From<Elapsed>`, `From<CircuitOpen>`), and of a
+//! gate's rejection (`From<Rejected>`) only if the door gives one ([`DynHooks::gate`]). A name
+//! read from configuration is made a `&'static str` once with [`interned`]. An attempt's future
+//! may be dropped before it ends: see [`Operation`], "Cancellation".
 //!
 //! ```
 //! use retry_runtime::engine::{self, DynHooks, Settings};
@@ -337,8 +337,8 @@ where
 ///
 /// A breaker's refusal and a timed-out attempt are the call's error through `E`'s `From` impls,
 /// and with a [`gate`](DynHooks::gate) a gate's rejection too (`From<Rejected>`, asked by
-/// `gate`); the events show errors with `E`'s `Debug`. A timed-out attempt's error is judged by `hooks`' classifier, as
-/// any other ([`Settings::timeout`]).
+/// `gate`); the events show errors with `E`'s `Debug`. A timed-out attempt's error is judged by
+/// `hooks`' classifier, as any other ([`Settings::timeout`]).
 pub async fn drive<'a, T, E, S>(
     settings: &Settings<'a>,
     hooks: DynHooks<'a, T, E>,

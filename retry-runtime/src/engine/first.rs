@@ -185,7 +185,8 @@ impl<F: Future> Future for InAttempt<F> {
     }
 }
 
-/// The operation of [`FirstAttempt::drive_after`]: the first attempt's outcome as it was, then `operation`'s.
+/// The operation of [`FirstAttempt::drive_after`]: the first attempt's outcome as it was, then
+/// `operation`'s.
 struct After<T, E, O> {
     first: Option<Result<T, E>>,
     operation: O,

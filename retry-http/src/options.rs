@@ -7,7 +7,9 @@ use ::http::{HeaderMap, HeaderValue, Method};
 use bytes::Bytes;
 use http_body::Body;
 use http_body_util::BodyExt;
-use retry_runtime::engine::{self, DynHooks, Event, FirstAttempt, Operation, Settings, TokioTimer};
+use retry_runtime::TokioTimer;
+use retry_runtime::engine::first::FirstAttempt;
+use retry_runtime::engine::{self, DynHooks, Event, Operation, Settings};
 use retry_runtime::headers::key_from_header;
 use retry_runtime::{
     AdmissionGate, Aws2026, Aws2026Standard, Backoff, CircuitBreaker, CircuitOpen, Elapsed, GiveUp,
@@ -612,7 +614,6 @@ pub(crate) fn settings(config: &HttpRetry) -> Settings<'_> {
         .name(config.name)
         .budget(config.budget.as_deref())
         .breaker(config.breaker.as_deref())
-        .gate(config.gate.as_deref())
         .aws2026(config.aws.as_deref())
         .timeout(config.timeout)
         .nested_retry(config.nested_retry)
@@ -621,9 +622,10 @@ pub(crate) fn settings(config: &HttpRetry) -> Settings<'_> {
 }
 
 /// Whether a request's first attempt may be made before its loop ([`FirstAttempt`]): its
-/// settings allow it, and no hook hears the time (the hooks' times would start after it).
+/// settings allow it, no hook hears the time (the hooks' times would start after it), and no
+/// gate admits the attempt.
 pub(crate) fn first_attempt(config: &HttpRetry) -> Option<FirstAttempt> {
-    if config.notify.is_some() || config.on_give_up.is_some() {
+    if config.notify.is_some() || config.on_give_up.is_some() || config.gate.is_some() {
         return None;
     }
     FirstAttempt::new(&settings(config))
@@ -640,7 +642,7 @@ pub(crate) type FirstOutcome<T, E> = (Result<T, E>, Option<Verdict>);
 /// retried only if the request may be sent again (it may have reached the server). The retries
 /// are counted, and `notify` and `on_give_up` hear them. With `first`, the first attempt was
 /// made before the loop ([`first_attempt`]) and the loop takes it over
-/// ([`engine::drive_after`]).
+/// ([`FirstAttempt::drive_after`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn send<T, E: fmt::Debug>(
     config: &HttpRetry,
@@ -680,13 +682,15 @@ pub(crate) async fn send<T, E: fmt::Debug>(
         Some(_) => hooks.notify(Some(&notify)),
         None => hooks.notify_untimed(Some(&notify)),
     };
-    let hooks = hooks.on_give_up(config.on_give_up.is_some().then_some(&give_up as _));
+    let hooks = hooks
+        .on_give_up(config.on_give_up.is_some().then_some(&give_up as _))
+        .gate(config.gate.as_deref());
     let settings = settings(config);
     match first {
         None => engine::drive(&settings, hooks, TokioTimer, Inner(body)).await,
         Some((outcome, _)) => {
             let outcome = outcome.map_err(Failed::Inner);
-            engine::drive_after(&settings, hooks, TokioTimer, outcome, Inner(body)).await
+            FirstAttempt::drive_after(&settings, hooks, TokioTimer, outcome, Inner(body)).await
         }
     }
 }

@@ -61,7 +61,7 @@ use crate::options::{self, Buffered, Failed, FirstOutcome};
 use crate::{BoxError, Counters, HttpRetry, ReplayBody};
 use ::http::{Request, Response};
 use http_body::Body;
-use retry_runtime::engine::{FirstAttempt, InAttempt};
+use retry_runtime::engine::first::{FirstAttempt, InAttempt};
 use retry_runtime::{Transient, Verdict};
 use std::error::Error;
 use std::fmt;

@@ -351,7 +351,7 @@ pub use key::IdempotencyKey;
 // this crate's own (`overload/aws2026.rs`).
 /// In this crate, every door asks the gate before each attempt when it names one:
 /// `#[retry(gate = G)]`, `retry_block!`, the [`Retrier`]'s [`gate`](Retrier::gate) and the
-/// engine's [`Settings::gate`](engine::Settings::gate). It is shared like a [`RetryBudget`], and
+/// engine's [`DynHooks::gate`](engine::DynHooks::gate). It is shared like a [`RetryBudget`], and
 /// its rejection ([`Rejected`]) is carried by the call's error type like a [`CircuitOpen`].
 /// Inside [`testing::record`] adaptive throttling draws from the recording's seeded generator,
 /// the source of the loop's jitter. (The gate is the crate retry-overload's; its docs follow.)
@@ -370,6 +370,8 @@ pub use state::{GiveUp, GiveUpReason, LogLevel, RetryEvent};
 
 /// The levels of [`Retrier::log_level`], as `log_level = "warn"` names them in the attribute.
 pub use state::level;
+#[cfg(feature = "tokio")]
+pub use timer::TokioTimer;
 pub use timer::{Elapsed, Sleeper};
 pub use transient::{Transient, Verdict, has_transient_io_cause};
 

@@ -4,7 +4,7 @@
 //! [`engine::drive`](crate::engine::drive) does: a door on the engine, not a part of the loop.
 
 use crate::context::{Enter, KeySlot, Scoped};
-use crate::engine::{AsyncFnOperation, FnOperation};
+use crate::engine::AsyncFnOperation;
 use crate::state::drive::{Attempts, Hedged, Plain, drive, drive_blocking};
 use crate::state::extras::{Extras, Guard, Linger, Shedder, Timeout};
 use crate::state::fallback::{Fallback, FallbackInput, FallbackScope, Finish};
@@ -614,7 +614,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         B: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        self.drive(Plain(FnOperation(body)))
+        self.drive(Plain(body))
     }
 
     /// [`run_async`](Retrier::run_async) for an async closure (`async || { ... }`) whose

@@ -129,7 +129,9 @@ pub(crate) trait SleepFuture: Future<Output = ()> {}
 
 impl<F: Future<Output = ()>> SleepFuture for F {}
 
-/// tokio's timer.
+/// tokio's timer, the [`Sleeper`] a door on tokio gives
+/// [`engine::drive`](crate::engine::drive): pauses with `tokio::time::sleep`, on tokio's clock
+/// (which a paused test clock governs).
 #[cfg(feature = "tokio")]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TokioTimer;

@@ -4,12 +4,10 @@
 //! hooks stay the engine's; with hedging, it says when the next copy goes. Under tokio's paused
 //! clock, with exact call counts and virtual times.
 
-use retry_runtime::engine::{
-    self, Decide, DynHooks, Failure, FnOperation, Next, NextCopy, Settings, TokioTimer,
-};
+use retry_runtime::engine::{self, Decide, DynHooks, Failure, Next, NextCopy, Settings};
 use retry_runtime::{
     CircuitBreaker, CircuitOpen, Elapsed, GiveUp, GiveUpReason, Hedge, Jitter, Policy, RetryBudget,
-    Verdict, attempt,
+    TokioTimer, Verdict, attempt,
 };
 use std::future::Future;
 use std::sync::Mutex;
@@ -142,7 +140,7 @@ impl Door {
 
 /// Drives `door` with `decider` under `settings`, `on_give_up` heard.
 async fn drive(
-    settings: &Settings<'_, engine::NoGate>,
+    settings: &Settings<'_>,
     decider: &mut Scripted,
     door: &Door,
     gave_up: &Mutex<Vec<(GiveUpReason, u32)>>,
@@ -156,7 +154,7 @@ async fn drive(
     let hooks = DynHooks::new(&classify)
         .on_give_up(Some(&heard))
         .decide(decider);
-    engine::drive(settings, hooks, TokioTimer, FnOperation(|| door.attempt())).await
+    engine::drive(settings, hooks, TokioTimer, || door.attempt()).await
 }
 
 #[tokio::test(start_paused = true)]
@@ -207,15 +205,10 @@ async fn an_error_not_worth_retrying_is_asked_too_and_return_ends_the_call_with_
         .on_give_up(Some(&heard))
         .decide(&mut decider);
     let calls = AtomicU32::new(0);
-    let answer = engine::drive(
-        &settings,
-        hooks,
-        TokioTimer,
-        FnOperation(|| {
-            calls.fetch_add(1, Ordering::Relaxed);
-            std::future::ready(Err::<u32, _>(CallError::Bad))
-        }),
-    )
+    let answer = engine::drive(&settings, hooks, TokioTimer, || {
+        calls.fetch_add(1, Ordering::Relaxed);
+        std::future::ready(Err::<u32, _>(CallError::Bad))
+    })
     .await;
     assert_eq!(answer, Err(CallError::Bad));
     assert_eq!(calls.load(Ordering::Relaxed), 1);
@@ -393,12 +386,9 @@ async fn a_rejected_ok_reaches_the_decider_without_an_error() {
     let hooks = DynHooks::new(&classify)
         .on_result(Some(&too_small))
         .decide(&mut decider);
-    let answer = engine::drive(
-        &settings,
-        hooks,
-        TokioTimer,
-        FnOperation(|| std::future::ready(Ok::<u32, CallError>(attempt().number()))),
-    )
+    let answer = engine::drive(&settings, hooks, TokioTimer, || {
+        std::future::ready(Ok::<u32, CallError>(attempt().number()))
+    })
     .await;
     assert_eq!(answer, Ok(2));
     assert_eq!(decider.seen.len(), 1);
@@ -420,7 +410,7 @@ async fn a_timed_out_attempt_reaches_the_decider_as_the_doors_error() {
         &settings,
         hooks,
         TokioTimer,
-        FnOperation(std::future::pending::<Result<u32, CallError>>),
+        std::future::pending::<Result<u32, CallError>>,
     )
     .await;
     assert_eq!(answer, Err(CallError::Timeout));
@@ -456,7 +446,7 @@ impl Decide<CallError> for Copies {
 async fn hedged(next_copy: NextCopy) -> (Vec<(u16, Duration)>, Result<u32, CallError>, Duration) {
     let policy = never_retries();
     let hedge = Hedge::after(10 * SECOND).max_hedges(2);
-    let settings = Settings::new(&policy);
+    let settings = Settings::new(&policy).hedge(Some(&hedge));
     let mut decider = Copies {
         next_copy,
         seen: Vec::new(),
@@ -464,7 +454,7 @@ async fn hedged(next_copy: NextCopy) -> (Vec<(u16, Duration)>, Result<u32, CallE
     let hooks = DynHooks::new(&classify).decide(&mut decider);
     let started = Instant::now();
     let starts = Mutex::new(Vec::new());
-    let answer = engine::drive_hedged(&settings, hooks, TokioTimer, &hedge, || {
+    let answer = engine::drive_hedged(&settings, hooks, TokioTimer, || {
         let copy = attempt().hedge();
         starts
             .lock()

@@ -5,8 +5,10 @@
 //! (`engine::interned`); an error type without `From<Rejected>` drives a door that has no gate.
 //! Under tokio's paused clock, with exact call counts and virtual times.
 
-use retry_runtime::engine::{self, DynHooks, FnOperation, Operation, Settings, TokioTimer};
-use retry_runtime::{CircuitOpen, Elapsed, GiveUp, Hedge, Jitter, Policy, RetryEvent, Verdict};
+use retry_runtime::engine::{self, DynHooks, Operation, Settings};
+use retry_runtime::{
+    CircuitOpen, Elapsed, GiveUp, Hedge, Jitter, Policy, RetryEvent, TokioTimer, Verdict,
+};
 use std::future::Future;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -54,15 +56,10 @@ async fn a_classifier_that_fails_on_a_timeout_gets_one_attempt() {
     let classify = |error: &CallError| Verdict::from(*error == CallError::Busy);
     let calls = AtomicU32::new(0);
     let started = Instant::now();
-    let answer = engine::drive(
-        &settings,
-        DynHooks::new(&classify),
-        TokioTimer,
-        FnOperation(|| {
-            calls.fetch_add(1, Ordering::Relaxed);
-            hangs()
-        }),
-    )
+    let answer = engine::drive(&settings, DynHooks::new(&classify), TokioTimer, || {
+        calls.fetch_add(1, Ordering::Relaxed);
+        hangs()
+    })
     .await;
     assert_eq!(answer, Err(CallError::Timeout));
     assert_eq!(calls.load(Ordering::Relaxed), 1);
@@ -76,15 +73,10 @@ async fn a_classifier_that_retries_a_timeout_gets_every_attempt() {
     let classify = |error: &CallError| Verdict::from(*error != CallError::Open);
     let calls = AtomicU32::new(0);
     let started = Instant::now();
-    let answer = engine::drive(
-        &settings,
-        DynHooks::new(&classify),
-        TokioTimer,
-        FnOperation(|| {
-            calls.fetch_add(1, Ordering::Relaxed);
-            hangs()
-        }),
-    )
+    let answer = engine::drive(&settings, DynHooks::new(&classify), TokioTimer, || {
+        calls.fetch_add(1, Ordering::Relaxed);
+        hangs()
+    })
     .await;
     assert_eq!(answer, Err(CallError::Timeout));
     assert_eq!(calls.load(Ordering::Relaxed), 3);
@@ -210,6 +202,32 @@ async fn a_call_the_caller_drops_closes_the_connection_of_its_attempt() {
     assert_eq!(pool.idle(), Vec::<u32>::new());
 }
 
+/// `drive_hedged` hedges with the settings' `hedge`, and without one makes one attempt at a
+/// time: the slow attempt is waited for, no copy starts beside it.
+#[tokio::test(start_paused = true)]
+async fn drive_hedged_without_a_hedge_in_the_settings_makes_no_copy() {
+    let policy = Policy::new().max(0);
+    let classify = |_: &CallError| Verdict::Retry;
+    let started = Instant::now();
+    let copies = AtomicU32::new(0);
+    let answer = engine::drive_hedged(
+        &Settings::new(&policy),
+        DynHooks::new(&classify),
+        TokioTimer,
+        || {
+            let copy = copies.fetch_add(1, Ordering::Relaxed);
+            async move {
+                tokio::time::sleep(10 * SECOND).await;
+                Ok::<_, CallError>(copy)
+            }
+        },
+    )
+    .await;
+    assert_eq!(answer, Ok(0));
+    assert_eq!(copies.load(Ordering::Relaxed), 1);
+    assert_eq!(started.elapsed(), 10 * SECOND);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_hedged_copy_that_loses_is_dropped_with_its_connection() {
     let pool = Pool::default();
@@ -218,25 +236,19 @@ async fn a_hedged_copy_that_loses_is_dropped_with_its_connection() {
     let settings = Settings::new(&policy).hedge(Some(&hedge));
     let classify = |_: &CallError| Verdict::Retry;
     let started = Instant::now();
-    let answer = engine::drive_hedged(
-        &settings,
-        DynHooks::new(&classify),
-        TokioTimer,
-        &hedge,
-        || {
-            let pool = &pool;
-            async move {
-                let connection = pool.take();
-                if connection.id == 1 {
-                    std::future::pending::<()>().await;
-                }
-                tokio::time::sleep(SECOND).await;
-                let answer = connection.id;
-                pool.put_back(connection);
-                Ok::<_, CallError>(answer)
+    let answer = engine::drive_hedged(&settings, DynHooks::new(&classify), TokioTimer, || {
+        let pool = &pool;
+        async move {
+            let connection = pool.take();
+            if connection.id == 1 {
+                std::future::pending::<()>().await;
             }
-        },
-    )
+            tokio::time::sleep(SECOND).await;
+            let answer = connection.id;
+            pool.put_back(connection);
+            Ok::<_, CallError>(answer)
+        }
+    })
     .await;
     // The copy started after 1 s answered 1 s later; the first, still waiting, was dropped.
     assert_eq!(answer, Ok(2));
@@ -271,12 +283,9 @@ async fn a_name_read_from_configuration_names_the_events_once_interned() {
     let hooks = DynHooks::new(&classify)
         .notify(Some(&notify))
         .on_give_up(Some(&on_give_up));
-    let answer = engine::drive(
-        &settings,
-        hooks,
-        TokioTimer,
-        FnOperation(|| std::future::ready(Err::<u32, _>(CallError::Busy))),
-    )
+    let answer = engine::drive(&settings, hooks, TokioTimer, || {
+        std::future::ready(Err::<u32, _>(CallError::Busy))
+    })
     .await;
     assert_eq!(answer, Err(CallError::Busy));
     assert_eq!(*heard.lock().expect("heard"), ["quotes-eu", "quotes-eu"]);
@@ -285,7 +294,7 @@ async fn a_name_read_from_configuration_names_the_events_once_interned() {
 
 // ---- no gate, no `From<Rejected>` ----------------------------------------------------------------
 
-/// `CallError` has no `From<Rejected>`: without `Settings::gate` every driver takes it (this
+/// `CallError` has no `From<Rejected>`: without `DynHooks::gate` every driver takes it (this
 /// file compiling is half the test), and the breaker's refusal still becomes its `Open`.
 #[tokio::test(start_paused = true)]
 async fn a_door_without_a_gate_needs_no_from_rejected() {
@@ -296,15 +305,10 @@ async fn a_door_without_a_gate_needs_no_from_rejected() {
     let settings = Settings::new(&policy).breaker(Some(&BREAKER));
     let classify = |error: &CallError| Verdict::from(*error == CallError::Busy);
     let calls = AtomicU32::new(0);
-    let first = engine::drive(
-        &settings,
-        DynHooks::new(&classify),
-        TokioTimer,
-        FnOperation(|| {
-            calls.fetch_add(1, Ordering::Relaxed);
-            std::future::ready(Err::<u32, _>(CallError::Busy))
-        }),
-    )
+    let first = engine::drive(&settings, DynHooks::new(&classify), TokioTimer, || {
+        calls.fetch_add(1, Ordering::Relaxed);
+        std::future::ready(Err::<u32, _>(CallError::Busy))
+    })
     .await;
     // The breaker opened on the first failure and ended the call with it.
     assert_eq!(first, Err(CallError::Busy));
@@ -335,16 +339,11 @@ async fn a_door_on_the_engine_counts_its_events_in_the_runtimes_one_counters() {
     let hooks = DynHooks::new(&classify);
     let calls = AtomicU32::new(0);
     engine::report(NAME, Event::Call, &counters);
-    let answer = engine::drive(
-        &settings,
-        hooks,
-        TokioTimer,
-        FnOperation(|| {
-            engine::report(NAME, Event::Attempt, &counters);
-            let n = calls.fetch_add(1, Ordering::Relaxed) + 1;
-            std::future::ready(if n < 3 { Err(CallError::Busy) } else { Ok(n) })
-        }),
-    )
+    let answer = engine::drive(&settings, hooks, TokioTimer, || {
+        engine::report(NAME, Event::Attempt, &counters);
+        let n = calls.fetch_add(1, Ordering::Relaxed) + 1;
+        std::future::ready(if n < 3 { Err(CallError::Busy) } else { Ok(n) })
+    })
     .await;
     assert_eq!(answer, Ok(3));
     assert_eq!(
@@ -401,15 +400,10 @@ async fn the_loop_reports_each_retry_once_to_the_doors_sink() {
     let classify = |error: &CallError| Verdict::from(*error == CallError::Busy);
     let calls = AtomicU32::new(0);
     let started = Instant::now();
-    let answer = engine::drive(
-        &settings,
-        DynHooks::new(&classify),
-        TokioTimer,
-        FnOperation(|| {
-            calls.fetch_add(1, Ordering::Relaxed);
-            std::future::ready(Err::<u32, _>(CallError::Busy))
-        }),
-    )
+    let answer = engine::drive(&settings, DynHooks::new(&classify), TokioTimer, || {
+        calls.fetch_add(1, Ordering::Relaxed);
+        std::future::ready(Err::<u32, _>(CallError::Busy))
+    })
     .await;
     assert_eq!(answer, Err(CallError::Busy));
     assert_eq!(calls.load(Ordering::Relaxed), 3);
@@ -424,12 +418,9 @@ async fn the_loop_reports_each_retry_once_to_the_doors_sink() {
     assert_eq!((counters.retries(), counters.calls()), (2, 0));
 
     // A permanent error is an answer: no retry, no event.
-    let answer = engine::drive(
-        &settings,
-        DynHooks::new(&classify),
-        TokioTimer,
-        FnOperation(|| std::future::ready(Err::<u32, _>(CallError::Open))),
-    )
+    let answer = engine::drive(&settings, DynHooks::new(&classify), TokioTimer, || {
+        std::future::ready(Err::<u32, _>(CallError::Open))
+    })
     .await;
     assert_eq!(answer, Err(CallError::Open));
     assert_eq!(heard.taken(), Vec::<String>::new());
@@ -464,21 +455,15 @@ async fn the_loop_reports_each_hedged_copy_it_starts_to_the_doors_sink() {
         .sink(&sink);
     let classify = |_: &CallError| Verdict::Retry;
     let started = Instant::now();
-    let answer = engine::drive_hedged(
-        &settings,
-        DynHooks::new(&classify),
-        TokioTimer,
-        &hedge,
-        || async {
-            // The first attempt and the first copy never answer; the second copy does, 1 s on.
-            let copy = attempt().hedge();
-            if copy < 2 {
-                std::future::pending::<()>().await;
-            }
-            tokio::time::sleep(SECOND).await;
-            Ok::<_, CallError>(copy)
-        },
-    )
+    let answer = engine::drive_hedged(&settings, DynHooks::new(&classify), TokioTimer, || async {
+        // The first attempt and the first copy never answer; the second copy does, 1 s on.
+        let copy = attempt().hedge();
+        if copy < 2 {
+            std::future::pending::<()>().await;
+        }
+        tokio::time::sleep(SECOND).await;
+        Ok::<_, CallError>(copy)
+    })
     .await;
     assert_eq!(answer, Ok(2));
     assert_eq!(started.elapsed(), 3 * SECOND);
@@ -530,12 +515,9 @@ async fn the_loop_reports_each_attempt_the_gate_sheds_to_the_doors_sink() {
     let (heard, counters) = (Heard::default(), Counters::default());
     let sink = (&heard, &counters);
     let policy = policy();
-    let shed = Settings::new(&policy)
-        .name("quotes-gated")
-        .gate(Some(&ONE_SLOT))
-        .sink(&sink);
+    let shed = Settings::new(&policy).name("quotes-gated").sink(&sink);
     // The other call: the gate, no sink.
-    let holder = Settings::new(&policy).gate(Some(&ONE_SLOT));
+    let holder = Settings::new(&policy);
     let classify = |error: &GatedError| Verdict::from(*error == GatedError::Busy);
     let calls = AtomicU32::new(0);
     let (held, answer) = tokio::join!(
@@ -544,23 +526,23 @@ async fn the_loop_reports_each_attempt_the_gate_sheds_to_the_doors_sink() {
             tokio::time::sleep(SECOND / 2).await;
             engine::drive(
                 &holder,
-                DynHooks::new(&classify),
+                DynHooks::new(&classify).gate(Some(&ONE_SLOT)),
                 TokioTimer,
-                FnOperation(|| async {
+                || async {
                     tokio::time::sleep(10 * SECOND).await;
                     Ok::<u32, GatedError>(1)
-                }),
+                },
             )
             .await
         },
         engine::drive(
             &shed,
-            DynHooks::new(&classify),
+            DynHooks::new(&classify).gate(Some(&ONE_SLOT)),
             TokioTimer,
-            FnOperation(|| {
+            || {
                 calls.fetch_add(1, Ordering::Relaxed);
                 std::future::ready(Err::<u32, _>(GatedError::Busy))
-            }),
+            },
         )
     );
     assert_eq!(held, Ok(1));

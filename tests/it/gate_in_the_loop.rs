@@ -7,7 +7,8 @@
 //!
 //! Each test has its own static gate, since tests run in parallel.
 
-use retry_runtime::engine::{self, DynHooks, FnOperation, Settings, TokioTimer};
+use retry_runtime::TokioTimer;
+use retry_runtime::engine::{self, DynHooks, Settings};
 use retry_runtime::{
     AdaptiveThrottling, AdmissionGate, Aimd, CircuitOpen, ClientRateLimit, Elapsed, GateMode,
     GateOutcome, GateState, GiveUp, GiveUpReason, Jitter, Policy, RejectReason, Rejected, Retrier,
@@ -341,21 +342,19 @@ static ENGINE_GATE: AdmissionGate =
     AdmissionGate::adaptive_throttling(AdaptiveThrottling::new()).name("engine");
 
 #[tokio::test(start_paused = true)]
-async fn the_engines_settings_carry_the_gate() {
+async fn the_engines_hooks_carry_the_gate() {
     let policy = Policy::new().max(2).base(10 * MS).jitter(Jitter::None);
     let classify = |error: &StockError| classify(error);
     let calls = AtomicU32::new(0);
-    let settings = Settings::new(&policy)
-        .name("engine")
-        .gate(Some(&ENGINE_GATE));
+    let settings = Settings::new(&policy).name("engine");
     // Accepts stay at least half the requests, so the rejection probability stays 0 and no
     // draw is made: a first call accepted, then a second throttled once and accepted.
     for expected in [0, 2] {
         let answer = engine::drive(
             &settings,
-            DynHooks::new(&classify),
+            DynHooks::new(&classify).gate(Some(&ENGINE_GATE)),
             TokioTimer,
-            FnOperation(|| {
+            || {
                 let n = calls.fetch_add(1, Ordering::Relaxed);
                 async move {
                     if n == 1 {
@@ -364,7 +363,7 @@ async fn the_engines_settings_carry_the_gate() {
                         Ok(n)
                     }
                 }
-            }),
+            },
         )
         .await;
         assert_eq!(answer, Ok(expected));

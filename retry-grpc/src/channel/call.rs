@@ -14,7 +14,7 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
 use retry_runtime::Policy;
-use retry_runtime::engine::{self, DynHooks, Event, NoGate, Operation, Settings, TokioTimer};
+use retry_runtime::engine::{self, DynHooks, Event, Operation, Settings, TokioTimer};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -133,7 +133,7 @@ where
 static DECIDED: Policy = Policy::new();
 
 /// The settings of a call: the layer's name, budget and breaker on the engine's loop.
-fn settings(layer: &GrpcRetryLayer) -> Settings<'_, NoGate> {
+fn settings(layer: &GrpcRetryLayer) -> Settings<'_> {
     Settings::new(&DECIDED)
         .name(layer.name)
         .budget(layer.budget.as_deref())

@@ -24,7 +24,7 @@ use std::marker::PhantomData;
 use std::time::Duration;
 
 /// What a call of a door configured at run time does besides its hooks: the [`Policy`], the
-/// name its events and metrics carry, and `budget`, `breaker`, `gate`, `timeout`, `nested`,
+/// name its events and metrics carry, and `budget`, `breaker`, `timeout`, `nested`,
 /// `log_level` and `hedge`, as the attribute's options of the same names.
 ///
 /// Borrowed for the call: a door keeps its configuration (in an `Arc`, a `static`) and makes
@@ -44,19 +44,16 @@ use std::time::Duration;
 /// # let _ = settings;
 /// ```
 ///
-/// `G` says whether the door gives a [`gate`](Settings::gate): [`NoGate`] as
-/// [`new`](Settings::new) makes them, so that the call's error needs no `From<Rejected>`, or
-/// [`Gate`] once `gate` is called (even with `None`: a gate chosen at run time may be there),
-/// and then the call's error turns a rejection into itself with `From<Rejected>`. A breaker's
-/// refusal and a timed-out attempt become the error through `From<CircuitOpen>` and
-/// `From<Elapsed>`, which [`drive`](crate::engine::drive) always asks.
+/// A gate ([`AdmissionGate`]) is given with the hooks ([`DynHooks::gate`]), which know the
+/// call's error type: its rejection becomes the call's error through `From<Rejected>`, asked only
+/// of a door that gives one. A breaker's refusal and a timed-out attempt become the error through
+/// `From<CircuitOpen>` and `From<Elapsed>`, which [`drive`](crate::engine::drive) always asks.
 #[derive(Clone, Copy, Debug)]
-pub struct Settings<'a, G = Gate<'a>> {
+pub struct Settings<'a> {
     pub(crate) policy: &'a Policy,
     pub(crate) name: &'static str,
     pub(crate) budget: Option<&'a RetryBudget>,
     pub(crate) breaker: Option<&'a CircuitBreaker>,
-    pub(crate) gate: G,
     pub(crate) aws: Option<&'a Aws2026Standard>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) nested_retry: bool,
@@ -76,67 +73,7 @@ impl fmt::Debug for DoorSink<'_> {
     }
 }
 
-/// The `gate` of [`Settings`] that [`new`](Settings::new) makes: none, so that the call's error
-/// needs no `From<Rejected>`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NoGate;
-
-/// The `gate` of [`Settings`] after [`gate`](Settings::gate): the door's
-/// [`AdmissionGate`], or `None`, chosen at run time. The call's error needs `From<Rejected>`.
-#[derive(Clone, Copy, Debug)]
-pub struct Gate<'a>(Option<&'a AdmissionGate>);
-
-/// What [`Settings`]' gate slot holds ([`NoGate`] or [`Gate`]): the gate, if any.
-pub trait GateSlot<'a>: Copy {
-    /// The gate the call asks before each attempt, if any.
-    fn get(&self) -> Option<&'a AdmissionGate>;
-}
-
-/// A gate slot that can turn its gate's rejection into the call's error `E`: [`NoGate`] for any
-/// error type (it rejects nothing), [`Gate`] for one with `From<Rejected>`.
-#[diagnostic::on_unimplemented(
-    message = "a call with `Settings::gate` needs its error type `{E}` to implement `From<Rejected>`",
-    label = "the settings have a gate slot (`Settings::gate` was called), whose rejection becomes a `{E}`",
-    note = "a gate chosen at run time may shed an attempt: implement `From<retry_runtime::Rejected> for {E}` (a variant that keeps the `Rejected`), or leave out `Settings::gate` if the door has no gate"
-)]
-pub trait GateFor<'a, E>: GateSlot<'a> {
-    /// The gate, and how its rejection becomes `E`.
-    fn rejection(&self) -> Option<GateAndError<'a, E>>;
-}
-
-/// A gate, and how its rejection becomes the call's error `E`.
-pub(crate) type GateAndError<'a, E> = (&'a AdmissionGate, fn(Rejected) -> E);
-
-impl<'a> GateSlot<'a> for NoGate {
-    #[inline]
-    fn get(&self) -> Option<&'a AdmissionGate> {
-        None
-    }
-}
-
-impl<'a, E> GateFor<'a, E> for NoGate {
-    #[inline]
-    fn rejection(&self) -> Option<GateAndError<'a, E>> {
-        None
-    }
-}
-
-impl<'a> GateSlot<'a> for Gate<'a> {
-    #[inline]
-    fn get(&self) -> Option<&'a AdmissionGate> {
-        self.0
-    }
-}
-
-#[diagnostic::do_not_recommend]
-impl<'a, E: From<Rejected>> GateFor<'a, E> for Gate<'a> {
-    #[inline]
-    fn rejection(&self) -> Option<GateAndError<'a, E>> {
-        self.0.map(|gate| (gate, E::from as fn(Rejected) -> E))
-    }
-}
-
-impl<'a> Settings<'a, NoGate> {
+impl<'a> Settings<'a> {
     /// The settings of a call with `policy`'s timings, named `"retry"`, and every other option
     /// at its default (none).
     pub const fn new(policy: &'a Policy) -> Self {
@@ -145,51 +82,12 @@ impl<'a> Settings<'a, NoGate> {
             name: "retry",
             budget: None,
             breaker: None,
-            gate: NoGate,
             aws: None,
             timeout: None,
             nested_retry: false,
             level: LogLevel::Error,
             hedge: None,
             sink: DoorSink(None),
-        }
-    }
-}
-
-impl<'a, G: Copy> Settings<'a, G> {
-    /// `gate = G`: every attempt, the first included, asks the [`AdmissionGate`] first; one it
-    /// sheds fails at once with [`Rejected`] (converted into the call's error) without running,
-    /// and the loop gives up
-    /// ([`GiveUpReason::GateRejected`](crate::GiveUpReason::GateRejected)). Every attempt that
-    /// runs reports its answer to the gate: a throttling verdict ([`Verdict::Throttled`]) as
-    /// shed load, a timeout as such, anything else as handled.
-    ///
-    /// The settings then have a [`Gate`], with this gate or `None`, and the call's error needs
-    /// `From<Rejected>`; a door without a gate leaves this out, and its error needs none.
-    ///
-    /// ```
-    /// use retry_runtime::engine::Settings;
-    /// use retry_runtime::{AdaptiveThrottling, AdmissionGate, Policy};
-    ///
-    /// static GATE: AdmissionGate =
-    ///     AdmissionGate::adaptive_throttling(AdaptiveThrottling::new()).name("payments");
-    /// let policy = Policy::new();
-    /// let settings = Settings::new(&policy).gate(Some(&GATE));
-    /// # let _ = settings;
-    /// ```
-    pub const fn gate(self, gate: Option<&'a AdmissionGate>) -> Settings<'a, Gate<'a>> {
-        Settings {
-            policy: self.policy,
-            name: self.name,
-            budget: self.budget,
-            breaker: self.breaker,
-            gate: Gate(gate),
-            aws: self.aws,
-            timeout: self.timeout,
-            nested_retry: self.nested_retry,
-            level: self.level,
-            hedge: self.hedge,
-            sink: self.sink,
         }
     }
 
@@ -232,8 +130,9 @@ impl<'a, G: Copy> Settings<'a, G> {
         /// `log_level`: the level of the one event that ends a call that failed.
         pub fn log_level(level: LogLevel) => self.level;
 
-        /// `hedge = ...`: copies of an attempt that is slow, raced
-        /// ([`drive_hedged`](crate::engine::drive_hedged) honours it).
+        /// `hedge = ...`: copies of an attempt that is slow, raced. Only
+        /// [`drive_hedged`](crate::engine::drive_hedged) can make copies, and honours it; the
+        /// other drivers make one attempt at a time.
         pub fn hedge(hedge: Option<&'a Hedge>) => self.hedge;
     }
 
@@ -242,14 +141,14 @@ impl<'a, G: Copy> Settings<'a, G> {
     /// itself: each retry as its pause is decided
     /// ([`Event::Retry`](crate::engine::Event::Retry)), each hedged copy it starts
     /// ([`Event::HedgedCopy`](crate::engine::Event::HedgedCopy), with
-    /// [`drive_hedged`](crate::engine::drive_hedged)), each attempt the [`gate`](Settings::gate)
+    /// [`drive_hedged`](crate::engine::drive_hedged)), each attempt the [`gate`](DynHooks::gate)
     /// sheds ([`Event::GateRejected`](crate::engine::Event::GateRejected)). A door hands its
     /// [`Counters`](crate::engine::Counters) here, and reports only its own events
     /// ([`report`](crate::engine::report)): a call, a request sent once, ... Without a sink (the
     /// default) the loop reports to none; a call of the attribute or of `retry_block!` has none.
     ///
     /// ```
-    /// use retry_runtime::engine::{self, Counters, DynHooks, FnOperation, Settings, TokioTimer};
+    /// use retry_runtime::engine::{self, Counters, DynHooks, Settings, TokioTimer};
     /// use retry_runtime::{CircuitOpen, Elapsed, Jitter, Policy, Verdict};
     ///
     /// #[derive(Debug)]
@@ -267,7 +166,7 @@ impl<'a, G: Copy> Settings<'a, G> {
     ///     &settings,
     ///     DynHooks::new(&classify),
     ///     TokioTimer,
-    ///     FnOperation(|| async { Err(CallError::Busy) }),
+    ///     || async { Err(CallError::Busy) },
     /// )
     /// .await;
     /// assert!(answer.is_err());
@@ -286,6 +185,8 @@ impl<'a, G: Copy> Settings<'a, G> {
     }
 }
 
+/// A gate, and how its rejection becomes the call's error `E`, `gate = ...` at run time.
+pub(crate) type GateAndError<'a, E> = (&'a AdmissionGate, fn(Rejected) -> E);
 /// A classifier of errors, `on = ...` at run time.
 pub(crate) type ClassifyFn<'a, E> = &'a (dyn Fn(&E) -> Verdict + Sync);
 /// A judge of `Ok` values, `on_result = ...` at run time.
@@ -323,6 +224,8 @@ pub struct DynHooks<'a, T, E> {
     pub(crate) on_give_up: Option<GiveUpFn<'a, T, E>>,
     /// The call's decider, if the door has one ([`decide`](DynHooks::decide)).
     pub(crate) decider: Option<&'a mut (dyn Decide<E> + Send)>,
+    /// The call's gate, and how its rejection becomes `E` ([`gate`](DynHooks::gate)).
+    pub(crate) gate: Option<GateAndError<'a, E>>,
 }
 
 impl<T, E> fmt::Debug for DynHooks<'_, T, E> {
@@ -333,6 +236,7 @@ impl<T, E> fmt::Debug for DynHooks<'_, T, E> {
             .field("notify_timed", &self.notify_timed)
             .field("on_give_up", &self.on_give_up.is_some())
             .field("decider", &self.decider.is_some())
+            .field("gate", &self.gate.map(|(gate, _)| gate.get_name()))
             .finish_non_exhaustive()
     }
 }
@@ -347,6 +251,7 @@ impl<'a, T, E> DynHooks<'a, T, E> {
             notify_timed: true,
             on_give_up: None,
             decider: None,
+            gate: None,
         }
     }
 
@@ -408,6 +313,38 @@ impl<'a, T, E> DynHooks<'a, T, E> {
     /// ```
     pub fn decide(mut self, decider: &'a mut (dyn Decide<E> + Send)) -> Self {
         self.decider = Some(decider);
+        self
+    }
+
+    /// `gate = G`: every attempt, the first included, asks the [`AdmissionGate`] first; one it
+    /// sheds fails at once with [`Rejected`], made the call's error with `E::from`, without
+    /// running, and the loop gives up
+    /// ([`GiveUpReason::GateRejected`](crate::GiveUpReason::GateRejected)). Every attempt that
+    /// runs reports its answer to the gate: a throttling verdict ([`Verdict::Throttled`]) as
+    /// shed load, a timeout as such, anything else as handled. `None` (a gate chosen at run
+    /// time, and not chosen) asks no gate.
+    ///
+    /// Only a door that calls this needs `E: From<Rejected>`.
+    ///
+    /// ```
+    /// use retry_runtime::engine::DynHooks;
+    /// use retry_runtime::{AdaptiveThrottling, AdmissionGate, Rejected, Verdict};
+    ///
+    /// #[derive(Debug)]
+    /// enum CallError { Busy, Shed(Rejected) }
+    /// impl From<Rejected> for CallError { fn from(r: Rejected) -> Self { CallError::Shed(r) } }
+    ///
+    /// static GATE: AdmissionGate =
+    ///     AdmissionGate::adaptive_throttling(AdaptiveThrottling::new()).name("payments");
+    /// let classify = |error: &CallError| Verdict::from(matches!(error, CallError::Busy));
+    /// let hooks = DynHooks::<u16, CallError>::new(&classify).gate(Some(&GATE));
+    /// # let _ = hooks;
+    /// ```
+    pub fn gate(mut self, gate: Option<&'a AdmissionGate>) -> Self
+    where
+        E: From<Rejected>,
+    {
+        self.gate = gate.map(|gate| (gate, E::from as fn(Rejected) -> E));
         self
     }
 }
@@ -539,14 +476,9 @@ impl<E> Decide<E> for DynDecider<'_, E> {
 
 impl<'a, T, E> DynHooks<'a, T, E> {
     /// The options of a loop with these hooks, `settings`' extras and the timer `sleeper`.
-    pub(crate) fn options<S, G>(
-        self,
-        settings: &Settings<'a, G>,
-        sleeper: S,
-    ) -> DynOptions<'a, T, E, S>
+    pub(crate) fn options<S>(self, settings: &Settings<'a>, sleeper: S) -> DynOptions<'a, T, E, S>
     where
         E: From<Elapsed> + From<CircuitOpen>,
-        G: GateFor<'a, E>,
     {
         Opts {
             head: Head {
@@ -568,10 +500,7 @@ impl<'a, T, E> DynHooks<'a, T, E> {
                 budget: settings.budget,
                 breaker: settings.breaker.map(|breaker| Guard::new(breaker, E::from)),
                 admission: None,
-                gate: settings
-                    .gate
-                    .rejection()
-                    .map(|(gate, error)| Shedder::new(gate, error)),
+                gate: self.gate.map(|(gate, error)| Shedder::new(gate, error)),
                 permit: None,
                 decider: Unset,
                 nested_retry: settings.nested_retry,

@@ -61,7 +61,7 @@ pub(crate) mod spans;
 
 pub use attempt::{AttemptOutcome, Attempted};
 pub(crate) use drive::{Hedged, Plain, drive, drive_blocking};
-pub use dynamic::{DynHooks, DynOptions, Gate, GateFor, GateSlot, NoGate, Settings};
+pub use dynamic::{DynHooks, DynOptions, Settings};
 pub use events::{GiveUp, GiveUpReason, RetryEvent};
 pub use fallback::{AsyncForm, FallbackArgument, FallbackOutput, SyncForm};
 pub use hooks::{ErrorForm, ErrorOnly, GiveUpHook, Hooks, IntoVerdict, NotifyHook, OutcomeForm};

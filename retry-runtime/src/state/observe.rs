@@ -329,7 +329,7 @@ pub enum Event<'a> {
         /// The call's time allowed.
         timeout: Duration,
     },
-    /// The admission gate shed attempt `attempt` before it ran (`Settings::gate`): the loop's
+    /// The admission gate shed attempt `attempt` before it ran (`DynHooks::gate`): the loop's
     /// own event, which it hands to the door's sink ([`Settings::sink`]); the loop logs and
     /// measures the end it makes of the call itself (`retry_calls_total{reason="gate_rejected"}`),
     /// so the sinks of the logs and the metrics take no note of it here.
@@ -684,10 +684,10 @@ impl Counters {
 
     /// Attempts the admission gate shed before they ran ([`Event::GateRejected`]): counted by
     /// the loop for a door that hands it these counts ([`Settings::sink`]) and a gate
-    /// ([`Settings::gate`]).
+    /// ([`DynHooks::gate`]).
     ///
     /// [`Settings::sink`]: crate::engine::Settings::sink
-    /// [`Settings::gate`]: crate::engine::Settings::gate
+    /// [`DynHooks::gate`]: crate::engine::DynHooks::gate
     pub fn gate_rejected(&self) -> u64 {
         self.gate_rejected.load(Ordering::Relaxed)
     }

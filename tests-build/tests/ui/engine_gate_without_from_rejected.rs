@@ -1,4 +1,5 @@
-use retry_runtime::engine::{self, DynHooks, FnOperation, Settings, TokioTimer};
+use retry_runtime::engine::{self, DynHooks, Settings};
+use retry_runtime::TokioTimer;
 use retry_runtime::{AdaptiveThrottling, AdmissionGate, CircuitOpen, Elapsed, Policy, Verdict};
 
 static GATE: AdmissionGate = AdmissionGate::adaptive_throttling(AdaptiveThrottling::new());
@@ -25,12 +26,12 @@ impl From<CircuitOpen> for CallError {
 
 async fn call(policy: &Policy) -> Result<u32, CallError> {
     let classify = |error: &CallError| Verdict::from(matches!(error, CallError::Busy));
-    let settings = Settings::new(policy).gate(Some(&GATE));
+    let settings = Settings::new(policy);
     engine::drive(
         &settings,
-        DynHooks::new(&classify),
+        DynHooks::new(&classify).gate(Some(&GATE)),
         TokioTimer,
-        FnOperation(|| async { Ok(1) }),
+        || async { Ok(1) },
     )
     .await
 }

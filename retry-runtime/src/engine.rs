@@ -1,5 +1,5 @@
-//! The engine: the one loop every door of this crate drives, and the face an integration builds a
-//! door on.
+//! The engine: the face an integration builds a door on, over the one loop every door of this
+//! crate drives (the runtime's `state/drive.rs`).
 //!
 //! Every door ends in the same loop: the attribute and `retry_block!` write its steps out in your
 //! code (so that `?`, `return` and borrows in the body work as written); the

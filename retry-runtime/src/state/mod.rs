@@ -1,5 +1,6 @@
-//! The loop: the state of one call, carried across its attempts, and the one driver that runs
-//! it for every door that is not a macro.
+//! The loop's state: one call's, carried across its attempts, and its step after each attempt
+//! ([`Retry::next`]). The loop that drives it for every door that is not a macro is one file,
+//! `drive.rs`.
 //!
 //! The attribute and `retry_block!` write the loop out, so that `?`, `return` and borrows in the
 //! user's body work as written; they drive the state with one call per step:

@@ -160,6 +160,8 @@ pub trait DecideSlot<E> {
     fn accepted(&mut self, attempts: u32);
     /// [`Decide::copy_failed`], if a decider is set.
     fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy;
+    /// [`Decide::copy_due`], if a decider is set.
+    fn copy_due(&mut self, hedge: u16) -> bool;
 }
 
 impl<E> DecideSlot<E> for Unset {
@@ -182,6 +184,10 @@ impl<E> DecideSlot<E> for Unset {
     #[inline]
     fn copy_failed(&mut self, _: &Failure<'_, E>) -> NextCopy {
         NextCopy::OnSchedule
+    }
+    #[inline]
+    fn copy_due(&mut self, _: u16) -> bool {
+        true
     }
 }
 
@@ -214,6 +220,13 @@ impl<E, D: Decide<E>, T> DecideSlot<E> for Deciding<D, T, E> {
         match &mut self.decider {
             Some(decider) => decider.copy_failed(failure),
             None => NextCopy::OnSchedule,
+        }
+    }
+    #[inline]
+    fn copy_due(&mut self, hedge: u16) -> bool {
+        match &mut self.decider {
+            Some(decider) => decider.copy_due(hedge),
+            None => true,
         }
     }
 }
@@ -306,6 +319,8 @@ pub(crate) trait MaybeExtras<E> {
     ) -> Option<Next>;
     /// The decider's [`Decide::copy_failed`], if one is set.
     fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy;
+    /// The decider's [`Decide::copy_due`], if one is set (`true` without one).
+    fn copy_due(&mut self, hedge: u16) -> bool;
     /// The refusal of an attempt that only returns the outcome held over a pause, if one is.
     fn ended(&self) -> Option<Self::Refusal>;
     /// The call ended with an accepted `Ok` after `attempts` attempts: the decider's
@@ -403,6 +418,10 @@ impl<E> MaybeExtras<E> for Unset {
     #[inline]
     fn copy_failed(&mut self, _: &Failure<'_, E>) -> NextCopy {
         NextCopy::OnSchedule
+    }
+    #[inline]
+    fn copy_due(&mut self, _: u16) -> bool {
+        true
     }
     #[inline]
     fn ended(&self) -> Option<NoRefusal> {
@@ -523,6 +542,10 @@ impl<'p, E, L: DecideSlot<E>> MaybeExtras<E> for Extras<'p, E, L> {
     #[inline]
     fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {
         self.decider.copy_failed(failure)
+    }
+    #[inline]
+    fn copy_due(&mut self, hedge: u16) -> bool {
+        self.decider.copy_due(hedge)
     }
     #[inline]
     fn ended(&self) -> Option<Refusal<E>> {

@@ -6,8 +6,8 @@ use super::seam::{Decide, Failure, Next, NextCopy};
 use super::{Attempted, Unset};
 use crate::timer::Elapsed;
 use crate::{
-    Admission, AdmissionGate, CircuitBreaker, CircuitOpen, GateOutcome, GatePermit, GiveUpReason,
-    Rejected, RetryBudget, Verdict,
+    Admission, AdmissionGate, BreakerState, CircuitBreaker, CircuitOpen, GateOutcome, GatePermit,
+    GiveUpReason, Rejected, RetryBudget, Verdict,
 };
 use std::time::{Duration, Instant};
 
@@ -491,7 +491,11 @@ impl<'p, E, L: DecideSlot<E>> MaybeExtras<E> for Extras<'p, E, L> {
         }
         match self.admission.take() {
             Some(admission) => admission.record_and_check(!service_failed, clock()),
-            None => false,
+            // With a breaker, a hedged attempt whose last copy's failure was recorded as it
+            // failed, and whose next copy the breaker refused: whether it is open now.
+            None => self.breaker.as_ref().is_some_and(|guard| {
+                matches!(guard.breaker.state(clock()), BreakerState::Open { .. })
+            }),
         }
     }
     #[inline]

@@ -10,10 +10,12 @@
 //!   **commits** (its headers or a message arrived): the door's classifier says so, and the
 //!   engine drops the other copies.
 //! - Pushback: "do not retry" sends no more copies ([`NextCopy::Never`]); a pause of `n` ms sends
-//!   the next copy `n` ms after this status ([`NextCopy::After`]).
+//!   the next copy `n` ms after this status ([`NextCopy::After`]). After a copy sent at once or
+//!   after a pushback, the later ones follow `hedgingDelay` apart from it.
 //! - Throttling: each non-fatal failure takes a token and a success gives `tokenRatio`; a copy
 //!   after the first is sent only while the count is above half of `maxTokens`
-//!   ([`may_send`](HedgingCall::may_send)).
+//!   ([`may_send`](HedgingCall::may_send), which the door's decider answers when the engine
+//!   asks before a copy due on the schedule).
 //! - When every copy sent has failed and no more will be sent, the call ends with the last
 //!   failure.
 //!

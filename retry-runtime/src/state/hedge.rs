@@ -19,7 +19,13 @@
 //!   another that may still answer. Such a failure is recorded with the breaker at once, and a
 //!   decider, if the call has one, says when the next copy goes
 //!   ([`Decide::copy_failed`](super::Decide::copy_failed): on schedule, now, after a pause of
-//!   its own, or never); the one that ends the attempt is recorded by `next`, as always;
+//!   its own, or never), for every copy that fails so, the last included: after the only
+//!   running copy failed, "now" or "after a pause" starts the next copy instead of ending the
+//!   attempt, which ends with the last failure when nothing runs and nothing will come. The
+//!   copies after one a decider started follow one delay apart from it. A decider may refuse a
+//!   copy whose timer fired ([`Decide::copy_due`](super::Decide::copy_due)), before the
+//!   breaker and the budget. The failure that ends the attempt is recorded by `next`, as always
+//!   (or, if recorded as it failed, the breaker is asked whether it is open);
 //! - the outcome ([`Retry::hedged_outcome`]): the copies still running when the attempt ends are
 //!   dropped, which cancels them (a dropped breaker permission counts as nothing while the
 //!   circuit is closed), the attempt's latency is recorded for a percentile delay, and the

@@ -1,57 +1,41 @@
-//! The hedging schedule of one call under a `hedgingPolicy` (gRFC A6, "Hedging Policy"), as a
-//! pure state machine: the door feeds it the clock and the copies' outcomes, and does what it
-//! answers (send a copy, cancel copies, finish).
+//! The hedging decision of one call under a `hedgingPolicy` (gRFC A6, "Hedging Policy"). The
+//! copies run in the engine ([`retry_runtime::engine::drive_hedged`]) on the schedule
+//! [`HedgingCall::hedge`] gives it; this says what A6 adds to that schedule:
 //!
 //! - Copy 1 is sent at once; copy `k` after another `hedgingDelay` without an answer, up to
-//!   `maxAttempts` copies.
-//! - A **non-fatal** status (in `nonFatalStatusCodes`) sends the next copy **at once**; the
-//!   ones after it follow `hedgingDelay` apart again from then.
-//! - Any other status, `OK` included, ends the call with it and cancels every other copy; so
-//!   does a copy that **commits** (its headers or a message arrived).
-//! - Pushback: "do not retry" sends no more copies; a pause of `n` ms sends the next copy `n` ms
-//!   after this status (and the ones after it `hedgingDelay` apart from then).
+//!   `maxAttempts` copies (the engine's [`Hedge`]).
+//! - A **non-fatal** status (in `nonFatalStatusCodes`) sends the next copy **at once**
+//!   ([`NextCopy::Now`]).
+//! - Any other status ends the call with it and cancels every other copy, as does a copy that
+//!   **commits** (its headers or a message arrived): the door's classifier says so, and the
+//!   engine drops the other copies.
+//! - Pushback: "do not retry" sends no more copies ([`NextCopy::Never`]); a pause of `n` ms sends
+//!   the next copy `n` ms after this status ([`NextCopy::After`]). After a copy sent at once or
+//!   after a pushback, the later ones follow `hedgingDelay` apart from it.
 //! - Throttling: each non-fatal failure takes a token and a success gives `tokenRatio`; a copy
-//!   after the first is sent only while the count is above half of `maxTokens`.
+//!   after the first is sent only while the count is above half of `maxTokens`
+//!   ([`may_send`](HedgingCall::may_send), which the door's decider answers when the engine
+//!   asks before a copy due on the schedule).
 //! - When every copy sent has failed and no more will be sent, the call ends with the last
 //!   failure.
 //!
 //! Copy `k` carries `grpc-previous-rpc-attempts: k − 1`.
 //!
 //! C-core, and so `grpcio`, does not implement hedging (it reads `hedgingPolicy` and ignores it;
-//! grpc/proposal#287), so this schedule is checked against A6's text and grpc-java's
+//! grpc/proposal#287), so these rules are checked against A6's text and grpc-java's
 //! `RetriableStream`, not against a measurement.
 
 use crate::{HedgingPolicy, Pushback, RetryThrottle};
+use retry_runtime::Hedge;
+use retry_runtime::engine::NextCopy;
 use std::sync::Arc;
-use std::time::Duration;
 use tonic::Code;
 
-/// What the door does next.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HedgeAction {
-    /// Send copy `copy` (from 1), with `grpc-previous-rpc-attempts: previous_attempts` when it
-    /// is not `None`.
-    Send {
-        /// The copy's number.
-        copy: u32,
-        /// `copy − 1`, or `None` for the first copy.
-        previous_attempts: Option<u32>,
-    },
-    /// Cancel these copies (in flight).
-    Cancel(Vec<u32>),
-    /// The call ends with this copy's answer.
-    Finish {
-        /// The copy whose answer is the call's.
-        copy: u32,
-        /// Its status code.
-        code: Code,
-    },
-}
-
-/// The hedging state of one call.
+/// The hedging state of one call: what A6 decides after a copy fails, and whether a copy may go.
 ///
 /// ```
-/// use retry_grpc::{HedgeAction, HedgingCall, HedgingPolicy, Pushback};
+/// use retry_grpc::{HedgingCall, HedgingPolicy, Pushback};
+/// use retry_runtime::engine::NextCopy;
 /// use std::time::Duration;
 /// use tonic::Code;
 ///
@@ -60,32 +44,30 @@ pub enum HedgeAction {
 ///     .hedging_delay(Duration::from_millis(100))
 ///     .non_fatal_status_codes([Code::Unavailable])
 ///     .build()?;
-/// let ms = Duration::from_millis;
 /// let mut call = HedgingCall::new(&policy, None);
-/// assert_eq!(call.start(), [HedgeAction::Send { copy: 1, previous_attempts: None }]);
-/// assert_eq!(call.next_copy_at(), Some(ms(100)));
-/// assert_eq!(call.on_timer(ms(100)), [HedgeAction::Send { copy: 2, previous_attempts: Some(1) }]);
-/// // Copy 1 fails with a non-fatal code: copy 3 goes at once, not at 200 ms.
-/// assert_eq!(
-///     call.on_status(ms(150), 1, Code::Unavailable, Pushback::Absent),
-///     [HedgeAction::Send { copy: 3, previous_attempts: Some(2) }]
-/// );
-/// // Copy 2 succeeds: copy 3 is cancelled, the call ends with copy 2's answer.
-/// assert_eq!(
-///     call.on_status(ms(170), 2, Code::Ok, Pushback::Absent),
-///     [HedgeAction::Cancel(vec![3]), HedgeAction::Finish { copy: 2, code: Code::Ok }]
-/// );
+/// // The engine's schedule: a copy every 100 ms without an answer, two beside the first.
+/// let hedge = call.hedge();
+/// assert_eq!(hedge.delay(), Some(Duration::from_millis(100)));
+/// assert_eq!(hedge.get_max_hedges(), 2);
+/// // A copy fails with a non-fatal code: the next copy goes at once, not at 200 ms.
+/// assert!(matches!(call.on_status(Code::Unavailable, Pushback::Absent), NextCopy::Now));
+/// // The server asks for 300 ms: the next copy goes then.
+/// let pushback = Pushback::RetryAfter(Duration::from_millis(300));
+/// assert!(matches!(
+///     call.on_status(Code::Unavailable, pushback),
+///     NextCopy::After(pause) if pause == Duration::from_millis(300)
+/// ));
+/// // A fatal code: no more copies (the call ends with it).
+/// assert!(matches!(call.on_status(Code::InvalidArgument, Pushback::Absent), NextCopy::Never));
 /// # Ok::<(), retry_grpc::ConfigError>(())
 /// ```
 #[derive(Debug)]
 pub struct HedgingCall {
     policy: HedgingPolicy,
     throttle: Option<Arc<RetryThrottle>>,
-    sent: u32,
-    outstanding: Vec<u32>,
-    next_at: Option<Duration>,
-    no_more_copies: bool,
-    finished: bool,
+    /// A pushback said not to retry, or the throttle fell to its threshold: no more copies.
+    stopped: bool,
+    throttled: bool,
 }
 
 impl HedgingCall {
@@ -94,158 +76,64 @@ impl HedgingCall {
         HedgingCall {
             policy: policy.clone(),
             throttle,
-            sent: 0,
-            outstanding: Vec::new(),
-            next_at: None,
-            no_more_copies: false,
-            finished: false,
+            stopped: false,
+            throttled: false,
         }
     }
 
-    /// Sends the first copy (at time 0 of the call).
-    pub fn start(&mut self) -> Vec<HedgeAction> {
-        if self.sent > 0 || self.finished {
-            return Vec::new();
-        }
-        self.send(Duration::ZERO).into_iter().collect()
+    /// The engine's schedule of the copies: one more every `hedgingDelay` without an answer,
+    /// `maxAttempts − 1` beside the first.
+    pub fn hedge(&self) -> Hedge {
+        Hedge::after(self.policy.hedging_delay())
+            .max_hedges(self.policy.max_attempts().saturating_sub(1))
     }
 
-    /// When the next copy is due, in time since the call started; `None`: no more copies will
-    /// be sent by the clock.
-    pub fn next_copy_at(&self) -> Option<Duration> {
-        if self.finished || self.no_more_copies {
-            None
-        } else {
-            self.next_at
-        }
-    }
-
-    /// The copies in flight.
-    pub fn outstanding(&self) -> &[u32] {
-        &self.outstanding
-    }
-
-    /// The copies sent so far.
-    pub fn sent(&self) -> u32 {
-        self.sent
-    }
-
-    /// Whether the call has ended.
-    pub fn is_finished(&self) -> bool {
-        self.finished
-    }
-
-    fn send(&mut self, now: Duration) -> Option<HedgeAction> {
-        if self.finished || self.no_more_copies || self.sent >= self.policy.max_attempts() {
-            self.next_at = None;
-            return None;
-        }
-        if self.sent > 0
+    /// Whether a copy after the first may be sent now: no pushback said stop, and the
+    /// throttle's count (if any) is above half of `maxTokens`.
+    pub fn may_send(&self) -> bool {
+        !self.stopped
             && self
                 .throttle
                 .as_ref()
-                .is_some_and(|throttle| !throttle.allows_retry())
-        {
-            self.no_more_copies = true;
-            self.next_at = None;
-            return None;
-        }
-        self.sent += 1;
-        self.outstanding.push(self.sent);
-        self.next_at = (self.sent < self.policy.max_attempts())
-            .then(|| now.saturating_add(self.policy.hedging_delay()));
-        Some(HedgeAction::Send {
-            copy: self.sent,
-            previous_attempts: (self.sent > 1).then_some(self.sent - 1),
-        })
+                .is_none_or(|throttle| throttle.allows_retry())
     }
 
-    /// The clock reached `now`: the next copy, if it is due.
-    pub fn on_timer(&mut self, now: Duration) -> Vec<HedgeAction> {
-        match self.next_copy_at() {
-            Some(due) if due <= now => self.send(now).into_iter().collect(),
-            _ => Vec::new(),
-        }
+    /// Whether the throttle stopped the copies of this call.
+    pub fn is_throttled(&self) -> bool {
+        self.throttled
     }
 
-    /// Copy `copy` committed (its headers or a message arrived): the others are cancelled and no
-    /// more are sent; its answer will be the call's.
-    pub fn on_commit(&mut self, copy: u32) -> Vec<HedgeAction> {
-        if self.finished {
-            return Vec::new();
-        }
-        self.no_more_copies = true;
-        self.next_at = None;
-        let others: Vec<u32> = self
-            .outstanding
-            .iter()
-            .copied()
-            .filter(|c| *c != copy)
-            .collect();
-        self.outstanding.retain(|c| *c == copy);
-        if others.is_empty() {
-            Vec::new()
-        } else {
-            vec![HedgeAction::Cancel(others)]
-        }
-    }
-
-    /// Copy `copy` ended at `now` with `code` and `pushback`.
-    pub fn on_status(
-        &mut self,
-        now: Duration,
-        copy: u32,
-        code: Code,
-        pushback: Pushback,
-    ) -> Vec<HedgeAction> {
-        if self.finished || !self.outstanding.contains(&copy) {
-            return Vec::new();
-        }
-        self.outstanding.retain(|c| *c != copy);
-        let non_fatal = self.policy.non_fatal_status_codes().contains(code);
+    /// A copy ended with `code` and `pushback` before it committed (a trailers-only answer, an
+    /// HTTP error, a transport error): when the next copy goes. `OK` gives the throttle
+    /// `tokenRatio` (and ends the call); a non-fatal failure, or a pushback that says stop, takes
+    /// a token.
+    pub fn on_status(&mut self, code: Code, pushback: Pushback) -> NextCopy {
         if code == Code::Ok {
             if let Some(throttle) = &self.throttle {
                 throttle.record_success();
             }
-            return self.finish(copy, code);
+            return NextCopy::Never;
         }
+        let non_fatal = self.policy.non_fatal_status_codes().contains(code);
         if (non_fatal || pushback == Pushback::DoNotRetry)
             && self
                 .throttle
                 .as_ref()
                 .is_some_and(|throttle| !throttle.record_failure())
         {
-            self.no_more_copies = true;
+            self.stopped = true;
+            self.throttled = true;
         }
-        if !non_fatal {
-            return self.finish(copy, code);
+        if pushback == Pushback::DoNotRetry {
+            self.stopped = true;
         }
-        let mut actions = Vec::new();
+        if !non_fatal || self.stopped {
+            return NextCopy::Never;
+        }
         match pushback {
-            Pushback::DoNotRetry => self.no_more_copies = true,
-            Pushback::RetryAfter(pause) => {
-                if self.next_at.is_some() || self.sent < self.policy.max_attempts() {
-                    self.next_at = Some(now.saturating_add(pause));
-                }
-            }
-            Pushback::Absent => actions.extend(self.send(now)),
+            Pushback::RetryAfter(pause) => NextCopy::After(pause),
+            _ => NextCopy::Now,
         }
-        if self.outstanding.is_empty() && self.next_copy_at().is_none() {
-            actions.extend(self.finish(copy, code));
-        }
-        actions
-    }
-
-    fn finish(&mut self, copy: u32, code: Code) -> Vec<HedgeAction> {
-        self.finished = true;
-        self.next_at = None;
-        let others = std::mem::take(&mut self.outstanding);
-        let mut actions = Vec::new();
-        if !others.is_empty() {
-            actions.push(HedgeAction::Cancel(others));
-        }
-        actions.push(HedgeAction::Finish { copy, code });
-        actions
     }
 }
 
@@ -253,6 +141,7 @@ impl HedgingCall {
 mod tests {
     use super::*;
     use crate::RetryThrottling;
+    use std::time::Duration;
 
     fn policy(max_attempts: u32, delay_ms: u64) -> HedgingPolicy {
         HedgingPolicy::builder()
@@ -267,125 +156,46 @@ mod tests {
         Duration::from_millis(n)
     }
 
-    fn send(copy: u32) -> HedgeAction {
-        HedgeAction::Send {
-            copy,
-            previous_attempts: (copy > 1).then(|| copy - 1),
-        }
+    #[test]
+    fn the_schedule_is_one_copy_per_delay_up_to_max_attempts() {
+        let hedge = HedgingCall::new(&policy(4, 500), None).hedge();
+        assert_eq!(hedge.delay(), Some(ms(500)));
+        assert_eq!(hedge.get_max_hedges(), 3);
+        let hedge = HedgingCall::new(&policy(2, 0), None).hedge();
+        assert_eq!(hedge.get_max_hedges(), 1);
+        assert_eq!(hedge.delay(), Some(Duration::ZERO));
     }
 
     #[test]
-    fn copies_every_hedging_delay_up_to_max_attempts() {
-        let mut call = HedgingCall::new(&policy(4, 500), None);
-        assert_eq!(call.start(), [send(1)]);
-        assert_eq!(call.on_timer(ms(499)), []);
-        assert_eq!(call.on_timer(ms(500)), [send(2)]);
-        assert_eq!(call.next_copy_at(), Some(ms(1000)));
-        assert_eq!(call.on_timer(ms(1000)), [send(3)]);
-        assert_eq!(call.on_timer(ms(1500)), [send(4)]);
-        assert_eq!(call.next_copy_at(), None);
-        assert_eq!(call.outstanding(), [1, 2, 3, 4]);
-    }
-
-    #[test]
-    fn zero_delay_sends_every_copy_at_once() {
-        let mut call = HedgingCall::new(&policy(3, 0), None);
-        assert_eq!(call.start(), [send(1)]);
-        assert_eq!(call.on_timer(ms(0)), [send(2)]);
-        assert_eq!(call.on_timer(ms(0)), [send(3)]);
-    }
-
-    #[test]
-    fn a_non_fatal_failure_sends_the_next_copy_now_and_the_delay_restarts() {
+    fn a_non_fatal_failure_sends_the_next_copy_now_and_a_fatal_one_none() {
         let mut call = HedgingCall::new(&policy(4, 100), None);
-        call.start();
-        assert_eq!(
-            call.on_status(ms(30), 1, Code::Unavailable, Pushback::Absent),
-            [send(2)]
-        );
-        assert_eq!(call.next_copy_at(), Some(ms(130)));
-        assert_eq!(call.on_timer(ms(130)), [send(3)]);
-    }
-
-    #[test]
-    fn a_fatal_status_cancels_everything() {
-        let mut call = HedgingCall::new(&policy(3, 100), None);
-        call.start();
-        call.on_timer(ms(100));
-        assert_eq!(
-            call.on_status(ms(120), 2, Code::InvalidArgument, Pushback::Absent),
-            [
-                HedgeAction::Cancel(vec![1]),
-                HedgeAction::Finish {
-                    copy: 2,
-                    code: Code::InvalidArgument
-                }
-            ]
-        );
-        assert!(call.is_finished());
-        assert_eq!(call.on_timer(ms(200)), []);
-    }
-
-    #[test]
-    fn every_copy_failing_ends_with_the_last_failure() {
-        let mut call = HedgingCall::new(&policy(2, 100), None);
-        call.start();
-        assert_eq!(
-            call.on_status(ms(10), 1, Code::Unavailable, Pushback::Absent),
-            [send(2)]
-        );
-        assert_eq!(
-            call.on_status(ms(20), 2, Code::Internal, Pushback::Absent),
-            [HedgeAction::Finish {
-                copy: 2,
-                code: Code::Internal
-            }]
-        );
+        assert!(matches!(
+            call.on_status(Code::Unavailable, Pushback::Absent),
+            NextCopy::Now
+        ));
+        assert!(matches!(
+            call.on_status(Code::InvalidArgument, Pushback::Absent),
+            NextCopy::Never
+        ));
+        assert!(call.may_send(), "a fatal status stops nothing by itself");
     }
 
     #[test]
     fn pushback_delays_the_next_copy_or_stops_them() {
         let mut call = HedgingCall::new(&policy(3, 100), None);
-        call.start();
-        assert_eq!(
-            call.on_status(ms(10), 1, Code::Unavailable, Pushback::RetryAfter(ms(300))),
-            []
-        );
-        assert_eq!(call.next_copy_at(), Some(ms(310)));
-        assert_eq!(call.on_timer(ms(310)), [send(2)]);
-        assert_eq!(call.next_copy_at(), Some(ms(410)));
-
-        let mut call = HedgingCall::new(&policy(3, 100), None);
-        call.start();
-        call.on_timer(ms(100));
-        assert_eq!(
-            call.on_status(ms(110), 1, Code::Unavailable, Pushback::DoNotRetry),
-            []
-        );
-        assert_eq!(call.next_copy_at(), None);
-        assert_eq!(
-            call.on_status(ms(120), 2, Code::Unavailable, Pushback::Absent),
-            [HedgeAction::Finish {
-                copy: 2,
-                code: Code::Unavailable
-            }]
-        );
-    }
-
-    #[test]
-    fn a_commit_cancels_the_other_copies() {
-        let mut call = HedgingCall::new(&policy(3, 100), None);
-        call.start();
-        call.on_timer(ms(100));
-        assert_eq!(call.on_commit(2), [HedgeAction::Cancel(vec![1])]);
-        assert_eq!(call.next_copy_at(), None);
-        assert_eq!(
-            call.on_status(ms(300), 2, Code::Unavailable, Pushback::Absent),
-            [HedgeAction::Finish {
-                copy: 2,
-                code: Code::Unavailable
-            }]
-        );
+        assert!(matches!(
+            call.on_status(Code::Unavailable, Pushback::RetryAfter(ms(300))),
+            NextCopy::After(pause) if pause == ms(300)
+        ));
+        assert!(matches!(
+            call.on_status(Code::Unavailable, Pushback::DoNotRetry),
+            NextCopy::Never
+        ));
+        assert!(!call.may_send());
+        assert!(matches!(
+            call.on_status(Code::Unavailable, Pushback::Absent),
+            NextCopy::Never
+        ));
     }
 
     #[test]
@@ -394,17 +204,41 @@ mod tests {
             RetryThrottling::new(2, 0.1).expect("valid"),
         ));
         throttle.record_failure(); // 1 token: not above 1
-        let mut call = HedgingCall::new(&policy(3, 100), Some(Arc::clone(&throttle)));
-        assert_eq!(call.start(), [send(1)]);
-        assert_eq!(call.on_timer(ms(100)), []);
-        assert_eq!(call.next_copy_at(), None);
-        assert_eq!(
-            call.on_status(ms(150), 1, Code::Ok, Pushback::Absent),
-            [HedgeAction::Finish {
-                copy: 1,
-                code: Code::Ok
-            }]
-        );
-        assert_eq!(throttle.milli_tokens(), 1_100);
+        let call = HedgingCall::new(&policy(3, 100), Some(Arc::clone(&throttle)));
+        assert!(!call.may_send());
+        throttle.record_success();
+        assert!(call.may_send(), "1.1 tokens: above 1");
+        // A trailers-only `OK` gives `tokenRatio` too.
+        let mut call = call;
+        assert!(matches!(
+            call.on_status(Code::Ok, Pushback::Absent),
+            NextCopy::Never
+        ));
+        assert_eq!(throttle.milli_tokens(), 1_200);
+    }
+
+    #[test]
+    fn a_non_fatal_failure_takes_a_token_and_the_threshold_stops_the_copies() {
+        let throttle = Arc::new(RetryThrottle::new(
+            RetryThrottling::new(4, 0.1).expect("valid"),
+        ));
+        let mut call = HedgingCall::new(&policy(5, 100), Some(Arc::clone(&throttle)));
+        // 4 → 3: above 2.
+        assert!(matches!(
+            call.on_status(Code::Unavailable, Pushback::Absent),
+            NextCopy::Now
+        ));
+        // 3 → 2: not above 2.
+        assert!(matches!(
+            call.on_status(Code::Unavailable, Pushback::Absent),
+            NextCopy::Never
+        ));
+        assert!(call.is_throttled());
+        assert!(!call.may_send());
+        // A fatal code takes none; a pushback that says stop takes one, whatever the code.
+        call.on_status(Code::InvalidArgument, Pushback::Absent);
+        assert_eq!(throttle.milli_tokens(), 2_000);
+        call.on_status(Code::InvalidArgument, Pushback::DoNotRetry);
+        assert_eq!(throttle.milli_tokens(), 1_000);
     }
 }

@@ -15,8 +15,9 @@
 //! - [`RetryThrottle`] and [`ThrottleRegistry`]: A6's token arithmetic, in exact thousandths,
 //!   one count per server name.
 //! - [`Commit`], [`TransparentRetries`], [`HedgingCall`], [`AttemptStatus`]: when a call can no
-//!   longer be retried, which failures are retried without the policy, the hedging schedule,
-//!   and the status of a trailers-only answer or of trailers.
+//!   longer be retried, which failures are retried without the policy, the hedging decision
+//!   (the engine's schedule of copies and when the next one goes after a failure), and the
+//!   status of a trailers-only answer or of trailers.
 //!
 //! How the door was designed, and what it takes from the retry engine: [`design`].
 //!
@@ -75,7 +76,7 @@ pub use config::{
     CallPolicy, ConfigError, FieldError, HedgingPolicy, MethodConfig, MethodName, RetryPolicy,
     RetryThrottling, ServiceConfig,
 };
-pub use hedging::{HedgeAction, HedgingCall};
+pub use hedging::HedgingCall;
 // The server's pushback, `grpc-retry-pushback-ms`: the runtime's one parser of it, which its
 // `tonic` integration reads too.
 pub use retry::{Decision, GRPC_PREVIOUS_RPC_ATTEMPTS, RetryCall, Stop};

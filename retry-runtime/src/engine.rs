@@ -69,8 +69,9 @@
 //! call began) and answers with a [`Next`]: retry after a pause, return the failure as the
 //! answer, give up (and why), or pause and give up ([`Next::Linger`]). It hears when the call's
 //! `Ok` is accepted ([`Decide::accepted`]: a quota gives back its cost there) and, with
-//! [`drive_hedged`], when a copy fails while others run ([`Decide::copy_failed`]: the next copy
-//! on schedule, at once, after a pause, or never). The AWS SDKs' standard mode
+//! [`drive_hedged`], when a copy fails ([`Decide::copy_failed`]: the next copy on schedule, at
+//! once, after a pause, or never) and whether a copy due on its timer may go
+//! ([`Decide::copy_due`]). The AWS SDKs' standard mode
 //! ([`Settings::aws2026`]) is one such decider; the gRPC door's retry and hedging policies are
 //! others.
 //!

@@ -530,6 +530,300 @@ async fn never_starts_no_more_copies_for_the_attempt() {
     assert_eq!((answer, took), (Ok(0), 30 * SECOND));
 }
 
+// ---- hedging: a decider's word after a copy that ran alone, and its veto of a copy due -------
+
+/// A hedging decider that answers `next_copy` to every failed copy and `due` to every copy its
+/// timer made due, and keeps what it was asked.
+struct Lone {
+    next_copy: NextCopy,
+    due: fn(u16) -> bool,
+    /// The copies `copy_failed` heard, with the time.
+    failed: Vec<(u16, Duration)>,
+    /// The copies `copy_due` was asked about, with the time.
+    asked: Vec<(u16, Duration)>,
+    /// How often `next` was asked.
+    nexts: u32,
+    started: Instant,
+}
+
+impl Lone {
+    fn new(next_copy: NextCopy) -> Lone {
+        Lone {
+            next_copy,
+            due: |_| true,
+            failed: Vec::new(),
+            asked: Vec::new(),
+            nexts: 0,
+            started: Instant::now(),
+        }
+    }
+}
+
+impl Decide<CallError> for Lone {
+    fn next(&mut self, failure: &Failure<'_, CallError>) -> Next {
+        assert_eq!(failure.copy, 0, "next judges the attempt as a whole");
+        self.nexts += 1;
+        Next::Return
+    }
+
+    fn copy_failed(&mut self, failure: &Failure<'_, CallError>) -> NextCopy {
+        assert_eq!(failure.verdict, Verdict::Retry);
+        self.failed.push((failure.copy, self.started.elapsed()));
+        self.next_copy
+    }
+
+    fn copy_due(&mut self, hedge: u16) -> bool {
+        self.asked.push((hedge, self.started.elapsed()));
+        (self.due)(hedge)
+    }
+}
+
+/// What a hedged call did: each copy's start, the answer and when it came.
+struct Raced {
+    starts: Vec<(u16, Duration)>,
+    answer: Result<u32, CallError>,
+    took: Duration,
+}
+
+/// One hedged call (copies `delay` apart, up to `max_hedges`) under `settings`, decided by
+/// `decider`: copy `k` takes `copies(k)`'s time, then answers with its result.
+async fn race(
+    settings: &Settings<'_>,
+    decider: &mut Lone,
+    delay: Duration,
+    max_hedges: u32,
+    copies: fn(u16) -> (Duration, Result<u32, CallError>),
+) -> Raced {
+    let hedge = Hedge::after(delay).max_hedges(max_hedges);
+    let settings = settings.hedge(Some(&hedge));
+    let hooks = DynHooks::new(&classify).decide(decider);
+    let started = Instant::now();
+    let starts = Mutex::new(Vec::new());
+    let answer = engine::drive_hedged(&settings, hooks, TokioTimer, || {
+        let copy = attempt().hedge();
+        starts
+            .lock()
+            .expect("not poisoned")
+            .push((copy, started.elapsed()));
+        let (takes, result) = copies(copy);
+        async move {
+            tokio::time::sleep(takes).await;
+            result
+        }
+    })
+    .await;
+    Raced {
+        starts: starts.into_inner().expect("not poisoned"),
+        answer,
+        took: started.elapsed(),
+    }
+}
+
+/// Every copy fails (`Busy`) one second after it starts.
+fn each_fails_after_a_second(_: u16) -> (Duration, Result<u32, CallError>) {
+    (SECOND, Err(CallError::Busy))
+}
+
+#[tokio::test(start_paused = true)]
+async fn now_after_the_only_running_copy_failed_starts_the_next_copy_at_once() {
+    let policy = never_retries();
+    let settings = Settings::new(&policy);
+    let mut decider = Lone::new(NextCopy::Now);
+    let raced = race(
+        &settings,
+        &mut decider,
+        10 * SECOND,
+        2,
+        each_fails_after_a_second,
+    )
+    .await;
+    // Each copy the only one running when it fails: the next goes at once, not at 10 s.
+    assert_eq!(
+        raced.starts,
+        [(0, Duration::ZERO), (1, SECOND), (2, 2 * SECOND)]
+    );
+    assert_eq!(raced.answer, Err(CallError::Busy));
+    assert_eq!(raced.took, 3 * SECOND, "the last copy's failure ends it");
+    // Every failed copy heard once, the last one (which ends the attempt) included.
+    assert_eq!(
+        decider.failed,
+        [(0, SECOND), (1, 2 * SECOND), (2, 3 * SECOND)]
+    );
+    assert_eq!(decider.nexts, 1);
+    assert!(
+        decider.asked.is_empty(),
+        "no timer fired: {:?}",
+        decider.asked
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_the_only_running_copy_failed_starts_the_next_copy_after_that_pause() {
+    let policy = never_retries();
+    let settings = Settings::new(&policy);
+    let mut decider = Lone::new(NextCopy::After(2 * SECOND));
+    let raced = race(
+        &settings,
+        &mut decider,
+        10 * SECOND,
+        2,
+        each_fails_after_a_second,
+    )
+    .await;
+    assert_eq!(
+        raced.starts,
+        [(0, Duration::ZERO), (1, 3 * SECOND), (2, 6 * SECOND)]
+    );
+    assert_eq!(
+        (raced.answer, raced.took),
+        (Err(CallError::Busy), 7 * SECOND)
+    );
+    assert_eq!(
+        decider.failed,
+        [(0, SECOND), (1, 4 * SECOND), (2, 7 * SECOND)]
+    );
+    // Each copy after a pause of the decider's is asked for as its timer fires.
+    assert_eq!(decider.asked, [(1, 3 * SECOND), (2, 6 * SECOND)]);
+    assert_eq!(decider.nexts, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn on_schedule_after_the_only_running_copy_failed_ends_the_attempt_as_before() {
+    let policy = never_retries();
+    let settings = Settings::new(&policy);
+    let mut decider = Lone::new(NextCopy::OnSchedule);
+    let raced = race(
+        &settings,
+        &mut decider,
+        10 * SECOND,
+        2,
+        each_fails_after_a_second,
+    )
+    .await;
+    assert_eq!(raced.starts, [(0, Duration::ZERO)]);
+    assert_eq!((raced.answer, raced.took), (Err(CallError::Busy), SECOND));
+    assert_eq!(decider.failed, [(0, SECOND)]);
+    assert_eq!(decider.nexts, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_copy_started_now_is_counted_in_the_layers_budget_and_an_empty_one_ends_the_attempt() {
+    // One token per call's first attempt, none in reserve: one copy.
+    static ONE_COPY: RetryBudget = RetryBudget::new().ratio(1.0).min_per_second(0);
+    let policy = never_retries();
+    let settings = Settings::new(&policy).budget(Some(&ONE_COPY));
+    let mut decider = Lone::new(NextCopy::Now);
+    let raced = race(
+        &settings,
+        &mut decider,
+        10 * SECOND,
+        3,
+        each_fails_after_a_second,
+    )
+    .await;
+    assert_eq!(raced.starts, [(0, Duration::ZERO), (1, SECOND)]);
+    assert_eq!(
+        (raced.answer, raced.took),
+        (Err(CallError::Busy), 2 * SECOND)
+    );
+    assert_eq!(decider.failed, [(0, SECOND), (1, 2 * SECOND)]);
+    assert_eq!(decider.nexts, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_copy_started_now_is_refused_by_the_breaker_its_copies_opened() {
+    static OPENS_AT_TWO: CircuitBreaker = CircuitBreaker::new()
+        .consecutive_failures(2)
+        .open_for(Duration::from_secs(60));
+    let policy = never_retries();
+    let settings = Settings::new(&policy).breaker(Some(&OPENS_AT_TWO));
+    let mut decider = Lone::new(NextCopy::Now);
+    let raced = race(
+        &settings,
+        &mut decider,
+        10 * SECOND,
+        3,
+        each_fails_after_a_second,
+    )
+    .await;
+    // Each failed copy is recorded once: the second opens the breaker, which refuses the third.
+    assert_eq!(raced.starts, [(0, Duration::ZERO), (1, SECOND)]);
+    assert_eq!(
+        (raced.answer, raced.took),
+        (Err(CallError::Busy), 2 * SECOND)
+    );
+    assert_eq!(decider.failed, [(0, SECOND), (1, 2 * SECOND)]);
+    // The breaker is open after the attempt: the decider is not asked.
+    assert_eq!(decider.nexts, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn copy_due_false_stops_the_copies_due_on_the_hedges_schedule() {
+    let policy = never_retries();
+    let settings = Settings::new(&policy);
+    let mut decider = Lone::new(NextCopy::OnSchedule);
+    decider.due = |hedge| hedge < 2;
+    // The attempt answers after 30 s; the copies would, too.
+    let raced = race(&settings, &mut decider, 10 * SECOND, 3, |copy| {
+        (30 * SECOND, Ok(u32::from(copy)))
+    })
+    .await;
+    assert_eq!(raced.starts, [(0, Duration::ZERO), (1, 10 * SECOND)]);
+    assert_eq!(decider.asked, [(1, 10 * SECOND), (2, 20 * SECOND)]);
+    assert_eq!((raced.answer, raced.took), (Ok(0), 30 * SECOND));
+    assert!(decider.failed.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn copy_due_false_after_the_only_copy_failed_ends_the_attempt_with_that_failure() {
+    let policy = never_retries();
+    let settings = Settings::new(&policy);
+    let mut decider = Lone::new(NextCopy::After(2 * SECOND));
+    decider.due = |_| false;
+    let raced = race(
+        &settings,
+        &mut decider,
+        10 * SECOND,
+        2,
+        each_fails_after_a_second,
+    )
+    .await;
+    assert_eq!(raced.starts, [(0, Duration::ZERO)]);
+    assert_eq!(decider.asked, [(1, 3 * SECOND)]);
+    assert_eq!(
+        (raced.answer, raced.took),
+        (Err(CallError::Busy), 3 * SECOND)
+    );
+    assert_eq!(decider.nexts, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_copies_after_one_started_now_follow_one_delay_apart_from_it() {
+    let policy = never_retries();
+    let settings = Settings::new(&policy);
+    let mut decider = Lone::new(NextCopy::Now);
+    // The attempt is slow; copy 1 fails after a second, so copy 2 goes at once (11 s); copy 3
+    // then follows one delay after copy 2 (21 s), not three delays after the attempt (30 s).
+    let raced = race(&settings, &mut decider, 10 * SECOND, 3, |copy| match copy {
+        1 => (SECOND, Err(CallError::Busy)),
+        3 => (SECOND, Ok(3)),
+        _ => (100 * SECOND, Ok(u32::from(copy))),
+    })
+    .await;
+    assert_eq!(
+        raced.starts,
+        [
+            (0, Duration::ZERO),
+            (1, 10 * SECOND),
+            (2, 11 * SECOND),
+            (3, 21 * SECOND)
+        ]
+    );
+    assert_eq!((raced.answer, raced.took), (Ok(3), 22 * SECOND));
+    assert_eq!(decider.failed, [(1, 11 * SECOND)]);
+    assert_eq!(decider.asked, [(1, 10 * SECOND), (3, 21 * SECOND)]);
+}
+
 // ---- a decider's give-up reaches the fallback: `aws2026` through the attribute ---------------
 
 /// SQS `ReceiveMessage`'s policy with an empty quota and the largest random factor: the first

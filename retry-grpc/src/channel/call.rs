@@ -1,24 +1,20 @@
-//! One call through the door: its deadline, then its attempts as its method's policy says:
-//! retries run by the engine ([`engine::drive`]) with the door's decider
-//! ([`decide`](super::decide)), copies on the hedging schedule, or one attempt (with its
+//! One call through the door: its deadline, then its attempts as its method's policy says, run
+//! by the engine with the door's decider ([`decide`](super::decide)): retries in
+//! [`engine::drive`], hedged copies in [`engine::drive_hedged`]; or one attempt (with its
 //! transparent retries) when the method has no policy.
 
 use super::attempt::{self, Failed, Outcome, Request0};
 use super::body::{Accounting, Answer, RequestBody};
-use super::decide::{self, Failure, Retrying};
+use super::decide::{self, Failure, Hedging, Retrying};
 use super::{BoxError, GrpcRetryLayer};
-use crate::{
-    CallPolicy, HedgeAction, HedgingCall, HedgingPolicy, RetryCall, RetryPolicy, TransparentRetries,
-};
+use crate::{CallPolicy, HedgingCall, HedgingPolicy, RetryCall, RetryPolicy, TransparentRetries};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
 use retry_runtime::Policy;
 use retry_runtime::engine::{self, DynHooks, Event, Operation, Settings, TokioTimer};
 use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::Poll;
+use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
 use tonic::Status;
 use tower_service::Service;
@@ -64,9 +60,7 @@ where
     let run = async {
         match method.and_then(|m| m.policy()) {
             Some(CallPolicy::Retry(policy)) => retry(&layer, &mut service, &request, policy).await,
-            Some(CallPolicy::Hedging(policy)) => {
-                hedge(&layer, &mut service, &request, policy).await
-            }
+            Some(CallPolicy::Hedging(policy)) => hedge(&layer, service, &request, policy).await,
             None => {
                 let mut transparent = TransparentRetries::new();
                 let outcome =
@@ -128,16 +122,19 @@ where
     }
 }
 
-/// The policy handed to the engine's settings: with a decider, the engine reads none of its
-/// timings (the decider holds `maxAttempts` and the pauses); it keeps its own name.
+/// The engine's policy for the door's calls: with a decider, its `max` and pauses are never
+/// read (the decider holds `maxAttempts` and the pauses), and it has no deadline (the door's
+/// own bounds the call: `timeout_at` in [`respond`]).
 static DECIDED: Policy = Policy::new();
 
-/// The settings of a call: the layer's name, budget and breaker on the engine's loop.
+/// The settings of a call: the layer's name, budget and breaker on the engine's loop, and its
+/// `Counters` as the sink that hears the loop's events (each retry, each hedged copy).
 fn settings(layer: &GrpcRetryLayer) -> Settings<'_> {
     Settings::new(&DECIDED)
         .name(layer.name)
         .budget(layer.budget.as_deref())
         .breaker(layer.breaker.as_deref())
+        .sink(&*layer.counters)
 }
 
 /// The caller's answer from the engine's outcome: a committed answer with its body wrapped, a
@@ -216,10 +213,6 @@ where
         // A6: the attempts before this one, transparent retries not counted.
         let previous = retry_runtime::attempt().number().saturating_sub(1);
         let previous = (previous > 0).then_some(previous);
-        if let Some(attempt) = previous {
-            // The door's count of the retries its policy made (the engine logs and measures them).
-            self.request.report(Event::Retry { attempt });
-        }
         async move {
             let outcome = attempt::send(
                 self.service,
@@ -237,19 +230,15 @@ where
     }
 }
 
-/// One copy of a hedged call, in flight.
-type Copy<'a, RB> = Pin<Box<dyn Future<Output = (u32, Outcome<RB>)> + Send + 'a>>;
-
-/// A call under a hedging policy: [`HedgingCall`] says when each copy goes (at once, then every
-/// `hedgingDelay`, or at once after a non-fatal status), and the first copy that commits or ends
-/// with a final status is the call's; the others are dropped (their HTTP/2 streams reset).
-///
-/// The engine's [`drive_hedged`](retry_runtime::engine::drive_hedged) sends copy `k` at
-/// `k·delay` and has no event that brings the next copy forward, so this loop runs the schedule
-/// itself on tokio's clock.
+/// A call under a hedging policy: the engine runs the copies
+/// ([`drive_hedged`](engine::drive_hedged)) on [`HedgingCall::hedge`]'s schedule, under the
+/// layer's budget and breaker, and [`Hedging`] says when the next copy goes after one fails (at
+/// once after a non-fatal status, after a pushback's pause, never once throttled). The first
+/// copy that commits or ends with a fatal status is the call's; the others are dropped (their
+/// HTTP/2 streams reset).
 async fn hedge<S, RB>(
     layer: &GrpcRetryLayer,
-    service: &mut S,
+    service: S,
     request: &Request0<'_>,
     policy: &HedgingPolicy,
 ) -> Answered
@@ -260,103 +249,52 @@ where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
 {
-    let template = service.clone();
-    let mut first = Some(service);
-    let mut call = HedgingCall::new(policy, layer.throttle.clone());
-    let start = Instant::now();
-    let mut copies: Vec<Copy<'_, RB>> = Vec::new();
-    let mut actions = call.start();
-    loop {
-        for action in actions.drain(..) {
-            let HedgeAction::Send {
-                copy,
-                previous_attempts,
-            } = action
-            else {
-                // Cancel and Finish come only with the answer that ends the call, below.
-                continue;
-            };
-            if request.body.outgrew() {
-                continue;
+    let codes = policy.non_fatal_status_codes();
+    let classify = move |failure: &Failure<RB>| decide::kind(failure, codes);
+    let call = HedgingCall::new(policy, layer.throttle.clone());
+    let schedule = call.hedge();
+    let mut decider = Hedging { call, request };
+    // The first copy sends on the service that was polled ready, each other one on a clone of
+    // it, polled ready first. In a `Mutex` only to be `Sync`: the engine makes the copies
+    // through a shared reference, and a tower service need not be `Sync` (tower's
+    // `BoxCloneService` is not); each lock is one clone.
+    let service = Mutex::new(service);
+    let copy = || {
+        let hedge = retry_runtime::attempt().hedge();
+        let (mut service, mut ready) = {
+            let mut service = service
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let clone = service.clone();
+            match hedge {
+                0 => (std::mem::replace(&mut *service, clone), true),
+                _ => (clone, false),
             }
-            let copy_future: Copy<'_, RB> = match first.take() {
-                Some(service) => Box::pin(async move {
-                    let mut transparent = TransparentRetries::new();
-                    let outcome =
-                        attempt::send(service, &mut true, request, None, &mut transparent).await;
-                    (copy, outcome)
-                }),
-                None => {
-                    // A6 numbers the first attempt copy 1: this is hedge `copy - 1`.
-                    request.report(Event::HedgedCopy { hedge: copy - 1 });
-                    let mut service = template.clone();
-                    Box::pin(async move {
-                        let mut transparent = TransparentRetries::new();
-                        let outcome = attempt::send(
-                            &mut service,
-                            &mut false,
-                            request,
-                            previous_attempts,
-                            &mut transparent,
-                        )
-                        .await;
-                        (copy, outcome)
-                    })
-                }
-            };
-            copies.push(copy_future);
-        }
-        let mut timer = call
-            .next_copy_at()
-            .map(|at| Box::pin(tokio::time::sleep_until(start + at)));
-        let done = std::future::poll_fn(|cx| {
-            for i in 0..copies.len() {
-                if let Poll::Ready(done) = copies[i].as_mut().poll(cx) {
-                    drop(copies.swap_remove(i));
-                    return Poll::Ready(Some(done));
-                }
-            }
-            match timer.as_mut().map(|timer| timer.as_mut().poll(cx)) {
-                Some(Poll::Ready(())) => Poll::Ready(None),
-                _ => Poll::Pending,
-            }
-        })
-        .await;
-        let now = Instant::now().saturating_duration_since(start);
-        let Some((copy, outcome)) = done else {
-            actions = call.on_timer(now);
-            continue;
         };
-        match outcome {
-            Outcome::Committed(response) => {
-                let _ = call.on_commit(copy);
-                let accounting = match &layer.throttle {
-                    Some(throttle) => {
-                        Accounting::Hedge(Arc::clone(throttle), policy.non_fatal_status_codes())
-                    }
-                    None => Accounting::None,
-                };
-                return finish(Outcome::Committed(response), accounting, request.deadline);
-            }
-            Outcome::Failed(status, failed) => {
-                actions = call.on_status(now, copy, status.code, status.pushback);
-                let ends = actions
-                    .iter()
-                    .any(|action| matches!(action, HedgeAction::Finish { .. }));
-                if ends || (copies.is_empty() && request.body.outgrew()) {
-                    return finish_failed(failed);
-                }
-                if copies.is_empty()
-                    && call.next_copy_at().is_none()
-                    && !actions
-                        .iter()
-                        .any(|action| matches!(action, HedgeAction::Send { .. }))
-                {
-                    // Nothing in flight and nothing to come (a throttle or a pushback said no
-                    // more copies): this failure is the call's.
-                    return finish_failed(failed);
-                }
+        // A6 numbers the first attempt copy 1: hedge `k` is copy `k + 1`, and carries `k`.
+        let previous = (hedge > 0).then_some(u32::from(hedge));
+        async move {
+            let mut transparent = TransparentRetries::new();
+            let outcome = attempt::send(
+                &mut service,
+                &mut ready,
+                request,
+                previous,
+                &mut transparent,
+            )
+            .await;
+            match outcome {
+                Outcome::Committed(response) => Ok(response),
+                Outcome::Failed(status, failed) => Err(Failure::Status(status, failed)),
             }
         }
-    }
+    };
+    let hooks = DynHooks::new(&classify).decide(&mut decider);
+    let settings = settings(layer).hedge(Some(&schedule));
+    let outcome = engine::drive_hedged(&settings, hooks, TokioTimer, copy).await;
+    let accounting = match &layer.throttle {
+        Some(throttle) => Accounting::Hedge(Arc::clone(throttle), codes),
+        None => Accounting::None,
+    };
+    answer(outcome, accounting, request.deadline)
 }

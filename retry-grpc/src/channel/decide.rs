@@ -1,11 +1,11 @@
-//! The door's decider, handed to the engine through its seam
-//! ([`Decide`](retry_runtime::engine::Decide)): A6's retry policy ([`RetryCall`]), made per
-//! call and owned by it (`&mut self`, no lock); the engine keeps the loop, the pauses, the
-//! budget, the breaker and the events.
+//! The door's two deciders, handed to the engine through its seam
+//! ([`Decide`](retry_runtime::engine::Decide)): A6's retry policy ([`RetryCall`]) and its
+//! hedging policy ([`HedgingCall`]). Each is made per call and owned by it (`&mut self`, no
+//! lock); the engine keeps the loop, the pauses, the budget, the breaker and the events.
 
 use super::attempt::{Failed, Request0};
-use crate::{Decision, RetryCall, Stop};
-use retry_runtime::engine::{Decide, Event, Failure as Failed_, Next};
+use crate::{Decision, HedgingCall, RetryCall, Stop};
+use retry_runtime::engine::{Decide, Event, Failure as Failed_, Next, NextCopy};
 use retry_runtime::{CircuitOpen, Elapsed, GiveUpReason, Verdict};
 use std::fmt;
 
@@ -42,9 +42,10 @@ impl<RB> From<CircuitOpen> for Failure<RB> {
     }
 }
 
-/// The classifier: what kind of failure an attempt is. A status whose code is in `codes`
-/// (`retryableStatusCodes`) may be worth another attempt (the decider says whether, and when);
-/// any other status is the call's answer, and so are the loop's own errors. The decider sees
+/// The classifier of both policies: what kind of failure an attempt is. A status whose code is
+/// in `codes` (`retryableStatusCodes`, `nonFatalStatusCodes`) may be worth another attempt (the
+/// decider says whether, and when); any other status is the call's answer (for hedging it ends
+/// the call and cancels the other copies), and so are the loop's own errors. The decider sees
 /// them all (a pushback that says stop counts against A6's throttle, whatever the code).
 pub(super) fn kind<RB>(failure: &Failure<RB>, codes: crate::CodeSet) -> Verdict {
     match failure {
@@ -79,5 +80,55 @@ impl<RB> Decide<Failure<RB>> for Retrying<'_> {
             Decision::Stop(Stop::AttemptsExhausted) => Next::GiveUp(GiveUpReason::Exhausted),
             Decision::Stop(_) => Next::Return,
         }
+    }
+}
+
+/// The decider of a call under a `hedgingPolicy`: [`HedgingCall`]. The copies are A6's
+/// attempts, so the hedged attempt is never retried as a whole: when every copy failed, the
+/// last failure is the call's.
+pub(super) struct Hedging<'r> {
+    pub(super) call: HedgingCall,
+    pub(super) request: &'r Request0<'r>,
+}
+
+impl Hedging<'_> {
+    /// Whether another copy may go: the throttle allows it and the request can still be sent.
+    fn may_send(&self) -> bool {
+        !self.request.body.outgrew() && self.call.may_send()
+    }
+}
+
+impl<RB> Decide<Failure<RB>> for Hedging<'_> {
+    fn next(&mut self, failure: &Failed_<'_, Failure<RB>>) -> Next {
+        // A status that ended the call (which no `copy_failed` saw) still counts: `OK` gives
+        // `tokenRatio`, a pushback that says stop takes a token; a copy worth retrying was
+        // counted when it failed.
+        if let (Verdict::Fail, Some(Failure::Status(status, _))) = (failure.verdict, failure.error)
+        {
+            self.call.on_status(status.code, status.pushback);
+        }
+        Next::Return
+    }
+
+    fn copy_failed(&mut self, failure: &Failed_<'_, Failure<RB>>) -> NextCopy {
+        let Some(Failure::Status(status, _)) = failure.error else {
+            return NextCopy::Never;
+        };
+        let throttled = self.call.is_throttled();
+        let next = self.call.on_status(status.code, status.pushback);
+        if self.call.is_throttled() && !throttled {
+            self.request.report(Event::Throttled);
+        }
+        if self.may_send() {
+            next
+        } else {
+            NextCopy::Never
+        }
+    }
+
+    fn copy_due(&mut self, _: u16) -> bool {
+        // A6: a hedged copy goes only while the throttle allows it and the request can still
+        // be replayed; otherwise no more copies for this call.
+        self.may_send()
     }
 }

@@ -192,13 +192,16 @@ impl GrpcRetryLayer {
         self
     }
 
-    /// The library's retry budget on top of A6's throttle: each retry also draws from it.
+    /// The library's retry budget on top of A6's throttle: each retry and each hedged copy
+    /// also draws from it (an empty budget sends no more copies), and each call deposits in it.
     pub fn budget(mut self, budget: Arc<RetryBudget>) -> Self {
         self.budget = Some(budget);
         self
     }
 
-    /// The library's circuit breaker: while open, a retry is not sent.
+    /// The library's circuit breaker: it admits each attempt and each hedged copy, and hears
+    /// each one's failure; while open, no retry or copy is sent, and a call is refused before its
+    /// first attempt (with the breaker's `CircuitOpen` as its error).
     pub fn breaker(mut self, breaker: Arc<CircuitBreaker>) -> Self {
         self.breaker = Some(breaker);
         self

@@ -472,6 +472,13 @@ impl<E> Decide<E> for DynDecider<'_, E> {
             DynDecider::Aws2026(call) => call.copy_failed(failure),
         }
     }
+    #[inline]
+    fn copy_due(&mut self, hedge: u16) -> bool {
+        match self {
+            DynDecider::Door(decider) => decider.copy_due(hedge),
+            DynDecider::Aws2026(call) => Decide::<E>::copy_due(call, hedge),
+        }
+    }
 }
 
 impl<'a, T, E> DynHooks<'a, T, E> {

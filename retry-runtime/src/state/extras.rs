@@ -7,8 +7,8 @@ use super::seam::{Decide, Failure, Next, NextCopy};
 use super::{Attempted, Unset};
 use crate::timer::Elapsed;
 use crate::{
-    Admission, AdmissionGate, CircuitBreaker, CircuitOpen, GateOutcome, GatePermit, GiveUpReason,
-    Rejected, RetryBudget, Verdict,
+    Admission, AdmissionGate, BreakerState, CircuitBreaker, CircuitOpen, GateOutcome, GatePermit,
+    GiveUpReason, Rejected, RetryBudget, Verdict,
 };
 use std::time::{Duration, Instant};
 
@@ -163,6 +163,8 @@ pub trait DecideSlot<E> {
     fn accepted(&mut self, attempts: u32);
     /// [`Decide::copy_failed`], if a decider is set.
     fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy;
+    /// [`Decide::copy_due`], if a decider is set.
+    fn copy_due(&mut self, hedge: u16) -> bool;
 }
 
 impl<E> DecideSlot<E> for Unset {
@@ -185,6 +187,10 @@ impl<E> DecideSlot<E> for Unset {
     #[inline]
     fn copy_failed(&mut self, _: &Failure<'_, E>) -> NextCopy {
         NextCopy::OnSchedule
+    }
+    #[inline]
+    fn copy_due(&mut self, _: u16) -> bool {
+        true
     }
 }
 
@@ -217,6 +223,13 @@ impl<E, D: Decide<E>, T> DecideSlot<E> for Deciding<D, T, E> {
         match &mut self.decider {
             Some(decider) => decider.copy_failed(failure),
             None => NextCopy::OnSchedule,
+        }
+    }
+    #[inline]
+    fn copy_due(&mut self, hedge: u16) -> bool {
+        match &mut self.decider {
+            Some(decider) => decider.copy_due(hedge),
+            None => true,
         }
     }
 }
@@ -311,6 +324,8 @@ pub(crate) trait MaybeExtras<E> {
     ) -> Option<Next>;
     /// The decider's [`Decide::copy_failed`], if one is set.
     fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy;
+    /// The decider's [`Decide::copy_due`], if one is set (`true` without one).
+    fn copy_due(&mut self, hedge: u16) -> bool;
     /// The refusal of an attempt that only returns the outcome held over a pause, if one is.
     fn ended(&self) -> Option<Self::Refusal>;
     /// The call ended with an accepted `Ok` after `attempts` attempts: the decider's
@@ -414,6 +429,10 @@ impl<E> MaybeExtras<E> for Unset {
         NextCopy::OnSchedule
     }
     #[inline]
+    fn copy_due(&mut self, _: u16) -> bool {
+        true
+    }
+    #[inline]
     fn ended(&self) -> Option<NoRefusal> {
         None
     }
@@ -483,7 +502,11 @@ impl<'p, E, L: DecideSlot<E>> MaybeExtras<E> for Extras<'p, E, L> {
         }
         match self.admission.take() {
             Some(admission) => admission.record_and_check(!service_failed, clock()),
-            None => false,
+            // With a breaker, a hedged attempt whose last copy's failure was recorded as it
+            // failed, and whose next copy the breaker refused: whether it is open now.
+            None => self.breaker.as_ref().is_some_and(|guard| {
+                matches!(guard.breaker.state(clock()), BreakerState::Open { .. })
+            }),
         }
     }
     #[inline]
@@ -534,6 +557,10 @@ impl<'p, E, L: DecideSlot<E>> MaybeExtras<E> for Extras<'p, E, L> {
     #[inline]
     fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {
         self.decider.copy_failed(failure)
+    }
+    #[inline]
+    fn copy_due(&mut self, hedge: u16) -> bool {
+        self.decider.copy_due(hedge)
     }
     #[inline]
     fn ended(&self) -> Option<Refusal<E>> {

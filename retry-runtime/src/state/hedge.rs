@@ -19,7 +19,13 @@
 //!   another that may still answer. Such a failure is recorded with the breaker at once, and a
 //!   decider, if the call has one, says when the next copy goes
 //!   ([`Decide::copy_failed`](super::Decide::copy_failed): on schedule, now, after a pause of
-//!   its own, or never); the one that ends the attempt is recorded by `next`, as always;
+//!   its own, or never), for every copy that fails so, the last included: after the only
+//!   running copy failed, "now" or "after a pause" starts the next copy instead of ending the
+//!   attempt, which ends with the last failure when nothing runs and nothing will come. The
+//!   copies after one a decider started follow one delay apart from it. A decider may refuse a
+//!   copy whose timer fired ([`Decide::copy_due`](super::Decide::copy_due)), before the
+//!   breaker and the budget. The failure that ends the attempt is recorded by `next`, as always
+//!   (or, if recorded as it failed, the breaker is asked whether it is open);
 //! - the outcome ([`Retry::hedged_outcome`]): the copies still running when the attempt ends are
 //!   dropped, which cancels them (a dropped breaker permission counts as nothing while the
 //!   circuit is closed), the attempt's latency is recorded for a percentile delay, and the
@@ -79,13 +85,26 @@ struct Schedule<'h, Sl> {
     max_hedges: u32,
     /// The copies started so far.
     hedges: u16,
-    /// With more than one copy, when the attempt started: copy `k` is due `k` delays after it
-    /// (gRPC's rule), however late copy `k - 1` was started.
-    attempt_started: Option<Instant>,
+    /// With more than one copy, when the schedule's count starts and the copy started then:
+    /// copy `k` is due `k - j` delays after the start of copy `j` (gRPC's rule), however late
+    /// copy `k - 1` was started. `j` is 0 (the attempt) until a decider starts a copy off the
+    /// schedule ([`NextCopy::Now`], [`NextCopy::After`]): the copies after it count from it.
+    origin: Option<(Instant, u16)>,
     /// The timer of the next copy.
     timer: Option<Pin<Box<Sl>>>,
     /// A decider asked for the next copy at once ([`NextCopy::Now`]).
     now: bool,
+    /// The next copy's time is a decider's ([`NextCopy::Now`], [`NextCopy::After`]).
+    decided: bool,
+}
+
+/// Why the next copy is due.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Due {
+    /// A decider said now ([`NextCopy::Now`]).
+    Now,
+    /// Its timer fired: the schedule's, or a decider's [`NextCopy::After`].
+    Timer,
 }
 
 impl<'h, Sl: Future<Output = ()>> Schedule<'h, Sl> {
@@ -100,39 +119,54 @@ impl<'h, Sl: Future<Output = ()>> Schedule<'h, Sl> {
             hedge,
             max_hedges,
             hedges: 0,
-            attempt_started: (max_hedges > 1).then(clock),
+            origin: (max_hedges > 1).then(|| (clock(), 0)),
             timer: match hedge.delay() {
                 Some(delay) if max_hedges > 0 => Some(Box::pin(sleeper.sleep(delay))),
                 _ => None,
             },
             now: false,
+            decided: false,
         }
     }
 
-    /// Whether the next copy is due now (its timer polled once if not).
-    fn due(&mut self, cx: &mut TaskContext<'_>) -> bool {
+    /// Whether the next copy is due now, and why (its timer polled once if not).
+    fn due(&mut self, cx: &mut TaskContext<'_>) -> Option<Due> {
         if std::mem::take(&mut self.now) {
-            return true;
+            return Some(Due::Now);
         }
-        let Some(sleep) = &mut self.timer else {
-            return false;
-        };
+        let sleep = self.timer.as_mut()?;
         if sleep.as_mut().poll(cx).is_pending() {
-            return false;
+            return None;
         }
         self.timer = None;
-        true
+        Some(Due::Timer)
+    }
+
+    /// No more copies for this attempt.
+    fn stop(&mut self) {
+        self.timer = None;
+        self.now = false;
+        self.max_hedges = u32::from(self.hedges);
+    }
+
+    /// Whether a copy is still to come (due now, or a timer running).
+    fn pending(&self) -> bool {
+        self.now || self.timer.is_some()
     }
 
     /// A copy has started: the timer of the next one, if any may follow.
     fn started<S: Sleeper<Sleep = Sl>>(&mut self, sleeper: &S, clock: fn() -> Instant) {
         self.hedges += 1;
+        if std::mem::take(&mut self.decided) {
+            // Off the schedule: the copies after this one count from it.
+            self.origin = self.origin.map(|_| (clock(), self.hedges));
+        }
         if u32::from(self.hedges) >= self.max_hedges {
             return;
         }
         self.timer = self.hedge.delay().map(|delay| {
-            let due = delay.saturating_mul(u32::from(self.hedges) + 1);
-            let wait: Duration = self.attempt_started.map_or(delay, |started| {
+            let wait: Duration = self.origin.map_or(delay, |(started, copy)| {
+                let due = delay.saturating_mul(u32::from(self.hedges - copy) + 1);
                 due.saturating_sub(clock().saturating_duration_since(started))
             });
             Box::pin(sleeper.sleep(wait))
@@ -150,15 +184,16 @@ impl<'h, Sl: Future<Output = ()>> Schedule<'h, Sl> {
             NextCopy::Now => {
                 self.timer = None;
                 self.now = true;
+                self.decided = true;
                 true
             }
             NextCopy::After(wait) => {
                 self.timer = Some(Box::pin(sleeper.sleep(wait)));
+                self.decided = true;
                 true
             }
             NextCopy::Never => {
-                self.timer = None;
-                self.max_hedges = u32::from(self.hedges);
+                self.stop();
                 false
             }
             // `OnSchedule`, or a word this version does not know: the schedule stands.
@@ -290,19 +325,33 @@ where
         let timeout = extras.timeout();
         let admission = extras.take_admission();
         let mut running = vec![copy(frame, admission)];
+        // With a decider, the failure of the last copy that ran while the next one is due: the
+        // attempt's if that one does not start (its breaker permission already recorded).
+        let mut last: Option<Result<Result<T, E>, Elapsed>> = None;
         let (outcome, admission) = std::future::poll_fn(|cx| {
             loop {
                 // Start the copies whose time has come, and poll each new timer once.
-                while schedule.due(cx) {
-                    // The breaker's permission, then a token from the budget: without either, no more
-                    // copies for this attempt.
+                while let Some(due) = schedule.due(cx) {
+                    // The decider's word on a copy its timer made due, then the breaker's
+                    // permission, then a token from the budget: without any, no more copies for
+                    // this attempt.
+                    if X::DECIDES
+                        && due == Due::Timer
+                        && extras.decides()
+                        && !extras.copy_due(schedule.hedges + 1)
+                    {
+                        schedule.stop();
+                        break;
+                    }
                     if extras.admit(clock).is_err() {
+                        schedule.stop();
                         break;
                     }
                     let admission = extras.take_admission();
                     if let Some(budget) = extras.budget() {
                         if !budget.try_withdraw(clock()) {
                             observe::hedged(name, frame.attempt, schedule.hedges + 1, false);
+                            schedule.stop();
                             break;
                         }
                     }
@@ -317,6 +366,13 @@ where
                         admission,
                     ));
                     schedule.started(sleeper, clock);
+                    last = None;
+                }
+                // Nothing runs and nothing will come: the last failure is the attempt's.
+                if running.is_empty() && !schedule.pending() {
+                    if let Some(outcome) = last.take() {
+                        return Poll::Ready((outcome, None));
+                    }
                 }
                 // A decider changed the schedule: look at it again before waiting.
                 let mut again = false;
@@ -340,15 +396,16 @@ where
                         Ok(Err(error)) => classify.verdict(error),
                         Err(_) => Verdict::Retry,
                     };
-                    if !verdict.is_retry() || running.is_empty() {
+                    if !verdict.is_retry() {
                         return Poll::Ready((outcome, done.admission));
                     }
-                    // A failure worth retrying while another copy may still answer.
-                    if let Some(admission) = done.admission {
-                        admission.record(false, clock());
+                    let decides = X::DECIDES && extras.decides();
+                    if !decides && running.is_empty() {
+                        return Poll::Ready((outcome, done.admission));
                     }
-                    observe::copy_failed(name, frame.attempt, done.hedge);
-                    if X::DECIDES && extras.decides() {
+                    // A failure worth retrying, and a decider to ask about the next copy (once
+                    // for every such copy, the last included), or another copy still running.
+                    let changed = decides && {
                         let next = copy_decided(
                             extras,
                             Failed {
@@ -362,8 +419,20 @@ where
                             progress,
                             clock,
                         );
-                        again |= schedule.decided(next, sleeper);
+                        schedule.decided(next, sleeper)
+                    };
+                    if running.is_empty() && !changed {
+                        // The only copy failed and the decider brings none forward.
+                        return Poll::Ready((outcome, done.admission));
                     }
+                    if let Some(admission) = done.admission {
+                        admission.record(false, clock());
+                    }
+                    observe::copy_failed(name, frame.attempt, done.hedge);
+                    if running.is_empty() {
+                        last = Some(outcome);
+                    }
+                    again |= changed;
                 }
                 if !again {
                     return Poll::Pending;

@@ -36,11 +36,30 @@ pub trait Decide<E> {
     }
 
     /// Hedging ([`drive_hedged`](crate::engine::drive_hedged)): copy `failure.copy` of the
-    /// attempt `failure.attempt` failed with a verdict worth retrying while other copies may
-    /// still run: when the next copy goes. The default keeps the hedge's schedule.
+    /// attempt `failure.attempt` failed with a verdict worth retrying: when the next copy goes.
+    /// The default keeps the hedge's schedule.
+    ///
+    /// Asked once for every copy that fails so, the last one of the attempt included, whether
+    /// or not other copies still run. When the failed copy was the only one running,
+    /// [`NextCopy::Now`] and [`NextCopy::After`] start the next copy (if `max_hedges` allows it
+    /// and the breaker and the budget admit it, as any copy) instead of ending the attempt; the
+    /// attempt ends with that failure when no copy runs and none will come
+    /// ([`NextCopy::OnSchedule`] or [`NextCopy::Never`] with nothing running, every copy
+    /// started, or the next one refused). [`next`](Decide::next) then judges the attempt by
+    /// the failure that ended it, as always.
     fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {
         let _ = failure;
         NextCopy::OnSchedule
+    }
+
+    /// Hedging: copy `hedge` (1 for the first copy beside the attempt) of the attempt is due
+    /// because its timer fired (the hedge's schedule, or a [`NextCopy::After`]): whether it may
+    /// go. Asked before the breaker and the budget; not asked after [`NextCopy::Now`]. `false`:
+    /// no more copies for this attempt (a throttle that stops hedges, a request that can no
+    /// longer be sent again). The default lets every copy go.
+    fn copy_due(&mut self, hedge: u16) -> bool {
+        let _ = hedge;
+        true
     }
 }
 
@@ -116,9 +135,11 @@ pub enum Next {
 pub enum NextCopy {
     /// As the [`Hedge`](crate::Hedge)'s schedule says: no change.
     OnSchedule,
-    /// The next copy starts at once.
+    /// The next copy starts at once; the copies after it follow one
+    /// [`Hedge`](crate::Hedge) delay apart from then.
     Now,
-    /// The next copy starts after this long, from now, in place of the schedule's timer.
+    /// The next copy starts after this long, from now, in place of the schedule's timer; the
+    /// copies after it follow one [`Hedge`](crate::Hedge) delay apart from then.
     After(Duration),
     /// No more copies for this attempt.
     Never,

@@ -1,8 +1,8 @@
 //! The door's events through the runtime's one sink (issue 40, item 2): each is counted in the
 //! runtime's one `Counters` (the type every door hands out), logged (feature `tracing`) and
-//! measured (feature `metrics`), as the HTTP door's are. And the layer's retry budget and
-//! circuit breaker on calls whose retry policy decides through the engine's seam (issue 40,
-//! item 1): the engine's limits still hold over the door's decider. A real tonic `Channel` to the scripted
+//! measured (feature `metrics`), as the HTTP door's are. And hedged copies driven by the engine
+//! (issue 40, item 1): under the layer's retry budget and circuit breaker, with the number of
+//! copies the server saw, and in the engine's logs and metrics. A real tonic `Channel` to the scripted
 //! server, on tokio's paused clock; a hand-written subscriber captures this thread's events and
 //! metrics-util's registry is the global recorder of this binary (each test has its own door
 //! name, so that the series of the tests running beside it are apart).
@@ -11,7 +11,9 @@ use crate::common::{SERVICE, hedging_config, ms, retry, retry_config};
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Label, Metadata, Recorder, SharedString};
 use metrics_util::registry::{AtomicStorage, Registry};
 use retry_grpc::channel::{GrpcRetry, GrpcRetryLayer};
-use retry_grpc::{MethodConfig, MethodName, RetryThrottling, ServiceConfig};
+use retry_grpc::{
+    HedgingPolicy, MethodConfig, MethodName, RetryThrottling, ServiceConfig, ThrottleRegistry,
+};
 use retry_grpc_interop::proto::Request as Message;
 use retry_grpc_interop::proto::scripted_client::ScriptedClient;
 use retry_grpc_interop::server::{ScriptedService, bind, serve};
@@ -169,13 +171,20 @@ async fn server() -> String {
     recording_server().await.0
 }
 
-/// [`server`], and the number of attempts it saw.
-async fn recording_server() -> (String, Arc<Mutex<usize>>) {
+/// [`server`], and the attempts it saw: each one's scenario, its `grpc-previous-rpc-attempts`
+/// and its virtual time since the server started.
+async fn recording_server() -> (String, Arc<Mutex<Vec<(String, Option<String>, Duration)>>>) {
     let (listener, addr) = bind().await.expect("binds");
-    let seen = Arc::new(Mutex::new(0));
-    let count = Arc::clone(&seen);
-    let service =
-        ScriptedService::new(move |_| *count.lock().unwrap_or_else(|e| e.into_inner()) += 1);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let records = Arc::clone(&seen);
+    let start = tokio::time::Instant::now();
+    let service = ScriptedService::new(move |record| {
+        records.lock().unwrap_or_else(|e| e.into_inner()).push((
+            record.scenario.clone(),
+            record.previous_rpc_attempts.clone(),
+            start.elapsed(),
+        ));
+    });
     tokio::spawn(serve(service, listener));
     (format!("http://{addr}"), seen)
 }
@@ -325,61 +334,74 @@ async fn a_throttled_call_is_counted_logged_and_measured() {
     assert_eq!(door_events(THROTTLED, "throttled"), 1);
 }
 
-const RETRY_BUDGET: &str = "door_events_retry_budget";
+const BUDGET: &str = "door_events_hedge_budget";
 
-/// The layer's retry budget still pays for each retry the door's decider asks for: with a
-/// reserve of one retry per second and no tokens, a call that always fails under
-/// `maxAttempts 5` makes 2 attempts, and the engine gives up for the budget.
+/// The layer's retry budget pays for each hedged copy as for a retry: with a reserve of one
+/// retry per second and no tokens, the copy due at 100 ms goes and the one due at 200 ms does
+/// not; the first attempt's answer (at 500 ms) is the call's.
 #[tokio::test(flavor = "current_thread", start_paused = true)]
-async fn a_retried_call_is_stopped_by_the_layers_retry_budget() {
+async fn a_hedged_call_is_stopped_by_the_layers_retry_budget() {
     install();
     let logs = Capture::default();
     let _default = tracing::subscriber::set_default(logs.clone());
-    let policy = retry(5, ms(10), ms(10), &[Code::Unavailable]);
-    let config = ServiceConfig::from_value(&retry_config(policy, None)).expect("valid");
+    let config = ServiceConfig::from_value(&hedging_config(4, ms(100), &[Code::Unavailable]))
+        .expect("valid");
     let budget = Arc::new(RetryBudget::new().ratio(0.0).min_per_second(1));
     let layer = GrpcRetryLayer::new(config)
-        .name(RETRY_BUDGET)
-        .budget(budget);
+        .name(BUDGET)
+        .budget(Arc::clone(&budget));
     let counters = layer.counters();
     let (target, seen) = recording_server().await;
     let mut client = client(layer, target);
-    let status = client
-        .unary(message("always_unavailable", 0))
-        .await
-        .expect_err("UNAVAILABLE");
-    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
-    assert_eq!(*seen.lock().unwrap_or_else(|e| e.into_inner()), 2);
-    assert_eq!((counters.attempts(), counters.retries()), (2, 1));
-    let gave_up = logs.of(RETRY_BUDGET, "giving up");
-    assert_eq!(gave_up.len(), 1, "{gave_up:?}");
+    let reply = client.unary(message("slow:500", 0)).await.expect("OK");
+    assert_eq!(reply.get_ref().attempt, 1, "the first attempt's answer");
+    let seen = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let previous: Vec<Option<&str>> = seen.iter().map(|s| s.1.as_deref()).collect();
     assert_eq!(
-        gave_up[0].field("reason"),
-        Some("the retry budget is empty")
+        previous,
+        [None, Some("1")],
+        "two copies, not four: {seen:?}"
     );
-    assert_eq!(gave_up[0].field("attempts"), Some("2"));
+    assert_eq!(seen[1].2 - seen[0].2, ms(100));
+    assert_eq!(
+        (
+            counters.calls(),
+            counters.attempts(),
+            counters.hedged_copies()
+        ),
+        (1, 2, 1)
+    );
+    assert_eq!(logs.of(BUDGET, "no answer yet; starting a hedge").len(), 1);
+    let refused = logs.of(
+        BUDGET,
+        "no answer yet, but the retry budget is empty; not hedging",
+    );
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].field("hedge"), Some("2"));
+    assert_eq!(counter(names::HEDGES, &[("function", BUDGET)]), 1);
 }
 
-const RETRY_BREAKER: &str = "door_events_retry_breaker";
+const BREAKER: &str = "door_events_hedge_breaker";
 
-/// The layer's circuit breaker still hears each attempt and refuses the retries the door's
-/// decider asks for once it is open: two consecutive failures open it, so a call that always
-/// fails under `maxAttempts 5` makes 2 attempts, and the next call none.
+/// The layer's circuit breaker admits each hedged copy as an attempt and hears each copy's
+/// failure: with two consecutive failures to open, a call whose copies all fail with a
+/// non-fatal status (each sends the next at once) makes two copies of its four, and the next
+/// call none.
 #[tokio::test(flavor = "current_thread", start_paused = true)]
-async fn a_retried_call_is_stopped_by_the_layers_open_breaker() {
+async fn a_hedged_call_is_stopped_by_the_layers_open_breaker() {
     install();
     let logs = Capture::default();
     let _default = tracing::subscriber::set_default(logs.clone());
-    let policy = retry(5, ms(10), ms(10), &[Code::Unavailable]);
-    let config = ServiceConfig::from_value(&retry_config(policy, None)).expect("valid");
+    let config = ServiceConfig::from_value(&hedging_config(4, ms(1000), &[Code::Unavailable]))
+        .expect("valid");
     let breaker = Arc::new(
         CircuitBreaker::new()
             .consecutive_failures(2)
             .open_for(Duration::from_secs(30)),
     );
     let layer = GrpcRetryLayer::new(config)
-        .name(RETRY_BREAKER)
-        .breaker(breaker);
+        .name(BREAKER)
+        .breaker(Arc::clone(&breaker));
     let counters = layer.counters();
     let (target, seen) = recording_server().await;
     let mut client = client(layer, target);
@@ -388,19 +410,82 @@ async fn a_retried_call_is_stopped_by_the_layers_open_breaker() {
         .await
         .expect_err("UNAVAILABLE");
     assert_eq!(status.code(), Code::Unavailable, "{status:?}");
-    assert_eq!(*seen.lock().unwrap_or_else(|e| e.into_inner()), 2);
-    let gave_up = logs.of(RETRY_BREAKER, "giving up");
-    assert_eq!(gave_up.len(), 1, "{gave_up:?}");
+    let copies = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let previous: Vec<Option<&str>> = copies.iter().map(|s| s.1.as_deref()).collect();
     assert_eq!(
-        gave_up[0].field("reason"),
-        Some("the circuit breaker is open")
+        previous,
+        [None, Some("1")],
+        "two copies, then the breaker opened: {copies:?}"
     );
+    assert!(copies.iter().all(|s| s.2 == Duration::ZERO), "{copies:?}");
+    assert_eq!((counters.attempts(), counters.hedged_copies()), (2, 1));
     // The next call is refused before its first attempt: the server sees nothing more.
     let status = client
         .unary(message("always_unavailable", 1))
         .await
         .expect_err("the breaker is open");
     assert!(status.message().contains("circuit open"), "{status:?}");
-    assert_eq!(*seen.lock().unwrap_or_else(|e| e.into_inner()), 2);
+    assert_eq!(seen.lock().unwrap_or_else(|e| e.into_inner()).len(), 2);
     assert_eq!((counters.calls(), counters.attempts()), (2, 2));
+    assert_eq!(logs.of(BREAKER, "no answer yet; starting a hedge").len(), 1);
+    assert_eq!(counter(names::HEDGES, &[("function", BREAKER)]), 1);
+}
+
+const HEDGE_THROTTLED: &str = "door_events_hedge_throttled";
+
+/// A6's throttle is asked before each hedged copy, the ones due on the schedule included: with
+/// `maxTokens 4` (threshold 2) and the server's count at 3, a slow call sends every copy; with
+/// the count at 1.1, only the first.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_hedged_call_stops_its_copies_at_a6s_throttle() {
+    install();
+    let logs = Capture::default();
+    let _default = tracing::subscriber::set_default(logs.clone());
+    let hedging = HedgingPolicy::builder()
+        .max_attempts(5)
+        .hedging_delay(ms(100))
+        .non_fatal_status_codes([Code::Unavailable])
+        .build()
+        .expect("valid");
+    let method = MethodConfig::builder()
+        .name(MethodName::service(SERVICE))
+        .hedging_policy(hedging)
+        .build()
+        .expect("valid");
+    let config = ServiceConfig::builder()
+        .method_config(method)
+        .retry_throttling(RetryThrottling::new(4, 0.1).expect("valid"))
+        .build()
+        .expect("valid");
+    let registry = ThrottleRegistry::new();
+    let layer = GrpcRetryLayer::new(config)
+        .name(HEDGE_THROTTLED)
+        .throttle_registry(&registry, "dns:///scripted");
+    let throttle = Arc::clone(layer.throttle().expect("retryThrottling"));
+    assert!(throttle.record_failure(), "4 → 3: still above 2");
+    let counters = layer.counters();
+    let (target, seen) = recording_server().await;
+    let mut client = client(layer, target);
+    // Every copy waits 500 ms, then answers: the first copy's answer wins, and the copies due at
+    // 100, 200, 300 and 400 ms go while the count is above 2.
+    let reply = client.unary(message("slow:500", 0)).await.expect("OK");
+    assert_eq!(reply.get_ref().attempt, 1);
+    assert_eq!(seen.lock().unwrap_or_else(|e| e.into_inner()).len(), 5);
+    // The answer's `OK` gave `tokenRatio`: 3.1. Two failures elsewhere take it to 1.1, not above
+    // the threshold: the first copy still goes; no other does.
+    assert_eq!(throttle.milli_tokens(), 3_100);
+    throttle.record_failure();
+    throttle.record_failure();
+    assert!(!throttle.allows_retry());
+    let reply = client.unary(message("slow:500", 1)).await.expect("OK");
+    assert_eq!(reply.get_ref().attempt, 1);
+    let seen = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let second: Vec<_> = seen.iter().filter(|s| s.0 == "slow:500").skip(5).collect();
+    assert_eq!(second.len(), 1, "the first copy only: {seen:?}");
+    assert_eq!((counters.calls(), counters.hedged_copies()), (2, 4));
+    assert_eq!(
+        logs.of(HEDGE_THROTTLED, "no answer yet; starting a hedge")
+            .len(),
+        4
+    );
 }

@@ -22,6 +22,10 @@
 //! read from configuration is made a `&'static str` once with [`interned`]. An attempt's future
 //! may be dropped before it ends: see [`Operation`], "Cancellation".
 //!
+//! A walk-through: [`guide::doors`](crate::guide::doors), a client for a line protocol over TCP
+//! built on these items alone (its operation, its settings, its decider, its sink), with doctests
+//! against a loopback server.
+//!
 //! ```
 //! use retry_runtime::engine::{self, DynHooks, Settings};
 //! use retry_runtime::{attempt, CircuitOpen, Elapsed, Jitter, Policy, TokioTimer, Verdict};

@@ -13,6 +13,7 @@
 //! | [`fallback`] | what the caller gets after the last attempt |
 //! | [`blocks`] | the same loop for a block (`retry_block!`), for a closure with a policy chosen at run time (`Retrier`), and for a loop that runs for hours (`reset_after`) |
 //! | [`testing`] | tests that assert pauses and calls without waiting |
+//! | [`doors`] | a door of your own (a client over a protocol of yours) on the engine's two seams: the decider and the sink |
 //! | `metrics` | with the `metrics` feature: the instruments the loop, the doors, breakers and budgets record, and every event once for every door |
 //!
 //! The same loop for every request of a client (a tower layer, a reqwest middleware: bodies, keys,
@@ -47,6 +48,10 @@ pub mod testing {}
 
 #[doc = include_str!("../docs/blocks.md")]
 pub mod blocks {}
+
+#[doc = include_str!("../docs/doors.md")]
+pub mod doors {}
+
 #[cfg(feature = "metrics")]
 #[doc = include_str!("../docs/metrics.md")]
 pub mod metrics {}

@@ -687,6 +687,45 @@ async fn after_the_only_running_copy_failed_starts_the_next_copy_after_that_paus
     assert_eq!(decider.nexts, 1);
 }
 
+/// With nothing running, a decider's pause that would end past the policy's deadline is not
+/// waited for: the attempt ends with the failure at once, as a retry's pause past the deadline
+/// gives up at once. A pause that ends within it is taken.
+#[tokio::test(start_paused = true)]
+async fn after_past_the_deadline_with_nothing_running_ends_the_attempt_at_once() {
+    let policy = never_retries().deadline(3 * SECOND);
+    let settings = Settings::new(&policy);
+    let mut decider = Lone::new(NextCopy::After(5 * SECOND));
+    let raced = race(
+        &settings,
+        &mut decider,
+        10 * SECOND,
+        2,
+        each_fails_after_a_second,
+    )
+    .await;
+    // The first copy fails at 1 s; 1 s + 5 s is past the 3 s deadline: no wait, no copy.
+    assert_eq!(raced.starts, [(0, Duration::ZERO)]);
+    assert_eq!((raced.answer, raced.took), (Err(CallError::Busy), SECOND));
+    assert_eq!(decider.failed, [(0, SECOND)]);
+    assert_eq!(decider.asked, []);
+
+    // Within the deadline (1 s + 1 s < 3 s), the pause is taken and the next copy starts.
+    let mut decider = Lone::new(NextCopy::After(SECOND));
+    let raced = race(
+        &settings,
+        &mut decider,
+        10 * SECOND,
+        1,
+        each_fails_after_a_second,
+    )
+    .await;
+    assert_eq!(raced.starts, [(0, Duration::ZERO), (1, 2 * SECOND)]);
+    assert_eq!(
+        (raced.answer, raced.took),
+        (Err(CallError::Busy), 3 * SECOND)
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn on_schedule_after_the_only_running_copy_failed_ends_the_attempt_as_before() {
     let policy = never_retries();

@@ -294,6 +294,7 @@ where
     {
         let clock = self.site.clock;
         let name = self.site.name;
+        let deadline = self.site.policy.get_deadline();
         let progress = self.progress;
         let Retry { opts, .. } = self;
         let Opts {
@@ -419,6 +420,20 @@ where
                             progress,
                             clock,
                         );
+                        // Nothing runs: a pause that would end past the policy's deadline is
+                        // not waited for, as a retry's is not (`within_limits`); the attempt
+                        // ends with this failure.
+                        let next = match next {
+                            NextCopy::After(wait)
+                                if running.is_empty()
+                                    && deadline.is_some_and(|deadline| {
+                                        progress.elapsed(clock).saturating_add(wait) > deadline
+                                    }) =>
+                            {
+                                NextCopy::Never
+                            }
+                            next => next,
+                        };
                         schedule.decided(next, sleeper)
                     };
                     if running.is_empty() && !changed {

@@ -139,7 +139,9 @@ pub enum NextCopy {
     /// [`Hedge`](crate::Hedge) delay apart from then.
     Now,
     /// The next copy starts after this long, from now, in place of the schedule's timer; the
-    /// copies after it follow one [`Hedge`](crate::Hedge) delay apart from then.
+    /// copies after it follow one [`Hedge`](crate::Hedge) delay apart from then. With no copy
+    /// running, a pause that would end past the policy's deadline is not waited for: the
+    /// attempt ends with this failure at once, as [`Never`](NextCopy::Never) would end it.
     After(Duration),
     /// No more copies for this attempt.
     Never,

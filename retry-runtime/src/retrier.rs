@@ -724,6 +724,9 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         C: Classifier<E>,
         E: fmt::Debug,
     {
+        // As a blocking run: without hooks, a fallback or extras the loop carries nothing for
+        // them; with them, the hooks stay here and the state holds a reference to each.
+        let bare = self.is_bare();
         let Retrier {
             plan,
             timings,
@@ -747,14 +750,6 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
             sleeper: timer,
             marks: PhantomData,
         };
-        // As a blocking run: without hooks, a fallback or extras the loop carries nothing for
-        // them; with them, the hooks stay here and the state holds a reference to each.
-        let bare = on_result.f.is_none()
-            && notify.f.is_none()
-            && on_give_up.f.is_none()
-            && fallback.is_none()
-            && extras.is_empty()
-            && aws.is_none();
         if bare {
             let opts = Opts {
                 head,

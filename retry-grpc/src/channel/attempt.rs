@@ -1,14 +1,18 @@
 //! One attempt of a call: the request it sends (the headers A6 asks for, the replayed body), its
-//! transparent retries, and how its answer reads: committed (real response headers), or failed
-//! with a status (a trailers-only answer, an HTTP error, a transport error).
+//! transparent retries (decided by [`Transparently`], carried out by the engine), and how its
+//! answer reads: committed (real response headers), or failed with a status (a trailers-only
+//! answer, an HTTP error, a transport error).
 
 use super::body::RequestBody;
 use super::{BoxError, Counters};
 use crate::{AttemptStatus, GRPC_PREVIOUS_RPC_ATTEMPTS, Pushback, TransparentRetries, Unsent};
 use http::request::Parts;
 use http::{HeaderValue, Request, Response, StatusCode};
-use retry_runtime::engine::{self, Event};
+use retry_runtime::engine::{self, Decide, DynHooks, Event, Failure, Next, Operation, Settings};
+use retry_runtime::{CircuitOpen, Elapsed, Jitter, Policy, TokioTimer, Verdict};
 use std::error::Error;
+use std::fmt;
+use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;
 use tonic::Code;
@@ -76,9 +80,25 @@ impl Request0<'_> {
     }
 }
 
-/// Sends one attempt on `service` (polled ready first unless `ready`), retrying it at once,
-/// transparently (the same `grpc-previous-rpc-attempts`, not counted), while it fails without
-/// having reached the server's application and `transparent` allows.
+/// C-core's connection backoff, which a call that waits for ready waits on between refused
+/// connections: 1 s, ×1.6, at most 120 s, each pause within ±20 % of that after the cap
+/// (C-core's subchannel backoff: initial 1 s, multiplier 1.6, jitter 0.2, max 120 s).
+const RECONNECT: Policy = Policy::new()
+    .base(Duration::from_secs(1))
+    .factor(1.6)
+    .max_delay(Duration::from_secs(120))
+    .jitter(Jitter::Spread(0.2));
+
+/// The engine's policy for the transparent retries of one attempt: never read for pauses or
+/// retries (the decider, [`Transparently`], answers every failure), and no deadline of its own
+/// (the door's bounds the call).
+static RESENDING: Policy = Policy::new();
+
+/// Sends one attempt on `service` (polled ready first unless `ready`). If it fails without
+/// having reached the server's application, the engine sends it again as [`Transparently`]
+/// decides ([`Next::Resend`]: the same `grpc-previous-rpc-attempts`, not counted): at once while
+/// `transparent` allows, or after C-core's reconnect backoff while a call that waits for ready
+/// finds the connection refused.
 pub(crate) async fn send<S, RB>(
     service: &mut S,
     ready: &mut bool,
@@ -90,45 +110,170 @@ where
     S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
     S::Error: Into<BoxError>,
 {
-    // The attempt's number, as the events show it: its transparent retries keep it.
-    let attempt = previous_attempts.map_or(1, |previous| previous + 1);
-    // C-core's connection backoff, which a call that waits for ready waits on.
-    let mut reconnect = Duration::from_secs(1);
-    loop {
-        request.report(Event::Attempt);
-        let error = match call(service, ready, request.build(previous_attempts)).await {
-            // A failure seen at or after the deadline is the deadline's, whoever noticed it
-            // first: the channel's own timer of the `grpc-timeout` the door sent (tonic's
-            // "Timeout expired", which tonic makes CANCELLED), or the server's (tonic's server
-            // answers CANCELLED), which fire at the same time or just after the door's.
-            Ok(response) => match read(response) {
-                Outcome::Failed(..) if request.expired() => return deadline_exceeded(),
-                outcome => return outcome,
-            },
-            Err(_) if request.expired() => return deadline_exceeded(),
-            Err(error) => error,
+    let not_sent = match send_once(service, ready, request, previous_attempts).await {
+        Ok(outcome) => return outcome,
+        Err(not_sent) => not_sent,
+    };
+    // Out of the happy path: only an attempt that never reached the server comes here.
+    let settings = Settings::new(&RESENDING)
+        .name(request.name)
+        .sink(request.counters)
+        // Inside a hedged copy, or under a caller's own retrying layer: still the door's.
+        .nested_retry(true);
+    let classify = |_: &NotSent| Verdict::Fail;
+    let mut decider = Transparently {
+        transparent,
+        request,
+        reconnects: 0,
+    };
+    let hooks = DynHooks::new(&classify).decide(&mut decider);
+    let resending = Resending {
+        service,
+        ready,
+        request,
+        previous_attempts,
+        first: Some(not_sent),
+    };
+    match engine::drive(&settings, hooks, TokioTimer, resending).await {
+        Ok(outcome) => outcome,
+        Err(NotSent { error, .. }) => failed(error),
+    }
+}
+
+/// An attempt whose error says it never reached the server's application, and how.
+pub(crate) struct NotSent {
+    /// How far it got; `None` for the loop's own errors, which the engine makes only with a
+    /// timeout or a breaker (never, for these resends).
+    unsent: Option<Unsent>,
+    error: BoxError,
+}
+
+impl fmt::Debug for NotSent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} ({})", self.unsent, self.error)
+    }
+}
+
+impl From<Elapsed> for NotSent {
+    fn from(elapsed: Elapsed) -> Self {
+        NotSent {
+            unsent: None,
+            error: Box::new(elapsed),
+        }
+    }
+}
+
+impl From<CircuitOpen> for NotSent {
+    fn from(open: CircuitOpen) -> Self {
+        NotSent {
+            unsent: None,
+            error: Box::new(open),
+        }
+    }
+}
+
+/// The decider of an attempt's transparent retries (gRFC A6): a request that never left the
+/// client, or that the server's gRPC library refused, is sent again at once as `transparent`
+/// allows; a refused connection, for a call that waits for ready, after C-core's reconnect
+/// backoff (the door's deadline cuts the wait). Anything else is the attempt's answer.
+struct Transparently<'a, 'r> {
+    transparent: &'a mut TransparentRetries,
+    request: &'a Request0<'r>,
+    /// The refused connections waited for so far.
+    reconnects: u32,
+}
+
+impl Decide<NotSent> for Transparently<'_, '_> {
+    fn next(&mut self, failure: &Failure<'_, NotSent>) -> Next {
+        let Some(unsent) = failure.error.and_then(|not_sent| not_sent.unsent) else {
+            return Next::Return;
         };
-        if let Some(unsent) = unsent(&*error) {
-            if unsent == Unsent::ConnectionRefused && request.wait_for_ready {
-                // Wait for the server as C-core's channel does: its reconnect backoff (1 s,
-                // ×1.6, ±20 %, at most 120 s); the deadline cuts the wait.
-                let pause = reconnect.mul_f64(0.8 + 0.4 * rand::random::<f64>());
-                reconnect = reconnect.mul_f64(1.6).min(Duration::from_secs(120));
-                tokio::time::sleep(pause).await;
-                request.report(Event::TransparentRetry { attempt });
-                continue;
-            }
-            if !request.body.outgrew() && transparent.on_unsent(unsent) {
-                request.report(Event::TransparentRetry { attempt });
-                continue;
+        if unsent == Unsent::ConnectionRefused && self.request.wait_for_ready {
+            self.reconnects = self.reconnects.saturating_add(1);
+            return Next::Resend(RECONNECT.delay(self.reconnects, Duration::ZERO));
+        }
+        if !self.request.body.outgrew() && self.transparent.on_unsent(unsent) {
+            return Next::Resend(Duration::ZERO);
+        }
+        Next::Return
+    }
+}
+
+/// The engine's operation for an attempt's transparent retries: the first failure as it came,
+/// then the same request again each time the decider resends it.
+struct Resending<'a, 'r, S> {
+    service: &'a mut S,
+    ready: &'a mut bool,
+    request: &'a Request0<'r>,
+    previous_attempts: Option<u32>,
+    first: Option<NotSent>,
+}
+
+impl<S, RB> Operation<Outcome<RB>, NotSent> for Resending<'_, '_, S>
+where
+    S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+{
+    fn attempt(&mut self) -> impl Future<Output = Result<Outcome<RB>, NotSent>> {
+        let first = self.first.take();
+        async move {
+            match first {
+                Some(not_sent) => Err(not_sent),
+                None => {
+                    send_once(
+                        self.service,
+                        self.ready,
+                        self.request,
+                        self.previous_attempts,
+                    )
+                    .await
+                }
             }
         }
-        let status = AttemptStatus {
-            code: code_of_error(&*error),
-            pushback: Pushback::Absent,
-        };
-        return Outcome::Failed(status, Failed::Error(error));
     }
+}
+
+/// One request of an attempt: how it ended, or an error that says it never reached the
+/// server's application (`Err`).
+async fn send_once<S, RB>(
+    service: &mut S,
+    ready: &mut bool,
+    request: &Request0<'_>,
+    previous_attempts: Option<u32>,
+) -> Result<Outcome<RB>, NotSent>
+where
+    S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+{
+    request.report(Event::Attempt);
+    let error = match call(service, ready, request.build(previous_attempts)).await {
+        // A failure seen at or after the deadline is the deadline's, whoever noticed it
+        // first: the channel's own timer of the `grpc-timeout` the door sent (tonic's
+        // "Timeout expired", which tonic makes CANCELLED), or the server's (tonic's server
+        // answers CANCELLED), which fire at the same time or just after the door's.
+        Ok(response) => match read(response) {
+            Outcome::Failed(..) if request.expired() => return Ok(deadline_exceeded()),
+            outcome => return Ok(outcome),
+        },
+        Err(_) if request.expired() => return Ok(deadline_exceeded()),
+        Err(error) => error,
+    };
+    match unsent(&*error) {
+        Some(unsent) => Err(NotSent {
+            unsent: Some(unsent),
+            error,
+        }),
+        None => Ok(failed(error)),
+    }
+}
+
+/// An attempt that ended in the service's `error`: its code, no pushback.
+fn failed<RB>(error: BoxError) -> Outcome<RB> {
+    let status = AttemptStatus {
+        code: code_of_error(&*error),
+        pushback: Pushback::Absent,
+    };
+    Outcome::Failed(status, Failed::Error(error))
 }
 
 /// An attempt that failed at the call's deadline.

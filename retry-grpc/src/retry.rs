@@ -342,15 +342,16 @@ mod tests {
         let mut stops = Vec::new();
         for _ in 0..20 {
             let mut call = RetryCall::new(&policy(4), Jitter::A6, Some(Arc::clone(&throttle)));
-            loop {
+            let mut decision = Decision::Retry {
+                pause: Duration::ZERO,
+                previous_attempts: 0,
+            };
+            while let Decision::Retry { .. } = decision {
                 attempts += 1;
-                match call.on_status_with(Code::Unavailable, Pushback::Absent, 0.5) {
-                    Decision::Retry { .. } => continue,
-                    Decision::Stop(stop) => {
-                        stops.push(stop);
-                        break;
-                    }
-                }
+                decision = call.on_status_with(Code::Unavailable, Pushback::Absent, 0.5);
+            }
+            if let Decision::Stop(stop) = decision {
+                stops.push(stop);
             }
         }
         assert_eq!(attempts, 23);

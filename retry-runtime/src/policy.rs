@@ -52,8 +52,11 @@ pub enum Backoff {
 /// | [`Full`](Jitter::Full) | `U[0, d]` | `jitter = full` |
 /// | [`Equal`](Jitter::Equal) | `d/2 + U[0, d/2]` | `jitter = equal` |
 /// | [`Decorrelated`](Jitter::Decorrelated) | `min(max_delay, U[base, 3·previous])`, starting from `previous = base` (ignores the backoff form) | `jitter = decorrelated` |
-/// | [`Spread(f)`](Jitter::Spread) | `U[(1−f)·d, (1+f)·d]`, not capped again: within the fraction `f` of `d` on either side | (a [`Policy`] built in code) |
 /// | [`None`](Jitter::None) | exactly `d`, for deterministic behaviour | `jitter = none` |
+///
+/// One more form has no `#[retry]` spelling and is for a [`Policy`] built in code:
+/// [`Spread(f)`](Jitter::Spread), `U[(1−f)·d, (1+f)·d]`, within the fraction `f` of `d` on
+/// either side and not capped again (gRPC C-core's backoff).
 ///
 /// ```
 /// use retry_runtime::{Jitter, Policy};

@@ -912,7 +912,7 @@ async fn drive_counted(
     gave_up: &Mutex<Vec<(GiveUpReason, u32)>>,
 ) -> (Result<u32, CallError>, engine::Counters) {
     let counters = engine::Counters::default();
-    let settings = settings.clone().sink(&counters);
+    let settings = (*settings).sink(&counters);
     let answer = drive(&settings, decider, door, gave_up).await;
     (answer, counters)
 }

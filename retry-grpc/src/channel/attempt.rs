@@ -89,50 +89,61 @@ const RECONNECT: Policy = Policy::new()
     .max_delay(Duration::from_secs(120))
     .jitter(Jitter::Spread(0.2));
 
-/// The engine's policy for the transparent retries of one attempt: never read for pauses or
+/// The engine's policy for the loops of transparent retries alone: never read for pauses or
 /// retries (the decider, [`Transparently`], answers every failure), and no deadline of its own
 /// (the door's bounds the call).
 static RESENDING: Policy = Policy::new();
 
-/// Sends one attempt on `service` (polled ready first unless `ready`). If it fails without
-/// having reached the server's application, the engine sends it again as [`Transparently`]
-/// decides ([`Next::Resend`]: the same `grpc-previous-rpc-attempts`, not counted): at once while
-/// `transparent` allows, or after C-core's reconnect backoff while a call that waits for ready
-/// finds the connection refused.
+/// Sends one hedged copy on `service` (polled ready first unless `ready`). If it fails without
+/// having reached the server's application, the engine sends it again (its own loop, entered
+/// only then: [`send_transparently`]).
 pub(crate) async fn send<S, RB>(
     service: &mut S,
     ready: &mut bool,
     request: &Request0<'_>,
     previous_attempts: Option<u32>,
-    transparent: &mut TransparentRetries,
 ) -> Outcome<RB>
 where
     S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
     S::Error: Into<BoxError>,
 {
-    let not_sent = match send_once(service, ready, request, previous_attempts).await {
-        Ok(outcome) => return outcome,
-        Err(not_sent) => not_sent,
-    };
-    // Out of the happy path: only an attempt that never reached the server comes here.
+    match send_once(service, ready, request, previous_attempts).await {
+        Ok(outcome) => outcome,
+        Err(not_sent) => {
+            send_transparently(service, ready, request, previous_attempts, Some(not_sent)).await
+        }
+    }
+}
+
+/// One attempt whose transparent retries alone the engine runs ([`Next::Resend`], as
+/// [`Transparently`] decides: the same `grpc-previous-rpc-attempts`, not counted): a call
+/// without a policy (`first` is `None`), or a hedged copy whose `first` send never reached the
+/// server. The layer's budget and breaker are not this loop's.
+pub(crate) async fn send_transparently<S, RB>(
+    service: &mut S,
+    ready: &mut bool,
+    request: &Request0<'_>,
+    previous_attempts: Option<u32>,
+    first: Option<NotSent>,
+) -> Outcome<RB>
+where
+    S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+{
     let settings = Settings::new(&RESENDING)
         .name(request.name)
         .sink(request.counters)
         // Inside a hedged copy, or under a caller's own retrying layer: still the door's.
         .nested_retry(true);
     let classify = |_: &NotSent| Verdict::Fail;
-    let mut decider = Transparently {
-        transparent,
-        request,
-        reconnects: 0,
-    };
+    let mut decider = Transparently(Transparent::new(request));
     let hooks = DynHooks::new(&classify).decide(&mut decider);
     let resending = Resending {
         service,
         ready,
         request,
         previous_attempts,
-        first: Some(not_sent),
+        first,
     };
     match engine::drive(&settings, hooks, TokioTimer, resending).await {
         Ok(outcome) => outcome,
@@ -144,8 +155,8 @@ where
 pub(crate) struct NotSent {
     /// How far it got; `None` for the loop's own errors, which the engine makes only with a
     /// timeout or a breaker (never, for these resends).
-    unsent: Option<Unsent>,
-    error: BoxError,
+    pub(crate) unsent: Option<Unsent>,
+    pub(crate) error: BoxError,
 }
 
 impl fmt::Debug for NotSent {
@@ -172,30 +183,54 @@ impl From<CircuitOpen> for NotSent {
     }
 }
 
-/// The decider of an attempt's transparent retries (gRFC A6): a request that never left the
-/// client, or that the server's gRPC library refused, is sent again at once as `transparent`
-/// allows; a refused connection, for a call that waits for ready, after C-core's reconnect
-/// backoff (the door's deadline cuts the wait). Anything else is the attempt's answer.
-struct Transparently<'a, 'r> {
-    transparent: &'a mut TransparentRetries,
-    request: &'a Request0<'r>,
-    /// The refused connections waited for so far.
+/// The transparent retries of a call (gRFC A6), as its deciders ask them: a request that never
+/// left the client, or that the server's gRPC library refused, is sent again at once as
+/// [`TransparentRetries`] allows; a refused connection, for a call that waits for ready, after
+/// C-core's reconnect backoff (the door's deadline cuts the wait).
+pub(crate) struct Transparent<'r> {
+    retries: TransparentRetries,
+    request: &'r Request0<'r>,
+    /// The refused connections the attempt under way waited for.
     reconnects: u32,
 }
 
-impl Decide<NotSent> for Transparently<'_, '_> {
-    fn next(&mut self, failure: &Failure<'_, NotSent>) -> Next {
-        let Some(unsent) = failure.error.and_then(|not_sent| not_sent.unsent) else {
-            return Next::Return;
-        };
+impl<'r> Transparent<'r> {
+    pub(crate) fn new(request: &'r Request0<'r>) -> Self {
+        Transparent {
+            retries: TransparentRetries::new(),
+            request,
+            reconnects: 0,
+        }
+    }
+
+    /// An attempt of the policy ends: the next one waits for a refused connection from the
+    /// reconnect backoff's start again.
+    pub(crate) fn attempt_ended(&mut self) {
+        self.reconnects = 0;
+    }
+
+    /// The pause before the attempt that failed `unsent` is sent again ([`Next::Resend`]), or
+    /// `None`: the failure goes to the policy, as `UNAVAILABLE`.
+    pub(crate) fn resend(&mut self, unsent: Unsent) -> Option<Duration> {
         if unsent == Unsent::ConnectionRefused && self.request.wait_for_ready {
             self.reconnects = self.reconnects.saturating_add(1);
-            return Next::Resend(RECONNECT.delay(self.reconnects, Duration::ZERO));
+            return Some(RECONNECT.delay(self.reconnects, Duration::ZERO));
         }
-        if !self.request.body.outgrew() && self.transparent.on_unsent(unsent) {
-            return Next::Resend(Duration::ZERO);
-        }
-        Next::Return
+        (!self.request.body.outgrew() && self.retries.on_unsent(unsent)).then_some(Duration::ZERO)
+    }
+}
+
+/// The decider of a loop of transparent retries alone: [`Transparent`]'s resends; anything
+/// else is the attempt's answer.
+struct Transparently<'r>(Transparent<'r>);
+
+impl Decide<NotSent> for Transparently<'_> {
+    fn next(&mut self, failure: &Failure<'_, NotSent>) -> Next {
+        failure
+            .error
+            .and_then(|not_sent| not_sent.unsent)
+            .and_then(|unsent| self.0.resend(unsent))
+            .map_or(Next::Return, Next::Resend)
     }
 }
 
@@ -235,7 +270,7 @@ where
 
 /// One request of an attempt: how it ended, or an error that says it never reached the
 /// server's application (`Err`).
-async fn send_once<S, RB>(
+pub(crate) async fn send_once<S, RB>(
     service: &mut S,
     ready: &mut bool,
     request: &Request0<'_>,
@@ -268,12 +303,16 @@ where
 }
 
 /// An attempt that ended in the service's `error`: its code, no pushback.
-fn failed<RB>(error: BoxError) -> Outcome<RB> {
-    let status = AttemptStatus {
-        code: code_of_error(&*error),
+pub(crate) fn failed<RB>(error: BoxError) -> Outcome<RB> {
+    Outcome::Failed(status_of(&*error), Failed::Error(error))
+}
+
+/// The status of an attempt that ended in the service's `error`: its code, no pushback.
+pub(crate) fn status_of(error: &(dyn Error + 'static)) -> AttemptStatus {
+    AttemptStatus {
+        code: code_of_error(error),
         pushback: Pushback::Absent,
-    };
-    Outcome::Failed(status, Failed::Error(error))
+    }
 }
 
 /// An attempt that failed at the call's deadline.

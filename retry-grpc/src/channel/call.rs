@@ -3,11 +3,11 @@
 //! [`engine::drive`], hedged copies in [`engine::drive_hedged`]; or one attempt (with its
 //! transparent retries) when the method has no policy.
 
-use super::attempt::{self, Failed, Outcome, Request0};
+use super::attempt::{self, Failed, NotSent, Outcome, Request0, Transparent};
 use super::body::{Accounting, Answer, RequestBody};
 use super::decide::{self, Failure, Hedging, Retrying};
 use super::{BoxError, GrpcRetryLayer};
-use crate::{CallPolicy, HedgingCall, HedgingPolicy, RetryCall, RetryPolicy, TransparentRetries};
+use crate::{CallPolicy, HedgingCall, HedgingPolicy, RetryCall, RetryPolicy};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
@@ -62,9 +62,9 @@ where
             Some(CallPolicy::Retry(policy)) => retry(&layer, &mut service, &request, policy).await,
             Some(CallPolicy::Hedging(policy)) => hedge(&layer, service, &request, policy).await,
             None => {
-                let mut transparent = TransparentRetries::new();
                 let outcome =
-                    attempt::send(&mut service, &mut true, &request, None, &mut transparent).await;
+                    attempt::send_transparently(&mut service, &mut true, &request, None, None)
+                        .await;
                 finish(outcome, Accounting::None, deadline)
             }
         }
@@ -151,6 +151,7 @@ where
     match outcome {
         Ok(response) => finish(Outcome::Committed(response), accounting, deadline),
         Err(Failure::Status(_, failed)) => finish_failed(failed),
+        Err(Failure::Unsent(_, _, error)) => Err(error),
         Err(Failure::Elapsed(elapsed)) => Err(Box::new(elapsed)),
         Err(Failure::Open(open)) => Err(Box::new(open)),
     }
@@ -175,12 +176,12 @@ where
     let mut decider = Retrying {
         call: RetryCall::new(policy, layer.jitter, layer.throttle.clone()),
         request,
+        transparent: Transparent::new(request),
     };
     let attempts = Attempts {
         service,
         ready: true,
         request,
-        transparent: TransparentRetries::new(),
     };
     let hooks = DynHooks::new(&classify).decide(&mut decider);
     let outcome = engine::drive(&settings(layer), hooks, TokioTimer, attempts).await;
@@ -194,14 +195,14 @@ where
     answer(outcome, accounting, request.deadline)
 }
 
-/// The engine's operation under a retry policy: each attempt sends the request with
-/// `grpc-previous-rpc-attempts` from the engine's attempt number; a committed answer is the
-/// attempt's `Ok`, a status its `Err`.
+/// The engine's operation under a retry policy: each attempt sends the request once, with
+/// `grpc-previous-rpc-attempts` from the engine's attempt number (which a transparent retry,
+/// [`Next::Resend`](engine::Next::Resend), keeps); a committed answer is the attempt's `Ok`, a
+/// status or an error that says it never reached the server its `Err`.
 struct Attempts<'a, S> {
     service: &'a mut S,
     ready: bool,
     request: &'a Request0<'a>,
-    transparent: TransparentRetries,
 }
 
 impl<S, RB> Operation<Response<RB>, Failure<RB>> for Attempts<'_, S>
@@ -214,17 +215,17 @@ where
         let previous = retry_runtime::attempt().number().saturating_sub(1);
         let previous = (previous > 0).then_some(previous);
         async move {
-            let outcome = attempt::send(
-                self.service,
-                &mut self.ready,
-                self.request,
-                previous,
-                &mut self.transparent,
-            )
-            .await;
-            match outcome {
-                Outcome::Committed(response) => Ok(response),
-                Outcome::Failed(status, failed) => Err(Failure::Status(status, failed)),
+            match attempt::send_once(self.service, &mut self.ready, self.request, previous).await {
+                Ok(Outcome::Committed(response)) => Ok(response),
+                Ok(Outcome::Failed(status, failed)) => Err(Failure::Status(status, failed)),
+                Err(NotSent {
+                    unsent: Some(unsent),
+                    error,
+                }) => Err(Failure::Unsent(unsent, attempt::status_of(&*error), error)),
+                Err(NotSent { error, .. }) => Err(Failure::Status(
+                    attempt::status_of(&*error),
+                    Failed::Error(error),
+                )),
             }
         }
     }
@@ -274,15 +275,7 @@ where
         // A6 numbers the first attempt copy 1: hedge `k` is copy `k + 1`, and carries `k`.
         let previous = (hedge > 0).then_some(u32::from(hedge));
         async move {
-            let mut transparent = TransparentRetries::new();
-            let outcome = attempt::send(
-                &mut service,
-                &mut ready,
-                request,
-                previous,
-                &mut transparent,
-            )
-            .await;
+            let outcome = attempt::send(&mut service, &mut ready, request, previous).await;
             match outcome {
                 Outcome::Committed(response) => Ok(response),
                 Outcome::Failed(status, failed) => Err(Failure::Status(status, failed)),

@@ -269,6 +269,16 @@ async fn a_transparent_retry_is_counted_logged_and_measured_beside_the_engines_r
     // The engine's own events, for the same door: its two retries, logged and measured.
     assert_eq!(logs.of(TRANSPARENT, "attempt failed; retrying").len(), 2);
     assert_eq!(counter(names::RETRIES, &[("function", TRANSPARENT)]), 2);
+    // One call in the engine's call metrics, given up after its 3 attempts: the transparent
+    // retry is the engine's resend of the first attempt, not a call of its own.
+    let calls = |labels: &[(&'static str, &'static str)]| {
+        let mut all = vec![("function", TRANSPARENT)];
+        all.extend_from_slice(labels);
+        counter(names::CALLS, &all)
+    };
+    assert_eq!(calls(&[("outcome", "gave_up"), ("reason", "exhausted")]), 1);
+    assert_eq!(calls(&[("outcome", "permanent")]), 0);
+    assert_eq!(calls(&[("outcome", "first_try")]), 0);
 }
 
 const DEADLINE: &str = "door_events_deadline";

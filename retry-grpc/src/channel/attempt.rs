@@ -4,14 +4,16 @@
 //! answer, an HTTP error, a transport error).
 
 use super::body::RequestBody;
+use super::decide::Failure;
 use super::{BoxError, Counters};
 use crate::{AttemptStatus, GRPC_PREVIOUS_RPC_ATTEMPTS, Pushback, TransparentRetries, Unsent};
 use http::request::Parts;
 use http::{HeaderValue, Request, Response, StatusCode};
-use retry_runtime::engine::{self, Decide, DynHooks, Event, Failure, Next, Operation, Settings};
-use retry_runtime::{CircuitOpen, Elapsed, Jitter, Policy, TokioTimer, Verdict};
+use retry_runtime::engine::{
+    self, Decide, DynHooks, Event, Failure as Failed_, Next, Operation, Settings,
+};
+use retry_runtime::{Jitter, Policy, TokioTimer, Verdict};
 use std::error::Error;
-use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -22,7 +24,7 @@ use tower_service::Service;
 pub(crate) const GRPC_TIMEOUT: &str = "grpc-timeout";
 
 /// How an attempt ended.
-pub(crate) enum Outcome<RB> {
+enum Outcome<RB> {
     /// Response headers that are not trailers-only: the call is committed to this answer.
     Committed(Response<RB>),
     /// A status: `answer` is what the caller gets if the call ends here.
@@ -94,24 +96,27 @@ const RECONNECT: Policy = Policy::new()
 /// (the door's bounds the call).
 static RESENDING: Policy = Policy::new();
 
+/// What an attempt gives the engine: a committed answer, or how it failed.
+pub(crate) type Sent<RB> = Result<Response<RB>, Failure<RB>>;
+
 /// Sends one hedged copy on `service` (polled ready first unless `ready`). If it fails without
-/// having reached the server's application, the engine sends it again (its own loop, entered
-/// only then: [`send_transparently`]).
+/// having reached the server's application, the engine sends it again (a loop of its own,
+/// entered only then: [`send_transparently`]).
 pub(crate) async fn send<S, RB>(
     service: &mut S,
     ready: &mut bool,
     request: &Request0<'_>,
     previous_attempts: Option<u32>,
-) -> Outcome<RB>
+) -> Sent<RB>
 where
     S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
     S::Error: Into<BoxError>,
 {
     match send_once(service, ready, request, previous_attempts).await {
-        Ok(outcome) => outcome,
-        Err(not_sent) => {
-            send_transparently(service, ready, request, previous_attempts, Some(not_sent)).await
+        Err(unsent @ Failure::Unsent(..)) => {
+            send_transparently(service, ready, request, previous_attempts, Some(unsent)).await
         }
+        sent => sent,
     }
 }
 
@@ -124,8 +129,8 @@ pub(crate) async fn send_transparently<S, RB>(
     ready: &mut bool,
     request: &Request0<'_>,
     previous_attempts: Option<u32>,
-    first: Option<NotSent>,
-) -> Outcome<RB>
+    first: Option<Failure<RB>>,
+) -> Sent<RB>
 where
     S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
     S::Error: Into<BoxError>,
@@ -135,7 +140,8 @@ where
         .sink(request.counters)
         // Inside a hedged copy, or under a caller's own retrying layer: still the door's.
         .nested_retry(true);
-    let classify = |_: &NotSent| Verdict::Fail;
+    // Every failure is the answer unless the decider sends the attempt again.
+    let classify = |_: &Failure<RB>| Verdict::Fail;
     let mut decider = Transparently(Transparent::new(request));
     let hooks = DynHooks::new(&classify).decide(&mut decider);
     let resending = Resending {
@@ -145,42 +151,7 @@ where
         previous_attempts,
         first,
     };
-    match engine::drive(&settings, hooks, TokioTimer, resending).await {
-        Ok(outcome) => outcome,
-        Err(NotSent { error, .. }) => failed(error),
-    }
-}
-
-/// An attempt whose error says it never reached the server's application, and how.
-pub(crate) struct NotSent {
-    /// How far it got; `None` for the loop's own errors, which the engine makes only with a
-    /// timeout or a breaker (never, for these resends).
-    pub(crate) unsent: Option<Unsent>,
-    pub(crate) error: BoxError,
-}
-
-impl fmt::Debug for NotSent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?} ({})", self.unsent, self.error)
-    }
-}
-
-impl From<Elapsed> for NotSent {
-    fn from(elapsed: Elapsed) -> Self {
-        NotSent {
-            unsent: None,
-            error: Box::new(elapsed),
-        }
-    }
-}
-
-impl From<CircuitOpen> for NotSent {
-    fn from(open: CircuitOpen) -> Self {
-        NotSent {
-            unsent: None,
-            error: Box::new(open),
-        }
-    }
+    engine::drive(&settings, hooks, TokioTimer, resending).await
 }
 
 /// The transparent retries of a call (gRFC A6), as its deciders ask them: a request that never
@@ -220,40 +191,41 @@ impl<'r> Transparent<'r> {
     }
 }
 
-/// The decider of a loop of transparent retries alone: [`Transparent`]'s resends; anything
-/// else is the attempt's answer.
+/// The decider of a loop of transparent retries alone: [`Transparent`]'s resends; any other
+/// failure is the answer.
 struct Transparently<'r>(Transparent<'r>);
 
-impl Decide<NotSent> for Transparently<'_> {
-    fn next(&mut self, failure: &Failure<'_, NotSent>) -> Next {
-        failure
-            .error
-            .and_then(|not_sent| not_sent.unsent)
-            .and_then(|unsent| self.0.resend(unsent))
-            .map_or(Next::Return, Next::Resend)
+impl<RB> Decide<Failure<RB>> for Transparently<'_> {
+    fn next(&mut self, failure: &Failed_<'_, Failure<RB>>) -> Next {
+        match failure.error {
+            Some(Failure::Unsent(unsent, ..)) => {
+                self.0.resend(*unsent).map_or(Next::Return, Next::Resend)
+            }
+            _ => Next::Return,
+        }
     }
 }
 
-/// The engine's operation for an attempt's transparent retries: the first failure as it came,
-/// then the same request again each time the decider resends it.
-struct Resending<'a, 'r, S> {
+/// The engine's operation for an attempt's transparent retries: the first failure as it came
+/// (if it came before the loop), then the same request again each time the decider resends it.
+struct Resending<'a, 'r, S, RB> {
     service: &'a mut S,
     ready: &'a mut bool,
     request: &'a Request0<'r>,
     previous_attempts: Option<u32>,
-    first: Option<NotSent>,
+    first: Option<Failure<RB>>,
 }
 
-impl<S, RB> Operation<Outcome<RB>, NotSent> for Resending<'_, '_, S>
+impl<S, RB> Operation<Response<RB>, Failure<RB>> for Resending<'_, '_, S, RB>
 where
     S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
     S::Error: Into<BoxError>,
 {
-    fn attempt(&mut self) -> impl Future<Output = Result<Outcome<RB>, NotSent>> {
+    fn attempt(&mut self) -> impl Future<Output = Sent<RB>> {
         let first = self.first.take();
         async move {
             match first {
-                Some(not_sent) => Err(not_sent),
+                Some(failure) => Err(failure),
                 None => {
                     send_once(
                         self.service,
@@ -268,14 +240,14 @@ where
     }
 }
 
-/// One request of an attempt: how it ended, or an error that says it never reached the
-/// server's application (`Err`).
+/// One request of an attempt, sent once: its committed answer, or how it failed (a status, or
+/// an error that says it never reached the server's application).
 pub(crate) async fn send_once<S, RB>(
     service: &mut S,
     ready: &mut bool,
     request: &Request0<'_>,
     previous_attempts: Option<u32>,
-) -> Result<Outcome<RB>, NotSent>
+) -> Sent<RB>
 where
     S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
     S::Error: Into<BoxError>,
@@ -286,43 +258,34 @@ where
         // first: the channel's own timer of the `grpc-timeout` the door sent (tonic's
         // "Timeout expired", which tonic makes CANCELLED), or the server's (tonic's server
         // answers CANCELLED), which fire at the same time or just after the door's.
-        Ok(response) => match read(response) {
-            Outcome::Failed(..) if request.expired() => return Ok(deadline_exceeded()),
-            outcome => return Ok(outcome),
-        },
-        Err(_) if request.expired() => return Ok(deadline_exceeded()),
+        Ok(response) => {
+            return match read(response) {
+                Outcome::Committed(response) => Ok(response),
+                Outcome::Failed(..) if request.expired() => Err(deadline_exceeded()),
+                Outcome::Failed(status, failed) => Err(Failure::Status(status, failed)),
+            };
+        }
+        Err(_) if request.expired() => return Err(deadline_exceeded()),
         Err(error) => error,
     };
-    match unsent(&*error) {
-        Some(unsent) => Err(NotSent {
-            unsent: Some(unsent),
-            error,
-        }),
-        None => Ok(failed(error)),
-    }
-}
-
-/// An attempt that ended in the service's `error`: its code, no pushback.
-pub(crate) fn failed<RB>(error: BoxError) -> Outcome<RB> {
-    Outcome::Failed(status_of(&*error), Failed::Error(error))
-}
-
-/// The status of an attempt that ended in the service's `error`: its code, no pushback.
-pub(crate) fn status_of(error: &(dyn Error + 'static)) -> AttemptStatus {
-    AttemptStatus {
-        code: code_of_error(error),
+    let status = AttemptStatus {
+        code: code_of_error(&*error),
         pushback: Pushback::Absent,
-    }
+    };
+    Err(match unsent(&*error) {
+        Some(unsent) => Failure::Unsent(unsent, status, error),
+        None => Failure::Status(status, Failed::Error(error)),
+    })
 }
 
 /// An attempt that failed at the call's deadline.
-fn deadline_exceeded<RB>() -> Outcome<RB> {
+fn deadline_exceeded<RB>() -> Failure<RB> {
     let status = AttemptStatus {
         code: Code::DeadlineExceeded,
         pushback: Pushback::Absent,
     };
     let error = tonic::Status::deadline_exceeded("retry-grpc: the call's deadline passed");
-    Outcome::Failed(status, Failed::Error(Box::new(error)))
+    Failure::Status(status, Failed::Error(Box::new(error)))
 }
 
 /// One request on `service`, polled ready first unless `ready`; its error boxed at once (so

@@ -3,7 +3,7 @@
 //! [`engine::drive`], hedged copies in [`engine::drive_hedged`]; or one attempt (with its
 //! transparent retries) when the method has no policy.
 
-use super::attempt::{self, Failed, NotSent, Outcome, Request0, Transparent};
+use super::attempt::{self, Failed, Request0, Transparent};
 use super::body::{Accounting, Answer, RequestBody};
 use super::decide::{self, Failure, Hedging, Retrying};
 use super::{BoxError, GrpcRetryLayer};
@@ -62,10 +62,10 @@ where
             Some(CallPolicy::Retry(policy)) => retry(&layer, &mut service, &request, policy).await,
             Some(CallPolicy::Hedging(policy)) => hedge(&layer, service, &request, policy).await,
             None => {
-                let outcome =
+                let sent =
                     attempt::send_transparently(&mut service, &mut true, &request, None, None)
                         .await;
-                finish(outcome, Accounting::None, deadline)
+                answer(sent, Accounting::None, deadline)
             }
         }
     };
@@ -89,26 +89,21 @@ where
     }
 }
 
-/// The caller's answer from an attempt's outcome: a committed answer with its body wrapped (the
-/// trailers' status to `accounting`, the deadline), a failing answer as it came (tonic reads
-/// its status), or the service's error.
-fn finish<RB>(outcome: Outcome<RB>, accounting: Accounting, deadline: Option<Instant>) -> Answered
+/// The caller's answer from a committed answer: its body wrapped (the trailers' status to
+/// `accounting`, the deadline), or as it came when there is nothing to read in it.
+fn committed<RB>(
+    response: Response<RB>,
+    accounting: Accounting,
+    deadline: Option<Instant>,
+) -> Answered
 where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
 {
-    match outcome {
-        // Nothing to read in the trailers and no deadline: the channel's body as it is.
-        Outcome::Committed(response)
-            if matches!(accounting, Accounting::None) && deadline.is_none() =>
-        {
-            Ok(response.map(tonic::body::Body::new))
-        }
-        Outcome::Committed(response) => Ok(
-            response.map(|body| tonic::body::Body::new(Answer::new(body, accounting, deadline)))
-        ),
-        Outcome::Failed(_, failed) => finish_failed(failed),
+    if matches!(accounting, Accounting::None) && deadline.is_none() {
+        return Ok(response.map(tonic::body::Body::new));
     }
+    Ok(response.map(|body| tonic::body::Body::new(Answer::new(body, accounting, deadline))))
 }
 
 fn finish_failed<RB>(failed: Failed<RB>) -> Answered
@@ -149,7 +144,7 @@ where
     RB::Error: Into<BoxError>,
 {
     match outcome {
-        Ok(response) => finish(Outcome::Committed(response), accounting, deadline),
+        Ok(response) => committed(response, accounting, deadline),
         Err(Failure::Status(_, failed)) => finish_failed(failed),
         Err(Failure::Unsent(_, _, error)) => Err(error),
         Err(Failure::Elapsed(elapsed)) => Err(Box::new(elapsed)),
@@ -214,20 +209,7 @@ where
         // A6: the attempts before this one, transparent retries not counted.
         let previous = retry_runtime::attempt().number().saturating_sub(1);
         let previous = (previous > 0).then_some(previous);
-        async move {
-            match attempt::send_once(self.service, &mut self.ready, self.request, previous).await {
-                Ok(Outcome::Committed(response)) => Ok(response),
-                Ok(Outcome::Failed(status, failed)) => Err(Failure::Status(status, failed)),
-                Err(NotSent {
-                    unsent: Some(unsent),
-                    error,
-                }) => Err(Failure::Unsent(unsent, attempt::status_of(&*error), error)),
-                Err(NotSent { error, .. }) => Err(Failure::Status(
-                    attempt::status_of(&*error),
-                    Failed::Error(error),
-                )),
-            }
-        }
+        attempt::send_once(self.service, &mut self.ready, self.request, previous)
     }
 }
 
@@ -274,13 +256,7 @@ where
         };
         // A6 numbers the first attempt copy 1: hedge `k` is copy `k + 1`, and carries `k`.
         let previous = (hedge > 0).then_some(u32::from(hedge));
-        async move {
-            let outcome = attempt::send(&mut service, &mut ready, request, previous).await;
-            match outcome {
-                Outcome::Committed(response) => Ok(response),
-                Outcome::Failed(status, failed) => Err(Failure::Status(status, failed)),
-            }
-        }
+        async move { attempt::send(&mut service, &mut ready, request, previous).await }
     };
     let hooks = DynHooks::new(&classify).decide(&mut decider);
     let settings = settings(layer).hedge(Some(&schedule));

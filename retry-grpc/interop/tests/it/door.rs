@@ -539,7 +539,8 @@ fn ok_reply(attempt: u32) -> (Response<()>, bytes::Bytes, http::HeaderMap) {
 
 /// An HTTP/2 server that refuses the first stream (REFUSED_STREAM: not processed) and answers
 /// the next; each stream's `grpc-previous-rpc-attempts` kept.
-async fn refusing_the_first_stream() -> (std::net::SocketAddr, Arc<Mutex<Vec<Option<String>>>>) {
+pub(crate) async fn refusing_the_first_stream()
+-> (std::net::SocketAddr, Arc<Mutex<Vec<Option<String>>>>) {
     let (listener, addr) = bind().await.expect("binds");
     let headers = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&headers);

@@ -1,9 +1,11 @@
-//! The pause before each retry: A6's `random(0, …)` form (the default) and C-core's ±20 % form.
+//! The pause before each retry: A6's `random(0, …)` form (the default) and C-core's ±20 % form,
+//! both drawn by the runtime's [`Policy`] (this module only names them, and counts the retries
+//! since the last pushback).
 //!
-//! | form | pause before retry `n` (n = 1, 2, … since the start or the last pushback) | who |
-//! |---|---|---|
-//! | [`Jitter::A6`] (default) | `U[0, min(initialBackoff·backoffMultiplier^(n−1), maxBackoff))` | gRFC A6's text, grpc-go (`rand.Int63n(cur)`), grpc-java (`cur·random.nextDouble()`) |
-//! | [`Jitter::CCore`] | `b_n·U[0.8, 1.2)` with `b_1 = min(initialBackoff, maxBackoff)`, `b_n = min(b_(n−1)·backoffMultiplier, maxBackoff)` | C-core (`BackOff::NextAttemptDelay`, jitter 0.2), so Python `grpcio`, C++, Ruby, PHP |
+//! | form | pause before retry `n` (n = 1, 2, … since the start or the last pushback) | the runtime's form | who |
+//! |---|---|---|---|
+//! | [`Jitter::A6`] (default) | `U[0, min(initialBackoff·backoffMultiplier^(n−1), maxBackoff))` | [`retry_runtime::Jitter::Full`] | gRFC A6's text, grpc-go (`rand.Int63n(cur)`), grpc-java (`cur·random.nextDouble()`) |
+//! | [`Jitter::CCore`] | `b_n·U[0.8, 1.2)` with `b_n = min(initialBackoff·backoffMultiplier^(n−1), maxBackoff)` | [`retry_runtime::Jitter::Spread(0.2)`](retry_runtime::Jitter::Spread) | C-core (`BackOff::NextAttemptDelay`, jitter 0.2), so Python `grpcio`, C++, Ruby, PHP |
 //!
 //! **Why A6's form is the default.** It is what the specification writes and what two of the
 //! three official implementations do; it spreads the retries of clients that failed together
@@ -17,27 +19,41 @@
 //!
 //! C-core applies its jitter after the cap, so a pause can reach 1.2·`maxBackoff`; the
 //! [`Jitter::CCore`] form does the same. (Older C-core releases did not cap the first pause;
-//! 1.85's `BackOff::NextAttemptDelay` caps every one.)
+//! 1.85's `BackOff::NextAttemptDelay` caps every one.) A `backoffMultiplier` below 1 (A6 allows
+//! any number above 0) shrinks the pauses, as the runtime's
+//! [`Policy::factor_unclamped`](retry_runtime::Policy::factor_unclamped) keeps it. Pauses are
+//! whole nanoseconds: each end of a range can be drawn.
 
 use crate::RetryPolicy;
+use retry_runtime::Policy;
 use std::time::Duration;
 
 /// The jitter form of the retry backoff (see the [module docs](self)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Jitter {
-    /// A6's text: `U[0, min(initialBackoff·backoffMultiplier^(n−1), maxBackoff))`.
+    /// A6's text: `U[0, min(initialBackoff·backoffMultiplier^(n−1), maxBackoff))`: the
+    /// runtime's [`Full`](retry_runtime::Jitter::Full).
     #[default]
     A6,
     /// C-core's: within ±20 % of `min(initialBackoff·backoffMultiplier^(n−1), maxBackoff)`
-    /// (the cap applied before the jitter).
+    /// (the cap applied before the jitter): the runtime's
+    /// [`Spread(0.2)`](retry_runtime::Jitter::Spread).
     CCore,
 }
 
-/// C-core's jitter: ±20 %.
-const C_CORE_JITTER: f64 = 0.2;
+impl Jitter {
+    /// The runtime's jitter of this form.
+    pub const fn to_runtime(self) -> retry_runtime::Jitter {
+        match self {
+            Jitter::A6 => retry_runtime::Jitter::Full,
+            // C-core's jitter: ±20 %.
+            Jitter::CCore => retry_runtime::Jitter::Spread(0.2),
+        }
+    }
+}
 
 /// The backoff of one call: which retry this is since the start or the last pushback, and the
-/// pause it gets.
+/// pause it gets from the runtime's [`Policy`] of the retry policy ([`policy`](Self::policy)).
 ///
 /// ```
 /// use retry_grpc::backoff::{Jitter, RetryBackoff};
@@ -59,13 +75,13 @@ const C_CORE_JITTER: f64 = 0.2;
 /// assert_eq!(backoff.next_pause_with(0.5), Duration::from_millis(150));
 /// backoff.reset(); // a pushback was obeyed: the next one starts again from initialBackoff
 /// assert_eq!(backoff.next_pause_with(0.5), Duration::from_millis(50));
+/// // The same pauses, from the runtime's policy.
+/// assert_eq!(backoff.policy().delay_drawn(3, Duration::ZERO, 0.5), Duration::from_millis(150));
 /// # Ok::<(), retry_grpc::ConfigError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct RetryBackoff {
-    initial: Duration,
-    max: Duration,
-    multiplier: f64,
+    policy: Policy,
     jitter: Jitter,
     /// Retries since the start or the last pushback (grpc-go's `numRetriesSincePushback`).
     retries: u32,
@@ -75,9 +91,7 @@ impl RetryBackoff {
     /// The backoff of `policy` with the `jitter` form, before the first retry.
     pub fn new(policy: &RetryPolicy, jitter: Jitter) -> Self {
         RetryBackoff {
-            initial: policy.initial_backoff(),
-            max: policy.max_backoff(),
-            multiplier: policy.backoff_multiplier(),
+            policy: policy.runtime_policy().jitter(jitter.to_runtime()),
             jitter,
             retries: 0,
         }
@@ -88,27 +102,23 @@ impl RetryBackoff {
         self.jitter
     }
 
+    /// The runtime's policy the pauses are drawn from: `initialBackoff` as its base,
+    /// `backoffMultiplier` as its factor, `maxBackoff` as its cap, and the jitter form's.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
     /// The nominal pause of retry `n` (from 1) since the start or the last pushback, before
     /// jitter: `min(initialBackoff·backoffMultiplier^(n−1), maxBackoff)`, for both forms.
     pub fn nominal(&self, n: u32) -> Duration {
-        let n = n.max(1);
-        let exponent = i32::try_from(n - 1).unwrap_or(i32::MAX);
-        let seconds = self.initial.as_secs_f64() * self.multiplier.powi(exponent);
-        let capped = seconds.min(self.max.as_secs_f64());
-        Duration::try_from_secs_f64(capped).unwrap_or(self.max)
+        self.policy.nominal_delay(n)
     }
 
-    /// The pause of retry `n` for the uniform draw `u` in [0, 1): A6's `nominal·u`, or C-core's
-    /// `nominal·(0.8 + 0.4·u)`. A pure function, for tests and for callers with their own
-    /// random source; `u` outside [0, 1) is clamped.
+    /// The pause of retry `n` for the uniform draw `u` in [0, 1]: A6's `nominal·u`, or C-core's
+    /// `nominal·(0.8 + 0.4·u)` ([`Policy::delay_drawn`]). A pure function, for tests and for
+    /// callers with their own random source; `u` outside [0, 1] is clamped, NaN is 0.
     pub fn pause(&self, n: u32, u: f64) -> Duration {
-        let u = if u.is_nan() { 0.0 } else { u.clamp(0.0, 1.0) };
-        let factor = match self.jitter {
-            Jitter::A6 => u,
-            Jitter::CCore => 1.0 - C_CORE_JITTER + 2.0 * C_CORE_JITTER * u,
-        };
-        let nominal = self.nominal(n);
-        Duration::try_from_secs_f64(nominal.as_secs_f64() * factor).unwrap_or(nominal)
+        self.policy.delay_drawn(n, Duration::ZERO, u)
     }
 
     /// The pause of the next retry with the draw `u`, and counts the retry.
@@ -117,9 +127,10 @@ impl RetryBackoff {
         self.pause(self.retries, u)
     }
 
-    /// The pause of the next retry, drawn with the thread's random generator.
+    /// The pause of the next retry, drawn with the runtime's random source ([`Policy::delay`]).
     pub fn next_pause(&mut self) -> Duration {
-        self.next_pause_with(rand::random::<f64>())
+        self.retries = self.retries.saturating_add(1);
+        self.policy.delay(self.retries, Duration::ZERO)
     }
 
     /// Retries counted since the start or the last [`reset`](Self::reset).
@@ -133,7 +144,8 @@ impl RetryBackoff {
         self.retries = 0;
     }
 
-    /// The range the pause of retry `n` is drawn from: `[low, high)`.
+    /// The range the pause of retry `n` is drawn from: `[low, high)` (at the nanosecond, `high`
+    /// itself may be drawn).
     pub fn bounds(&self, n: u32) -> (Duration, Duration) {
         (self.pause(n, 0.0), self.pause(n, 1.0))
     }
@@ -201,6 +213,45 @@ mod tests {
         let backoff = RetryBackoff::new(&policy(100, 5000, 10.0), Jitter::A6);
         assert_eq!(backoff.nominal(u32::MAX), Duration::from_millis(5000));
         assert_eq!(backoff.pause(u32::MAX, f64::NAN), Duration::ZERO);
+    }
+
+    #[test]
+    fn many_drawn_pauses_fill_their_bounds_past_the_cap_too() {
+        // A6: U[0, nominal]; C-core: ±20 % of the capped nominal, up to 1.2·maxBackoff.
+        for jitter in [Jitter::A6, Jitter::CCore] {
+            let mut backoff = RetryBackoff::new(&policy(100, 1000, 2.0), jitter);
+            for n in 1..=7 {
+                let (low, high) = backoff.bounds(n);
+                let nominal = backoff.nominal(n);
+                let expected = match jitter {
+                    Jitter::A6 => (Duration::ZERO, nominal),
+                    Jitter::CCore => (nominal * 4 / 5, nominal * 6 / 5),
+                };
+                assert_eq!((low, high), expected, "{jitter:?} retry {n}");
+                let mut samples = Vec::new();
+                for _ in 0..5_000 {
+                    backoff.reset();
+                    for _ in 1..n {
+                        backoff.next_pause();
+                    }
+                    samples.push(backoff.next_pause());
+                }
+                let width = high - low;
+                assert!(
+                    samples.iter().all(|p| low <= *p && *p <= high),
+                    "{jitter:?} {n}"
+                );
+                assert!(
+                    samples.iter().any(|p| *p < low + width / 50),
+                    "{jitter:?} {n}"
+                );
+                assert!(
+                    samples.iter().any(|p| *p > high - width / 50),
+                    "{jitter:?} {n}"
+                );
+            }
+            assert_eq!(backoff.nominal(7), Duration::from_secs(1));
+        }
     }
 
     #[test]

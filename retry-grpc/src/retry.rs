@@ -136,13 +136,23 @@ impl RetryCall {
     }
 
     /// The attempt ended with `code` and `pushback`: retry (after what pause) or stop. The
-    /// backoff draws with the thread's random generator.
+    /// backoff draws with the runtime's random source ([`RetryBackoff::next_pause`]).
     pub fn on_status(&mut self, code: Code, pushback: Pushback) -> Decision {
-        self.on_status_with(code, pushback, rand::random::<f64>())
+        self.decide(code, pushback, RetryBackoff::next_pause)
     }
 
     /// [`on_status`](Self::on_status) with the backoff's uniform draw `u` in [0, 1) given.
     pub fn on_status_with(&mut self, code: Code, pushback: Pushback, u: f64) -> Decision {
+        self.decide(code, pushback, |backoff| backoff.next_pause_with(u))
+    }
+
+    /// A6's order, with `draw` for the backoff's pause.
+    fn decide(
+        &mut self,
+        code: Code,
+        pushback: Pushback,
+        draw: impl FnOnce(&mut RetryBackoff) -> Duration,
+    ) -> Decision {
         if code == Code::Ok {
             if let Some(throttle) = &self.throttle {
                 throttle.record_success();
@@ -175,7 +185,7 @@ impl RetryCall {
                 self.backoff.reset();
                 pause
             }
-            Pushback::Absent => self.backoff.next_pause_with(u),
+            Pushback::Absent => draw(&mut self.backoff),
         };
         Decision::Retry {
             pause,
@@ -332,15 +342,16 @@ mod tests {
         let mut stops = Vec::new();
         for _ in 0..20 {
             let mut call = RetryCall::new(&policy(4), Jitter::A6, Some(Arc::clone(&throttle)));
-            loop {
+            let mut decision = Decision::Retry {
+                pause: Duration::ZERO,
+                previous_attempts: 0,
+            };
+            while let Decision::Retry { .. } = decision {
                 attempts += 1;
-                match call.on_status_with(Code::Unavailable, Pushback::Absent, 0.5) {
-                    Decision::Retry { .. } => continue,
-                    Decision::Stop(stop) => {
-                        stops.push(stop);
-                        break;
-                    }
-                }
+                decision = call.on_status_with(Code::Unavailable, Pushback::Absent, 0.5);
+            }
+            if let Decision::Stop(stop) = decision {
+                stops.push(stop);
             }
         }
         assert_eq!(attempts, 23);

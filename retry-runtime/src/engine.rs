@@ -71,7 +71,8 @@
 //! the call a decider of its own: an implementation of [`Decide`], per call, with
 //! [`DynHooks::decide`]. The decider sees each [`Failure`] (its attempt, the verdict, the error, the pause before it, the time since the
 //! call began) and answers with a [`Next`]: retry after a pause, return the failure as the
-//! answer, give up (and why), or pause and give up ([`Next::Linger`]). It hears when the call's
+//! answer, give up (and why), pause and give up ([`Next::Linger`]), or send the same attempt
+//! again without counting a retry ([`Next::Resend`]: gRPC's transparent retry). It hears when the call's
 //! `Ok` is accepted ([`Decide::accepted`]: a quota gives back its cost there) and, with
 //! [`drive_hedged`], when a copy fails ([`Decide::copy_failed`]: the next copy on schedule, at
 //! once, after a pause, or never) and whether a copy due on its timer may go

@@ -41,8 +41,9 @@ pub enum Backoff {
 /// How each pause is randomised, so that callers that failed together do not retry together.
 ///
 /// `d` is the nominal pause of the [`Backoff`] form, already capped at `max_delay`; `U[a, b)` is a
-/// uniform random draw. Whatever the form, the result is capped at `max_delay` again, so no pause
-/// is ever longer than `max_delay`.
+/// uniform random draw. Whatever the form but [`Spread`](Jitter::Spread), the result is capped at
+/// `max_delay` again, so no pause is ever longer than `max_delay`; a spread pause is within its
+/// fraction of `d` on either side, so it may reach `(1 + f)·max_delay`.
 ///
 /// | form | pause | `#[retry]` |
 /// |---|---|---|
@@ -52,6 +53,10 @@ pub enum Backoff {
 /// | [`Equal`](Jitter::Equal) | `d/2 + U[0, d/2]` | `jitter = equal` |
 /// | [`Decorrelated`](Jitter::Decorrelated) | `min(max_delay, U[base, 3·previous])`, starting from `previous = base` (ignores the backoff form) | `jitter = decorrelated` |
 /// | [`None`](Jitter::None) | exactly `d`, for deterministic behaviour | `jitter = none` |
+///
+/// One more form has no `#[retry]` spelling and is for a [`Policy`] built in code:
+/// [`Spread(f)`](Jitter::Spread), `U[(1−f)·d, (1+f)·d]`, within the fraction `f` of `d` on
+/// either side and not capped again (gRPC C-core's backoff).
 ///
 /// ```
 /// use retry_runtime::{Jitter, Policy};
@@ -79,6 +84,33 @@ pub enum Jitter {
     /// `min(max_delay, U[base, 3·previous])`: each pause drawn from the previous one
     /// ("decorrelated jitter").
     Decorrelated,
+    /// `U[(1−f)·d, (1+f)·d]`: within the fraction `f` (in [0, 1]) of the nominal pause on
+    /// either side, after the cap. The one form whose pause is not cut at `max_delay` again:
+    /// `max_delay` caps the nominal pause it spreads, so a pause reaches up to
+    /// `(1 + f)·max_delay`. Pauses stay predictable and never near zero, at the price of
+    /// callers that failed together coming back within a window of `2f·d`. gRPC C-core's
+    /// backoff (`grpcio`, C++: `f` = 0.2 for its retries and its reconnects).
+    ///
+    /// ```
+    /// use retry_runtime::{Jitter, Policy};
+    /// use std::time::Duration;
+    ///
+    /// // C-core's retry backoff with initialBackoff 100 ms, multiplier 2, maxBackoff 1 s.
+    /// const C_CORE: Policy = Policy::new()
+    ///     .base(Duration::from_millis(100))
+    ///     .max_delay(Duration::from_secs(1))
+    ///     .jitter(Jitter::Spread(0.2));
+    /// let ms = Duration::from_millis;
+    /// assert_eq!(C_CORE.delay_drawn(1, Duration::ZERO, 0.0), ms(80));
+    /// assert_eq!(C_CORE.delay_drawn(2, Duration::ZERO, 0.5), ms(200));
+    /// // Past the cap: ±20 % of the capped 1 s, up to 1.2 s.
+    /// assert_eq!(C_CORE.delay_drawn(9, Duration::ZERO, 1.0), ms(1200));
+    /// for _ in 0..100 {
+    ///     let pause = C_CORE.delay(3, Duration::ZERO);
+    ///     assert!(pause >= ms(320) && pause <= ms(480));
+    /// }
+    /// ```
+    Spread(f64),
 }
 
 impl Backoff {
@@ -207,9 +239,29 @@ impl Policy {
 
         /// Growth of the pause per retry with [`Backoff::Exponential`]. Values below 1, and NaN,
         /// are taken as 1 (a constant pause): a shrinking pause is never what a caller under load
-        /// wants.
+        /// wants. ([`factor_unclamped`](Self::factor_unclamped) keeps a factor below 1.)
         // `factor >= 1.0` is false for NaN too.
         pub fn factor(factor: f64) => self.factor = if factor >= 1.0 { factor } else { 1.0 };
+
+        /// [`factor`](Self::factor) without its floor at 1: any factor above 0 is kept, so that
+        /// a factor below 1 makes each pause shorter than the one before, down to nothing
+        /// (`100ms·0.5^(n−1)`: 100, 50, 25 ms, ...). For a configuration written elsewhere
+        /// whose rules allow it, such as gRPC's `backoffMultiplier` (A6: any number above 0).
+        /// Zero, negative values and NaN are taken as 1.
+        ///
+        /// ```
+        /// use retry_runtime::{Jitter, Policy};
+        /// use std::time::Duration;
+        ///
+        /// const SHRINKING: Policy = Policy::new()
+        ///     .base(Duration::from_millis(400))
+        ///     .factor_unclamped(0.5)
+        ///     .jitter(Jitter::None);
+        /// assert_eq!(SHRINKING.nominal_delay(3), Duration::from_millis(100));
+        /// assert_eq!(Policy::new().factor_unclamped(-2.0).get_factor(), 1.0);
+        /// ```
+        // `factor > 0.0` is false for NaN too.
+        pub fn factor_unclamped(factor: f64) => self.factor = if factor > 0.0 { factor } else { 1.0 };
 
         /// How the nominal pause grows; see [`Backoff`].
         pub fn backoff(backoff: Backoff) => self.backoff;
@@ -223,11 +275,12 @@ impl Policy {
         pub fn deadline(deadline: Duration) => self.deadline = Some(deadline);
     }
 
-    /// How each pause is randomised; see [`Jitter`]. A [`Jitter::Proportional`] fraction is
-    /// clamped to [0, 1] (NaN becomes 0, no jitter).
+    /// How each pause is randomised; see [`Jitter`]. A [`Jitter::Proportional`] or
+    /// [`Jitter::Spread`] fraction is clamped to [0, 1] (NaN becomes 0, no jitter).
     pub const fn jitter(mut self, jitter: Jitter) -> Self {
         self.jitter = match jitter {
             Jitter::Proportional(f) => Jitter::Proportional(clamp_or(f, 0.0, 1.0, 0.0)),
+            Jitter::Spread(f) => Jitter::Spread(clamp_or(f, 0.0, 1.0, 0.0)),
             other => other,
         };
         self
@@ -308,12 +361,40 @@ impl Policy {
     }
 
     /// The pause before retry `retry` (counting from 1), jitter included, capped at
-    /// [`get_max_delay`](Self::get_max_delay). `previous` is the pause taken before the previous retry
+    /// [`get_max_delay`](Self::get_max_delay) (but see [`Jitter::Spread`]). `previous` is the pause taken before the previous retry
     /// (ignored except by [`Jitter::Decorrelated`], which starts from `base` when it is zero).
+    ///
+    /// `retry` counts from the start of the backoff: a caller whose backoff starts afresh (after
+    /// a long healthy attempt, or after a pause the server set, which gRPC's A6 asks to be
+    /// followed by `initialBackoff` again) counts from 1 again.
     ///
     /// Randomness comes from a per-thread generator seeded by the operating system.
     pub fn delay(&self, retry: u32, previous: Duration) -> Duration {
         Duration::from_nanos(self.delay_nanos(retry, nanos(previous)))
+    }
+
+    /// [`delay`](Self::delay) with the uniform draw `u` in [0, 1] in place of the random one:
+    /// `u = 0` gives the form's shortest pause, `u = 1` its longest, and each `u` between a
+    /// pause the same fraction of the way. A pure function, for a test, or for a caller with a
+    /// random source of its own; NaN is taken as 0, and `u` outside [0, 1] is clamped.
+    ///
+    /// ```
+    /// use retry_runtime::{Jitter, Policy};
+    /// use std::time::Duration;
+    ///
+    /// // Full jitter over 100, 200, 400 ms: U[0, d].
+    /// const FULL: Policy = Policy::new().base(Duration::from_millis(100)).jitter(Jitter::Full);
+    /// assert_eq!(FULL.delay_drawn(1, Duration::ZERO, 0.5), Duration::from_millis(50));
+    /// assert_eq!(FULL.delay_drawn(3, Duration::ZERO, 0.25), Duration::from_millis(100));
+    /// assert_eq!(FULL.delay_drawn(3, Duration::ZERO, 1.0), Duration::from_millis(400));
+    /// ```
+    pub fn delay_drawn(&self, retry: u32, previous: Duration, u: f64) -> Duration {
+        let u = clamp_or(u, 0.0, 1.0, 0.0);
+        let mut at = |lo: u64, hi: u64| {
+            let width = hi.saturating_sub(lo);
+            lo.saturating_add((width as f64 * u) as u64).min(hi.max(lo))
+        };
+        Duration::from_nanos(self.delay_with(retry, nanos(previous), 0, &mut at))
     }
 
     /// The pause before retry `retry` when the server asked for at least `floor` (HTTP
@@ -332,6 +413,7 @@ impl Policy {
     /// | [`Full`](Jitter::Full) | `floor + U[0, b]` |
     /// | [`Equal`](Jitter::Equal) | `max(d/2, floor) + U[0, b/2]` |
     /// | [`Decorrelated`](Jitter::Decorrelated) | `U[max(base, floor), 3·max(previous, base, floor)]` |
+    /// | [`Spread(f)`](Jitter::Spread) | `U[max((1−f)·b, floor), (1+f)·b]`, not capped again |
     ///
     /// With `floor` zero each form is the one of [`delay`](Self::delay).
     ///
@@ -404,6 +486,12 @@ impl Policy {
                 let previous = previous.max(low);
                 let high = previous.saturating_mul(3);
                 draw(low, high.max(low))
+            }
+            // After the cap, and not cut by it: C-core's form.
+            Jitter::Spread(f) => {
+                let spread = (b as f64 * f) as u64;
+                let low = (b - spread.min(b)).max(floor);
+                return draw(low, b.saturating_add(spread).max(low));
             }
         };
         jittered.min(cap)
@@ -694,6 +782,98 @@ mod tests {
     }
 
     #[test]
+    fn spread_is_c_cores_twenty_percent_after_the_cap() {
+        // C-core's retry backoff: initialBackoff 100 ms, multiplier 2, maxBackoff 1 s, ±20 %.
+        let p = Policy::new()
+            .base(Duration::from_millis(100))
+            .max_delay(S)
+            .jitter(Jitter::Spread(0.2));
+        let ms = Duration::from_millis;
+        let at = |retry, u| p.delay_drawn(retry, Duration::ZERO, u);
+        assert_eq!(
+            (at(1, 0.0), at(1, 0.5), at(1, 1.0)),
+            (ms(80), ms(100), ms(120))
+        );
+        assert_eq!((at(3, 0.0), at(3, 1.0)), (ms(320), ms(480)));
+        // The cap comes first, the jitter after it: up to 1.2·maxBackoff.
+        assert_eq!((at(5, 0.0), at(5, 1.0)), (ms(800), ms(1200)));
+        assert_eq!((at(60, 0.0), at(60, 1.0)), (ms(800), ms(1200)));
+        // Over many seeded draws: within ±20 % of the capped nominal pause, both ends reached.
+        let mut draw = seeded(11);
+        for retry in 1..=8 {
+            let d = p.nominal_delay(retry);
+            let samples: Vec<_> = (0..10_000)
+                .map(|_| Duration::from_nanos(p.delay_with(retry, 0, 0, &mut draw)))
+                .collect();
+            assert!(samples.iter().all(|x| *x >= d * 4 / 5 && *x <= d * 6 / 5));
+            assert!(samples.iter().any(|x| *x < d * 4 / 5 + d / 50));
+            assert!(samples.iter().any(|x| *x > d * 6 / 5 - d / 50));
+        }
+        // A fraction outside [0, 1] is clamped; NaN is no jitter.
+        assert_eq!(
+            Policy::new().jitter(Jitter::Spread(3.0)).get_jitter(),
+            Jitter::Spread(1.0)
+        );
+        let none = Policy::new().jitter(Jitter::Spread(f64::NAN));
+        assert_eq!(none.get_jitter(), Jitter::Spread(0.0));
+        assert_eq!(none.delay(2, Duration::ZERO), 2 * S);
+    }
+
+    #[test]
+    fn full_jitter_over_the_capped_nominal_is_a6s_form() {
+        // gRPC A6: U[0, min(initialBackoff·multiplier^(n−1), maxBackoff)).
+        let p = Policy::new()
+            .base(Duration::from_millis(100))
+            .max_delay(S)
+            .jitter(Jitter::Full);
+        let mut draw = seeded(5);
+        for retry in 1..=8 {
+            let d = p.nominal_delay(retry);
+            assert_eq!(d, Duration::from_millis(100 << (retry - 1)).min(S));
+            let samples: Vec<_> = (0..10_000)
+                .map(|_| Duration::from_nanos(p.delay_with(retry, 0, 0, &mut draw)))
+                .collect();
+            assert!(samples.iter().all(|x| *x <= d));
+            assert!(samples.iter().any(|x| *x < d / 50));
+            assert!(samples.iter().any(|x| *x > d - d / 50));
+        }
+    }
+
+    #[test]
+    fn a_factor_below_one_is_kept_only_when_asked() {
+        let ms = Duration::from_millis;
+        let p = no_jitter().base(ms(400)).factor_unclamped(0.5);
+        let got: Vec<_> = (1..=4).map(|n| p.nominal_delay(n)).collect();
+        assert_eq!(got, [ms(400), ms(200), ms(100), ms(50)]);
+        assert_eq!(p.nominal_delay(u32::MAX), Duration::ZERO);
+        assert_eq!(
+            no_jitter().base(ms(400)).factor(0.5).nominal_delay(3),
+            ms(400)
+        );
+        for bad in [0.0, -1.0, f64::NAN] {
+            assert_eq!(Policy::new().factor_unclamped(bad).get_factor(), 1.0);
+        }
+        assert_eq!(Policy::new().factor_unclamped(2.5).get_factor(), 2.5);
+    }
+
+    #[test]
+    fn a_drawn_pause_is_its_fraction_of_the_range() {
+        let ms = Duration::from_millis;
+        let p = Policy::new().base(ms(100));
+        // The default d + U[0, d/2), whose top is excluded: u = 0 is d, u = 1 the last
+        // nanosecond below 1.5·d.
+        assert_eq!(p.delay_drawn(1, Duration::ZERO, 0.0), ms(100));
+        assert_eq!(
+            p.delay_drawn(1, Duration::ZERO, 1.0),
+            ms(150) - Duration::from_nanos(1)
+        );
+        assert_eq!(p.delay_drawn(1, Duration::ZERO, f64::NAN), ms(100));
+        let full = p.jitter(Jitter::Full);
+        assert_eq!(full.delay_drawn(2, Duration::ZERO, 7.0), ms(200));
+        assert_eq!(full.delay_drawn(2, Duration::ZERO, -1.0), Duration::ZERO);
+    }
+
+    #[test]
     fn thread_rng_jitter_stays_in_bounds() {
         let p = Policy::new().jitter(Jitter::Full);
         for _ in 0..1_000 {
@@ -853,6 +1033,30 @@ mod tests {
             if let Err(error) = text.parse::<Policy>() {
                 prop_assert!(text.contains(error.part()));
             }
+        }
+
+        /// A spread pause is within its fraction of the capped nominal pause, above a floor.
+        #[test]
+        fn a_spread_pause_stays_around_the_capped_nominal(
+            base_ms in 0u64..5_000,
+            cap_ms in 1u64..60_000,
+            floor_ms in 0u64..60_000,
+            f in 0.0f64..=1.0,
+            retry in 1u32..40,
+            seed: u64,
+        ) {
+            let cap = Duration::from_millis(cap_ms);
+            let p = Policy::new()
+                .base(Duration::from_millis(base_ms))
+                .max_delay(cap)
+                .jitter(Jitter::Spread(f));
+            let d = p.nominal_delay(retry);
+            let floor = Duration::from_millis(floor_ms);
+            let b = d.max(floor);
+            let got = Duration::from_nanos(p.delay_with(retry, 0, nanos(floor), &mut seeded(seed)));
+            prop_assert!(got >= floor && got >= b.mul_f64(1.0 - f).saturating_sub(Duration::from_nanos(1)));
+            prop_assert!(got <= b.mul_f64(1.0 + f) + Duration::from_nanos(1));
+            prop_assert!(d <= cap);
         }
 
         #[test]

@@ -901,3 +901,122 @@ async fn a_lingering_deciders_give_up_reaches_the_fallback_after_the_pause() {
         [(GiveUpReason::Budget, 1, Duration::from_millis(50))]
     );
 }
+
+// ---- `Next::Resend`: the same attempt again, not counted as a retry ------------------------------
+
+/// Drives `door` with `decider` under `settings`, counting the loop's events in `counters`.
+async fn drive_counted(
+    settings: &Settings<'_>,
+    decider: &mut Scripted,
+    door: &Door,
+    gave_up: &Mutex<Vec<(GiveUpReason, u32)>>,
+) -> (Result<u32, CallError>, engine::Counters) {
+    let counters = engine::Counters::default();
+    let settings = (*settings).sink(&counters);
+    let answer = drive(&settings, decider, door, gave_up).await;
+    (answer, counters)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resend_runs_the_same_attempt_again_after_its_exact_pause_without_a_retry() {
+    let policy = never_retries();
+    let settings = Settings::new(&policy);
+    let quarter = Duration::from_millis(250);
+    let mut decider = Scripted::new(&[
+        Next::Resend(quarter),
+        Next::Resend(Duration::ZERO),
+        Next::Retry(SECOND),
+    ]);
+    // Accepted on attempt number 2: the resends kept number 1.
+    let door = Door::new(2);
+    let gave_up = Mutex::new(Vec::new());
+    let (answer, counters) = drive_counted(&settings, &mut decider, &door, &gave_up).await;
+    assert_eq!(answer, Ok(2));
+    assert_eq!(
+        door.starts(),
+        [Duration::ZERO, quarter, quarter, quarter + SECOND]
+    );
+    let seen: Vec<_> = decider
+        .seen
+        .iter()
+        .map(|s| (s.attempt, s.previous_pause, s.elapsed))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (1, Duration::ZERO, Duration::ZERO),
+            (1, quarter, quarter),
+            (1, Duration::ZERO, quarter),
+        ]
+    );
+    // Two transparent retries, one retry; the call was accepted after two attempts.
+    assert_eq!(counters.transparent_retries(), 2);
+    assert_eq!(counters.retries(), 1);
+    assert_eq!(decider.accepted, [2]);
+    assert!(gave_up.lock().expect("not poisoned").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resend_draws_no_token_from_the_budget() {
+    // One token per call's first attempt, none in reserve: one retry, however many resends.
+    static ONE_TOKEN: RetryBudget = RetryBudget::new().ratio(1.0).min_per_second(0);
+    let policy = never_retries();
+    let settings = Settings::new(&policy).budget(Some(&ONE_TOKEN));
+    let mut decider = Scripted::new(&[
+        Next::Resend(SECOND),
+        Next::Resend(SECOND),
+        Next::Retry(2 * SECOND),
+        Next::Resend(SECOND),
+        Next::Retry(2 * SECOND),
+    ]);
+    let door = Door::new(0);
+    let gave_up = Mutex::new(Vec::new());
+    let (answer, counters) = drive_counted(&settings, &mut decider, &door, &gave_up).await;
+    assert_eq!(answer, Err(CallError::Busy));
+    let s = |n| n * SECOND;
+    assert_eq!(door.starts(), [s(0), s(1), s(2), s(4), s(5)]);
+    let attempts: Vec<_> = decider.seen.iter().map(|seen| seen.attempt).collect();
+    assert_eq!(attempts, [1, 1, 1, 2, 2]);
+    // The first retry took the one token; the resends took none; the second retry had none.
+    assert_eq!(
+        *gave_up.lock().expect("not poisoned"),
+        [(GiveUpReason::Budget, 2)]
+    );
+    assert_eq!(counters.transparent_retries(), 3);
+    assert_eq!(counters.retries(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resend_past_the_deadline_gives_up_at_once() {
+    let policy = never_retries().deadline(3 * SECOND);
+    let settings = Settings::new(&policy);
+    let mut decider = Scripted::new(&[Next::Resend(SECOND), Next::Resend(5 * SECOND)]);
+    let door = Door::new(0);
+    let gave_up = Mutex::new(Vec::new());
+    let started = Instant::now();
+    let (answer, counters) = drive_counted(&settings, &mut decider, &door, &gave_up).await;
+    assert_eq!(answer, Err(CallError::Busy));
+    // 1 s then 5 s would end at 6 s, past the deadline of 3 s: no second pause.
+    assert_eq!(door.starts(), [Duration::ZERO, SECOND]);
+    assert_eq!(started.elapsed(), SECOND);
+    assert_eq!(
+        *gave_up.lock().expect("not poisoned"),
+        [(GiveUpReason::Deadline, 1)]
+    );
+    assert_eq!(counters.transparent_retries(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resends_pause_ends_with_the_call() {
+    let policy = never_retries();
+    let settings = Settings::new(&policy);
+    let mut decider = Scripted::new(&[Next::Resend(10 * SECOND)]);
+    let door = Door::new(0);
+    let gave_up = Mutex::new(Vec::new());
+    let started = Instant::now();
+    let call = drive(&settings, &mut decider, &door, &gave_up);
+    let cut = tokio::time::timeout(2 * SECOND, call).await;
+    assert!(cut.is_err(), "the caller's timeout ended the call");
+    assert_eq!(started.elapsed(), 2 * SECOND);
+    assert_eq!(door.starts(), [Duration::ZERO]);
+}

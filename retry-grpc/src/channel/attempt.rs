@@ -1,14 +1,20 @@
 //! One attempt of a call: the request it sends (the headers A6 asks for, the replayed body), its
-//! transparent retries, and how its answer reads: committed (real response headers), or failed
-//! with a status (a trailers-only answer, an HTTP error, a transport error).
+//! transparent retries (decided by [`Transparently`], carried out by the engine), and how its
+//! answer reads: committed (real response headers), or failed with a status (a trailers-only
+//! answer, an HTTP error, a transport error).
 
 use super::body::RequestBody;
+use super::decide::Failure;
 use super::{BoxError, Counters};
 use crate::{AttemptStatus, GRPC_PREVIOUS_RPC_ATTEMPTS, Pushback, TransparentRetries, Unsent};
 use http::request::Parts;
 use http::{HeaderValue, Request, Response, StatusCode};
-use retry_runtime::engine::{self, Event};
+use retry_runtime::engine::{
+    self, Decide, DynHooks, Event, Failure as Failed_, Next, Operation, Settings,
+};
+use retry_runtime::{Jitter, Policy, TokioTimer, Verdict};
 use std::error::Error;
+use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;
 use tonic::Code;
@@ -18,7 +24,7 @@ use tower_service::Service;
 pub(crate) const GRPC_TIMEOUT: &str = "grpc-timeout";
 
 /// How an attempt ended.
-pub(crate) enum Outcome<RB> {
+enum Outcome<RB> {
     /// Response headers that are not trailers-only: the call is committed to this answer.
     Committed(Response<RB>),
     /// A status: `answer` is what the caller gets if the call ends here.
@@ -76,69 +82,210 @@ impl Request0<'_> {
     }
 }
 
-/// Sends one attempt on `service` (polled ready first unless `ready`), retrying it at once,
-/// transparently (the same `grpc-previous-rpc-attempts`, not counted), while it fails without
-/// having reached the server's application and `transparent` allows.
+/// C-core's connection backoff, which a call that waits for ready waits on between refused
+/// connections: 1 s, ×1.6, at most 120 s, each pause within ±20 % of that after the cap
+/// (C-core's subchannel backoff: initial 1 s, multiplier 1.6, jitter 0.2, max 120 s).
+const RECONNECT: Policy = Policy::new()
+    .base(Duration::from_secs(1))
+    .factor(1.6)
+    .max_delay(Duration::from_secs(120))
+    .jitter(Jitter::Spread(0.2));
+
+/// The engine's policy for the loops of transparent retries alone: never read for pauses or
+/// retries (the decider, [`Transparently`], answers every failure), and no deadline of its own
+/// (the door's bounds the call).
+static RESENDING: Policy = Policy::new();
+
+/// What an attempt gives the engine: a committed answer, or how it failed.
+pub(crate) type Sent<RB> = Result<Response<RB>, Failure<RB>>;
+
+/// Sends one hedged copy on `service` (polled ready first unless `ready`). If it fails without
+/// having reached the server's application, the engine sends it again (a loop of its own,
+/// entered only then: [`send_transparently`]).
 pub(crate) async fn send<S, RB>(
     service: &mut S,
     ready: &mut bool,
     request: &Request0<'_>,
     previous_attempts: Option<u32>,
-    transparent: &mut TransparentRetries,
-) -> Outcome<RB>
+) -> Sent<RB>
 where
     S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
     S::Error: Into<BoxError>,
 {
-    // The attempt's number, as the events show it: its transparent retries keep it.
-    let attempt = previous_attempts.map_or(1, |previous| previous + 1);
-    // C-core's connection backoff, which a call that waits for ready waits on.
-    let mut reconnect = Duration::from_secs(1);
-    loop {
-        request.report(Event::Attempt);
-        let error = match call(service, ready, request.build(previous_attempts)).await {
-            // A failure seen at or after the deadline is the deadline's, whoever noticed it
-            // first: the channel's own timer of the `grpc-timeout` the door sent (tonic's
-            // "Timeout expired", which tonic makes CANCELLED), or the server's (tonic's server
-            // answers CANCELLED), which fire at the same time or just after the door's.
-            Ok(response) => match read(response) {
-                Outcome::Failed(..) if request.expired() => return deadline_exceeded(),
-                outcome => return outcome,
-            },
-            Err(_) if request.expired() => return deadline_exceeded(),
-            Err(error) => error,
-        };
-        if let Some(unsent) = unsent(&*error) {
-            if unsent == Unsent::ConnectionRefused && request.wait_for_ready {
-                // Wait for the server as C-core's channel does: its reconnect backoff (1 s,
-                // ×1.6, ±20 %, at most 120 s); the deadline cuts the wait.
-                let pause = reconnect.mul_f64(0.8 + 0.4 * rand::random::<f64>());
-                reconnect = reconnect.mul_f64(1.6).min(Duration::from_secs(120));
-                tokio::time::sleep(pause).await;
-                request.report(Event::TransparentRetry { attempt });
-                continue;
-            }
-            if !request.body.outgrew() && transparent.on_unsent(unsent) {
-                request.report(Event::TransparentRetry { attempt });
-                continue;
-            }
+    match send_once(service, ready, request, previous_attempts).await {
+        Err(unsent @ Failure::Unsent(..)) => {
+            send_transparently(service, ready, request, previous_attempts, Some(unsent)).await
         }
-        let status = AttemptStatus {
-            code: code_of_error(&*error),
-            pushback: Pushback::Absent,
-        };
-        return Outcome::Failed(status, Failed::Error(error));
+        sent => sent,
     }
 }
 
+/// One attempt whose transparent retries alone the engine runs ([`Next::Resend`], as
+/// [`Transparently`] decides: the same `grpc-previous-rpc-attempts`, not counted): a call
+/// without a policy (`first` is `None`), or a hedged copy whose `first` send never reached the
+/// server. The layer's budget and breaker are not this loop's.
+pub(crate) async fn send_transparently<S, RB>(
+    service: &mut S,
+    ready: &mut bool,
+    request: &Request0<'_>,
+    previous_attempts: Option<u32>,
+    first: Option<Failure<RB>>,
+) -> Sent<RB>
+where
+    S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+{
+    let settings = Settings::new(&RESENDING)
+        .name(request.name)
+        .sink(request.counters)
+        // Inside a hedged copy, or under a caller's own retrying layer: still the door's.
+        .nested_retry(true);
+    // Every failure is the answer unless the decider sends the attempt again.
+    let classify = |_: &Failure<RB>| Verdict::Fail;
+    let mut decider = Transparently(Transparent::new(request));
+    let hooks = DynHooks::new(&classify).decide(&mut decider);
+    let resending = Resending {
+        service,
+        ready,
+        request,
+        previous_attempts,
+        first,
+    };
+    engine::drive(&settings, hooks, TokioTimer, resending).await
+}
+
+/// The transparent retries of a call (gRFC A6), as its deciders ask them: a request that never
+/// left the client, or that the server's gRPC library refused, is sent again at once as
+/// [`TransparentRetries`] allows; a refused connection, for a call that waits for ready, after
+/// C-core's reconnect backoff (the door's deadline cuts the wait).
+pub(crate) struct Transparent<'r> {
+    retries: TransparentRetries,
+    request: &'r Request0<'r>,
+    /// The refused connections the attempt under way waited for.
+    reconnects: u32,
+}
+
+impl<'r> Transparent<'r> {
+    pub(crate) fn new(request: &'r Request0<'r>) -> Self {
+        Transparent {
+            retries: TransparentRetries::new(),
+            request,
+            reconnects: 0,
+        }
+    }
+
+    /// An attempt of the policy ends: the next one waits for a refused connection from the
+    /// reconnect backoff's start again.
+    pub(crate) fn attempt_ended(&mut self) {
+        self.reconnects = 0;
+    }
+
+    /// The pause before the attempt that failed `unsent` is sent again ([`Next::Resend`]), or
+    /// `None`: the failure goes to the policy, as `UNAVAILABLE`.
+    pub(crate) fn resend(&mut self, unsent: Unsent) -> Option<Duration> {
+        if unsent == Unsent::ConnectionRefused && self.request.wait_for_ready {
+            self.reconnects = self.reconnects.saturating_add(1);
+            return Some(RECONNECT.delay(self.reconnects, Duration::ZERO));
+        }
+        (!self.request.body.outgrew() && self.retries.on_unsent(unsent)).then_some(Duration::ZERO)
+    }
+}
+
+/// The decider of a loop of transparent retries alone: [`Transparent`]'s resends; any other
+/// failure is the answer.
+struct Transparently<'r>(Transparent<'r>);
+
+impl<RB> Decide<Failure<RB>> for Transparently<'_> {
+    fn next(&mut self, failure: &Failed_<'_, Failure<RB>>) -> Next {
+        match failure.error {
+            Some(Failure::Unsent(unsent, ..)) => {
+                self.0.resend(*unsent).map_or(Next::Return, Next::Resend)
+            }
+            _ => Next::Return,
+        }
+    }
+}
+
+/// The engine's operation for an attempt's transparent retries: the first failure as it came
+/// (if it came before the loop), then the same request again each time the decider resends it.
+struct Resending<'a, 'r, S, RB> {
+    service: &'a mut S,
+    ready: &'a mut bool,
+    request: &'a Request0<'r>,
+    previous_attempts: Option<u32>,
+    first: Option<Failure<RB>>,
+}
+
+impl<S, RB> Operation<Response<RB>, Failure<RB>> for Resending<'_, '_, S, RB>
+where
+    S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+{
+    fn attempt(&mut self) -> impl Future<Output = Sent<RB>> {
+        let first = self.first.take();
+        async move {
+            match first {
+                Some(failure) => Err(failure),
+                None => {
+                    send_once(
+                        self.service,
+                        self.ready,
+                        self.request,
+                        self.previous_attempts,
+                    )
+                    .await
+                }
+            }
+        }
+    }
+}
+
+/// One request of an attempt, sent once: its committed answer, or how it failed (a status, or
+/// an error that says it never reached the server's application).
+pub(crate) async fn send_once<S, RB>(
+    service: &mut S,
+    ready: &mut bool,
+    request: &Request0<'_>,
+    previous_attempts: Option<u32>,
+) -> Sent<RB>
+where
+    S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+{
+    request.report(Event::Attempt);
+    let error = match call(service, ready, request.build(previous_attempts)).await {
+        // A failure seen at or after the deadline is the deadline's, whoever noticed it
+        // first: the channel's own timer of the `grpc-timeout` the door sent (tonic's
+        // "Timeout expired", which tonic makes CANCELLED), or the server's (tonic's server
+        // answers CANCELLED), which fire at the same time or just after the door's.
+        Ok(response) => {
+            return match read(response) {
+                Outcome::Committed(response) => Ok(response),
+                Outcome::Failed(..) if request.expired() => Err(deadline_exceeded()),
+                Outcome::Failed(status, failed) => Err(Failure::Status(status, failed)),
+            };
+        }
+        Err(_) if request.expired() => return Err(deadline_exceeded()),
+        Err(error) => error,
+    };
+    let status = AttemptStatus {
+        code: code_of_error(&*error),
+        pushback: Pushback::Absent,
+    };
+    Err(match unsent(&*error) {
+        Some(unsent) => Failure::Unsent(unsent, status, error),
+        None => Failure::Status(status, Failed::Error(error)),
+    })
+}
+
 /// An attempt that failed at the call's deadline.
-fn deadline_exceeded<RB>() -> Outcome<RB> {
+fn deadline_exceeded<RB>() -> Failure<RB> {
     let status = AttemptStatus {
         code: Code::DeadlineExceeded,
         pushback: Pushback::Absent,
     };
     let error = tonic::Status::deadline_exceeded("retry-grpc: the call's deadline passed");
-    Outcome::Failed(status, Failed::Error(Box::new(error)))
+    Failure::Status(status, Failed::Error(Box::new(error)))
 }
 
 /// One request on `service`, polled ready first unless `ready`; its error boxed at once (so

@@ -3,11 +3,11 @@
 //! [`engine::drive`], hedged copies in [`engine::drive_hedged`]; or one attempt (with its
 //! transparent retries) when the method has no policy.
 
-use super::attempt::{self, Failed, Outcome, Request0};
+use super::attempt::{self, Failed, Request0, Transparent};
 use super::body::{Accounting, Answer, RequestBody};
 use super::decide::{self, Failure, Hedging, Retrying};
 use super::{BoxError, GrpcRetryLayer};
-use crate::{CallPolicy, HedgingCall, HedgingPolicy, RetryCall, RetryPolicy, TransparentRetries};
+use crate::{CallPolicy, HedgingCall, HedgingPolicy, RetryCall, RetryPolicy};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
@@ -62,10 +62,10 @@ where
             Some(CallPolicy::Retry(policy)) => retry(&layer, &mut service, &request, policy).await,
             Some(CallPolicy::Hedging(policy)) => hedge(&layer, service, &request, policy).await,
             None => {
-                let mut transparent = TransparentRetries::new();
-                let outcome =
-                    attempt::send(&mut service, &mut true, &request, None, &mut transparent).await;
-                finish(outcome, Accounting::None, deadline)
+                let sent =
+                    attempt::send_transparently(&mut service, &mut true, &request, None, None)
+                        .await;
+                answer(sent, Accounting::None, deadline)
             }
         }
     };
@@ -89,26 +89,21 @@ where
     }
 }
 
-/// The caller's answer from an attempt's outcome: a committed answer with its body wrapped (the
-/// trailers' status to `accounting`, the deadline), a failing answer as it came (tonic reads
-/// its status), or the service's error.
-fn finish<RB>(outcome: Outcome<RB>, accounting: Accounting, deadline: Option<Instant>) -> Answered
+/// The caller's answer from a committed answer: its body wrapped (the trailers' status to
+/// `accounting`, the deadline), or as it came when there is nothing to read in it.
+fn committed<RB>(
+    response: Response<RB>,
+    accounting: Accounting,
+    deadline: Option<Instant>,
+) -> Answered
 where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
 {
-    match outcome {
-        // Nothing to read in the trailers and no deadline: the channel's body as it is.
-        Outcome::Committed(response)
-            if matches!(accounting, Accounting::None) && deadline.is_none() =>
-        {
-            Ok(response.map(tonic::body::Body::new))
-        }
-        Outcome::Committed(response) => Ok(
-            response.map(|body| tonic::body::Body::new(Answer::new(body, accounting, deadline)))
-        ),
-        Outcome::Failed(_, failed) => finish_failed(failed),
+    if matches!(accounting, Accounting::None) && deadline.is_none() {
+        return Ok(response.map(tonic::body::Body::new));
     }
+    Ok(response.map(|body| tonic::body::Body::new(Answer::new(body, accounting, deadline))))
 }
 
 fn finish_failed<RB>(failed: Failed<RB>) -> Answered
@@ -149,8 +144,9 @@ where
     RB::Error: Into<BoxError>,
 {
     match outcome {
-        Ok(response) => finish(Outcome::Committed(response), accounting, deadline),
+        Ok(response) => committed(response, accounting, deadline),
         Err(Failure::Status(_, failed)) => finish_failed(failed),
+        Err(Failure::Unsent(_, _, error)) => Err(error),
         Err(Failure::Elapsed(elapsed)) => Err(Box::new(elapsed)),
         Err(Failure::Open(open)) => Err(Box::new(open)),
     }
@@ -175,12 +171,12 @@ where
     let mut decider = Retrying {
         call: RetryCall::new(policy, layer.jitter, layer.throttle.clone()),
         request,
+        transparent: Transparent::new(request),
     };
     let attempts = Attempts {
         service,
         ready: true,
         request,
-        transparent: TransparentRetries::new(),
     };
     let hooks = DynHooks::new(&classify).decide(&mut decider);
     let outcome = engine::drive(&settings(layer), hooks, TokioTimer, attempts).await;
@@ -194,14 +190,14 @@ where
     answer(outcome, accounting, request.deadline)
 }
 
-/// The engine's operation under a retry policy: each attempt sends the request with
-/// `grpc-previous-rpc-attempts` from the engine's attempt number; a committed answer is the
-/// attempt's `Ok`, a status its `Err`.
+/// The engine's operation under a retry policy: each attempt sends the request once, with
+/// `grpc-previous-rpc-attempts` from the engine's attempt number (which a transparent retry,
+/// [`Next::Resend`](engine::Next::Resend), keeps); a committed answer is the attempt's `Ok`, a
+/// status or an error that says it never reached the server its `Err`.
 struct Attempts<'a, S> {
     service: &'a mut S,
     ready: bool,
     request: &'a Request0<'a>,
-    transparent: TransparentRetries,
 }
 
 impl<S, RB> Operation<Response<RB>, Failure<RB>> for Attempts<'_, S>
@@ -213,20 +209,7 @@ where
         // A6: the attempts before this one, transparent retries not counted.
         let previous = retry_runtime::attempt().number().saturating_sub(1);
         let previous = (previous > 0).then_some(previous);
-        async move {
-            let outcome = attempt::send(
-                self.service,
-                &mut self.ready,
-                self.request,
-                previous,
-                &mut self.transparent,
-            )
-            .await;
-            match outcome {
-                Outcome::Committed(response) => Ok(response),
-                Outcome::Failed(status, failed) => Err(Failure::Status(status, failed)),
-            }
-        }
+        attempt::send_once(self.service, &mut self.ready, self.request, previous)
     }
 }
 
@@ -273,21 +256,7 @@ where
         };
         // A6 numbers the first attempt copy 1: hedge `k` is copy `k + 1`, and carries `k`.
         let previous = (hedge > 0).then_some(u32::from(hedge));
-        async move {
-            let mut transparent = TransparentRetries::new();
-            let outcome = attempt::send(
-                &mut service,
-                &mut ready,
-                request,
-                previous,
-                &mut transparent,
-            )
-            .await;
-            match outcome {
-                Outcome::Committed(response) => Ok(response),
-                Outcome::Failed(status, failed) => Err(Failure::Status(status, failed)),
-            }
-        }
+        async move { attempt::send(&mut service, &mut ready, request, previous).await }
     };
     let hooks = DynHooks::new(&classify).decide(&mut decider);
     let settings = settings(layer).hedge(Some(&schedule));

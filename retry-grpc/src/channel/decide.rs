@@ -3,8 +3,9 @@
 //! hedging policy ([`HedgingCall`]). Each is made per call and owned by it (`&mut self`, no
 //! lock); the engine keeps the loop, the pauses, the budget, the breaker and the events.
 
-use super::attempt::{Failed, Request0};
-use crate::{Decision, HedgingCall, RetryCall, Stop};
+use super::BoxError;
+use super::attempt::{Failed, Request0, Transparent};
+use crate::{AttemptStatus, Decision, HedgingCall, RetryCall, Stop, Unsent};
 use retry_runtime::engine::{Decide, Event, Failure as Failed_, Next, NextCopy};
 use retry_runtime::{CircuitOpen, Elapsed, GiveUpReason, Verdict};
 use std::fmt;
@@ -12,7 +13,10 @@ use std::fmt;
 /// An attempt that failed, as the engine's loop holds it: a status (with what the caller gets
 /// if it is the last), or the loop's own errors.
 pub(super) enum Failure<RB> {
-    Status(crate::AttemptStatus, Failed<RB>),
+    Status(AttemptStatus, Failed<RB>),
+    /// An attempt that never reached the server's application: sent again by the engine
+    /// ([`Next::Resend`]) while A6 allows it; otherwise a failure with its status, as `Status`.
+    Unsent(Unsent, AttemptStatus, BoxError),
     Elapsed(Elapsed),
     Open(CircuitOpen),
 }
@@ -23,6 +27,9 @@ impl<RB> fmt::Debug for Failure<RB> {
             Failure::Status(status, Failed::Answer(_)) => write!(f, "{:?} (answer)", status.code),
             Failure::Status(status, Failed::Error(error)) => {
                 write!(f, "{:?} ({error})", status.code)
+            }
+            Failure::Unsent(unsent, status, error) => {
+                write!(f, "{:?} ({unsent:?}: {error})", status.code)
             }
             Failure::Elapsed(elapsed) => elapsed.fmt(f),
             Failure::Open(open) => open.fmt(f),
@@ -49,23 +56,36 @@ impl<RB> From<CircuitOpen> for Failure<RB> {
 /// them all (a pushback that says stop counts against A6's throttle, whatever the code).
 pub(super) fn kind<RB>(failure: &Failure<RB>, codes: crate::CodeSet) -> Verdict {
     match failure {
-        Failure::Status(status, _) => Verdict::from(codes.contains(status.code)),
+        Failure::Status(status, _) | Failure::Unsent(_, status, _) => {
+            Verdict::from(codes.contains(status.code))
+        }
         Failure::Elapsed(_) | Failure::Open(_) => Verdict::Fail,
     }
 }
 
-/// The decider of a call under a `retryPolicy`: [`RetryCall`], A6's order (retryable codes,
-/// throttle, commit, `maxAttempts`, pushback, backoff), whose pause the engine takes as it is.
+/// The decider of a call under a `retryPolicy`: an attempt that never reached the server's
+/// application is sent again as [`Transparent`] allows ([`Next::Resend`]: not a retry);
+/// otherwise [`RetryCall`], A6's order (retryable codes, throttle, commit, `maxAttempts`,
+/// pushback, backoff), whose pause the engine takes as it is.
 pub(super) struct Retrying<'r> {
     pub(super) call: RetryCall,
     pub(super) request: &'r Request0<'r>,
+    pub(super) transparent: Transparent<'r>,
 }
 
 impl<RB> Decide<Failure<RB>> for Retrying<'_> {
     fn next(&mut self, failure: &Failed_<'_, Failure<RB>>) -> Next {
-        let Some(Failure::Status(status, _)) = failure.error else {
-            return Next::Return;
+        let status = match failure.error {
+            Some(Failure::Status(status, _)) => status,
+            Some(Failure::Unsent(unsent, status, _)) => {
+                if let Some(pause) = self.transparent.resend(*unsent) {
+                    return Next::Resend(pause);
+                }
+                status
+            }
+            _ => return Next::Return,
         };
+        self.transparent.attempt_ended();
         // A request that outgrew the replay buffer cannot be sent again: the call committed.
         if self.request.body.outgrew() {
             self.call.commit();

@@ -338,10 +338,10 @@ where
 
 /// What the services of a layer did, counted since it was made: the runtime's one
 /// `Counters` (`retry_runtime::engine::Counters`), which every door hands out. This door counts
-/// [`calls`](Counters::calls), [`attempts`](Counters::attempts),
-/// [`transparent_retries`](Counters::transparent_retries), [`throttled`](Counters::throttled) and
-/// [`deadline_exceeded`](Counters::deadline_exceeded), and reports each of these events to the
-/// logs and the metrics too (retry-runtime's features `tracing` and `metrics`); the engine's
-/// loop, which the door hands these counts as its sink, counts [`retries`](Counters::retries)
-/// and [`hedged_copies`](Counters::hedged_copies), and logs and measures them.
+/// [`calls`](Counters::calls), [`attempts`](Counters::attempts), [`throttled`](Counters::throttled)
+/// and [`deadline_exceeded`](Counters::deadline_exceeded), and reports each of these events to
+/// the logs and the metrics too (retry-runtime's features `tracing` and `metrics`); the engine's
+/// loop, which the door hands these counts as its sink, counts [`retries`](Counters::retries),
+/// [`hedged_copies`](Counters::hedged_copies) and
+/// [`transparent_retries`](Counters::transparent_retries), and logs and measures them.
 pub use retry_runtime::engine::Counters;

@@ -503,8 +503,11 @@ impl RetryPolicy {
     /// pushback and the throttling are not in a `Policy`; classify with the codes
     /// ([`retryable_status_codes`](Self::retryable_status_codes)).
     ///
-    /// `None` when `backoffMultiplier` is below 1: A6 allows pauses that shrink, the runtime's
-    /// policy does not (it would take the multiplier as 1, and pause differently).
+    /// Always `Some`: a `backoffMultiplier` below 1 (A6 allows pauses that shrink) is kept
+    /// ([`Policy::factor_unclamped`](retry_runtime::Policy::factor_unclamped)); it was `None`
+    /// before the runtime's policy could keep it, and stays an `Option` for the callers written
+    /// then. The door's [`RetryBackoff`](crate::backoff::RetryBackoff) draws its pauses from
+    /// this policy.
     ///
     /// ```
     /// use retry_grpc::RetryPolicy;
@@ -520,24 +523,25 @@ impl RetryPolicy {
     ///     .retryable_status_codes([Code::Unavailable])
     ///     .build()?
     ///     .to_runtime_policy()
-    ///     .expect("a multiplier of at least 1");
+    ///     .expect("always a policy");
     /// assert_eq!(policy.get_max(), 3);
     /// assert_eq!(policy.get_jitter(), Jitter::Full);
     /// assert_eq!(policy.nominal_delay(3), Duration::from_millis(400));
     /// # Ok::<(), retry_grpc::ConfigError>(())
     /// ```
     pub fn to_runtime_policy(&self) -> Option<retry_runtime::Policy> {
-        if self.backoff_multiplier < 1.0 {
-            return None;
-        }
-        let policy = retry_runtime::Policy::new()
-            .max(self.max_attempts - 1)
+        Some(self.runtime_policy())
+    }
+
+    /// [`to_runtime_policy`](Self::to_runtime_policy), unwrapped.
+    pub(crate) fn runtime_policy(&self) -> retry_runtime::Policy {
+        retry_runtime::Policy::new()
+            .max(self.max_attempts.saturating_sub(1))
             .base(self.initial_backoff)
-            .factor(self.backoff_multiplier)
+            .factor_unclamped(self.backoff_multiplier)
             .backoff(retry_runtime::Backoff::Exponential)
             .max_delay(self.max_backoff)
-            .jitter(retry_runtime::Jitter::Full);
-        Some(policy)
+            .jitter(retry_runtime::Jitter::Full)
     }
 }
 

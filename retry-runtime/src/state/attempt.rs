@@ -169,7 +169,9 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
         if let Some(ended) = self.opts.extras.ended() {
             return Err(ended);
         }
-        if self.progress.retries == 0 {
+        // The first attempt begins the call; sent again by a decider ([`Next::Resend`]), not
+        // a second time.
+        if self.progress.retries == 0 && !(X::DECIDES && self.opts.extras.resent()) {
             self.begin();
         }
         let wait = match self.opts.extras.admit(self.site.clock) {

@@ -190,8 +190,37 @@ where
                 value,
             }
             .linger(pause, shown.outcome, key),
-            Step::Linger(_) => unreachable!("only a decider's extras linger"),
+            // A decider's `Next::Resend`, the same way.
+            Step::Resend(pause) if X::DECIDES => Retry {
+                site,
+                progress,
+                opts,
+                spans,
+                value,
+            }
+            .resend(pause),
+            Step::Linger(_) | Step::Resend(_) => {
+                unreachable!("only a decider's extras linger or resend")
+            }
         }
+    }
+
+    /// A decider's [`Next::Resend`]: the same attempt again after `pause` nanoseconds, with
+    /// its number (the retries do not grow) and no retry's event, hook or budget token; the
+    /// transparent retry is reported. Out of line: only a resending call comes here.
+    #[cold]
+    #[inline(never)]
+    fn resend<Key: KeySlot>(mut self, pause: u64) -> ControlFlow<H::Finish<Key>, Self> {
+        let event = Event::TransparentRetry {
+            attempt: self.progress.retries + 1,
+        };
+        observe::report(self.site.name, event, &());
+        self.opts.extras.report(self.site.name, event);
+        if self.progress.retries == 0 {
+            self.opts.extras.mark_resent();
+        }
+        self.progress.previous_pause = pause;
+        ControlFlow::Continue(self)
     }
 
     /// A decider's [`Next::Linger`] (`aws2026`'s long-polling rule, after a failure the empty
@@ -314,6 +343,10 @@ fn within_bounds(
             Step::Linger(nanos(pause))
         }
         Next::Linger(_) => Step::GiveUp(GiveUpReason::Budget),
+        Next::Resend(pause) if !past_deadline(site, progress, nanos(pause)) => {
+            Step::Resend(nanos(pause))
+        }
+        Next::Resend(_) => Step::GiveUp(GiveUpReason::Deadline),
     }
 }
 
@@ -328,6 +361,9 @@ pub(crate) enum Step {
     /// Pause this long (nanoseconds), then give up as the quota's refusal
     /// ([`GiveUpReason::Budget`]), without another attempt: a decider's [`Next::Linger`].
     Linger(u64),
+    /// The same attempt again after this pause (nanoseconds), not counted as a retry: a
+    /// decider's [`Next::Resend`].
+    Resend(u64),
 }
 
 /// The pause before the next attempt, or why there is none. Not generic, and inline where the

@@ -135,6 +135,8 @@ impl<E> Copy for Refusal<E> {}
 pub struct Deciding<D, T, E> {
     decider: Option<D>,
     held: Option<Box<Result<T, E>>>,
+    /// The decider sent the first attempt again ([`Next::Resend`]): the call has begun.
+    resent: bool,
 }
 
 impl<D, T, E> Deciding<D, T, E> {
@@ -143,6 +145,7 @@ impl<D, T, E> Deciding<D, T, E> {
         Deciding {
             decider,
             held: None,
+            resent: false,
         }
     }
 }
@@ -165,6 +168,13 @@ pub trait DecideSlot<E> {
     fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy;
     /// [`Decide::copy_due`], if a decider is set.
     fn copy_due(&mut self, hedge: u16) -> bool;
+    /// The decider sent the first attempt again ([`Next::Resend`]), so that the attempt sent
+    /// again does not begin the call a second time (the budget's deposit).
+    fn resent(&self) -> bool {
+        false
+    }
+    /// The decider sends the first attempt again.
+    fn mark_resent(&mut self) {}
 }
 
 impl<E> DecideSlot<E> for Unset {
@@ -203,6 +213,13 @@ impl<E, D: Decide<E>, T> DecideSlot<E> for Deciding<D, T, E> {
     #[inline]
     fn holds(&self) -> bool {
         self.held.is_some()
+    }
+    #[inline]
+    fn resent(&self) -> bool {
+        self.resent
+    }
+    fn mark_resent(&mut self) {
+        self.resent = true;
     }
     #[inline]
     fn next(&mut self, failure: &Failure<'_, E>) -> Next {
@@ -342,6 +359,12 @@ pub(crate) trait MaybeExtras<E> {
     /// nothing without extras, or without a sink. The logs and the metrics hear the loop's
     /// events from `observe` itself, so the event goes to the door's sink alone.
     fn report(&self, function: &'static str, event: Event<'_>);
+    /// The decider sent the first attempt again ([`DecideSlot::resent`]); `false` without one.
+    fn resent(&self) -> bool {
+        false
+    }
+    /// The decider sends the first attempt again ([`DecideSlot::mark_resent`]).
+    fn mark_resent(&mut self) {}
 }
 
 /// The extras that can hold a call's outcome over a lingering pause (a decider's).
@@ -594,6 +617,13 @@ impl<'p, E, L: DecideSlot<E>> MaybeExtras<E> for Extras<'p, E, L> {
         if let Some(sink) = self.sink {
             sink.event(function, &event);
         }
+    }
+    #[inline]
+    fn resent(&self) -> bool {
+        self.decider.resent()
+    }
+    fn mark_resent(&mut self) {
+        self.decider.mark_resent();
     }
 }
 

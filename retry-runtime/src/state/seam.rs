@@ -127,6 +127,18 @@ pub enum Next {
     /// another attempt: the failure is held over the pause and returned after it (`aws2026`'s
     /// long polling). A pause that would end past the deadline gives up at once.
     Linger(Duration),
+    /// Run the same attempt again after this pause, as if it had not been made: a request that
+    /// provably never reached its server's application (gRPC's transparent retry, a wait for
+    /// a connection). Not a retry: the attempt keeps its number ([`Failure::attempt`],
+    /// [`attempt().number()`](crate::attempt)), the loop's retries do not grow, no budget
+    /// token is drawn, and neither [`Event::Retry`](crate::engine::Event::Retry) nor the retry
+    /// hooks hear of it; it is reported as
+    /// [`Event::TransparentRetry`](crate::engine::Event::TransparentRetry) (logs, metrics,
+    /// sink). Still the engine's: a pause that would end past the policy's deadline gives up
+    /// ([`GiveUpReason::Deadline`]) at once, the call's cancellation ends the pause, the
+    /// breaker heard the failed attempt as any failure, and the attempt sent again asks the
+    /// breaker and the gate as any attempt. A zero pause is not slept.
+    Resend(Duration),
 }
 
 /// When the next hedged copy goes after a copy failed ([`Decide::copy_failed`]).

@@ -537,10 +537,10 @@ fn ok_reply(attempt: u32) -> (Response<()>, bytes::Bytes, http::HeaderMap) {
     (response, frame.into(), trailers)
 }
 
-#[tokio::test(flavor = "current_thread", start_paused = true)]
-async fn a_refused_stream_is_retried_transparently_without_counting() {
-    // An HTTP/2 server that refuses the first stream (REFUSED_STREAM: not processed) and
-    // answers the next.
+/// An HTTP/2 server that refuses the first stream (REFUSED_STREAM: not processed) and answers
+/// the next; each stream's `grpc-previous-rpc-attempts` kept.
+pub(crate) async fn refusing_the_first_stream()
+-> (std::net::SocketAddr, Arc<Mutex<Vec<Option<String>>>>) {
     let (listener, addr) = bind().await.expect("binds");
     let headers = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&headers);
@@ -566,6 +566,80 @@ async fn a_refused_stream_is_retried_transparently_without_counting() {
             stream.send_trailers(trailers).expect("sends");
         }
     });
+    (addr, headers)
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_transparent_retry_takes_nothing_from_the_layers_budget_and_deposits_once() {
+    // One token per call's first attempt, none in reserve: the call deposits 1, and a retry
+    // would take it back.
+    let budget = Arc::new(
+        retry_runtime::RetryBudget::new()
+            .ratio(1.0)
+            .min_per_second(0),
+    );
+    let (addr, headers) = refusing_the_first_stream().await;
+    let channel = Channel::from_shared(format!("http://{addr}"))
+        .expect("a valid URI")
+        .connect_lazy();
+    let policy = retry(3, ms(100), ms(1000), &[Code::Unavailable]);
+    let layer = GrpcRetryLayer::new(config(policy, None)).budget(Arc::clone(&budget));
+    let mut rig = rig_on(layer, channel, Arc::default());
+    let reply = rig.client.unary(message("ok", 0)).await.expect("OK");
+    assert_eq!(reply.get_ref().attempt, 2, "the second stream answered");
+    assert_eq!(*headers.lock().expect("not poisoned"), [None, None]);
+    assert_eq!(rig.counters.transparent_retries(), 1);
+    assert_eq!(rig.counters.retries(), 0);
+    // The call's one deposit, no second one for the attempt sent again, and no token taken.
+    assert_eq!(budget.available(), 1.0);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn wait_for_ready_reconnects_on_c_cores_connection_backoff() {
+    let port = retry_grpc_interop::harness::closed_port().expect("a free port");
+    let channel = Channel::from_shared(format!("http://127.0.0.1:{port}"))
+        .expect("a valid URI")
+        .connect_lazy();
+    let method = MethodConfig::builder()
+        .name(MethodName::service(SERVICE))
+        .wait_for_ready(true)
+        .timeout(ms(20_000))
+        .build()
+        .expect("valid");
+    let config = ServiceConfig::builder()
+        .method_config(method)
+        .build()
+        .expect("valid");
+    let mut rig = rig_on(GrpcRetryLayer::new(config), channel, Arc::default());
+    let start = Instant::now();
+    let status = rig
+        .client
+        .unary(message("ok", 0))
+        .await
+        .expect_err("nothing listens");
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert_eq!(start.elapsed(), ms(20_000), "at the deadline, not before");
+    // Reconnect n after min(1 s·1.6^(n−1), 120 s)·U[0.8, 1.2]: at least 1, 1.6, 2.56, 4.096 s
+    // apart within ±20 %, so 5 or 6 attempts in 20 s, each the same first attempt.
+    let pauses = rig.pauses();
+    assert!((4..=5).contains(&pauses.len()), "{pauses:?}");
+    for (n, pause) in pauses.iter().enumerate() {
+        let nominal = Duration::from_secs(1).mul_f64(1.6f64.powi(n as i32));
+        assert!(
+            *pause >= nominal.mul_f64(0.8) && *pause <= nominal.mul_f64(1.2),
+            "reconnect {}: {pause:?} not within 20 % of {nominal:?}",
+            n + 1
+        );
+    }
+    assert!(rig.previous().iter().all(Option::is_none));
+    // Counted as decided, as a retry is: the last wait, which the deadline cut, too.
+    assert_eq!(rig.counters.transparent_retries(), rig.sent().len() as u64);
+    assert_eq!(rig.counters.retries(), 0);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_refused_stream_is_retried_transparently_without_counting() {
+    let (addr, headers) = refusing_the_first_stream().await;
     let channel = Channel::from_shared(format!("http://{addr}"))
         .expect("a valid URI")
         .connect_lazy();

@@ -269,6 +269,51 @@ async fn a_transparent_retry_is_counted_logged_and_measured_beside_the_engines_r
     // The engine's own events, for the same door: its two retries, logged and measured.
     assert_eq!(logs.of(TRANSPARENT, "attempt failed; retrying").len(), 2);
     assert_eq!(counter(names::RETRIES, &[("function", TRANSPARENT)]), 2);
+    // One call in the engine's call metrics, given up after its 3 attempts: the transparent
+    // retry is the engine's resend of the first attempt, not a call of its own.
+    let calls = |labels: &[(&'static str, &'static str)]| {
+        let mut all = vec![("function", TRANSPARENT)];
+        all.extend_from_slice(labels);
+        counter(names::CALLS, &all)
+    };
+    assert_eq!(calls(&[("outcome", "gave_up"), ("reason", "exhausted")]), 1);
+    assert_eq!(calls(&[("outcome", "permanent")]), 0);
+    assert_eq!(calls(&[("outcome", "first_try")]), 0);
+}
+
+const NO_POLICY: &str = "door_events_no_policy";
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_call_without_a_policy_is_resent_by_the_engine_and_counted_once() {
+    install();
+    let (addr, headers) = crate::door::refusing_the_first_stream().await;
+    let config = ServiceConfig::from_value(&serde_json::json!({})).expect("valid");
+    let layer = GrpcRetryLayer::new(config).name(NO_POLICY);
+    let counters = layer.counters();
+    let mut client = client(layer, format!("http://{addr}"));
+    let reply = client.unary(message("ok", 0)).await.expect("OK");
+    assert_eq!(reply.get_ref().attempt, 2, "the second stream answered");
+    assert_eq!(*headers.lock().expect("not poisoned"), [None, None]);
+    assert_eq!(
+        (
+            counters.attempts(),
+            counters.retries(),
+            counters.transparent_retries()
+        ),
+        (2, 0, 1)
+    );
+    assert_eq!(door_events(NO_POLICY, "transparent_retry"), 1);
+    // The engine ran the call: one call, answered on its first attempt (the resend is not a
+    // retry), and nothing else.
+    let calls = |outcome| {
+        counter(
+            names::CALLS,
+            &[("function", NO_POLICY), ("outcome", outcome)],
+        )
+    };
+    assert_eq!(calls("first_try"), 1);
+    assert_eq!(calls("permanent"), 0);
+    assert_eq!(counter(names::RETRIES, &[("function", NO_POLICY)]), 0);
 }
 
 const DEADLINE: &str = "door_events_deadline";

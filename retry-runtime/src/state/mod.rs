@@ -79,7 +79,7 @@ use extras::{Guard, Linger, Timeout};
 use fallback::{FallbackScope, IntoFinish};
 use hooks::HookSet;
 use log::Show;
-use options::HeadSet;
+
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -562,7 +562,9 @@ impl<T, E, F> Fallback<Result<T, E>, F> {
 }
 
 // The loop: one `impl` over the options' three slots.
-impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: Linger<T, E>> Retry<'p, T, E, Opts<K, H, X>> {
+impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>>
+    Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>
+{
     /// Decides what follows an attempt: `Break` with the call's result (for an async fallback,
     /// a future of it), or `Continue` with the state for the next attempt, whose
     /// [`pause`](Retry::pause) is then taken.
@@ -578,8 +580,8 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: Linger<T, E>> Retry<'p, T, E, Op
     #[allow(clippy::type_complexity)]
     pub fn next<A: AttemptOutcome<T, E>>(self, attempted: A) -> ControlFlow<H::Finish<A::Key>, Self>
     where
-        K::On: Classifier<E>,
-        K::Show: Show<E>,
+        C: Classifier<E>,
+        D: Show<E>,
     {
         let (attempted, key) = attempted.split();
         match attempted {
@@ -640,14 +642,14 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: Linger<T, E>> Retry<'p, T, E, Op
     /// The pause of an async loop, its timer boxed (`PERFORMANCE.md` §4). A zero pause is not
     /// slept (tokio's timer would round it up to its 1 ms tick).
     #[inline]
-    pub fn pause(&self) -> Pause<<K::Sleeper as Sleeper>::Sleep>
+    pub fn pause(&self) -> Pause<<S as Sleeper>::Sleep>
     where
-        K::Sleeper: Sleeper,
+        S: Sleeper,
     {
         if !self.sleeps() {
             return Pause(None);
         }
-        let (_, sleeper) = self.opts.head.parts();
+        let sleeper = &self.opts.head.sleeper;
         Pause(Some(Box::pin(sleeper.sleep(self.decided_pause()))))
     }
 }

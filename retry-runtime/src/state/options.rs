@@ -13,7 +13,7 @@ use super::fallback::{FallbackArgument, FallbackOutput};
 use super::hooks::{
     Classify, GiveUpHook, HookSet, Hooks, IntoVerdict, Notify, NotifyHook, OnResult,
 };
-use super::log::{ByDebug, Show};
+use super::log::ByDebug;
 use super::{GiveUp, Unset};
 use crate::overload::aws2026_call::Aws2026Call;
 use crate::timer::Sleeper;
@@ -188,68 +188,31 @@ impl<K, H, X> Opts<K, H, X> {
     }
 }
 
-/// What [`Opts`] asks of its [`Head`]: a trait, so that the options' impl needs one parameter
-/// for both. Sealed: public only because the options' types name it, in a module no one outside
-/// can reach.
-pub trait HeadSet {
-    type On;
-    type Sleeper;
-    /// How the events show an error: `ByDebug` or `ByName`.
-    type Show;
-    type WithSleeper<S: Sleeper>: HeadSet<On = Self::On, Sleeper = S, Show = Self::Show>;
-    fn with_sleeper<S: Sleeper>(self, sleeper: S) -> Self::WithSleeper<S>;
-    fn parts(&self) -> (&Self::On, &Self::Sleeper);
-}
-
-/// A [`HeadSet`] whose classifier judges `E` and whose events show it: what every step of the
-/// loop's driver asks of its head, named once (`K: Judges<E>`), for every head that has both.
-/// Crate-private: the public impls (the expansion's `next`, the `Retrier`'s runs) spell the two
-/// bounds out, so that a user's error names only public traits.
-pub(crate) trait Judges<E>: HeadSet<On: Classifier<E>, Show: Show<E>> {}
-
-impl<E, K: HeadSet<On: Classifier<E>, Show: Show<E>>> Judges<E> for K {}
-
-impl<C, S, D> HeadSet for Head<C, S, D> {
-    type On = C;
-    type Sleeper = S;
-    type Show = D;
-    type WithSleeper<S2: Sleeper> = Head<C, S2, D>;
-    #[inline]
-    fn with_sleeper<S2: Sleeper>(self, sleeper: S2) -> Head<C, S2, D> {
-        Head {
-            classify: self.classify,
-            sleeper,
-            marks: PhantomData,
-        }
-    }
-    #[inline]
-    fn parts(&self) -> (&C, &S) {
-        (&self.classify, &self.sleeper)
-    }
-}
-
-impl<'p, T, E, K, H, X> Options<'p, T, E> for Opts<K, H, X>
+impl<'p, T, E, C, S, D, H, X> Options<'p, T, E> for Opts<Head<C, S, D>, H, X>
 where
-    K: HeadSet,
     H: HookSet<T, E>,
     X: MaybeExtras<E> + IntoExtras<'p, E>,
 {
-    type Sleeper = K::Sleeper;
+    type Sleeper = S;
     type Input = H::Input;
-    type WithSleeper<S: Sleeper> = Opts<K::WithSleeper<S>, H, X>;
-    type WithOnResult<J> = Opts<K, H::WithOnResult<OnResult<J, T>>, X>;
-    type WithNotify<J> = Opts<K, H::WithNotify<Notify<J, T, E>>, X>;
-    type WithGiveUp<J: GiveUpHook<T, E, M>, M> = Opts<K, H::WithGiveUp<J::Slot>, X>;
+    type WithSleeper<S2: Sleeper> = Opts<Head<C, S2, D>, H, X>;
+    type WithOnResult<J> = Opts<Head<C, S, D>, H::WithOnResult<OnResult<J, T>>, X>;
+    type WithNotify<J> = Opts<Head<C, S, D>, H::WithNotify<Notify<J, T, E>>, X>;
+    type WithGiveUp<J: GiveUpHook<T, E, M>, M> = Opts<Head<C, S, D>, H::WithGiveUp<J::Slot>, X>;
     type WithFallback<J, Out: FallbackOutput<T, E, M>, M> =
-        Opts<K, H::WithFallback<Out::Slot<J>>, X>;
-    type WithExtras = Opts<K, H, Extras<'p, E, X::Hold>>;
-    type WithAws2026 = Opts<K, H, Extras<'p, E, Deciding<Aws2026Call<'p>, T, E>>>;
-    type WithTimeout = Opts<K, H, Extras<'p, E, X::Hold>>;
+        Opts<Head<C, S, D>, H::WithFallback<Out::Slot<J>>, X>;
+    type WithExtras = Opts<Head<C, S, D>, H, Extras<'p, E, X::Hold>>;
+    type WithAws2026 = Opts<Head<C, S, D>, H, Extras<'p, E, Deciding<Aws2026Call<'p>, T, E>>>;
+    type WithTimeout = Opts<Head<C, S, D>, H, Extras<'p, E, X::Hold>>;
     type Hold = X::Hold;
 
     #[inline]
-    fn with_sleeper<S: Sleeper>(self, sleeper: S) -> Self::WithSleeper<S> {
-        self.map_head(|head| head.with_sleeper(sleeper))
+    fn with_sleeper<S2: Sleeper>(self, sleeper: S2) -> Self::WithSleeper<S2> {
+        self.map_head(|head| Head {
+            classify: head.classify,
+            sleeper,
+            marks: PhantomData,
+        })
     }
 
     #[inline]

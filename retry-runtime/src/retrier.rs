@@ -13,8 +13,8 @@ use crate::state::log::ByDebug;
 use crate::state::spans::CallSpan;
 use crate::state::{
     AsyncForm, Attempted, ByTransient, Classifier, DefaultSleeper, ErrorForm, GiveUp, GiveUpHook,
-    Head, Hooks, IntoVerdict, LogLevel, NotifyHook, Options, Opts, OutcomeForm, Progress, Retry,
-    RetryEvent, Site, SyncForm, Unset, std_now,
+    Head, Hooks, IntoVerdict, LogLevel, NotifyHook, Opts, OutcomeForm, Progress, Retry, RetryEvent,
+    Site, SyncForm, Unset, std_now,
 };
 use crate::timer::{Elapsed, IntoSleeper, Sleeper};
 use crate::{

@@ -67,17 +67,19 @@ pub use events::{GiveUp, GiveUpReason, RetryEvent};
 pub use fallback::{AsyncForm, FallbackArgument, FallbackOutput, SyncForm};
 pub use hooks::{ErrorForm, ErrorOnly, GiveUpHook, Hooks, IntoVerdict, NotifyHook, OutcomeForm};
 pub use log::{LogLevel, level};
-pub use options::{ByTransient, Classifier, DefaultSleeper, Head, Options, Opts};
+pub use options::{ByTransient, Classifier, DefaultSleeper, Head, Opts};
 pub use seam::{Decide, Failure, Next, NextCopy};
 
 use crate::breaker::FromCircuitOpen;
 use crate::context::{self, KeySlot};
 use crate::overload::FromRejected;
+use crate::overload::aws2026_call::Aws2026Call;
 use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
 use crate::{AdmissionGate, Aws2026Standard, CircuitBreaker, Policy, RetryBudget, Verdict};
-use extras::{Guard, Linger, Timeout};
+use extras::{Deciding, Extras, Guard, IntoExtras, Linger, Timeout};
 use fallback::{FallbackScope, IntoFinish};
 use hooks::HookSet;
+use hooks::{Notify, OnResult};
 use log::Show;
 
 use std::fmt;
@@ -284,6 +286,11 @@ impl<R> Shape<R> {
     }
 }
 
+/// The options after `timeout`, `budget`, `breaker`, `gate` or `nested = retry`: the extras in
+/// place, the rest as it was.
+pub type WithExtras<'p, E, C, S, D, H, X> =
+    Opts<Head<C, S, D>, H, Extras<'p, E, <X as IntoExtras<'p, E>>::Hold>>;
+
 /// The options a loop starts with: its classifier, its timer, and how its events show an error.
 pub type Started<C, E, S, D = log::ByDebug> = Opts<Head<hooks::Classify<C, E>, S, D>>;
 
@@ -368,8 +375,7 @@ impl<'p, T, E, C, S: Timer, D> Retry<'p, T, E, Started<C, E, S, D>> {
     }
 }
 
-// The builders: each stores what it is given in its slot of the options, and does nothing else.
-impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
+impl<'p, T, E, O> Retry<'p, T, E, O> {
     /// The same state with its options replaced by `f`.
     #[inline]
     fn with<O2>(self, f: impl FnOnce(O) -> O2) -> Retry<'p, T, E, O2> {
@@ -381,13 +387,22 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
             value: PhantomData,
         }
     }
+}
 
+// The builders: each stores what it is given in its slot of the options, and does nothing else.
+// Each names the options it gives back: the same, with its own slot replaced.
+#[allow(clippy::type_complexity)]
+impl<'p, T, E, C, S, D, H, X> Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>
+where
+    H: HookSet<T, E>,
+    X: IntoExtras<'p, E>,
+{
     /// `sleep = f`: pause with `f` instead of tokio's timer, a function
     /// `Fn(Duration) -> impl Future<Output = ()>` or a type that implements [`Sleeper`]. The
     /// deadline is then measured on the sleeper's clock ([`Sleeper::now`]: [`Instant::now`] for
     /// a function). If `start` read the time for a deadline, it is read again here, on the
     /// sleeper's clock.
-    pub fn sleep<F, M>(mut self, f: F) -> Retry<'p, T, E, O::WithSleeper<F::Sleeper>>
+    pub fn sleep<F, M>(mut self, f: F) -> Retry<'p, T, E, Opts<Head<C, F::Sleeper, D>, H, X>>
     where
         F: IntoSleeper<M>,
     {
@@ -395,28 +410,43 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
         if self.progress.started.is_some() {
             self.progress.started = Some((self.site.clock)());
         }
-        self.with(|o| o.with_sleeper(f.into_sleeper()))
+        self.with(|o| Opts {
+            head: Head {
+                classify: o.head.classify,
+                sleeper: f.into_sleeper(),
+                marks: PhantomData,
+            },
+            hooks: o.hooks,
+            extras: o.extras,
+        })
     }
 
     /// `timeout = "2s"`: each attempt is cut off after `limit` (clipped to the time left before
     /// the deadline) and counts as a transient failure.
-    pub fn timeout(self, limit: Duration) -> Retry<'p, T, E, O::WithTimeout>
+    pub fn timeout(self, limit: Duration) -> Retry<'p, T, E, WithExtras<'p, E, C, S, D, H, X>>
     where
         E: FromElapsed,
     {
-        self.with(|o| o.with_timeout(Timeout::new(limit, E::from_elapsed)))
+        let timeout = Timeout::new(limit, E::from_elapsed);
+        self.with(|o| o.with_extras(|x| x.timeout = Some(timeout)))
     }
 
     /// `budget = B`: retries draw from a shared [`RetryBudget`]; this call's first attempt
     /// deposits into it. When it is empty the loop gives up with the current error.
-    pub fn budget(self, budget: &'p RetryBudget) -> Retry<'p, T, E, O::WithExtras> {
+    pub fn budget(
+        self,
+        budget: &'p RetryBudget,
+    ) -> Retry<'p, T, E, WithExtras<'p, E, C, S, D, H, X>> {
         self.with(|o| o.with_extras(|x| x.budget = Some(budget)))
     }
 
     /// `breaker = B`: while the [`CircuitBreaker`] is open, the call returns
     /// `E::from(CircuitOpen)` at once without running the body; every attempt feeds it, and a
     /// failure after which it is open ends the loop at once with that failure.
-    pub fn breaker(self, breaker: &'p CircuitBreaker) -> Retry<'p, T, E, O::WithExtras>
+    pub fn breaker(
+        self,
+        breaker: &'p CircuitBreaker,
+    ) -> Retry<'p, T, E, WithExtras<'p, E, C, S, D, H, X>>
     where
         E: FromCircuitOpen,
     {
@@ -430,7 +460,7 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
     /// its answer to the gate; a rate-limiting gate's wait is taken before the attempt (the
     /// expansion runs a gated async attempt with [`run_timed`](Retry::run_timed), which takes
     /// it).
-    pub fn gate(self, gate: &'p AdmissionGate) -> Retry<'p, T, E, O::WithExtras>
+    pub fn gate(self, gate: &'p AdmissionGate) -> Retry<'p, T, E, WithExtras<'p, E, C, S, D, H, X>>
     where
         E: FromRejected,
     {
@@ -440,12 +470,16 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
 
     /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure in
     /// place of the policy's `max` and pauses (see [`Aws2026Standard`]).
-    pub fn aws2026(self, aws: &'p Aws2026Standard) -> Retry<'p, T, E, O::WithAws2026> {
+    pub fn aws2026(
+        self,
+        aws: &'p Aws2026Standard,
+    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H, Extras<'p, E, Deciding<Aws2026Call<'p>, T, E>>>>
+    {
         self.with(|o| o.with_aws2026(aws))
     }
 
     /// `nested = retry`: keep retrying even inside another retrying function.
-    pub fn nested_retry(self) -> Retry<'p, T, E, O::WithExtras> {
+    pub fn nested_retry(self) -> Retry<'p, T, E, WithExtras<'p, E, C, S, D, H, X>> {
         self.with(|o| o.with_extras(|x| x.nested_retry = true))
     }
 
@@ -459,34 +493,44 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
     /// `on_result = f`: an `Ok` value for which `f` answers `true` (or a [`Verdict`] that
     /// retries) is treated as a transient failure; when the retries run out, the last `Ok`
     /// value is returned.
-    pub fn on_result<J, V>(self, f: J) -> Retry<'p, T, E, O::WithOnResult<J>>
+    pub fn on_result<J, V>(
+        self,
+        f: J,
+    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithOnResult<OnResult<J, T>>, X>>
     where
         J: Fn(&T) -> V,
         V: IntoVerdict,
     {
-        self.with(|o| o.with_on_result(f))
+        let slot = OnResult::new(f, |f, value, ()| f(value).into_verdict());
+        self.with(|o| o.map_hooks(|hooks| hooks.with_on_result(slot)))
     }
 
     /// `notify = f`: called before each pause with a [`RetryEvent`] and, as `f` takes it, the
     /// error (`Fn(&E, &RetryEvent)`, which hears pauses after errors only) or the outcome
     /// (`Fn(Result<&T, &E>, &RetryEvent)`, which also hears pauses after an `Ok` that
     /// `on_result` rejected).
-    pub fn notify<J, M>(self, f: J) -> Retry<'p, T, E, O::WithNotify<J>>
+    pub fn notify<J, M>(
+        self,
+        f: J,
+    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithNotify<Notify<J, T, E>>, X>>
     where
         J: NotifyHook<T, E, M>,
     {
-        self.with(|o| o.with_notify(f))
+        self.with(|o| o.map_hooks(|hooks| hooks.with_notify(f.into_slot())))
     }
 
     /// `on_give_up = f`: called once when the loop gives up (retries used up, the deadline, a
     /// server-suggested pause too long, the budget empty, the breaker open). `Fn(&E)` hears the
     /// last error; `Fn(&E, &GiveUp)` also why; `Fn(Result<&T, &E>, &GiveUp)` also a last `Ok`
     /// that `on_result` rejected.
-    pub fn on_give_up<J, M>(self, f: J) -> Retry<'p, T, E, O::WithGiveUp<J, M>>
+    pub fn on_give_up<J, M>(
+        self,
+        f: J,
+    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithGiveUp<J::Slot>, X>>
     where
         J: GiveUpHook<T, E, M>,
     {
-        self.with(|o| o.with_give_up(f))
+        self.with(|o| o.map_hooks(|hooks| hooks.with_give_up(f.into_slot())))
     }
 
     /// `fallback = f`: when the loop gives up, `f(error, why)` is called, and what it returns is
@@ -503,13 +547,17 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
     /// The expansion passes a closure here, whose parameters take their types from this bound;
     /// a fallback named by its path goes through [`Fallback::attach`], whose message for a
     /// fallback of another shape names what the loop gives it.
-    pub fn fallback<J, Out, M>(self, f: J) -> Retry<'p, T, E, O::WithFallback<J, Out, M>>
+    pub fn fallback<J, Out, M>(
+        self,
+        f: J,
+    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithFallback<Out::Slot<J>>, X>>
     where
-        O::Sleeper: fallback::Awaits<M>,
-        J: FnOnce(O::Input, GiveUp) -> Out,
+        S: fallback::Awaits<M>,
+        J: FnOnce(H::Input, GiveUp) -> Out,
         Out: FallbackOutput<T, E, M>,
     {
-        self.with(|o| o.with_fallback::<J, O::Input, Out, M>(f))
+        let slot = Out::slot::<H::OnResult, J, H::Input>(f);
+        self.with(|o| o.map_hooks(|hooks| hooks.with_fallback(slot)))
     }
 }
 
@@ -530,34 +578,38 @@ pub struct Fallback<R, F>(pub Shape<R>, pub F);
 impl<T, E, F> Fallback<Result<T, E>, F> {
     /// Gives the fallback to the loop `retry` of an async function or block: `f(error, why)`
     /// when it gives up, or beside `on_result` `f(outcome, why)`; sync or async.
-    pub fn attach<'p, O, A, Out, M>(
+    #[allow(clippy::type_complexity)]
+    pub fn attach<'p, C, S, D, H, X, A, Out, M>(
         self,
-        retry: Retry<'p, T, E, O>,
-    ) -> Retry<'p, T, E, O::WithFallback<F, Out, M>>
+        retry: Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>,
+    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithFallback<Out::Slot<F>>, X>>
     where
-        O: Options<'p, T, E>,
+        H: HookSet<T, E>,
         F: FnOnce(A, GiveUp) -> Out,
-        A: FallbackArgument<O::Input>,
-        O::Sleeper: fallback::Awaits<M>,
+        A: FallbackArgument<H::Input>,
+        S: fallback::Awaits<M>,
         Out: FallbackOutput<T, E, M>,
     {
-        retry.with(|o| o.with_fallback::<F, A, Out, M>(self.1))
+        let slot = Out::slot::<H::OnResult, F, A>(self.1);
+        retry.with(|o| o.map_hooks(|hooks| hooks.with_fallback(slot)))
     }
 
     /// [`attach`](Fallback::attach) for a sync function or block, whose fallback is sync: the
     /// form is settled before what `f` returns is looked at, so that an async fallback there is
     /// the one error "must return `Result<T, E>`".
-    pub fn attach_sync<'p, O, A, Out>(
+    #[allow(clippy::type_complexity)]
+    pub fn attach_sync<'p, C, S, D, H, X, A, Out>(
         self,
-        retry: Retry<'p, T, E, O>,
-    ) -> Retry<'p, T, E, O::WithFallback<F, Out, SyncForm>>
+        retry: Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>,
+    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithFallback<Out::Slot<F>>, X>>
     where
-        O: Options<'p, T, E>,
+        H: HookSet<T, E>,
         F: FnOnce(A, GiveUp) -> Out,
-        A: FallbackArgument<O::Input>,
+        A: FallbackArgument<H::Input>,
         Out: FallbackOutput<T, E, SyncForm>,
     {
-        retry.with(|o| o.with_fallback::<F, A, Out, SyncForm>(self.1))
+        let slot = Out::slot::<H::OnResult, F, A>(self.1);
+        retry.with(|o| o.map_hooks(|hooks| hooks.with_fallback(slot)))
     }
 }
 

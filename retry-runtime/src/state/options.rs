@@ -1,83 +1,20 @@
-//! The options of a macro's loop as one type: [`Options`], the trait the loop state's options
-//! parameter `O` implements, and [`Opts`], what the expansion's builders build. (The
-//! [`Retrier`](crate::Retrier) holds its options as values, and fills these slots at run time.)
+//! The options of a macro's loop as one type, [`Opts`], what the expansion's builders build.
+//! (The [`Retrier`](crate::Retrier) holds its options as values, and fills these slots at run
+//! time.)
 //!
 //! Every option lives in a slot of [`Opts`] that is the zero-sized [`Unset`] when the option is
 //! not written: the classifier and the timer ([`Head`]), the hooks and the fallback
-//! ([`Hooks`]), and `timeout`, `budget`, `breaker` and `nested` ([`Extras`]). A method that sets
-//! an option replaces one slot, and so the type: the options are known when the code is
+//! ([`Hooks`]), and `timeout`, `budget`, `breaker` and `nested` ([`Extras`]). A builder (in
+//! `state/mod.rs`) replaces one slot, and so the type: the options are known when the code is
 //! compiled, and one that is not written costs no code and no check (`PERFORMANCE.md` §1).
 
-use super::extras::{Deciding, Extras, IntoExtras, MaybeExtras, Timeout};
-use super::fallback::{FallbackArgument, FallbackOutput};
-use super::hooks::{
-    Classify, GiveUpHook, HookSet, Hooks, IntoVerdict, Notify, NotifyHook, OnResult,
-};
+use super::Unset;
+use super::extras::{Deciding, Extras, IntoExtras};
+use super::hooks::{Classify, Hooks};
 use super::log::ByDebug;
-use super::{GiveUp, Unset};
 use crate::overload::aws2026_call::Aws2026Call;
-use crate::timer::Sleeper;
 use crate::{Aws2026Standard, Transient, Verdict};
 use std::marker::PhantomData;
-
-/// The options a macro's loop carries, as a type: each builder the expansion calls (`sleep`,
-/// `notify`, ...) gives back a loop state whose options have that option in its place.
-///
-/// Sealed, and named only in the signatures of those builders, where each associated type
-/// below says what the builder changes.
-pub trait Options<'p, T, E>: Sized {
-    /// The timer of the pauses of an async run: tokio's (with the `tokio` feature) until
-    /// `sleep` names another.
-    type Sleeper;
-    /// What a `fallback` takes: the error `E`, or with `on_result` the outcome
-    /// `Result<T, E>` (a rejected `Ok` can end the loop too).
-    type Input;
-    /// These options with the timer `S` (`sleep`).
-    type WithSleeper<S: Sleeper>: Options<'p, T, E>;
-    /// These options with `J` judging `Ok` values (`on_result`).
-    type WithOnResult<J>: Options<'p, T, E>;
-    /// These options with `J` hearing each pause (`notify`).
-    type WithNotify<J>: Options<'p, T, E>;
-    /// These options with `J` hearing the loop give up (`on_give_up`), in its form `M`.
-    type WithGiveUp<J: GiveUpHook<T, E, M>, M>: Options<'p, T, E>;
-    /// These options with the fallback `J` returning `Out` (`fallback`), in its form `M`.
-    type WithFallback<J, Out: FallbackOutput<T, E, M>, M>: Options<'p, T, E>;
-    /// These options with `budget`, `breaker`, `gate` or `nested` in place.
-    type WithExtras: Options<'p, T, E>;
-    /// These options with `aws2026` in place.
-    type WithAws2026: Options<'p, T, E>;
-    /// These options with `timeout` in place.
-    type WithTimeout: Options<'p, T, E>;
-    /// Where the extras hold a long-polling call's outcome over its last pause.
-    #[doc(hidden)]
-    type Hold;
-
-    #[doc(hidden)]
-    fn with_sleeper<S: Sleeper>(self, sleeper: S) -> Self::WithSleeper<S>;
-    #[doc(hidden)]
-    fn with_on_result<J, V>(self, on_result: J) -> Self::WithOnResult<J>
-    where
-        J: Fn(&T) -> V,
-        V: IntoVerdict;
-    #[doc(hidden)]
-    fn with_notify<J, M>(self, notify: J) -> Self::WithNotify<J>
-    where
-        J: NotifyHook<T, E, M>;
-    #[doc(hidden)]
-    fn with_give_up<J: GiveUpHook<T, E, M>, M>(self, on_give_up: J) -> Self::WithGiveUp<J, M>;
-    #[doc(hidden)]
-    fn with_fallback<J, A, Out, M>(self, fallback: J) -> Self::WithFallback<J, Out, M>
-    where
-        J: FnOnce(A, GiveUp) -> Out,
-        A: FallbackArgument<Self::Input>,
-        Out: FallbackOutput<T, E, M>;
-    #[doc(hidden)]
-    fn with_extras(self, set: impl FnOnce(&mut Extras<'p, E, Self::Hold>)) -> Self::WithExtras;
-    #[doc(hidden)]
-    fn with_aws2026(self, aws: &'p Aws2026Standard) -> Self::WithAws2026;
-    #[doc(hidden)]
-    fn with_timeout(self, timeout: Timeout<E>) -> Self::WithTimeout;
-}
 
 /// How a loop judges its errors: a classifier that `on` named (`Fn(&E) -> bool` or
 /// `Fn(&E) -> Verdict`), or [`ByTransient`], the error type's [`Transient`] impl.
@@ -167,89 +104,26 @@ pub struct Opts<K = Head, H = Hooks, X = Unset> {
 }
 
 impl<K, H, X> Opts<K, H, X> {
-    /// The same options with the head `f` makes of this one.
-    #[inline]
-    fn map_head<K2>(self, f: impl FnOnce(K) -> K2) -> Opts<K2, H, X> {
-        Opts {
-            head: f(self.head),
-            hooks: self.hooks,
-            extras: self.extras,
-        }
-    }
-
     /// The same options with the hooks `f` makes of these.
     #[inline]
-    fn map_hooks<H2>(self, f: impl FnOnce(H) -> H2) -> Opts<K, H2, X> {
+    pub(crate) fn map_hooks<H2>(self, f: impl FnOnce(H) -> H2) -> Opts<K, H2, X> {
         Opts {
             head: self.head,
             hooks: f(self.hooks),
             extras: self.extras,
         }
     }
-}
 
-impl<'p, T, E, C, S, D, H, X> Options<'p, T, E> for Opts<Head<C, S, D>, H, X>
-where
-    H: HookSet<T, E>,
-    X: MaybeExtras<E> + IntoExtras<'p, E>,
-{
-    type Sleeper = S;
-    type Input = H::Input;
-    type WithSleeper<S2: Sleeper> = Opts<Head<C, S2, D>, H, X>;
-    type WithOnResult<J> = Opts<Head<C, S, D>, H::WithOnResult<OnResult<J, T>>, X>;
-    type WithNotify<J> = Opts<Head<C, S, D>, H::WithNotify<Notify<J, T, E>>, X>;
-    type WithGiveUp<J: GiveUpHook<T, E, M>, M> = Opts<Head<C, S, D>, H::WithGiveUp<J::Slot>, X>;
-    type WithFallback<J, Out: FallbackOutput<T, E, M>, M> =
-        Opts<Head<C, S, D>, H::WithFallback<Out::Slot<J>>, X>;
-    type WithExtras = Opts<Head<C, S, D>, H, Extras<'p, E, X::Hold>>;
-    type WithAws2026 = Opts<Head<C, S, D>, H, Extras<'p, E, Deciding<Aws2026Call<'p>, T, E>>>;
-    type WithTimeout = Opts<Head<C, S, D>, H, Extras<'p, E, X::Hold>>;
-    type Hold = X::Hold;
-
+    /// The same options with the extras (made if none were yet) as `set` leaves them: what the
+    /// builders of `timeout`, `budget`, `breaker`, `gate` and `nested = retry` do.
     #[inline]
-    fn with_sleeper<S2: Sleeper>(self, sleeper: S2) -> Self::WithSleeper<S2> {
-        self.map_head(|head| Head {
-            classify: head.classify,
-            sleeper,
-            marks: PhantomData,
-        })
-    }
-
-    #[inline]
-    fn with_on_result<J, V>(self, on_result: J) -> Self::WithOnResult<J>
+    pub(crate) fn with_extras<'p, E>(
+        self,
+        set: impl FnOnce(&mut Extras<'p, E, X::Hold>),
+    ) -> Opts<K, H, Extras<'p, E, X::Hold>>
     where
-        J: Fn(&T) -> V,
-        V: IntoVerdict,
+        X: IntoExtras<'p, E>,
     {
-        let slot = OnResult::new(on_result, |f, value, ()| f(value).into_verdict());
-        self.map_hooks(|hooks| hooks.with_on_result(slot))
-    }
-
-    #[inline]
-    fn with_notify<J, M>(self, notify: J) -> Self::WithNotify<J>
-    where
-        J: NotifyHook<T, E, M>,
-    {
-        self.map_hooks(|hooks| hooks.with_notify(notify.into_slot()))
-    }
-
-    #[inline]
-    fn with_give_up<J: GiveUpHook<T, E, M>, M>(self, on_give_up: J) -> Self::WithGiveUp<J, M> {
-        self.map_hooks(|hooks| hooks.with_give_up(on_give_up.into_slot()))
-    }
-
-    #[inline]
-    fn with_fallback<J, A, Out, M>(self, fallback: J) -> Self::WithFallback<J, Out, M>
-    where
-        J: FnOnce(A, GiveUp) -> Out,
-        A: FallbackArgument<H::Input>,
-        Out: FallbackOutput<T, E, M>,
-    {
-        self.map_hooks(|hooks| hooks.with_fallback(Out::slot::<H::OnResult, J, A>(fallback)))
-    }
-
-    #[inline]
-    fn with_extras(self, set: impl FnOnce(&mut Extras<'p, E, X::Hold>)) -> Self::WithExtras {
         let mut extras = self.extras.into_extras();
         set(&mut extras);
         Opts {
@@ -259,23 +133,19 @@ where
         }
     }
 
+    /// The same options with `aws2026` deciding.
     #[inline]
-    fn with_aws2026(self, aws: &'p Aws2026Standard) -> Self::WithAws2026 {
+    pub(crate) fn with_aws2026<'p, T, E>(
+        self,
+        aws: &'p Aws2026Standard,
+    ) -> Opts<K, H, Extras<'p, E, Deciding<Aws2026Call<'p>, T, E>>>
+    where
+        X: IntoExtras<'p, E>,
+    {
         let extras = self
             .extras
             .into_extras()
             .deciding(Some(Aws2026Call::new(aws)));
-        Opts {
-            head: self.head,
-            hooks: self.hooks,
-            extras,
-        }
-    }
-
-    #[inline]
-    fn with_timeout(self, timeout: Timeout<E>) -> Self::WithTimeout {
-        let mut extras = self.extras.into_extras();
-        extras.timeout = Some(timeout);
         Opts {
             head: self.head,
             hooks: self.hooks,

@@ -157,6 +157,7 @@ impl HasTimer for AsyncOnly {}
 /// The classifier a [`Retrier`] was given with [`on`](Retrier::on).
 pub struct On<'p, E>(Box<dyn Fn(&E) -> Verdict + Send + Sync + 'p>);
 
+#[diagnostic::do_not_recommend] // so that a missing `Transient` reads as `Classifier` says
 impl<E> Classifier<E> for On<'_, E> {
     #[inline]
     fn verdict(&self, error: &E) -> Verdict {

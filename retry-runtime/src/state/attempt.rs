@@ -40,29 +40,11 @@ pub struct KeyedOutcome<T, E, Key> {
     pub(crate) key: Key,
 }
 
-/// What `next` takes: an attempt's outcome, with the idempotency key the attempt borrowed (`()`
-/// for none). Sealed: [`Attempted`] and [`KeyedOutcome`].
-pub trait AttemptOutcome<T, E> {
-    /// The key, `()` for none.
-    type Key: KeySlot;
-    /// The outcome and the key.
-    #[doc(hidden)]
-    fn split(self) -> (Attempted<T, E>, Self::Key);
-}
-
-impl<T, E> AttemptOutcome<T, E> for Attempted<T, E> {
-    type Key = ();
+/// An attempt without a key, as `next` takes it.
+impl<T, E> From<Attempted<T, E>> for KeyedOutcome<T, E, ()> {
     #[inline]
-    fn split(self) -> (Attempted<T, E>, ()) {
-        (self, ())
-    }
-}
-
-impl<T, E, Key: KeySlot> AttemptOutcome<T, E> for KeyedOutcome<T, E, Key> {
-    type Key = Key;
-    #[inline]
-    fn split(self) -> (Attempted<T, E>, Key) {
-        (self.attempted, self.key)
+    fn from(attempted: Attempted<T, E>) -> Self {
+        KeyedOutcome { attempted, key: () }
     }
 }
 

@@ -193,13 +193,22 @@ impl<E> Default for Extras<'_, E> {
 }
 
 /// [`Unset`] or [`Extras`]: the loop asks for the extras through this, so an unset one answers
-/// at compile time and costs nothing.
-pub(crate) trait MaybeExtras<E> {
+/// at compile time and costs nothing. Sealed: public only because the builders' result types
+/// name its `Hold`, in a module no one outside can reach.
+pub trait MaybeExtras<E> {
     /// [`NoRefusal`] without extras: such an attempt cannot be refused, so its future has no
     /// room for a refusal. [`Refusal`] with them.
     type Refusal: Into<Refusal<E>> + Copy;
     /// The breaker's permission for one attempt: an [`Admission`], or nothing without extras.
     type Admission;
+    /// The decider slot ([`Unset`] or a [`Deciding`]): kept by every builder but `aws2026`,
+    /// which fills it.
+    type Hold;
+    /// The extras, made if none were yet: what the builders of `timeout`, `budget`, `breaker`,
+    /// `gate`, `aws2026` and `nested = retry` start from.
+    fn into_extras<'p>(self) -> Extras<'p, E, Self::Hold>
+    where
+        Self: 'p;
     /// Asks the gate, if any, then the breaker, if any, to let the next attempt through: the
     /// time to wait before making it (a rate-limiting gate's token not yet due; zero
     /// otherwise), or the refusal. A hedge's copies ask the breaker only: the attempt holds one
@@ -376,6 +385,10 @@ impl<T, E, D: Decide<E>> Linger<T, E> for Extras<'_, E, Deciding<D, T, E>> {
 impl<E> MaybeExtras<E> for Unset {
     type Refusal = NoRefusal;
     type Admission = NoRefusal;
+    type Hold = Unset;
+    fn into_extras<'p>(self) -> Extras<'p, E> {
+        Extras::default()
+    }
     #[inline]
     fn admit(&mut self, _: fn() -> Instant) -> Result<Duration, NoRefusal> {
         Ok(Duration::ZERO)
@@ -418,6 +431,13 @@ impl<E> MaybeExtras<E> for Unset {
 impl<'p, E, L> MaybeExtras<E> for Extras<'p, E, L> {
     type Refusal = Refusal<E>;
     type Admission = Admission<'p>;
+    type Hold = L;
+    fn into_extras<'a>(self) -> Extras<'a, E, L>
+    where
+        Self: 'a,
+    {
+        self
+    }
     #[inline]
     fn admit(&mut self, clock: fn() -> Instant) -> Result<Duration, Refusal<E>> {
         // The gate first: a permit dropped because the breaker then refuses gives back what it
@@ -508,28 +528,6 @@ impl<'p, E, L> MaybeExtras<E> for Extras<'p, E, L> {
         if let Some(sink) = self.sink {
             sink.event(function, &event);
         }
-    }
-}
-
-/// The extras of a loop, made if none were yet: what the builders of `timeout`, `budget`,
-/// `breaker`, `gate`, `aws2026` and `nested = retry` start from.
-pub trait IntoExtras<'p, E> {
-    /// The decider slot: kept by every builder but `aws2026`, which fills it.
-    type Hold;
-    fn into_extras(self) -> Extras<'p, E, Self::Hold>;
-}
-
-impl<'p, E> IntoExtras<'p, E> for Unset {
-    type Hold = Unset;
-    fn into_extras(self) -> Extras<'p, E> {
-        Extras::default()
-    }
-}
-
-impl<'p, E, L> IntoExtras<'p, E> for Extras<'p, E, L> {
-    type Hold = L;
-    fn into_extras(self) -> Extras<'p, E, L> {
-        self
     }
 }
 

@@ -6,7 +6,7 @@
 //! user's body work as written; they drive the state with one call per step:
 //!
 //! ```text
-//! use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+//! use ::retry_runtime::__private as __retry_rt;
 //! let mut state = __retry_rt::Shape::<Result<T, E>>::new()
 //!     .start(&POLICY, "name", classify, __retry_rt::Unset).notify(f);
 //! loop {
@@ -60,7 +60,7 @@ mod options;
 mod seam;
 pub(crate) mod spans;
 
-pub use attempt::{AttemptOutcome, Attempted};
+pub use attempt::{Attempted, KeyedOutcome};
 pub(crate) use drive::{Hedged, Plain, drive, drive_blocking};
 pub use dynamic::{DynHooks, DynOptions, Settings};
 pub use events::{GiveUp, GiveUpReason, RetryEvent};
@@ -76,7 +76,7 @@ use crate::overload::FromRejected;
 use crate::overload::aws2026_call::Aws2026Call;
 use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
 use crate::{AdmissionGate, Aws2026Standard, CircuitBreaker, Policy, RetryBudget, Verdict};
-use extras::{Deciding, Extras, Guard, IntoExtras, Linger, Timeout};
+use extras::{Deciding, Extras, Guard, Linger, MaybeExtras, Timeout};
 use fallback::{FallbackScope, IntoFinish};
 use hooks::HookSet;
 use hooks::{Notify, OnResult};
@@ -122,12 +122,12 @@ pub struct Unset;
 ///
 /// # `Debug` or not
 ///
-/// `start` comes in two forms: the inherent one of [`Shape`] for an error type with `Debug`,
-/// and the one of [`StartWithoutDebug`] for any other (a generic `E` without the bound
-/// included), which the expansion imports as `_`. Rust picks the inherent one whenever
-/// `E: Debug` holds, so the choice is made where the function is written, per function, and a
-/// log event shows the error with `Debug` or by its type name without adding a bound to the
-/// function.
+/// `start` comes in two forms: [`Shape`]'s for an error type with `Debug`, and
+/// [`WithoutDebug`]'s, which `Shape` derefs to, for any other (a generic `E` without the bound
+/// included). Rust looks for a method on `Shape` before it derefs, and takes `Shape`'s `start`
+/// whenever `E: Debug` holds, so the choice is made where the function is written, per
+/// function, and a log event shows the error with `Debug` or by its type name without adding a
+/// bound to the function.
 pub struct Retry<'p, T, E, O = Opts> {
     pub(crate) site: Site<'p>,
     pub(crate) progress: Progress,
@@ -255,7 +255,18 @@ pub const ASYNC: DefaultSleeper = DefaultSleeper {};
 /// The `Result` of a call, whose two sides the state is made for: written out by the attribute
 /// (`Shape::<Result<T, E>>::new()`), read off a block's closure by `retry_block!`
 /// ([`of`](Shape::of), [`of_async`](Shape::of_async)).
-pub struct Shape<R>(PhantomData<fn() -> R>);
+pub struct Shape<R>(WithoutDebug<R>);
+
+/// Where [`Shape`] derefs to: the `start` of an error type without `Debug` (see [`Retry`],
+/// "`Debug` or not").
+pub struct WithoutDebug<R>(PhantomData<fn() -> R>);
+
+impl<R> std::ops::Deref for Shape<R> {
+    type Target = WithoutDebug<R>;
+    fn deref(&self) -> &WithoutDebug<R> {
+        &self.0
+    }
+}
 
 impl<R> Default for Shape<R> {
     fn default() -> Self {
@@ -267,7 +278,7 @@ impl<R> Shape<R> {
     /// The shape of a function that returns `R`.
     #[inline]
     pub const fn new() -> Self {
-        Shape(PhantomData)
+        Shape(WithoutDebug(PhantomData))
     }
 
     /// The shape of a sync block's closure; borrows it only for the call. `FnOnce`, for the
@@ -275,21 +286,21 @@ impl<R> Shape<R> {
     /// expansion, with a bound whose name tells the user why (`retry-macro/src/block.rs`).
     #[inline]
     pub fn of<B: FnOnce() -> R>(_body: &B) -> Self {
-        Shape(PhantomData)
+        Shape(WithoutDebug(PhantomData))
     }
 
     /// The shape of an async block's closure; borrows it only for the call (`AsyncFnOnce`, as
     /// [`of`](Shape::of)).
     #[inline]
     pub fn of_async<B: AsyncFnOnce() -> R>(_body: &B) -> Self {
-        Shape(PhantomData)
+        Shape(WithoutDebug(PhantomData))
     }
 }
 
 /// The options after `timeout`, `budget`, `breaker`, `gate` or `nested = retry`: the extras in
 /// place, the rest as it was.
 pub type WithExtras<'p, E, C, S, D, H, X> =
-    Opts<Head<C, S, D>, H, Extras<'p, E, <X as IntoExtras<'p, E>>::Hold>>;
+    Opts<Head<C, S, D>, H, Extras<'p, E, <X as MaybeExtras<E>>::Hold>>;
 
 /// The options a loop starts with: its classifier, its timer, and how its events show an error.
 pub type Started<C, E, S, D = log::ByDebug> = Opts<Head<hooks::Classify<C, E>, S, D>>;
@@ -298,7 +309,7 @@ impl<T, E: fmt::Debug> Shape<Result<T, E>> {
     /// The state of one call with `policy`, named `name` in its events, judging errors with
     /// `classify` and pausing with `timer` ([`Unset`] for a sync loop, whose pauses block, and
     /// for one that names its timer with `sleep` next). For an error type with `Debug`, which the
-    /// events show; [`StartWithoutDebug::start`] for the others.
+    /// events show; [`WithoutDebug::start`] for the others.
     #[inline]
     pub fn start<'p, C, V, S: Timer>(
         self,
@@ -315,16 +326,13 @@ impl<T, E: fmt::Debug> Shape<Result<T, E>> {
     }
 }
 
-/// `start` for an error type without `Debug`: the same as the inherent `start`, logging the
-/// error by its type name. The expansion imports this trait as `_`; Rust picks the inherent
-/// `start` whenever the error type has `Debug`, this one otherwise (a generic `E` without the
-/// bound included).
-pub trait StartWithoutDebug<T, E>: Sized {
-    /// See [`Shape::start`].
+impl<T, E> WithoutDebug<Result<T, E>> {
+    /// [`Shape::start`] for an error type without `Debug`: the same, logging the error by its
+    /// type name.
     #[allow(private_bounds)]
     #[inline]
-    fn start<'p, C, V, S: Timer>(
-        self,
+    pub fn start<'p, C, V, S: Timer>(
+        &self,
         policy: &'p Policy,
         name: &'static str,
         classify: C,
@@ -337,8 +345,6 @@ pub trait StartWithoutDebug<T, E>: Sized {
         Retry::with_parts(policy, name, classify, timer)
     }
 }
-
-impl<T, E> StartWithoutDebug<T, E> for Shape<Result<T, E>> {}
 
 impl<'p, T, E, C, S: Timer, D> Retry<'p, T, E, Started<C, E, S, D>> {
     /// `classify`'s bound is checked here, once, and turned into the pointer that `next` calls
@@ -395,7 +401,7 @@ impl<'p, T, E, O> Retry<'p, T, E, O> {
 impl<'p, T, E, C, S, D, H, X> Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>
 where
     H: HookSet<T, E>,
-    X: IntoExtras<'p, E>,
+    X: MaybeExtras<E> + 'p,
 {
     /// `sleep = f`: pause with `f` instead of tokio's timer, a function
     /// `Fn(Duration) -> impl Future<Output = ()>` or a type that implements [`Sleeper`]. The
@@ -630,12 +636,15 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>>
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     #[allow(clippy::type_complexity)]
-    pub fn next<A: AttemptOutcome<T, E>>(self, attempted: A) -> ControlFlow<H::Finish<A::Key>, Self>
+    pub fn next<Key: KeySlot>(
+        self,
+        attempted: impl Into<KeyedOutcome<T, E, Key>>,
+    ) -> ControlFlow<H::Finish<Key>, Self>
     where
         C: Classifier<E>,
         D: Show<E>,
     {
-        let (attempted, key) = attempted.split();
+        let KeyedOutcome { attempted, key } = attempted.into();
         match attempted {
             Attempted::Completed(Ok(value)) => {
                 let verdict = self.opts.hooks.judge(&value);

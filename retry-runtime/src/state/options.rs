@@ -9,7 +9,7 @@
 //! compiled, and one that is not written costs no code and no check (`PERFORMANCE.md` §1).
 
 use super::Unset;
-use super::extras::{Deciding, Extras, IntoExtras};
+use super::extras::{Deciding, Extras, MaybeExtras};
 use super::hooks::{Classify, Hooks};
 use super::log::ByDebug;
 use crate::overload::aws2026_call::Aws2026Call;
@@ -18,6 +18,14 @@ use std::marker::PhantomData;
 
 /// How a loop judges its errors: a classifier that `on` named (`Fn(&E) -> bool` or
 /// `Fn(&E) -> Verdict`), or [`ByTransient`], the error type's [`Transient`] impl.
+// The one classifier that can be missing is a `Retrier`'s without `on` (`ByTransient`, whose impl
+// is not recommended, so that this message is the error): it says what to do there.
+#[diagnostic::on_unimplemented(
+    message = "this `Retrier` cannot tell which `{E}` errors are worth retrying",
+    label = "the closure's error type `{E}` does not implement `retry_runtime::Transient`",
+    note = "either name a classifier, which works for any error type: `.on(is_transient)` with `fn is_transient(error: &{E}) -> bool`",
+    note = "or, if `{E}` is defined in your crate, implement `retry_runtime::Transient` for it; a type from another crate cannot implement it in yours (E0117), so wrap such a type in an error type of your own"
+)]
 pub trait Classifier<E> {
     /// The verdict on one error.
     #[doc(hidden)]
@@ -32,6 +40,7 @@ pub trait Classifier<E> {
     }
 }
 
+#[diagnostic::do_not_recommend] // so that a missing `Transient` reads as `Classifier` says
 impl<C, E> Classifier<E> for Classify<C, E> {
     #[inline]
     fn verdict(&self, error: &E) -> Verdict {
@@ -44,21 +53,8 @@ impl<C, E> Classifier<E> for Classify<C, E> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ByTransient;
 
-/// A [`Transient`] error of a [`Retrier`](crate::Retrier) without `on`: its message names the
-/// method.
-#[diagnostic::on_unimplemented(
-    message = "this `Retrier` cannot tell which `{Self}` errors are worth retrying",
-    label = "the closure's error type `{Self}` does not implement `retry_runtime::Transient`",
-    note = "either name a classifier, which works for any error type: `.on(is_transient)` with `fn is_transient(error: &{Self}) -> bool`",
-    note = "or, if `{Self}` is defined in your crate, implement `retry_runtime::Transient` for it; a type from another crate cannot implement it in yours (E0117), so wrap such a type in an error type of your own"
-)]
-pub(crate) trait TransientInRetrier: Transient {}
-
 #[diagnostic::do_not_recommend]
-impl<E: Transient + ?Sized> TransientInRetrier for E {}
-
-#[allow(private_bounds)]
-impl<E: TransientInRetrier> Classifier<E> for ByTransient {
+impl<E: Transient> Classifier<E> for ByTransient {
     #[inline]
     fn verdict(&self, error: &E) -> Verdict {
         error.verdict()
@@ -122,7 +118,7 @@ impl<K, H, X> Opts<K, H, X> {
         set: impl FnOnce(&mut Extras<'p, E, X::Hold>),
     ) -> Opts<K, H, Extras<'p, E, X::Hold>>
     where
-        X: IntoExtras<'p, E>,
+        X: MaybeExtras<E> + 'p,
     {
         let mut extras = self.extras.into_extras();
         set(&mut extras);
@@ -140,7 +136,7 @@ impl<K, H, X> Opts<K, H, X> {
         aws: &'p Aws2026Standard,
     ) -> Opts<K, H, Extras<'p, E, Deciding<Aws2026Call<'p>, T, E>>>
     where
-        X: IntoExtras<'p, E>,
+        X: MaybeExtras<E> + 'p,
     {
         let extras = self
             .extras

@@ -89,7 +89,7 @@ pub struct Retrier<'p, T, E, C = ByTransient, R = AnyRun> {
     hooks: RunHooks<'p, T, E>,
     /// `timeout`, `budget`, `breaker`, `gate`, `nested_retry`.
     extras: Extras<'p, E>,
-    /// `aws2026`, which the loop's options take in their own way (`Options::with_aws2026`).
+    /// `aws2026`, which the loop's options take in their own way (`Opts::with_aws2026`).
     aws: Option<&'p Aws2026Standard>,
     timer: RunTimer<'p>,
     run: PhantomData<fn() -> R>,

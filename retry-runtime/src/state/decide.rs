@@ -392,13 +392,8 @@ fn within_limits(
     pause: u64,
     budget: Option<&RetryBudget>,
 ) -> Step {
-    if let Some(deadline) = site.policy.get_deadline() {
-        let end = progress
-            .elapsed(site.clock)
-            .saturating_add(Duration::from_nanos(pause));
-        if end > deadline {
-            return Step::GiveUp(GiveUpReason::Deadline);
-        }
+    if past_deadline(site, progress, pause) {
+        return Step::GiveUp(GiveUpReason::Deadline);
     }
     if let Some(budget) = budget {
         if !budget.try_withdraw((site.clock)()) {

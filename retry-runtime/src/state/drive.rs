@@ -28,7 +28,6 @@ pub(crate) trait Attempts<T, E> {
     where
         C: Classifier<E>,
         S: Sleeper,
-        D: Show<E>,
         H: HookSet<T, E>,
         X: Linger<T, E>;
 }
@@ -43,9 +42,7 @@ impl<T, E, B: Operation<T, E>> Attempts<T, E> for Plain<B> {
         state: &mut Retry<'_, T, E, Opts<Head<C, S, D>, H, X>>,
     ) -> impl Future<Output = Attempted<T, E>>
     where
-        C: Classifier<E>,
         S: Sleeper,
-        D: Show<E>,
         H: HookSet<T, E>,
         X: Linger<T, E>,
     {
@@ -67,7 +64,6 @@ impl<T, E, B: Fn() -> Fut, Fut: Future<Output = Result<T, E>>> Attempts<T, E> fo
     where
         C: Classifier<E>,
         S: Sleeper,
-        D: Show<E>,
         H: HookSet<T, E>,
         X: Linger<T, E>,
     {

@@ -16,6 +16,10 @@ use std::future::Future;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
+/// The loop's state, its options slot by slot: the classifier, the timer and how the events show
+/// an error (`C`, `S`, `D`), the hooks (`H`) and the extras (`X`).
+type Loop<'p, T, E, C, S, D, H, X> = Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>;
+
 /// How a driver makes each attempt: the body ([`Plain`]), or the body hedged ([`Hedged`]).
 pub(crate) trait Attempts<T, E> {
     /// Runs one attempt with the state (its context, the breaker, the timeout). Not an
@@ -23,7 +27,7 @@ pub(crate) trait Attempts<T, E> {
     /// (`PERFORMANCE.md` §4).
     fn attempt<C, S, D, H, X>(
         &mut self,
-        state: &mut Retry<'_, T, E, Opts<Head<C, S, D>, H, X>>,
+        state: &mut Loop<'_, T, E, C, S, D, H, X>,
     ) -> impl Future<Output = Attempted<T, E>>
     where
         C: Classifier<E>,
@@ -39,7 +43,7 @@ impl<T, E, B: Operation<T, E>> Attempts<T, E> for Plain<B> {
     #[inline]
     fn attempt<C, S, D, H, X>(
         &mut self,
-        state: &mut Retry<'_, T, E, Opts<Head<C, S, D>, H, X>>,
+        state: &mut Loop<'_, T, E, C, S, D, H, X>,
     ) -> impl Future<Output = Attempted<T, E>>
     where
         S: Sleeper,
@@ -59,7 +63,7 @@ impl<T, E, B: Fn() -> Fut, Fut: Future<Output = Result<T, E>>> Attempts<T, E> fo
     #[inline]
     fn attempt<C, S, D, H, X>(
         &mut self,
-        state: &mut Retry<'_, T, E, Opts<Head<C, S, D>, H, X>>,
+        state: &mut Loop<'_, T, E, C, S, D, H, X>,
     ) -> impl Future<Output = Attempted<T, E>>
     where
         C: Classifier<E>,
@@ -76,7 +80,7 @@ impl<T, E, B: Fn() -> Fut, Fut: Future<Output = Result<T, E>>> Attempts<T, E> fo
 /// `reset_after`: an attempt that ran for at least this long before it failed starts the
 /// backoff afresh.
 pub(crate) async fn drive<'p, T, E, C, S, D, H, X>(
-    mut state: Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>,
+    mut state: Loop<'p, T, E, C, S, D, H, X>,
     reset_after: Option<Duration>,
     mut attempts: impl Attempts<T, E>,
 ) -> Result<T, E>
@@ -107,10 +111,10 @@ where
 /// (`PERFORMANCE.md` §8).
 #[inline(never)]
 pub(crate) fn drive_blocking<'p, T, E, C, S, D, H, X>(
-    state: Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>,
+    state: Loop<'p, T, E, C, S, D, H, X>,
     mut first: Option<Attempted<T, E>>,
     reset_after: Option<Duration>,
-    mut attempt: impl FnMut(&mut Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>) -> Attempted<T, E>,
+    mut attempt: impl FnMut(&mut Loop<'p, T, E, C, S, D, H, X>) -> Attempted<T, E>,
 ) -> Result<T, E>
 where
     C: Classifier<E>,

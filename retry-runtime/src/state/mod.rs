@@ -123,7 +123,7 @@ pub struct Unset;
 /// # `Debug` or not
 ///
 /// `start` comes in two forms: [`Shape`]'s for an error type with `Debug`, and
-/// [`WithoutDebug`]'s, which `Shape` derefs to, for any other (a generic `E` without the bound
+/// `WithoutDebug`'s, which `Shape` derefs to, for any other (a generic `E` without the bound
 /// included). Rust looks for a method on `Shape` before it derefs, and takes `Shape`'s `start`
 /// whenever `E: Debug` holds, so the choice is made where the function is written, per
 /// function, and a log event shows the error with `Debug` or by its type name without adding a
@@ -309,7 +309,7 @@ impl<T, E: fmt::Debug> Shape<Result<T, E>> {
     /// The state of one call with `policy`, named `name` in its events, judging errors with
     /// `classify` and pausing with `timer` ([`Unset`] for a sync loop, whose pauses block, and
     /// for one that names its timer with `sleep` next). For an error type with `Debug`, which the
-    /// events show; [`WithoutDebug::start`] for the others.
+    /// events show; `WithoutDebug::start` for the others.
     #[inline]
     pub fn start<'p, C, V, S: Timer>(
         self,
@@ -631,7 +631,7 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>>
     /// The state is taken and given back by value: `PERFORMANCE.md` §2.
     ///
     /// `attempted` is what the attempt returned: with the idempotency key it borrowed, if it
-    /// had one ([`WithKey`]'s attempts), which a fallback borrows too.
+    /// had one (`WithKey`'s attempts), which a fallback borrows too.
     // RESULTS §3 "one failure sync: Retrier": 189 -> 269 instructions without it (issue 40).
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]

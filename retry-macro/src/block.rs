@@ -194,7 +194,7 @@ fn last_block(tokens: &[TokenTree]) -> (Option<Body>, usize) {
 ///
 /// ```text
 /// {
-///     use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+///     use ::retry_runtime::__private as __retry_rt;
 ///     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new().max(3).base(..);
 ///     let mut __retry_body = || { read_config(&path) };
 ///     each_attempt_runs_the_block_again_so_clone_what_it_moves(&__retry_body); // FnMut
@@ -333,7 +333,7 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
         quote!(#result)
     };
     let statements = quote! {
-        use #runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+        use #runtime::__private as __retry_rt;
         #again_item
         #policy_item
         #key_item

@@ -19,7 +19,7 @@ use syn::ext::IdentExt;
 ///
 /// ```text
 /// async fn check(claim: &Claim) -> Result<Coverage, ContractError> {
-///     use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+///     use ::retry_runtime::__private as __retry_rt;
 ///     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new().max(3).base(__retry_rt::Duration::from_secs(1));
 ///     let mut __retry = __retry_rt::Shape::<Result<Coverage, ContractError>>::new()
 ///         .start(&__RETRY_POLICY, "check", |e| __retry_rt::is_transient(e), __retry_rt::ASYNC)
@@ -165,9 +165,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let mut loop_body = Group::new(
         Delimiter::Brace,
         quote! {
-            // `StartWithoutDebug` is the `start` of an error type without `Debug`; an error
-            // type with `Debug` gets the inherent one (see `Retry`).
-            use #runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+            use #runtime::__private as __retry_rt;
             #policy_item
             #hedge_item
             let mut #state = #builder;

@@ -13,8 +13,8 @@ use crate::state::log::ByDebug;
 use crate::state::spans::CallSpan;
 use crate::state::{
     AsyncForm, Attempted, ByTransient, Classifier, DefaultSleeper, ErrorForm, GiveUp, GiveUpHook,
-    Head, Hooks, IntoVerdict, LogLevel, NotifyHook, Options, Opts, OutcomeForm, Progress, Retry,
-    RetryEvent, Site, SyncForm, Unset, std_now,
+    Head, Hooks, IntoVerdict, LogLevel, NotifyHook, Opts, OutcomeForm, Progress, Retry, RetryEvent,
+    Site, SyncForm, Unset, std_now,
 };
 use crate::timer::{Elapsed, IntoSleeper, Sleeper};
 use crate::{
@@ -89,7 +89,7 @@ pub struct Retrier<'p, T, E, C = ByTransient, R = AnyRun> {
     hooks: RunHooks<'p, T, E>,
     /// `timeout`, `budget`, `breaker`, `gate`, `nested_retry`.
     extras: Extras<'p, E>,
-    /// `aws2026`, which the loop's options take in their own way (`Options::with_aws2026`).
+    /// `aws2026`, which the loop's options take in their own way (`Opts::with_aws2026`).
     aws: Option<&'p Aws2026Standard>,
     timer: RunTimer<'p>,
     run: PhantomData<fn() -> R>,
@@ -157,6 +157,7 @@ impl HasTimer for AsyncOnly {}
 /// The classifier a [`Retrier`] was given with [`on`](Retrier::on).
 pub struct On<'p, E>(Box<dyn Fn(&E) -> Verdict + Send + Sync + 'p>);
 
+#[diagnostic::do_not_recommend] // so that a missing `Transient` reads as `Classifier` says
 impl<E> Classifier<E> for On<'_, E> {
     #[inline]
     fn verdict(&self, error: &E) -> Verdict {

@@ -1,9 +1,9 @@
 //! Running one attempt: the breaker's permission, the attempt context around the body, the
 //! timeout; and what happened to the attempt, as a value for the decision.
 
-use super::extras::{IntoError, MaybeExtras};
+use super::Head;
+use super::extras::{Linger, Refusal};
 use super::hooks::HookSet;
-use super::options::HeadSet;
 use super::spans::AttemptSpan;
 use super::{Opts, Retry};
 use crate::context::{self, Enter, Frame, KeyKind, KeyParam, KeySlot, Lent, Scoped};
@@ -40,29 +40,11 @@ pub struct KeyedOutcome<T, E, Key> {
     pub(crate) key: Key,
 }
 
-/// What `next` takes: an attempt's outcome, with the idempotency key the attempt borrowed (`()`
-/// for none). Sealed: [`Attempted`] and [`KeyedOutcome`].
-pub trait AttemptOutcome<T, E> {
-    /// The key, `()` for none.
-    type Key: KeySlot;
-    /// The outcome and the key.
-    #[doc(hidden)]
-    fn split(self) -> (Attempted<T, E>, Self::Key);
-}
-
-impl<T, E> AttemptOutcome<T, E> for Attempted<T, E> {
-    type Key = ();
+/// An attempt without a key, as `next` takes it.
+impl<T, E> From<Attempted<T, E>> for KeyedOutcome<T, E, ()> {
     #[inline]
-    fn split(self) -> (Attempted<T, E>, ()) {
-        (self, ())
-    }
-}
-
-impl<T, E, Key: KeySlot> AttemptOutcome<T, E> for KeyedOutcome<T, E, Key> {
-    type Key = Key;
-    #[inline]
-    fn split(self) -> (Attempted<T, E>, Key) {
-        (self.attempted, self.key)
+    fn from(attempted: Attempted<T, E>) -> Self {
+        KeyedOutcome { attempted, key: () }
     }
 }
 
@@ -75,7 +57,9 @@ pub struct WithKey<'s, 'p, T, E, O, Key> {
     pub(crate) key: Key,
 }
 
-impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, Opts<K, H, X>> {
+impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>>
+    Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>
+{
     /// The next attempt with the idempotency key `key` lent to it: a key parameter, past its own
     /// references (`&*key` for `key: &str`). A key type without `Display` is one error, here.
     #[inline]
@@ -88,11 +72,11 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
         'p,
         T,
         E,
-        Opts<K, H, X>,
+        Opts<Head<C, S, D>, H, X>,
         Lent<
             'k,
             Q,
-            impl Copy + Fn(&Q, Option<&mut dyn FnMut()>) -> KeyKind + use<T, E, K, H, X, Q>,
+            impl Copy + Fn(&Q, Option<&mut dyn FnMut()>) -> KeyKind + use<T, E, C, S, D, H, X, Q>,
         >,
     > {
         WithKey {
@@ -102,8 +86,8 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     }
 }
 
-impl<T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>, Key: KeySlot>
-    WithKey<'_, '_, T, E, Opts<K, H, X>, Key>
+impl<T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>, Key: KeySlot>
+    WithKey<'_, '_, T, E, Opts<Head<C, S, D>, H, X>, Key>
 {
     /// [`Retry::attempt`] with the key lent.
     #[inline]
@@ -120,7 +104,7 @@ impl<T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>, Key: KeySlot>
     pub fn run<F>(
         self,
         body: F,
-    ) -> impl Future<Output = KeyedOutcome<T, E, Key>> + use<T, E, K, H, X, Key, F>
+    ) -> impl Future<Output = KeyedOutcome<T, E, Key>> + use<T, E, C, S, D, H, X, Key, F>
     where
         F: Future<Output = Result<T, E>>,
     {
@@ -131,7 +115,7 @@ impl<T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>, Key: KeySlot>
     #[inline]
     pub fn run_timed<F>(self, body: F) -> impl Future<Output = KeyedOutcome<T, E, Key>>
     where
-        K::Sleeper: Sleeper,
+        S: Sleeper,
         F: Future<Output = Result<T, E>>,
     {
         let key = self.key;
@@ -145,7 +129,9 @@ impl<T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>, Key: KeySlot>
     }
 }
 
-impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, Opts<K, H, X>> {
+impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>>
+    Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>
+{
     /// The first attempt starts: a hook that hears the time, or a decider
     /// ([`Failure::elapsed`](super::Failure::elapsed)), gets the time the call started (`start`
     /// read it already if the policy has a deadline), and the budget gets this call's deposit.
@@ -177,7 +163,7 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
         let wait = match self.opts.extras.admit(self.site.clock) {
             Ok(wait) => wait,
             Err(refusal) => {
-                if let Some(rejected) = refusal.rejected() {
+                if let Some(rejected) = Into::<Refusal<E>>::into(refusal).rejected() {
                     self.spans.shed(
                         self.site.name,
                         self.progress.retries,
@@ -202,17 +188,17 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     /// slept otherwise); or the refusal, as the attempt's outcome.
     pub(crate) async fn enter_async(&mut self, key: KeyKind) -> Result<Frame, Attempted<T, E>>
     where
-        K::Sleeper: Sleeper,
+        S: Sleeper,
     {
         match self.enter(key) {
             Ok((frame, wait)) => {
                 if !wait.is_zero() && !crate::testing::record_pause(wait) {
-                    let (_, sleeper) = self.opts.head.parts();
+                    let sleeper = &self.opts.head.sleeper;
                     sleeper.sleep(wait).await;
                 }
                 Ok(frame)
             }
-            Err(refusal) => Err(refusal.into_attempted()),
+            Err(refusal) => Err(Into::<Refusal<E>>::into(refusal).into_attempted()),
         }
     }
 
@@ -266,7 +252,7 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
                 }
                 frame
             }
-            Err(refusal) => return refusal.into_attempted(),
+            Err(refusal) => return Into::<Refusal<E>>::into(refusal).into_attempted(),
         };
         let _span = self.attempt_span().entered();
         let _entered = Enter::new(frame);
@@ -280,7 +266,7 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     pub fn run<F>(
         &mut self,
         body: F,
-    ) -> impl Future<Output = KeyedOutcome<T, E, ()>> + use<T, E, K, H, X, F>
+    ) -> impl Future<Output = KeyedOutcome<T, E, ()>> + use<T, E, C, S, D, H, X, F>
     where
         F: Future<Output = Result<T, E>>,
     {
@@ -318,7 +304,7 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
     #[inline]
     pub fn run_timed<F>(&mut self, body: F) -> impl Future<Output = Attempted<T, E>>
     where
-        K::Sleeper: Sleeper,
+        S: Sleeper,
         F: Future<Output = Result<T, E>>,
     {
         self.run_made((), || body)
@@ -332,7 +318,7 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
         make: impl FnOnce() -> F,
     ) -> Attempted<T, E>
     where
-        K::Sleeper: Sleeper,
+        S: Sleeper,
         F: Future<Output = Result<T, E>>,
     {
         let frame = match self.enter_async(key.kind()).await {
@@ -348,7 +334,7 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: MaybeExtras<E>> Retry<'p, T, E, 
             return Attempted::Completed(attempt.await);
         };
         let limit = self.clipped_limit(timeout.limit);
-        let (_, sleeper) = self.opts.head.parts();
+        let sleeper = &self.opts.head.sleeper;
         match Timed::new(attempt, sleeper.sleep(limit), limit).await {
             Ok(outcome) => Attempted::Completed(outcome),
             Err(elapsed) => Attempted::TimedOut((timeout.error)(elapsed)),
@@ -376,7 +362,7 @@ impl<T, E, F, K, Ref> Future for Run<F, K, Ref>
 where
     F: Future<Output = Result<T, E>>,
     K: KeySlot,
-    Ref: IntoError<E> + Copy,
+    Ref: Into<Refusal<E>> + Copy,
 {
     /// The outcome, with the key the attempt borrowed (held once, by the attempt).
     type Output = KeyedOutcome<T, E, K>;
@@ -391,7 +377,10 @@ where
                     Poll::Pending => return Poll::Pending,
                 }
             }
-            RunProj::Refused { refusal, key } => ((*refusal).into_attempted(), *key),
+            RunProj::Refused { refusal, key } => {
+                let refusal: Refusal<E> = (*refusal).into();
+                (refusal.into_attempted(), *key)
+            }
         };
         Poll::Ready(KeyedOutcome { attempted, key })
     }

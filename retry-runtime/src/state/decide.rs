@@ -12,7 +12,7 @@ use super::extras::Linger;
 use super::hooks::HookSet;
 use super::log::Show;
 use super::observe::{self, End, Event, Shown};
-use super::options::{Classifier, HeadSet};
+use super::options::{Classifier, Head};
 use super::seam::Next;
 use super::{Attempted, GiveUp, GiveUpReason, Opts, Progress, Retry, RetryEvent, Site};
 use crate::context::KeySlot;
@@ -21,10 +21,11 @@ use crate::{GateOutcome, RetryBudget, Verdict};
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: Linger<T, E>> Retry<'p, T, E, Opts<K, H, X>>
+impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>>
+    Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>
 where
-    K::On: Classifier<E>,
-    K::Show: Show<E>,
+    C: Classifier<E>,
+    D: Show<E>,
 {
     /// `next` for anything but an accepted `Ok`: the state taken apart into separate locals on
     /// this branch alone, the verdict, the decision, the hooks, and the state put back together
@@ -60,7 +61,7 @@ where
         }
         let outcome = match attempted {
             Attempted::Refused(refusal) | Attempted::Shed(refusal) if single => {
-                let shown = Shown::<T, E, K::Show>::new(Err(refusal));
+                let shown = Shown::<T, E, D>::new(Err(refusal));
                 observe::ended(
                     site.name,
                     progress.level,
@@ -79,7 +80,7 @@ where
                 } else {
                     GiveUpReason::BreakerOpen
                 };
-                return ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
+                return ControlFlow::Break(give_up::<T, E, H, Key, D>(
                     site,
                     progress,
                     opts.hooks,
@@ -95,11 +96,11 @@ where
             }
             Attempted::Ended => unreachable!("only a decider's extras end an attempt"),
             Attempted::TimedOut(error) => {
-                let verdict = opts.head.parts().0.timed_out(&error);
+                let verdict = opts.head.classify.timed_out(&error);
                 (Err(error), verdict, GateOutcome::TimedOut)
             }
             Attempted::Completed(Err(error)) => {
-                let verdict = opts.head.parts().0.verdict(&error);
+                let verdict = opts.head.classify.verdict(&error);
                 (Err(error), verdict, gate_outcome(verdict))
             }
             // `on_result` rejected the value: a transient failure, but when the loop stops, the
@@ -107,7 +108,7 @@ where
             Attempted::Completed(Ok(value)) => (Ok(value), ok_verdict, gate_outcome(ok_verdict)),
         };
         let (outcome, verdict, gate) = outcome;
-        let shown = Shown::<T, E, K::Show>::new(outcome);
+        let shown = Shown::<T, E, D>::new(outcome);
         // Whether the breaker is open after this outcome, by it or by others'.
         let breaker_open = opts.extras.record(verdict.is_retry(), gate, site.clock);
         // The attempt that just ended.
@@ -177,7 +178,7 @@ where
                 );
                 ControlFlow::Break(H::ready(shown.outcome))
             }
-            Step::GiveUp(reason) => ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
+            Step::GiveUp(reason) => ControlFlow::Break(give_up::<T, E, H, Key, D>(
                 site, progress, opts.hooks, reason, attempt, shown, key,
             )),
             // A decider's `Next::Linger`. Only a decider's extras decide it; for the others the
@@ -242,7 +243,7 @@ where
             }
             // Nowhere to hold it (never: only a decider's extras linger): the quota's refusal
             // ends the call at once.
-            Err(outcome) => ControlFlow::Break(give_up::<T, E, H, Key, K::Show>(
+            Err(outcome) => ControlFlow::Break(give_up::<T, E, H, Key, D>(
                 self.site,
                 self.progress,
                 self.opts.hooks,
@@ -261,13 +262,13 @@ where
     fn end_held<Key: KeySlot>(
         site: Site<'p>,
         progress: Progress,
-        mut opts: Opts<K, H, X>,
+        mut opts: Opts<Head<C, S, D>, H, X>,
         key: Key,
     ) -> H::Finish<Key> {
         let Some(outcome) = opts.extras.take_held() else {
             unreachable!("an attempt ends the call only when the loop holds its outcome")
         };
-        give_up::<T, E, H, Key, K::Show>(
+        give_up::<T, E, H, Key, D>(
             site,
             progress,
             opts.hooks,
@@ -427,13 +428,8 @@ fn within_limits(
     pause: u64,
     budget: Option<&RetryBudget>,
 ) -> Step {
-    if let Some(deadline) = site.policy.get_deadline() {
-        let end = progress
-            .elapsed(site.clock)
-            .saturating_add(Duration::from_nanos(pause));
-        if end > deadline {
-            return Step::GiveUp(GiveUpReason::Deadline);
-        }
+    if past_deadline(site, progress, pause) {
+        return Step::GiveUp(GiveUpReason::Deadline);
     }
     if let Some(budget) = budget {
         if !budget.try_withdraw((site.clock)()) {

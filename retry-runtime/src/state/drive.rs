@@ -6,8 +6,9 @@
 use super::extras::Linger;
 use super::fallback::IntoFinish;
 use super::hooks::HookSet;
-use super::options::Judges;
-use super::{Attempted, Opts, Progress, Retry};
+use super::log::Show;
+use super::options::Classifier;
+use super::{Attempted, Head, Opts, Progress, Retry};
 use crate::Hedge;
 use crate::engine::Operation;
 use crate::timer::Sleeper;
@@ -15,12 +16,24 @@ use std::future::Future;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
+/// The loop's state, its options slot by slot: the classifier, the timer and how the events show
+/// an error (`C`, `S`, `D`), the hooks (`H`) and the extras (`X`).
+type Loop<'p, T, E, C, S, D, H, X> = Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>;
+
 /// How a driver makes each attempt: the body ([`Plain`]), or the body hedged ([`Hedged`]).
 pub(crate) trait Attempts<T, E> {
     /// Runs one attempt with the state (its context, the breaker, the timeout). Not an
     /// `async fn`: the state's future itself, without a layer that would keep the arguments
     /// (`PERFORMANCE.md` §4).
-    fn attempt(&mut self, state: &mut impl Attempter<T, E>) -> impl AttemptFuture<T, E>;
+    fn attempt<C, S, D, H, X>(
+        &mut self,
+        state: &mut Loop<'_, T, E, C, S, D, H, X>,
+    ) -> impl Future<Output = Attempted<T, E>>
+    where
+        C: Classifier<E>,
+        S: Sleeper,
+        H: HookSet<T, E>,
+        X: Linger<T, E>;
 }
 
 /// Each attempt runs the body once ([`Operation::attempt`]).
@@ -28,8 +41,17 @@ pub(crate) struct Plain<B>(pub(crate) B);
 
 impl<T, E, B: Operation<T, E>> Attempts<T, E> for Plain<B> {
     #[inline]
-    fn attempt(&mut self, state: &mut impl Attempter<T, E>) -> impl AttemptFuture<T, E> {
-        state.plain(&mut self.0)
+    fn attempt<C, S, D, H, X>(
+        &mut self,
+        state: &mut Loop<'_, T, E, C, S, D, H, X>,
+    ) -> impl Future<Output = Attempted<T, E>>
+    where
+        S: Sleeper,
+        H: HookSet<T, E>,
+        X: Linger<T, E>,
+    {
+        let body = &mut self.0;
+        state.run_made((), || body.attempt())
     }
 }
 
@@ -39,43 +61,17 @@ pub(crate) struct Hedged<'h, B>(pub(crate) &'h Hedge, pub(crate) B);
 
 impl<T, E, B: Fn() -> Fut, Fut: Future<Output = Result<T, E>>> Attempts<T, E> for Hedged<'_, B> {
     #[inline]
-    fn attempt(&mut self, state: &mut impl Attempter<T, E>) -> impl AttemptFuture<T, E> {
-        state.hedged(self.0, &self.1)
-    }
-}
-
-/// The future of one attempt.
-pub(crate) trait AttemptFuture<T, E>: Future<Output = Attempted<T, E>> {}
-
-impl<T, E, F: Future<Output = Attempted<T, E>>> AttemptFuture<T, E> for F {}
-
-/// What a loop's state does for [`Attempts`]: one attempt of the body, or one hedged.
-pub(crate) trait Attempter<T, E> {
-    /// [`Retry::run_made`] with the body's next future.
-    fn plain(&mut self, body: &mut impl Operation<T, E>) -> impl AttemptFuture<T, E>;
-    /// [`Retry::run_hedged`].
-    fn hedged<F>(&mut self, hedge: &Hedge, body: &impl Fn() -> F) -> impl AttemptFuture<T, E>
+    fn attempt<C, S, D, H, X>(
+        &mut self,
+        state: &mut Loop<'_, T, E, C, S, D, H, X>,
+    ) -> impl Future<Output = Attempted<T, E>>
     where
-        F: Future<Output = Result<T, E>>;
-}
-
-impl<T, E, K, H, X> Attempter<T, E> for Retry<'_, T, E, Opts<K, H, X>>
-where
-    K: Judges<E, Sleeper: Sleeper>,
-    H: HookSet<T, E>,
-    X: Linger<T, E>,
-{
-    #[inline]
-    fn plain(&mut self, body: &mut impl Operation<T, E>) -> impl AttemptFuture<T, E> {
-        self.run_made((), || body.attempt())
-    }
-
-    #[inline]
-    fn hedged<F>(&mut self, hedge: &Hedge, body: &impl Fn() -> F) -> impl AttemptFuture<T, E>
-    where
-        F: Future<Output = Result<T, E>>,
+        C: Classifier<E>,
+        S: Sleeper,
+        H: HookSet<T, E>,
+        X: Linger<T, E>,
     {
-        self.run_hedged(hedge, body)
+        state.run_hedged(self.0, &self.1)
     }
 }
 
@@ -83,13 +79,15 @@ where
 /// decision ends the call; then an async fallback, if the loop has one and gave up.
 /// `reset_after`: an attempt that ran for at least this long before it failed starts the
 /// backoff afresh.
-pub(crate) async fn drive<'p, T, E, K, H, X>(
-    mut state: Retry<'p, T, E, Opts<K, H, X>>,
+pub(crate) async fn drive<'p, T, E, C, S, D, H, X>(
+    mut state: Loop<'p, T, E, C, S, D, H, X>,
     reset_after: Option<Duration>,
     mut attempts: impl Attempts<T, E>,
 ) -> Result<T, E>
 where
-    K: Judges<E, Sleeper: Sleeper>,
+    C: Classifier<E>,
+    S: Sleeper,
+    D: Show<E>,
     H: HookSet<T, E>,
     H::Finish<()>: IntoFinish<T, E>,
     X: Linger<T, E>,
@@ -112,14 +110,15 @@ where
 /// caller can keep its first attempt and the happy path inline without the loop's code
 /// (`PERFORMANCE.md` §8).
 #[inline(never)]
-pub(crate) fn drive_blocking<'p, T, E, K, H, X>(
-    state: Retry<'p, T, E, Opts<K, H, X>>,
+pub(crate) fn drive_blocking<'p, T, E, C, S, D, H, X>(
+    state: Loop<'p, T, E, C, S, D, H, X>,
     mut first: Option<Attempted<T, E>>,
     reset_after: Option<Duration>,
-    mut attempt: impl FnMut(&mut Retry<'p, T, E, Opts<K, H, X>>) -> Attempted<T, E>,
+    mut attempt: impl FnMut(&mut Loop<'p, T, E, C, S, D, H, X>) -> Attempted<T, E>,
 ) -> Result<T, E>
 where
-    K: Judges<E>,
+    C: Classifier<E>,
+    D: Show<E>,
     H: HookSet<T, E, Finish<()> = Result<T, E>>,
     X: Linger<T, E>,
 {

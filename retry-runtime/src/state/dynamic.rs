@@ -414,6 +414,7 @@ impl<T, E> Slot<Result<T, E>, GiveUp> for DynSlot<&(dyn Fn(Result<&T, &E>, &Give
 /// The classifier of a door configured at run time.
 pub struct DynClassify<'a, 'b, E>(&'a (dyn Fn(&E) -> Verdict + Sync + 'b));
 
+#[diagnostic::do_not_recommend] // so that a missing `Transient` reads as `Classifier` says
 impl<E> Classifier<E> for DynClassify<'_, '_, E> {
     #[inline]
     fn verdict(&self, error: &E) -> Verdict {

@@ -135,7 +135,7 @@ impl<E> Copy for Refusal<E> {}
 pub struct Deciding<D, T, E> {
     decider: Option<D>,
     held: Option<Box<Result<T, E>>>,
-    /// The decider sent the first attempt again ([`Next::Resend`]): the call has begun.
+    /// The decider sent the first attempt again ([`Next::Resend`]).
     resent: bool,
 }
 
@@ -146,107 +146,6 @@ impl<D, T, E> Deciding<D, T, E> {
             decider,
             held: None,
             resent: false,
-        }
-    }
-}
-
-/// The decider slot of the extras: [`Unset`] (the policy decides, and the answers are known at
-/// compile time, so that a loop without a decider has no code for one) or a [`Deciding`].
-pub trait DecideSlot<E> {
-    /// Whether a decider may be set: `false` for [`Unset`], a constant so that a loop without a
-    /// decider slot has no code for one (`bench/RESULTS.md` §3).
-    const DECIDES: bool;
-    /// A decider is set: the loop asks it after a failure, in place of the policy.
-    fn decides(&self) -> bool;
-    /// An outcome is held over a pause.
-    fn holds(&self) -> bool;
-    /// [`Decide::next`]; asked only when [`decides`](DecideSlot::decides).
-    fn next(&mut self, failure: &Failure<'_, E>) -> Next;
-    /// [`Decide::accepted`], if a decider is set.
-    fn accepted(&mut self, attempts: u32);
-    /// [`Decide::copy_failed`], if a decider is set.
-    fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy;
-    /// [`Decide::copy_due`], if a decider is set.
-    fn copy_due(&mut self, hedge: u16) -> bool;
-    /// The decider sent the first attempt again ([`Next::Resend`]), so that the attempt sent
-    /// again does not begin the call a second time (the budget's deposit).
-    fn resent(&self) -> bool {
-        false
-    }
-    /// The decider sends the first attempt again.
-    fn mark_resent(&mut self) {}
-}
-
-impl<E> DecideSlot<E> for Unset {
-    const DECIDES: bool = false;
-    #[inline]
-    fn decides(&self) -> bool {
-        false
-    }
-    #[inline]
-    fn holds(&self) -> bool {
-        false
-    }
-    #[inline]
-    fn next(&mut self, _: &Failure<'_, E>) -> Next {
-        // Never asked: without a decider the policy decides.
-        Next::Return
-    }
-    #[inline]
-    fn accepted(&mut self, _: u32) {}
-    #[inline]
-    fn copy_failed(&mut self, _: &Failure<'_, E>) -> NextCopy {
-        NextCopy::OnSchedule
-    }
-    #[inline]
-    fn copy_due(&mut self, _: u16) -> bool {
-        true
-    }
-}
-
-impl<E, D: Decide<E>, T> DecideSlot<E> for Deciding<D, T, E> {
-    const DECIDES: bool = true;
-    #[inline]
-    fn decides(&self) -> bool {
-        self.decider.is_some()
-    }
-    #[inline]
-    fn holds(&self) -> bool {
-        self.held.is_some()
-    }
-    #[inline]
-    fn resent(&self) -> bool {
-        self.resent
-    }
-    fn mark_resent(&mut self) {
-        self.resent = true;
-    }
-    #[inline]
-    fn next(&mut self, failure: &Failure<'_, E>) -> Next {
-        match &mut self.decider {
-            Some(decider) => decider.next(failure),
-            // Never asked: without a decider the policy decides.
-            None => Next::Return,
-        }
-    }
-    #[inline]
-    fn accepted(&mut self, attempts: u32) {
-        if let Some(decider) = &mut self.decider {
-            decider.accepted(attempts);
-        }
-    }
-    #[inline]
-    fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {
-        match &mut self.decider {
-            Some(decider) => decider.copy_failed(failure),
-            None => NextCopy::OnSchedule,
-        }
-    }
-    #[inline]
-    fn copy_due(&mut self, hedge: u16) -> bool {
-        match &mut self.decider {
-            Some(decider) => decider.copy_due(hedge),
-            None => true,
         }
     }
 }
@@ -297,13 +196,22 @@ impl<E> Default for Extras<'_, E> {
 }
 
 /// [`Unset`] or [`Extras`]: the loop asks for the extras through this, so an unset one answers
-/// at compile time and costs nothing.
-pub(crate) trait MaybeExtras<E> {
+/// at compile time and costs nothing. Sealed: public only because the builders' result types
+/// name its `Hold`, in a module no one outside can reach.
+pub trait MaybeExtras<E> {
     /// [`NoRefusal`] without extras: such an attempt cannot be refused, so its future has no
     /// room for a refusal. [`Refusal`] with them.
-    type Refusal: IntoError<E> + Copy;
+    type Refusal: Into<Refusal<E>> + Copy;
     /// The breaker's permission for one attempt: an [`Admission`], or nothing without extras.
-    type Admission: Held;
+    type Admission;
+    /// The decider slot ([`Unset`] or a [`Deciding`]): kept by every builder but `aws2026`,
+    /// which fills it.
+    type Hold;
+    /// The extras, made if none were yet: what the builders of `timeout`, `budget`, `breaker`,
+    /// `gate`, `aws2026` and `nested = retry` start from.
+    fn into_extras<'p>(self) -> Extras<'p, E, Self::Hold>
+    where
+        Self: 'p;
     /// Asks the gate, if any, then the breaker, if any, to let the next attempt through: the
     /// time to wait before making it (a rate-limiting gate's token not yet due; zero
     /// otherwise), or the refusal. A hedge's copies ask the breaker only: the attempt holds one
@@ -314,40 +222,14 @@ pub(crate) trait MaybeExtras<E> {
     /// gate, if any, `gate`. `true` when the circuit is open after it, by this outcome or by
     /// others'.
     fn record(&mut self, service_failed: bool, gate: GateOutcome, clock: fn() -> Instant) -> bool;
+    /// Tells the breaker how the attempt that held `admission` went (a hedge's copy).
+    fn record_admission(admission: Self::Admission, success: bool, now: Instant);
     /// The breaker's permission for the attempt under way, taken (a hedge holds its own).
     fn take_admission(&mut self) -> Option<Self::Admission>;
     /// The permission of the copy that won a hedged attempt, put back for `next` to record.
     fn put_admission(&mut self, admission: Option<Self::Admission>);
     /// The budget, if any.
     fn budget(&self) -> Option<&RetryBudget>;
-    /// Whether a decider may be set ([`DecideSlot::DECIDES`]): the loop tests this constant
-    /// before [`decides`](MaybeExtras::decides), so that without a decider slot no code for one
-    /// is left.
-    const DECIDES: bool;
-    /// A decider is set ([`DecideSlot::decides`]): `false` at compile time without one.
-    fn decides(&self) -> bool;
-    /// What follows attempt `attempt`'s failure by the decider (its [`Decide::next`], asked with
-    /// the [`Failure`] made of these), or `None` without one: the policy decides. While the
-    /// breaker is open the decider is not asked: a failure worth retrying gives up, another is
-    /// returned. `timing`: the pause before the attempt (nanoseconds), when the call started,
-    /// and the clock. By value: `PERFORMANCE.md` §2.
-    fn next(
-        &mut self,
-        attempt: u32,
-        verdict: Verdict,
-        error: Option<&E>,
-        breaker_open: bool,
-        timing: (u64, Option<Instant>, fn() -> Instant),
-    ) -> Option<Next>;
-    /// The decider's [`Decide::copy_failed`], if one is set.
-    fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy;
-    /// The decider's [`Decide::copy_due`], if one is set (`true` without one).
-    fn copy_due(&mut self, hedge: u16) -> bool;
-    /// The refusal of an attempt that only returns the outcome held over a pause, if one is.
-    fn ended(&self) -> Option<Self::Refusal>;
-    /// The call ended with an accepted `Ok` after `attempts` attempts: the decider's
-    /// [`Decide::accepted`], if one is set.
-    fn accepted(&mut self, attempts: u32);
     /// The timeout, if any.
     fn timeout(&self) -> Option<Timeout<E>>;
     /// `nested = retry`.
@@ -359,46 +241,154 @@ pub(crate) trait MaybeExtras<E> {
     /// nothing without extras, or without a sink. The logs and the metrics hear the loop's
     /// events from `observe` itself, so the event goes to the door's sink alone.
     fn report(&self, function: &'static str, event: Event<'_>);
-    /// The decider sent the first attempt again ([`DecideSlot::resent`]); `false` without one.
-    fn resent(&self) -> bool {
-        false
-    }
-    /// The decider sends the first attempt again ([`DecideSlot::mark_resent`]).
-    fn mark_resent(&mut self) {}
 }
 
-/// The extras that can hold a call's outcome over a lingering pause (a decider's).
+/// The call's decider, if the extras hold one ([`Deciding`]), and where a lingering call holds
+/// its outcome over its last pause ([`Next::Linger`]). The defaults are the answers without a
+/// decider (the policy decides): [`Unset`] and the extras without a decider take them, and a
+/// loop without a decider has no code for one (`bench/RESULTS.md` §3).
 ///
 /// Apart from [`MaybeExtras`], whose associated types the attempts' futures name: a trait over
 /// `T` there made rustc's `Send` check of a future that holds an attempt with a borrowed `T`
 /// (`Result<&str, E>`) fail with "implementation is not general enough".
 pub(crate) trait Linger<T, E>: MaybeExtras<E> {
+    /// Whether a decider may be set: a constant, tested before [`decides`](Linger::decides), so
+    /// that without a decider slot no code for one is left.
+    const DECIDES: bool = false;
+    /// A decider is set: the loop asks it after a failure, in place of the policy.
+    #[inline]
+    fn decides(&self) -> bool {
+        false
+    }
+    /// What follows attempt `attempt`'s failure by the decider (its [`Decide::next`], asked with
+    /// the [`Failure`] made of these), or `None` without one: the policy decides. While the
+    /// breaker is open the decider is not asked: a failure worth retrying gives up, another is
+    /// returned. `timing`: the pause before the attempt (nanoseconds), when the call started,
+    /// and the clock. By value, and a call even without a decider: `PERFORMANCE.md` §2.
+    #[inline]
+    fn next(
+        &mut self,
+        attempt: u32,
+        verdict: Verdict,
+        error: Option<&E>,
+        breaker_open: bool,
+        timing: (u64, Option<Instant>, fn() -> Instant),
+    ) -> Option<Next> {
+        let _ = (attempt, verdict, error, breaker_open, timing);
+        None
+    }
+    /// The decider's [`Decide::copy_failed`], if one is set.
+    #[inline]
+    fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {
+        let _ = failure;
+        NextCopy::OnSchedule
+    }
+    /// The decider's [`Decide::copy_due`], if one is set (`true` without one).
+    #[inline]
+    fn copy_due(&mut self, hedge: u16) -> bool {
+        let _ = hedge;
+        true
+    }
+    /// The call ended with an accepted `Ok` after `attempts` attempts: the decider's
+    /// [`Decide::accepted`], if one is set.
+    #[inline]
+    fn accepted(&mut self, attempts: u32) {
+        let _ = attempts;
+    }
+    /// The refusal of an attempt that only returns the outcome held over a pause, if one is.
+    #[inline]
+    fn ended(&self) -> Option<Self::Refusal> {
+        None
+    }
     /// Holds `outcome` over the pause, for the next attempt to return; gives it back if there
     /// is nowhere to hold it (a loop without a decider, which never lingers).
-    fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>>;
+    #[inline]
+    fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>> {
+        Err(outcome)
+    }
     /// The outcome held over a pause, taken.
-    fn take_held(&mut self) -> Option<Result<T, E>>;
+    #[inline]
+    fn take_held(&mut self) -> Option<Result<T, E>> {
+        None
+    }
+    /// The decider sent the first attempt again ([`Next::Resend`]), so that the attempt sent
+    /// again does not begin the call a second time (the budget's deposit).
+    #[inline]
+    fn resent(&self) -> bool {
+        false
+    }
+    /// The decider sends the first attempt again.
+    fn mark_resent(&mut self) {}
 }
 
-/// Nowhere to hold an outcome: without extras, or with extras but without a decider.
-macro_rules! holds_nothing {
-    ($($ty:ty),*) => {$(
-        impl<T, E> Linger<T, E> for $ty {
-            #[inline]
-            fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>> {
-                Err(outcome)
-            }
-            #[inline]
-            fn take_held(&mut self) -> Option<Result<T, E>> {
-                None
-            }
-        }
-    )*};
-}
+impl<T, E> Linger<T, E> for Unset {}
 
-holds_nothing!(Unset, Extras<'_, E>);
+impl<T, E> Linger<T, E> for Extras<'_, E> {}
 
 impl<T, E, D: Decide<E>> Linger<T, E> for Extras<'_, E, Deciding<D, T, E>> {
+    const DECIDES: bool = true;
+    #[inline]
+    fn decides(&self) -> bool {
+        self.decider.decider.is_some()
+    }
+    #[inline]
+    fn next(
+        &mut self,
+        attempt: u32,
+        verdict: Verdict,
+        error: Option<&E>,
+        breaker_open: bool,
+        (previous_pause, started, clock): (u64, Option<Instant>, fn() -> Instant),
+    ) -> Option<Next> {
+        let decider = self.decider.decider.as_mut()?;
+        if breaker_open {
+            return Some(if verdict.is_retry() {
+                Next::GiveUp(GiveUpReason::BreakerOpen)
+            } else {
+                Next::Return
+            });
+        }
+        let elapsed = started.map_or(Duration::ZERO, |t| clock().saturating_duration_since(t));
+        Some(decider.next(&Failure {
+            attempt,
+            copy: 0,
+            verdict,
+            error,
+            previous_pause: Duration::from_nanos(previous_pause),
+            elapsed,
+        }))
+    }
+    #[inline]
+    fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {
+        match &mut self.decider.decider {
+            Some(decider) => decider.copy_failed(failure),
+            None => NextCopy::OnSchedule,
+        }
+    }
+    #[inline]
+    fn copy_due(&mut self, hedge: u16) -> bool {
+        match &mut self.decider.decider {
+            Some(decider) => decider.copy_due(hedge),
+            None => true,
+        }
+    }
+    #[inline]
+    fn accepted(&mut self, attempts: u32) {
+        if let Some(decider) = &mut self.decider.decider {
+            decider.accepted(attempts);
+        }
+    }
+    #[inline]
+    fn ended(&self) -> Option<Refusal<E>> {
+        self.decider.held.is_some().then_some(Refusal::Ended)
+    }
+    #[inline]
+    fn resent(&self) -> bool {
+        self.decider.resent
+    }
+    fn mark_resent(&mut self) {
+        self.decider.resent = true;
+    }
     #[inline]
     fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>> {
         self.decider.held = Some(Box::new(outcome));
@@ -413,7 +403,10 @@ impl<T, E, D: Decide<E>> Linger<T, E> for Extras<'_, E, Deciding<D, T, E>> {
 impl<E> MaybeExtras<E> for Unset {
     type Refusal = NoRefusal;
     type Admission = NoRefusal;
-    const DECIDES: bool = false;
+    type Hold = Unset;
+    fn into_extras<'p>(self) -> Extras<'p, E> {
+        Extras::default()
+    }
     #[inline]
     fn admit(&mut self, _: fn() -> Instant) -> Result<Duration, NoRefusal> {
         Ok(Duration::ZERO)
@@ -421,6 +414,10 @@ impl<E> MaybeExtras<E> for Unset {
     #[inline]
     fn record(&mut self, _: bool, _: GateOutcome, _: fn() -> Instant) -> bool {
         false
+    }
+    #[inline]
+    fn record_admission(admission: NoRefusal, _: bool, _: Instant) {
+        match admission {}
     }
     #[inline]
     fn take_admission(&mut self) -> Option<NoRefusal> {
@@ -432,35 +429,6 @@ impl<E> MaybeExtras<E> for Unset {
     fn budget(&self) -> Option<&RetryBudget> {
         None
     }
-    #[inline]
-    fn decides(&self) -> bool {
-        false
-    }
-    #[inline]
-    fn next(
-        &mut self,
-        _: u32,
-        _: Verdict,
-        _: Option<&E>,
-        _: bool,
-        _: (u64, Option<Instant>, fn() -> Instant),
-    ) -> Option<Next> {
-        None
-    }
-    #[inline]
-    fn copy_failed(&mut self, _: &Failure<'_, E>) -> NextCopy {
-        NextCopy::OnSchedule
-    }
-    #[inline]
-    fn copy_due(&mut self, _: u16) -> bool {
-        true
-    }
-    #[inline]
-    fn ended(&self) -> Option<NoRefusal> {
-        None
-    }
-    #[inline]
-    fn accepted(&mut self, _: u32) {}
     #[inline]
     fn timeout(&self) -> Option<Timeout<E>> {
         None
@@ -478,10 +446,16 @@ impl<E> MaybeExtras<E> for Unset {
     fn report(&self, _: &'static str, _: Event<'_>) {}
 }
 
-impl<'p, E, L: DecideSlot<E>> MaybeExtras<E> for Extras<'p, E, L> {
+impl<'p, E, L> MaybeExtras<E> for Extras<'p, E, L> {
     type Refusal = Refusal<E>;
     type Admission = Admission<'p>;
-    const DECIDES: bool = L::DECIDES;
+    type Hold = L;
+    fn into_extras<'a>(self) -> Extras<'a, E, L>
+    where
+        Self: 'a,
+    {
+        self
+    }
     #[inline]
     fn admit(&mut self, clock: fn() -> Instant) -> Result<Duration, Refusal<E>> {
         // The gate first: a permit dropped because the breaker then refuses gives back what it
@@ -533,6 +507,10 @@ impl<'p, E, L: DecideSlot<E>> MaybeExtras<E> for Extras<'p, E, L> {
         }
     }
     #[inline]
+    fn record_admission(admission: Admission<'p>, success: bool, now: Instant) {
+        admission.record(success, now);
+    }
+    #[inline]
     fn take_admission(&mut self) -> Option<Admission<'p>> {
         self.admission.take()
     }
@@ -543,55 +521,6 @@ impl<'p, E, L: DecideSlot<E>> MaybeExtras<E> for Extras<'p, E, L> {
     #[inline]
     fn budget(&self) -> Option<&RetryBudget> {
         self.budget
-    }
-    #[inline]
-    fn decides(&self) -> bool {
-        self.decider.decides()
-    }
-    #[inline]
-    fn next(
-        &mut self,
-        attempt: u32,
-        verdict: Verdict,
-        error: Option<&E>,
-        breaker_open: bool,
-        (previous_pause, started, clock): (u64, Option<Instant>, fn() -> Instant),
-    ) -> Option<Next> {
-        if !L::DECIDES || !self.decider.decides() {
-            return None;
-        }
-        if breaker_open {
-            return Some(if verdict.is_retry() {
-                Next::GiveUp(GiveUpReason::BreakerOpen)
-            } else {
-                Next::Return
-            });
-        }
-        let elapsed = started.map_or(Duration::ZERO, |t| clock().saturating_duration_since(t));
-        Some(self.decider.next(&Failure {
-            attempt,
-            copy: 0,
-            verdict,
-            error,
-            previous_pause: Duration::from_nanos(previous_pause),
-            elapsed,
-        }))
-    }
-    #[inline]
-    fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {
-        self.decider.copy_failed(failure)
-    }
-    #[inline]
-    fn copy_due(&mut self, hedge: u16) -> bool {
-        self.decider.copy_due(hedge)
-    }
-    #[inline]
-    fn ended(&self) -> Option<Refusal<E>> {
-        self.decider.holds().then_some(Refusal::Ended)
-    }
-    #[inline]
-    fn accepted(&mut self, attempts: u32) {
-        self.decider.accepted(attempts);
     }
     #[inline]
     fn timeout(&self) -> Option<Timeout<E>> {
@@ -618,91 +547,32 @@ impl<'p, E, L: DecideSlot<E>> MaybeExtras<E> for Extras<'p, E, L> {
             sink.event(function, &event);
         }
     }
-    #[inline]
-    fn resent(&self) -> bool {
-        self.decider.resent()
-    }
-    fn mark_resent(&mut self) {
-        self.decider.mark_resent();
-    }
-}
-
-/// The extras of a loop, made if none were yet: what the builders of `timeout`, `budget`,
-/// `breaker`, `gate`, `aws2026` and `nested = retry` start from.
-pub trait IntoExtras<'p, E> {
-    /// The decider slot: kept by every builder but `aws2026`, which fills it.
-    type Hold: DecideSlot<E>;
-    fn into_extras(self) -> Extras<'p, E, Self::Hold>;
-}
-
-impl<'p, E> IntoExtras<'p, E> for Unset {
-    type Hold = Unset;
-    fn into_extras(self) -> Extras<'p, E> {
-        Extras::default()
-    }
-}
-
-impl<'p, E, L: DecideSlot<E>> IntoExtras<'p, E> for Extras<'p, E, L> {
-    type Hold = L;
-    fn into_extras(self) -> Extras<'p, E, L> {
-        self
-    }
-}
-
-/// A breaker's permission for one attempt, recorded when the attempt ends.
-pub(crate) trait Held {
-    /// Tells the breaker how the attempt went.
-    fn record(self, success: bool, now: Instant);
-}
-
-impl Held for Admission<'_> {
-    #[inline]
-    fn record(self, success: bool, now: Instant) {
-        Admission::record(self, success, now);
-    }
-}
-
-impl Held for NoRefusal {
-    #[inline]
-    fn record(self, _: bool, _: Instant) {
-        match self {}
-    }
 }
 
 /// The refusal of a loop without a breaker: there is none.
 #[derive(Clone, Copy, Debug)]
 pub enum NoRefusal {}
 
-/// A refusal by the breaker or the gate, turned into the loop's error.
-pub(crate) trait IntoError<E> {
+impl<E> From<NoRefusal> for Refusal<E> {
+    fn from(never: NoRefusal) -> Self {
+        match never {}
+    }
+}
+
+impl<E> Refusal<E> {
     /// The refusal as what happened to the attempt: the loop's error, and why.
-    fn into_attempted<T>(self) -> Attempted<T, E>;
-    /// The gate's rejection, if the gate refused.
-    fn rejected(&self) -> Option<&Rejected>;
-}
-
-impl<E> IntoError<E> for NoRefusal {
     #[inline]
-    fn into_attempted<T>(self) -> Attempted<T, E> {
-        match self {}
-    }
-    #[inline]
-    fn rejected(&self) -> Option<&Rejected> {
-        match *self {}
-    }
-}
-
-impl<E> IntoError<E> for Refusal<E> {
-    #[inline]
-    fn into_attempted<T>(self) -> Attempted<T, E> {
+    pub(crate) fn into_attempted<T>(self) -> Attempted<T, E> {
         match self {
             Refusal::Open { open, error } => Attempted::Refused(error(open)),
             Refusal::Shed { rejected, error } => Attempted::Shed(error(rejected)),
             Refusal::Ended => Attempted::Ended,
         }
     }
+
+    /// The gate's rejection, if the gate refused.
     #[inline]
-    fn rejected(&self) -> Option<&Rejected> {
+    pub(crate) fn rejected(&self) -> Option<&Rejected> {
         match self {
             Refusal::Shed { rejected, .. } => Some(rejected),
             Refusal::Open { .. } | Refusal::Ended => None,

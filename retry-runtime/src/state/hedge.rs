@@ -35,11 +35,10 @@
 //! the attempt: both are expected to be pure functions of the outcome, as everywhere else.
 
 use super::attempt::{KeyedOutcome, WithKey};
-use super::extras::Held;
-use super::extras::{MaybeExtras, Timeout};
+use super::extras::{Linger, Timeout};
 use super::hooks::HookSet;
 use super::observe::{self, Event};
-use super::options::{Classifier, HeadSet};
+use super::options::{Classifier, Head};
 use super::seam::{Failure, NextCopy};
 use super::{Attempted, Opts, Progress, Retry};
 use crate::context::{Enter, Frame, KeySlot, Scoped};
@@ -202,12 +201,12 @@ impl<'h, Sl: Future<Output = ()>> Schedule<'h, Sl> {
     }
 }
 
-impl<'p, T, E, K, H, X> Retry<'p, T, E, Opts<K, H, X>>
+impl<'p, T, E, C, S, D, H, X> Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>
 where
-    K: HeadSet<Sleeper: Sleeper>,
-    K::On: Classifier<E>,
+    C: Classifier<E>,
+    S: Sleeper,
     H: HookSet<T, E>,
-    X: MaybeExtras<E>,
+    X: Linger<T, E>,
 {
     /// Runs one attempt of an async loop with `hedge`: `make` makes the body's future, once for
     /// the attempt and once for each copy (`|| async { body }`), inside the copy's attempt
@@ -249,7 +248,7 @@ where
         } else {
             hedge.get_max_hedges().min(u32::from(u16::MAX))
         };
-        let (_, sleeper) = self.opts.head.parts();
+        let sleeper = &self.opts.head.sleeper;
         let mut schedule = Schedule::new(hedge, max_hedges, sleeper, clock);
         let (outcome, admission) = self.race(frame, key, limit, &mut schedule, &make).await;
         self.hedged_outcome(outcome, admission, schedule.hedges, timeout)
@@ -284,7 +283,7 @@ where
         frame: Frame,
         key: Key,
         limit: Option<Duration>,
-        schedule: &mut Schedule<'_, <K::Sleeper as Sleeper>::Sleep>,
+        schedule: &mut Schedule<'_, <S as Sleeper>::Sleep>,
         make: &M,
     ) -> (Result<Result<T, E>, Elapsed>, Option<X::Admission>)
     where
@@ -302,7 +301,7 @@ where
             hooks,
             extras,
         } = opts;
-        let (classify, sleeper) = head.parts();
+        let (classify, sleeper) = (&head.classify, &head.sleeper);
         let observes = schedule.hedge.observes();
         let copy = |frame: Frame, admission: Option<X::Admission>| {
             let body = {
@@ -441,7 +440,7 @@ where
                         return Poll::Ready((outcome, done.admission));
                     }
                     if let Some(admission) = done.admission {
-                        admission.record(false, clock());
+                        X::record_admission(admission, false, clock());
                     }
                     observe::copy_failed(name, frame.attempt, done.hedge);
                     if running.is_empty() {
@@ -487,7 +486,7 @@ struct Failed<'o, T, E> {
 /// [`Decide::copy_failed`]: super::Decide::copy_failed
 #[cold]
 #[inline(never)]
-fn copy_decided<T, E, X: MaybeExtras<E>>(
+fn copy_decided<T, E, X: Linger<T, E>>(
     extras: &mut X,
     failed: Failed<'_, T, E>,
     timed_out: impl Fn(&E) -> Verdict,
@@ -525,12 +524,12 @@ fn unreachable_elapsed<T>(elapsed: Elapsed) -> T {
     )
 }
 
-impl<T, E, K, H, X, Key> WithKey<'_, '_, T, E, Opts<K, H, X>, Key>
+impl<T, E, C, S, D, H, X, Key> WithKey<'_, '_, T, E, Opts<Head<C, S, D>, H, X>, Key>
 where
-    K: HeadSet<Sleeper: Sleeper>,
-    K::On: Classifier<E>,
+    C: Classifier<E>,
+    S: Sleeper,
     H: HookSet<T, E>,
-    X: MaybeExtras<E>,
+    X: Linger<T, E>,
     Key: KeySlot,
 {
     /// [`Retry::run_hedged`] with the key lent to every copy.

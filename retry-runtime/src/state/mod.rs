@@ -6,7 +6,7 @@
 //! user's body work as written; they drive the state with one call per step:
 //!
 //! ```text
-//! use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+//! use ::retry_runtime::__private as __retry_rt;
 //! let mut state = __retry_rt::Shape::<Result<T, E>>::new()
 //!     .start(&POLICY, "name", classify, __retry_rt::Unset).notify(f);
 //! loop {
@@ -60,26 +60,28 @@ mod options;
 mod seam;
 pub(crate) mod spans;
 
-pub use attempt::{AttemptOutcome, Attempted};
+pub use attempt::{Attempted, KeyedOutcome};
 pub(crate) use drive::{Hedged, Plain, drive, drive_blocking};
 pub use dynamic::{DynHooks, DynOptions, Settings};
 pub use events::{GiveUp, GiveUpReason, RetryEvent};
 pub use fallback::{AsyncForm, FallbackArgument, FallbackOutput, SyncForm};
 pub use hooks::{ErrorForm, ErrorOnly, GiveUpHook, Hooks, IntoVerdict, NotifyHook, OutcomeForm};
 pub use log::{LogLevel, level};
-pub use options::{ByTransient, Classifier, DefaultSleeper, Head, Options, Opts};
+pub use options::{ByTransient, Classifier, DefaultSleeper, Head, Opts};
 pub use seam::{Decide, Failure, Next, NextCopy};
 
 use crate::breaker::FromCircuitOpen;
 use crate::context::{self, KeySlot};
 use crate::overload::FromRejected;
+use crate::overload::aws2026_call::Aws2026Call;
 use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
 use crate::{AdmissionGate, Aws2026Standard, CircuitBreaker, Policy, RetryBudget, Verdict};
-use extras::{Guard, Linger, Timeout};
+use extras::{Deciding, Extras, Guard, Linger, MaybeExtras, Timeout};
 use fallback::{FallbackScope, IntoFinish};
 use hooks::HookSet;
+use hooks::{Notify, OnResult};
 use log::Show;
-use options::HeadSet;
+
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -120,12 +122,12 @@ pub struct Unset;
 ///
 /// # `Debug` or not
 ///
-/// `start` comes in two forms: the inherent one of [`Shape`] for an error type with `Debug`,
-/// and the one of [`StartWithoutDebug`] for any other (a generic `E` without the bound
-/// included), which the expansion imports as `_`. Rust picks the inherent one whenever
-/// `E: Debug` holds, so the choice is made where the function is written, per function, and a
-/// log event shows the error with `Debug` or by its type name without adding a bound to the
-/// function.
+/// `start` comes in two forms: [`Shape`]'s for an error type with `Debug`, and
+/// `WithoutDebug`'s, which `Shape` derefs to, for any other (a generic `E` without the bound
+/// included). Rust looks for a method on `Shape` before it derefs, and takes `Shape`'s `start`
+/// whenever `E: Debug` holds, so the choice is made where the function is written, per
+/// function, and a log event shows the error with `Debug` or by its type name without adding a
+/// bound to the function.
 pub struct Retry<'p, T, E, O = Opts> {
     pub(crate) site: Site<'p>,
     pub(crate) progress: Progress,
@@ -253,7 +255,18 @@ pub const ASYNC: DefaultSleeper = DefaultSleeper {};
 /// The `Result` of a call, whose two sides the state is made for: written out by the attribute
 /// (`Shape::<Result<T, E>>::new()`), read off a block's closure by `retry_block!`
 /// ([`of`](Shape::of), [`of_async`](Shape::of_async)).
-pub struct Shape<R>(PhantomData<fn() -> R>);
+pub struct Shape<R>(WithoutDebug<R>);
+
+/// Where [`Shape`] derefs to: the `start` of an error type without `Debug` (see [`Retry`],
+/// "`Debug` or not").
+pub struct WithoutDebug<R>(PhantomData<fn() -> R>);
+
+impl<R> std::ops::Deref for Shape<R> {
+    type Target = WithoutDebug<R>;
+    fn deref(&self) -> &WithoutDebug<R> {
+        &self.0
+    }
+}
 
 impl<R> Default for Shape<R> {
     fn default() -> Self {
@@ -265,7 +278,7 @@ impl<R> Shape<R> {
     /// The shape of a function that returns `R`.
     #[inline]
     pub const fn new() -> Self {
-        Shape(PhantomData)
+        Shape(WithoutDebug(PhantomData))
     }
 
     /// The shape of a sync block's closure; borrows it only for the call. `FnOnce`, for the
@@ -273,16 +286,21 @@ impl<R> Shape<R> {
     /// expansion, with a bound whose name tells the user why (`retry-macro/src/block.rs`).
     #[inline]
     pub fn of<B: FnOnce() -> R>(_body: &B) -> Self {
-        Shape(PhantomData)
+        Shape(WithoutDebug(PhantomData))
     }
 
     /// The shape of an async block's closure; borrows it only for the call (`AsyncFnOnce`, as
     /// [`of`](Shape::of)).
     #[inline]
     pub fn of_async<B: AsyncFnOnce() -> R>(_body: &B) -> Self {
-        Shape(PhantomData)
+        Shape(WithoutDebug(PhantomData))
     }
 }
+
+/// The options after `timeout`, `budget`, `breaker`, `gate` or `nested = retry`: the extras in
+/// place, the rest as it was.
+pub type WithExtras<'p, E, C, S, D, H, X> =
+    Opts<Head<C, S, D>, H, Extras<'p, E, <X as MaybeExtras<E>>::Hold>>;
 
 /// The options a loop starts with: its classifier, its timer, and how its events show an error.
 pub type Started<C, E, S, D = log::ByDebug> = Opts<Head<hooks::Classify<C, E>, S, D>>;
@@ -291,7 +309,7 @@ impl<T, E: fmt::Debug> Shape<Result<T, E>> {
     /// The state of one call with `policy`, named `name` in its events, judging errors with
     /// `classify` and pausing with `timer` ([`Unset`] for a sync loop, whose pauses block, and
     /// for one that names its timer with `sleep` next). For an error type with `Debug`, which the
-    /// events show; [`StartWithoutDebug::start`] for the others.
+    /// events show; `WithoutDebug::start` for the others.
     #[inline]
     pub fn start<'p, C, V, S: Timer>(
         self,
@@ -308,16 +326,13 @@ impl<T, E: fmt::Debug> Shape<Result<T, E>> {
     }
 }
 
-/// `start` for an error type without `Debug`: the same as the inherent `start`, logging the
-/// error by its type name. The expansion imports this trait as `_`; Rust picks the inherent
-/// `start` whenever the error type has `Debug`, this one otherwise (a generic `E` without the
-/// bound included).
-pub trait StartWithoutDebug<T, E>: Sized {
-    /// See [`Shape::start`].
+impl<T, E> WithoutDebug<Result<T, E>> {
+    /// [`Shape::start`] for an error type without `Debug`: the same, logging the error by its
+    /// type name.
     #[allow(private_bounds)]
     #[inline]
-    fn start<'p, C, V, S: Timer>(
-        self,
+    pub fn start<'p, C, V, S: Timer>(
+        &self,
         policy: &'p Policy,
         name: &'static str,
         classify: C,
@@ -330,8 +345,6 @@ pub trait StartWithoutDebug<T, E>: Sized {
         Retry::with_parts(policy, name, classify, timer)
     }
 }
-
-impl<T, E> StartWithoutDebug<T, E> for Shape<Result<T, E>> {}
 
 impl<'p, T, E, C, S: Timer, D> Retry<'p, T, E, Started<C, E, S, D>> {
     /// `classify`'s bound is checked here, once, and turned into the pointer that `next` calls
@@ -368,8 +381,7 @@ impl<'p, T, E, C, S: Timer, D> Retry<'p, T, E, Started<C, E, S, D>> {
     }
 }
 
-// The builders: each stores what it is given in its slot of the options, and does nothing else.
-impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
+impl<'p, T, E, O> Retry<'p, T, E, O> {
     /// The same state with its options replaced by `f`.
     #[inline]
     fn with<O2>(self, f: impl FnOnce(O) -> O2) -> Retry<'p, T, E, O2> {
@@ -381,13 +393,22 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
             value: PhantomData,
         }
     }
+}
 
+// The builders: each stores what it is given in its slot of the options, and does nothing else.
+// Each names the options it gives back: the same, with its own slot replaced.
+#[allow(clippy::type_complexity)]
+impl<'p, T, E, C, S, D, H, X> Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>
+where
+    H: HookSet<T, E>,
+    X: MaybeExtras<E> + 'p,
+{
     /// `sleep = f`: pause with `f` instead of tokio's timer, a function
     /// `Fn(Duration) -> impl Future<Output = ()>` or a type that implements [`Sleeper`]. The
     /// deadline is then measured on the sleeper's clock ([`Sleeper::now`]: [`Instant::now`] for
     /// a function). If `start` read the time for a deadline, it is read again here, on the
     /// sleeper's clock.
-    pub fn sleep<F, M>(mut self, f: F) -> Retry<'p, T, E, O::WithSleeper<F::Sleeper>>
+    pub fn sleep<F, M>(mut self, f: F) -> Retry<'p, T, E, Opts<Head<C, F::Sleeper, D>, H, X>>
     where
         F: IntoSleeper<M>,
     {
@@ -395,28 +416,43 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
         if self.progress.started.is_some() {
             self.progress.started = Some((self.site.clock)());
         }
-        self.with(|o| o.with_sleeper(f.into_sleeper()))
+        self.with(|o| Opts {
+            head: Head {
+                classify: o.head.classify,
+                sleeper: f.into_sleeper(),
+                marks: PhantomData,
+            },
+            hooks: o.hooks,
+            extras: o.extras,
+        })
     }
 
     /// `timeout = "2s"`: each attempt is cut off after `limit` (clipped to the time left before
     /// the deadline) and counts as a transient failure.
-    pub fn timeout(self, limit: Duration) -> Retry<'p, T, E, O::WithTimeout>
+    pub fn timeout(self, limit: Duration) -> Retry<'p, T, E, WithExtras<'p, E, C, S, D, H, X>>
     where
         E: FromElapsed,
     {
-        self.with(|o| o.with_timeout(Timeout::new(limit, E::from_elapsed)))
+        let timeout = Timeout::new(limit, E::from_elapsed);
+        self.with(|o| o.with_extras(|x| x.timeout = Some(timeout)))
     }
 
     /// `budget = B`: retries draw from a shared [`RetryBudget`]; this call's first attempt
     /// deposits into it. When it is empty the loop gives up with the current error.
-    pub fn budget(self, budget: &'p RetryBudget) -> Retry<'p, T, E, O::WithExtras> {
+    pub fn budget(
+        self,
+        budget: &'p RetryBudget,
+    ) -> Retry<'p, T, E, WithExtras<'p, E, C, S, D, H, X>> {
         self.with(|o| o.with_extras(|x| x.budget = Some(budget)))
     }
 
     /// `breaker = B`: while the [`CircuitBreaker`] is open, the call returns
     /// `E::from(CircuitOpen)` at once without running the body; every attempt feeds it, and a
     /// failure after which it is open ends the loop at once with that failure.
-    pub fn breaker(self, breaker: &'p CircuitBreaker) -> Retry<'p, T, E, O::WithExtras>
+    pub fn breaker(
+        self,
+        breaker: &'p CircuitBreaker,
+    ) -> Retry<'p, T, E, WithExtras<'p, E, C, S, D, H, X>>
     where
         E: FromCircuitOpen,
     {
@@ -430,7 +466,7 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
     /// its answer to the gate; a rate-limiting gate's wait is taken before the attempt (the
     /// expansion runs a gated async attempt with [`run_timed`](Retry::run_timed), which takes
     /// it).
-    pub fn gate(self, gate: &'p AdmissionGate) -> Retry<'p, T, E, O::WithExtras>
+    pub fn gate(self, gate: &'p AdmissionGate) -> Retry<'p, T, E, WithExtras<'p, E, C, S, D, H, X>>
     where
         E: FromRejected,
     {
@@ -440,12 +476,16 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
 
     /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure in
     /// place of the policy's `max` and pauses (see [`Aws2026Standard`]).
-    pub fn aws2026(self, aws: &'p Aws2026Standard) -> Retry<'p, T, E, O::WithAws2026> {
+    pub fn aws2026(
+        self,
+        aws: &'p Aws2026Standard,
+    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H, Extras<'p, E, Deciding<Aws2026Call<'p>, T, E>>>>
+    {
         self.with(|o| o.with_aws2026(aws))
     }
 
     /// `nested = retry`: keep retrying even inside another retrying function.
-    pub fn nested_retry(self) -> Retry<'p, T, E, O::WithExtras> {
+    pub fn nested_retry(self) -> Retry<'p, T, E, WithExtras<'p, E, C, S, D, H, X>> {
         self.with(|o| o.with_extras(|x| x.nested_retry = true))
     }
 
@@ -459,34 +499,44 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
     /// `on_result = f`: an `Ok` value for which `f` answers `true` (or a [`Verdict`] that
     /// retries) is treated as a transient failure; when the retries run out, the last `Ok`
     /// value is returned.
-    pub fn on_result<J, V>(self, f: J) -> Retry<'p, T, E, O::WithOnResult<J>>
+    pub fn on_result<J, V>(
+        self,
+        f: J,
+    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithOnResult<OnResult<J, T>>, X>>
     where
         J: Fn(&T) -> V,
         V: IntoVerdict,
     {
-        self.with(|o| o.with_on_result(f))
+        let slot = OnResult::new(f, |f, value, ()| f(value).into_verdict());
+        self.with(|o| o.map_hooks(|hooks| hooks.with_on_result(slot)))
     }
 
     /// `notify = f`: called before each pause with a [`RetryEvent`] and, as `f` takes it, the
     /// error (`Fn(&E, &RetryEvent)`, which hears pauses after errors only) or the outcome
     /// (`Fn(Result<&T, &E>, &RetryEvent)`, which also hears pauses after an `Ok` that
     /// `on_result` rejected).
-    pub fn notify<J, M>(self, f: J) -> Retry<'p, T, E, O::WithNotify<J>>
+    pub fn notify<J, M>(
+        self,
+        f: J,
+    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithNotify<Notify<J, T, E>>, X>>
     where
         J: NotifyHook<T, E, M>,
     {
-        self.with(|o| o.with_notify(f))
+        self.with(|o| o.map_hooks(|hooks| hooks.with_notify(f.into_slot())))
     }
 
     /// `on_give_up = f`: called once when the loop gives up (retries used up, the deadline, a
     /// server-suggested pause too long, the budget empty, the breaker open). `Fn(&E)` hears the
     /// last error; `Fn(&E, &GiveUp)` also why; `Fn(Result<&T, &E>, &GiveUp)` also a last `Ok`
     /// that `on_result` rejected.
-    pub fn on_give_up<J, M>(self, f: J) -> Retry<'p, T, E, O::WithGiveUp<J, M>>
+    pub fn on_give_up<J, M>(
+        self,
+        f: J,
+    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithGiveUp<J::Slot>, X>>
     where
         J: GiveUpHook<T, E, M>,
     {
-        self.with(|o| o.with_give_up(f))
+        self.with(|o| o.map_hooks(|hooks| hooks.with_give_up(f.into_slot())))
     }
 
     /// `fallback = f`: when the loop gives up, `f(error, why)` is called, and what it returns is
@@ -503,13 +553,17 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
     /// The expansion passes a closure here, whose parameters take their types from this bound;
     /// a fallback named by its path goes through [`Fallback::attach`], whose message for a
     /// fallback of another shape names what the loop gives it.
-    pub fn fallback<J, Out, M>(self, f: J) -> Retry<'p, T, E, O::WithFallback<J, Out, M>>
+    pub fn fallback<J, Out, M>(
+        self,
+        f: J,
+    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithFallback<Out::Slot<J>>, X>>
     where
-        O::Sleeper: fallback::Awaits<M>,
-        J: FnOnce(O::Input, GiveUp) -> Out,
+        S: fallback::Awaits<M>,
+        J: FnOnce(H::Input, GiveUp) -> Out,
         Out: FallbackOutput<T, E, M>,
     {
-        self.with(|o| o.with_fallback::<J, O::Input, Out, M>(f))
+        let slot = Out::slot::<H::OnResult, J, H::Input>(f);
+        self.with(|o| o.map_hooks(|hooks| hooks.with_fallback(slot)))
     }
 }
 
@@ -530,39 +584,45 @@ pub struct Fallback<R, F>(pub Shape<R>, pub F);
 impl<T, E, F> Fallback<Result<T, E>, F> {
     /// Gives the fallback to the loop `retry` of an async function or block: `f(error, why)`
     /// when it gives up, or beside `on_result` `f(outcome, why)`; sync or async.
-    pub fn attach<'p, O, A, Out, M>(
+    #[allow(clippy::type_complexity)]
+    pub fn attach<'p, C, S, D, H, X, A, Out, M>(
         self,
-        retry: Retry<'p, T, E, O>,
-    ) -> Retry<'p, T, E, O::WithFallback<F, Out, M>>
+        retry: Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>,
+    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithFallback<Out::Slot<F>>, X>>
     where
-        O: Options<'p, T, E>,
+        H: HookSet<T, E>,
         F: FnOnce(A, GiveUp) -> Out,
-        A: FallbackArgument<O::Input>,
-        O::Sleeper: fallback::Awaits<M>,
+        A: FallbackArgument<H::Input>,
+        S: fallback::Awaits<M>,
         Out: FallbackOutput<T, E, M>,
     {
-        retry.with(|o| o.with_fallback::<F, A, Out, M>(self.1))
+        let slot = Out::slot::<H::OnResult, F, A>(self.1);
+        retry.with(|o| o.map_hooks(|hooks| hooks.with_fallback(slot)))
     }
 
     /// [`attach`](Fallback::attach) for a sync function or block, whose fallback is sync: the
     /// form is settled before what `f` returns is looked at, so that an async fallback there is
     /// the one error "must return `Result<T, E>`".
-    pub fn attach_sync<'p, O, A, Out>(
+    #[allow(clippy::type_complexity)]
+    pub fn attach_sync<'p, C, S, D, H, X, A, Out>(
         self,
-        retry: Retry<'p, T, E, O>,
-    ) -> Retry<'p, T, E, O::WithFallback<F, Out, SyncForm>>
+        retry: Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>,
+    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithFallback<Out::Slot<F>>, X>>
     where
-        O: Options<'p, T, E>,
+        H: HookSet<T, E>,
         F: FnOnce(A, GiveUp) -> Out,
-        A: FallbackArgument<O::Input>,
+        A: FallbackArgument<H::Input>,
         Out: FallbackOutput<T, E, SyncForm>,
     {
-        retry.with(|o| o.with_fallback::<F, A, Out, SyncForm>(self.1))
+        let slot = Out::slot::<H::OnResult, F, A>(self.1);
+        retry.with(|o| o.map_hooks(|hooks| hooks.with_fallback(slot)))
     }
 }
 
 // The loop: one `impl` over the options' three slots.
-impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: Linger<T, E>> Retry<'p, T, E, Opts<K, H, X>> {
+impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>>
+    Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>
+{
     /// Decides what follows an attempt: `Break` with the call's result (for an async fallback,
     /// a future of it), or `Continue` with the state for the next attempt, whose
     /// [`pause`](Retry::pause) is then taken.
@@ -571,17 +631,20 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: Linger<T, E>> Retry<'p, T, E, Op
     /// The state is taken and given back by value: `PERFORMANCE.md` §2.
     ///
     /// `attempted` is what the attempt returned: with the idempotency key it borrowed, if it
-    /// had one ([`WithKey`]'s attempts), which a fallback borrows too.
+    /// had one (`WithKey`'s attempts), which a fallback borrows too.
     // RESULTS §3 "one failure sync: Retrier": 189 -> 269 instructions without it (issue 40).
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     #[allow(clippy::type_complexity)]
-    pub fn next<A: AttemptOutcome<T, E>>(self, attempted: A) -> ControlFlow<H::Finish<A::Key>, Self>
+    pub fn next<Key: KeySlot>(
+        self,
+        attempted: impl Into<KeyedOutcome<T, E, Key>>,
+    ) -> ControlFlow<H::Finish<Key>, Self>
     where
-        K::On: Classifier<E>,
-        K::Show: Show<E>,
+        C: Classifier<E>,
+        D: Show<E>,
     {
-        let (attempted, key) = attempted.split();
+        let KeyedOutcome { attempted, key } = attempted.into();
         match attempted {
             Attempted::Completed(Ok(value)) => {
                 let verdict = self.opts.hooks.judge(&value);
@@ -640,14 +703,14 @@ impl<'p, T, E, K: HeadSet, H: HookSet<T, E>, X: Linger<T, E>> Retry<'p, T, E, Op
     /// The pause of an async loop, its timer boxed (`PERFORMANCE.md` §4). A zero pause is not
     /// slept (tokio's timer would round it up to its 1 ms tick).
     #[inline]
-    pub fn pause(&self) -> Pause<<K::Sleeper as Sleeper>::Sleep>
+    pub fn pause(&self) -> Pause<<S as Sleeper>::Sleep>
     where
-        K::Sleeper: Sleeper,
+        S: Sleeper,
     {
         if !self.sleeps() {
             return Pause(None);
         }
-        let (_, sleeper) = self.opts.head.parts();
+        let sleeper = &self.opts.head.sleeper;
         Pause(Some(Box::pin(sleeper.sleep(self.decided_pause()))))
     }
 }

@@ -1,86 +1,31 @@
-//! The options of a macro's loop as one type: [`Options`], the trait the loop state's options
-//! parameter `O` implements, and [`Opts`], what the expansion's builders build. (The
-//! [`Retrier`](crate::Retrier) holds its options as values, and fills these slots at run time.)
+//! The options of a macro's loop as one type, [`Opts`], what the expansion's builders build.
+//! (The [`Retrier`](crate::Retrier) holds its options as values, and fills these slots at run
+//! time.)
 //!
 //! Every option lives in a slot of [`Opts`] that is the zero-sized [`Unset`] when the option is
 //! not written: the classifier and the timer ([`Head`]), the hooks and the fallback
-//! ([`Hooks`]), and `timeout`, `budget`, `breaker` and `nested` ([`Extras`]). A method that sets
-//! an option replaces one slot, and so the type: the options are known when the code is
+//! ([`Hooks`]), and `timeout`, `budget`, `breaker` and `nested` ([`Extras`]). A builder (in
+//! `state/mod.rs`) replaces one slot, and so the type: the options are known when the code is
 //! compiled, and one that is not written costs no code and no check (`PERFORMANCE.md` §1).
 
-use super::extras::{Deciding, Extras, IntoExtras, MaybeExtras, Timeout};
-use super::fallback::{FallbackArgument, FallbackOutput};
-use super::hooks::{
-    Classify, GiveUpHook, HookSet, Hooks, IntoVerdict, Notify, NotifyHook, OnResult,
-};
-use super::log::{ByDebug, Show};
-use super::{GiveUp, Unset};
+use super::Unset;
+use super::extras::{Deciding, Extras, MaybeExtras};
+use super::hooks::{Classify, Hooks};
+use super::log::ByDebug;
 use crate::overload::aws2026_call::Aws2026Call;
-use crate::timer::Sleeper;
 use crate::{Aws2026Standard, Transient, Verdict};
 use std::marker::PhantomData;
 
-/// The options a macro's loop carries, as a type: each builder the expansion calls (`sleep`,
-/// `notify`, ...) gives back a loop state whose options have that option in its place.
-///
-/// Sealed, and named only in the signatures of those builders, where each associated type
-/// below says what the builder changes.
-pub trait Options<'p, T, E>: Sized {
-    /// The timer of the pauses of an async run: tokio's (with the `tokio` feature) until
-    /// `sleep` names another.
-    type Sleeper;
-    /// What a `fallback` takes: the error `E`, or with `on_result` the outcome
-    /// `Result<T, E>` (a rejected `Ok` can end the loop too).
-    type Input;
-    /// These options with the timer `S` (`sleep`).
-    type WithSleeper<S: Sleeper>: Options<'p, T, E>;
-    /// These options with `J` judging `Ok` values (`on_result`).
-    type WithOnResult<J>: Options<'p, T, E>;
-    /// These options with `J` hearing each pause (`notify`).
-    type WithNotify<J>: Options<'p, T, E>;
-    /// These options with `J` hearing the loop give up (`on_give_up`), in its form `M`.
-    type WithGiveUp<J: GiveUpHook<T, E, M>, M>: Options<'p, T, E>;
-    /// These options with the fallback `J` returning `Out` (`fallback`), in its form `M`.
-    type WithFallback<J, Out: FallbackOutput<T, E, M>, M>: Options<'p, T, E>;
-    /// These options with `budget`, `breaker`, `gate` or `nested` in place.
-    type WithExtras: Options<'p, T, E>;
-    /// These options with `aws2026` in place.
-    type WithAws2026: Options<'p, T, E>;
-    /// These options with `timeout` in place.
-    type WithTimeout: Options<'p, T, E>;
-    /// Where the extras hold a long-polling call's outcome over its last pause.
-    #[doc(hidden)]
-    type Hold;
-
-    #[doc(hidden)]
-    fn with_sleeper<S: Sleeper>(self, sleeper: S) -> Self::WithSleeper<S>;
-    #[doc(hidden)]
-    fn with_on_result<J, V>(self, on_result: J) -> Self::WithOnResult<J>
-    where
-        J: Fn(&T) -> V,
-        V: IntoVerdict;
-    #[doc(hidden)]
-    fn with_notify<J, M>(self, notify: J) -> Self::WithNotify<J>
-    where
-        J: NotifyHook<T, E, M>;
-    #[doc(hidden)]
-    fn with_give_up<J: GiveUpHook<T, E, M>, M>(self, on_give_up: J) -> Self::WithGiveUp<J, M>;
-    #[doc(hidden)]
-    fn with_fallback<J, A, Out, M>(self, fallback: J) -> Self::WithFallback<J, Out, M>
-    where
-        J: FnOnce(A, GiveUp) -> Out,
-        A: FallbackArgument<Self::Input>,
-        Out: FallbackOutput<T, E, M>;
-    #[doc(hidden)]
-    fn with_extras(self, set: impl FnOnce(&mut Extras<'p, E, Self::Hold>)) -> Self::WithExtras;
-    #[doc(hidden)]
-    fn with_aws2026(self, aws: &'p Aws2026Standard) -> Self::WithAws2026;
-    #[doc(hidden)]
-    fn with_timeout(self, timeout: Timeout<E>) -> Self::WithTimeout;
-}
-
 /// How a loop judges its errors: a classifier that `on` named (`Fn(&E) -> bool` or
 /// `Fn(&E) -> Verdict`), or [`ByTransient`], the error type's [`Transient`] impl.
+// The one classifier that can be missing is a `Retrier`'s without `on` (`ByTransient`, whose impl
+// is not recommended, so that this message is the error): it says what to do there.
+#[diagnostic::on_unimplemented(
+    message = "this `Retrier` cannot tell which `{E}` errors are worth retrying",
+    label = "the closure's error type `{E}` does not implement `retry_runtime::Transient`",
+    note = "either name a classifier, which works for any error type: `.on(is_transient)` with `fn is_transient(error: &{E}) -> bool`",
+    note = "or, if `{E}` is defined in your crate, implement `retry_runtime::Transient` for it; a type from another crate cannot implement it in yours (E0117), so wrap such a type in an error type of your own"
+)]
 pub trait Classifier<E> {
     /// The verdict on one error.
     #[doc(hidden)]
@@ -95,6 +40,7 @@ pub trait Classifier<E> {
     }
 }
 
+#[diagnostic::do_not_recommend] // so that a missing `Transient` reads as `Classifier` says
 impl<C, E> Classifier<E> for Classify<C, E> {
     #[inline]
     fn verdict(&self, error: &E) -> Verdict {
@@ -107,21 +53,8 @@ impl<C, E> Classifier<E> for Classify<C, E> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ByTransient;
 
-/// A [`Transient`] error of a [`Retrier`](crate::Retrier) without `on`: its message names the
-/// method.
-#[diagnostic::on_unimplemented(
-    message = "this `Retrier` cannot tell which `{Self}` errors are worth retrying",
-    label = "the closure's error type `{Self}` does not implement `retry_runtime::Transient`",
-    note = "either name a classifier, which works for any error type: `.on(is_transient)` with `fn is_transient(error: &{Self}) -> bool`",
-    note = "or, if `{Self}` is defined in your crate, implement `retry_runtime::Transient` for it; a type from another crate cannot implement it in yours (E0117), so wrap such a type in an error type of your own"
-)]
-pub(crate) trait TransientInRetrier: Transient {}
-
 #[diagnostic::do_not_recommend]
-impl<E: Transient + ?Sized> TransientInRetrier for E {}
-
-#[allow(private_bounds)]
-impl<E: TransientInRetrier> Classifier<E> for ByTransient {
+impl<E: Transient> Classifier<E> for ByTransient {
     #[inline]
     fn verdict(&self, error: &E) -> Verdict {
         error.verdict()
@@ -167,126 +100,26 @@ pub struct Opts<K = Head, H = Hooks, X = Unset> {
 }
 
 impl<K, H, X> Opts<K, H, X> {
-    /// The same options with the head `f` makes of this one.
-    #[inline]
-    fn map_head<K2>(self, f: impl FnOnce(K) -> K2) -> Opts<K2, H, X> {
-        Opts {
-            head: f(self.head),
-            hooks: self.hooks,
-            extras: self.extras,
-        }
-    }
-
     /// The same options with the hooks `f` makes of these.
     #[inline]
-    fn map_hooks<H2>(self, f: impl FnOnce(H) -> H2) -> Opts<K, H2, X> {
+    pub(crate) fn map_hooks<H2>(self, f: impl FnOnce(H) -> H2) -> Opts<K, H2, X> {
         Opts {
             head: self.head,
             hooks: f(self.hooks),
             extras: self.extras,
         }
     }
-}
 
-/// What [`Opts`] asks of its [`Head`]: a trait, so that the options' impl needs one parameter
-/// for both. Sealed: public only because the options' types name it, in a module no one outside
-/// can reach.
-pub trait HeadSet {
-    type On;
-    type Sleeper;
-    /// How the events show an error: `ByDebug` or `ByName`.
-    type Show;
-    type WithSleeper<S: Sleeper>: HeadSet<On = Self::On, Sleeper = S, Show = Self::Show>;
-    fn with_sleeper<S: Sleeper>(self, sleeper: S) -> Self::WithSleeper<S>;
-    fn parts(&self) -> (&Self::On, &Self::Sleeper);
-}
-
-/// A [`HeadSet`] whose classifier judges `E` and whose events show it: what every step of the
-/// loop's driver asks of its head, named once (`K: Judges<E>`), for every head that has both.
-/// Crate-private: the public impls (the expansion's `next`, the `Retrier`'s runs) spell the two
-/// bounds out, so that a user's error names only public traits.
-pub(crate) trait Judges<E>: HeadSet<On: Classifier<E>, Show: Show<E>> {}
-
-impl<E, K: HeadSet<On: Classifier<E>, Show: Show<E>>> Judges<E> for K {}
-
-impl<C, S, D> HeadSet for Head<C, S, D> {
-    type On = C;
-    type Sleeper = S;
-    type Show = D;
-    type WithSleeper<S2: Sleeper> = Head<C, S2, D>;
+    /// The same options with the extras (made if none were yet) as `set` leaves them: what the
+    /// builders of `timeout`, `budget`, `breaker`, `gate` and `nested = retry` do.
     #[inline]
-    fn with_sleeper<S2: Sleeper>(self, sleeper: S2) -> Head<C, S2, D> {
-        Head {
-            classify: self.classify,
-            sleeper,
-            marks: PhantomData,
-        }
-    }
-    #[inline]
-    fn parts(&self) -> (&C, &S) {
-        (&self.classify, &self.sleeper)
-    }
-}
-
-impl<'p, T, E, K, H, X> Options<'p, T, E> for Opts<K, H, X>
-where
-    K: HeadSet,
-    H: HookSet<T, E>,
-    X: MaybeExtras<E> + IntoExtras<'p, E>,
-{
-    type Sleeper = K::Sleeper;
-    type Input = H::Input;
-    type WithSleeper<S: Sleeper> = Opts<K::WithSleeper<S>, H, X>;
-    type WithOnResult<J> = Opts<K, H::WithOnResult<OnResult<J, T>>, X>;
-    type WithNotify<J> = Opts<K, H::WithNotify<Notify<J, T, E>>, X>;
-    type WithGiveUp<J: GiveUpHook<T, E, M>, M> = Opts<K, H::WithGiveUp<J::Slot>, X>;
-    type WithFallback<J, Out: FallbackOutput<T, E, M>, M> =
-        Opts<K, H::WithFallback<Out::Slot<J>>, X>;
-    type WithExtras = Opts<K, H, Extras<'p, E, X::Hold>>;
-    type WithAws2026 = Opts<K, H, Extras<'p, E, Deciding<Aws2026Call<'p>, T, E>>>;
-    type WithTimeout = Opts<K, H, Extras<'p, E, X::Hold>>;
-    type Hold = X::Hold;
-
-    #[inline]
-    fn with_sleeper<S: Sleeper>(self, sleeper: S) -> Self::WithSleeper<S> {
-        self.map_head(|head| head.with_sleeper(sleeper))
-    }
-
-    #[inline]
-    fn with_on_result<J, V>(self, on_result: J) -> Self::WithOnResult<J>
+    pub(crate) fn with_extras<'p, E>(
+        self,
+        set: impl FnOnce(&mut Extras<'p, E, X::Hold>),
+    ) -> Opts<K, H, Extras<'p, E, X::Hold>>
     where
-        J: Fn(&T) -> V,
-        V: IntoVerdict,
+        X: MaybeExtras<E> + 'p,
     {
-        let slot = OnResult::new(on_result, |f, value, ()| f(value).into_verdict());
-        self.map_hooks(|hooks| hooks.with_on_result(slot))
-    }
-
-    #[inline]
-    fn with_notify<J, M>(self, notify: J) -> Self::WithNotify<J>
-    where
-        J: NotifyHook<T, E, M>,
-    {
-        self.map_hooks(|hooks| hooks.with_notify(notify.into_slot()))
-    }
-
-    #[inline]
-    fn with_give_up<J: GiveUpHook<T, E, M>, M>(self, on_give_up: J) -> Self::WithGiveUp<J, M> {
-        self.map_hooks(|hooks| hooks.with_give_up(on_give_up.into_slot()))
-    }
-
-    #[inline]
-    fn with_fallback<J, A, Out, M>(self, fallback: J) -> Self::WithFallback<J, Out, M>
-    where
-        J: FnOnce(A, GiveUp) -> Out,
-        A: FallbackArgument<H::Input>,
-        Out: FallbackOutput<T, E, M>,
-    {
-        self.map_hooks(|hooks| hooks.with_fallback(Out::slot::<H::OnResult, J, A>(fallback)))
-    }
-
-    #[inline]
-    fn with_extras(self, set: impl FnOnce(&mut Extras<'p, E, X::Hold>)) -> Self::WithExtras {
         let mut extras = self.extras.into_extras();
         set(&mut extras);
         Opts {
@@ -296,23 +129,19 @@ where
         }
     }
 
+    /// The same options with `aws2026` deciding.
     #[inline]
-    fn with_aws2026(self, aws: &'p Aws2026Standard) -> Self::WithAws2026 {
+    pub(crate) fn with_aws2026<'p, T, E>(
+        self,
+        aws: &'p Aws2026Standard,
+    ) -> Opts<K, H, Extras<'p, E, Deciding<Aws2026Call<'p>, T, E>>>
+    where
+        X: MaybeExtras<E> + 'p,
+    {
         let extras = self
             .extras
             .into_extras()
             .deciding(Some(Aws2026Call::new(aws)));
-        Opts {
-            head: self.head,
-            hooks: self.hooks,
-            extras,
-        }
-    }
-
-    #[inline]
-    fn with_timeout(self, timeout: Timeout<E>) -> Self::WithTimeout {
-        let mut extras = self.extras.into_extras();
-        extras.timeout = Some(timeout);
         Opts {
             head: self.head,
             hooks: self.hooks,

@@ -28,7 +28,7 @@ async fn check_coverage(
     client: &ContractClient,
     claim: &Claim,
 ) -> Result<Coverage, ContractError> {
-    use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+    use ::retry_runtime::__private as __retry_rt;
     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(3)
         .base(__retry_rt::Duration::from_secs(1))

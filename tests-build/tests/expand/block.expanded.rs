@@ -29,7 +29,7 @@ async fn check_coverage(
     claim: &Claim,
 ) -> Result<Coverage, ContractError> {
     async {
-        use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+        use ::retry_runtime::__private as __retry_rt;
         fn each_attempt_runs_the_block_again_so_clone_what_it_moves<
             __B: ::core::ops::AsyncFnMut() -> __R,
             __R,
@@ -60,7 +60,7 @@ async fn check_coverage(
 }
 fn read_config(path: &str) -> Result<String, ContractError> {
     {
-        use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+        use ::retry_runtime::__private as __retry_rt;
         fn each_attempt_runs_the_block_again_so_clone_what_it_moves<
             __B: ::core::ops::FnMut() -> __R,
             __R,

@@ -74,7 +74,7 @@ static GATE: AdmissionGate = AdmissionGate::adaptive_throttling(
     AdaptiveThrottling::new(),
 );
 async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
-    use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+    use ::retry_runtime::__private as __retry_rt;
     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(4)
         .base(__retry_rt::Duration::from_millis(250))

@@ -4,7 +4,7 @@ use std::io;
 
 **Not idempotent**: a repeat would act twice. It is retried only with an idempotency key that every attempt sends.*/
 async fn pay_out(claim: u32, amount: u64, key: &IdempotencyKey) -> io::Result<String> {
-    use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+    use ::retry_runtime::__private as __retry_rt;
     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(2)
         .base(__retry_rt::Duration::from_millis(500))
@@ -49,7 +49,7 @@ async fn pay_out(claim: u32, amount: u64, key: &IdempotencyKey) -> io::Result<St
 
 **Not idempotent**: a repeat would act twice. It is retried only with an idempotency key that every attempt sends.*/
 fn send_receipt(order: u64, to: &str) -> io::Result<()> {
-    use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+    use ::retry_runtime::__private as __retry_rt;
     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(2)
         .base(__retry_rt::Duration::from_millis(500));
@@ -82,7 +82,7 @@ fn send_receipt(order: u64, to: &str) -> io::Result<()> {
 
 **Not idempotent**: a repeat would act twice. It is retried only with an idempotency key that every attempt sends.*/
 fn refund(order: u64) -> io::Result<()> {
-    use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+    use ::retry_runtime::__private as __retry_rt;
     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(2)
         .base(__retry_rt::Duration::from_millis(500));

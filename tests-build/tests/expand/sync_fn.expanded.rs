@@ -1,6 +1,6 @@
 use retry_runtime::retry;
 fn read_tariffs(path: &std::path::Path) -> std::io::Result<String> {
-    use ::retry_runtime::__private::{self as __retry_rt, StartWithoutDebug as _};
+    use ::retry_runtime::__private as __retry_rt;
     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new()
         .max(2)
         .base(__retry_rt::Duration::from_millis(50));

@@ -26,6 +26,7 @@
 //! short test.
 
 use crate::GiveUpReason;
+use crate::state::observe::End;
 use metrics::{Counter, Gauge, Histogram, Key, Label, Level, Metadata, Recorder};
 use std::fmt;
 use std::sync::OnceLock;
@@ -236,17 +237,6 @@ const fn reason_index(reason: GiveUpReason) -> usize {
 const METADATA: Metadata<'static> =
     Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
 
-/// How a call ended, as the loop tells it.
-#[derive(Clone, Copy)]
-pub(crate) enum Ended {
-    /// A result accepted after at least one retry.
-    Accepted,
-    Permanent,
-    GaveUp(GiveUpReason),
-    Fallback(GiveUpReason),
-    Nested,
-}
-
 /// A set of handles registered with one recorder, kept per recorder (see the module's docs).
 struct PerRecorder<H> {
     slots: [OnceLock<(usize, H)>; 3],
@@ -394,17 +384,18 @@ pub(crate) fn first_try(function: &'static str) {
     with_function(function, |h| h.first_try.increment(1));
 }
 
-/// A call of `function` ended any other way: its outcome and its attempts.
+/// A call of `function` ended any other way: its outcome (`None`: a result accepted after at
+/// least one retry) and its attempts.
 #[cold]
 #[inline(never)]
-pub(crate) fn call_ended(function: &'static str, ended: Ended, attempts: u32) {
+pub(crate) fn call_ended(function: &'static str, end: Option<End>, attempts: u32) {
     with_function(function, |h| {
-        let counter = match ended {
-            Ended::Accepted => &h.after_retries,
-            Ended::Permanent => &h.permanent,
-            Ended::Nested => &h.nested,
-            Ended::GaveUp(reason) => &h.gave_up[reason_index(reason)],
-            Ended::Fallback(reason) => &h.fallback[reason_index(reason)],
+        let counter = match end {
+            None => &h.after_retries,
+            Some(End::Permanent) => &h.permanent,
+            Some(End::Nested) => &h.nested,
+            Some(End::GaveUp(reason)) => &h.gave_up[reason_index(reason)],
+            Some(End::Fallback(reason)) => &h.fallback[reason_index(reason)],
         };
         counter.increment(1);
         h.attempts.record(f64::from(attempts));
@@ -567,12 +558,6 @@ impl BudgetMetrics {
     #[cold]
     pub(crate) fn refused(&self, name: &'static str) {
         self.with(name, |h| h.refusals.increment(1));
-    }
-}
-
-impl fmt::Debug for BudgetMetrics {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("BudgetMetrics")
     }
 }
 

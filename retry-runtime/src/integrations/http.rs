@@ -5,22 +5,10 @@
 //!
 //! - **Always there**, for a client of any HTTP library: [`parse_retry_after`] reads the value
 //!   of a `Retry-After` header (seconds or a date), and [`RETRY_AFTER`] is the header's name.
-#![cfg_attr(
-    feature = "http",
-    doc = "- **With the feature `http`**, for the `http` crate's types (which `reqwest`, `hyper` and
-  `axum` share): the status table [`status_is_transient`], also as
-  `Transient for http::StatusCode`; [`retry_after_from_headers`]; and [`response_verdict`],
-  which judges a whole `http::Response`."
-)]
-// Without the feature these functions are not compiled, so the same line without links.
-#![cfg_attr(
-    not(feature = "http"),
-    doc = "- **With the feature `http`**, for the `http` crate's types (which `reqwest`, `hyper` and
-  `axum` share): the status table `status_is_transient`, also as
-  `Transient for http::StatusCode`; `retry_after_from_headers`; and `response_verdict`,
-  which judges a whole `http::Response`."
-)]
-//!
+//! - **With the feature `http`**, for the `http` crate's types (which `reqwest`, `hyper` and
+//!   `axum` share): the status table `status_is_transient`, also as
+//!   `Transient for http::StatusCode`; `retry_after_from_headers`; and `response_verdict`,
+//!   which judges a whole `http::Response` (their pages below).
 //!
 //! | status | transient | why |
 //! |---|---|---|

@@ -8,8 +8,8 @@
 //! is off is nothing: its calls compile to nothing.
 //!
 //! A door's own events (a call, an attempt, a transparent retry, a hedged copy, a throttled
-//! call, ...) are one public type, [`Event`], which a door hands to [`report`]: to the same two
-//! sinks (`Logs`, `Metrics`) and to a [`Sink`] of its own, the [`Counters`] every door hands
+//! call, ...) are one public type, [`Event`], which a door hands to [`report`]: to the same logs
+//! and metrics, and to a [`Sink`] of its own, the [`Counters`] every door hands
 //! out. The loop hands its own events (a retry, a hedged copy, an attempt the gate shed) to that
 //! sink as `Event`s too, when the door gives it one (`Settings::sink`; the extras'
 //! `MaybeExtras::report`), beside the logs and the metrics it tells here. `engine` makes
@@ -98,7 +98,7 @@ pub(crate) fn accepted(_function: &'static str, _retries: u32) {
     if _retries == 0 {
         crate::metrics::first_try(_function);
     } else {
-        crate::metrics::call_ended(_function, crate::metrics::Ended::Accepted, _retries + 1);
+        crate::metrics::call_ended(_function, None, _retries + 1);
     }
 }
 
@@ -163,16 +163,7 @@ pub(crate) fn ended(
         End::Permanent => {}
     }
     #[cfg(feature = "metrics")]
-    {
-        use crate::metrics::Ended as M;
-        let ended = match end {
-            End::Permanent => M::Permanent,
-            End::GaveUp(reason) => M::GaveUp(reason),
-            End::Fallback(reason) => M::Fallback(reason),
-            End::Nested => M::Nested,
-        };
-        crate::metrics::call_ended(function, ended, attempts);
-    }
+    crate::metrics::call_ended(function, Some(end), attempts);
     let _ = (function, level, end, attempts, failure);
 }
 
@@ -343,39 +334,23 @@ pub enum Event<'a> {
 
 impl fmt::Debug for Event<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Event::Call => f.write_str("Call"),
-            Event::Attempt => f.write_str("Attempt"),
-            Event::Retry { attempt } => f.debug_struct("Retry").field("attempt", attempt).finish(),
-            Event::NeverSent { attempt } => f
-                .debug_struct("NeverSent")
-                .field("attempt", attempt)
-                .finish(),
-            Event::TransparentRetry { attempt } => f
-                .debug_struct("TransparentRetry")
-                .field("attempt", attempt)
-                .finish(),
-            Event::SentOnce { reason } => f
-                .debug_struct("SentOnce")
-                .field("reason", &format_args!("{reason}"))
-                .finish(),
-            Event::WithoutKey { method } => f
-                .debug_struct("WithoutKey")
-                .field("method", method)
-                .finish(),
-            Event::HedgedCopy { hedge } => {
-                f.debug_struct("HedgedCopy").field("hedge", hedge).finish()
+        let (name, field, value): (_, _, &dyn fmt::Debug) = match self {
+            Event::Call => return f.write_str("Call"),
+            Event::Attempt => return f.write_str("Attempt"),
+            Event::Throttled => return f.write_str("Throttled"),
+            Event::SentOnce { reason } => {
+                let reason = format_args!("{reason}");
+                return f.debug_struct("SentOnce").field("reason", &reason).finish();
             }
-            Event::Throttled => f.write_str("Throttled"),
-            Event::DeadlineExceeded { timeout } => f
-                .debug_struct("DeadlineExceeded")
-                .field("timeout", timeout)
-                .finish(),
-            Event::GateRejected { attempt } => f
-                .debug_struct("GateRejected")
-                .field("attempt", attempt)
-                .finish(),
-        }
+            Event::Retry { attempt } => ("Retry", "attempt", attempt),
+            Event::NeverSent { attempt } => ("NeverSent", "attempt", attempt),
+            Event::TransparentRetry { attempt } => ("TransparentRetry", "attempt", attempt),
+            Event::WithoutKey { method } => ("WithoutKey", "method", method),
+            Event::HedgedCopy { hedge } => ("HedgedCopy", "hedge", hedge),
+            Event::DeadlineExceeded { timeout } => ("DeadlineExceeded", "timeout", timeout),
+            Event::GateRejected { attempt } => ("GateRejected", "attempt", attempt),
+        };
+        f.debug_struct(name).field(field, value).finish()
     }
 }
 
@@ -480,27 +455,27 @@ impl<A: Sink, B: Sink> Sink for (A, B) {
 /// layer's request: 2,793 instructions before and after, `bench/RESULTS.md` §7).
 #[inline]
 pub fn report(function: &'static str, event: Event<'_>, sink: &impl Sink) {
-    Logs.event(function, &event);
-    Metrics.event(function, &event);
+    #[cfg(feature = "tracing")]
+    if !matches!(
+        event,
+        Event::Call | Event::Attempt | Event::Retry { .. } | Event::GateRejected { .. }
+    ) {
+        log_event(function, &event);
+    }
+    #[cfg(feature = "metrics")]
+    match event {
+        Event::HedgedCopy { .. } => crate::metrics::hedged(function),
+        _ => {
+            if let Some(label) = event.label() {
+                crate::metrics::door_event(function, label);
+            }
+        }
+    }
     sink.event(function, &event);
 }
 
-/// The sink of the logs: each event at the level [`Event`] gives it, through `tracing` (feature
-/// `tracing`; without it, nothing). The fields are `function` and the event's own.
-struct Logs;
-
-impl Sink for Logs {
-    #[inline]
-    fn event(&self, _function: &'static str, event: &Event<'_>) {
-        #[cfg(feature = "tracing")]
-        match event {
-            Event::Call | Event::Attempt | Event::Retry { .. } | Event::GateRejected { .. } => {}
-            _ => log_event(_function, event),
-        }
-        let _ = event;
-    }
-}
-
+/// The logs of [`report`]: each event at the level [`Event`] gives it, with `function` and the
+/// event's own fields.
 #[cfg(feature = "tracing")]
 #[cold]
 #[inline(never)]
@@ -537,27 +512,6 @@ fn log_event(function: &'static str, event: &Event<'_>) {
             "the call's deadline passed: DEADLINE_EXCEEDED"
         ),
         Event::Call | Event::Attempt | Event::Retry { .. } | Event::GateRejected { .. } => {}
-    }
-}
-
-/// The sink of the metrics (feature `metrics`; without it, nothing): [`Event::HedgedCopy`] on
-/// `retry_hedges_total`, and each event with a [`label`](Event::label) on
-/// `retry_door_events_total{function, event}`.
-struct Metrics;
-
-impl Sink for Metrics {
-    #[inline]
-    fn event(&self, _function: &'static str, event: &Event<'_>) {
-        #[cfg(feature = "metrics")]
-        match event {
-            Event::HedgedCopy { .. } => crate::metrics::hedged(_function),
-            _ => {
-                if let Some(label) = event.label() {
-                    crate::metrics::door_event(_function, label);
-                }
-            }
-        }
-        let _ = event;
     }
 }
 

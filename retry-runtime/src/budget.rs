@@ -472,10 +472,32 @@ mod tests {
 #[cfg(all(test, loom))]
 mod loom {
     use super::*;
-    use crate::sync::on_threads;
     use ::loom::model;
     use ::loom::sync::Arc;
     use std::time::Duration;
+
+    /// Runs `f` on `threads` threads of a loom model (the model's own among them) over one shared
+    /// value, and returns each thread's answer, the model's own first.
+    fn on_threads<S, T>(
+        shared: &Arc<S>,
+        threads: usize,
+        f: impl Fn(&S, usize) -> T + Send + Sync + 'static,
+    ) -> Vec<T>
+    where
+        S: Send + Sync + 'static,
+        T: Send + 'static,
+    {
+        let f = Arc::new(f);
+        let others: Vec<_> = (1..threads)
+            .map(|i| {
+                let (shared, f) = (Arc::clone(shared), Arc::clone(&f));
+                ::loom::thread::spawn(move || f(&shared, i))
+            })
+            .collect();
+        let mut answers = vec![f(shared, 0)];
+        answers.extend(others.into_iter().map(|t| t.join().expect("no panic")));
+        answers
+    }
 
     #[test]
     fn loom_three_callers_never_take_more_retries_than_tokens() {

@@ -115,18 +115,6 @@ pub enum KeyKind {
 scoped_tls_hkt::scoped_thread_local!(static KEY: dyn Display);
 scoped_tls_hkt::scoped_thread_local!(static KEY_TEXT: str);
 
-/// Lends a sized key to the attempt that `f` runs.
-#[inline]
-fn lend_key<R>(key: &(dyn Display + 'static), f: impl FnOnce() -> R) -> R {
-    KEY.set(key, f)
-}
-
-/// Lends a `str` key to the attempt that `f` runs.
-#[inline]
-fn lend_text_key<R>(key: &str, f: impl FnOnce() -> R) -> R {
-    KEY_TEXT.set(key, f)
-}
-
 /// The current frame.
 #[inline]
 pub(crate) fn current() -> Frame {
@@ -216,7 +204,7 @@ where
         (self.lend)(self.key, Some(&mut || result = f.take().map(|f| f())));
         match result {
             Some(result) => result,
-            // `lend_as_key` runs its closure exactly once (`lend_key` and `lend_text_key` do).
+            // `lend_as_key` runs its closure exactly once (`KEY.set` and `KEY_TEXT.set` do).
             None => unreachable!("a key's `lend` did not run the attempt"),
         }
     }
@@ -245,7 +233,7 @@ impl<K: Display + 'static> KeyParam for K {
     #[inline]
     fn lend_as_key(&self, f: Option<&mut dyn FnMut()>) -> KeyKind {
         if let Some(f) = f {
-            lend_key(self, f);
+            KEY.set(self, f);
         }
         KeyKind::Display
     }
@@ -256,7 +244,7 @@ impl KeyParam for str {
     #[inline]
     fn lend_as_key(&self, f: Option<&mut dyn FnMut()>) -> KeyKind {
         if let Some(f) = f {
-            lend_text_key(self, f);
+            KEY_TEXT.set(self, f);
         }
         KeyKind::Text
     }

@@ -1,8 +1,8 @@
 //! [`Hedge`]: when a function's attempt starts a copy of itself (`hedge = "50ms"`, `hedge =
 //! "p95"`, `max_hedges = 2`), and the latency it has observed for the percentile form.
 
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// The buckets of the latency histogram: four per power of two of microseconds, from 1 µs to
@@ -19,7 +19,7 @@ const BUCKETS: usize = 160;
 /// recorded at the time it was dropped, a lower bound of its latency). It is kept in two windows
 /// of [`period`](Hedge::period) each, the current and the previous one, so that it follows a
 /// service whose latency changes; until it holds [`min_samples`](Hedge::min_samples) latencies
-/// nothing is hedged. Recording is a few relaxed atomic additions; the percentile is computed
+/// nothing is hedged. Recording is a few additions under a lock; the percentile is computed
 /// again every 16 records and read with one load.
 ///
 /// ```
@@ -37,7 +37,9 @@ pub struct Hedge {
     max_hedges: u32,
     min_samples: u32,
     period: Duration,
-    latency: Latency,
+    latency: Mutex<Latency>,
+    /// The percentile as last computed, in nanoseconds; 0 for none yet.
+    cached: AtomicU64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -50,14 +52,10 @@ enum Delay {
 /// The observed latency, in microseconds: two windows of buckets, `epoch % 2` the current one.
 #[derive(Debug)]
 struct Latency {
-    windows: [[AtomicU32; BUCKETS]; 2],
-    counts: [AtomicU32; 2],
-    /// Periods since `base`, of the current window; `u64::MAX` before the first record.
-    epoch: AtomicU64,
-    base: OnceLock<Instant>,
-    /// The percentile as last computed, in nanoseconds; 0 for none yet.
-    cached: AtomicU64,
-    records: AtomicU32,
+    windows: [[u32; BUCKETS]; 2],
+    /// The first record's instant, and the periods since it of the current window.
+    epoch: Option<(Instant, u64)>,
+    records: u32,
 }
 
 impl Hedge {
@@ -83,14 +81,12 @@ impl Hedge {
             max_hedges: 1,
             min_samples: 20,
             period: Duration::from_secs(10),
-            latency: Latency {
-                windows: [const { [const { AtomicU32::new(0) }; BUCKETS] }; 2],
-                counts: [const { AtomicU32::new(0) }; 2],
-                epoch: AtomicU64::new(u64::MAX),
-                base: OnceLock::new(),
-                cached: AtomicU64::new(0),
-                records: AtomicU32::new(0),
-            },
+            latency: Mutex::new(Latency {
+                windows: [[0; BUCKETS]; 2],
+                epoch: None,
+                records: 0,
+            }),
+            cached: AtomicU64::new(0),
         }
     }
 
@@ -117,7 +113,7 @@ impl Hedge {
     pub fn delay(&self) -> Option<Duration> {
         match self.delay {
             Delay::Fixed(delay) => Some(delay),
-            Delay::Percentile(_) => match self.latency.cached.load(Relaxed) {
+            Delay::Percentile(_) => match self.cached.load(Relaxed) {
                 0 => None,
                 nanos => Some(Duration::from_nanos(nanos)),
             },
@@ -134,64 +130,50 @@ impl Hedge {
         let Delay::Percentile(fraction) = self.delay else {
             return;
         };
-        let latency_data = &self.latency;
-        let base = *latency_data.base.get_or_init(|| now);
+        let mut latencies = self.latency.lock().unwrap_or_else(PoisonError::into_inner);
+        let l = &mut *latencies;
+        let first = l.epoch.is_none();
+        let (base, current) = *l.epoch.get_or_insert((now, 0));
         let period = self.period.as_nanos().max(1);
         let epoch = (now.saturating_duration_since(base).as_nanos() / period) as u64;
-        let current = latency_data.epoch.load(Relaxed);
-        let mut rotated = false;
-        if current == u64::MAX || epoch > current {
-            // A new window: clear the one it reuses (both after a silence of two periods).
-            // Racy by design: a record that lands during the clearing may be lost.
-            if latency_data
-                .epoch
-                .compare_exchange(current, epoch, Relaxed, Relaxed)
-                .is_ok()
-            {
-                let stale: &[usize] = if current == u64::MAX || epoch > current + 1 {
-                    &[0, 1]
-                } else {
-                    &[(epoch % 2) as usize]
-                };
-                for &w in stale {
-                    for bucket in &latency_data.windows[w] {
-                        bucket.store(0, Relaxed);
-                    }
-                    latency_data.counts[w].store(0, Relaxed);
-                }
-                rotated = true;
+        // A new window (the first record's too) clears the one it reuses, or both after a
+        // silence of two periods.
+        let rotated = first || epoch > current;
+        if rotated {
+            if epoch == current + 1 {
+                l.windows[(epoch % 2) as usize] = [0; BUCKETS];
+            } else {
+                l.windows = [[0; BUCKETS]; 2];
             }
+            l.epoch = Some((base, epoch));
         }
-        let window = (latency_data.epoch.load(Relaxed) % 2) as usize;
+        let window = (epoch.max(current) % 2) as usize;
         let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
-        latency_data.windows[window][bucket(micros)].fetch_add(1, Relaxed);
-        latency_data.counts[window].fetch_add(1, Relaxed);
-        let records = latency_data.records.fetch_add(1, Relaxed).wrapping_add(1);
+        let count = &mut l.windows[window][bucket(micros)];
+        *count = count.saturating_add(1);
+        l.records = l.records.wrapping_add(1);
         // Again after a rotation too, which may leave too few latencies for a percentile.
-        if rotated || records % 16 == 0 || latency_data.cached.load(Relaxed) == 0 {
-            let nanos = self.compute(fraction).map_or(0, |d| {
+        if rotated || l.records % 16 == 0 || self.cached.load(Relaxed) == 0 {
+            let nanos = l.percentile(fraction, self.min_samples).map_or(0, |d| {
                 u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1)
             });
-            latency_data.cached.store(nanos, Relaxed);
+            self.cached.store(nanos, Relaxed);
         }
     }
+}
 
-    /// The `fraction` quantile of both windows: the upper bound of the bucket it falls in.
-    fn compute(&self, fraction: f64) -> Option<Duration> {
-        let latency = &self.latency;
-        let total: u64 = latency
-            .counts
-            .iter()
-            .map(|c| u64::from(c.load(Relaxed)))
-            .sum();
-        if total < u64::from(self.min_samples.max(1)) {
+impl Latency {
+    /// The `fraction` quantile of both windows, once they hold `min_samples` latencies: the
+    /// upper bound of the bucket it falls in.
+    fn percentile(&self, fraction: f64, min_samples: u32) -> Option<Duration> {
+        let total: u64 = self.windows.iter().flatten().map(|&n| u64::from(n)).sum();
+        if total < u64::from(min_samples.max(1)) {
             return None;
         }
         let rank = ((total as f64) * fraction).ceil() as u64;
         let mut seen = 0;
         for i in 0..BUCKETS {
-            seen += u64::from(latency.windows[0][i].load(Relaxed))
-                + u64::from(latency.windows[1][i].load(Relaxed));
+            seen += u64::from(self.windows[0][i]) + u64::from(self.windows[1][i]);
             if seen >= rank {
                 return Some(Duration::from_micros(upper_bound(i)));
             }

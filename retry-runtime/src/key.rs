@@ -38,19 +38,13 @@ impl IdempotencyKey {
     /// A fresh key: 128 bits from an OS-seeded cryptographic generator, rendered as a lowercase
     /// UUID version 4 (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`).
     pub fn new() -> Self {
-        use rand::Rng;
-        let mut bytes = [0u8; 16];
         // ThreadRng is ChaCha-based and seeded from the operating system.
-        rand::rng().fill_bytes(&mut bytes);
-        bytes[6] = (bytes[6] & 0x0f) | 0x40; // version 4
-        bytes[8] = (bytes[8] & 0x3f) | 0x80; // variant RFC 9562
-        let mut text = String::with_capacity(36);
-        for (i, byte) in bytes.iter().enumerate() {
-            if matches!(i, 4 | 6 | 8 | 10) {
-                text.push('-');
-            }
-            text.push(hex(byte >> 4));
-            text.push(hex(byte & 0x0f));
+        let bits: u128 = rand::random();
+        // Version 4 (bits 76-79) and the variant of RFC 9562 (bits 62-63).
+        let uuid = bits & !(0xf << 76 | 0x3 << 62) | 0x4 << 76 | 0x2 << 62;
+        let mut text = format!("{uuid:032x}");
+        for at in [20, 16, 12, 8] {
+            text.insert(at, '-');
         }
         Self(text.into())
     }
@@ -64,10 +58,6 @@ impl IdempotencyKey {
     pub fn as_str(&self) -> &str {
         &self.0
     }
-}
-
-fn hex(nibble: u8) -> char {
-    char::from(b"0123456789abcdef"[usize::from(nibble & 0x0f)])
 }
 
 impl Default for IdempotencyKey {

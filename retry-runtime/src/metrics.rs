@@ -10,7 +10,10 @@
 //! # How handles are kept
 //!
 //! Registering a metric with labels goes through the recorder's registry (a hash and a lock), too
-//! slow for every call. So each function's handles are registered once per recorder and kept: in
+//! slow for every call, and it allocates the labels: the table below is the hand-made structure
+//! that `bench/RESULTS.md` §3 "Metrics on the happy path (issue 19)" (about 10 ns a call) and §4
+//! (no allocation with the Prometheus recorder, `bench/tests/no_allocation_metrics.rs`) measure.
+//! So each function's handles are registered once per recorder and kept: in
 //! a table of the runtime keyed by the function's name (its `&'static str`, by address), and in
 //! the breaker or budget itself for theirs. The handles belong to the recorder that was in place
 //! when they were registered, so the cache also keeps which recorder that was (by its address):
@@ -26,6 +29,7 @@
 //! short test.
 
 use crate::GiveUpReason;
+use crate::state::observe::End;
 use metrics::{Counter, Gauge, Histogram, Key, Label, Level, Metadata, Recorder};
 use std::fmt;
 use std::sync::OnceLock;
@@ -199,27 +203,17 @@ pub const UNNAMED: &str = "unnamed";
 
 /// The `reason` label of a [`GiveUpReason`].
 pub const fn reason_label(reason: GiveUpReason) -> &'static str {
-    match reason {
-        GiveUpReason::Exhausted => "exhausted",
-        GiveUpReason::Deadline => "deadline",
-        GiveUpReason::SuggestedTooLong(_) => "suggested_too_long",
-        GiveUpReason::Budget => "budget",
-        GiveUpReason::BreakerOpen => "breaker_open",
-        GiveUpReason::GateRejected { .. } => "gate_rejected",
-    }
+    REASONS[reason_index(reason)]
 }
 
-/// The reasons in the order of the handles' arrays.
-const REASONS: [GiveUpReason; 6] = [
-    GiveUpReason::Exhausted,
-    GiveUpReason::Deadline,
-    GiveUpReason::SuggestedTooLong(Duration::ZERO),
-    GiveUpReason::Budget,
-    GiveUpReason::BreakerOpen,
-    GiveUpReason::GateRejected {
-        gate: UNNAMED,
-        mode: crate::GateMode::Aimd,
-    },
+/// The `reason` labels, in the order of the handles' arrays.
+const REASONS: [&str; 6] = [
+    "exhausted",
+    "deadline",
+    "suggested_too_long",
+    "budget",
+    "breaker_open",
+    "gate_rejected",
 ];
 
 const fn reason_index(reason: GiveUpReason) -> usize {
@@ -235,17 +229,6 @@ const fn reason_index(reason: GiveUpReason) -> usize {
 
 const METADATA: Metadata<'static> =
     Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
-
-/// How a call ended, as the loop tells it.
-#[derive(Clone, Copy)]
-pub(crate) enum Ended {
-    /// A result accepted after at least one retry.
-    Accepted,
-    Permanent,
-    GaveUp(GiveUpReason),
-    Fallback(GiveUpReason),
-    Nested,
-}
 
 /// A set of handles registered with one recorder, kept per recorder (see the module's docs).
 struct PerRecorder<H> {
@@ -311,7 +294,7 @@ impl FunctionHandles {
                 counter(vec![
                     f(),
                     Label::from_static_parts("outcome", o),
-                    Label::from_static_parts("reason", reason_label(r)),
+                    Label::from_static_parts("reason", r),
                 ])
             })
         };
@@ -394,17 +377,18 @@ pub(crate) fn first_try(function: &'static str) {
     with_function(function, |h| h.first_try.increment(1));
 }
 
-/// A call of `function` ended any other way: its outcome and its attempts.
+/// A call of `function` ended any other way: its outcome (`None`: a result accepted after at
+/// least one retry) and its attempts.
 #[cold]
 #[inline(never)]
-pub(crate) fn call_ended(function: &'static str, ended: Ended, attempts: u32) {
+pub(crate) fn call_ended(function: &'static str, end: Option<End>, attempts: u32) {
     with_function(function, |h| {
-        let counter = match ended {
-            Ended::Accepted => &h.after_retries,
-            Ended::Permanent => &h.permanent,
-            Ended::Nested => &h.nested,
-            Ended::GaveUp(reason) => &h.gave_up[reason_index(reason)],
-            Ended::Fallback(reason) => &h.fallback[reason_index(reason)],
+        let counter = match end {
+            None => &h.after_retries,
+            Some(End::Permanent) => &h.permanent,
+            Some(End::Nested) => &h.nested,
+            Some(End::GaveUp(reason)) => &h.gave_up[reason_index(reason)],
+            Some(End::Fallback(reason)) => &h.fallback[reason_index(reason)],
         };
         counter.increment(1);
         h.attempts.record(f64::from(attempts));
@@ -570,12 +554,6 @@ impl BudgetMetrics {
     }
 }
 
-impl fmt::Debug for BudgetMetrics {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("BudgetMetrics")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -670,9 +648,19 @@ mod tests {
 
     #[test]
     fn every_reason_has_its_own_label() {
-        let labels = REASONS.map(reason_label);
+        let reasons = [
+            GiveUpReason::Exhausted,
+            GiveUpReason::Deadline,
+            GiveUpReason::SuggestedTooLong(Duration::ZERO),
+            GiveUpReason::Budget,
+            GiveUpReason::BreakerOpen,
+            GiveUpReason::GateRejected {
+                gate: UNNAMED,
+                mode: crate::GateMode::Aimd,
+            },
+        ];
         assert_eq!(
-            labels,
+            reasons.map(reason_label),
             [
                 "exhausted",
                 "deadline",
@@ -682,8 +670,5 @@ mod tests {
                 "gate_rejected"
             ]
         );
-        for (i, reason) in REASONS.into_iter().enumerate() {
-            assert_eq!(reason_index(reason), i);
-        }
     }
 }

@@ -76,28 +76,3 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
-
-/// Runs `f` on `threads` threads of a loom model (the model's own among them) over one shared
-/// value, and returns each thread's answer, the model's own first.
-#[cfg(all(test, loom))]
-pub(crate) fn on_threads<S, T>(
-    shared: &loom::sync::Arc<S>,
-    threads: usize,
-    f: impl Fn(&S, usize) -> T + Send + Sync + 'static,
-) -> Vec<T>
-where
-    S: Send + Sync + 'static,
-    T: Send + 'static,
-{
-    use loom::sync::Arc;
-    let f = Arc::new(f);
-    let others: Vec<_> = (1..threads)
-        .map(|i| {
-            let (shared, f) = (Arc::clone(shared), Arc::clone(&f));
-            loom::thread::spawn(move || f(&shared, i))
-        })
-        .collect();
-    let mut answers = vec![f(shared, 0)];
-    answers.extend(others.into_iter().map(|t| t.join().expect("no panic")));
-    answers
-}

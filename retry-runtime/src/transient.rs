@@ -305,26 +305,21 @@ impl Transient for io::ErrorKind {
 /// assert_eq!(query(&mut answers).ok(), Some(7)); // retried once, then answered
 /// ```
 pub fn has_transient_io_cause(error: &(dyn std::error::Error + 'static)) -> bool {
-    // Deeper chains exist only by mistake (a cycle); their end says nothing useful.
-    const MAX_DEPTH: usize = 64;
-    let mut next = Some(error);
-    for _ in 0..MAX_DEPTH {
-        let Some(error) = next else {
-            return false;
-        };
-        if let Some(io) = error.downcast_ref::<io::Error>() {
-            if io.is_transient() {
-                return true;
-            }
-            // `io::Error::source` is the wrapped error's source, not the wrapped error.
-            if let Some(wrapped) = io.get_ref() {
-                next = Some(wrapped);
-                continue;
-            }
+    type Cause<'a> = &'a (dyn std::error::Error + 'static);
+    // `io::Error::source` is the wrapped error's source, not the wrapped error.
+    fn next<'a>(error: &Cause<'a>) -> Option<Cause<'a>> {
+        match error
+            .downcast_ref::<io::Error>()
+            .and_then(io::Error::get_ref)
+        {
+            Some(wrapped) => Some(wrapped),
+            None => error.source(),
         }
-        next = error.source();
     }
-    false
+    // Deeper chains exist only by mistake (a cycle); their end says nothing useful.
+    std::iter::successors(Some(error), next)
+        .take(64)
+        .any(|error| error.downcast_ref().is_some_and(io::Error::is_transient))
 }
 
 /// A tokio timeout always counts as transient: the next call may be faster.

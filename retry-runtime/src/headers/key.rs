@@ -92,17 +92,13 @@ pub fn key_from_header(value: Option<impl AsRef<[u8]>>) -> Result<IdempotencyKey
 /// assert_eq!(validate_key(""), Err(KeyError::Invalid));
 /// ```
 pub fn validate_key(key: &str) -> Result<(), KeyError> {
-    let mut chars = 0;
-    for c in key.chars() {
-        chars += 1;
-        if c.is_control() || chars > KeyError::MAX_LEN {
-            return Err(KeyError::Invalid);
-        }
+    // Counted up to one past the limit: a long header is not read to its end.
+    let chars = key.chars().take(KeyError::MAX_LEN + 1).count();
+    if (1..=KeyError::MAX_LEN).contains(&chars) && !key.chars().any(char::is_control) {
+        Ok(())
+    } else {
+        Err(KeyError::Invalid)
     }
-    if chars == 0 {
-        return Err(KeyError::Invalid);
-    }
-    Ok(())
 }
 
 /// The rule of every key, as the messages of [`KeyError::Invalid`] and the stores' refusals

@@ -80,11 +80,8 @@ fn delay_seconds(value: &str) -> Option<u64> {
     if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    Some(value.bytes().fold(0u64, |seconds, digit| {
-        seconds
-            .saturating_mul(10)
-            .saturating_add(u64::from(digit - b'0'))
-    }))
+    // All digits: only a value too large for a `u64` fails to parse.
+    Some(value.parse().unwrap_or(u64::MAX))
 }
 
 /// An HTTP-date in any of its three forms, as an instant.

@@ -5,22 +5,10 @@
 //!
 //! - **Always there**, for a client of any HTTP library: [`parse_retry_after`] reads the value
 //!   of a `Retry-After` header (seconds or a date), and [`RETRY_AFTER`] is the header's name.
-#![cfg_attr(
-    feature = "http",
-    doc = "- **With the feature `http`**, for the `http` crate's types (which `reqwest`, `hyper` and
-  `axum` share): the status table [`status_is_transient`], also as
-  `Transient for http::StatusCode`; [`retry_after_from_headers`]; and [`response_verdict`],
-  which judges a whole `http::Response`."
-)]
-// Without the feature these functions are not compiled, so the same line without links.
-#![cfg_attr(
-    not(feature = "http"),
-    doc = "- **With the feature `http`**, for the `http` crate's types (which `reqwest`, `hyper` and
-  `axum` share): the status table `status_is_transient`, also as
-  `Transient for http::StatusCode`; `retry_after_from_headers`; and `response_verdict`,
-  which judges a whole `http::Response`."
-)]
-//!
+//! - **With the feature `http`**, for the `http` crate's types (which `reqwest`, `hyper` and
+//!   `axum` share): the status table `status_is_transient`, also as
+//!   `Transient for http::StatusCode`; `retry_after_from_headers`; and `response_verdict`,
+//!   which judges a whole `http::Response` (their pages below).
 //!
 //! | status | transient | why |
 //! |---|---|---|
@@ -125,23 +113,12 @@ fn header_retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> 
 }
 
 /// A response's verdict from its status and headers, `Retry-After` read against the system
-/// clock: the `response_verdict` of both the `http` and the `reqwest` integration. Inline,
-/// with the headers read out of line: a success, the common answer, is one compare of its
-/// status in every door that asks.
+/// clock: the `response_verdict` of both the `http` and the `reqwest` integration.
 #[cfg(any(feature = "http", feature = "reqwest"))]
-#[inline]
 pub(crate) fn verdict_of(status: u16, headers: &HeaderMap) -> Verdict {
-    if transient_status(status) {
-        transient_verdict(status, headers)
-    } else {
-        Verdict::Fail
+    if !transient_status(status) {
+        return Verdict::Fail;
     }
-}
-
-/// [`verdict_of`] for a transient status: throttled or not, with the server's pause if it gave
-/// a valid one.
-#[cfg(any(feature = "http", feature = "reqwest"))]
-fn transient_verdict(status: u16, headers: &HeaderMap) -> Verdict {
     // The service shed the request: a 429 always; a 503 when it says when to come back (an
     // overloaded server's answer, where a bare 503 may be a restart or a failing upstream).
     match (header_retry_after(headers, SystemTime::now()), status) {

@@ -131,20 +131,14 @@ impl Transient for ::reqwest::Error {
         }
         // Request, body and decode errors, by their cause: `.text()` and `.json()` report a body
         // that stopped arriving as a decode error too, and that is the connection's fault, not
-        // the bytes'.
-        connection_broke(self)
+        // the bytes'. The rule the HTTP doors share.
+        super::http::connection_broke(self)
     }
 
     /// A 429 Too Many Requests status error.
     fn is_throttling(&self) -> bool {
         self.status().is_some_and(|status| status.as_u16() == 429)
     }
-}
-
-/// Whether a connection died under the request: the rule of
-/// [`connection_broke`](super::http::connection_broke), which the HTTP doors share.
-fn connection_broke(error: &::reqwest::Error) -> bool {
-    super::http::connection_broke(error)
 }
 
 #[cfg(test)]

@@ -28,9 +28,9 @@
 //! **Pushback.** A server may put `grpc-retry-pushback-ms` in the status's metadata (gRPC's
 //! retry design, gRFC A6): a non-negative 32-bit integer is the number of milliseconds to wait
 //! before the next attempt, which becomes [`retry_after`](Transient::retry_after) and
-//! [`Verdict::RetryAfter`]. A negative value, any value that is not a decimal integer of 32 bits,
+//! [`Verdict::RetryAfter`](crate::Verdict::RetryAfter). A negative value, any value that is not a decimal integer of 32 bits,
 //! or more than one value, means "do not retry": the status is then not transient and its
-//! verdict is [`Verdict::Fail`], whatever its code. Pushback does not make a non-transient code
+//! verdict is [`Verdict::Fail`](crate::Verdict::Fail), whatever its code. Pushback does not make a non-transient code
 //! transient. The parser is [`headers::Pushback`](crate::headers::Pushback), the one
 //! `retry-grpc`'s door reads too.
 //!
@@ -53,8 +53,8 @@
 //! assert!(!status.is_transient());
 //! ```
 
+use crate::Transient;
 use crate::headers::Pushback;
-use crate::{Transient, Verdict};
 use ::tonic::{Code, Status};
 use std::time::Duration;
 
@@ -97,9 +97,9 @@ impl Transient for Code {
 /// says not to retry; the pushback's pause is the [`retry_after`](Transient::retry_after). See
 /// the [module](self).
 ///
-/// `verdict` is written out so that the metadata is read once, and `is_transient` also answers
-/// `false` for a "do not retry" pushback, so that a caller that only asks `is_transient` (or
-/// goes through `&Status` or `Box<Status>`) honours it too.
+/// `is_transient` answers `false` for a "do not retry" pushback, so that a caller that only
+/// asks `is_transient` (or goes through `&Status` or `Box<Status>`) honours it too; `verdict`
+/// is the trait's own, from the three answers.
 ///
 /// ```
 /// use retry_runtime::{Transient, Verdict};
@@ -114,7 +114,8 @@ impl Transient for Code {
 /// ```
 impl Transient for Status {
     fn is_transient(&self) -> bool {
-        self.verdict().is_retry()
+        (self.code().is_transient() || crate::has_transient_io_cause(self))
+            && Pushback::from_status(self) != Pushback::DoNotRetry
     }
 
     fn retry_after(&self) -> Option<Duration> {
@@ -127,27 +128,12 @@ impl Transient for Status {
     fn is_throttling(&self) -> bool {
         self.code().is_throttling()
     }
-
-    fn verdict(&self) -> Verdict {
-        if !self.code().is_transient() && !crate::has_transient_io_cause(self) {
-            return Verdict::Fail;
-        }
-        let verdict = match Pushback::from_status(self) {
-            Pushback::Absent => Verdict::Retry,
-            Pushback::RetryAfter(pause) => Verdict::RetryAfter(pause),
-            Pushback::DoNotRetry => return Verdict::Fail,
-        };
-        if self.is_throttling() {
-            verdict.throttled()
-        } else {
-            verdict
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Verdict;
     use ::tonic::metadata::{MetadataMap, MetadataValue};
 
     const ALL_CODES: [Code; 17] = [

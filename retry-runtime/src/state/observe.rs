@@ -8,8 +8,8 @@
 //! is off is nothing: its calls compile to nothing.
 //!
 //! A door's own events (a call, an attempt, a transparent retry, a hedged copy, a throttled
-//! call, ...) are one public type, [`Event`], which a door hands to [`report`]: to the same two
-//! sinks (`Logs`, `Metrics`) and to a [`Sink`] of its own, the [`Counters`] every door hands
+//! call, ...) are one public type, [`Event`], which a door hands to [`report`]: to the same logs
+//! and metrics, and to a [`Sink`] of its own, the [`Counters`] every door hands
 //! out. The loop hands its own events (a retry, a hedged copy, an attempt the gate shed) to that
 //! sink as `Event`s too, when the door gives it one (`Settings::sink`; the extras'
 //! `MaybeExtras::report`), beside the logs and the metrics it tells here. `engine` makes
@@ -98,7 +98,7 @@ pub(crate) fn accepted(_function: &'static str, _retries: u32) {
     if _retries == 0 {
         crate::metrics::first_try(_function);
     } else {
-        crate::metrics::call_ended(_function, crate::metrics::Ended::Accepted, _retries + 1);
+        crate::metrics::call_ended(_function, None, _retries + 1);
     }
 }
 
@@ -163,16 +163,7 @@ pub(crate) fn ended(
         End::Permanent => {}
     }
     #[cfg(feature = "metrics")]
-    {
-        use crate::metrics::Ended as M;
-        let ended = match end {
-            End::Permanent => M::Permanent,
-            End::GaveUp(reason) => M::GaveUp(reason),
-            End::Fallback(reason) => M::Fallback(reason),
-            End::Nested => M::Nested,
-        };
-        crate::metrics::call_ended(function, ended, attempts);
-    }
+    crate::metrics::call_ended(function, Some(end), attempts);
     let _ = (function, level, end, attempts, failure);
 }
 
@@ -343,39 +334,23 @@ pub enum Event<'a> {
 
 impl fmt::Debug for Event<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Event::Call => f.write_str("Call"),
-            Event::Attempt => f.write_str("Attempt"),
-            Event::Retry { attempt } => f.debug_struct("Retry").field("attempt", attempt).finish(),
-            Event::NeverSent { attempt } => f
-                .debug_struct("NeverSent")
-                .field("attempt", attempt)
-                .finish(),
-            Event::TransparentRetry { attempt } => f
-                .debug_struct("TransparentRetry")
-                .field("attempt", attempt)
-                .finish(),
-            Event::SentOnce { reason } => f
-                .debug_struct("SentOnce")
-                .field("reason", &format_args!("{reason}"))
-                .finish(),
-            Event::WithoutKey { method } => f
-                .debug_struct("WithoutKey")
-                .field("method", method)
-                .finish(),
-            Event::HedgedCopy { hedge } => {
-                f.debug_struct("HedgedCopy").field("hedge", hedge).finish()
+        let (name, field, value): (_, _, &dyn fmt::Debug) = match self {
+            Event::Call => return f.write_str("Call"),
+            Event::Attempt => return f.write_str("Attempt"),
+            Event::Throttled => return f.write_str("Throttled"),
+            Event::SentOnce { reason } => {
+                let reason = format_args!("{reason}");
+                return f.debug_struct("SentOnce").field("reason", &reason).finish();
             }
-            Event::Throttled => f.write_str("Throttled"),
-            Event::DeadlineExceeded { timeout } => f
-                .debug_struct("DeadlineExceeded")
-                .field("timeout", timeout)
-                .finish(),
-            Event::GateRejected { attempt } => f
-                .debug_struct("GateRejected")
-                .field("attempt", attempt)
-                .finish(),
-        }
+            Event::Retry { attempt } => ("Retry", "attempt", attempt),
+            Event::NeverSent { attempt } => ("NeverSent", "attempt", attempt),
+            Event::TransparentRetry { attempt } => ("TransparentRetry", "attempt", attempt),
+            Event::WithoutKey { method } => ("WithoutKey", "method", method),
+            Event::HedgedCopy { hedge } => ("HedgedCopy", "hedge", hedge),
+            Event::DeadlineExceeded { timeout } => ("DeadlineExceeded", "timeout", timeout),
+            Event::GateRejected { attempt } => ("GateRejected", "attempt", attempt),
+        };
+        f.debug_struct(name).field(field, value).finish()
     }
 }
 
@@ -480,27 +455,27 @@ impl<A: Sink, B: Sink> Sink for (A, B) {
 /// layer's request: 2,793 instructions before and after, `bench/RESULTS.md` §7).
 #[inline]
 pub fn report(function: &'static str, event: Event<'_>, sink: &impl Sink) {
-    Logs.event(function, &event);
-    Metrics.event(function, &event);
+    #[cfg(feature = "tracing")]
+    if !matches!(
+        event,
+        Event::Call | Event::Attempt | Event::Retry { .. } | Event::GateRejected { .. }
+    ) {
+        log_event(function, &event);
+    }
+    #[cfg(feature = "metrics")]
+    match event {
+        Event::HedgedCopy { .. } => crate::metrics::hedged(function),
+        _ => {
+            if let Some(label) = event.label() {
+                crate::metrics::door_event(function, label);
+            }
+        }
+    }
     sink.event(function, &event);
 }
 
-/// The sink of the logs: each event at the level [`Event`] gives it, through `tracing` (feature
-/// `tracing`; without it, nothing). The fields are `function` and the event's own.
-struct Logs;
-
-impl Sink for Logs {
-    #[inline]
-    fn event(&self, _function: &'static str, event: &Event<'_>) {
-        #[cfg(feature = "tracing")]
-        match event {
-            Event::Call | Event::Attempt | Event::Retry { .. } | Event::GateRejected { .. } => {}
-            _ => log_event(_function, event),
-        }
-        let _ = event;
-    }
-}
-
+/// The logs of [`report`]: each event at the level [`Event`] gives it, with `function` and the
+/// event's own fields.
 #[cfg(feature = "tracing")]
 #[cold]
 #[inline(never)]
@@ -540,155 +515,102 @@ fn log_event(function: &'static str, event: &Event<'_>) {
     }
 }
 
-/// The sink of the metrics (feature `metrics`; without it, nothing): [`Event::HedgedCopy`] on
-/// `retry_hedges_total`, and each event with a [`label`](Event::label) on
-/// `retry_door_events_total{function, event}`.
-struct Metrics;
+/// [`Counters`] from one table: each count's getter (its name, its doc) and the event it
+/// counts; the struct holds one atomic per row, and its [`Sink`] adds one to the row's.
+macro_rules! counters {
+    ($(#[$doc:meta])* pub struct Counters { $($(#[$count_doc:meta])* $count:ident: $event:pat,)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Default)]
+        pub struct Counters {
+            $($count: AtomicU64,)*
+        }
 
-impl Sink for Metrics {
-    #[inline]
-    fn event(&self, _function: &'static str, event: &Event<'_>) {
-        #[cfg(feature = "metrics")]
-        match event {
-            Event::HedgedCopy { .. } => crate::metrics::hedged(_function),
-            _ => {
-                if let Some(label) = event.label() {
-                    crate::metrics::door_event(_function, label);
-                }
+        impl Sink for Counters {
+            #[inline]
+            fn event(&self, _: &'static str, event: &Event<'_>) {
+                let count = match event {
+                    $($event => &self.$count,)*
+                };
+                count.fetch_add(1, Ordering::Relaxed);
             }
         }
-        let _ = event;
-    }
+
+        impl Counters {
+            $(
+                $(#[$count_doc])*
+                pub fn $count(&self) -> u64 {
+                    self.$count.load(Ordering::Relaxed)
+                }
+            )*
+        }
+    };
 }
 
-/// The counts of a door's events, shared by its clones, as every door hands them out
-/// (`retry_http::HttpRetry::counters`, `retry_grpc::channel::GrpcRetryLayer::counters`): one
-/// relaxed atomic per count, so each count is exact and a read of several is not a snapshot.
-///
-/// Each count is of one [`Event`], heard once: a door's own events it reports through
-/// [`report`], and the loop's (retries, hedged copies, attempts the gate shed) the loop reports
-/// to a door that hands it these counts
-/// ([`Settings::sink`](crate::engine::Settings::sink)). The HTTP doors count calls, retries,
-/// never-sent retries, requests sent once, requests without a key and attempts their gate shed;
-/// the gRPC door calls, attempts, retries, transparent retries, hedged copies, throttled calls
-/// and calls past their deadline.
-///
-/// ```
-/// use retry_runtime::engine::{self, Counters, Event};
-///
-/// let counters = Counters::default();
-/// engine::report("quotes", Event::Call, &counters);
-/// engine::report("quotes", Event::Attempt, &counters);
-/// engine::report("quotes", Event::Retry { attempt: 1 }, &counters);
-/// engine::report("quotes", Event::Attempt, &counters);
-/// assert_eq!((counters.calls(), counters.attempts(), counters.retries()), (1, 2, 1));
-/// ```
-#[derive(Debug, Default)]
-pub struct Counters {
-    calls: AtomicU64,
-    attempts: AtomicU64,
-    retries: AtomicU64,
-    never_sent: AtomicU64,
-    transparent_retries: AtomicU64,
-    sent_once: AtomicU64,
-    without_key: AtomicU64,
-    hedged_copies: AtomicU64,
-    throttled: AtomicU64,
-    deadline_exceeded: AtomicU64,
-    gate_rejected: AtomicU64,
-}
-
-impl Sink for Counters {
-    #[inline]
-    fn event(&self, _: &'static str, event: &Event<'_>) {
-        let count = match event {
-            Event::Call => &self.calls,
-            Event::Attempt => &self.attempts,
-            Event::Retry { .. } => &self.retries,
-            Event::NeverSent { .. } => &self.never_sent,
-            Event::TransparentRetry { .. } => &self.transparent_retries,
-            Event::SentOnce { .. } => &self.sent_once,
-            Event::WithoutKey { .. } => &self.without_key,
-            Event::HedgedCopy { .. } => &self.hedged_copies,
-            Event::Throttled => &self.throttled,
-            Event::DeadlineExceeded { .. } => &self.deadline_exceeded,
-            Event::GateRejected { .. } => &self.gate_rejected,
-        };
-        count.fetch_add(1, Ordering::Relaxed);
+counters! {
+    /// The counts of a door's events, shared by its clones, as every door hands them out
+    /// (`retry_http::HttpRetry::counters`, `retry_grpc::channel::GrpcRetryLayer::counters`): one
+    /// relaxed atomic per count, so each count is exact and a read of several is not a snapshot.
+    ///
+    /// Each count is of one [`Event`], heard once: a door's own events it reports through
+    /// [`report`], and the loop's (retries, hedged copies, attempts the gate shed) the loop reports
+    /// to a door that hands it these counts
+    /// ([`Settings::sink`](crate::engine::Settings::sink)). The HTTP doors count calls, retries,
+    /// never-sent retries, requests sent once, requests without a key and attempts their gate shed;
+    /// the gRPC door calls, attempts, retries, transparent retries, hedged copies, throttled calls
+    /// and calls past their deadline.
+    ///
+    /// ```
+    /// use retry_runtime::engine::{self, Counters, Event};
+    ///
+    /// let counters = Counters::default();
+    /// engine::report("quotes", Event::Call, &counters);
+    /// engine::report("quotes", Event::Attempt, &counters);
+    /// engine::report("quotes", Event::Retry { attempt: 1 }, &counters);
+    /// engine::report("quotes", Event::Attempt, &counters);
+    /// assert_eq!((counters.calls(), counters.attempts(), counters.retries()), (1, 2, 1));
+    /// ```
+    pub struct Counters {
+        /// Calls made ([`Event::Call`]): each counted once, however many attempts it took.
+        calls: Event::Call,
+        /// Attempts sent ([`Event::Attempt`]): first attempts, retries, hedged copies and
+        /// transparent retries. The gRPC door counts them; the HTTP doors do not (an attempt there
+        /// is a request or one of its retries).
+        attempts: Event::Attempt,
+        /// Retries decided ([`Event::Retry`]), one per pause: by the loop, for a door that hands it
+        /// these counts (for the HTTP doors the never-sent ones included); for the gRPC door those
+        /// A6's `grpc-previous-rpc-attempts` counts.
+        retries: Event::Retry { .. },
+        /// Retries of an attempt that provably never reached the server ([`Event::NeverSent`]).
+        never_sent_retries: Event::NeverSent { .. },
+        /// Transparent retries ([`Event::TransparentRetry`]): attempts sent again at once because
+        /// the one before never reached the server's application; not counted by the policy, the
+        /// header or the throttle.
+        transparent_retries: Event::TransparentRetry { .. },
+        /// Requests sent once because their body could not be kept for a replay
+        /// ([`Event::SentOnce`]).
+        sent_once: Event::SentOnce { .. },
+        /// Non-idempotent requests without a (valid) `Idempotency-Key`, resent only if never sent
+        /// ([`Event::WithoutKey`]).
+        without_key: Event::WithoutKey { .. },
+        /// Hedged copies sent after each call's first ([`Event::HedgedCopy`]).
+        hedged_copies: Event::HedgedCopy { .. },
+        /// Calls a retry throttle stopped from retrying ([`Event::Throttled`]).
+        throttled: Event::Throttled,
+        /// Calls that ended at their deadline with `DEADLINE_EXCEEDED` ([`Event::DeadlineExceeded`]).
+        deadline_exceeded: Event::DeadlineExceeded { .. },
+        /// Attempts the admission gate shed before they ran ([`Event::GateRejected`]): counted by
+        /// the loop for a door that hands it these counts ([`Settings::sink`]) and a gate
+        /// ([`DynHooks::gate`]).
+        ///
+        /// [`Settings::sink`]: crate::engine::Settings::sink
+        /// [`DynHooks::gate`]: crate::engine::DynHooks::gate
+        gate_rejected: Event::GateRejected { .. },
     }
 }
 
 impl Counters {
-    /// Calls made ([`Event::Call`]): each counted once, however many attempts it took.
-    pub fn calls(&self) -> u64 {
-        self.calls.load(Ordering::Relaxed)
-    }
-
     /// The HTTP doors' word for [`calls`](Self::calls): requests handled.
     pub fn requests(&self) -> u64 {
         self.calls()
-    }
-
-    /// Attempts sent ([`Event::Attempt`]): first attempts, retries, hedged copies and
-    /// transparent retries. The gRPC door counts them; the HTTP doors do not (an attempt there
-    /// is a request or one of its retries).
-    pub fn attempts(&self) -> u64 {
-        self.attempts.load(Ordering::Relaxed)
-    }
-
-    /// Retries decided ([`Event::Retry`]), one per pause: by the loop, for a door that hands it
-    /// these counts (for the HTTP doors the never-sent ones included); for the gRPC door those
-    /// A6's `grpc-previous-rpc-attempts` counts.
-    pub fn retries(&self) -> u64 {
-        self.retries.load(Ordering::Relaxed)
-    }
-
-    /// Retries of an attempt that provably never reached the server ([`Event::NeverSent`]).
-    pub fn never_sent_retries(&self) -> u64 {
-        self.never_sent.load(Ordering::Relaxed)
-    }
-
-    /// Transparent retries ([`Event::TransparentRetry`]): attempts sent again at once because
-    /// the one before never reached the server's application; not counted by the policy, the
-    /// header or the throttle.
-    pub fn transparent_retries(&self) -> u64 {
-        self.transparent_retries.load(Ordering::Relaxed)
-    }
-
-    /// Requests sent once because their body could not be kept for a replay
-    /// ([`Event::SentOnce`]).
-    pub fn sent_once(&self) -> u64 {
-        self.sent_once.load(Ordering::Relaxed)
-    }
-
-    /// Non-idempotent requests without a (valid) `Idempotency-Key`, resent only if never sent
-    /// ([`Event::WithoutKey`]).
-    pub fn without_key(&self) -> u64 {
-        self.without_key.load(Ordering::Relaxed)
-    }
-
-    /// Hedged copies sent after each call's first ([`Event::HedgedCopy`]).
-    pub fn hedged_copies(&self) -> u64 {
-        self.hedged_copies.load(Ordering::Relaxed)
-    }
-
-    /// Calls a retry throttle stopped from retrying ([`Event::Throttled`]).
-    pub fn throttled(&self) -> u64 {
-        self.throttled.load(Ordering::Relaxed)
-    }
-
-    /// Calls that ended at their deadline with `DEADLINE_EXCEEDED` ([`Event::DeadlineExceeded`]).
-    pub fn deadline_exceeded(&self) -> u64 {
-        self.deadline_exceeded.load(Ordering::Relaxed)
-    }
-
-    /// Attempts the admission gate shed before they ran ([`Event::GateRejected`]): counted by
-    /// the loop for a door that hands it these counts ([`Settings::sink`]) and a gate
-    /// ([`DynHooks::gate`]).
-    ///
-    /// [`Settings::sink`]: crate::engine::Settings::sink
-    /// [`DynHooks::gate`]: crate::engine::DynHooks::gate
-    pub fn gate_rejected(&self) -> u64 {
-        self.gate_rejected.load(Ordering::Relaxed)
     }
 }

@@ -75,9 +75,7 @@ impl CallSpan {
         #[cfg(not(feature = "attempt-spans"))]
         AttemptSpan {}
     }
-}
 
-impl CallSpan {
     /// An attempt the admission gate shed: a span of its own under the call's (made if this
     /// was the first attempt), with the fields of an attempt's and the gate's `shed` and
     /// `gate_mode`, closed at once, since the body never ran.

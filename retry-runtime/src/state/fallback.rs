@@ -189,8 +189,8 @@ impl<T, E> Fallback<T, E> for Unset {
 
 /// `fallback = f` with a sync `f`: called where the loop gives up.
 pub struct SyncFallback<J, T, E> {
-    f: J,
-    call: CallFallback<J, T, E, Result<T, E>>,
+    pub(crate) f: J,
+    pub(crate) call: CallFallback<J, T, E, Result<T, E>>,
 }
 
 impl<J, T, E> Fallback<T, E> for SyncFallback<J, T, E> {

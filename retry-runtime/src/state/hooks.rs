@@ -139,11 +139,18 @@ impl<S: Slot<A, B, R>, A, B, R> Slot<A, B, R> for Untimed<S> {
     note = "a closure needs the types of its arguments written, since two forms are accepted: `|error: &{E}, event: &RetryEvent| ...`"
 )]
 pub trait NotifyHook<T, E, M> {
+    /// Calls the hook with the outcome, as `Result::as_ref` gives it, and the event.
+    #[doc(hidden)]
+    fn hear(&self, outcome: Result<&T, &E>, event: &RetryEvent);
     /// The hook, in its slot.
     #[doc(hidden)]
+    #[inline]
     fn into_slot(self) -> Hook<Self, Result<T, E>, RetryEvent>
     where
-        Self: Sized;
+        Self: Sized,
+    {
+        Hook::new(self, |f, outcome, event| f.hear(outcome.as_ref(), event))
+    }
 }
 
 /// The hook form that hears an error: `Fn(&E, ...)`.
@@ -154,20 +161,20 @@ pub enum OutcomeForm {}
 pub enum ErrorOnly {}
 
 impl<F: Fn(&E, &RetryEvent), T, E> NotifyHook<T, E, ErrorForm> for F {
-    fn into_slot(self) -> Hook<F, Result<T, E>, RetryEvent> {
-        Hook::new(self, |f, outcome, event| {
-            if let Err(error) = outcome {
-                f(error, event)
-            }
-        })
+    #[inline]
+    fn hear(&self, outcome: Result<&T, &E>, event: &RetryEvent) {
+        if let Err(error) = outcome {
+            self(error, event)
+        }
     }
 }
 
 // One lifetime for both sides, higher-ranked: a hook written with one (`Result<&'a T, &'a E>`,
 // as `Result::as_ref` gives it) and one written with two (`Result<&T, &E>`) both meet it.
 impl<F: for<'a> Fn(Result<&'a T, &'a E>, &RetryEvent), T, E> NotifyHook<T, E, OutcomeForm> for F {
-    fn into_slot(self) -> Hook<F, Result<T, E>, RetryEvent> {
-        Hook::new(self, |f, outcome, event| f(outcome.as_ref(), event))
+    #[inline]
+    fn hear(&self, outcome: Result<&T, &E>, event: &RetryEvent) {
+        self(outcome, event)
     }
 }
 
@@ -184,38 +191,54 @@ pub trait GiveUpHook<T, E, M> {
     /// The slot the hook fills.
     #[doc(hidden)]
     type Slot: Slot<Result<T, E>, GiveUp>;
+    /// Calls the hook with the outcome, as `Result::as_ref` gives it, and why.
+    #[doc(hidden)]
+    fn hear(&self, outcome: Result<&T, &E>, why: &GiveUp);
     /// The hook, in its slot.
     #[doc(hidden)]
     fn into_slot(self) -> Self::Slot;
 }
 
+/// The pointer that calls an `on_give_up` hook in its slot.
+fn give_up<F: GiveUpHook<T, E, M>, T, E, M>(f: &F, outcome: &Result<T, E>, why: &GiveUp) {
+    f.hear(outcome.as_ref(), why)
+}
+
 impl<F: Fn(&E), T, E> GiveUpHook<T, E, ErrorOnly> for F {
     type Slot = Untimed<Hook<F, Result<T, E>, GiveUp>>;
+    #[inline]
+    fn hear(&self, outcome: Result<&T, &E>, _: &GiveUp) {
+        if let Err(error) = outcome {
+            self(error)
+        }
+    }
     fn into_slot(self) -> Self::Slot {
-        Untimed(Hook::new(self, |f, outcome, _| {
-            if let Err(error) = outcome {
-                f(error)
-            }
-        }))
+        Untimed(Hook::new(self, give_up::<F, T, E, ErrorOnly>))
     }
 }
 
 impl<F: Fn(&E, &GiveUp), T, E> GiveUpHook<T, E, ErrorForm> for F {
     type Slot = Hook<F, Result<T, E>, GiveUp>;
+    #[inline]
+    fn hear(&self, outcome: Result<&T, &E>, why: &GiveUp) {
+        if let Err(error) = outcome {
+            self(error, why)
+        }
+    }
     fn into_slot(self) -> Self::Slot {
-        Hook::new(self, |f, outcome, why| {
-            if let Err(error) = outcome {
-                f(error, why)
-            }
-        })
+        Hook::new(self, give_up::<F, T, E, ErrorForm>)
     }
 }
 
 // Higher-ranked with one lifetime, as `NotifyHook`'s outcome form.
 impl<F: for<'a> Fn(Result<&'a T, &'a E>, &GiveUp), T, E> GiveUpHook<T, E, OutcomeForm> for F {
     type Slot = Hook<F, Result<T, E>, GiveUp>;
+    #[inline]
+    fn hear(&self, outcome: Result<&T, &E>, why: &GiveUp) {
+        self(outcome, why)
+    }
     fn into_slot(self) -> Self::Slot {
-        Hook::new(self, |f, outcome, why| f(outcome.as_ref(), why))
+        Hook::new(self, give_up::<F, T, E, OutcomeForm>)
     }
 }
 

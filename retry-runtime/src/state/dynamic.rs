@@ -7,7 +7,6 @@
 //! there, so that a call without a hook that hears the time reads no clock for it.
 
 use super::extras::{Deciding, Extras, Guard, Shedder, Timeout};
-use super::fallback::FallbackInput;
 use super::hooks::Slot;
 use super::observe::Sink;
 use super::options::{Classifier, Head};
@@ -362,6 +361,11 @@ pub struct DynSlot<F> {
 // for it (an async function's future is checked for `Send` with its lifetimes erased).
 impl<T, F: Fn(&T) -> Verdict + ?Sized> Slot<T, (), Verdict> for DynSlot<&F> {
     const SET: bool = true;
+    type Takes<E> = Result<T, E>;
+    #[inline]
+    fn takes<E>(outcome: Result<T, E>) -> Result<Result<T, E>, T> {
+        Ok(outcome)
+    }
     #[inline]
     fn is_set(&self) -> bool {
         self.f.is_some()
@@ -372,17 +376,14 @@ impl<T, F: Fn(&T) -> Verdict + ?Sized> Slot<T, (), Verdict> for DynSlot<&F> {
     }
 }
 
-impl<T, E, F: Fn(&T) -> Verdict + ?Sized> FallbackInput<T, E> for DynSlot<&F> {
-    type Input = Result<T, E>;
-    #[inline]
-    fn input(outcome: Result<T, E>) -> Result<Result<T, E>, T> {
-        Ok(outcome)
-    }
-}
-
 /// `notify` (`B` is [`RetryEvent`]) and `on_give_up` (`B` is [`GiveUp`]).
 impl<T, E, B, F: Fn(Result<&T, &E>, &B) + ?Sized> Slot<Result<T, E>, B> for DynSlot<&F> {
     const SET: bool = true;
+    type Takes<E2> = Result<Result<T, E>, E2>;
+    #[inline]
+    fn takes<E2>(outcome: Result<Result<T, E>, E2>) -> Result<Self::Takes<E2>, Result<T, E>> {
+        Ok(outcome)
+    }
     #[inline]
     fn is_set(&self) -> bool {
         self.f.is_some()

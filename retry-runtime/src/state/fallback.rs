@@ -1,43 +1,14 @@
-//! `fallback = f`: what the fallback takes ([`FallbackInput`]), its sync and async forms and
-//! their slots, and the end of an async function that awaits one ([`Finish`]).
+//! `fallback = f`: its sync and async forms and their slots, and the end of an async function
+//! that awaits one ([`Finish`]). What it takes, the `on_result` slot says
+//! ([`Slot::Takes`](super::hooks::Slot::Takes)).
 
-use super::hooks::OnResult;
+use super::hooks::Slot;
 use super::{GiveUp, Unset};
+use crate::Verdict;
 use crate::context::{Enter, Frame, KeySlot, Scoped};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
-
-/// What the fallback takes first, by the `on_result` slot `Self`: what can end the loop. Without
-/// `on_result` ([`Unset`]) only an error can, and the fallback takes the error `E`; with it, an
-/// `Ok` that `on_result` rejected can too, and the fallback takes the outcome `Result<T, E>`, so
-/// that a fallback never misses the end of a loop (an error form would not hear a rejected `Ok`).
-pub trait FallbackInput<T, E> {
-    /// `E`, or `Result<T, E>` with `on_result`.
-    type Input;
-    /// The outcome the loop gave up on as the fallback's input; the `Ok` value back if the
-    /// input cannot hold it (without `on_result`, where no `Ok` ends the loop).
-    fn input(outcome: Result<T, E>) -> Result<Self::Input, T>;
-}
-
-impl<T, E> FallbackInput<T, E> for Unset {
-    type Input = E;
-    #[inline]
-    fn input(outcome: Result<T, E>) -> Result<E, T> {
-        match outcome {
-            Err(error) => Ok(error),
-            Ok(value) => Err(value),
-        }
-    }
-}
-
-impl<F, T, E> FallbackInput<T, E> for OnResult<F, T> {
-    type Input = Result<T, E>;
-    #[inline]
-    fn input(outcome: Result<T, E>) -> Result<Result<T, E>, T> {
-        Ok(outcome)
-    }
-}
 
 /// What a fallback returns, told apart by `M`: the loop's own `Result` ([`SyncForm`]), or a
 /// future of it ([`AsyncForm`]), which only an async loop can await.
@@ -55,9 +26,9 @@ pub trait FallbackOutput<T, E, M>: Sized {
     /// loop needs no bound of its own (and a mistyped fallback is one error, at `fallback`).
     #[doc(hidden)]
     #[allow(private_bounds)]
-    fn slot<R: FallbackInput<T, E>, J: FnOnce(A, GiveUp) -> Self, A>(f: J) -> Self::Slot<J>
+    fn slot<R: Slot<T, (), Verdict>, J: FnOnce(A, GiveUp) -> Self, A>(f: J) -> Self::Slot<J>
     where
-        A: FallbackArgument<R::Input>;
+        A: FallbackArgument<R::Takes<E>>;
 }
 
 /// What a fallback takes first (`Self`), and what the loop gives it (`I`: the error, or beside
@@ -108,28 +79,28 @@ type CallFallback<J, T, E, Out> = fn(J, Result<T, E>, GiveUp) -> Result<Out, T>;
 
 impl<T, E> FallbackOutput<T, E, SyncForm> for Result<T, E> {
     type Slot<J> = SyncFallback<J, T, E>;
-    fn slot<R: FallbackInput<T, E>, J: FnOnce(A, GiveUp) -> Self, A>(f: J) -> SyncFallback<J, T, E>
+    fn slot<R: Slot<T, (), Verdict>, J: FnOnce(A, GiveUp) -> Self, A>(f: J) -> SyncFallback<J, T, E>
     where
-        A: FallbackArgument<R::Input>,
+        A: FallbackArgument<R::Takes<E>>,
     {
         SyncFallback {
             f,
-            call: |f, outcome, why| R::input(outcome).map(|input| f(A::from_input(input), why)),
+            call: |f, outcome, why| R::takes(outcome).map(|input| f(A::from_input(input), why)),
         }
     }
 }
 
 impl<T, E, Fut: Future<Output = Result<T, E>>> FallbackOutput<T, E, AsyncForm> for Fut {
     type Slot<J> = AsyncFallback<J, Fut, T, E>;
-    fn slot<R: FallbackInput<T, E>, J: FnOnce(A, GiveUp) -> Self, A>(
+    fn slot<R: Slot<T, (), Verdict>, J: FnOnce(A, GiveUp) -> Self, A>(
         f: J,
     ) -> AsyncFallback<J, Fut, T, E>
     where
-        A: FallbackArgument<R::Input>,
+        A: FallbackArgument<R::Takes<E>>,
     {
         AsyncFallback {
             f,
-            call: |f, outcome, why| R::input(outcome).map(|input| f(A::from_input(input), why)),
+            call: |f, outcome, why| R::takes(outcome).map(|input| f(A::from_input(input), why)),
         }
     }
 }

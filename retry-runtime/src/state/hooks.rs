@@ -5,7 +5,7 @@
 //! A hook that is not written is the zero-sized [`Unset`] in its slot, so it costs nothing. The
 //! builders that fill the slots store what they are given and do nothing else.
 
-use super::fallback::{Fallback, FallbackInput, FallbackScope};
+use super::fallback::{Fallback, FallbackScope};
 use super::{GiveUp, RetryEvent, Unset};
 use crate::Verdict;
 use crate::context::KeySlot;
@@ -16,12 +16,15 @@ use crate::context::KeySlot;
 /// The pointer is made where the callable's bound is checked (in `start` and the builders), so
 /// the loop calls it without a bound of its own, and the pointer can adapt the user's form to
 /// the loop's.
-pub struct Hook<F, A, B = (), R = ()> {
+///
+/// `TIMED`: whether the hook hears the time since the first attempt started, for which the loop
+/// reads the clock; all do but `on_give_up = f` with `f: Fn(&E)`.
+pub struct Hook<F, A, B = (), R = (), const TIMED: bool = true> {
     f: F,
     call: fn(&F, &A, &B) -> R,
 }
 
-impl<F, A, B, R> Hook<F, A, B, R> {
+impl<F, A, B, R, const TIMED: bool> Hook<F, A, B, R, TIMED> {
     #[inline]
     pub(crate) fn new(f: F, call: fn(&F, &A, &B) -> R) -> Self {
         Hook { f, call }
@@ -88,41 +91,43 @@ pub trait Slot<A, B = (), R = ()> {
     }
     /// Calls the hook, if there is one.
     fn call(&self, a: &A, b: &B) -> Option<R>;
+    /// As the `on_result` slot (`A` is `T`), what the fallback takes: the error `E` when it is
+    /// empty ([`Unset`]), since only an error can end the loop then; with a hook, the outcome
+    /// `Result<T, E>`, since a rejected `Ok` can end it too, and a fallback never misses the
+    /// end of a loop.
+    type Takes<E>;
+    /// The outcome the loop gave up on, as what the fallback takes; the `Ok` value back if that
+    /// cannot hold it (an empty `on_result`, where no `Ok` ends the loop).
+    fn takes<E>(outcome: Result<A, E>) -> Result<Self::Takes<E>, A>;
 }
 
 impl<A, B, R> Slot<A, B, R> for Unset {
     const SET: bool = false;
+    type Takes<E> = E;
     #[inline]
     fn call(&self, _: &A, _: &B) -> Option<R> {
         None
     }
+    #[inline]
+    fn takes<E>(outcome: Result<A, E>) -> Result<E, A> {
+        match outcome {
+            Err(error) => Ok(error),
+            Ok(value) => Err(value),
+        }
+    }
 }
 
-impl<F, A, B, R> Slot<A, B, R> for Hook<F, A, B, R> {
+impl<F, A, B, R, const TIMED: bool> Slot<A, B, R> for Hook<F, A, B, R, TIMED> {
     const SET: bool = true;
+    const TIMED: bool = TIMED;
+    type Takes<E> = Result<A, E>;
     #[inline]
     fn call(&self, a: &A, b: &B) -> Option<R> {
         Some(Hook::call(self, a, b))
     }
-}
-
-/// A hook that hears no time: `on_give_up = f` with `f: Fn(&E)`, which needs no clock reading.
-pub struct Untimed<S>(S);
-
-impl<S: Slot<A, B, R>, A, B, R> Slot<A, B, R> for Untimed<S> {
-    const SET: bool = S::SET;
-    const TIMED: bool = false;
     #[inline]
-    fn is_set(&self) -> bool {
-        self.0.is_set()
-    }
-    #[inline]
-    fn is_timed(&self) -> bool {
-        false
-    }
-    #[inline]
-    fn call(&self, a: &A, b: &B) -> Option<R> {
-        self.0.call(a, b)
+    fn takes<E>(outcome: Result<A, E>) -> Result<Result<A, E>, A> {
+        Ok(outcome)
     }
 }
 
@@ -205,7 +210,7 @@ fn give_up<F: GiveUpHook<T, E, M>, T, E, M>(f: &F, outcome: &Result<T, E>, why: 
 }
 
 impl<F: Fn(&E), T, E> GiveUpHook<T, E, ErrorOnly> for F {
-    type Slot = Untimed<Hook<F, Result<T, E>, GiveUp>>;
+    type Slot = Hook<F, Result<T, E>, GiveUp, (), false>;
     #[inline]
     fn hear(&self, outcome: Result<&T, &E>, _: &GiveUp) {
         if let Err(error) = outcome {
@@ -213,7 +218,7 @@ impl<F: Fn(&E), T, E> GiveUpHook<T, E, ErrorOnly> for F {
         }
     }
     fn into_slot(self) -> Self::Slot {
-        Untimed(Hook::new(self, give_up::<F, T, E, ErrorOnly>))
+        Hook::new(self, give_up::<F, T, E, ErrorOnly>)
     }
 }
 
@@ -269,11 +274,11 @@ pub trait HookSet<T, E>: Sized {
     /// What the fallback takes: `E`, or with `on_result` the outcome.
     type Input;
     /// The `on_result` slot, which says what the fallback takes.
-    type OnResult: FallbackInput<T, E, Input = Self::Input>;
+    type OnResult: Slot<T, (), Verdict, Takes<E> = Self::Input>;
     /// What the loop ends with: the `Result`, or an async fallback's future of it.
     type Finish<K: KeySlot>;
     /// The hooks with `on_result`'s slot replaced.
-    type WithOnResult<R2: Slot<T, (), Verdict> + FallbackInput<T, E>>: HookSet<T, E>;
+    type WithOnResult<R2: Slot<T, (), Verdict>>: HookSet<T, E>;
     /// The hooks with `notify`'s slot replaced.
     type WithNotify<N2: Slot<Result<T, E>, RetryEvent>>: HookSet<T, E>;
     /// The hooks with `on_give_up`'s slot replaced.
@@ -282,10 +287,7 @@ pub trait HookSet<T, E>: Sized {
     type WithFallback<F2: Fallback<T, E>>: HookSet<T, E>;
     /// `on_result`'s slot replaced; a fallback set before keeps what it takes (the expansion
     /// writes `on_result` first, so that the fallback hears a rejected `Ok`).
-    fn with_on_result<R2: Slot<T, (), Verdict> + FallbackInput<T, E>>(
-        self,
-        slot: R2,
-    ) -> Self::WithOnResult<R2>;
+    fn with_on_result<R2: Slot<T, (), Verdict>>(self, slot: R2) -> Self::WithOnResult<R2>;
     /// `notify`'s slot replaced.
     fn with_notify<N2: Slot<Result<T, E>, RetryEvent>>(self, slot: N2) -> Self::WithNotify<N2>;
     /// `on_give_up`'s slot replaced.
@@ -318,7 +320,7 @@ pub trait HookSet<T, E>: Sized {
 
 impl<T, E, R, N, G, F> HookSet<T, E> for Hooks<R, N, G, F>
 where
-    R: Slot<T, (), Verdict> + FallbackInput<T, E>,
+    R: Slot<T, (), Verdict>,
     N: Slot<Result<T, E>, RetryEvent>,
     G: Slot<Result<T, E>, GiveUp>,
     F: Fallback<T, E>,
@@ -328,19 +330,16 @@ where
     const HEARS_GIVE_UP: bool = G::SET || F::SET;
     const FALLBACK: bool = F::SET;
     const TIMED: bool = N::TIMED || G::TIMED || F::SET;
-    type Input = R::Input;
+    type Input = R::Takes<E>;
     type OnResult = R;
     type Finish<K: KeySlot> = F::Output<K>;
-    type WithOnResult<R2: Slot<T, (), Verdict> + FallbackInput<T, E>> = Hooks<R2, N, G, F>;
+    type WithOnResult<R2: Slot<T, (), Verdict>> = Hooks<R2, N, G, F>;
     type WithNotify<N2: Slot<Result<T, E>, RetryEvent>> = Hooks<R, N2, G, F>;
     type WithGiveUp<G2: Slot<Result<T, E>, GiveUp>> = Hooks<R, N, G2, F>;
     type WithFallback<F2: Fallback<T, E>> = Hooks<R, N, G, F2>;
 
     #[inline]
-    fn with_on_result<R2: Slot<T, (), Verdict> + FallbackInput<T, E>>(
-        self,
-        on_result: R2,
-    ) -> Hooks<R2, N, G, F> {
+    fn with_on_result<R2: Slot<T, (), Verdict>>(self, on_result: R2) -> Hooks<R2, N, G, F> {
         Hooks {
             on_result,
             notify: self.notify,

@@ -105,15 +105,6 @@ impl<T, E, Fut: Future<Output = Result<T, E>>> FallbackOutput<T, E, AsyncForm> f
     }
 }
 
-/// A loop that can await a fallback of form `M`: every async one, and a sync one only a sync
-/// fallback. The loop's timer says which it is: a sync loop has none ([`Unset`]), which settles
-/// the form before the fallback's return type is looked at, so that an async fallback of a sync
-/// function is the one error "must return `Result<T, E>`".
-pub(crate) trait Awaits<M> {}
-
-impl Awaits<SyncForm> for Unset {}
-impl<S: crate::Sleeper, M> Awaits<M> for S {}
-
 /// The attempt context the fallback runs in: the last attempt's frame and the key, so that
 /// `attempt()` inside it gives the same idempotency key as the attempts had.
 pub struct FallbackScope<K> {

@@ -496,20 +496,29 @@ impl<'p, T, E, O: Options<'p, T, E>> Retry<'p, T, E, O> {
     /// `FnOnce(Result<T, E>, GiveUp)`. It runs in the last attempt's context, so
     /// [`attempt()`](crate::attempt) gives the idempotency key.
     ///
-    /// Follows [`sleep`](Retry::sleep) in the expansion, whose sleeper tells whether the loop
-    /// can await an async fallback, and [`on_result`](Retry::on_result), whose slot tells what
-    /// the fallback takes.
+    /// Follows [`on_result`](Retry::on_result) in the expansion, whose slot tells what the
+    /// fallback takes. A sync loop's expansion calls [`fallback_sync`](Retry::fallback_sync).
     ///
     /// The expansion passes a closure here, whose parameters take their types from this bound;
     /// a fallback named by its path goes through [`Fallback::attach`], whose message for a
     /// fallback of another shape names what the loop gives it.
     pub fn fallback<J, Out, M>(self, f: J) -> Retry<'p, T, E, O::WithFallback<J, Out, M>>
     where
-        O::Sleeper: fallback::Awaits<M>,
         J: FnOnce(O::Input, GiveUp) -> Out,
         Out: FallbackOutput<T, E, M>,
     {
         self.with(|o| o.with_fallback::<J, O::Input, Out, M>(f))
+    }
+
+    /// [`fallback`](Retry::fallback) in a sync loop, whose fallback is sync: the form is
+    /// settled before what `f` returns is looked at, so that an async fallback there is the one
+    /// error "must return `Result<T, E>`".
+    pub fn fallback_sync<J, Out>(self, f: J) -> Retry<'p, T, E, O::WithFallback<J, Out, SyncForm>>
+    where
+        J: FnOnce(O::Input, GiveUp) -> Out,
+        Out: FallbackOutput<T, E, SyncForm>,
+    {
+        self.fallback(f)
     }
 }
 
@@ -538,7 +547,6 @@ impl<T, E, F> Fallback<Result<T, E>, F> {
         O: Options<'p, T, E>,
         F: FnOnce(A, GiveUp) -> Out,
         A: FallbackArgument<O::Input>,
-        O::Sleeper: fallback::Awaits<M>,
         Out: FallbackOutput<T, E, M>,
     {
         retry.with(|o| o.with_fallback::<F, A, Out, M>(self.1))

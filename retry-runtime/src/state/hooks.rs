@@ -1,6 +1,6 @@
 //! The hooks of a loop (`on`, `on_result`, `notify`, `on_give_up`): each user-supplied callable
-//! as a [`Hook`] in its slot, the forms `notify` and `on_give_up` accept, and [`Hooks`], which
-//! holds them all and the fallback as one slot of the options.
+//! as a [`Hook`] in its slot, and [`Hooks`], which holds them all and the fallback as one slot
+//! of the options. The forms the hooks accept are the public [`hooks`](crate::hooks)' traits.
 //!
 //! A hook that is not written is the zero-sized [`Unset`] in its slot, so it costs nothing. The
 //! builders that fill the slots store what they are given and do nothing else.
@@ -9,6 +9,7 @@ use super::fallback::{Fallback, FallbackScope};
 use super::{GiveUp, RetryEvent, Unset};
 use crate::Verdict;
 use crate::context::KeySlot;
+pub use crate::hooks::{ErrorForm, GiveUpHook, IntoVerdict, NotifyHook, OutcomeForm};
 
 /// A callable the user named (`on`, `on_result`, `notify`, `on_give_up`), with the pointer that
 /// calls it with what the loop hands over (`&A`, and `&B` for a hook that hears two things).
@@ -42,33 +43,6 @@ pub(crate) type Classify<C, E> = Hook<C, E, (), Verdict>;
 pub(crate) type OnResult<F, T> = Hook<F, T, (), Verdict>;
 /// `notify = f`: the outcome and the pause about to be taken.
 pub(crate) type Notify<F, T, E> = Hook<F, Result<T, E>, RetryEvent>;
-
-/// What a classifier (`on = ...`, `on_result = ...`) may return: `bool` or a [`Verdict`].
-///
-/// `true` is [`Verdict::Retry`], `false` [`Verdict::Fail`].
-#[diagnostic::on_unimplemented(
-    message = "a classifier must return `bool` or `retry_runtime::Verdict`, not `{Self}`",
-    label = "this classifier returns `{Self}`",
-    note = "`on = ...` judges errors and `on_result = ...` judges `Ok` values: return `true` to retry and `false` to return at once, or a `Verdict`: `Retry`, `RetryAfter(pause)`, `RetryNow` or `Fail`"
-)]
-pub trait IntoVerdict {
-    /// The answer as a [`Verdict`].
-    fn into_verdict(self) -> Verdict;
-}
-
-impl IntoVerdict for bool {
-    #[inline]
-    fn into_verdict(self) -> Verdict {
-        Verdict::from(self)
-    }
-}
-
-impl IntoVerdict for Verdict {
-    #[inline]
-    fn into_verdict(self) -> Verdict {
-        self
-    }
-}
 
 /// A hook's slot: [`Unset`], or a [`Hook`] that hears `&A` and `&B` and answers `R`.
 pub trait Slot<A, B = (), R = ()> {
@@ -128,122 +102,6 @@ impl<F, A, B, R, const TIMED: bool> Slot<A, B, R> for Hook<F, A, B, R, TIMED> {
     #[inline]
     fn takes<E>(outcome: Result<A, E>) -> Result<Result<A, E>, A> {
         Ok(outcome)
-    }
-}
-
-/// The forms `notify = f` accepts, told apart by `M`: `Fn(&E, &RetryEvent)` ([`ErrorForm`]),
-/// which hears the pauses after errors, and `Fn(Result<&T, &E>, &RetryEvent)`
-/// ([`OutcomeForm`]), which also hears the pauses after an `Ok` that `on_result` rejected, its
-/// references of one lifetime (`Result<&'a T, &'a E>`, as `Result::as_ref` gives it) or two. A
-/// reference never matches a `Result`, so a generic `fn log<E: Display>(error: &E, event:
-/// &RetryEvent)` is the first form without naming `E`.
-#[diagnostic::on_unimplemented(
-    message = "`notify = ...` must be callable as `Fn(&{E}, &RetryEvent)` or `Fn(Result<&{T}, &{E}>, &RetryEvent)`",
-    label = "not a function of `&{E}` and `&RetryEvent`",
-    note = "`Fn(&{E}, &RetryEvent)` hears each pause after an error; `Fn(Result<&{T}, &{E}>, &RetryEvent)` (the outcome, as `Result::as_ref` gives it) also each pause after an `Ok` that `on_result` rejected",
-    note = "a closure needs the types of its arguments written, since two forms are accepted: `|error: &{E}, event: &RetryEvent| ...`"
-)]
-pub trait NotifyHook<T, E, M> {
-    /// Calls the hook with the outcome, as `Result::as_ref` gives it, and the event.
-    #[doc(hidden)]
-    fn hear(&self, outcome: Result<&T, &E>, event: &RetryEvent);
-    /// The hook, in its slot.
-    #[doc(hidden)]
-    #[inline]
-    fn into_slot(self) -> Hook<Self, Result<T, E>, RetryEvent>
-    where
-        Self: Sized,
-    {
-        Hook::new(self, |f, outcome, event| f.hear(outcome.as_ref(), event))
-    }
-}
-
-/// The hook form that hears an error: `Fn(&E, ...)`.
-pub enum ErrorForm {}
-/// The hook form that hears the outcome: `Fn(Result<&T, &E>, ...)`.
-pub enum OutcomeForm {}
-/// The form `on_give_up = f` with `f: Fn(&E)`.
-pub enum ErrorOnly {}
-
-impl<F: Fn(&E, &RetryEvent), T, E> NotifyHook<T, E, ErrorForm> for F {
-    #[inline]
-    fn hear(&self, outcome: Result<&T, &E>, event: &RetryEvent) {
-        if let Err(error) = outcome {
-            self(error, event)
-        }
-    }
-}
-
-// One lifetime for both sides, higher-ranked: a hook written with one (`Result<&'a T, &'a E>`,
-// as `Result::as_ref` gives it) and one written with two (`Result<&T, &E>`) both meet it.
-impl<F: for<'a> Fn(Result<&'a T, &'a E>, &RetryEvent), T, E> NotifyHook<T, E, OutcomeForm> for F {
-    #[inline]
-    fn hear(&self, outcome: Result<&T, &E>, event: &RetryEvent) {
-        self(outcome, event)
-    }
-}
-
-/// The forms `on_give_up = f` accepts, told apart by `M`: `Fn(&E)` ([`ErrorOnly`]),
-/// `Fn(&E, &GiveUp)` ([`ErrorForm`]) and `Fn(Result<&T, &E>, &GiveUp)` ([`OutcomeForm`], with
-/// one lifetime or two, as for `notify`).
-#[diagnostic::on_unimplemented(
-    message = "`on_give_up = ...` must be callable as `Fn(&{E})`, `Fn(&{E}, &GiveUp)` or `Fn(Result<&{T}, &{E}>, &GiveUp)`",
-    label = "not a function of `&{E}` (and `&GiveUp`)",
-    note = "`Fn(&{E})` hears the last error; with a second argument `&retry_runtime::GiveUp` it also hears why the loop gave up, the attempts and the time spent; `Result<&{T}, &{E}>` as the first argument (the outcome, as `Result::as_ref` gives it) hears an `Ok` that `on_result` rejected as well",
-    note = "a closure needs the types of its arguments written, since three forms are accepted: `|error: &{E}| ...`"
-)]
-pub trait GiveUpHook<T, E, M> {
-    /// The slot the hook fills.
-    #[doc(hidden)]
-    type Slot: Slot<Result<T, E>, GiveUp>;
-    /// Calls the hook with the outcome, as `Result::as_ref` gives it, and why.
-    #[doc(hidden)]
-    fn hear(&self, outcome: Result<&T, &E>, why: &GiveUp);
-    /// The hook, in its slot.
-    #[doc(hidden)]
-    fn into_slot(self) -> Self::Slot;
-}
-
-/// The pointer that calls an `on_give_up` hook in its slot.
-fn give_up<F: GiveUpHook<T, E, M>, T, E, M>(f: &F, outcome: &Result<T, E>, why: &GiveUp) {
-    f.hear(outcome.as_ref(), why)
-}
-
-impl<F: Fn(&E), T, E> GiveUpHook<T, E, ErrorOnly> for F {
-    type Slot = Hook<F, Result<T, E>, GiveUp, (), false>;
-    #[inline]
-    fn hear(&self, outcome: Result<&T, &E>, _: &GiveUp) {
-        if let Err(error) = outcome {
-            self(error)
-        }
-    }
-    fn into_slot(self) -> Self::Slot {
-        Hook::new(self, give_up::<F, T, E, ErrorOnly>)
-    }
-}
-
-impl<F: Fn(&E, &GiveUp), T, E> GiveUpHook<T, E, ErrorForm> for F {
-    type Slot = Hook<F, Result<T, E>, GiveUp>;
-    #[inline]
-    fn hear(&self, outcome: Result<&T, &E>, why: &GiveUp) {
-        if let Err(error) = outcome {
-            self(error, why)
-        }
-    }
-    fn into_slot(self) -> Self::Slot {
-        Hook::new(self, give_up::<F, T, E, ErrorForm>)
-    }
-}
-
-// Higher-ranked with one lifetime, as `NotifyHook`'s outcome form.
-impl<F: for<'a> Fn(Result<&'a T, &'a E>, &GiveUp), T, E> GiveUpHook<T, E, OutcomeForm> for F {
-    type Slot = Hook<F, Result<T, E>, GiveUp>;
-    #[inline]
-    fn hear(&self, outcome: Result<&T, &E>, why: &GiveUp) {
-        self(outcome, why)
-    }
-    fn into_slot(self) -> Self::Slot {
-        Hook::new(self, give_up::<F, T, E, OutcomeForm>)
     }
 }
 

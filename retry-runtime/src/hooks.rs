@@ -236,7 +236,10 @@ impl<T, E> FallbackOutput<T, E, SyncForm> for Result<T, E> {
     {
         SyncFallback {
             f,
-            call: |f, outcome, why| R::takes(outcome).map(|input| f(A::from_input(input), why)),
+            call: |f, outcome, why| match R::takes(outcome) {
+                Ok(input) => Ok(f(A::from_input(input), why)),
+                Err(value) => Err(Ok(value)),
+            },
         }
     }
 }
@@ -251,7 +254,10 @@ impl<T, E, Fut: Future<Output = Result<T, E>>> FallbackOutput<T, E, AsyncForm> f
     {
         AsyncFallback {
             f,
-            call: |f, outcome, why| R::takes(outcome).map(|input| f(A::from_input(input), why)),
+            call: |f, outcome, why| match R::takes(outcome) {
+                Ok(input) => Ok(f(A::from_input(input), why)),
+                Err(value) => Err(Ok(value)),
+            },
         }
     }
 }

@@ -3,13 +3,12 @@
 //! loop of every door configured at run time (`state::drive` and `state::drive_blocking`), as
 //! [`engine::drive`](crate::engine::drive) does: a door on the engine, not a part of the loop.
 
-use crate::context::{Enter, KeySlot, Scoped};
 use crate::engine::AsyncFnOperation;
 use crate::overload::aws2026_call::Aws2026Call;
 use crate::state::drive::{Attempts, Hedged, Plain, drive, drive_blocking};
 use crate::state::dynamic::DynSlot;
 use crate::state::extras::{Extras, Guard, Linger, Shedder, Timeout};
-use crate::state::fallback::{Fallback, FallbackScope, Finish, SyncFallback};
+use crate::state::fallback::{AsyncFallback, SyncFallback};
 use crate::state::hooks::{HookSet, Slot};
 use crate::state::log::ByDebug;
 use crate::state::spans::CallSpan;
@@ -595,7 +594,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
                     call: |f, outcome, why| match f {
                         RunFallback::Sync(f) => Ok(f(outcome, why)),
                         // Never made: an async fallback makes the retrier `AsyncOnly`.
-                        RunFallback::Async(_) => Ok(outcome),
+                        RunFallback::Async(_) => Err(outcome),
                     },
                 };
                 blocking(
@@ -782,7 +781,15 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
                 drive(state(plan, opts, clock), plan.reset_after, each).await
             }
             Some(fallback) => {
-                let opts = opts(head, hooks.slots(AsyncSlot(fallback)), extras);
+                // A sync fallback's result is ready; an async one's future is awaited.
+                let fallback = AsyncFallback {
+                    f: fallback,
+                    call: |f, outcome, why| match f {
+                        RunFallback::Sync(f) => Err(f(outcome, why)),
+                        RunFallback::Async(f) => f(outcome, why),
+                    },
+                };
+                let opts = opts(head, hooks.slots(fallback), extras);
                 drive(state(plan, opts, clock), plan.reset_after, each).await
             }
         }
@@ -889,46 +896,19 @@ pub enum RunFallback<'p, T, E> {
     /// Makes the result.
     #[allow(clippy::type_complexity)]
     Sync(Box<dyn FnOnce(Result<T, E>, GiveUp) -> Result<T, E> + Send + 'p>),
-    /// Makes a future of the result, or gives back an `Ok` it does not take.
+    /// Makes a future of the result, or gives back the result (an `Ok` it does not take).
     #[allow(clippy::type_complexity)]
-    Async(Box<dyn FnOnce(Result<T, E>, GiveUp) -> Result<BoxFuture<'p, T, E>, T> + Send + 'p>),
+    Async(
+        Box<
+            dyn FnOnce(Result<T, E>, GiveUp) -> Result<BoxFuture<'p, T, E>, Result<T, E>>
+                + Send
+                + 'p,
+        >,
+    ),
 }
 
 /// An async fallback's future.
 type BoxFuture<'p, T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'p>>;
-
-/// The fallback of an async run: sync or async.
-struct AsyncSlot<'p, T, E>(RunFallback<'p, T, E>);
-
-impl<'p, T, E> Fallback<T, E> for AsyncSlot<'p, T, E> {
-    type Output<K: KeySlot> = Finish<Scoped<BoxFuture<'p, T, E>, K>, T, E>;
-    const SET: bool = true;
-    #[inline]
-    fn ready<K: KeySlot>(result: Result<T, E>) -> Self::Output<K> {
-        Finish::Ready {
-            result: Some(result),
-        }
-    }
-    fn call<K: KeySlot>(
-        self,
-        outcome: Result<T, E>,
-        why: GiveUp,
-        scope: FallbackScope<K>,
-    ) -> Self::Output<K> {
-        match self.0 {
-            RunFallback::Sync(f) => {
-                let _entered = Enter::new(scope.frame);
-                Self::ready(scope.key.lend(|| f(outcome, why)))
-            }
-            RunFallback::Async(f) => match f(outcome, why) {
-                Ok(future) => Finish::Fallback {
-                    future: Scoped::new(scope.frame, scope.key, future),
-                },
-                Err(value) => Self::ready(Ok(value)),
-            },
-        }
-    }
-}
 
 /// A [`Retrier`]'s timer for an async run: tokio's (with the `tokio` feature; without it, a run
 /// without `sleep` does not compile, [`HasTimer`]), or `sleep`'s, boxed; and the clock the
@@ -1039,8 +1019,9 @@ where
     fn boxed(
         f: impl FnOnce(Result<T, E>, GiveUp) -> Result<Self, T> + Send + 'p,
     ) -> RunFallback<'p, T, E> {
-        RunFallback::Async(Box::new(move |outcome, why| {
-            f(outcome, why).map(|future| Box::pin(future) as BoxFuture<'p, T, E>)
+        RunFallback::Async(Box::new(move |outcome, why| match f(outcome, why) {
+            Ok(future) => Ok(Box::pin(future) as BoxFuture<'p, T, E>),
+            Err(value) => Err(Ok(value)),
         }))
     }
 }

@@ -10,8 +10,10 @@ use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
 /// The pointer that calls a fallback `J` with the outcome the loop gave up on: what `J`
-/// returned, or the `Ok` value back if `J` does not take one.
-pub(crate) type CallFallback<J, T, E, Out> = fn(J, Result<T, E>, GiveUp) -> Result<Out, T>;
+/// returned, or the call's result without it (an `Ok` value that `J` does not take, or the
+/// result of a sync fallback in an async run, the [`Retrier`](crate::Retrier)'s).
+pub(crate) type CallFallback<J, T, E, Out> =
+    fn(J, Result<T, E>, GiveUp) -> Result<Out, Result<T, E>>;
 
 /// The attempt context the fallback runs in: the last attempt's frame and the key, so that
 /// `attempt()` inside it gives the same idempotency key as the attempts had.
@@ -79,12 +81,12 @@ impl<J, T, E> Fallback<T, E> for SyncFallback<J, T, E> {
         let _entered = Enter::new(scope.frame);
         scope
             .key
-            .lend(|| (self.call)(self.f, outcome, why).unwrap_or_else(Ok))
+            .lend(|| (self.call)(self.f, outcome, why).unwrap_or_else(|result| result))
     }
 }
 
-/// `fallback = f` with an async `f`: its future, made where the loop gives up, is what the
-/// function awaits last.
+/// `fallback = f` with an async `f`: its future, made where the loop gives up in the last
+/// attempt's context, is what the function awaits last, in that context too.
 pub struct AsyncFallback<J, Fut, T, E> {
     pub(crate) f: J,
     pub(crate) call: CallFallback<J, T, E, Fut>,
@@ -107,11 +109,15 @@ impl<J, Fut, T, E> Fallback<T, E> for AsyncFallback<J, Fut, T, E> {
         why: GiveUp,
         scope: FallbackScope<K>,
     ) -> Self::Output<K> {
-        match (self.call)(self.f, outcome, why) {
+        let made = {
+            let _entered = Enter::new(scope.frame);
+            scope.key.lend(|| (self.call)(self.f, outcome, why))
+        };
+        match made {
             Ok(future) => Finish::Fallback {
                 future: Scoped::new(scope.frame, scope.key, future),
             },
-            Err(value) => Self::ready(Ok(value)),
+            Err(result) => Self::ready(result),
         }
     }
 }

@@ -277,7 +277,8 @@ pub(crate) fn pass_through(
 }
 
 /// Input: the builder so far and `fallback = f`. Output: for a closure,
-/// `builder.fallback(|error, why| ...)`, whose bound gives the closure's parameters their types;
+/// `builder.fallback(|error, why| ...)` (`fallback_sync` in a sync function or block), whose
+/// bound gives the closure's parameters their types;
 /// for anything else (a path, the usual form), `__retry_rt::Fallback(shape, f).attach(builder)`
 /// (`attach_sync` in a sync function or block), every token of the call located at `f`, where
 /// `shape` carries the result type (`Shape::<R>::new()`, or a block's `Shape::of(&body)`).
@@ -312,7 +313,15 @@ fn fallback(
             quote_spanned!(first=> __retry_rt::Fallback #receiver . #attach #loop_)
         }
         _ => {
-            let name = Ident::new("fallback", span);
+            // A sync loop's fallback is sync: `fallback_sync` settles the form first.
+            let name = Ident::new(
+                if is_async {
+                    "fallback"
+                } else {
+                    "fallback_sync"
+                },
+                span,
+            );
             quote_spanned!(span=> #builder .#name(#f))
         }
     }

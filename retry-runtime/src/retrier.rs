@@ -3,11 +3,12 @@
 //! loop of every door configured at run time (`state::drive` and `state::drive_blocking`), as
 //! [`engine::drive`](crate::engine::drive) does: a door on the engine, not a part of the loop.
 
-use crate::context::{Enter, KeySlot, Scoped};
 use crate::engine::AsyncFnOperation;
+use crate::overload::aws2026_call::Aws2026Call;
 use crate::state::drive::{Attempts, Hedged, Plain, drive, drive_blocking};
+use crate::state::dynamic::DynSlot;
 use crate::state::extras::{Extras, Guard, Linger, Shedder, Timeout};
-use crate::state::fallback::{Fallback, FallbackInput, FallbackScope, Finish};
+use crate::state::fallback::{AsyncFallback, SyncFallback};
 use crate::state::hooks::{HookSet, Slot};
 use crate::state::log::ByDebug;
 use crate::state::spans::CallSpan;
@@ -89,18 +90,63 @@ pub struct Retrier<'p, T, E, C = ByTransient, R = AnyRun> {
     hooks: RunHooks<'p, T, E>,
     /// `timeout`, `budget`, `breaker`, `gate`, `nested_retry`.
     extras: Extras<'p, E>,
-    /// `aws2026`, which the loop's options take in their own way (`Opts::with_aws2026`).
+    /// `aws2026`, the loop's decider when it is set.
     aws: Option<&'p Aws2026Standard>,
     timer: RunTimer<'p>,
     run: PhantomData<fn() -> R>,
 }
 
-/// A [`Retrier`]'s hooks and fallback.
+/// A [`Retrier`]'s hooks, boxed in the shapes of a door's [`DynHooks`](crate::engine::DynHooks)
+/// (the loop reads them through the same slots), and its fallback.
 struct RunHooks<'p, T, E> {
-    on_result: Boxed<'p, T, (), Verdict>,
-    notify: Boxed<'p, Result<T, E>, RetryEvent>,
-    on_give_up: Boxed<'p, Result<T, E>, GiveUp>,
+    on_result: Option<OnResultBox<'p, T>>,
+    notify: Option<HookBox<'p, T, E, RetryEvent>>,
+    on_give_up: Option<HookBox<'p, T, E, GiveUp>>,
+    /// `on_give_up` hears the time (all its forms but `Fn(&E)`).
+    give_up_timed: bool,
     fallback: Option<RunFallback<'p, T, E>>,
+}
+
+/// `on_result`, boxed.
+type OnResultBox<'p, T> = Box<dyn Fn(&T) -> Verdict + Send + Sync + 'p>;
+/// `notify` (`B` is [`RetryEvent`]) or `on_give_up` (`B` is [`GiveUp`]), boxed.
+type HookBox<'p, T, E, B> = Box<dyn Fn(Result<&T, &E>, &B) + Send + Sync + 'p>;
+
+/// The slots of a configured run: a reference to each hook, and the fallback `F`.
+type RunSlots<'h, 'p, T, E, F> = Hooks<
+    DynSlot<&'h OnResultBox<'p, T>>,
+    DynSlot<&'h HookBox<'p, T, E, RetryEvent>>,
+    DynSlot<&'h HookBox<'p, T, E, GiveUp>>,
+    F,
+>;
+
+impl<'p, T, E> RunHooks<'p, T, E> {
+    /// No hook and no fallback.
+    fn is_empty(&self) -> bool {
+        self.on_result.is_none()
+            && self.notify.is_none()
+            && self.on_give_up.is_none()
+            && self.fallback.is_none()
+    }
+
+    /// The loop's slots: each hook by reference (the hooks stay with the run), and `fallback`.
+    fn slots<F>(&self, fallback: F) -> RunSlots<'_, 'p, T, E, F> {
+        Hooks {
+            on_result: DynSlot {
+                f: self.on_result.as_ref(),
+                timed: false,
+            },
+            notify: DynSlot {
+                f: self.notify.as_ref(),
+                timed: true,
+            },
+            on_give_up: DynSlot {
+                f: self.on_give_up.as_ref(),
+                timed: self.give_up_timed,
+            },
+            fallback,
+        }
+    }
 }
 
 /// A [`Retrier`] whose options a blocking [`run`](Retrier::run) can honour: no `timeout`, no
@@ -179,9 +225,10 @@ impl<'p, T, E> Retrier<'p, T, E> {
             timings: None,
             classify: ByTransient,
             hooks: RunHooks {
-                on_result: Boxed::NONE,
-                notify: Boxed::NONE,
-                on_give_up: Boxed::NONE,
+                on_result: None,
+                notify: None,
+                on_give_up: None,
+                give_up_timed: false,
                 fallback: None,
             },
             extras: Extras::default(),
@@ -416,7 +463,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         J: Fn(&T) -> V + Send + Sync + 'p,
         V: IntoVerdict,
     {
-        self.hooks.on_result = Boxed::new(move |value: &T, _: &()| f(value).into_verdict(), false);
+        self.hooks.on_result = Some(Box::new(move |value: &T| f(value).into_verdict()));
         self
     }
 
@@ -428,11 +475,8 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         T: 'p,
         E: 'p,
     {
-        let hook = f.into_slot();
-        self.hooks.notify = Boxed::new(
-            move |outcome: &Result<T, E>, event: &RetryEvent| hook.call(outcome, event),
-            true,
-        );
+        let hook = move |outcome: Result<&T, &E>, event: &RetryEvent| f.hear(outcome, event);
+        self.hooks.notify = Some(Box::new(hook));
         self
     }
 
@@ -440,19 +484,13 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     /// `Fn(Result<&T, &E>, &GiveUp)`.
     pub fn on_give_up<J, M>(mut self, f: J) -> Self
     where
-        J: GiveUpHook<T, E, M>,
-        J::Slot: Send + Sync + 'p,
+        J: GiveUpHook<T, E, M> + Send + Sync + 'p,
         T: 'p,
         E: 'p,
     {
-        let slot = f.into_slot();
-        let timed = <J::Slot as Slot<Result<T, E>, GiveUp>>::TIMED;
-        self.hooks.on_give_up = Boxed::new(
-            move |outcome: &Result<T, E>, why: &GiveUp| {
-                slot.call(outcome, why);
-            },
-            timed,
-        );
+        self.hooks.give_up_timed = <J::Slot as Slot<Result<T, E>, GiveUp>>::TIMED;
+        let hook = move |outcome: Result<&T, &E>, why: &GiveUp| f.hear(outcome, why);
+        self.hooks.on_give_up = Some(Box::new(hook));
         self
     }
 
@@ -507,6 +545,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
             timer,
             run: _,
         } = self;
+        // Field by field: dropped whole, the hooks were copied to memory first.
         drop(hooks.on_result);
         drop(hooks.notify);
         drop(hooks.on_give_up);
@@ -543,56 +582,53 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         E: fmt::Debug,
         B: FnMut() -> Result<T, E>,
     {
-        let Retrier {
-            plan,
-            timings,
-            classify,
-            hooks:
-                RunHooks {
-                    on_result,
-                    notify,
-                    on_give_up,
-                    fallback,
-                },
-            extras,
-            aws,
-            timer: _,
-            run: _,
-        } = self;
+        let (plan, timings, head, mut hooks, extras) = self.parts(|_| Unset);
         let plan = plan.with(&timings);
+        let judges = hooks.on_result.is_some();
+        // A blocking run's fallback is sync (`RunsBlocking`). A loop without one has no code
+        // for it, and its events say that it gave up, not that it fell back.
+        match hooks.fallback.take() {
+            None => blocking(plan, opts(head, hooks.slots(Unset), extras), judges, body),
+            Some(fallback) => {
+                let fallback = SyncFallback {
+                    f: fallback,
+                    call: |f, outcome, why| match f {
+                        RunFallback::Sync(f) => Ok(f(outcome, why)),
+                        // Never made: an async fallback makes the retrier `AsyncOnly`.
+                        RunFallback::Async(_) => Err(outcome),
+                    },
+                };
+                blocking(
+                    plan,
+                    opts(head, hooks.slots(fallback), extras),
+                    judges,
+                    body,
+                )
+            }
+        }
+    }
+
+    /// The options of a configured run apart: the plan, the policy a timing method made, the
+    /// head with the timer `sleeper` makes of the retrier's, the hooks, and the extras with
+    /// `aws2026` as their decider.
+    #[allow(clippy::type_complexity)]
+    fn parts<S>(
+        self,
+        sleeper: impl FnOnce(RunTimer<'p>) -> S,
+    ) -> (
+        Plan<'p>,
+        Option<Policy>,
+        Head<C, S, ByDebug>,
+        RunHooks<'p, T, E>,
+        RunExtras<'p, T, E>,
+    ) {
         let head = Head {
-            classify,
-            sleeper: Unset,
+            classify: self.classify,
+            sleeper: sleeper(self.timer),
             marks: PhantomData,
         };
-        let judges = on_result.f.is_some();
-        // The hooks stay here; the loop's state holds a reference to each, one word, so that
-        // it stays small (`PERFORMANCE.md` §2). A blocking run's fallback is sync
-        // (`RunsBlocking`); a loop without one has no code for it, and its events say that it
-        // gave up, not that it fell back.
-        macro_rules! run {
-            ($fallback:expr) => {{
-                let hooks = Hooks {
-                    on_result: &on_result,
-                    notify: &notify,
-                    on_give_up: &on_give_up,
-                    fallback: $fallback,
-                };
-                let opts = Opts {
-                    head,
-                    hooks,
-                    extras,
-                };
-                match aws {
-                    None => blocking(plan, opts, judges, body),
-                    Some(aws) => blocking(plan, opts.with_aws2026(aws), judges, body),
-                }
-            }};
-        }
-        match fallback {
-            None => run!(Unset),
-            Some(fallback) => run!(SyncSlot(fallback)),
-        }
+        let extras = self.extras.deciding(self.aws.map(Aws2026Call::new));
+        (self.plan, self.timings, head, self.hooks, extras)
     }
 
     /// Runs `body`, a closure that returns a future (`|| async { ... }`), until it succeeds or
@@ -725,66 +761,52 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         C: Classifier<E>,
         E: fmt::Debug,
     {
+        let clock = self.timer.clock;
         // As a blocking run: without hooks, a fallback or extras the loop carries nothing for
         // them; with them, the hooks stay here and the state holds a reference to each.
-        let bare = self.is_bare();
-        let Retrier {
-            plan,
-            timings,
-            classify,
-            hooks:
-                RunHooks {
-                    on_result,
-                    notify,
-                    on_give_up,
-                    fallback,
-                },
-            extras,
-            aws,
-            timer,
-            run: _,
-        } = self;
-        let plan = plan.with(&timings);
-        let clock = timer.clock;
-        let head = Head::<C, RunTimer<'p>, ByDebug> {
-            classify,
-            sleeper: timer,
-            marks: PhantomData,
-        };
-        if bare {
-            let opts = Opts {
-                head,
-                hooks: Hooks::<Unset, Unset, Unset, Unset>::default(),
-                extras: Unset,
+        if self.is_bare() {
+            let plan = self.plan.with(&self.timings);
+            let head = Head::<C, RunTimer<'p>, ByDebug> {
+                classify: self.classify,
+                sleeper: self.timer,
+                marks: PhantomData,
             };
+            let opts = opts(head, Hooks::<Unset, Unset, Unset, Unset>::default(), Unset);
             return drive(state(plan, opts, clock), plan.reset_after, each).await;
         }
-        macro_rules! run {
-            ($fallback:expr) => {{
-                let hooks = Hooks {
-                    on_result: &on_result,
-                    notify: &notify,
-                    on_give_up: &on_give_up,
-                    fallback: $fallback,
+        let (plan, timings, head, mut hooks, extras) = self.parts(|timer| timer);
+        let plan = plan.with(&timings);
+        match hooks.fallback.take() {
+            None => {
+                let opts = opts(head, hooks.slots(Unset), extras);
+                drive(state(plan, opts, clock), plan.reset_after, each).await
+            }
+            Some(fallback) => {
+                // A sync fallback's result is ready; an async one's future is awaited.
+                let fallback = AsyncFallback {
+                    f: fallback,
+                    call: |f, outcome, why| match f {
+                        RunFallback::Sync(f) => Err(f(outcome, why)),
+                        RunFallback::Async(f) => f(outcome, why),
+                    },
                 };
-                let opts = Opts {
-                    head,
-                    hooks,
-                    extras,
-                };
-                match aws {
-                    None => drive(state(plan, opts, clock), plan.reset_after, each).await,
-                    Some(aws) => {
-                        let opts = opts.with_aws2026(aws);
-                        drive(state(plan, opts, clock), plan.reset_after, each).await
-                    }
-                }
-            }};
+                let opts = opts(head, hooks.slots(fallback), extras);
+                drive(state(plan, opts, clock), plan.reset_after, each).await
+            }
         }
-        match fallback {
-            None => run!(Unset),
-            Some(fallback) => run!(AsyncSlot(fallback)),
-        }
+    }
+}
+
+/// The extras of a configured run, with `aws2026` as their decider if it is set.
+type RunExtras<'p, T, E> = Extras<'p, E, crate::state::extras::Deciding<Aws2026Call<'p>, T, E>>;
+
+/// The options of a run.
+#[inline]
+fn opts<K, H, X>(head: K, hooks: H, extras: X) -> Opts<K, H, X> {
+    Opts {
+        head,
+        hooks,
+        extras,
     }
 }
 
@@ -808,17 +830,6 @@ impl<'p> Plan<'p> {
             policy: timings.as_ref().unwrap_or(self.policy),
             ..self
         }
-    }
-}
-
-impl<T, E> RunHooks<'_, T, E> {
-    /// No hook and no fallback.
-    #[inline]
-    fn is_empty(&self) -> bool {
-        self.on_result.f.is_none()
-            && self.notify.f.is_none()
-            && self.on_give_up.f.is_none()
-            && self.fallback.is_none()
     }
 }
 
@@ -881,128 +892,24 @@ where
     })
 }
 
-/// A hook given to a [`Retrier`] at run time, boxed: none, or one that hears `&A` and `&B` and
-/// answers `V`; `timed` if it hears the time since the first attempt.
-pub struct Boxed<'p, A, B = (), V = ()> {
-    f: Option<HookFn<'p, A, B, V>>,
-    timed: bool,
-}
-
-impl<'p, A, B, V> Boxed<'p, A, B, V> {
-    /// No hook.
-    const NONE: Self = Boxed {
-        f: None,
-        timed: false,
-    };
-
-    /// The hook `f`.
-    fn new(f: impl Fn(&A, &B) -> V + Send + Sync + 'p, timed: bool) -> Self {
-        Boxed {
-            f: Some(Box::new(f)),
-            timed,
-        }
-    }
-}
-
-// The loop's state holds each hook by reference, one word.
-impl<A, B, V> Slot<A, B, V> for &Boxed<'_, A, B, V> {
-    const SET: bool = true;
-    #[inline]
-    fn is_set(&self) -> bool {
-        self.f.is_some()
-    }
-    #[inline]
-    fn is_timed(&self) -> bool {
-        self.timed && self.f.is_some()
-    }
-    #[inline]
-    fn call(&self, a: &A, b: &B) -> Option<V> {
-        self.f.as_ref().map(|f| f(a, b))
-    }
-}
-
-/// A fallback hears the whole outcome: which of the two it takes, [`FallbackTakes`] says.
-impl<T, E> FallbackInput<T, E> for &Boxed<'_, T, (), Verdict> {
-    type Input = Result<T, E>;
-    #[inline]
-    fn input(outcome: Result<T, E>) -> Result<Result<T, E>, T> {
-        Ok(outcome)
-    }
-}
-
-/// A hook, boxed.
-type HookFn<'p, A, B, V> = Box<dyn Fn(&A, &B) -> V + Send + Sync + 'p>;
-
 /// A [`Retrier`]'s fallback, boxed: sync, or async (whose future only `run_async` awaits).
 pub enum RunFallback<'p, T, E> {
     /// Makes the result.
     #[allow(clippy::type_complexity)]
     Sync(Box<dyn FnOnce(Result<T, E>, GiveUp) -> Result<T, E> + Send + 'p>),
-    /// Makes a future of the result, or gives back an `Ok` it does not take.
+    /// Makes a future of the result, or gives back the result (an `Ok` it does not take).
     #[allow(clippy::type_complexity)]
-    Async(Box<dyn FnOnce(Result<T, E>, GiveUp) -> Result<BoxFuture<'p, T, E>, T> + Send + 'p>),
+    Async(
+        Box<
+            dyn FnOnce(Result<T, E>, GiveUp) -> Result<BoxFuture<'p, T, E>, Result<T, E>>
+                + Send
+                + 'p,
+        >,
+    ),
 }
 
 /// An async fallback's future.
 type BoxFuture<'p, T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'p>>;
-
-/// The fallback of a blocking run.
-struct SyncSlot<'p, T, E>(RunFallback<'p, T, E>);
-
-impl<T, E> Fallback<T, E> for SyncSlot<'_, T, E> {
-    type Output<K: KeySlot> = Result<T, E>;
-    const SET: bool = true;
-    #[inline]
-    fn ready<K: KeySlot>(result: Result<T, E>) -> Result<T, E> {
-        result
-    }
-    fn call<K: KeySlot>(
-        self,
-        outcome: Result<T, E>,
-        why: GiveUp,
-        scope: FallbackScope<K>,
-    ) -> Result<T, E> {
-        let _entered = Enter::new(scope.frame);
-        match self.0 {
-            RunFallback::Sync(f) => scope.key.lend(|| f(outcome, why)),
-            // Never made: an async fallback makes the retrier `AsyncOnly` or `OwnTimer`.
-            RunFallback::Async(_) => outcome,
-        }
-    }
-}
-
-/// The fallback of an async run: sync or async.
-struct AsyncSlot<'p, T, E>(RunFallback<'p, T, E>);
-
-impl<'p, T, E> Fallback<T, E> for AsyncSlot<'p, T, E> {
-    type Output<K: KeySlot> = Finish<Scoped<BoxFuture<'p, T, E>, K>, T, E>;
-    const SET: bool = true;
-    #[inline]
-    fn ready<K: KeySlot>(result: Result<T, E>) -> Self::Output<K> {
-        Finish::Ready {
-            result: Some(result),
-        }
-    }
-    fn call<K: KeySlot>(
-        self,
-        outcome: Result<T, E>,
-        why: GiveUp,
-        scope: FallbackScope<K>,
-    ) -> Self::Output<K> {
-        match self.0 {
-            RunFallback::Sync(f) => {
-                let _entered = Enter::new(scope.frame);
-                Self::ready(scope.key.lend(|| f(outcome, why)))
-            }
-            RunFallback::Async(f) => match f(outcome, why) {
-                Ok(future) => Finish::Fallback {
-                    future: Scoped::new(scope.frame, scope.key, future),
-                },
-                Err(value) => Self::ready(Ok(value)),
-            },
-        }
-    }
-}
 
 /// A [`Retrier`]'s timer for an async run: tokio's (with the `tokio` feature; without it, a run
 /// without `sleep` does not compile, [`HasTimer`]), or `sleep`'s, boxed; and the clock the
@@ -1113,8 +1020,9 @@ where
     fn boxed(
         f: impl FnOnce(Result<T, E>, GiveUp) -> Result<Self, T> + Send + 'p,
     ) -> RunFallback<'p, T, E> {
-        RunFallback::Async(Box::new(move |outcome, why| {
-            f(outcome, why).map(|future| Box::pin(future) as BoxFuture<'p, T, E>)
+        RunFallback::Async(Box::new(move |outcome, why| match f(outcome, why) {
+            Ok(future) => Ok(Box::pin(future) as BoxFuture<'p, T, E>),
+            Err(value) => Err(Ok(value)),
         }))
     }
 }

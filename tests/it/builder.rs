@@ -239,6 +239,45 @@ async fn run_async_pauses_on_tokios_clock() {
     assert_eq!(*seen.borrow(), [10 * MS, S + 20 * MS, 3 * S + 30 * MS]);
 }
 
+/// The pauses `recorded_sleep` was asked for, and its own.
+static SLEPT: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
+
+fn recorded_sleep(pause: Duration) -> std::future::Ready<()> {
+    SLEPT.lock().unwrap_or_else(|e| e.into_inner()).push(pause);
+    std::future::ready(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn sleep_is_the_timer_of_a_run_with_and_without_hooks() {
+    let policy = from_config("max = 2, base = 1s, jitter = none");
+    for with_notify in [false, true] {
+        SLEPT.lock().unwrap().clear();
+        let (calls, heard) = (AtomicU32::new(0), AtomicU32::new(0));
+        let mut retrier = Retrier::new(&policy).sleep(recorded_sleep);
+        if with_notify {
+            retrier = retrier.notify(|_: &Busy, _: &RetryEvent| {
+                heard.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+        let t0 = Instant::now();
+        let result = retrier
+            .run_async(|| async { Err::<u32, _>(Busy(calls.fetch_add(1, Ordering::Relaxed))) })
+            .await;
+        assert_eq!(result, Err(Busy(2)));
+        // Both pauses went to `sleep`, none to tokio's timer, whose clock did not move.
+        assert_eq!(
+            *SLEPT.lock().unwrap(),
+            [S, 2 * S],
+            "with notify: {with_notify}"
+        );
+        assert_eq!(t0.elapsed(), Duration::ZERO);
+        assert_eq!(
+            heard.load(Ordering::Relaxed),
+            if with_notify { 2 } else { 0 }
+        );
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_closure_returning_a_future_works_too() {
     let policy = from_config("max = 2, base = 1s, jitter = none");

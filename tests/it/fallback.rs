@@ -634,6 +634,34 @@ async fn an_async_non_idempotent_fallback_sees_the_same_key() {
     assert_eq!(*jobs.borrow(), [("payout-4712".to_owned(), 3)]);
 }
 
+#[non_idempotent]
+#[retry(max = 2, base = "1ms", jitter = none, fallback = |e, why| {
+    // Read as the closure makes its future, before any `.await`.
+    let now = attempt();
+    let seen = (now.key().map(|k| k.as_str().to_owned()).unwrap_or_default(), now.number());
+    async move {
+        jobs.borrow_mut().push(seen);
+        let _ = (e, why);
+        Ok(Coverage::Saved { claim: 0 })
+    }
+})]
+async fn pay_out_async_made_in_context(
+    contract: &Contract,
+    #[idempotency_key] key: &str,
+    jobs: &RefCell<Vec<(String, u32)>>,
+) -> Result<Coverage, ContractError> {
+    let _ = key;
+    contract.check()
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_async_fallback_is_made_in_the_last_attempts_context() {
+    let (contract, jobs) = (Contract::new(&[overloaded]), RefCell::new(Vec::new()));
+    let result = pay_out_async_made_in_context(&contract, "payout-4713", &jobs).await;
+    assert_eq!(result, Ok(Coverage::Saved { claim: 0 }));
+    assert_eq!(*jobs.borrow(), [("payout-4713".to_owned(), 3)]);
+}
+
 // ---- with `on_result`: the fallback hears the outcome, a rejected `Ok` as well -----------------
 
 /// A rate-limited server: answers `answers[n]` on call `n` (the last one for later calls), a

@@ -166,6 +166,13 @@ where
                 attempted
             }
         };
+        // An accepted `Ok` ends the call here, not through `next`'s `ControlFlow`, whose two
+        // sides share their memory: the value was split along the progress's fields and put
+        // back together (RESULTS §3 "one failure sync: Retrier": 204 -> 189 instructions).
+        let attempted = match attempted {
+            Attempted::Completed(Ok(value)) if !H::ON_RESULT => return state.accept::<()>(value),
+            attempted => attempted,
+        };
         state = match state.next(attempted) {
             ControlFlow::Break(result) => return result,
             ControlFlow::Continue(next) => next,

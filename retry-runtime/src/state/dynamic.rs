@@ -7,7 +7,6 @@
 //! there, so that a call without a hook that hears the time reads no clock for it.
 
 use super::extras::{Deciding, Extras, Guard, Shedder, Timeout};
-use super::fallback::FallbackInput;
 use super::hooks::Slot;
 use super::observe::Sink;
 use super::options::{Classifier, Head};
@@ -349,42 +348,42 @@ impl<'a, T, E> DynHooks<'a, T, E> {
     }
 }
 
-/// A slot filled at run time: a hook, or none.
-pub struct DynSlot<F>(Option<F>);
+/// A slot filled at run time: a reference to a hook, or none, and whether it hears the time.
+/// Also the [`Retrier`](crate::Retrier)'s, whose hooks are boxed: `F` is `&Box<dyn Fn ...>`
+/// there.
+pub struct DynSlot<F> {
+    pub(crate) f: Option<F>,
+    pub(crate) timed: bool,
+}
 
-// Each impl is for any two lifetimes of the reference and of the callable behind it, not the one
-// of the aliases: the future of a call erases them apart, and an impl for one lifetime would not
-// hold for it (an async function's future is checked for `Send` with its lifetimes erased).
-impl<T> Slot<T, (), Verdict> for DynSlot<&(dyn Fn(&T) -> Verdict + Sync + '_)> {
+// Each impl is for any callable behind the reference, of any lifetime, not the one of the
+// aliases: the future of a call erases them apart, and an impl for one lifetime would not hold
+// for it (an async function's future is checked for `Send` with its lifetimes erased).
+impl<T, F: Fn(&T) -> Verdict + ?Sized> Slot<T, (), Verdict> for DynSlot<&F> {
     const SET: bool = true;
+    type Takes<E> = Result<T, E>;
+    #[inline]
+    fn takes<E>(outcome: Result<T, E>) -> Result<Result<T, E>, T> {
+        Ok(outcome)
+    }
     #[inline]
     fn is_set(&self) -> bool {
-        self.0.is_some()
+        self.f.is_some()
     }
     #[inline]
     fn call(&self, value: &T, _: &()) -> Option<Verdict> {
-        self.0.map(|f| f(value))
+        self.f.map(|f| f(value))
     }
 }
 
-impl<T, E> FallbackInput<T, E> for DynSlot<&(dyn Fn(&T) -> Verdict + Sync + '_)> {
-    type Input = Result<T, E>;
+/// `notify` (`B` is [`RetryEvent`]) and `on_give_up` (`B` is [`GiveUp`]).
+impl<T, E, B, F: Fn(Result<&T, &E>, &B) + ?Sized> Slot<Result<T, E>, B> for DynSlot<&F> {
+    const SET: bool = true;
+    type Takes<E2> = Result<Result<T, E>, E2>;
     #[inline]
-    fn input(outcome: Result<T, E>) -> Result<Result<T, E>, T> {
+    fn takes<E2>(outcome: Result<Result<T, E>, E2>) -> Result<Self::Takes<E2>, Result<T, E>> {
         Ok(outcome)
     }
-}
-
-/// `notify`'s slot filled at run time, and whether it hears the time.
-pub struct DynNotify<F> {
-    f: Option<F>,
-    timed: bool,
-}
-
-impl<T, E> Slot<Result<T, E>, RetryEvent>
-    for DynNotify<&(dyn Fn(Result<&T, &E>, &RetryEvent) + Sync + '_)>
-{
-    const SET: bool = true;
     #[inline]
     fn is_set(&self) -> bool {
         self.f.is_some()
@@ -394,20 +393,8 @@ impl<T, E> Slot<Result<T, E>, RetryEvent>
         self.timed && self.f.is_some()
     }
     #[inline]
-    fn call(&self, outcome: &Result<T, E>, event: &RetryEvent) -> Option<()> {
-        self.f.map(|f| f(outcome.as_ref(), event))
-    }
-}
-
-impl<T, E> Slot<Result<T, E>, GiveUp> for DynSlot<&(dyn Fn(Result<&T, &E>, &GiveUp) + Sync + '_)> {
-    const SET: bool = true;
-    #[inline]
-    fn is_set(&self) -> bool {
-        self.0.is_some()
-    }
-    #[inline]
-    fn call(&self, outcome: &Result<T, E>, why: &GiveUp) -> Option<()> {
-        self.0.map(|f| f(outcome.as_ref(), why))
+    fn call(&self, outcome: &Result<T, E>, b: &B) -> Option<()> {
+        self.f.map(|f| f(outcome.as_ref(), b))
     }
 }
 
@@ -435,7 +422,7 @@ pub type DynOptions<'a, T, E, S> = Opts<
     Head<DynClassify<'a, 'a, E>, S>,
     Hooks<
         DynSlot<OnResultFn<'a, T>>,
-        DynNotify<NotifyFn<'a, T, E>>,
+        DynSlot<NotifyFn<'a, T, E>>,
         DynSlot<GiveUpFn<'a, T, E>>,
         Unset,
     >,
@@ -495,12 +482,18 @@ impl<'a, T, E> DynHooks<'a, T, E> {
                 marks: PhantomData,
             },
             hooks: Hooks {
-                on_result: DynSlot(self.on_result),
-                notify: DynNotify {
+                on_result: DynSlot {
+                    f: self.on_result,
+                    timed: false,
+                },
+                notify: DynSlot {
                     f: self.notify,
                     timed: self.notify_timed,
                 },
-                on_give_up: DynSlot(self.on_give_up),
+                on_give_up: DynSlot {
+                    f: self.on_give_up,
+                    timed: true,
+                },
                 fallback: Unset,
             },
             extras: Extras {

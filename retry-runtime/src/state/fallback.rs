@@ -1,147 +1,19 @@
-//! `fallback = f`: what the fallback takes ([`FallbackInput`]), its sync and async forms and
-//! their slots, and the end of an async function that awaits one ([`Finish`]).
+//! `fallback = f`: its sync and async forms and their slots, and the end of an async function
+//! that awaits one ([`Finish`]). What it takes, the `on_result` slot says
+//! ([`Slot::Takes`](super::hooks::Slot::Takes)).
 
-use super::hooks::OnResult;
 use super::{GiveUp, Unset};
 use crate::context::{Enter, Frame, KeySlot, Scoped};
+pub use crate::hooks::{AsyncForm, FallbackArgument, FallbackOutput, SyncForm};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
-/// What the fallback takes first, by the `on_result` slot `Self`: what can end the loop. Without
-/// `on_result` ([`Unset`]) only an error can, and the fallback takes the error `E`; with it, an
-/// `Ok` that `on_result` rejected can too, and the fallback takes the outcome `Result<T, E>`, so
-/// that a fallback never misses the end of a loop (an error form would not hear a rejected `Ok`).
-pub trait FallbackInput<T, E> {
-    /// `E`, or `Result<T, E>` with `on_result`.
-    type Input;
-    /// The outcome the loop gave up on as the fallback's input; the `Ok` value back if the
-    /// input cannot hold it (without `on_result`, where no `Ok` ends the loop).
-    fn input(outcome: Result<T, E>) -> Result<Self::Input, T>;
-}
-
-impl<T, E> FallbackInput<T, E> for Unset {
-    type Input = E;
-    #[inline]
-    fn input(outcome: Result<T, E>) -> Result<E, T> {
-        match outcome {
-            Err(error) => Ok(error),
-            Ok(value) => Err(value),
-        }
-    }
-}
-
-impl<F, T, E> FallbackInput<T, E> for OnResult<F, T> {
-    type Input = Result<T, E>;
-    #[inline]
-    fn input(outcome: Result<T, E>) -> Result<Result<T, E>, T> {
-        Ok(outcome)
-    }
-}
-
-/// What a fallback returns, told apart by `M`: the loop's own `Result` ([`SyncForm`]), or a
-/// future of it ([`AsyncForm`]), which only an async loop can await.
-#[diagnostic::on_unimplemented(
-    message = "`fallback = ...` must return `Result<{T}, {E}>`, the function's own result, not `{Self}`",
-    label = "this fallback returns `{Self}`",
-    note = "a fallback is called as `FnOnce({E}, GiveUp) -> Result<{T}, {E}>` when the loop gives up (with `on_result`, as `FnOnce(Result<{T}, {E}>, GiveUp) -> Result<{T}, {E}>`, since a rejected `Ok` can end the loop too); in an `async fn` it may also be async (return a future of that `Result`)"
-)]
-pub trait FallbackOutput<T, E, M>: Sized {
-    /// The slot of a fallback `J` that returns `Self`.
-    #[doc(hidden)]
-    type Slot<J>: Fallback<T, E>;
-    /// `f` in its slot, with the pointer that calls it with the outcome, as `R` (the
-    /// `on_result` slot) gives it to `f`: made here, where `f`'s bound is checked, so that the
-    /// loop needs no bound of its own (and a mistyped fallback is one error, at `fallback`).
-    #[doc(hidden)]
-    #[allow(private_bounds)]
-    fn slot<R: FallbackInput<T, E>, J: FnOnce(A, GiveUp) -> Self, A>(f: J) -> Self::Slot<J>
-    where
-        A: FallbackArgument<R::Input>;
-}
-
-/// What a fallback takes first (`Self`), and what the loop gives it (`I`: the error, or beside
-/// `on_result` the outcome): only the same type. A bound of its own, beside the fallback's
-/// `FnOnce(Self, GiveUp)`, so that a fallback whose first parameter is another type gets this
-/// message, naming both types, where the bound `FnOnce(I, GiveUp)` gave rustc's E0631.
-#[diagnostic::on_unimplemented(
-    message = "this fallback takes `{Self}` first, but the loop calls it with `{I}`",
-    label = "expected a fallback that takes `{I}` and a `GiveUp`",
-    note = "when the loop gives up, it calls `fallback = f` as `f(error, why)`: the function's error type, by value, and a `retry_runtime::GiveUp` that says why; `f` returns the function's result",
-    note = "beside `on_result`, an `Ok` it rejected can end the loop too, so the fallback takes the whole outcome, `Result<T, E>`, in place of the error: `f(outcome, why)`"
-)]
-pub trait FallbackArgument<I> {
-    /// What the loop gives, as the fallback's argument.
-    #[doc(hidden)]
-    fn from_input(input: I) -> Self;
-}
-
-#[diagnostic::do_not_recommend]
-impl<I> FallbackArgument<I> for I {
-    #[inline]
-    fn from_input(input: I) -> I {
-        input
-    }
-}
-
-/// A second impl, never used, only so that rustc does not infer what the loop gives from the
-/// fallback's parameter through the one impl above before it knows both (it reported a type
-/// mismatch of `Options::Input` then, E0271), and compares them with the message above instead.
-#[diagnostic::do_not_recommend]
-impl<I> FallbackArgument<NeverGiven<I>> for I {
-    fn from_input(input: NeverGiven<I>) -> I {
-        match input.0 {}
-    }
-}
-
-/// What no loop gives a fallback (see the impl of [`FallbackArgument`] for it).
-pub struct NeverGiven<I>(std::convert::Infallible, std::marker::PhantomData<I>);
-
-/// A fallback that returns the `Result` itself.
-pub enum SyncForm {}
-/// A fallback that returns a future of the `Result`.
-pub enum AsyncForm {}
-
 /// The pointer that calls a fallback `J` with the outcome the loop gave up on: what `J`
-/// returned, or the `Ok` value back if `J` does not take one.
-type CallFallback<J, T, E, Out> = fn(J, Result<T, E>, GiveUp) -> Result<Out, T>;
-
-impl<T, E> FallbackOutput<T, E, SyncForm> for Result<T, E> {
-    type Slot<J> = SyncFallback<J, T, E>;
-    fn slot<R: FallbackInput<T, E>, J: FnOnce(A, GiveUp) -> Self, A>(f: J) -> SyncFallback<J, T, E>
-    where
-        A: FallbackArgument<R::Input>,
-    {
-        SyncFallback {
-            f,
-            call: |f, outcome, why| R::input(outcome).map(|input| f(A::from_input(input), why)),
-        }
-    }
-}
-
-impl<T, E, Fut: Future<Output = Result<T, E>>> FallbackOutput<T, E, AsyncForm> for Fut {
-    type Slot<J> = AsyncFallback<J, Fut, T, E>;
-    fn slot<R: FallbackInput<T, E>, J: FnOnce(A, GiveUp) -> Self, A>(
-        f: J,
-    ) -> AsyncFallback<J, Fut, T, E>
-    where
-        A: FallbackArgument<R::Input>,
-    {
-        AsyncFallback {
-            f,
-            call: |f, outcome, why| R::input(outcome).map(|input| f(A::from_input(input), why)),
-        }
-    }
-}
-
-/// A loop that can await a fallback of form `M`: every async one, and a sync one only a sync
-/// fallback. The loop's timer says which it is: a sync loop has none ([`Unset`]), which settles
-/// the form before the fallback's return type is looked at, so that an async fallback of a sync
-/// function is the one error "must return `Result<T, E>`".
-pub(crate) trait Awaits<M> {}
-
-impl Awaits<SyncForm> for Unset {}
-impl<S: crate::Sleeper, M> Awaits<M> for S {}
+/// returned, or the call's result without it (an `Ok` value that `J` does not take, or the
+/// result of a sync fallback in an async run, the [`Retrier`](crate::Retrier)'s).
+pub(crate) type CallFallback<J, T, E, Out> =
+    fn(J, Result<T, E>, GiveUp) -> Result<Out, Result<T, E>>;
 
 /// The attempt context the fallback runs in: the last attempt's frame and the key, so that
 /// `attempt()` inside it gives the same idempotency key as the attempts had.
@@ -189,8 +61,8 @@ impl<T, E> Fallback<T, E> for Unset {
 
 /// `fallback = f` with a sync `f`: called where the loop gives up.
 pub struct SyncFallback<J, T, E> {
-    f: J,
-    call: CallFallback<J, T, E, Result<T, E>>,
+    pub(crate) f: J,
+    pub(crate) call: CallFallback<J, T, E, Result<T, E>>,
 }
 
 impl<J, T, E> Fallback<T, E> for SyncFallback<J, T, E> {
@@ -209,15 +81,15 @@ impl<J, T, E> Fallback<T, E> for SyncFallback<J, T, E> {
         let _entered = Enter::new(scope.frame);
         scope
             .key
-            .lend(|| (self.call)(self.f, outcome, why).unwrap_or_else(Ok))
+            .lend(|| (self.call)(self.f, outcome, why).unwrap_or_else(|result| result))
     }
 }
 
-/// `fallback = f` with an async `f`: its future, made where the loop gives up, is what the
-/// function awaits last.
+/// `fallback = f` with an async `f`: its future, made where the loop gives up in the last
+/// attempt's context, is what the function awaits last, in that context too.
 pub struct AsyncFallback<J, Fut, T, E> {
-    f: J,
-    call: CallFallback<J, T, E, Fut>,
+    pub(crate) f: J,
+    pub(crate) call: CallFallback<J, T, E, Fut>,
 }
 
 // Without a bound on `Fut`: `FallbackOutput` checked it where the slot was made, and a second
@@ -237,11 +109,15 @@ impl<J, Fut, T, E> Fallback<T, E> for AsyncFallback<J, Fut, T, E> {
         why: GiveUp,
         scope: FallbackScope<K>,
     ) -> Self::Output<K> {
-        match (self.call)(self.f, outcome, why) {
+        let made = {
+            let _entered = Enter::new(scope.frame);
+            scope.key.lend(|| (self.call)(self.f, outcome, why))
+        };
+        match made {
             Ok(future) => Finish::Fallback {
                 future: Scoped::new(scope.frame, scope.key, future),
             },
-            Err(value) => Self::ready(Ok(value)),
+            Err(result) => Self::ready(result),
         }
     }
 }

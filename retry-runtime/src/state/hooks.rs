@@ -1,14 +1,15 @@
 //! The hooks of a loop (`on`, `on_result`, `notify`, `on_give_up`): each user-supplied callable
-//! as a [`Hook`] in its slot, the forms `notify` and `on_give_up` accept, and [`Hooks`], which
-//! holds them all and the fallback as one slot of the options.
+//! as a [`Hook`] in its slot, and [`Hooks`], which holds them all and the fallback as one slot
+//! of the options. The forms the hooks accept are the public [`hooks`](crate::hooks)' traits.
 //!
 //! A hook that is not written is the zero-sized [`Unset`] in its slot, so it costs nothing. The
 //! builders that fill the slots store what they are given and do nothing else.
 
-use super::fallback::{Fallback, FallbackInput, FallbackScope};
+use super::fallback::{Fallback, FallbackScope};
 use super::{GiveUp, RetryEvent, Unset};
 use crate::Verdict;
 use crate::context::KeySlot;
+pub use crate::hooks::{ErrorForm, GiveUpHook, IntoVerdict, NotifyHook, OutcomeForm};
 
 /// A callable the user named (`on`, `on_result`, `notify`, `on_give_up`), with the pointer that
 /// calls it with what the loop hands over (`&A`, and `&B` for a hook that hears two things).
@@ -16,12 +17,15 @@ use crate::context::KeySlot;
 /// The pointer is made where the callable's bound is checked (in `start` and the builders), so
 /// the loop calls it without a bound of its own, and the pointer can adapt the user's form to
 /// the loop's.
-pub struct Hook<F, A, B = (), R = ()> {
+///
+/// `TIMED`: whether the hook hears the time since the first attempt started, for which the loop
+/// reads the clock; all do but `on_give_up = f` with `f: Fn(&E)`.
+pub struct Hook<F, A, B = (), R = (), const TIMED: bool = true> {
     f: F,
     call: fn(&F, &A, &B) -> R,
 }
 
-impl<F, A, B, R> Hook<F, A, B, R> {
+impl<F, A, B, R, const TIMED: bool> Hook<F, A, B, R, TIMED> {
     #[inline]
     pub(crate) fn new(f: F, call: fn(&F, &A, &B) -> R) -> Self {
         Hook { f, call }
@@ -39,33 +43,6 @@ pub(crate) type Classify<C, E> = Hook<C, E, (), Verdict>;
 pub(crate) type OnResult<F, T> = Hook<F, T, (), Verdict>;
 /// `notify = f`: the outcome and the pause about to be taken.
 pub(crate) type Notify<F, T, E> = Hook<F, Result<T, E>, RetryEvent>;
-
-/// What a classifier (`on = ...`, `on_result = ...`) may return: `bool` or a [`Verdict`].
-///
-/// `true` is [`Verdict::Retry`], `false` [`Verdict::Fail`].
-#[diagnostic::on_unimplemented(
-    message = "a classifier must return `bool` or `retry_runtime::Verdict`, not `{Self}`",
-    label = "this classifier returns `{Self}`",
-    note = "`on = ...` judges errors and `on_result = ...` judges `Ok` values: return `true` to retry and `false` to return at once, or a `Verdict`: `Retry`, `RetryAfter(pause)`, `RetryNow` or `Fail`"
-)]
-pub trait IntoVerdict {
-    /// The answer as a [`Verdict`].
-    fn into_verdict(self) -> Verdict;
-}
-
-impl IntoVerdict for bool {
-    #[inline]
-    fn into_verdict(self) -> Verdict {
-        Verdict::from(self)
-    }
-}
-
-impl IntoVerdict for Verdict {
-    #[inline]
-    fn into_verdict(self) -> Verdict {
-        self
-    }
-}
 
 /// A hook's slot: [`Unset`], or a [`Hook`] that hears `&A` and `&B` and answers `R`.
 pub trait Slot<A, B = (), R = ()> {
@@ -88,134 +65,43 @@ pub trait Slot<A, B = (), R = ()> {
     }
     /// Calls the hook, if there is one.
     fn call(&self, a: &A, b: &B) -> Option<R>;
+    /// As the `on_result` slot (`A` is `T`), what the fallback takes: the error `E` when it is
+    /// empty ([`Unset`]), since only an error can end the loop then; with a hook, the outcome
+    /// `Result<T, E>`, since a rejected `Ok` can end it too, and a fallback never misses the
+    /// end of a loop.
+    type Takes<E>;
+    /// The outcome the loop gave up on, as what the fallback takes; the `Ok` value back if that
+    /// cannot hold it (an empty `on_result`, where no `Ok` ends the loop).
+    fn takes<E>(outcome: Result<A, E>) -> Result<Self::Takes<E>, A>;
 }
 
 impl<A, B, R> Slot<A, B, R> for Unset {
     const SET: bool = false;
+    type Takes<E> = E;
     #[inline]
     fn call(&self, _: &A, _: &B) -> Option<R> {
         None
     }
+    #[inline]
+    fn takes<E>(outcome: Result<A, E>) -> Result<E, A> {
+        match outcome {
+            Err(error) => Ok(error),
+            Ok(value) => Err(value),
+        }
+    }
 }
 
-impl<F, A, B, R> Slot<A, B, R> for Hook<F, A, B, R> {
+impl<F, A, B, R, const TIMED: bool> Slot<A, B, R> for Hook<F, A, B, R, TIMED> {
     const SET: bool = true;
+    const TIMED: bool = TIMED;
+    type Takes<E> = Result<A, E>;
     #[inline]
     fn call(&self, a: &A, b: &B) -> Option<R> {
         Some(Hook::call(self, a, b))
     }
-}
-
-/// A hook that hears no time: `on_give_up = f` with `f: Fn(&E)`, which needs no clock reading.
-pub struct Untimed<S>(S);
-
-impl<S: Slot<A, B, R>, A, B, R> Slot<A, B, R> for Untimed<S> {
-    const SET: bool = S::SET;
-    const TIMED: bool = false;
     #[inline]
-    fn is_set(&self) -> bool {
-        self.0.is_set()
-    }
-    #[inline]
-    fn is_timed(&self) -> bool {
-        false
-    }
-    #[inline]
-    fn call(&self, a: &A, b: &B) -> Option<R> {
-        self.0.call(a, b)
-    }
-}
-
-/// The forms `notify = f` accepts, told apart by `M`: `Fn(&E, &RetryEvent)` ([`ErrorForm`]),
-/// which hears the pauses after errors, and `Fn(Result<&T, &E>, &RetryEvent)`
-/// ([`OutcomeForm`]), which also hears the pauses after an `Ok` that `on_result` rejected, its
-/// references of one lifetime (`Result<&'a T, &'a E>`, as `Result::as_ref` gives it) or two. A
-/// reference never matches a `Result`, so a generic `fn log<E: Display>(error: &E, event:
-/// &RetryEvent)` is the first form without naming `E`.
-#[diagnostic::on_unimplemented(
-    message = "`notify = ...` must be callable as `Fn(&{E}, &RetryEvent)` or `Fn(Result<&{T}, &{E}>, &RetryEvent)`",
-    label = "not a function of `&{E}` and `&RetryEvent`",
-    note = "`Fn(&{E}, &RetryEvent)` hears each pause after an error; `Fn(Result<&{T}, &{E}>, &RetryEvent)` (the outcome, as `Result::as_ref` gives it) also each pause after an `Ok` that `on_result` rejected",
-    note = "a closure needs the types of its arguments written, since two forms are accepted: `|error: &{E}, event: &RetryEvent| ...`"
-)]
-pub trait NotifyHook<T, E, M> {
-    /// The hook, in its slot.
-    #[doc(hidden)]
-    fn into_slot(self) -> Hook<Self, Result<T, E>, RetryEvent>
-    where
-        Self: Sized;
-}
-
-/// The hook form that hears an error: `Fn(&E, ...)`.
-pub enum ErrorForm {}
-/// The hook form that hears the outcome: `Fn(Result<&T, &E>, ...)`.
-pub enum OutcomeForm {}
-/// The form `on_give_up = f` with `f: Fn(&E)`.
-pub enum ErrorOnly {}
-
-impl<F: Fn(&E, &RetryEvent), T, E> NotifyHook<T, E, ErrorForm> for F {
-    fn into_slot(self) -> Hook<F, Result<T, E>, RetryEvent> {
-        Hook::new(self, |f, outcome, event| {
-            if let Err(error) = outcome {
-                f(error, event)
-            }
-        })
-    }
-}
-
-// One lifetime for both sides, higher-ranked: a hook written with one (`Result<&'a T, &'a E>`,
-// as `Result::as_ref` gives it) and one written with two (`Result<&T, &E>`) both meet it.
-impl<F: for<'a> Fn(Result<&'a T, &'a E>, &RetryEvent), T, E> NotifyHook<T, E, OutcomeForm> for F {
-    fn into_slot(self) -> Hook<F, Result<T, E>, RetryEvent> {
-        Hook::new(self, |f, outcome, event| f(outcome.as_ref(), event))
-    }
-}
-
-/// The forms `on_give_up = f` accepts, told apart by `M`: `Fn(&E)` ([`ErrorOnly`]),
-/// `Fn(&E, &GiveUp)` ([`ErrorForm`]) and `Fn(Result<&T, &E>, &GiveUp)` ([`OutcomeForm`], with
-/// one lifetime or two, as for `notify`).
-#[diagnostic::on_unimplemented(
-    message = "`on_give_up = ...` must be callable as `Fn(&{E})`, `Fn(&{E}, &GiveUp)` or `Fn(Result<&{T}, &{E}>, &GiveUp)`",
-    label = "not a function of `&{E}` (and `&GiveUp`)",
-    note = "`Fn(&{E})` hears the last error; with a second argument `&retry_runtime::GiveUp` it also hears why the loop gave up, the attempts and the time spent; `Result<&{T}, &{E}>` as the first argument (the outcome, as `Result::as_ref` gives it) hears an `Ok` that `on_result` rejected as well",
-    note = "a closure needs the types of its arguments written, since three forms are accepted: `|error: &{E}| ...`"
-)]
-pub trait GiveUpHook<T, E, M> {
-    /// The slot the hook fills.
-    #[doc(hidden)]
-    type Slot: Slot<Result<T, E>, GiveUp>;
-    /// The hook, in its slot.
-    #[doc(hidden)]
-    fn into_slot(self) -> Self::Slot;
-}
-
-impl<F: Fn(&E), T, E> GiveUpHook<T, E, ErrorOnly> for F {
-    type Slot = Untimed<Hook<F, Result<T, E>, GiveUp>>;
-    fn into_slot(self) -> Self::Slot {
-        Untimed(Hook::new(self, |f, outcome, _| {
-            if let Err(error) = outcome {
-                f(error)
-            }
-        }))
-    }
-}
-
-impl<F: Fn(&E, &GiveUp), T, E> GiveUpHook<T, E, ErrorForm> for F {
-    type Slot = Hook<F, Result<T, E>, GiveUp>;
-    fn into_slot(self) -> Self::Slot {
-        Hook::new(self, |f, outcome, why| {
-            if let Err(error) = outcome {
-                f(error, why)
-            }
-        })
-    }
-}
-
-// Higher-ranked with one lifetime, as `NotifyHook`'s outcome form.
-impl<F: for<'a> Fn(Result<&'a T, &'a E>, &GiveUp), T, E> GiveUpHook<T, E, OutcomeForm> for F {
-    type Slot = Hook<F, Result<T, E>, GiveUp>;
-    fn into_slot(self) -> Self::Slot {
-        Hook::new(self, |f, outcome, why| f(outcome.as_ref(), why))
+    fn takes<E>(outcome: Result<A, E>) -> Result<Result<A, E>, A> {
+        Ok(outcome)
     }
 }
 
@@ -246,11 +132,11 @@ pub trait HookSet<T, E>: Sized {
     /// What the fallback takes: `E`, or with `on_result` the outcome.
     type Input;
     /// The `on_result` slot, which says what the fallback takes.
-    type OnResult: FallbackInput<T, E, Input = Self::Input>;
+    type OnResult: Slot<T, (), Verdict, Takes<E> = Self::Input>;
     /// What the loop ends with: the `Result`, or an async fallback's future of it.
     type Finish<K: KeySlot>;
     /// The hooks with `on_result`'s slot replaced.
-    type WithOnResult<R2: Slot<T, (), Verdict> + FallbackInput<T, E>>: HookSet<T, E>;
+    type WithOnResult<R2: Slot<T, (), Verdict>>: HookSet<T, E>;
     /// The hooks with `notify`'s slot replaced.
     type WithNotify<N2: Slot<Result<T, E>, RetryEvent>>: HookSet<T, E>;
     /// The hooks with `on_give_up`'s slot replaced.
@@ -259,10 +145,7 @@ pub trait HookSet<T, E>: Sized {
     type WithFallback<F2: Fallback<T, E>>: HookSet<T, E>;
     /// `on_result`'s slot replaced; a fallback set before keeps what it takes (the expansion
     /// writes `on_result` first, so that the fallback hears a rejected `Ok`).
-    fn with_on_result<R2: Slot<T, (), Verdict> + FallbackInput<T, E>>(
-        self,
-        slot: R2,
-    ) -> Self::WithOnResult<R2>;
+    fn with_on_result<R2: Slot<T, (), Verdict>>(self, slot: R2) -> Self::WithOnResult<R2>;
     /// `notify`'s slot replaced.
     fn with_notify<N2: Slot<Result<T, E>, RetryEvent>>(self, slot: N2) -> Self::WithNotify<N2>;
     /// `on_give_up`'s slot replaced.
@@ -295,7 +178,7 @@ pub trait HookSet<T, E>: Sized {
 
 impl<T, E, R, N, G, F> HookSet<T, E> for Hooks<R, N, G, F>
 where
-    R: Slot<T, (), Verdict> + FallbackInput<T, E>,
+    R: Slot<T, (), Verdict>,
     N: Slot<Result<T, E>, RetryEvent>,
     G: Slot<Result<T, E>, GiveUp>,
     F: Fallback<T, E>,
@@ -305,19 +188,16 @@ where
     const HEARS_GIVE_UP: bool = G::SET || F::SET;
     const FALLBACK: bool = F::SET;
     const TIMED: bool = N::TIMED || G::TIMED || F::SET;
-    type Input = R::Input;
+    type Input = R::Takes<E>;
     type OnResult = R;
     type Finish<K: KeySlot> = F::Output<K>;
-    type WithOnResult<R2: Slot<T, (), Verdict> + FallbackInput<T, E>> = Hooks<R2, N, G, F>;
+    type WithOnResult<R2: Slot<T, (), Verdict>> = Hooks<R2, N, G, F>;
     type WithNotify<N2: Slot<Result<T, E>, RetryEvent>> = Hooks<R, N2, G, F>;
     type WithGiveUp<G2: Slot<Result<T, E>, GiveUp>> = Hooks<R, N, G2, F>;
     type WithFallback<F2: Fallback<T, E>> = Hooks<R, N, G, F2>;
 
     #[inline]
-    fn with_on_result<R2: Slot<T, (), Verdict> + FallbackInput<T, E>>(
-        self,
-        on_result: R2,
-    ) -> Hooks<R2, N, G, F> {
+    fn with_on_result<R2: Slot<T, (), Verdict>>(self, on_result: R2) -> Hooks<R2, N, G, F> {
         Hooks {
             on_result,
             notify: self.notify,

@@ -65,7 +65,7 @@ pub(crate) use drive::{Hedged, Plain, drive, drive_blocking};
 pub use dynamic::{DynHooks, DynOptions, Settings};
 pub use events::{GiveUp, GiveUpReason, RetryEvent};
 pub use fallback::{AsyncForm, FallbackArgument, FallbackOutput, SyncForm};
-pub use hooks::{ErrorForm, ErrorOnly, GiveUpHook, Hooks, IntoVerdict, NotifyHook, OutcomeForm};
+pub use hooks::{ErrorForm, GiveUpHook, Hooks, IntoVerdict, NotifyHook, OutcomeForm};
 pub use log::{LogLevel, level};
 pub use options::{ByTransient, Classifier, DefaultSleeper, Head, Opts};
 pub use seam::{Decide, Failure, Next, NextCopy};
@@ -546,9 +546,8 @@ where
     /// `FnOnce(Result<T, E>, GiveUp)`. It runs in the last attempt's context, so
     /// [`attempt()`](crate::attempt) gives the idempotency key.
     ///
-    /// Follows [`sleep`](Retry::sleep) in the expansion, whose sleeper tells whether the loop
-    /// can await an async fallback, and [`on_result`](Retry::on_result), whose slot tells what
-    /// the fallback takes.
+    /// Follows [`on_result`](Retry::on_result) in the expansion, whose slot tells what the
+    /// fallback takes. A sync loop's expansion calls [`fallback_sync`](Retry::fallback_sync).
     ///
     /// The expansion passes a closure here, whose parameters take their types from this bound;
     /// a fallback named by its path goes through [`Fallback::attach`], whose message for a
@@ -558,12 +557,26 @@ where
         f: J,
     ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithFallback<Out::Slot<J>>, X>>
     where
-        S: fallback::Awaits<M>,
         J: FnOnce(H::Input, GiveUp) -> Out,
         Out: FallbackOutput<T, E, M>,
     {
         let slot = Out::slot::<H::OnResult, J, H::Input>(f);
         self.with(|o| o.map_hooks(|hooks| hooks.with_fallback(slot)))
+    }
+
+    /// [`fallback`](Retry::fallback) in a sync loop, whose fallback is sync: the form is
+    /// settled before what `f` returns is looked at, so that an async fallback there is the one
+    /// error "must return `Result<T, E>`".
+    #[allow(clippy::type_complexity)]
+    pub fn fallback_sync<J, Out>(
+        self,
+        f: J,
+    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithFallback<Out::Slot<J>>, X>>
+    where
+        J: FnOnce(H::Input, GiveUp) -> Out,
+        Out: FallbackOutput<T, E, SyncForm>,
+    {
+        self.fallback(f)
     }
 }
 
@@ -575,7 +588,7 @@ where
 /// (and the result's, so that the messages name it):
 /// the type of its first parameter `A` is read off `f` itself, and [`FallbackArgument`] then
 /// compares it with what the loop gives it, in one error at `f` whose message names both. With
-/// the bound `FnOnce(O::Input, GiveUp)` of `Retry::fallback`, rustc reported E0631, named
+/// the bound `FnOnce(H::Input, GiveUp)` of `Retry::fallback`, rustc reported E0631, named
 /// `Retry::fallback` (beside `on_result` a second time) and suggested a closure with a
 /// placeholder. What `f` returns is checked as by `Retry::fallback`, with
 /// [`FallbackOutput`]'s message.
@@ -593,7 +606,6 @@ impl<T, E, F> Fallback<Result<T, E>, F> {
         H: HookSet<T, E>,
         F: FnOnce(A, GiveUp) -> Out,
         A: FallbackArgument<H::Input>,
-        S: fallback::Awaits<M>,
         Out: FallbackOutput<T, E, M>,
     {
         let slot = Out::slot::<H::OnResult, F, A>(self.1);

@@ -93,7 +93,7 @@ fn refund(order: u64) -> io::Result<()> {
             |__retry_error| __retry_rt::is_transient(__retry_error),
             __retry_rt::Unset,
         )
-        .fallback(|error, why| defer(order, error, why));
+        .fallback_sync(|error, why| defer(order, error, why));
     loop {
         let __retry_outcome = __retry
             .key(&order)

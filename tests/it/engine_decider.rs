@@ -1080,6 +1080,9 @@ struct Resent {
     events: Vec<String>,
 }
 
+/// How long the `n`-th send (from 0) of copy `hedge` of attempt `attempt` takes, and its result.
+type Sends = fn(attempt: u32, hedge: u16, n: usize) -> (Duration, Result<u32, CallError>);
+
 /// One hedged call (copies `delay` apart, up to `max_hedges`) under `settings`, decided by
 /// `decider`: the `n`-th start (from 0) of copy `hedge` of attempt `attempt` takes
 /// `copies(attempt, hedge, n)`'s time, then answers with its result.
@@ -1088,7 +1091,7 @@ async fn resent(
     decider: &mut Resending,
     delay: Duration,
     max_hedges: u32,
-    copies: fn(u32, u16, usize) -> (Duration, Result<u32, CallError>),
+    copies: Sends,
 ) -> Resent {
     let hedge = Hedge::after(delay).max_hedges(max_hedges);
     let counters = engine::Counters::default();

@@ -79,6 +79,13 @@ struct Running<A, F, Sl> {
     hedge: u16,
 }
 
+/// A copy a decider sends again ([`NextCopy::Resend`]): its hedge number, and its pause (none
+/// for a zero one).
+struct Resend<Sl> {
+    hedge: u16,
+    pause: Option<Pin<Box<Sl>>>,
+}
+
 /// When the copies of one attempt are due, and how many may start.
 struct Schedule<'h, Sl> {
     hedge: &'h Hedge,
@@ -330,22 +337,20 @@ where
         // With a decider, the failure of the last copy that ran while the next one is due: the
         // attempt's if that one does not start (its breaker permission already recorded).
         let mut last: Option<Result<Result<T, E>, Elapsed>> = None;
-        // The copies a decider sends again ([`NextCopy::Resend`]): their pause (none for a
-        // zero one) and their hedge number.
-        let mut resends: Vec<(Option<Pin<Box<S::Sleep>>>, u16)> = Vec::new();
+        let mut resends: Vec<Resend<S::Sleep>> = Vec::new();
         let (outcome, admission) = std::future::poll_fn(|cx| {
             loop {
                 // Start again the copies whose pause is over, each with the breaker's
                 // permission (refused: it stays failed); no token, not a new copy.
                 let mut j = 0;
                 while j < resends.len() {
-                    if let Some(pause) = resends[j].0.as_mut() {
+                    if let Some(pause) = resends[j].pause.as_mut() {
                         if pause.as_mut().poll(cx).is_pending() {
                             j += 1;
                             continue;
                         }
                     }
-                    let (_, hedge) = resends.swap_remove(j);
+                    let hedge = resends.swap_remove(j).hedge;
                     if extras.admit(clock).is_ok() {
                         let admission = extras.take_admission();
                         running.push(copy(Frame { hedge, ..frame }, admission));
@@ -461,7 +466,10 @@ where
                                 extras.report(name, Event::TransparentRetry { attempt });
                                 let pause =
                                     (!pause.is_zero()).then(|| Box::pin(sleeper.sleep(pause)));
-                                resends.push((pause, done.hedge));
+                                resends.push(Resend {
+                                    hedge: done.hedge,
+                                    pause,
+                                });
                                 true
                             }
                             NextCopy::Resend(_) => false,

@@ -75,8 +75,9 @@
 //! again without counting a retry ([`Next::Resend`]: gRPC's transparent retry). It hears when the call's
 //! `Ok` is accepted ([`Decide::accepted`]: a quota gives back its cost there) and, with
 //! [`drive_hedged`], when a copy fails ([`Decide::copy_failed`]: the next copy on schedule, at
-//! once, after a pause, or never) and whether a copy due on its timer may go
-//! ([`Decide::copy_due`]). The AWS SDKs' standard mode
+//! once, after a pause, or never; or the failed copy itself again, not counted as a new copy:
+//! [`NextCopy::Resend`], a hedged copy's transparent retry) and whether a copy due on its timer
+//! may go ([`Decide::copy_due`]). The AWS SDKs' standard mode
 //! ([`Settings::aws2026`]) is one such decider; the gRPC door's retry and hedging policies are
 //! others.
 //!

@@ -1020,3 +1020,334 @@ async fn a_resends_pause_ends_with_the_call() {
     assert_eq!(started.elapsed(), 2 * SECOND);
     assert_eq!(door.starts(), [Duration::ZERO]);
 }
+
+// ---- `NextCopy::Resend`: a hedged copy sent again, not counted as a new copy ---------------------
+
+/// A hedging decider that answers each failed copy from a script (then `OnSchedule`) and each
+/// failed attempt from another (then `Return`), and keeps what `copy_failed` heard: the
+/// attempt, the copy and the time.
+struct Resending {
+    copies: Vec<NextCopy>,
+    attempts: Vec<Next>,
+    failed: Vec<(u32, u16, Duration)>,
+    started: Instant,
+}
+
+impl Resending {
+    fn new(copies: &[NextCopy], attempts: &[Next]) -> Resending {
+        Resending {
+            copies: copies.iter().rev().copied().collect(),
+            attempts: attempts.iter().rev().copied().collect(),
+            failed: Vec::new(),
+            started: Instant::now(),
+        }
+    }
+}
+
+impl Decide<CallError> for Resending {
+    fn next(&mut self, _: &Failure<'_, CallError>) -> Next {
+        self.attempts.pop().unwrap_or(Next::Return)
+    }
+
+    fn copy_failed(&mut self, failure: &Failure<'_, CallError>) -> NextCopy {
+        let elapsed = self.started.elapsed();
+        self.failed.push((failure.attempt, failure.copy, elapsed));
+        self.copies.pop().unwrap_or(NextCopy::OnSchedule)
+    }
+}
+
+/// The events the loop hands the door's sink, as `Debug` (the transparent retries and the
+/// hedged copies among them).
+#[derive(Default)]
+struct Heard(Mutex<Vec<String>>);
+
+impl engine::Sink for Heard {
+    fn event(&self, _: &'static str, event: &engine::Event<'_>) {
+        self.0
+            .lock()
+            .expect("not poisoned")
+            .push(format!("{event:?}"));
+    }
+}
+
+/// What a hedged call with resent copies did: each start (attempt, hedge, time), the answer,
+/// when it came, and the loop's counts.
+struct Resent {
+    starts: Vec<(u32, u16, Duration)>,
+    answer: Result<u32, CallError>,
+    took: Duration,
+    counters: engine::Counters,
+    events: Vec<String>,
+}
+
+/// How long the `n`-th send (from 0) of copy `hedge` of attempt `attempt` takes, and its result.
+type Sends = fn(attempt: u32, hedge: u16, n: usize) -> (Duration, Result<u32, CallError>);
+
+/// One hedged call (copies `delay` apart, up to `max_hedges`) under `settings`, decided by
+/// `decider`: the `n`-th start (from 0) of copy `hedge` of attempt `attempt` takes
+/// `copies(attempt, hedge, n)`'s time, then answers with its result.
+async fn resent(
+    settings: &Settings<'_>,
+    decider: &mut Resending,
+    delay: Duration,
+    max_hedges: u32,
+    copies: Sends,
+) -> Resent {
+    let hedge = Hedge::after(delay).max_hedges(max_hedges);
+    let counters = engine::Counters::default();
+    let heard = Heard::default();
+    let sink = (&counters, &heard);
+    let settings = settings.hedge(Some(&hedge)).sink(&sink);
+    let hooks = DynHooks::new(&classify).decide(decider);
+    let started = Instant::now();
+    let starts = Mutex::new(Vec::new());
+    let answer = engine::drive_hedged(&settings, hooks, TokioTimer, || {
+        let (attempt, hedge) = (attempt().number(), attempt().hedge());
+        let mut starts = starts.lock().expect("not poisoned");
+        let n = starts
+            .iter()
+            .filter(|&&(a, h, _)| (a, h) == (attempt, hedge))
+            .count();
+        starts.push((attempt, hedge, started.elapsed()));
+        let (takes, result) = copies(attempt, hedge, n);
+        async move {
+            tokio::time::sleep(takes).await;
+            result
+        }
+    })
+    .await;
+    let events = heard.0.into_inner().expect("not poisoned");
+    Resent {
+        starts: starts.into_inner().expect("not poisoned"),
+        answer,
+        took: started.elapsed(),
+        counters,
+        events,
+    }
+}
+
+/// Copy 0's first send fails (`Busy`) after a second; every other send answers `Ok(hedge)`
+/// after a second.
+fn the_first_send_fails(_: u32, hedge: u16, n: usize) -> (Duration, Result<u32, CallError>) {
+    match (hedge, n) {
+        (0, 0) => (SECOND, Err(CallError::Busy)),
+        _ => (SECOND, Ok(u32::from(hedge))),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resent_copy_starts_again_after_its_exact_pause_with_its_hedge_number() {
+    let policy = never_retries();
+    let settings = Settings::new(&policy);
+    let quarter = Duration::from_millis(250);
+    let mut decider = Resending::new(&[NextCopy::Resend(quarter)], &[]);
+    let call = resent(
+        &settings,
+        &mut decider,
+        10 * SECOND,
+        1,
+        the_first_send_fails,
+    )
+    .await;
+    // Copy 0 alone failed at 1 s and went again 250 ms later, still copy 0 of attempt 1; it
+    // answered at 2.25 s, before copy 1 was due at 10 s.
+    assert_eq!(
+        call.starts,
+        [(1, 0, Duration::ZERO), (1, 0, SECOND + quarter)]
+    );
+    assert_eq!((call.answer, call.took), (Ok(0), 2 * SECOND + quarter));
+    assert_eq!(decider.failed, [(1, 0, SECOND)]);
+    // One transparent retry of attempt 1, no hedged copy, no retry.
+    assert_eq!(call.events, ["TransparentRetry { attempt: 1 }"]);
+    assert_eq!(
+        (
+            call.counters.transparent_retries(),
+            call.counters.hedged_copies(),
+            call.counters.retries()
+        ),
+        (1, 0, 0)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resent_copy_draws_no_token_and_leaves_the_hedges_schedule_as_it_was() {
+    // One token per call's first attempt, none in reserve: one copy, however many resends.
+    static ONE_COPY: RetryBudget = RetryBudget::new().ratio(1.0).min_per_second(0);
+    let policy = never_retries();
+    let settings = Settings::new(&policy).budget(Some(&ONE_COPY));
+    let mut decider = Resending::new(&[NextCopy::Resend(Duration::ZERO)], &[]);
+    // Copy 0 fails at 1 s and goes again at once (slow: 5 s); copy 1 is due at 2 s, on the
+    // schedule from the attempt's start, and takes the one token.
+    fn copies(_: u32, hedge: u16, n: usize) -> (Duration, Result<u32, CallError>) {
+        match (hedge, n) {
+            (0, 0) => (SECOND, Err(CallError::Busy)),
+            (0, _) => (5 * SECOND, Ok(0)),
+            _ => (SECOND, Ok(1)),
+        }
+    }
+    let call = resent(&settings, &mut decider, 2 * SECOND, 2, copies).await;
+    assert_eq!(
+        call.starts,
+        [(1, 0, Duration::ZERO), (1, 0, SECOND), (1, 1, 2 * SECOND)]
+    );
+    assert_eq!((call.answer, call.took), (Ok(1), 3 * SECOND));
+    // Copy 2 was due at 4 s, but the call had ended.
+    assert_eq!(
+        call.events,
+        ["TransparentRetry { attempt: 1 }", "HedgedCopy { hedge: 1 }"]
+    );
+    assert_eq!(
+        (
+            call.counters.transparent_retries(),
+            call.counters.hedged_copies()
+        ),
+        (1, 1)
+    );
+
+    // Three resends in a row take no token either: copy 1 still gets the call's one token.
+    let mut decider = Resending::new(
+        &[
+            NextCopy::Resend(Duration::ZERO),
+            NextCopy::Resend(Duration::ZERO),
+            NextCopy::Resend(Duration::ZERO),
+        ],
+        &[],
+    );
+    fn thrice(_: u32, hedge: u16, n: usize) -> (Duration, Result<u32, CallError>) {
+        match (hedge, n) {
+            (0, 0..3) => (Duration::from_millis(100), Err(CallError::Busy)),
+            _ => (10 * SECOND, Ok(u32::from(hedge))),
+        }
+    }
+    let call = resent(&settings, &mut decider, 2 * SECOND, 1, thrice).await;
+    let ms = Duration::from_millis;
+    assert_eq!(
+        call.starts,
+        [
+            (1, 0, ms(0)),
+            (1, 0, ms(100)),
+            (1, 0, ms(200)),
+            (1, 0, ms(300)),
+            (1, 1, ms(2000)),
+        ]
+    );
+    assert_eq!((call.answer, call.took), (Ok(0), ms(10_300)));
+    assert_eq!(
+        (
+            call.counters.transparent_retries(),
+            call.counters.hedged_copies()
+        ),
+        (3, 1)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resent_copy_keeps_its_attempts_number_and_its_hedge_number() {
+    let policy = never_retries();
+    let settings = Settings::new(&policy);
+    let quarter = Duration::from_millis(250);
+    // Attempt 1's only copy fails at once and nothing brings a copy forward: the attempt ends,
+    // and the decider retries it after a second. In attempt 2, copy 1 fails and is resent.
+    let mut decider = Resending::new(
+        &[NextCopy::OnSchedule, NextCopy::Resend(quarter)],
+        &[Next::Retry(SECOND)],
+    );
+    fn copies(attempt: u32, hedge: u16, n: usize) -> (Duration, Result<u32, CallError>) {
+        match (attempt, hedge, n) {
+            (1, _, _) => (Duration::ZERO, Err(CallError::Busy)),
+            (_, 0, _) => (10 * SECOND, Ok(0)),
+            (_, _, 0) => (SECOND, Err(CallError::Busy)),
+            (_, hedge, _) => (SECOND, Ok(u32::from(hedge) * 10 + attempt)),
+        }
+    }
+    let call = resent(
+        &settings,
+        &mut decider,
+        Duration::from_millis(500),
+        1,
+        copies,
+    )
+    .await;
+    let ms = Duration::from_millis;
+    assert_eq!(
+        call.starts,
+        [
+            (1, 0, ms(0)),
+            (2, 0, ms(1000)),
+            (2, 1, ms(1500)),
+            (2, 1, ms(2750)),
+        ]
+    );
+    // Copy 1 of attempt 2 answered, after its resend.
+    assert_eq!((call.answer, call.took), (Ok(12), ms(3750)));
+    assert_eq!(decider.failed, [(1, 0, ms(0)), (2, 1, ms(2500))]);
+    assert_eq!(
+        call.events,
+        [
+            "Retry { attempt: 1 }",
+            "HedgedCopy { hedge: 1 }",
+            "TransparentRetry { attempt: 2 }"
+        ]
+    );
+    assert_eq!(
+        (
+            call.counters.transparent_retries(),
+            call.counters.hedged_copies(),
+            call.counters.retries()
+        ),
+        (1, 1, 1)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resent_copys_pause_past_the_deadline_is_not_waited_for() {
+    let policy = never_retries().deadline(3 * SECOND);
+    let settings = Settings::new(&policy);
+    let mut decider = Resending::new(&[NextCopy::Resend(5 * SECOND)], &[]);
+    let call = resent(
+        &settings,
+        &mut decider,
+        10 * SECOND,
+        1,
+        the_first_send_fails,
+    )
+    .await;
+    // 1 s + 5 s is past the 3 s deadline: the copy stays failed, nothing runs, the attempt
+    // ends with its failure at once.
+    assert_eq!(call.starts, [(1, 0, Duration::ZERO)]);
+    assert_eq!((call.answer, call.took), (Err(CallError::Busy), SECOND));
+    assert_eq!(call.counters.transparent_retries(), 0);
+    assert!(call.events.is_empty(), "{:?}", call.events);
+
+    // Within the deadline (1 s + 1 s < 3 s), the pause is taken.
+    let mut decider = Resending::new(&[NextCopy::Resend(SECOND)], &[]);
+    let call = resent(
+        &settings,
+        &mut decider,
+        10 * SECOND,
+        1,
+        the_first_send_fails,
+    )
+    .await;
+    assert_eq!(call.starts, [(1, 0, Duration::ZERO), (1, 0, 2 * SECOND)]);
+    assert_eq!((call.answer, call.took), (Ok(0), 3 * SECOND));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resent_copys_pause_ends_with_the_call() {
+    let policy = never_retries();
+    let settings = Settings::new(&policy);
+    let mut decider = Resending::new(&[NextCopy::Resend(10 * SECOND)], &[]);
+    let started = Instant::now();
+    let call = resent(
+        &settings,
+        &mut decider,
+        20 * SECOND,
+        1,
+        the_first_send_fails,
+    );
+    let cut = tokio::time::timeout(2 * SECOND, call).await;
+    assert!(cut.is_err(), "the caller's timeout ended the call");
+    assert_eq!(started.elapsed(), 2 * SECOND);
+    assert_eq!(decider.failed, [(1, 0, SECOND)]);
+}

@@ -1,5 +1,5 @@
 //! One attempt of a call: the request it sends (the headers A6 asks for, the replayed body), its
-//! transparent retries (decided by [`Transparently`], carried out by the engine), and how its
+//! transparent retries (decided by [`Transparent`], carried out by the engine), and how its
 //! answer reads: committed (real response headers), or failed with a status (a trailers-only
 //! answer, an HTTP error, a transport error).
 
@@ -9,12 +9,9 @@ use super::{BoxError, Counters};
 use crate::{AttemptStatus, GRPC_PREVIOUS_RPC_ATTEMPTS, Pushback, TransparentRetries, Unsent};
 use http::request::Parts;
 use http::{HeaderValue, Request, Response, StatusCode};
-use retry_runtime::engine::{
-    self, Decide, DynHooks, Event, Failure as Failed_, Next, Operation, Settings,
-};
-use retry_runtime::{Jitter, Policy, TokioTimer, Verdict};
+use retry_runtime::engine::{self, Event};
+use retry_runtime::{Jitter, Policy};
 use std::error::Error;
-use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;
 use tonic::Code;
@@ -91,68 +88,8 @@ const RECONNECT: Policy = Policy::new()
     .max_delay(Duration::from_secs(120))
     .jitter(Jitter::Spread(0.2));
 
-/// The engine's policy for the loops of transparent retries alone: never read for pauses or
-/// retries (the decider, [`Transparently`], answers every failure), and no deadline of its own
-/// (the door's bounds the call).
-static RESENDING: Policy = Policy::new();
-
 /// What an attempt gives the engine: a committed answer, or how it failed.
 pub(crate) type Sent<RB> = Result<Response<RB>, Failure<RB>>;
-
-/// Sends one hedged copy on `service` (polled ready first unless `ready`). If it fails without
-/// having reached the server's application, the engine sends it again (a loop of its own,
-/// entered only then: [`send_transparently`]).
-pub(crate) async fn send<S, RB>(
-    service: &mut S,
-    ready: &mut bool,
-    request: &Request0<'_>,
-    previous_attempts: Option<u32>,
-) -> Sent<RB>
-where
-    S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
-    S::Error: Into<BoxError>,
-{
-    match send_once(service, ready, request, previous_attempts).await {
-        Err(unsent @ Failure::Unsent(..)) => {
-            send_transparently(service, ready, request, previous_attempts, Some(unsent)).await
-        }
-        sent => sent,
-    }
-}
-
-/// One attempt whose transparent retries alone the engine runs ([`Next::Resend`], as
-/// [`Transparently`] decides: the same `grpc-previous-rpc-attempts`, not counted): a call
-/// without a policy (`first` is `None`), or a hedged copy whose `first` send never reached the
-/// server. The layer's budget and breaker are not this loop's.
-pub(crate) async fn send_transparently<S, RB>(
-    service: &mut S,
-    ready: &mut bool,
-    request: &Request0<'_>,
-    previous_attempts: Option<u32>,
-    first: Option<Failure<RB>>,
-) -> Sent<RB>
-where
-    S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
-    S::Error: Into<BoxError>,
-{
-    let settings = Settings::new(&RESENDING)
-        .name(request.name)
-        .sink(request.counters)
-        // Inside a hedged copy, or under a caller's own retrying layer: still the door's.
-        .nested_retry(true);
-    // Every failure is the answer unless the decider sends the attempt again.
-    let classify = |_: &Failure<RB>| Verdict::Fail;
-    let mut decider = Transparently(Transparent::new(request));
-    let hooks = DynHooks::new(&classify).decide(&mut decider);
-    let resending = Resending {
-        service,
-        ready,
-        request,
-        previous_attempts,
-        first,
-    };
-    engine::drive(&settings, hooks, TokioTimer, resending).await
-}
 
 /// The transparent retries of a call (gRFC A6), as its deciders ask them: a request that never
 /// left the client, or that the server's gRPC library refused, is sent again at once as
@@ -180,63 +117,15 @@ impl<'r> Transparent<'r> {
         self.reconnects = 0;
     }
 
-    /// The pause before the attempt that failed `unsent` is sent again ([`Next::Resend`]), or
-    /// `None`: the failure goes to the policy, as `UNAVAILABLE`.
+    /// The pause before the attempt (or the hedged copy) that failed `unsent` is sent again
+    /// ([`Next::Resend`](engine::Next::Resend), [`NextCopy::Resend`](engine::NextCopy::Resend)),
+    /// or `None`: the failure goes to the policy, as `UNAVAILABLE`.
     pub(crate) fn resend(&mut self, unsent: Unsent) -> Option<Duration> {
         if unsent == Unsent::ConnectionRefused && self.request.wait_for_ready {
             self.reconnects = self.reconnects.saturating_add(1);
             return Some(RECONNECT.delay(self.reconnects, Duration::ZERO));
         }
         (!self.request.body.outgrew() && self.retries.on_unsent(unsent)).then_some(Duration::ZERO)
-    }
-}
-
-/// The decider of a loop of transparent retries alone: [`Transparent`]'s resends; any other
-/// failure is the answer.
-struct Transparently<'r>(Transparent<'r>);
-
-impl<RB> Decide<Failure<RB>> for Transparently<'_> {
-    fn next(&mut self, failure: &Failed_<'_, Failure<RB>>) -> Next {
-        match failure.error {
-            Some(Failure::Unsent(unsent, ..)) => {
-                self.0.resend(*unsent).map_or(Next::Return, Next::Resend)
-            }
-            _ => Next::Return,
-        }
-    }
-}
-
-/// The engine's operation for an attempt's transparent retries: the first failure as it came
-/// (if it came before the loop), then the same request again each time the decider resends it.
-struct Resending<'a, 'r, S, RB> {
-    service: &'a mut S,
-    ready: &'a mut bool,
-    request: &'a Request0<'r>,
-    previous_attempts: Option<u32>,
-    first: Option<Failure<RB>>,
-}
-
-impl<S, RB> Operation<Response<RB>, Failure<RB>> for Resending<'_, '_, S, RB>
-where
-    S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
-    S::Error: Into<BoxError>,
-{
-    fn attempt(&mut self) -> impl Future<Output = Sent<RB>> {
-        let first = self.first.take();
-        async move {
-            match first {
-                Some(failure) => Err(failure),
-                None => {
-                    send_once(
-                        self.service,
-                        self.ready,
-                        self.request,
-                        self.previous_attempts,
-                    )
-                    .await
-                }
-            }
-        }
     }
 }
 

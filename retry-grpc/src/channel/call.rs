@@ -5,13 +5,14 @@
 
 use super::attempt::{self, Failed, Request0, Transparent};
 use super::body::{Accounting, Answer, RequestBody};
-use super::decide::{self, Failure, Hedging, Retrying};
+use super::decide::{self, Failure, Hedging, Retrying, Transparently};
 use super::{BoxError, GrpcRetryLayer};
 use crate::{CallPolicy, HedgingCall, HedgingPolicy, RetryCall, RetryPolicy};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
 use retry_runtime::Policy;
+use retry_runtime::Verdict;
 use retry_runtime::engine::{self, DynHooks, Event, Operation, Settings, TokioTimer};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -61,12 +62,7 @@ where
         match method.and_then(|m| m.policy()) {
             Some(CallPolicy::Retry(policy)) => retry(&layer, &mut service, &request, policy).await,
             Some(CallPolicy::Hedging(policy)) => hedge(&layer, service, &request, policy).await,
-            None => {
-                let sent =
-                    attempt::send_transparently(&mut service, &mut true, &request, None, None)
-                        .await;
-                answer(sent, Accounting::None, deadline)
-            }
+            None => alone(&layer, &mut service, &request).await,
         }
     };
     let Some(at) = deadline else {
@@ -75,7 +71,7 @@ where
     match tokio::time::timeout_at(at, run).await {
         Ok(Ok(response)) => Ok(response),
         Ok(Err(error)) if Instant::now() < at => Err(error),
-        // An attempt that failed at the deadline (`attempt::send`) ends the call as the door's
+        // An attempt that failed at the deadline (`attempt::send_once`) ends the call as the door's
         // own timer would have: its timer may fire in the same tick as the channel's, and be
         // polled after it, or the task may run only once the server's answer to the deadline
         // is in.
@@ -152,6 +148,34 @@ where
     }
 }
 
+/// A call without a policy: one attempt, whose transparent retries alone the engine runs
+/// ([`Next::Resend`](engine::Next::Resend), as [`Transparently`] decides: no
+/// `grpc-previous-rpc-attempts`, not counted). The layer's budget and breaker are not this
+/// loop's; a caller's own retrying layer above does not make it single.
+async fn alone<S, RB>(layer: &GrpcRetryLayer, service: &mut S, request: &Request0<'_>) -> Answered
+where
+    S: Service<Request<tonic::body::Body>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    let settings = Settings::new(&DECIDED)
+        .name(layer.name)
+        .sink(&*layer.counters)
+        .nested_retry(true);
+    // Every failure is the answer unless the decider sends the attempt again.
+    let classify = |_: &Failure<RB>| Verdict::Fail;
+    let mut decider = Transparently(Transparent::new(request));
+    let hooks = DynHooks::new(&classify).decide(&mut decider);
+    let attempts = Attempts {
+        service,
+        ready: true,
+        request,
+    };
+    let outcome = engine::drive(&settings, hooks, TokioTimer, attempts).await;
+    answer(outcome, Accounting::None, request.deadline)
+}
+
 /// A call under a retry policy: the engine runs the loop, [`Retrying`] decides (A6's
 /// [`RetryCall`](crate::RetryCall)), and each attempt is one [`Attempts::attempt`].
 async fn retry<S, RB>(
@@ -190,7 +214,7 @@ where
     answer(outcome, accounting, request.deadline)
 }
 
-/// The engine's operation under a retry policy: each attempt sends the request once, with
+/// The engine's operation under a retry policy (and without one): each attempt sends the request once, with
 /// `grpc-previous-rpc-attempts` from the engine's attempt number (which a transparent retry,
 /// [`Next::Resend`](engine::Next::Resend), keeps); a committed answer is the attempt's `Ok`, a
 /// status or an error that says it never reached the server its `Err`.
@@ -216,7 +240,8 @@ where
 /// A call under a hedging policy: the engine runs the copies
 /// ([`drive_hedged`](engine::drive_hedged)) on [`HedgingCall::hedge`]'s schedule, under the
 /// layer's budget and breaker, and [`Hedging`] says when the next copy goes after one fails (at
-/// once after a non-fatal status, after a pushback's pause, never once throttled). The first
+/// once after a non-fatal status, after a pushback's pause, never once throttled), or that a
+/// copy that never reached the server goes again (its transparent retry). The first
 /// copy that commits or ends with a fatal status is the call's; the others are dropped (their
 /// HTTP/2 streams reset).
 async fn hedge<S, RB>(
@@ -233,10 +258,14 @@ where
     RB::Error: Into<BoxError>,
 {
     let codes = policy.non_fatal_status_codes();
-    let classify = move |failure: &Failure<RB>| decide::kind(failure, codes);
+    let classify = move |failure: &Failure<RB>| decide::hedged_kind(failure, codes);
     let call = HedgingCall::new(policy, layer.throttle.clone());
     let schedule = call.hedge();
-    let mut decider = Hedging { call, request };
+    let mut decider = Hedging {
+        call,
+        request,
+        transparent: Transparent::new(request),
+    };
     // The first copy sends on the service that was polled ready, each other one on a clone of
     // it, polled ready first. In a `Mutex` only to be `Sync`: the engine makes the copies
     // through a shared reference, and a tower service need not be `Sync` (tower's
@@ -256,7 +285,7 @@ where
         };
         // A6 numbers the first attempt copy 1: hedge `k` is copy `k + 1`, and carries `k`.
         let previous = (hedge > 0).then_some(u32::from(hedge));
-        async move { attempt::send(&mut service, &mut ready, request, previous).await }
+        async move { attempt::send_once(&mut service, &mut ready, request, previous).await }
     };
     let hooks = DynHooks::new(&classify).decide(&mut decider);
     let settings = settings(layer).hedge(Some(&schedule));

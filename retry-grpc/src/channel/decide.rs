@@ -1,6 +1,7 @@
-//! The door's two deciders, handed to the engine through its seam
-//! ([`Decide`](retry_runtime::engine::Decide)): A6's retry policy ([`RetryCall`]) and its
-//! hedging policy ([`HedgingCall`]). Each is made per call and owned by it (`&mut self`, no
+//! The door's deciders, handed to the engine through its seam
+//! ([`Decide`](retry_runtime::engine::Decide)): A6's retry policy ([`RetryCall`]), its
+//! hedging policy ([`HedgingCall`]), and the transparent retries alone of a call without a
+//! policy ([`Transparently`]). Each is made per call and owned by it (`&mut self`, no
 //! lock); the engine keeps the loop, the pauses, the budget, the breaker and the events.
 
 use super::BoxError;
@@ -63,6 +64,33 @@ pub(super) fn kind<RB>(failure: &Failure<RB>, codes: crate::CodeSet) -> Verdict 
     }
 }
 
+/// The classifier of a hedging policy: as [`kind`], except that a copy that never reached the
+/// server's application is worth another send whatever its code: [`Hedging`] sends it again
+/// ([`NextCopy::Resend`]) while A6 allows it, and otherwise reads its status as any copy's. It
+/// carries no answer of the server's, so unlike a fatal status it does not end the copies
+/// still running.
+pub(super) fn hedged_kind<RB>(failure: &Failure<RB>, codes: crate::CodeSet) -> Verdict {
+    match failure {
+        Failure::Unsent(..) => Verdict::Retry,
+        failure => kind(failure, codes),
+    }
+}
+
+/// The decider of a call without a policy: [`Transparent`]'s resends ([`Next::Resend`]); any
+/// other failure is the answer.
+pub(super) struct Transparently<'r>(pub(super) Transparent<'r>);
+
+impl<RB> Decide<Failure<RB>> for Transparently<'_> {
+    fn next(&mut self, failure: &Failed_<'_, Failure<RB>>) -> Next {
+        match failure.error {
+            Some(Failure::Unsent(unsent, ..)) => {
+                self.0.resend(*unsent).map_or(Next::Return, Next::Resend)
+            }
+            _ => Next::Return,
+        }
+    }
+}
+
 /// The decider of a call under a `retryPolicy`: an attempt that never reached the server's
 /// application is sent again as [`Transparent`] allows ([`Next::Resend`]: not a retry);
 /// otherwise [`RetryCall`], A6's order (retryable codes, throttle, commit, `maxAttempts`,
@@ -105,10 +133,13 @@ impl<RB> Decide<Failure<RB>> for Retrying<'_> {
 
 /// The decider of a call under a `hedgingPolicy`: [`HedgingCall`]. The copies are A6's
 /// attempts, so the hedged attempt is never retried as a whole: when every copy failed, the
-/// last failure is the call's.
+/// last failure is the call's. A copy that never reached the server's application is sent
+/// again as [`Transparent`] allows ([`NextCopy::Resend`]: the same copy, the same
+/// `grpc-previous-rpc-attempts`, not a new copy).
 pub(super) struct Hedging<'r> {
     pub(super) call: HedgingCall,
     pub(super) request: &'r Request0<'r>,
+    pub(super) transparent: Transparent<'r>,
 }
 
 impl Hedging<'_> {
@@ -131,8 +162,15 @@ impl<RB> Decide<Failure<RB>> for Hedging<'_> {
     }
 
     fn copy_failed(&mut self, failure: &Failed_<'_, Failure<RB>>) -> NextCopy {
-        let Some(Failure::Status(status, _)) = failure.error else {
-            return NextCopy::Never;
+        let status = match failure.error {
+            Some(Failure::Status(status, _)) => status,
+            Some(Failure::Unsent(unsent, status, _)) => {
+                if let Some(pause) = self.transparent.resend(*unsent) {
+                    return NextCopy::Resend(pause);
+                }
+                status
+            }
+            _ => return NextCopy::Never,
         };
         let throttled = self.call.is_throttled();
         let next = self.call.on_status(status.code, status.pushback);

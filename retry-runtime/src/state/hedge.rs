@@ -24,7 +24,9 @@
 //!   attempt, which ends with the last failure when nothing runs and nothing will come. The
 //!   copies after one a decider started follow one delay apart from it. A decider may refuse a
 //!   copy whose timer fired ([`Decide::copy_due`](super::Decide::copy_due)), before the
-//!   breaker and the budget. The failure that ends the attempt is recorded by `next`, as always
+//!   breaker and the budget. A decider may also start the failed copy itself again after a
+//!   pause ([`NextCopy::Resend`]: a copy that never reached its server), with its hedge number,
+//!   the breaker's permission and no token: not a new copy. The failure that ends the attempt is recorded by `next`, as always
 //!   (or, if recorded as it failed, the breaker is asked whether it is open);
 //! - the outcome ([`Retry::hedged_outcome`]): the copies still running when the attempt ends are
 //!   dropped, which cancels them (a dropped breaker permission counts as nothing while the
@@ -75,6 +77,13 @@ struct Running<A, F, Sl> {
     admission: Option<A>,
     started: Option<Instant>,
     hedge: u16,
+}
+
+/// A copy a decider sends again ([`NextCopy::Resend`]): its hedge number, and its pause (none
+/// for a zero one).
+struct Resend<Sl> {
+    hedge: u16,
+    pause: Option<Pin<Box<Sl>>>,
 }
 
 /// When the copies of one attempt are due, and how many may start.
@@ -328,8 +337,26 @@ where
         // With a decider, the failure of the last copy that ran while the next one is due: the
         // attempt's if that one does not start (its breaker permission already recorded).
         let mut last: Option<Result<Result<T, E>, Elapsed>> = None;
+        let mut resends: Vec<Resend<S::Sleep>> = Vec::new();
         let (outcome, admission) = std::future::poll_fn(|cx| {
             loop {
+                // Start again the copies whose pause is over, each with the breaker's
+                // permission (refused: it stays failed); no token, not a new copy.
+                let mut j = 0;
+                while j < resends.len() {
+                    if let Some(pause) = resends[j].pause.as_mut() {
+                        if pause.as_mut().poll(cx).is_pending() {
+                            j += 1;
+                            continue;
+                        }
+                    }
+                    let hedge = resends.swap_remove(j).hedge;
+                    if extras.admit(clock).is_ok() {
+                        let admission = extras.take_admission();
+                        running.push(copy(Frame { hedge, ..frame }, admission));
+                        last = None;
+                    }
+                }
                 // Start the copies whose time has come, and poll each new timer once.
                 while let Some(due) = schedule.due(cx) {
                     // The decider's word on a copy its timer made due, then the breaker's
@@ -369,7 +396,7 @@ where
                     last = None;
                 }
                 // Nothing runs and nothing will come: the last failure is the attempt's.
-                if running.is_empty() && !schedule.pending() {
+                if running.is_empty() && resends.is_empty() && !schedule.pending() {
                     if let Some(outcome) = last.take() {
                         return Poll::Ready((outcome, None));
                     }
@@ -422,18 +449,32 @@ where
                         // Nothing runs: a pause that would end past the policy's deadline is
                         // not waited for, as a retry's is not (`within_limits`); the attempt
                         // ends with this failure.
-                        let next = match next {
-                            NextCopy::After(wait)
-                                if running.is_empty()
-                                    && deadline.is_some_and(|deadline| {
-                                        progress.elapsed(clock).saturating_add(wait) > deadline
-                                    }) =>
-                            {
-                                NextCopy::Never
-                            }
-                            next => next,
+                        let past_deadline = |wait: Duration| {
+                            deadline.is_some_and(|deadline| {
+                                progress.elapsed(clock).saturating_add(wait) > deadline
+                            })
                         };
-                        schedule.decided(next, sleeper)
+                        match next {
+                            NextCopy::After(wait) if running.is_empty() && past_deadline(wait) => {
+                                schedule.decided(NextCopy::Never, sleeper)
+                            }
+                            // The same copy again, its pause held to the deadline as a
+                            // resent attempt's is (past it: the copy stays failed).
+                            NextCopy::Resend(pause) if !past_deadline(pause) => {
+                                let attempt = frame.attempt;
+                                observe::report(name, Event::TransparentRetry { attempt }, &());
+                                extras.report(name, Event::TransparentRetry { attempt });
+                                let pause =
+                                    (!pause.is_zero()).then(|| Box::pin(sleeper.sleep(pause)));
+                                resends.push(Resend {
+                                    hedge: done.hedge,
+                                    pause,
+                                });
+                                true
+                            }
+                            NextCopy::Resend(_) => false,
+                            next => schedule.decided(next, sleeper),
+                        }
                     };
                     if running.is_empty() && !changed {
                         // The only copy failed and the decider brings none forward.

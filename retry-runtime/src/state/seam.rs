@@ -45,8 +45,9 @@ pub trait Decide<E> {
     /// and the breaker and the budget admit it, as any copy) instead of ending the attempt; the
     /// attempt ends with that failure when no copy runs and none will come
     /// ([`NextCopy::OnSchedule`] or [`NextCopy::Never`] with nothing running, every copy
-    /// started, or the next one refused). [`next`](Decide::next) then judges the attempt by
-    /// the failure that ended it, as always.
+    /// started, or the next one refused). [`NextCopy::Resend`] starts the failed copy itself
+    /// again instead (whether or not others run). [`next`](Decide::next) then judges the
+    /// attempt by the failure that ended it, as always.
     fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {
         let _ = failure;
         NextCopy::OnSchedule
@@ -157,4 +158,17 @@ pub enum NextCopy {
     After(Duration),
     /// No more copies for this attempt.
     Never,
+    /// Start the copy that failed again after this pause, as if it had not been sent: a
+    /// request that provably never reached its server's application (gRPC's transparent retry
+    /// of a hedged copy). The copy keeps its hedge number ([`Failure::copy`],
+    /// [`attempt().hedge()`](crate::attempt)) and the attempt its number; it is not a new copy
+    /// (no [`Event::HedgedCopy`](crate::engine::Event::HedgedCopy), `max_hedges` and the
+    /// schedule unchanged) and draws no budget token. Reported as
+    /// [`Event::TransparentRetry`](crate::engine::Event::TransparentRetry) with the attempt's
+    /// number (logs, metrics, sink). Still the engine's: a pause that would end past the
+    /// policy's deadline is not waited for (the copy stays failed, as with
+    /// [`OnSchedule`](NextCopy::OnSchedule)), the pause ends with the attempt (a winner, the
+    /// call's cancellation), the breaker heard the failed copy, and the copy sent again asks
+    /// the breaker as any copy (refused: it stays failed). A zero pause is not slept.
+    Resend(Duration),
 }

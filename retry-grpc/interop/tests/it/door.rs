@@ -569,6 +569,45 @@ pub(crate) async fn refusing_the_first_stream()
     (addr, headers)
 }
 
+/// An HTTP/2 server for a hedged call: the first stream (the first copy) answers after 10 s,
+/// the second (the hedged copy) is refused (REFUSED_STREAM: not processed), the others answered
+/// at once; each stream's `grpc-previous-rpc-attempts` kept.
+pub(crate) async fn refusing_the_hedged_copy()
+-> (std::net::SocketAddr, Arc<Mutex<Vec<Option<String>>>>) {
+    let (listener, addr) = bind().await.expect("binds");
+    let headers = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&headers);
+    tokio::spawn(async move {
+        let (socket, _) = listener.accept().await.expect("a connection");
+        let mut connection = h2::server::handshake(socket).await.expect("h2");
+        let mut n = 0;
+        while let Some(Ok((request, mut respond))) = connection.accept().await {
+            n += 1;
+            seen.lock().expect("not poisoned").push(
+                request
+                    .headers()
+                    .get("grpc-previous-rpc-attempts")
+                    .map(|v| v.to_str().unwrap_or("?").to_owned()),
+            );
+            if n == 2 {
+                respond.send_reset(h2::Reason::REFUSED_STREAM);
+                continue;
+            }
+            let wait = if n == 1 { 10 } else { 0 };
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(wait)).await;
+                let (response, body, trailers) = ok_reply(n);
+                // The call may have ended (the first copy dropped): nothing to answer.
+                if let Ok(mut stream) = respond.send_response(response, false) {
+                    let _ = stream.send_data(body, false);
+                    let _ = stream.send_trailers(trailers);
+                }
+            });
+        }
+    });
+    (addr, headers)
+}
+
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_transparent_retry_takes_nothing_from_the_layers_budget_and_deposits_once() {
     // One token per call's first attempt, none in reserve: the call deposits 1, and a retry

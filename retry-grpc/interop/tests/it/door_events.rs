@@ -316,6 +316,76 @@ async fn a_call_without_a_policy_is_resent_by_the_engine_and_counted_once() {
     assert_eq!(counter(names::RETRIES, &[("function", NO_POLICY)]), 0);
 }
 
+const HEDGED_RESEND: &str = "door_events_hedged_resend";
+
+/// Every `retry_calls_total` of `function`, whatever its outcome and reason.
+fn all_calls(function: &str) -> u64 {
+    let mut calls = 0;
+    REGISTRY.visit_counters(|key, counter| {
+        if key.name() == names::CALLS
+            && key
+                .labels()
+                .any(|label| label.key() == "function" && label.value() == function)
+        {
+            calls += counter.load(Ordering::Relaxed);
+        }
+    });
+    calls
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_hedged_copy_refused_before_the_server_is_resent_in_the_calls_one_loop() {
+    install();
+    let logs = Capture::default();
+    let _default = tracing::subscriber::set_default(logs.clone());
+    let (addr, headers) = crate::door::refusing_the_hedged_copy().await;
+    let config = ServiceConfig::from_value(&hedging_config(2, ms(100), &[Code::Unavailable]))
+        .expect("valid");
+    let layer = GrpcRetryLayer::new(config).name(HEDGED_RESEND);
+    let counters = layer.counters();
+    let mut client = client(layer, format!("http://{addr}"));
+    let started = tokio::time::Instant::now();
+    let reply = client.unary(message("ok", 0)).await.expect("OK");
+    // The copy sent at 100 ms was refused and sent again at once, as the same copy (the same
+    // `grpc-previous-rpc-attempts`); it answered, long before the first copy would have.
+    assert_eq!(reply.get_ref().attempt, 3, "the third stream answered");
+    assert_eq!(started.elapsed(), ms(100));
+    assert_eq!(
+        *headers.lock().expect("not poisoned"),
+        [None, Some("1".to_owned()), Some("1".to_owned())]
+    );
+    assert_eq!(
+        (
+            counters.calls(),
+            counters.attempts(),
+            counters.hedged_copies(),
+            counters.transparent_retries(),
+            counters.retries()
+        ),
+        (1, 3, 1, 1, 0)
+    );
+    // The engine ran one loop for the call: one call in its call metrics, answered on its
+    // first attempt (the resend is neither a retry nor a call of its own).
+    assert_eq!(all_calls(HEDGED_RESEND), 1);
+    assert_eq!(
+        counter(
+            names::CALLS,
+            &[("function", HEDGED_RESEND), ("outcome", "first_try")]
+        ),
+        1
+    );
+    assert_eq!(counter(names::HEDGES, &[("function", HEDGED_RESEND)]), 1);
+    assert_eq!(door_events(HEDGED_RESEND, "transparent_retry"), 1);
+    let transparent = logs.of(
+        HEDGED_RESEND,
+        "the attempt never reached the server's application: sending it again at once (a transparent retry)",
+    );
+    assert_eq!(transparent.len(), 1, "{transparent:?}");
+    // The hedged attempt is the call's first (the door never retries a hedged attempt as a
+    // whole); the copy's own number is its header above.
+    assert_eq!(transparent[0].field("attempt"), Some("1"));
+}
+
 const DEADLINE: &str = "door_events_deadline";
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]

@@ -498,12 +498,10 @@ impl<'a, T, E> DynHooks<'a, T, E> {
                 timeout: settings.timeout.map(|limit| Timeout::new(limit, E::from)),
                 budget: settings.budget,
                 breaker: settings.breaker.map(|breaker| Guard::new(breaker, E::from)),
-                admission: None,
                 gate: self.gate.map(|(gate, error)| Shedder::new(gate, error)),
-                permit: None,
-                decider: Unset,
                 nested_retry: settings.nested_retry,
                 sink: settings.sink.0,
+                ..Extras::default()
             }
             // The door's decider, else `aws2026`'s, else none: the policy decides.
             .deciding(match self.decider {

@@ -28,7 +28,7 @@ use std::sync::Arc;
 /// ```
 /// Cloning is cheap (a shared, immutable string), so a key can be kept, logged or sent to
 /// another task.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct IdempotencyKey(Arc<str>);
 
 impl IdempotencyKey {
@@ -106,12 +106,6 @@ impl AsRef<str> for IdempotencyKey {
 impl fmt::Display for IdempotencyKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
-    }
-}
-
-impl fmt::Debug for IdempotencyKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("IdempotencyKey").field(&self.0).finish()
     }
 }
 

@@ -132,18 +132,9 @@ impl<'p, T, E> RunHooks<'p, T, E> {
     /// The loop's slots: each hook by reference (the hooks stay with the run), and `fallback`.
     fn slots<F>(&self, fallback: F) -> RunSlots<'_, 'p, T, E, F> {
         Hooks {
-            on_result: DynSlot {
-                f: self.on_result.as_ref(),
-                timed: false,
-            },
-            notify: DynSlot {
-                f: self.notify.as_ref(),
-                timed: true,
-            },
-            on_give_up: DynSlot {
-                f: self.on_give_up.as_ref(),
-                timed: self.give_up_timed,
-            },
+            on_result: DynSlot::new(self.on_result.as_ref(), false),
+            notify: DynSlot::new(self.notify.as_ref(), true),
+            on_give_up: DynSlot::new(self.on_give_up.as_ref(), self.give_up_timed),
             fallback,
         }
     }
@@ -762,18 +753,8 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         E: fmt::Debug,
     {
         let clock = self.timer.clock;
-        // As a blocking run: without hooks, a fallback or extras the loop carries nothing for
-        // them; with them, the hooks stay here and the state holds a reference to each.
-        if self.is_bare() {
-            let plan = self.plan.with(&self.timings);
-            let head = Head::<C, RunTimer<'p>, ByDebug> {
-                classify: self.classify,
-                sleeper: self.timer,
-                marks: PhantomData,
-            };
-            let opts = opts(head, Hooks::<Unset, Unset, Unset, Unset>::default(), Unset);
-            return drive(state(plan, opts, clock), plan.reset_after, each).await;
-        }
+        // One form for every async run, bare or not (no `bench/RESULTS.md` row measures an
+        // async `Retrier`): the hooks stay here and the state holds a reference to each.
         let (plan, timings, head, mut hooks, extras) = self.parts(|timer| timer);
         let plan = plan.with(&timings);
         match hooks.fallback.take() {

@@ -356,6 +356,13 @@ pub struct DynSlot<F> {
     pub(crate) timed: bool,
 }
 
+impl<F> DynSlot<F> {
+    /// The slot of `f`, which hears the time if `timed`.
+    pub(crate) const fn new(f: Option<F>, timed: bool) -> Self {
+        DynSlot { f, timed }
+    }
+}
+
 // Each impl is for any callable behind the reference, of any lifetime, not the one of the
 // aliases: the future of a call erases them apart, and an impl for one lifetime would not hold
 // for it (an async function's future is checked for `Send` with its lifetimes erased).
@@ -482,30 +489,19 @@ impl<'a, T, E> DynHooks<'a, T, E> {
                 marks: PhantomData,
             },
             hooks: Hooks {
-                on_result: DynSlot {
-                    f: self.on_result,
-                    timed: false,
-                },
-                notify: DynSlot {
-                    f: self.notify,
-                    timed: self.notify_timed,
-                },
-                on_give_up: DynSlot {
-                    f: self.on_give_up,
-                    timed: true,
-                },
+                on_result: DynSlot::new(self.on_result, false),
+                notify: DynSlot::new(self.notify, self.notify_timed),
+                on_give_up: DynSlot::new(self.on_give_up, true),
                 fallback: Unset,
             },
             extras: Extras {
                 timeout: settings.timeout.map(|limit| Timeout::new(limit, E::from)),
                 budget: settings.budget,
                 breaker: settings.breaker.map(|breaker| Guard::new(breaker, E::from)),
-                admission: None,
                 gate: self.gate.map(|(gate, error)| Shedder::new(gate, error)),
-                permit: None,
-                decider: Unset,
                 nested_retry: settings.nested_retry,
                 sink: settings.sink.0,
+                ..Extras::default()
             }
             // The door's decider, else `aws2026`'s, else none: the policy decides.
             .deciding(match self.decider {

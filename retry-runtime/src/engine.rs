@@ -400,17 +400,7 @@ where
     E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
 {
     let settings = settings.timeout(None);
-    let mut state = state(&settings, hooks, Blocking);
+    let mut state = state(&settings, hooks, crate::timer::NoTimer);
     state.site.clock = state::std_now;
     state::drive_blocking(state, None, None, |state| state.attempt(&mut attempt))
-}
-
-/// The "timer" of [`drive_blocking`], whose pauses block: never used to sleep.
-struct Blocking;
-
-impl Sleeper for Blocking {
-    type Sleep = std::future::Ready<()>;
-    fn sleep(&self, _: std::time::Duration) -> Self::Sleep {
-        std::future::ready(())
-    }
 }

@@ -104,30 +104,17 @@ pub enum Refusal<E> {
 }
 
 // By hand: a derive would ask `E: Copy`, and these hold only a function pointer to make an `E`.
-impl<E> Clone for Timeout<E> {
-    fn clone(&self) -> Self {
-        *self
-    }
+macro_rules! copy_for_any_error {
+    ($($ty:ty),*) => {$(
+        impl<E> Clone for $ty {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<E> Copy for $ty {}
+    )*};
 }
-impl<E> Copy for Timeout<E> {}
-impl<E> Clone for Guard<'_, E> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<E> Copy for Guard<'_, E> {}
-impl<E> Clone for Shedder<'_, E> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<E> Copy for Shedder<'_, E> {}
-impl<E> Clone for Refusal<E> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<E> Copy for Refusal<E> {}
+copy_for_any_error!(Timeout<E>, Guard<'_, E>, Shedder<'_, E>, Refusal<E>);
 
 /// A call's decider `D` (a [`Decide`] of the loop's error, if any), and where the loop holds the
 /// outcome of a call that lingers ([`Next::Linger`]) over its last pause. The outcome is boxed:

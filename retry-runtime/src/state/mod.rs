@@ -481,7 +481,8 @@ where
         aws: &'p Aws2026Standard,
     ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H, Extras<'p, E, Deciding<Aws2026Call<'p>, T, E>>>>
     {
-        self.with(|o| o.with_aws2026(aws))
+        let decider = Some(Aws2026Call::new(aws));
+        self.with(|o| o.map_extras(|extras| extras.into_extras().deciding(decider)))
     }
 
     /// `nested = retry`: keep retrying even inside another retrying function.
@@ -626,8 +627,7 @@ impl<T, E, F> Fallback<Result<T, E>, F> {
         A: FallbackArgument<H::Input>,
         Out: FallbackOutput<T, E, SyncForm>,
     {
-        let slot = Out::slot::<H::OnResult, F, A>(self.1);
-        retry.with(|o| o.map_hooks(|hooks| hooks.with_fallback(slot)))
+        self.attach(retry)
     }
 }
 

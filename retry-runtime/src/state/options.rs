@@ -9,11 +9,10 @@
 //! compiled, and one that is not written costs no code and no check (`PERFORMANCE.md` §1).
 
 use super::Unset;
-use super::extras::{Deciding, Extras, MaybeExtras};
+use super::extras::{Extras, MaybeExtras};
 use super::hooks::{Classify, Hooks};
 use super::log::ByDebug;
-use crate::overload::aws2026_call::Aws2026Call;
-use crate::{Aws2026Standard, Transient, Verdict};
+use crate::{Transient, Verdict};
 use std::marker::PhantomData;
 
 /// How a loop judges its errors: a classifier that `on` named (`Fn(&E) -> bool` or
@@ -110,6 +109,16 @@ impl<K, H, X> Opts<K, H, X> {
         }
     }
 
+    /// The same options with the extras `f` makes of these.
+    #[inline]
+    pub(crate) fn map_extras<X2>(self, f: impl FnOnce(X) -> X2) -> Opts<K, H, X2> {
+        Opts {
+            head: self.head,
+            hooks: self.hooks,
+            extras: f(self.extras),
+        }
+    }
+
     /// The same options with the extras (made if none were yet) as `set` leaves them: what the
     /// builders of `timeout`, `budget`, `breaker`, `gate` and `nested = retry` do.
     #[inline]
@@ -120,32 +129,10 @@ impl<K, H, X> Opts<K, H, X> {
     where
         X: MaybeExtras<E> + 'p,
     {
-        let mut extras = self.extras.into_extras();
-        set(&mut extras);
-        Opts {
-            head: self.head,
-            hooks: self.hooks,
-            extras,
-        }
-    }
-
-    /// The same options with `aws2026` deciding.
-    #[inline]
-    pub(crate) fn with_aws2026<'p, T, E>(
-        self,
-        aws: &'p Aws2026Standard,
-    ) -> Opts<K, H, Extras<'p, E, Deciding<Aws2026Call<'p>, T, E>>>
-    where
-        X: MaybeExtras<E> + 'p,
-    {
-        let extras = self
-            .extras
-            .into_extras()
-            .deciding(Some(Aws2026Call::new(aws)));
-        Opts {
-            head: self.head,
-            hooks: self.hooks,
-            extras,
-        }
+        self.map_extras(|extras| {
+            let mut extras = extras.into_extras();
+            set(&mut extras);
+            extras
+        })
     }
 }

@@ -254,7 +254,6 @@ where
     B: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
 {
-    #[inline]
     fn attempt(&mut self) -> impl Future<Output = Result<T, E>> {
         self()
     }
@@ -267,7 +266,6 @@ where
 pub(crate) struct AsyncFnOperation<B>(pub(crate) B);
 
 impl<T, E, B: AsyncFnMut() -> Result<T, E>> Operation<T, E> for AsyncFnOperation<B> {
-    #[inline]
     fn attempt(&mut self) -> impl Future<Output = Result<T, E>> {
         (self.0)()
     }

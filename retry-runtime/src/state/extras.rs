@@ -243,7 +243,6 @@ pub(crate) trait Linger<T, E>: MaybeExtras<E> {
     /// that without a decider slot no code for one is left.
     const DECIDES: bool = false;
     /// A decider is set: the loop asks it after a failure, in place of the policy.
-    #[inline]
     fn decides(&self) -> bool {
         false
     }
@@ -255,52 +254,40 @@ pub(crate) trait Linger<T, E>: MaybeExtras<E> {
     #[inline]
     fn next(
         &mut self,
-        attempt: u32,
-        verdict: Verdict,
-        error: Option<&E>,
-        breaker_open: bool,
-        timing: (u64, Option<Instant>, fn() -> Instant),
+        _attempt: u32,
+        _verdict: Verdict,
+        _error: Option<&E>,
+        _breaker_open: bool,
+        _timing: (u64, Option<Instant>, fn() -> Instant),
     ) -> Option<Next> {
-        let _ = (attempt, verdict, error, breaker_open, timing);
         None
     }
     /// The decider's [`Decide::copy_failed`], if one is set.
-    #[inline]
-    fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {
-        let _ = failure;
+    fn copy_failed(&mut self, _failure: &Failure<'_, E>) -> NextCopy {
         NextCopy::OnSchedule
     }
     /// The decider's [`Decide::copy_due`], if one is set (`true` without one).
-    #[inline]
-    fn copy_due(&mut self, hedge: u16) -> bool {
-        let _ = hedge;
+    fn copy_due(&mut self, _hedge: u16) -> bool {
         true
     }
     /// The call ended with an accepted `Ok` after `attempts` attempts: the decider's
     /// [`Decide::accepted`], if one is set.
-    #[inline]
-    fn accepted(&mut self, attempts: u32) {
-        let _ = attempts;
-    }
+    fn accepted(&mut self, _attempts: u32) {}
     /// The refusal of an attempt that only returns the outcome held over a pause, if one is.
-    #[inline]
     fn ended(&self) -> Option<Self::Refusal> {
         None
     }
     /// Holds `outcome` over the pause, for the next attempt to return; gives it back if there
     /// is nowhere to hold it (a loop without a decider, which never lingers).
-    #[inline]
     fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>> {
         Err(outcome)
     }
     /// The outcome held over a pause, taken.
-    #[inline]
     fn take_held(&mut self) -> Option<Result<T, E>> {
         None
     }
     /// The decider sent the first attempt again ([`Next::Resend`]), so that the attempt sent
     /// again does not begin the call a second time (the budget's deposit).
-    #[inline]
     fn resent(&self) -> bool {
         false
     }
@@ -314,7 +301,6 @@ impl<T, E> Linger<T, E> for Extras<'_, E> {}
 
 impl<T, E, D: Decide<E>> Linger<T, E> for Extras<'_, E, Deciding<D, T, E>> {
     const DECIDES: bool = true;
-    #[inline]
     fn decides(&self) -> bool {
         self.decider.decider.is_some()
     }
@@ -345,43 +331,36 @@ impl<T, E, D: Decide<E>> Linger<T, E> for Extras<'_, E, Deciding<D, T, E>> {
             elapsed,
         }))
     }
-    #[inline]
     fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {
         match &mut self.decider.decider {
             Some(decider) => decider.copy_failed(failure),
             None => NextCopy::OnSchedule,
         }
     }
-    #[inline]
     fn copy_due(&mut self, hedge: u16) -> bool {
         match &mut self.decider.decider {
             Some(decider) => decider.copy_due(hedge),
             None => true,
         }
     }
-    #[inline]
     fn accepted(&mut self, attempts: u32) {
         if let Some(decider) = &mut self.decider.decider {
             decider.accepted(attempts);
         }
     }
-    #[inline]
     fn ended(&self) -> Option<Refusal<E>> {
         self.decider.held.is_some().then_some(Refusal::Ended)
     }
-    #[inline]
     fn resent(&self) -> bool {
         self.decider.resent
     }
     fn mark_resent(&mut self) {
         self.decider.resent = true;
     }
-    #[inline]
     fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>> {
         self.decider.held = Some(Box::new(outcome));
         Ok(())
     }
-    #[inline]
     fn take_held(&mut self) -> Option<Result<T, E>> {
         self.decider.held.take().map(|held| *held)
     }
@@ -394,42 +373,32 @@ impl<E> MaybeExtras<E> for Unset {
     fn into_extras<'p>(self) -> Extras<'p, E> {
         Extras::default()
     }
-    #[inline]
     fn admit(&mut self, _: fn() -> Instant) -> Result<Duration, NoRefusal> {
         Ok(Duration::ZERO)
     }
-    #[inline]
     fn record(&mut self, _: bool, _: GateOutcome, _: fn() -> Instant) -> bool {
         false
     }
-    #[inline]
     fn record_admission(admission: NoRefusal, _: bool, _: Instant) {
         match admission {}
     }
-    #[inline]
     fn take_admission(&mut self) -> Option<NoRefusal> {
         None
     }
-    #[inline]
     fn put_admission(&mut self, _: Option<NoRefusal>) {}
-    #[inline]
     fn budget(&self) -> Option<&RetryBudget> {
         None
     }
-    #[inline]
     fn timeout(&self) -> Option<Timeout<E>> {
         None
     }
-    #[inline]
     fn nested_retry(&self) -> bool {
         false
     }
-    #[inline]
     fn shed_reason(&self) -> GiveUpReason {
         // Never asked: without a gate, no attempt is shed.
         GiveUpReason::BreakerOpen
     }
-    #[inline]
     fn report(&self, _: &'static str, _: Event<'_>) {}
 }
 
@@ -493,27 +462,21 @@ impl<'p, E, L> MaybeExtras<E> for Extras<'p, E, L> {
             }),
         }
     }
-    #[inline]
     fn record_admission(admission: Admission<'p>, success: bool, now: Instant) {
         admission.record(success, now);
     }
-    #[inline]
     fn take_admission(&mut self) -> Option<Admission<'p>> {
         self.admission.take()
     }
-    #[inline]
     fn put_admission(&mut self, admission: Option<Admission<'p>>) {
         self.admission = admission;
     }
-    #[inline]
     fn budget(&self) -> Option<&RetryBudget> {
         self.budget
     }
-    #[inline]
     fn timeout(&self) -> Option<Timeout<E>> {
         self.timeout
     }
-    #[inline]
     fn nested_retry(&self) -> bool {
         self.nested_retry
     }
@@ -528,7 +491,6 @@ impl<'p, E, L> MaybeExtras<E> for Extras<'p, E, L> {
             None => GiveUpReason::BreakerOpen,
         }
     }
-    #[inline]
     fn report(&self, function: &'static str, event: Event<'_>) {
         if let Some(sink) = self.sink {
             sink.event(function, &event);
@@ -558,7 +520,6 @@ impl<E> Refusal<E> {
     }
 
     /// The gate's rejection, if the gate refused.
-    #[inline]
     pub(crate) fn rejected(&self) -> Option<&Rejected> {
         match self {
             Refusal::Shed { rejected, .. } => Some(rejected),

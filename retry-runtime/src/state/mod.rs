@@ -276,7 +276,6 @@ impl<R> Default for Shape<R> {
 
 impl<R> Shape<R> {
     /// The shape of a function that returns `R`.
-    #[inline]
     pub const fn new() -> Self {
         Shape(WithoutDebug(PhantomData))
     }
@@ -284,14 +283,12 @@ impl<R> Shape<R> {
     /// The shape of a sync block's closure; borrows it only for the call. `FnOnce`, for the
     /// output type alone: that each attempt can call the closure again is asked by the
     /// expansion, with a bound whose name tells the user why (`retry-macro/src/block.rs`).
-    #[inline]
     pub fn of<B: FnOnce() -> R>(_body: &B) -> Self {
         Shape(WithoutDebug(PhantomData))
     }
 
     /// The shape of an async block's closure; borrows it only for the call (`AsyncFnOnce`, as
     /// [`of`](Shape::of)).
-    #[inline]
     pub fn of_async<B: AsyncFnOnce() -> R>(_body: &B) -> Self {
         Shape(WithoutDebug(PhantomData))
     }
@@ -728,7 +725,6 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>>
 }
 
 /// The end of an async loop with a fallback, as a future: `return finish(result).await`.
-#[inline]
 #[allow(private_bounds)]
 pub fn finish<R: IntoFinish<T, E>, T, E>(result: R) -> impl Future<Output = Result<T, E>> {
     result.into_finish()

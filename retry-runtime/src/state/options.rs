@@ -33,7 +33,6 @@ pub trait Classifier<E> {
     /// unless the classifier says otherwise (a door configured at run time asks its own, which
     /// refuses to resend a request that may have reached the server).
     #[doc(hidden)]
-    #[inline]
     fn timed_out(&self, _error: &E) -> Verdict {
         Verdict::Retry
     }
@@ -41,7 +40,6 @@ pub trait Classifier<E> {
 
 #[diagnostic::do_not_recommend] // so that a missing `Transient` reads as `Classifier` says
 impl<C, E> Classifier<E> for Classify<C, E> {
-    #[inline]
     fn verdict(&self, error: &E) -> Verdict {
         self.call(error, &())
     }
@@ -54,7 +52,6 @@ pub struct ByTransient;
 
 #[diagnostic::do_not_recommend]
 impl<E: Transient> Classifier<E> for ByTransient {
-    #[inline]
     fn verdict(&self, error: &E) -> Verdict {
         error.verdict()
     }
@@ -100,7 +97,6 @@ pub struct Opts<K = Head, H = Hooks, X = Unset> {
 
 impl<K, H, X> Opts<K, H, X> {
     /// The same options with the hooks `f` makes of these.
-    #[inline]
     pub(crate) fn map_hooks<H2>(self, f: impl FnOnce(H) -> H2) -> Opts<K, H2, X> {
         Opts {
             head: self.head,
@@ -110,7 +106,6 @@ impl<K, H, X> Opts<K, H, X> {
     }
 
     /// The same options with the extras `f` makes of these.
-    #[inline]
     pub(crate) fn map_extras<X2>(self, f: impl FnOnce(X) -> X2) -> Opts<K, H, X2> {
         Opts {
             head: self.head,

@@ -114,11 +114,12 @@ impl FirstAttempt {
     /// tower layer asks `new` once, when it is made, and `again` on each request).
     #[inline]
     pub fn again(&self) -> Self {
-        let mut first = *self;
-        first.frame = self
-            .frame
-            .retried_above(context::retried_above() || self.retries);
-        first
+        FirstAttempt {
+            frame: self
+                .frame
+                .retried_above(context::retried_above() || self.retries),
+            ..*self
+        }
     }
 
     /// Runs the attempt: `make` makes its future inside the attempt's context, and the future is

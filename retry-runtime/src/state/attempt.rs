@@ -160,12 +160,12 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>>
         let wait = match self.opts.extras.admit(self.site.clock) {
             Ok(wait) => wait,
             Err(refusal) => {
-                if let Some(rejected) = Into::<Refusal<E>>::into(refusal).rejected() {
+                if let Refusal::Shed { rejected, .. } = Into::<Refusal<E>>::into(refusal) {
                     self.spans.shed(
                         self.site.name,
                         self.progress.retries,
                         self.progress.previous_pause,
-                        rejected,
+                        &rejected,
                     );
                 }
                 return Err(refusal);

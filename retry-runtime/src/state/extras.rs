@@ -518,12 +518,4 @@ impl<E> Refusal<E> {
             Refusal::Ended => Attempted::Ended,
         }
     }
-
-    /// The gate's rejection, if the gate refused.
-    pub(crate) fn rejected(&self) -> Option<&Rejected> {
-        match self {
-            Refusal::Shed { rejected, .. } => Some(rejected),
-            Refusal::Open { .. } | Refusal::Ended => None,
-        }
-    }
 }

@@ -184,7 +184,8 @@ impl<E> Default for Extras<'_, E> {
 
 /// [`Unset`] or [`Extras`]: the loop asks for the extras through this, so an unset one answers
 /// at compile time and costs nothing. Sealed: public only because the builders' result types
-/// name its `Hold`, in a module no one outside can reach.
+/// name its `Hold`, in a module no one outside can reach. The provided methods answer as
+/// [`Unset`] does, without extras.
 pub trait MaybeExtras<E> {
     /// [`NoRefusal`] without extras: such an attempt cannot be refused, so its future has no
     /// room for a refusal. [`Refusal`] with them.
@@ -203,31 +204,46 @@ pub trait MaybeExtras<E> {
     /// time to wait before making it (a rate-limiting gate's token not yet due; zero
     /// otherwise), or the refusal. A hedge's copies ask the breaker only: the attempt holds one
     /// gate permit for all of them.
-    fn admit(&mut self, clock: fn() -> Instant) -> Result<Duration, Self::Refusal>;
+    fn admit(&mut self, _clock: fn() -> Instant) -> Result<Duration, Self::Refusal> {
+        Ok(Duration::ZERO)
+    }
     /// Tells the breaker, if any, how the attempt went: a transient failure counts against the
     /// service; a success or a permanent error (the service answered) counts for it; and the
     /// gate, if any, `gate`. `true` when the circuit is open after it, by this outcome or by
     /// others'.
-    fn record(&mut self, service_failed: bool, gate: GateOutcome, clock: fn() -> Instant) -> bool;
+    fn record(&mut self, _failed: bool, _gate: GateOutcome, _clock: fn() -> Instant) -> bool {
+        false
+    }
     /// Tells the breaker how the attempt that held `admission` went (a hedge's copy).
     fn record_admission(admission: Self::Admission, success: bool, now: Instant);
     /// The breaker's permission for the attempt under way, taken (a hedge holds its own).
-    fn take_admission(&mut self) -> Option<Self::Admission>;
+    fn take_admission(&mut self) -> Option<Self::Admission> {
+        None
+    }
     /// The permission of the copy that won a hedged attempt, put back for `next` to record.
-    fn put_admission(&mut self, admission: Option<Self::Admission>);
+    fn put_admission(&mut self, _admission: Option<Self::Admission>) {}
     /// The budget, if any.
-    fn budget(&self) -> Option<&RetryBudget>;
+    fn budget(&self) -> Option<&RetryBudget> {
+        None
+    }
     /// The timeout, if any.
-    fn timeout(&self) -> Option<Timeout<E>>;
+    fn timeout(&self) -> Option<Timeout<E>> {
+        None
+    }
     /// `nested = retry`.
-    fn nested_retry(&self) -> bool;
+    fn nested_retry(&self) -> bool {
+        false
+    }
     /// Why the loop gives up on an attempt its gate shed: the gate's name and mode, as its
     /// [`Rejected`] says them. Asked only after [`Attempted::Shed`], which only a gate makes.
-    fn shed_reason(&self) -> GiveUpReason;
+    fn shed_reason(&self) -> GiveUpReason {
+        // Never asked: without a gate, no attempt is shed.
+        GiveUpReason::BreakerOpen
+    }
     /// Hands one of the loop's own events to the door's sink (`Settings::sink`), if any:
     /// nothing without extras, or without a sink. The logs and the metrics hear the loop's
     /// events from `observe` itself, so the event goes to the door's sink alone.
-    fn report(&self, function: &'static str, event: Event<'_>);
+    fn report(&self, _function: &'static str, _event: Event<'_>) {}
 }
 
 /// The call's decider, if the extras hold one ([`Deciding`]), and where a lingering call holds
@@ -373,33 +389,9 @@ impl<E> MaybeExtras<E> for Unset {
     fn into_extras<'p>(self) -> Extras<'p, E> {
         Extras::default()
     }
-    fn admit(&mut self, _: fn() -> Instant) -> Result<Duration, NoRefusal> {
-        Ok(Duration::ZERO)
-    }
-    fn record(&mut self, _: bool, _: GateOutcome, _: fn() -> Instant) -> bool {
-        false
-    }
     fn record_admission(admission: NoRefusal, _: bool, _: Instant) {
         match admission {}
     }
-    fn take_admission(&mut self) -> Option<NoRefusal> {
-        None
-    }
-    fn put_admission(&mut self, _: Option<NoRefusal>) {}
-    fn budget(&self) -> Option<&RetryBudget> {
-        None
-    }
-    fn timeout(&self) -> Option<Timeout<E>> {
-        None
-    }
-    fn nested_retry(&self) -> bool {
-        false
-    }
-    fn shed_reason(&self) -> GiveUpReason {
-        // Never asked: without a gate, no attempt is shed.
-        GiveUpReason::BreakerOpen
-    }
-    fn report(&self, _: &'static str, _: Event<'_>) {}
 }
 
 impl<'p, E, L> MaybeExtras<E> for Extras<'p, E, L> {

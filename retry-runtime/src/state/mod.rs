@@ -228,16 +228,15 @@ pub(crate) fn std_now() -> Instant {
     note = "enable the `tokio` feature of `retry-runtime` (on by default), or name a sleep function for your runtime: `#[retry(sleep = my_runtime::sleep)]` with `fn sleep(Duration) -> impl Future<Output = ()>`"
 )]
 pub(crate) trait Timer {
-    /// The clock the loop reads for its deadline and its hooks.
-    fn clock() -> Instant;
-}
-
-impl Timer for Unset {
+    /// The clock the loop reads for its deadline and its hooks: a sync loop's unless the timer
+    /// has its own.
     #[inline]
     fn clock() -> Instant {
         std_now()
     }
 }
+
+impl Timer for Unset {}
 
 #[cfg(feature = "tokio")]
 impl Timer for crate::timer::TokioTimer {

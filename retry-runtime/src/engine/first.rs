@@ -114,12 +114,11 @@ impl FirstAttempt {
     /// tower layer asks `new` once, when it is made, and `again` on each request).
     #[inline]
     pub fn again(&self) -> Self {
-        FirstAttempt {
-            frame: self
-                .frame
-                .retried_above(context::retried_above() || self.retries),
-            ..*self
-        }
+        let mut first = *self;
+        first.frame = self
+            .frame
+            .retried_above(context::retried_above() || self.retries);
+        first
     }
 
     /// Runs the attempt: `make` makes its future inside the attempt's context, and the future is

@@ -15,14 +15,12 @@ pub fn output_type<R>() -> R {
 
 /// The default classifier: the error type's [`Transient`](crate::Transient) impl, with its
 /// server-suggested pause.
-#[inline]
 pub fn is_transient<E: crate::Transient + ?Sized>(error: &E) -> crate::Verdict {
     error.verdict()
 }
 
 /// The default classifier of a `retry_block!`: [`is_transient`], with the block's message when
 /// the error type has no [`Transient`](crate::Transient) impl.
-#[inline]
 #[allow(private_bounds)]
 pub fn block_is_transient<E: TransientInBlock + ?Sized>(error: &E) -> crate::Verdict {
     error.verdict()
@@ -115,32 +113,27 @@ pub mod by_feature {
         note = "or name a classifier in the attribute: `#[retry(on = is_transient)]` with `fn is_transient(status: &tonic::Status) -> bool`",
     );
     /// The default classifier of `sqlx::Error` and `sqlx::Result<T>`.
-    #[inline]
     pub fn sqlx<E: Sqlx + ?Sized>(error: &E) -> Verdict {
         error.verdict()
     }
 
     /// The default classifier of `tokio_postgres::Error`.
-    #[inline]
     pub fn tokio_postgres<E: TokioPostgres + ?Sized>(error: &E) -> Verdict {
         error.verdict()
     }
 
     /// The default classifier of `reqwest::Error` and `reqwest::Result<T>`.
-    #[inline]
     pub fn reqwest<E: Reqwest + ?Sized>(error: &E) -> Verdict {
         error.verdict()
     }
 
     /// The default classifier of `tonic::Status`.
-    #[inline]
     pub fn tonic<E: Tonic + ?Sized>(error: &E) -> Verdict {
         error.verdict()
     }
 }
 
 /// `policy = expr` accepts a `Policy` or a `&Policy`.
-#[inline]
 #[allow(private_bounds)]
 pub fn policy_ref<P: AsPolicy + ?Sized>(policy: &P) -> &Policy {
     policy.as_policy()

@@ -79,17 +79,6 @@ struct Config {
     name: &'static str,
 }
 
-impl Config {
-    const DEFAULT: Config = Config {
-        name: "unnamed",
-        consecutive_failures: 5,
-        failure_rate: None,
-        window: 20,
-        min_calls: None,
-        open_for: Duration::from_secs(30),
-    };
-}
-
 #[derive(Debug)]
 struct Inner {
     phase: Phase,
@@ -134,7 +123,14 @@ loom_const_fn! {
         /// ```
         pub fn new() -> Self {
             Self {
-                config: Config::DEFAULT,
+                config: Config {
+                    name: "unnamed",
+                    consecutive_failures: 5,
+                    failure_rate: None,
+                    window: 20,
+                    min_calls: None,
+                    open_for: Duration::from_secs(30),
+                },
                 inner: Mutex::new(Inner::START),
                 #[cfg(feature = "metrics")]
                 metrics: crate::metrics::BreakerMetrics::new(),

@@ -255,7 +255,6 @@ where
     B: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
 {
-    #[inline]
     fn attempt(&mut self) -> impl Future<Output = Result<T, E>> {
         self()
     }
@@ -268,7 +267,6 @@ where
 pub(crate) struct AsyncFnOperation<B>(pub(crate) B);
 
 impl<T, E, B: AsyncFnMut() -> Result<T, E>> Operation<T, E> for AsyncFnOperation<B> {
-    #[inline]
     fn attempt(&mut self) -> impl Future<Output = Result<T, E>> {
         (self.0)()
     }
@@ -401,17 +399,7 @@ where
     E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
 {
     let settings = settings.timeout(None);
-    let mut state = state(&settings, hooks, Blocking);
+    let mut state = state(&settings, hooks, crate::timer::NoTimer);
     state.site.clock = state::std_now;
     state::drive_blocking(state, None, None, |state| state.attempt(&mut attempt))
-}
-
-/// The "timer" of [`drive_blocking`], whose pauses block: never used to sleep.
-struct Blocking;
-
-impl Sleeper for Blocking {
-    type Sleep = std::future::Ready<()>;
-    fn sleep(&self, _: std::time::Duration) -> Self::Sleep {
-        std::future::ready(())
-    }
 }

@@ -247,7 +247,7 @@ impl<H> PerRecorder<H> {
     #[inline]
     fn with(&self, register: impl Fn(&dyn Recorder) -> H, use_them: impl FnOnce(&H)) {
         metrics::with_recorder(|recorder| {
-            let id = recorder_id(recorder);
+            let id = (recorder as *const dyn Recorder).cast::<()>() as usize; // its address
             for slot in &self.slots {
                 let (held, handles) = match slot.get() {
                     Some(entry) => entry,
@@ -260,10 +260,6 @@ impl<H> PerRecorder<H> {
             use_them(&register(recorder));
         });
     }
-}
-
-fn recorder_id(recorder: &dyn Recorder) -> usize {
-    (recorder as *const dyn Recorder).cast::<()>() as usize
 }
 
 // ---- functions ----

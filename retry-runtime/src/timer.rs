@@ -148,14 +148,14 @@ impl Sleeper for TokioTimer {
     }
 }
 
-/// No timer: the `tokio` feature is off and no `sleep = ...` was given. An async loop does not
-/// start with it (it is no `Timer`), and says which to add; its `Sleeper` impl only keeps that
-/// the one error.
-#[cfg(not(feature = "tokio"))]
+/// No timer. The async default when the `tokio` feature is off and no `sleep = ...` was given:
+/// an async loop does not start with it (it is no `Timer`), and says which to add; its `Sleeper`
+/// impl only keeps that the one error. And the "timer" of
+/// [`engine::drive_blocking`](crate::engine::drive_blocking), whose pauses block: never used to
+/// sleep.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoTimer;
 
-#[cfg(not(feature = "tokio"))]
 impl Sleeper for NoTimer {
     type Sleep = std::future::Ready<()>;
     fn sleep(&self, _: Duration) -> Self::Sleep {

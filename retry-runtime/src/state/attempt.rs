@@ -42,7 +42,6 @@ pub struct KeyedOutcome<T, E, Key> {
 
 /// An attempt without a key, as `next` takes it.
 impl<T, E> From<Attempted<T, E>> for KeyedOutcome<T, E, ()> {
-    #[inline]
     fn from(attempted: Attempted<T, E>) -> Self {
         KeyedOutcome { attempted, key: () }
     }
@@ -90,7 +89,6 @@ impl<T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>, Key: KeySlot>
     WithKey<'_, '_, T, E, Opts<Head<C, S, D>, H, X>, Key>
 {
     /// [`Retry::attempt`] with the key lent.
-    #[inline]
     pub fn attempt(self, body: impl FnOnce() -> Result<T, E>) -> KeyedOutcome<T, E, Key> {
         KeyedOutcome {
             attempted: self.state.attempt_lending(self.key, body),
@@ -100,7 +98,6 @@ impl<T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>, Key: KeySlot>
 
     /// [`Retry::run`] with the key lent: its future holds a reference to the key, and nothing
     /// else for it.
-    #[inline]
     pub fn run<F>(
         self,
         body: F,
@@ -163,12 +160,12 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>>
         let wait = match self.opts.extras.admit(self.site.clock) {
             Ok(wait) => wait,
             Err(refusal) => {
-                if let Some(rejected) = Into::<Refusal<E>>::into(refusal).rejected() {
+                if let Refusal::Shed { rejected, .. } = Into::<Refusal<E>>::into(refusal) {
                     self.spans.shed(
                         self.site.name,
                         self.progress.retries,
                         self.progress.previous_pause,
-                        rejected,
+                        &rejected,
                     );
                 }
                 return Err(refusal);
@@ -233,7 +230,6 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>>
     }
 
     /// Runs one attempt of a sync loop, with the attempt context in place.
-    #[inline]
     pub fn attempt(&mut self, body: impl FnOnce() -> Result<T, E>) -> Attempted<T, E> {
         self.attempt_lending((), body)
     }
@@ -262,7 +258,6 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>>
     /// Runs one attempt of an async loop, with the attempt context in place on every poll. The
     /// returned future holds only the frame and the body's future, not the loop state; its
     /// outcome carries no key (`()`).
-    #[inline]
     pub fn run<F>(
         &mut self,
         body: F,
@@ -301,7 +296,6 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>>
     /// the time left before the deadline. `make` makes the body's future inside the attempt's
     /// context, so that a closure that reads [`attempt()`](crate::attempt) as it makes the
     /// future reads this attempt. A method of its own: `PERFORMANCE.md` §4.
-    #[inline]
     pub fn run_timed<F>(&mut self, body: F) -> impl Future<Output = Attempted<T, E>>
     where
         S: Sleeper,

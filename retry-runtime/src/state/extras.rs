@@ -104,30 +104,17 @@ pub enum Refusal<E> {
 }
 
 // By hand: a derive would ask `E: Copy`, and these hold only a function pointer to make an `E`.
-impl<E> Clone for Timeout<E> {
-    fn clone(&self) -> Self {
-        *self
-    }
+macro_rules! copy_for_any_error {
+    ($($ty:ty),*) => {$(
+        impl<E> Clone for $ty {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<E> Copy for $ty {}
+    )*};
 }
-impl<E> Copy for Timeout<E> {}
-impl<E> Clone for Guard<'_, E> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<E> Copy for Guard<'_, E> {}
-impl<E> Clone for Shedder<'_, E> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<E> Copy for Shedder<'_, E> {}
-impl<E> Clone for Refusal<E> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<E> Copy for Refusal<E> {}
+copy_for_any_error!(Timeout<E>, Guard<'_, E>, Shedder<'_, E>, Refusal<E>);
 
 /// A call's decider `D` (a [`Decide`] of the loop's error, if any), and where the loop holds the
 /// outcome of a call that lingers ([`Next::Linger`]) over its last pause. The outcome is boxed:
@@ -197,7 +184,8 @@ impl<E> Default for Extras<'_, E> {
 
 /// [`Unset`] or [`Extras`]: the loop asks for the extras through this, so an unset one answers
 /// at compile time and costs nothing. Sealed: public only because the builders' result types
-/// name its `Hold`, in a module no one outside can reach.
+/// name its `Hold`, in a module no one outside can reach. The provided methods answer as
+/// [`Unset`] does, without extras.
 pub trait MaybeExtras<E> {
     /// [`NoRefusal`] without extras: such an attempt cannot be refused, so its future has no
     /// room for a refusal. [`Refusal`] with them.
@@ -216,31 +204,46 @@ pub trait MaybeExtras<E> {
     /// time to wait before making it (a rate-limiting gate's token not yet due; zero
     /// otherwise), or the refusal. A hedge's copies ask the breaker only: the attempt holds one
     /// gate permit for all of them.
-    fn admit(&mut self, clock: fn() -> Instant) -> Result<Duration, Self::Refusal>;
+    fn admit(&mut self, _clock: fn() -> Instant) -> Result<Duration, Self::Refusal> {
+        Ok(Duration::ZERO)
+    }
     /// Tells the breaker, if any, how the attempt went: a transient failure counts against the
     /// service; a success or a permanent error (the service answered) counts for it; and the
     /// gate, if any, `gate`. `true` when the circuit is open after it, by this outcome or by
     /// others'.
-    fn record(&mut self, service_failed: bool, gate: GateOutcome, clock: fn() -> Instant) -> bool;
+    fn record(&mut self, _failed: bool, _gate: GateOutcome, _clock: fn() -> Instant) -> bool {
+        false
+    }
     /// Tells the breaker how the attempt that held `admission` went (a hedge's copy).
     fn record_admission(admission: Self::Admission, success: bool, now: Instant);
     /// The breaker's permission for the attempt under way, taken (a hedge holds its own).
-    fn take_admission(&mut self) -> Option<Self::Admission>;
+    fn take_admission(&mut self) -> Option<Self::Admission> {
+        None
+    }
     /// The permission of the copy that won a hedged attempt, put back for `next` to record.
-    fn put_admission(&mut self, admission: Option<Self::Admission>);
+    fn put_admission(&mut self, _admission: Option<Self::Admission>) {}
     /// The budget, if any.
-    fn budget(&self) -> Option<&RetryBudget>;
+    fn budget(&self) -> Option<&RetryBudget> {
+        None
+    }
     /// The timeout, if any.
-    fn timeout(&self) -> Option<Timeout<E>>;
+    fn timeout(&self) -> Option<Timeout<E>> {
+        None
+    }
     /// `nested = retry`.
-    fn nested_retry(&self) -> bool;
+    fn nested_retry(&self) -> bool {
+        false
+    }
     /// Why the loop gives up on an attempt its gate shed: the gate's name and mode, as its
     /// [`Rejected`] says them. Asked only after [`Attempted::Shed`], which only a gate makes.
-    fn shed_reason(&self) -> GiveUpReason;
+    fn shed_reason(&self) -> GiveUpReason {
+        // Never asked: without a gate, no attempt is shed.
+        GiveUpReason::BreakerOpen
+    }
     /// Hands one of the loop's own events to the door's sink (`Settings::sink`), if any:
     /// nothing without extras, or without a sink. The logs and the metrics hear the loop's
     /// events from `observe` itself, so the event goes to the door's sink alone.
-    fn report(&self, function: &'static str, event: Event<'_>);
+    fn report(&self, _function: &'static str, _event: Event<'_>) {}
 }
 
 /// The call's decider, if the extras hold one ([`Deciding`]), and where a lingering call holds
@@ -256,7 +259,6 @@ pub(crate) trait Linger<T, E>: MaybeExtras<E> {
     /// that without a decider slot no code for one is left.
     const DECIDES: bool = false;
     /// A decider is set: the loop asks it after a failure, in place of the policy.
-    #[inline]
     fn decides(&self) -> bool {
         false
     }
@@ -268,52 +270,40 @@ pub(crate) trait Linger<T, E>: MaybeExtras<E> {
     #[inline]
     fn next(
         &mut self,
-        attempt: u32,
-        verdict: Verdict,
-        error: Option<&E>,
-        breaker_open: bool,
-        timing: (u64, Option<Instant>, fn() -> Instant),
+        _attempt: u32,
+        _verdict: Verdict,
+        _error: Option<&E>,
+        _breaker_open: bool,
+        _timing: (u64, Option<Instant>, fn() -> Instant),
     ) -> Option<Next> {
-        let _ = (attempt, verdict, error, breaker_open, timing);
         None
     }
     /// The decider's [`Decide::copy_failed`], if one is set.
-    #[inline]
-    fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {
-        let _ = failure;
+    fn copy_failed(&mut self, _failure: &Failure<'_, E>) -> NextCopy {
         NextCopy::OnSchedule
     }
     /// The decider's [`Decide::copy_due`], if one is set (`true` without one).
-    #[inline]
-    fn copy_due(&mut self, hedge: u16) -> bool {
-        let _ = hedge;
+    fn copy_due(&mut self, _hedge: u16) -> bool {
         true
     }
     /// The call ended with an accepted `Ok` after `attempts` attempts: the decider's
     /// [`Decide::accepted`], if one is set.
-    #[inline]
-    fn accepted(&mut self, attempts: u32) {
-        let _ = attempts;
-    }
+    fn accepted(&mut self, _attempts: u32) {}
     /// The refusal of an attempt that only returns the outcome held over a pause, if one is.
-    #[inline]
     fn ended(&self) -> Option<Self::Refusal> {
         None
     }
     /// Holds `outcome` over the pause, for the next attempt to return; gives it back if there
     /// is nowhere to hold it (a loop without a decider, which never lingers).
-    #[inline]
     fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>> {
         Err(outcome)
     }
     /// The outcome held over a pause, taken.
-    #[inline]
     fn take_held(&mut self) -> Option<Result<T, E>> {
         None
     }
     /// The decider sent the first attempt again ([`Next::Resend`]), so that the attempt sent
     /// again does not begin the call a second time (the budget's deposit).
-    #[inline]
     fn resent(&self) -> bool {
         false
     }
@@ -327,7 +317,6 @@ impl<T, E> Linger<T, E> for Extras<'_, E> {}
 
 impl<T, E, D: Decide<E>> Linger<T, E> for Extras<'_, E, Deciding<D, T, E>> {
     const DECIDES: bool = true;
-    #[inline]
     fn decides(&self) -> bool {
         self.decider.decider.is_some()
     }
@@ -358,43 +347,36 @@ impl<T, E, D: Decide<E>> Linger<T, E> for Extras<'_, E, Deciding<D, T, E>> {
             elapsed,
         }))
     }
-    #[inline]
     fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {
         match &mut self.decider.decider {
             Some(decider) => decider.copy_failed(failure),
             None => NextCopy::OnSchedule,
         }
     }
-    #[inline]
     fn copy_due(&mut self, hedge: u16) -> bool {
         match &mut self.decider.decider {
             Some(decider) => decider.copy_due(hedge),
             None => true,
         }
     }
-    #[inline]
     fn accepted(&mut self, attempts: u32) {
         if let Some(decider) = &mut self.decider.decider {
             decider.accepted(attempts);
         }
     }
-    #[inline]
     fn ended(&self) -> Option<Refusal<E>> {
         self.decider.held.is_some().then_some(Refusal::Ended)
     }
-    #[inline]
     fn resent(&self) -> bool {
         self.decider.resent
     }
     fn mark_resent(&mut self) {
         self.decider.resent = true;
     }
-    #[inline]
     fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>> {
         self.decider.held = Some(Box::new(outcome));
         Ok(())
     }
-    #[inline]
     fn take_held(&mut self) -> Option<Result<T, E>> {
         self.decider.held.take().map(|held| *held)
     }
@@ -407,43 +389,9 @@ impl<E> MaybeExtras<E> for Unset {
     fn into_extras<'p>(self) -> Extras<'p, E> {
         Extras::default()
     }
-    #[inline]
-    fn admit(&mut self, _: fn() -> Instant) -> Result<Duration, NoRefusal> {
-        Ok(Duration::ZERO)
-    }
-    #[inline]
-    fn record(&mut self, _: bool, _: GateOutcome, _: fn() -> Instant) -> bool {
-        false
-    }
-    #[inline]
     fn record_admission(admission: NoRefusal, _: bool, _: Instant) {
         match admission {}
     }
-    #[inline]
-    fn take_admission(&mut self) -> Option<NoRefusal> {
-        None
-    }
-    #[inline]
-    fn put_admission(&mut self, _: Option<NoRefusal>) {}
-    #[inline]
-    fn budget(&self) -> Option<&RetryBudget> {
-        None
-    }
-    #[inline]
-    fn timeout(&self) -> Option<Timeout<E>> {
-        None
-    }
-    #[inline]
-    fn nested_retry(&self) -> bool {
-        false
-    }
-    #[inline]
-    fn shed_reason(&self) -> GiveUpReason {
-        // Never asked: without a gate, no attempt is shed.
-        GiveUpReason::BreakerOpen
-    }
-    #[inline]
-    fn report(&self, _: &'static str, _: Event<'_>) {}
 }
 
 impl<'p, E, L> MaybeExtras<E> for Extras<'p, E, L> {
@@ -506,27 +454,21 @@ impl<'p, E, L> MaybeExtras<E> for Extras<'p, E, L> {
             }),
         }
     }
-    #[inline]
     fn record_admission(admission: Admission<'p>, success: bool, now: Instant) {
         admission.record(success, now);
     }
-    #[inline]
     fn take_admission(&mut self) -> Option<Admission<'p>> {
         self.admission.take()
     }
-    #[inline]
     fn put_admission(&mut self, admission: Option<Admission<'p>>) {
         self.admission = admission;
     }
-    #[inline]
     fn budget(&self) -> Option<&RetryBudget> {
         self.budget
     }
-    #[inline]
     fn timeout(&self) -> Option<Timeout<E>> {
         self.timeout
     }
-    #[inline]
     fn nested_retry(&self) -> bool {
         self.nested_retry
     }
@@ -541,7 +483,6 @@ impl<'p, E, L> MaybeExtras<E> for Extras<'p, E, L> {
             None => GiveUpReason::BreakerOpen,
         }
     }
-    #[inline]
     fn report(&self, function: &'static str, event: Event<'_>) {
         if let Some(sink) = self.sink {
             sink.event(function, &event);
@@ -567,15 +508,6 @@ impl<E> Refusal<E> {
             Refusal::Open { open, error } => Attempted::Refused(error(open)),
             Refusal::Shed { rejected, error } => Attempted::Shed(error(rejected)),
             Refusal::Ended => Attempted::Ended,
-        }
-    }
-
-    /// The gate's rejection, if the gate refused.
-    #[inline]
-    pub(crate) fn rejected(&self) -> Option<&Rejected> {
-        match self {
-            Refusal::Shed { rejected, .. } => Some(rejected),
-            Refusal::Open { .. } | Refusal::Ended => None,
         }
     }
 }

@@ -228,16 +228,15 @@ pub(crate) fn std_now() -> Instant {
     note = "enable the `tokio` feature of `retry-runtime` (on by default), or name a sleep function for your runtime: `#[retry(sleep = my_runtime::sleep)]` with `fn sleep(Duration) -> impl Future<Output = ()>`"
 )]
 pub(crate) trait Timer {
-    /// The clock the loop reads for its deadline and its hooks.
-    fn clock() -> Instant;
-}
-
-impl Timer for Unset {
+    /// The clock the loop reads for its deadline and its hooks: a sync loop's unless the timer
+    /// has its own.
     #[inline]
     fn clock() -> Instant {
         std_now()
     }
 }
+
+impl Timer for Unset {}
 
 #[cfg(feature = "tokio")]
 impl Timer for crate::timer::TokioTimer {
@@ -276,7 +275,6 @@ impl<R> Default for Shape<R> {
 
 impl<R> Shape<R> {
     /// The shape of a function that returns `R`.
-    #[inline]
     pub const fn new() -> Self {
         Shape(WithoutDebug(PhantomData))
     }
@@ -284,14 +282,12 @@ impl<R> Shape<R> {
     /// The shape of a sync block's closure; borrows it only for the call. `FnOnce`, for the
     /// output type alone: that each attempt can call the closure again is asked by the
     /// expansion, with a bound whose name tells the user why (`retry-macro/src/block.rs`).
-    #[inline]
     pub fn of<B: FnOnce() -> R>(_body: &B) -> Self {
         Shape(WithoutDebug(PhantomData))
     }
 
     /// The shape of an async block's closure; borrows it only for the call (`AsyncFnOnce`, as
     /// [`of`](Shape::of)).
-    #[inline]
     pub fn of_async<B: AsyncFnOnce() -> R>(_body: &B) -> Self {
         Shape(WithoutDebug(PhantomData))
     }
@@ -481,7 +477,8 @@ where
         aws: &'p Aws2026Standard,
     ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H, Extras<'p, E, Deciding<Aws2026Call<'p>, T, E>>>>
     {
-        self.with(|o| o.with_aws2026(aws))
+        let decider = Some(Aws2026Call::new(aws));
+        self.with(|o| o.map_extras(|extras| extras.into_extras().deciding(decider)))
     }
 
     /// `nested = retry`: keep retrying even inside another retrying function.
@@ -626,8 +623,7 @@ impl<T, E, F> Fallback<Result<T, E>, F> {
         A: FallbackArgument<H::Input>,
         Out: FallbackOutput<T, E, SyncForm>,
     {
-        let slot = Out::slot::<H::OnResult, F, A>(self.1);
-        retry.with(|o| o.map_hooks(|hooks| hooks.with_fallback(slot)))
+        self.attach(retry)
     }
 }
 
@@ -728,7 +724,6 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>>
 }
 
 /// The end of an async loop with a fallback, as a future: `return finish(result).await`.
-#[inline]
 #[allow(private_bounds)]
 pub fn finish<R: IntoFinish<T, E>, T, E>(result: R) -> impl Future<Output = Result<T, E>> {
     result.into_finish()

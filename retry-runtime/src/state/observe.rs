@@ -425,21 +425,18 @@ impl Sink for () {
 }
 
 impl<S: Sink + ?Sized> Sink for &S {
-    #[inline]
     fn event(&self, function: &'static str, event: &Event<'_>) {
         (**self).event(function, event);
     }
 }
 
 impl<S: Sink + ?Sized> Sink for std::sync::Arc<S> {
-    #[inline]
     fn event(&self, function: &'static str, event: &Event<'_>) {
         (**self).event(function, event);
     }
 }
 
 impl<A: Sink, B: Sink> Sink for (A, B) {
-    #[inline]
     fn event(&self, function: &'static str, event: &Event<'_>) {
         self.0.event(function, event);
         self.1.event(function, event);

@@ -9,11 +9,10 @@
 //! compiled, and one that is not written costs no code and no check (`PERFORMANCE.md` §1).
 
 use super::Unset;
-use super::extras::{Deciding, Extras, MaybeExtras};
+use super::extras::{Extras, MaybeExtras};
 use super::hooks::{Classify, Hooks};
 use super::log::ByDebug;
-use crate::overload::aws2026_call::Aws2026Call;
-use crate::{Aws2026Standard, Transient, Verdict};
+use crate::{Transient, Verdict};
 use std::marker::PhantomData;
 
 /// How a loop judges its errors: a classifier that `on` named (`Fn(&E) -> bool` or
@@ -34,7 +33,6 @@ pub trait Classifier<E> {
     /// unless the classifier says otherwise (a door configured at run time asks its own, which
     /// refuses to resend a request that may have reached the server).
     #[doc(hidden)]
-    #[inline]
     fn timed_out(&self, _error: &E) -> Verdict {
         Verdict::Retry
     }
@@ -42,7 +40,6 @@ pub trait Classifier<E> {
 
 #[diagnostic::do_not_recommend] // so that a missing `Transient` reads as `Classifier` says
 impl<C, E> Classifier<E> for Classify<C, E> {
-    #[inline]
     fn verdict(&self, error: &E) -> Verdict {
         self.call(error, &())
     }
@@ -55,7 +52,6 @@ pub struct ByTransient;
 
 #[diagnostic::do_not_recommend]
 impl<E: Transient> Classifier<E> for ByTransient {
-    #[inline]
     fn verdict(&self, error: &E) -> Verdict {
         error.verdict()
     }
@@ -101,12 +97,20 @@ pub struct Opts<K = Head, H = Hooks, X = Unset> {
 
 impl<K, H, X> Opts<K, H, X> {
     /// The same options with the hooks `f` makes of these.
-    #[inline]
     pub(crate) fn map_hooks<H2>(self, f: impl FnOnce(H) -> H2) -> Opts<K, H2, X> {
         Opts {
             head: self.head,
             hooks: f(self.hooks),
             extras: self.extras,
+        }
+    }
+
+    /// The same options with the extras `f` makes of these.
+    pub(crate) fn map_extras<X2>(self, f: impl FnOnce(X) -> X2) -> Opts<K, H, X2> {
+        Opts {
+            head: self.head,
+            hooks: self.hooks,
+            extras: f(self.extras),
         }
     }
 
@@ -120,32 +124,10 @@ impl<K, H, X> Opts<K, H, X> {
     where
         X: MaybeExtras<E> + 'p,
     {
-        let mut extras = self.extras.into_extras();
-        set(&mut extras);
-        Opts {
-            head: self.head,
-            hooks: self.hooks,
-            extras,
-        }
-    }
-
-    /// The same options with `aws2026` deciding.
-    #[inline]
-    pub(crate) fn with_aws2026<'p, T, E>(
-        self,
-        aws: &'p Aws2026Standard,
-    ) -> Opts<K, H, Extras<'p, E, Deciding<Aws2026Call<'p>, T, E>>>
-    where
-        X: MaybeExtras<E> + 'p,
-    {
-        let extras = self
-            .extras
-            .into_extras()
-            .deciding(Some(Aws2026Call::new(aws)));
-        Opts {
-            head: self.head,
-            hooks: self.hooks,
-            extras,
-        }
+        self.map_extras(|extras| {
+            let mut extras = extras.into_extras();
+            set(&mut extras);
+            extras
+        })
     }
 }

@@ -276,13 +276,8 @@ impl CircuitBreaker {
 
     /// Counts an outcome while closed; `true` when the circuit should open.
     fn closed_outcome(&self, inner: &mut Inner, success: bool) -> bool {
-        let Config {
-            consecutive_failures,
-            failure_rate,
-            window,
-            min_calls,
-            ..
-        } = self.config;
+        let config = self.config;
+        let window = config.window;
         inner.consecutive = if success {
             0
         } else {
@@ -290,13 +285,13 @@ impl CircuitBreaker {
         };
         inner.history = (inner.history << 1) | u128::from(!success);
         inner.len = (inner.len + 1).min(window);
-        if consecutive_failures > 0 && inner.consecutive >= consecutive_failures {
+        if config.consecutive_failures > 0 && inner.consecutive >= config.consecutive_failures {
             return true;
         }
-        let Some(rate) = failure_rate else {
+        let Some(rate) = config.failure_rate else {
             return false;
         };
-        let min_calls = min_calls.unwrap_or(window).min(window);
+        let min_calls = config.min_calls.unwrap_or(window).min(window);
         if success || inner.len < min_calls {
             return false;
         }

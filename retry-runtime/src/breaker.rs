@@ -102,9 +102,8 @@ enum Phase {
     Open {
         until: Option<Instant>,
     },
-    HalfOpen {
-        trial_outstanding: bool,
-    },
+    /// The trial call is outstanding; other calls are refused until it ends.
+    HalfOpen,
 }
 
 default_is_new!(CircuitBreaker);
@@ -214,33 +213,16 @@ impl CircuitBreaker {
             .admitted(self.config.name, gauge_of(inner.phase));
         let trial = match inner.phase {
             Phase::Closed => false,
-            Phase::Open { until } => match until {
-                Some(until) if now >= until => {
-                    self.change(
-                        &mut inner,
-                        Phase::HalfOpen {
-                            trial_outstanding: true,
-                        },
-                    );
-                    true
-                }
-                _ => {
-                    return Err(CircuitOpen {
-                        remaining: Some(remaining(until, now)),
-                    });
-                }
-            },
-            Phase::HalfOpen {
-                trial_outstanding: true,
-            } => return Err(CircuitOpen { remaining: None }),
-            Phase::HalfOpen {
-                trial_outstanding: false,
-            } => {
-                inner.phase = Phase::HalfOpen {
-                    trial_outstanding: true,
-                };
+            Phase::Open { until: Some(until) } if now >= until => {
+                self.change(&mut inner, Phase::HalfOpen);
                 true
             }
+            Phase::Open { until } => {
+                return Err(CircuitOpen {
+                    remaining: Some(remaining(until, now)),
+                });
+            }
+            Phase::HalfOpen => return Err(CircuitOpen { remaining: None }),
         };
         Ok(Admission {
             breaker: self,
@@ -257,13 +239,11 @@ impl CircuitBreaker {
         inner.observe(now);
         match inner.phase {
             Phase::Closed => BreakerState::Closed,
-            Phase::Open { until } => match until {
-                Some(until) if now >= until => BreakerState::HalfOpen,
-                _ => BreakerState::Open {
-                    remaining: remaining(until, now),
-                },
+            Phase::Open { until: Some(until) } if now >= until => BreakerState::HalfOpen,
+            Phase::Open { until } => BreakerState::Open {
+                remaining: remaining(until, now),
             },
-            Phase::HalfOpen { .. } => BreakerState::HalfOpen,
+            Phase::HalfOpen => BreakerState::HalfOpen,
         }
     }
 
@@ -277,10 +257,8 @@ impl CircuitBreaker {
         if inner.generation == generation {
             let reopen_from = now.or(inner.latest);
             match inner.phase {
-                Phase::HalfOpen { .. } if trial && success => {
-                    self.change(&mut inner, Phase::Closed)
-                }
-                Phase::HalfOpen { .. } if trial => self.open(&mut inner, reopen_from),
+                Phase::HalfOpen if trial && success => self.change(&mut inner, Phase::Closed),
+                Phase::HalfOpen if trial => self.open(&mut inner, reopen_from),
                 Phase::Closed if !trial => {
                     let trips = self.closed_outcome(&mut inner, success);
                     if trips {
@@ -298,13 +276,8 @@ impl CircuitBreaker {
 
     /// Counts an outcome while closed; `true` when the circuit should open.
     fn closed_outcome(&self, inner: &mut Inner, success: bool) -> bool {
-        let Config {
-            consecutive_failures,
-            failure_rate,
-            window,
-            min_calls,
-            ..
-        } = self.config;
+        let config = self.config;
+        let window = config.window;
         inner.consecutive = if success {
             0
         } else {
@@ -312,13 +285,13 @@ impl CircuitBreaker {
         };
         inner.history = (inner.history << 1) | u128::from(!success);
         inner.len = (inner.len + 1).min(window);
-        if consecutive_failures > 0 && inner.consecutive >= consecutive_failures {
+        if config.consecutive_failures > 0 && inner.consecutive >= config.consecutive_failures {
             return true;
         }
-        let Some(rate) = failure_rate else {
+        let Some(rate) = config.failure_rate else {
             return false;
         };
-        let min_calls = min_calls.unwrap_or(window).min(window);
+        let min_calls = config.min_calls.unwrap_or(window).min(window);
         if success || inner.len < min_calls {
             return false;
         }
@@ -377,7 +350,7 @@ fn gauge_of(phase: Phase) -> crate::metrics::BreakerGauge {
     match phase {
         Phase::Closed => BreakerGauge::Closed,
         Phase::Open { .. } => BreakerGauge::Open,
-        Phase::HalfOpen { .. } => BreakerGauge::HalfOpen,
+        Phase::HalfOpen => BreakerGauge::HalfOpen,
     }
 }
 

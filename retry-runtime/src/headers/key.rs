@@ -17,17 +17,8 @@ use std::fmt;
 /// assert_eq!(key_header_value(&IdempotencyKey::from(r#"a"b\c"#)), r#""a\"b\\c""#);
 /// ```
 pub fn key_header_value(key: &IdempotencyKey) -> String {
-    let key = key.as_str();
-    let mut quoted = String::with_capacity(key.len() + 2);
-    quoted.push('"');
-    for c in key.chars() {
-        if matches!(c, '"' | '\\') {
-            quoted.push('\\');
-        }
-        quoted.push(c);
-    }
-    quoted.push('"');
-    quoted
+    let escaped = key.as_str().replace('\\', r"\\").replace('"', r#"\""#);
+    format!("\"{escaped}\"")
 }
 
 /// The `Idempotency-Key` header's value, read as the draft writes it (a quoted structured-field

@@ -146,11 +146,11 @@ const LONG_DAYS: [&str; 7] = [
 /// `06-Nov-94 08:49:37 GMT` (what follows `Sunday, `) as `Sun, 06 Nov 1994 08:49:37 GMT`, with
 /// the year ending in `94` that lies within 50 years of `now`'s.
 fn rfc850_as_imf_fixdate(weekday: &str, rest: &str, now: SystemTime) -> Option<Vec<u8>> {
-    let rest = rest.as_bytes();
-    if rest.len() != 22 || rest[2] != b'-' || rest[6] != b'-' {
+    let bytes = rest.as_bytes();
+    if bytes.len() != 22 || bytes[2] != b'-' || bytes[6] != b'-' {
         return None;
     }
-    let yy = four_digits(&[b'0', b'0', rest[7], rest[8]])?;
+    let yy = four_digits(&[b'0', b'0', bytes[7], bytes[8]])?;
     let now_year = year_of(now);
     let mut year = now_year - now_year % 100 + yy;
     if year > now_year + 50 {
@@ -158,16 +158,9 @@ fn rfc850_as_imf_fixdate(weekday: &str, rest: &str, now: SystemTime) -> Option<V
     } else if year <= now_year - 50 {
         year += 100;
     }
-    let mut date = Vec::with_capacity(29);
-    date.extend_from_slice(weekday.as_bytes());
-    date.extend_from_slice(b", ");
-    date.extend_from_slice(&rest[..2]); // day
-    date.push(b' ');
-    date.extend_from_slice(&rest[3..6]); // month
-    date.push(b' ');
-    date.extend_from_slice(format!("{year:04}").as_bytes());
-    date.extend_from_slice(&rest[9..]); // " 08:49:37 GMT"
-    Some(date)
+    // ASCII (`http_date` checked), so these cut whole characters; `time` is " 08:49:37 GMT".
+    let (day, month, time) = (&rest[..2], &rest[3..6], &rest[9..]);
+    Some(format!("{weekday}, {day} {month} {year:04}{time}").into_bytes())
 }
 
 /// Four ASCII digits as a number.

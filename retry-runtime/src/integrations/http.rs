@@ -47,21 +47,19 @@
 //! assert_eq!(verdict, Verdict::RetryAfter(Duration::from_secs(120)));
 //! ```
 
-#[cfg(any(feature = "http", feature = "reqwest"))]
+#[cfg(feature = "http")]
 use crate::Verdict;
 // The parser is the headers module's (every header helper lives there); it is named here too,
 // where the classifiers that use it are.
 pub use crate::headers::{RETRY_AFTER, parse_retry_after};
-#[cfg(any(feature = "http", feature = "reqwest"))]
-use ::http::{HeaderMap, header};
 #[cfg(feature = "http")]
-use ::http::{Response, StatusCode};
-#[cfg(any(feature = "http", feature = "reqwest"))]
+use ::http::{HeaderMap, Response, StatusCode, header};
+#[cfg(feature = "http")]
 use std::time::{Duration, SystemTime};
 
 /// Transient by status code: the table of the [module](self), shared with the `reqwest`
 /// integration.
-#[cfg_attr(not(any(feature = "http", feature = "reqwest")), allow(dead_code))]
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) const fn transient_status(code: u16) -> bool {
     matches!(code, 408 | 429 | 500 | 502 | 503 | 504)
 }
@@ -103,25 +101,20 @@ pub fn status_is_transient(status: StatusCode) -> bool {
 /// ```
 #[cfg(feature = "http")]
 pub fn retry_after_from_headers(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    header_retry_after(headers, now)
-}
-
-#[cfg(any(feature = "http", feature = "reqwest"))]
-fn header_retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     let value = headers.get(header::RETRY_AFTER)?.to_str().ok()?;
     parse_retry_after(value, now)
 }
 
 /// A response's verdict from its status and headers, `Retry-After` read against the system
 /// clock: the `response_verdict` of both the `http` and the `reqwest` integration.
-#[cfg(any(feature = "http", feature = "reqwest"))]
+#[cfg(feature = "http")]
 pub(crate) fn verdict_of(status: u16, headers: &HeaderMap) -> Verdict {
     if !transient_status(status) {
         return Verdict::Fail;
     }
     // The service shed the request: a 429 always; a 503 when it says when to come back (an
     // overloaded server's answer, where a bare 503 may be a restart or a failing upstream).
-    match (header_retry_after(headers, SystemTime::now()), status) {
+    match (retry_after_from_headers(headers, SystemTime::now()), status) {
         (Some(pause), 429 | 503) => Verdict::ThrottledAfter(pause),
         (Some(pause), _) => Verdict::RetryAfter(pause),
         (None, 429) => Verdict::Throttled,

@@ -20,8 +20,8 @@
 //! | `sqlx` | `sqlx::Error` | SQLSTATE `40001` serialization failure, `40P01` deadlock, class `08` connection exceptions, `57P01`–`57P03` shutdown and cannot connect now, `53300` too many connections; SQLite busy and locked; pool timeouts; I/O errors by the [`std::io::Error`] table | constraint violations (class `23`), syntax and permission errors, every other SQLSTATE, row-not-found, decode and encode errors, configuration, TLS and protocol errors, a closed pool | none |
 //! | `tokio-postgres` | `tokio_postgres::Error` | the same SQLSTATEs, a closed connection (`is_closed`), a transient [`std::io::Error`] anywhere in the `source()` chain | every other error | none |
 //!
-//! Each module below explains its choices. The tables agree: reqwest's status errors use the
-//! `http` row, and the `tokio` timeout and [`std::io::Error`] tables are on
+//! Each module below explains its choices. The tables agree: `reqwest` turns `http` on (reqwest
+//! is built on the `http` crate), reqwest's status errors use the `http` row, and the `tokio` timeout and [`std::io::Error`] tables are on
 //! [`Transient`](crate::Transient)'s page.
 //!
 //! The `reqwest` and `tonic` rows look for the I/O error under a client's own error with

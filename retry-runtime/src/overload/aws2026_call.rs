@@ -33,13 +33,12 @@ impl<E> Decide<E> for Aws2026Call<'_> {
         if !failure.verdict.is_retry() {
             return Next::Return;
         }
-        let decision = self.standard.decide(failure.attempt, failure.verdict);
-        self.cost = match decision {
-            Aws2026Decision::Retry { cost, .. } => Some(cost),
-            _ => None,
-        };
-        match decision {
-            Aws2026Decision::Retry { delay, .. } => Next::Retry(delay),
+        self.cost = None;
+        match self.standard.decide(failure.attempt, failure.verdict) {
+            Aws2026Decision::Retry { delay, cost } => {
+                self.cost = Some(cost);
+                Next::Retry(delay)
+            }
             Aws2026Decision::MaxAttempts => Next::GiveUp(GiveUpReason::Exhausted),
             Aws2026Decision::QuotaExhausted { pause: Some(pause) } => Next::Linger(pause),
             _ => Next::GiveUp(GiveUpReason::Budget),

@@ -5,7 +5,7 @@ use super::Head;
 use super::extras::{Linger, Refusal};
 use super::hooks::HookSet;
 use super::spans::AttemptSpan;
-use super::{Opts, Retry};
+use super::{Loop, Opts, Retry};
 use crate::context::{self, Enter, Frame, KeyKind, KeyParam, KeySlot, Lent, Scoped};
 use crate::timer::{Sleeper, Timed};
 use std::future::Future;
@@ -56,35 +56,6 @@ pub struct WithKey<'s, 'p, T, E, O, Key> {
     pub(crate) key: Key,
 }
 
-impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>>
-    Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>
-{
-    /// The next attempt with the idempotency key `key` lent to it: a key parameter, past its own
-    /// references (`&*key` for `key: &str`). A key type without `Display` is one error, here.
-    #[inline]
-    #[allow(clippy::type_complexity)]
-    pub fn key<'s, 'k, Q: KeyParam + ?Sized>(
-        &'s mut self,
-        key: &'k Q,
-    ) -> WithKey<
-        's,
-        'p,
-        T,
-        E,
-        Opts<Head<C, S, D>, H, X>,
-        Lent<
-            'k,
-            Q,
-            impl Copy + Fn(&Q, Option<&mut dyn FnMut()>) -> KeyKind + use<T, E, C, S, D, H, X, Q>,
-        >,
-    > {
-        WithKey {
-            state: self,
-            key: context::lent(key),
-        }
-    }
-}
-
 impl<T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>, Key: KeySlot>
     WithKey<'_, '_, T, E, Opts<Head<C, S, D>, H, X>, Key>
 {
@@ -126,9 +97,32 @@ impl<T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>, Key: KeySlot>
     }
 }
 
-impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>>
-    Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>
-{
+impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>> Loop<'p, T, E, C, S, D, H, X> {
+    /// The next attempt with the idempotency key `key` lent to it: a key parameter, past its own
+    /// references (`&*key` for `key: &str`). A key type without `Display` is one error, here.
+    #[inline]
+    #[allow(clippy::type_complexity)]
+    pub fn key<'s, 'k, Q: KeyParam + ?Sized>(
+        &'s mut self,
+        key: &'k Q,
+    ) -> WithKey<
+        's,
+        'p,
+        T,
+        E,
+        Opts<Head<C, S, D>, H, X>,
+        Lent<
+            'k,
+            Q,
+            impl Copy + Fn(&Q, Option<&mut dyn FnMut()>) -> KeyKind + use<T, E, C, S, D, H, X, Q>,
+        >,
+    > {
+        WithKey {
+            state: self,
+            key: context::lent(key),
+        }
+    }
+
     /// The first attempt starts: a hook that hears the time, or a decider
     /// ([`Failure::elapsed`](super::Failure::elapsed)), gets the time the call started (`start`
     /// read it already if the policy has a deadline), and the budget gets this call's deposit.

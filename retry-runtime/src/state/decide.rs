@@ -14,15 +14,14 @@ use super::log::Show;
 use super::observe::{self, End, Event, Shown};
 use super::options::{Classifier, Head};
 use super::seam::Next;
-use super::{Attempted, GiveUp, GiveUpReason, Opts, Progress, Retry, RetryEvent, Site};
+use super::{Attempted, GiveUp, GiveUpReason, Loop, Opts, Progress, Retry, RetryEvent, Site};
 use crate::context::KeySlot;
 use crate::policy::nanos;
 use crate::{GateOutcome, RetryBudget, Verdict};
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>>
-    Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>
+impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>> Loop<'p, T, E, C, S, D, H, X>
 where
     C: Classifier<E>,
     D: Show<E>,
@@ -190,7 +189,7 @@ where
                 spans,
                 value,
             }
-            .linger(pause, shown.outcome, key),
+            .linger(pause, shown.outcome),
             // A decider's `Next::Resend`, the same way.
             Step::Resend(pause) if X::DECIDES => Retry {
                 site,
@@ -234,25 +233,10 @@ where
         mut self,
         pause: u64,
         outcome: Result<T, E>,
-        key: Key,
     ) -> ControlFlow<H::Finish<Key>, Self> {
-        match self.opts.extras.hold(outcome) {
-            Ok(()) => {
-                self.progress.previous_pause = pause;
-                ControlFlow::Continue(self)
-            }
-            // Nowhere to hold it (never: only a decider's extras linger): the quota's refusal
-            // ends the call at once.
-            Err(outcome) => ControlFlow::Break(give_up::<T, E, H, Key, D>(
-                self.site,
-                self.progress,
-                self.opts.hooks,
-                GiveUpReason::Budget,
-                self.progress.retries + 1,
-                Shown::new(outcome),
-                key,
-            )),
-        }
+        self.opts.extras.hold(outcome);
+        self.progress.previous_pause = pause;
+        ControlFlow::Continue(self)
     }
 
     /// The pause of a lingering call is over: the outcome held over it ends the call, as the

@@ -8,17 +8,13 @@ use super::fallback::IntoFinish;
 use super::hooks::HookSet;
 use super::log::Show;
 use super::options::Classifier;
-use super::{Attempted, Head, Opts, Progress, Retry};
+use super::{Attempted, Loop, Progress, Retry};
 use crate::Hedge;
 use crate::engine::Operation;
 use crate::timer::Sleeper;
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
-
-/// The loop's state, its options slot by slot: the classifier, the timer and how the events show
-/// an error (`C`, `S`, `D`), the hooks (`H`) and the extras (`X`).
-type Loop<'p, T, E, C, S, D, H, X> = Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>;
 
 /// How a driver makes each attempt: the body ([`Plain`]), or the body hedged ([`Hedged`]).
 pub(crate) trait Attempts<T, E> {

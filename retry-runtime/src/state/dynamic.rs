@@ -184,8 +184,6 @@ impl<'a> Settings<'a> {
     }
 }
 
-/// A gate, and how its rejection becomes the call's error `E`, `gate = ...` at run time.
-pub(crate) type GateAndError<'a, E> = (&'a AdmissionGate, fn(Rejected) -> E);
 /// A classifier of errors, `on = ...` at run time.
 pub(crate) type ClassifyFn<'a, E> = &'a (dyn Fn(&E) -> Verdict + Sync);
 /// A judge of `Ok` values, `on_result = ...` at run time.
@@ -224,7 +222,7 @@ pub struct DynHooks<'a, T, E> {
     /// The call's decider, if the door has one ([`decide`](DynHooks::decide)).
     pub(crate) decider: Option<&'a mut (dyn Decide<E> + Send)>,
     /// The call's gate, and how its rejection becomes `E` ([`gate`](DynHooks::gate)).
-    pub(crate) gate: Option<GateAndError<'a, E>>,
+    pub(crate) gate: Option<Shedder<'a, E>>,
 }
 
 impl<T, E> fmt::Debug for DynHooks<'_, T, E> {
@@ -235,7 +233,7 @@ impl<T, E> fmt::Debug for DynHooks<'_, T, E> {
             .field("notify_timed", &self.notify_timed)
             .field("on_give_up", &self.on_give_up.is_some())
             .field("decider", &self.decider.is_some())
-            .field("gate", &self.gate.map(|(gate, _)| gate.get_name()))
+            .field("gate", &self.gate.map(|shedder| shedder.gate.get_name()))
             .finish_non_exhaustive()
     }
 }
@@ -343,7 +341,7 @@ impl<'a, T, E> DynHooks<'a, T, E> {
     where
         E: From<Rejected>,
     {
-        self.gate = gate.map(|gate| (gate, E::from as fn(Rejected) -> E));
+        self.gate = gate.map(|gate| Shedder::new(gate, E::from));
         self
     }
 }
@@ -445,34 +443,29 @@ pub enum DynDecider<'a, E> {
     Aws2026(Aws2026Call<'a>),
 }
 
+impl<E> DynDecider<'_, E> {
+    /// The decider, whichever it is.
+    #[inline]
+    fn get(&mut self) -> &mut dyn Decide<E> {
+        match self {
+            DynDecider::Door(decider) => &mut **decider,
+            DynDecider::Aws2026(call) => call,
+        }
+    }
+}
+
 impl<E> Decide<E> for DynDecider<'_, E> {
-    #[inline]
     fn next(&mut self, failure: &Failure<'_, E>) -> Next {
-        match self {
-            DynDecider::Door(decider) => decider.next(failure),
-            DynDecider::Aws2026(call) => call.next(failure),
-        }
+        self.get().next(failure)
     }
-    #[inline]
     fn accepted(&mut self, attempts: u32) {
-        match self {
-            DynDecider::Door(decider) => decider.accepted(attempts),
-            DynDecider::Aws2026(call) => Decide::<E>::accepted(call, attempts),
-        }
+        self.get().accepted(attempts);
     }
-    #[inline]
     fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {
-        match self {
-            DynDecider::Door(decider) => decider.copy_failed(failure),
-            DynDecider::Aws2026(call) => call.copy_failed(failure),
-        }
+        self.get().copy_failed(failure)
     }
-    #[inline]
     fn copy_due(&mut self, hedge: u16) -> bool {
-        match self {
-            DynDecider::Door(decider) => decider.copy_due(hedge),
-            DynDecider::Aws2026(call) => Decide::<E>::copy_due(call, hedge),
-        }
+        self.get().copy_due(hedge)
     }
 }
 
@@ -498,7 +491,7 @@ impl<'a, T, E> DynHooks<'a, T, E> {
                 timeout: settings.timeout.map(|limit| Timeout::new(limit, E::from)),
                 budget: settings.budget,
                 breaker: settings.breaker.map(|breaker| Guard::new(breaker, E::from)),
-                gate: self.gate.map(|(gate, error)| Shedder::new(gate, error)),
+                gate: self.gate,
                 nested_retry: settings.nested_retry,
                 sink: settings.sink.0,
                 ..Extras::default()

@@ -126,17 +126,6 @@ pub struct Deciding<D, T, E> {
     resent: bool,
 }
 
-impl<D, T, E> Deciding<D, T, E> {
-    /// `decider`'s slot, nothing held.
-    pub(crate) fn new(decider: Option<D>) -> Self {
-        Deciding {
-            decider,
-            held: None,
-            resent: false,
-        }
-    }
-}
-
 impl<'p, E, L> Extras<'p, E, L> {
     /// The same extras, with the decider `decider` (and room for a lingering call's outcome).
     pub(crate) fn deciding<D, T>(self, decider: Option<D>) -> Extras<'p, E, Deciding<D, T, E>> {
@@ -147,7 +136,11 @@ impl<'p, E, L> Extras<'p, E, L> {
             admission: self.admission,
             gate: self.gate,
             permit: self.permit,
-            decider: Deciding::new(decider),
+            decider: Deciding {
+                decider,
+                held: None,
+                resent: false,
+            },
             nested_retry: self.nested_retry,
             sink: self.sink,
         }
@@ -293,10 +286,10 @@ pub(crate) trait Linger<T, E>: MaybeExtras<E> {
     fn ended(&self) -> Option<Self::Refusal> {
         None
     }
-    /// Holds `outcome` over the pause, for the next attempt to return; gives it back if there
-    /// is nowhere to hold it (a loop without a decider, which never lingers).
-    fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>> {
-        Err(outcome)
+    /// Holds `outcome` over the pause, for the next attempt to return. Asked only of a loop
+    /// that [`DECIDES`](Linger::DECIDES): without a decider slot, a call never lingers.
+    fn hold(&mut self, outcome: Result<T, E>) {
+        drop(outcome);
     }
     /// The outcome held over a pause, taken.
     fn take_held(&mut self) -> Option<Result<T, E>> {
@@ -348,16 +341,14 @@ impl<T, E, D: Decide<E>> Linger<T, E> for Extras<'_, E, Deciding<D, T, E>> {
         }))
     }
     fn copy_failed(&mut self, failure: &Failure<'_, E>) -> NextCopy {
-        match &mut self.decider.decider {
-            Some(decider) => decider.copy_failed(failure),
-            None => NextCopy::OnSchedule,
-        }
+        let decider = self.decider.decider.as_mut();
+        decider.map_or(NextCopy::OnSchedule, |d| d.copy_failed(failure))
     }
     fn copy_due(&mut self, hedge: u16) -> bool {
-        match &mut self.decider.decider {
-            Some(decider) => decider.copy_due(hedge),
-            None => true,
-        }
+        self.decider
+            .decider
+            .as_mut()
+            .is_none_or(|d| d.copy_due(hedge))
     }
     fn accepted(&mut self, attempts: u32) {
         if let Some(decider) = &mut self.decider.decider {
@@ -373,9 +364,8 @@ impl<T, E, D: Decide<E>> Linger<T, E> for Extras<'_, E, Deciding<D, T, E>> {
     fn mark_resent(&mut self) {
         self.decider.resent = true;
     }
-    fn hold(&mut self, outcome: Result<T, E>) -> Result<(), Result<T, E>> {
+    fn hold(&mut self, outcome: Result<T, E>) {
         self.decider.held = Some(Box::new(outcome));
-        Ok(())
     }
     fn take_held(&mut self) -> Option<Result<T, E>> {
         self.decider.held.take().map(|held| *held)

@@ -137,6 +137,10 @@ pub struct Retry<'p, T, E, O = Opts> {
     pub(crate) value: PhantomData<fn() -> Result<T, E>>,
 }
 
+/// The loop's state, its options slot by slot: the classifier, the timer and how the events show
+/// an error (`C`, `S`, `D`), the hooks (`H`) and the extras (`X`).
+pub(crate) type Loop<'p, T, E, C, S, D, H, X> = Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>;
+
 /// What is fixed for the whole call.
 #[derive(Clone, Copy)]
 pub(crate) struct Site<'p> {
@@ -293,10 +297,9 @@ impl<R> Shape<R> {
     }
 }
 
-/// The options after `timeout`, `budget`, `breaker`, `gate` or `nested = retry`: the extras in
-/// place, the rest as it was.
-pub type WithExtras<'p, E, C, S, D, H, X> =
-    Opts<Head<C, S, D>, H, Extras<'p, E, <X as MaybeExtras<E>>::Hold>>;
+/// The extras after `timeout`, `budget`, `breaker`, `gate` or `nested = retry`: made if none
+/// were yet, their decider slot as it was.
+pub type WithExtras<'p, E, X> = Extras<'p, E, <X as MaybeExtras<E>>::Hold>;
 
 /// The options a loop starts with: its classifier, its timer, and how its events show an error.
 pub type Started<C, E, S, D = log::ByDebug> = Opts<Head<hooks::Classify<C, E>, S, D>>;
@@ -394,7 +397,7 @@ impl<'p, T, E, O> Retry<'p, T, E, O> {
 // The builders: each stores what it is given in its slot of the options, and does nothing else.
 // Each names the options it gives back: the same, with its own slot replaced.
 #[allow(clippy::type_complexity)]
-impl<'p, T, E, C, S, D, H, X> Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>
+impl<'p, T, E, C, S, D, H, X> Loop<'p, T, E, C, S, D, H, X>
 where
     H: HookSet<T, E>,
     X: MaybeExtras<E> + 'p,
@@ -404,7 +407,7 @@ where
     /// deadline is then measured on the sleeper's clock ([`Sleeper::now`]: [`Instant::now`] for
     /// a function). If `start` read the time for a deadline, it is read again here, on the
     /// sleeper's clock.
-    pub fn sleep<F, M>(mut self, f: F) -> Retry<'p, T, E, Opts<Head<C, F::Sleeper, D>, H, X>>
+    pub fn sleep<F, M>(mut self, f: F) -> Loop<'p, T, E, C, F::Sleeper, D, H, X>
     where
         F: IntoSleeper<M>,
     {
@@ -425,7 +428,7 @@ where
 
     /// `timeout = "2s"`: each attempt is cut off after `limit` (clipped to the time left before
     /// the deadline) and counts as a transient failure.
-    pub fn timeout(self, limit: Duration) -> Retry<'p, T, E, WithExtras<'p, E, C, S, D, H, X>>
+    pub fn timeout(self, limit: Duration) -> Loop<'p, T, E, C, S, D, H, WithExtras<'p, E, X>>
     where
         E: FromElapsed,
     {
@@ -438,7 +441,7 @@ where
     pub fn budget(
         self,
         budget: &'p RetryBudget,
-    ) -> Retry<'p, T, E, WithExtras<'p, E, C, S, D, H, X>> {
+    ) -> Loop<'p, T, E, C, S, D, H, WithExtras<'p, E, X>> {
         self.with(|o| o.with_extras(|x| x.budget = Some(budget)))
     }
 
@@ -448,7 +451,7 @@ where
     pub fn breaker(
         self,
         breaker: &'p CircuitBreaker,
-    ) -> Retry<'p, T, E, WithExtras<'p, E, C, S, D, H, X>>
+    ) -> Loop<'p, T, E, C, S, D, H, WithExtras<'p, E, X>>
     where
         E: FromCircuitOpen,
     {
@@ -462,7 +465,7 @@ where
     /// its answer to the gate; a rate-limiting gate's wait is taken before the attempt (the
     /// expansion runs a gated async attempt with [`run_timed`](Retry::run_timed), which takes
     /// it).
-    pub fn gate(self, gate: &'p AdmissionGate) -> Retry<'p, T, E, WithExtras<'p, E, C, S, D, H, X>>
+    pub fn gate(self, gate: &'p AdmissionGate) -> Loop<'p, T, E, C, S, D, H, WithExtras<'p, E, X>>
     where
         E: FromRejected,
     {
@@ -475,14 +478,13 @@ where
     pub fn aws2026(
         self,
         aws: &'p Aws2026Standard,
-    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H, Extras<'p, E, Deciding<Aws2026Call<'p>, T, E>>>>
-    {
+    ) -> Loop<'p, T, E, C, S, D, H, Extras<'p, E, Deciding<Aws2026Call<'p>, T, E>>> {
         let decider = Some(Aws2026Call::new(aws));
         self.with(|o| o.map_extras(|extras| extras.into_extras().deciding(decider)))
     }
 
     /// `nested = retry`: keep retrying even inside another retrying function.
-    pub fn nested_retry(self) -> Retry<'p, T, E, WithExtras<'p, E, C, S, D, H, X>> {
+    pub fn nested_retry(self) -> Loop<'p, T, E, C, S, D, H, WithExtras<'p, E, X>> {
         self.with(|o| o.with_extras(|x| x.nested_retry = true))
     }
 
@@ -499,7 +501,7 @@ where
     pub fn on_result<J, V>(
         self,
         f: J,
-    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithOnResult<OnResult<J, T>>, X>>
+    ) -> Loop<'p, T, E, C, S, D, H::WithOnResult<OnResult<J, T>>, X>
     where
         J: Fn(&T) -> V,
         V: IntoVerdict,
@@ -512,10 +514,7 @@ where
     /// error (`Fn(&E, &RetryEvent)`, which hears pauses after errors only) or the outcome
     /// (`Fn(Result<&T, &E>, &RetryEvent)`, which also hears pauses after an `Ok` that
     /// `on_result` rejected).
-    pub fn notify<J, M>(
-        self,
-        f: J,
-    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithNotify<Notify<J, T, E>>, X>>
+    pub fn notify<J, M>(self, f: J) -> Loop<'p, T, E, C, S, D, H::WithNotify<Notify<J, T, E>>, X>
     where
         J: NotifyHook<T, E, M>,
     {
@@ -526,10 +525,7 @@ where
     /// server-suggested pause too long, the budget empty, the breaker open). `Fn(&E)` hears the
     /// last error; `Fn(&E, &GiveUp)` also why; `Fn(Result<&T, &E>, &GiveUp)` also a last `Ok`
     /// that `on_result` rejected.
-    pub fn on_give_up<J, M>(
-        self,
-        f: J,
-    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithGiveUp<J::Slot>, X>>
+    pub fn on_give_up<J, M>(self, f: J) -> Loop<'p, T, E, C, S, D, H::WithGiveUp<J::Slot>, X>
     where
         J: GiveUpHook<T, E, M>,
     {
@@ -552,7 +548,7 @@ where
     pub fn fallback<J, Out, M>(
         self,
         f: J,
-    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithFallback<Out::Slot<J>>, X>>
+    ) -> Loop<'p, T, E, C, S, D, H::WithFallback<Out::Slot<J>>, X>
     where
         J: FnOnce(H::Input, GiveUp) -> Out,
         Out: FallbackOutput<T, E, M>,
@@ -568,7 +564,7 @@ where
     pub fn fallback_sync<J, Out>(
         self,
         f: J,
-    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithFallback<Out::Slot<J>>, X>>
+    ) -> Loop<'p, T, E, C, S, D, H::WithFallback<Out::Slot<J>>, X>
     where
         J: FnOnce(H::Input, GiveUp) -> Out,
         Out: FallbackOutput<T, E, SyncForm>,
@@ -597,8 +593,8 @@ impl<T, E, F> Fallback<Result<T, E>, F> {
     #[allow(clippy::type_complexity)]
     pub fn attach<'p, C, S, D, H, X, A, Out, M>(
         self,
-        retry: Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>,
-    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithFallback<Out::Slot<F>>, X>>
+        retry: Loop<'p, T, E, C, S, D, H, X>,
+    ) -> Loop<'p, T, E, C, S, D, H::WithFallback<Out::Slot<F>>, X>
     where
         H: HookSet<T, E>,
         F: FnOnce(A, GiveUp) -> Out,
@@ -615,8 +611,8 @@ impl<T, E, F> Fallback<Result<T, E>, F> {
     #[allow(clippy::type_complexity)]
     pub fn attach_sync<'p, C, S, D, H, X, A, Out>(
         self,
-        retry: Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>,
-    ) -> Retry<'p, T, E, Opts<Head<C, S, D>, H::WithFallback<Out::Slot<F>>, X>>
+        retry: Loop<'p, T, E, C, S, D, H, X>,
+    ) -> Loop<'p, T, E, C, S, D, H::WithFallback<Out::Slot<F>>, X>
     where
         H: HookSet<T, E>,
         F: FnOnce(A, GiveUp) -> Out,
@@ -628,9 +624,7 @@ impl<T, E, F> Fallback<Result<T, E>, F> {
 }
 
 // The loop: one `impl` over the options' three slots.
-impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>>
-    Retry<'p, T, E, Opts<Head<C, S, D>, H, X>>
-{
+impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>> Loop<'p, T, E, C, S, D, H, X> {
     /// Decides what follows an attempt: `Break` with the call's result (for an async fallback,
     /// a future of it), or `Continue` with the state for the next attempt, whose
     /// [`pause`](Retry::pause) is then taken.

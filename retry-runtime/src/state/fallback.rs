@@ -25,12 +25,10 @@ pub struct FallbackScope<K> {
 /// The fallback's slot: [`Unset`], or `fallback = f` in its form.
 pub trait Fallback<T, E> {
     /// What `next` breaks with: the function's `Result`, or for an async fallback a future of
-    /// it ([`Finish`]).
-    type Output<K: KeySlot>;
+    /// it ([`Finish`]); made from a result that needs no fallback (an `Ok`, a permanent error).
+    type Output<K: KeySlot>: From<Result<T, E>>;
     /// Whether a fallback is there.
     const SET: bool;
-    /// A result that needs no fallback (an `Ok`, a permanent error), as the output.
-    fn ready<K: KeySlot>(result: Result<T, E>) -> Self::Output<K>;
     /// Calls the fallback with the outcome the loop gave up on (the last error, or an `Ok` that
     /// `on_result` rejected) and why, in `scope`.
     fn call<K: KeySlot>(
@@ -44,10 +42,6 @@ pub trait Fallback<T, E> {
 impl<T, E> Fallback<T, E> for Unset {
     type Output<K: KeySlot> = Result<T, E>;
     const SET: bool = false;
-    #[inline]
-    fn ready<K: KeySlot>(result: Result<T, E>) -> Result<T, E> {
-        result
-    }
     #[inline]
     fn call<K: KeySlot>(
         self,
@@ -68,10 +62,6 @@ pub struct SyncFallback<J, T, E> {
 impl<J, T, E> Fallback<T, E> for SyncFallback<J, T, E> {
     type Output<K: KeySlot> = Result<T, E>;
     const SET: bool = true;
-    #[inline]
-    fn ready<K: KeySlot>(result: Result<T, E>) -> Result<T, E> {
-        result
-    }
     fn call<K: KeySlot>(
         self,
         outcome: Result<T, E>,
@@ -97,12 +87,6 @@ pub struct AsyncFallback<J, Fut, T, E> {
 impl<J, Fut, T, E> Fallback<T, E> for AsyncFallback<J, Fut, T, E> {
     type Output<K: KeySlot> = Finish<Scoped<Fut, K>, T, E>;
     const SET: bool = true;
-    #[inline]
-    fn ready<K: KeySlot>(result: Result<T, E>) -> Self::Output<K> {
-        Finish::Ready {
-            result: Some(result),
-        }
-    }
     fn call<K: KeySlot>(
         self,
         outcome: Result<T, E>,
@@ -117,7 +101,7 @@ impl<J, Fut, T, E> Fallback<T, E> for AsyncFallback<J, Fut, T, E> {
             Ok(future) => Finish::Fallback {
                 future: Scoped::new(scope.frame, scope.key, future),
             },
-            Err(result) => Self::ready(result),
+            Err(result) => result.into(),
         }
     }
 }
@@ -132,6 +116,15 @@ pin_project_lite::pin_project! {
         Ready { result: Option<Result<T, E>> },
         /// The fallback's future.
         Fallback { #[pin] future: Fut },
+    }
+}
+
+impl<Fut, T, E> From<Result<T, E>> for Finish<Fut, T, E> {
+    #[inline]
+    fn from(result: Result<T, E>) -> Self {
+        Finish::Ready {
+            result: Some(result),
+        }
     }
 }
 

@@ -268,7 +268,7 @@ where
 
     #[inline]
     fn ready<K: KeySlot>(result: Result<T, E>) -> F::Output<K> {
-        F::ready(result)
+        result.into()
     }
 
     #[inline]

@@ -120,7 +120,6 @@ pin_project_lite::pin_project! {
 }
 
 impl<Fut, T, E> From<Result<T, E>> for Finish<Fut, T, E> {
-    #[inline]
     fn from(result: Result<T, E>) -> Self {
         Finish::Ready {
             result: Some(result),
@@ -153,7 +152,6 @@ pub(crate) trait IntoFinish<T, E> {
 
 impl<T, E> IntoFinish<T, E> for Result<T, E> {
     type Future = std::future::Ready<Result<T, E>>;
-    #[inline]
     fn into_finish(self) -> Self::Future {
         std::future::ready(self)
     }
@@ -161,7 +159,6 @@ impl<T, E> IntoFinish<T, E> for Result<T, E> {
 
 impl<Fut: Future<Output = Result<T, E>>, T, E> IntoFinish<T, E> for Finish<Fut, T, E> {
     type Future = Self;
-    #[inline]
     fn into_finish(self) -> Self {
         self
     }

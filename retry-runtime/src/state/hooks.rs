@@ -82,7 +82,6 @@ impl<A, B, R> Slot<A, B, R> for Unset {
     fn call(&self, _: &A, _: &B) -> Option<R> {
         None
     }
-    #[inline]
     fn takes<E>(outcome: Result<A, E>) -> Result<E, A> {
         match outcome {
             Err(error) => Ok(error),
@@ -95,11 +94,9 @@ impl<F, A, B, R, const TIMED: bool> Slot<A, B, R> for Hook<F, A, B, R, TIMED> {
     const SET: bool = true;
     const TIMED: bool = TIMED;
     type Takes<E> = Result<A, E>;
-    #[inline]
     fn call(&self, a: &A, b: &B) -> Option<R> {
         Some(Hook::call(self, a, b))
     }
-    #[inline]
     fn takes<E>(outcome: Result<A, E>) -> Result<Result<A, E>, A> {
         Ok(outcome)
     }
@@ -196,7 +193,6 @@ where
     type WithGiveUp<G2: Slot<Result<T, E>, GiveUp>> = Hooks<R, N, G2, F>;
     type WithFallback<F2: Fallback<T, E>> = Hooks<R, N, G, F2>;
 
-    #[inline]
     fn with_on_result<R2: Slot<T, (), Verdict>>(self, on_result: R2) -> Hooks<R2, N, G, F> {
         Hooks {
             on_result,
@@ -206,7 +202,6 @@ where
         }
     }
 
-    #[inline]
     fn with_notify<N2: Slot<Result<T, E>, RetryEvent>>(self, notify: N2) -> Hooks<R, N2, G, F> {
         Hooks {
             on_result: self.on_result,
@@ -216,7 +211,6 @@ where
         }
     }
 
-    #[inline]
     fn with_give_up<G2: Slot<Result<T, E>, GiveUp>>(self, on_give_up: G2) -> Hooks<R, N, G2, F> {
         Hooks {
             on_result: self.on_result,
@@ -226,7 +220,6 @@ where
         }
     }
 
-    #[inline]
     fn with_fallback<F2: Fallback<T, E>>(self, fallback: F2) -> Hooks<R, N, G, F2> {
         Hooks {
             on_result: self.on_result,

@@ -223,7 +223,7 @@ pub enum AsyncForm {}
 
 impl<T, E> FallbackOutput<T, E, SyncForm> for Result<T, E> {
     type Slot<J> = SyncFallback<J, T, E>;
-    fn slot<R: Slot<T, (), Verdict>, J: FnOnce(A, GiveUp) -> Self, A>(f: J) -> SyncFallback<J, T, E>
+    fn slot<R: Slot<T, (), Verdict>, J: FnOnce(A, GiveUp) -> Self, A>(f: J) -> Self::Slot<J>
     where
         A: FallbackArgument<R::Takes<E>>,
     {
@@ -239,9 +239,7 @@ impl<T, E> FallbackOutput<T, E, SyncForm> for Result<T, E> {
 
 impl<T, E, Fut: Future<Output = Result<T, E>>> FallbackOutput<T, E, AsyncForm> for Fut {
     type Slot<J> = AsyncFallback<J, Fut, T, E>;
-    fn slot<R: Slot<T, (), Verdict>, J: FnOnce(A, GiveUp) -> Self, A>(
-        f: J,
-    ) -> AsyncFallback<J, Fut, T, E>
+    fn slot<R: Slot<T, (), Verdict>, J: FnOnce(A, GiveUp) -> Self, A>(f: J) -> Self::Slot<J>
     where
         A: FallbackArgument<R::Takes<E>>,
     {

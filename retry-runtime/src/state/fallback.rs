@@ -42,7 +42,6 @@ pub trait Fallback<T, E> {
 impl<T, E> Fallback<T, E> for Unset {
     type Output<K: KeySlot> = Result<T, E>;
     const SET: bool = false;
-    #[inline]
     fn call<K: KeySlot>(
         self,
         outcome: Result<T, E>,

@@ -31,7 +31,6 @@ impl<F, A, B, R, const TIMED: bool> Hook<F, A, B, R, TIMED> {
         Hook { f, call }
     }
 
-    #[inline]
     pub(crate) fn call(&self, a: &A, b: &B) -> R {
         (self.call)(&self.f, a, b)
     }
@@ -234,12 +233,10 @@ where
         self.notify.is_timed() || self.on_give_up.is_timed() || F::SET
     }
 
-    #[inline]
     fn notifies(&self) -> bool {
         N::SET && self.notify.is_set()
     }
 
-    #[inline]
     fn hears_give_up(&self) -> bool {
         (G::SET && self.on_give_up.is_set()) || F::SET
     }
@@ -249,12 +246,10 @@ where
         self.on_result.call(value, &()).unwrap_or(Verdict::Fail)
     }
 
-    #[inline]
     fn notify(&self, outcome: &Result<T, E>, event: &RetryEvent) {
         self.notify.call(outcome, event);
     }
 
-    #[inline]
     fn gave_up(&self, outcome: &Result<T, E>, why: &GiveUp) {
         self.on_give_up.call(outcome, why);
     }
@@ -264,7 +259,6 @@ where
         result.into()
     }
 
-    #[inline]
     fn fall_back<K: KeySlot>(
         self,
         outcome: Result<T, E>,

@@ -53,12 +53,10 @@ pub trait Slot<A, B = (), R = ()> {
     const TIMED: bool = Self::SET;
     /// Whether a hook is there, for a slot filled at run time; [`SET`](Slot::SET) for one
     /// filled by a builder.
-    #[inline]
     fn is_set(&self) -> bool {
         Self::SET
     }
     /// Whether a hook that hears the time is there (at run time).
-    #[inline]
     fn is_timed(&self) -> bool {
         Self::TIMED && self.is_set()
     }
@@ -77,7 +75,6 @@ pub trait Slot<A, B = (), R = ()> {
 impl<A, B, R> Slot<A, B, R> for Unset {
     const SET: bool = false;
     type Takes<E> = E;
-    #[inline]
     fn call(&self, _: &A, _: &B) -> Option<R> {
         None
     }
@@ -228,7 +225,6 @@ where
         }
     }
 
-    #[inline]
     fn timed(&self) -> bool {
         self.notify.is_timed() || self.on_give_up.is_timed() || F::SET
     }

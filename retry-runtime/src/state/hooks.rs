@@ -237,6 +237,7 @@ where
         (G::SET && self.on_give_up.is_set()) || F::SET
     }
 
+    // RESULTS §3 "happy async": 74 -> 90 without it and `ready`'s (one failure async 238 -> 257).
     #[inline]
     fn judge(&self, value: &T) -> Verdict {
         self.on_result.call(value, &()).unwrap_or(Verdict::Fail)
@@ -250,6 +251,7 @@ where
         self.on_give_up.call(outcome, why);
     }
 
+    // RESULTS §3 "happy async": 74 -> 77 without it (one failure async 238 -> 241).
     #[inline]
     fn ready<K: KeySlot>(result: Result<T, E>) -> F::Output<K> {
         result.into()

@@ -112,7 +112,7 @@ pin_project_lite::pin_project! {
     #[allow(missing_docs)] // the fields are described with their variants
     pub enum Finish<Fut, T, E> {
         /// The result, without a fallback.
-        Ready { result: Option<Result<T, E>> },
+        Ready { #[pin] result: std::future::Ready<Result<T, E>> },
         /// The fallback's future.
         Fallback { #[pin] future: Fut },
     }
@@ -121,7 +121,7 @@ pin_project_lite::pin_project! {
 impl<Fut, T, E> From<Result<T, E>> for Finish<Fut, T, E> {
     fn from(result: Result<T, E>) -> Self {
         Finish::Ready {
-            result: Some(result),
+            result: std::future::ready(result),
         }
     }
 }
@@ -131,10 +131,7 @@ impl<Fut: Future<Output = Result<T, E>>, T, E> Future for Finish<Fut, T, E> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<T, E>> {
         match self.project() {
-            FinishProj::Ready { result } => match result.take() {
-                Some(result) => Poll::Ready(result),
-                None => panic!("`Finish` polled after it completed"),
-            },
+            FinishProj::Ready { result } => result.poll(cx),
             FinishProj::Fallback { future } => future.poll(cx),
         }
     }

@@ -26,7 +26,6 @@ pub struct Hook<F, A, B = (), R = (), const TIMED: bool = true> {
 }
 
 impl<F, A, B, R, const TIMED: bool> Hook<F, A, B, R, TIMED> {
-    #[inline]
     pub(crate) fn new(f: F, call: fn(&F, &A, &B) -> R) -> Self {
         Hook { f, call }
     }

@@ -62,19 +62,10 @@ pub mod by_feature {
          message = $message:literal, label = $label:literal,
          note = $note:literal, note = $on:literal $(,)?) => {
             #[doc = concat!("An error type classified by the `", $feature, "` feature, or any other `Transient` type.")]
-            #[cfg(not(feature = $feature))]
-            #[diagnostic::on_unimplemented(message = $message, label = $label, note = $note, note = $on)]
+            #[cfg_attr(not(feature = $feature), diagnostic::on_unimplemented(message = $message, label = $label, note = $note, note = $on))]
             pub(crate) trait $trait: Transient {}
 
-            #[cfg(not(feature = $feature))]
-            #[diagnostic::do_not_recommend]
-            impl<E: Transient + ?Sized> $trait for E {}
-
-            #[doc = concat!("An error type classified by the `", $feature, "` feature, or any other `Transient` type.")]
-            #[cfg(feature = $feature)]
-            pub(crate) trait $trait: Transient {}
-
-            #[cfg(feature = $feature)]
+            #[cfg_attr(not(feature = $feature), diagnostic::do_not_recommend)]
             impl<E: Transient + ?Sized> $trait for E {}
         };
     }

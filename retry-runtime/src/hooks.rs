@@ -63,7 +63,6 @@ pub trait NotifyHook<T, E, M> {
     fn hear(&self, outcome: Result<&T, &E>, event: &RetryEvent);
     /// The hook, in its slot.
     #[doc(hidden)]
-    #[inline]
     fn into_slot(self) -> Hook<Self, Result<T, E>, RetryEvent>
     where
         Self: Sized,
@@ -80,7 +79,6 @@ pub enum OutcomeForm {}
 pub enum ErrorOnly {}
 
 impl<F: Fn(&E, &RetryEvent), T, E> NotifyHook<T, E, ErrorForm> for F {
-    #[inline]
     fn hear(&self, outcome: Result<&T, &E>, event: &RetryEvent) {
         if let Err(error) = outcome {
             self(error, event)
@@ -91,7 +89,6 @@ impl<F: Fn(&E, &RetryEvent), T, E> NotifyHook<T, E, ErrorForm> for F {
 // One lifetime for both sides, higher-ranked: a hook written with one (`Result<&'a T, &'a E>`,
 // as `Result::as_ref` gives it) and one written with two (`Result<&T, &E>`) both meet it.
 impl<F: for<'a> Fn(Result<&'a T, &'a E>, &RetryEvent), T, E> NotifyHook<T, E, OutcomeForm> for F {
-    #[inline]
     fn hear(&self, outcome: Result<&T, &E>, event: &RetryEvent) {
         self(outcome, event)
     }
@@ -125,7 +122,6 @@ fn give_up<F: GiveUpHook<T, E, M>, T, E, M>(f: &F, outcome: &Result<T, E>, why: 
 
 impl<F: Fn(&E), T, E> GiveUpHook<T, E, ErrorOnly> for F {
     type Slot = Hook<F, Result<T, E>, GiveUp, (), false>;
-    #[inline]
     fn hear(&self, outcome: Result<&T, &E>, _: &GiveUp) {
         if let Err(error) = outcome {
             self(error)
@@ -138,7 +134,6 @@ impl<F: Fn(&E), T, E> GiveUpHook<T, E, ErrorOnly> for F {
 
 impl<F: Fn(&E, &GiveUp), T, E> GiveUpHook<T, E, ErrorForm> for F {
     type Slot = Hook<F, Result<T, E>, GiveUp>;
-    #[inline]
     fn hear(&self, outcome: Result<&T, &E>, why: &GiveUp) {
         if let Err(error) = outcome {
             self(error, why)
@@ -152,7 +147,6 @@ impl<F: Fn(&E, &GiveUp), T, E> GiveUpHook<T, E, ErrorForm> for F {
 // Higher-ranked with one lifetime, as `NotifyHook`'s outcome form.
 impl<F: for<'a> Fn(Result<&'a T, &'a E>, &GiveUp), T, E> GiveUpHook<T, E, OutcomeForm> for F {
     type Slot = Hook<F, Result<T, E>, GiveUp>;
-    #[inline]
     fn hear(&self, outcome: Result<&T, &E>, why: &GiveUp) {
         self(outcome, why)
     }
@@ -203,7 +197,6 @@ pub trait FallbackArgument<I> {
 
 #[diagnostic::do_not_recommend]
 impl<I> FallbackArgument<I> for I {
-    #[inline]
     fn from_input(input: I) -> I {
         input
     }
@@ -230,7 +223,7 @@ pub enum AsyncForm {}
 
 impl<T, E> FallbackOutput<T, E, SyncForm> for Result<T, E> {
     type Slot<J> = SyncFallback<J, T, E>;
-    fn slot<R: Slot<T, (), Verdict>, J: FnOnce(A, GiveUp) -> Self, A>(f: J) -> SyncFallback<J, T, E>
+    fn slot<R: Slot<T, (), Verdict>, J: FnOnce(A, GiveUp) -> Self, A>(f: J) -> Self::Slot<J>
     where
         A: FallbackArgument<R::Takes<E>>,
     {
@@ -246,9 +239,7 @@ impl<T, E> FallbackOutput<T, E, SyncForm> for Result<T, E> {
 
 impl<T, E, Fut: Future<Output = Result<T, E>>> FallbackOutput<T, E, AsyncForm> for Fut {
     type Slot<J> = AsyncFallback<J, Fut, T, E>;
-    fn slot<R: Slot<T, (), Verdict>, J: FnOnce(A, GiveUp) -> Self, A>(
-        f: J,
-    ) -> AsyncFallback<J, Fut, T, E>
+    fn slot<R: Slot<T, (), Verdict>, J: FnOnce(A, GiveUp) -> Self, A>(f: J) -> Self::Slot<J>
     where
         A: FallbackArgument<R::Takes<E>>,
     {

@@ -186,28 +186,6 @@ impl Policy {
         }
     }
 
-    setters! {
-        /// The base of the pauses after a throttled attempt
-        /// ([`Verdict::Throttled`](crate::Verdict::Throttled),
-        /// [`ThrottledAfter`](crate::Verdict::ThrottledAfter)), in place of `base`: a service that
-        /// sheds load asks for a longer wait than one that failed once (the AWS SDKs wait 1 s after
-        /// a throttle against 50 ms after a transient error). The rest of the arithmetic (factor,
-        /// cap, jitter) is the same. `base` unless set.
-        ///
-        /// ```
-        /// use retry_runtime::{Jitter, Policy};
-        /// use std::time::Duration;
-        ///
-        /// const P: Policy = Policy::new()
-        ///     .base(Duration::from_millis(50))
-        ///     .throttle_base(Duration::from_secs(1))
-        ///     .jitter(Jitter::None);
-        /// assert_eq!(P.nominal_delay(2), Duration::from_millis(100));
-        /// assert_eq!(P.nominal_throttled_delay(2), Duration::from_secs(2));
-        /// ```
-        pub fn throttle_base(base: Duration) => self.throttle_base = Some(base);
-    }
-
     /// The base after a throttled attempt: [`throttle_base`](Self::throttle_base), or `base`.
     pub const fn get_throttle_base(&self) -> Duration {
         match self.throttle_base {
@@ -273,6 +251,26 @@ impl Policy {
         /// The total time budget from the first call, calls and pauses included. A pause that would
         /// end past it is not taken: the last error is returned at once.
         pub fn deadline(deadline: Duration) => self.deadline = Some(deadline);
+
+        /// The base of the pauses after a throttled attempt
+        /// ([`Verdict::Throttled`](crate::Verdict::Throttled),
+        /// [`ThrottledAfter`](crate::Verdict::ThrottledAfter)), in place of `base`: a service that
+        /// sheds load asks for a longer wait than one that failed once (the AWS SDKs wait 1 s after
+        /// a throttle against 50 ms after a transient error). The rest of the arithmetic (factor,
+        /// cap, jitter) is the same. `base` unless set.
+        ///
+        /// ```
+        /// use retry_runtime::{Jitter, Policy};
+        /// use std::time::Duration;
+        ///
+        /// const P: Policy = Policy::new()
+        ///     .base(Duration::from_millis(50))
+        ///     .throttle_base(Duration::from_secs(1))
+        ///     .jitter(Jitter::None);
+        /// assert_eq!(P.nominal_delay(2), Duration::from_millis(100));
+        /// assert_eq!(P.nominal_throttled_delay(2), Duration::from_secs(2));
+        /// ```
+        pub fn throttle_base(base: Duration) => self.throttle_base = Some(base);
     }
 
     /// How each pause is randomised; see [`Jitter`]. A [`Jitter::Proportional`] or
@@ -586,39 +584,26 @@ impl std::str::FromStr for Policy {
                 .map_or(text, |(_, part)| part);
             return Err(PolicyError::new(part, violation.problem.message));
         }
-        Ok(Policy::from_timings(settings.timings()))
-    }
-}
-
-impl Policy {
-    /// The defaults with each timing that was written.
-    fn from_timings(timings: grammar::Timings) -> Policy {
-        let mut policy = Policy::new();
-        if let Some(max) = timings.max {
-            policy = policy.max(max);
-        }
-        if let Some(base) = timings.base {
-            policy = policy.base(Duration::from_nanos(base));
-        }
-        if let Some(factor) = timings.factor {
-            policy = policy.factor(factor);
-        }
-        if let Some(backoff) = timings.backoff {
-            policy = policy.backoff(Backoff::from_grammar(backoff));
-        }
-        if let Some(max_delay) = timings.max_delay {
-            policy = policy.max_delay(Duration::from_nanos(max_delay));
-        }
-        if let Some(throttle_base) = timings.throttle_base {
-            policy = policy.throttle_base(Duration::from_nanos(throttle_base));
-        }
-        if let Some(deadline) = timings.deadline {
-            policy = policy.deadline(Duration::from_nanos(deadline));
-        }
-        if let Some(jitter) = timings.jitter {
-            policy = policy.jitter(Jitter::from_grammar(jitter));
-        }
-        policy
+        // The defaults with each timing that was written.
+        let timings = settings.timings();
+        let nanos = Duration::from_nanos;
+        let p = Policy::new();
+        let p = timings.max.map_or(p, |max| p.max(max));
+        let p = timings.base.map_or(p, |base| p.base(nanos(base)));
+        let p = timings.factor.map_or(p, |factor| p.factor(factor));
+        let p = timings
+            .backoff
+            .map_or(p, |form| p.backoff(Backoff::from_grammar(form)));
+        let p = timings.max_delay.map_or(p, |cap| p.max_delay(nanos(cap)));
+        let p = timings
+            .throttle_base
+            .map_or(p, |base| p.throttle_base(nanos(base)));
+        let p = timings
+            .deadline
+            .map_or(p, |deadline| p.deadline(nanos(deadline)));
+        Ok(timings
+            .jitter
+            .map_or(p, |form| p.jitter(Jitter::from_grammar(form))))
     }
 }
 

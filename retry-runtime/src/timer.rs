@@ -189,10 +189,6 @@ pub struct Elapsed {
 }
 
 impl Elapsed {
-    pub(crate) fn new(limit: Duration) -> Self {
-        Elapsed { limit }
-    }
-
     /// How long the attempt was allowed to run (after clipping to the deadline).
     pub fn limit(&self) -> Duration {
         self.limit
@@ -255,7 +251,7 @@ impl<F: Future, S: Future<Output = ()>> Future for Timed<F, S> {
             return Poll::Ready(Ok(output));
         }
         match this.timer.poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(Elapsed::new(*this.limit))),
+            Poll::Ready(()) => Poll::Ready(Err(Elapsed { limit: *this.limit })),
             Poll::Pending => Poll::Pending,
         }
     }

@@ -25,12 +25,10 @@ pub struct FallbackScope<K> {
 /// The fallback's slot: [`Unset`], or `fallback = f` in its form.
 pub trait Fallback<T, E> {
     /// What `next` breaks with: the function's `Result`, or for an async fallback a future of
-    /// it ([`Finish`]).
-    type Output<K: KeySlot>;
+    /// it ([`Finish`]); made from a result that needs no fallback (an `Ok`, a permanent error).
+    type Output<K: KeySlot>: From<Result<T, E>>;
     /// Whether a fallback is there.
     const SET: bool;
-    /// A result that needs no fallback (an `Ok`, a permanent error), as the output.
-    fn ready<K: KeySlot>(result: Result<T, E>) -> Self::Output<K>;
     /// Calls the fallback with the outcome the loop gave up on (the last error, or an `Ok` that
     /// `on_result` rejected) and why, in `scope`.
     fn call<K: KeySlot>(
@@ -44,11 +42,6 @@ pub trait Fallback<T, E> {
 impl<T, E> Fallback<T, E> for Unset {
     type Output<K: KeySlot> = Result<T, E>;
     const SET: bool = false;
-    #[inline]
-    fn ready<K: KeySlot>(result: Result<T, E>) -> Result<T, E> {
-        result
-    }
-    #[inline]
     fn call<K: KeySlot>(
         self,
         outcome: Result<T, E>,
@@ -68,10 +61,6 @@ pub struct SyncFallback<J, T, E> {
 impl<J, T, E> Fallback<T, E> for SyncFallback<J, T, E> {
     type Output<K: KeySlot> = Result<T, E>;
     const SET: bool = true;
-    #[inline]
-    fn ready<K: KeySlot>(result: Result<T, E>) -> Result<T, E> {
-        result
-    }
     fn call<K: KeySlot>(
         self,
         outcome: Result<T, E>,
@@ -97,12 +86,6 @@ pub struct AsyncFallback<J, Fut, T, E> {
 impl<J, Fut, T, E> Fallback<T, E> for AsyncFallback<J, Fut, T, E> {
     type Output<K: KeySlot> = Finish<Scoped<Fut, K>, T, E>;
     const SET: bool = true;
-    #[inline]
-    fn ready<K: KeySlot>(result: Result<T, E>) -> Self::Output<K> {
-        Finish::Ready {
-            result: Some(result),
-        }
-    }
     fn call<K: KeySlot>(
         self,
         outcome: Result<T, E>,
@@ -117,7 +100,7 @@ impl<J, Fut, T, E> Fallback<T, E> for AsyncFallback<J, Fut, T, E> {
             Ok(future) => Finish::Fallback {
                 future: Scoped::new(scope.frame, scope.key, future),
             },
-            Err(result) => Self::ready(result),
+            Err(result) => result.into(),
         }
     }
 }
@@ -129,9 +112,17 @@ pin_project_lite::pin_project! {
     #[allow(missing_docs)] // the fields are described with their variants
     pub enum Finish<Fut, T, E> {
         /// The result, without a fallback.
-        Ready { result: Option<Result<T, E>> },
+        Ready { #[pin] result: std::future::Ready<Result<T, E>> },
         /// The fallback's future.
         Fallback { #[pin] future: Fut },
+    }
+}
+
+impl<Fut, T, E> From<Result<T, E>> for Finish<Fut, T, E> {
+    fn from(result: Result<T, E>) -> Self {
+        Finish::Ready {
+            result: std::future::ready(result),
+        }
     }
 }
 
@@ -140,10 +131,7 @@ impl<Fut: Future<Output = Result<T, E>>, T, E> Future for Finish<Fut, T, E> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<T, E>> {
         match self.project() {
-            FinishProj::Ready { result } => match result.take() {
-                Some(result) => Poll::Ready(result),
-                None => panic!("`Finish` polled after it completed"),
-            },
+            FinishProj::Ready { result } => result.poll(cx),
             FinishProj::Fallback { future } => future.poll(cx),
         }
     }
@@ -160,7 +148,6 @@ pub(crate) trait IntoFinish<T, E> {
 
 impl<T, E> IntoFinish<T, E> for Result<T, E> {
     type Future = std::future::Ready<Result<T, E>>;
-    #[inline]
     fn into_finish(self) -> Self::Future {
         std::future::ready(self)
     }
@@ -168,7 +155,6 @@ impl<T, E> IntoFinish<T, E> for Result<T, E> {
 
 impl<Fut: Future<Output = Result<T, E>>, T, E> IntoFinish<T, E> for Finish<Fut, T, E> {
     type Future = Self;
-    #[inline]
     fn into_finish(self) -> Self {
         self
     }

@@ -11,7 +11,7 @@
 //!   no token: no more copies for this attempt). Each copy's time is counted from the attempt's
 //!   start, not from when the previous copy's timer was seen, so that a late poll does not push
 //!   the later copies back;
-//! - the race ([`race`](Retry::race)): every copy runs with the attempt's frame (its number, its
+//! - the race (in `run_hedged_lending`): every copy runs with the attempt's frame (its number, its
 //!   key, `attempt().hedge()` its index) and, with `timeout`, its own timer; an acceptable answer
 //!   (an `Ok` that `on_result` does not reject, or an error the classifier says not to retry: the
 //!   service answered, and a copy would say the same) ends the attempt; a failure worth retrying
@@ -28,7 +28,7 @@
 //!   pause ([`NextCopy::Resend`]: a copy that never reached its server), with its hedge number,
 //!   the breaker's permission and no token: not a new copy. The failure that ends the attempt is recorded by `next`, as always
 //!   (or, if recorded as it failed, the breaker is asked whether it is open);
-//! - the outcome ([`Retry::hedged_outcome`]): the copies still running when the attempt ends are
+//! - the outcome: the copies still running when the attempt ends are
 //!   dropped, which cancels them (a dropped breaker permission counts as nothing while the
 //!   circuit is closed), the attempt's latency is recorded for a percentile delay, and the
 //!   winner's outcome is the attempt's.
@@ -51,29 +51,10 @@ use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
-pin_project_lite::pin_project! {
-    /// One copy of the attempt: the body in its frame, raced against `timeout` if there is one.
-    #[project = CopyProj]
-    enum Copy<F, Sl> {
-        Plain { #[pin] scoped: F },
-        Timed { #[pin] timed: Timed<F, Sl> },
-    }
-}
-
-impl<F: Future, Sl: Future<Output = ()>> Future for Copy<F, Sl> {
-    type Output = Result<F::Output, Elapsed>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            CopyProj::Plain { scoped } => scoped.poll(cx).map(Ok),
-            CopyProj::Timed { timed } => timed.poll(cx),
-        }
-    }
-}
-
-/// A running copy, with its breaker permission and when it started (for the percentile form).
-struct Running<A, F, Sl> {
-    future: Pin<Box<Copy<F, Sl>>>,
+/// A running copy: the body in its frame, raced against `timeout` if there is one; its breaker
+/// permission, and when the attempt itself started (for the percentile form).
+struct Running<A, F> {
+    future: Pin<Box<F>>,
     admission: Option<A>,
     started: Option<Instant>,
     hedge: u16,
@@ -229,7 +210,10 @@ where
         self.run_hedged_lending((), hedge, make).await
     }
 
-    /// [`run_hedged`](Retry::run_hedged) with `key` lent to every copy (`()` for none).
+    /// [`run_hedged`](Retry::run_hedged) with `key` lent to every copy (`()` for none): the
+    /// race of the attempt and each copy as the schedule makes it due, until one ends the
+    /// attempt (see the module's documentation), and the winner's outcome, with its breaker
+    /// permission put back for `next` to record and the hedges counted for the attempt's event.
     pub(crate) async fn run_hedged_lending<Key: KeySlot, M, F>(
         &mut self,
         key: Key,
@@ -244,10 +228,12 @@ where
             Ok(frame) => frame,
             Err(refused) => return refused,
         };
-        let clock = self.site.clock;
-        let timeout = self.opts.extras.timeout();
         // Each copy's limit, clipped as the attempt starts.
-        let limit = timeout.map(|t| self.clipped_limit(t.limit));
+        let limit = self
+            .opts
+            .extras
+            .timeout()
+            .map(|t| self.clipped_limit(t.limit));
         // Under a layer that retries this work, no copies either (unless `nested = retry`):
         // that layer decides how much work one request may cause.
         let single = self.progress.retried_above && !self.opts.extras.nested_retry();
@@ -257,83 +243,52 @@ where
         } else {
             hedge.get_max_hedges().min(u32::from(u16::MAX))
         };
-        let sleeper = &self.opts.head.sleeper;
-        let mut schedule = Schedule::new(hedge, max_hedges, sleeper, clock);
-        let (outcome, admission) = self.race(frame, key, limit, &mut schedule, &make).await;
-        self.hedged_outcome(outcome, admission, schedule.hedges, timeout)
-    }
-
-    /// The end of a hedged attempt: the winner's outcome, with its breaker permission put back
-    /// for `next` to record, and the hedges counted for the attempt's event.
-    fn hedged_outcome(
-        &mut self,
-        outcome: Result<Result<T, E>, Elapsed>,
-        admission: Option<X::Admission>,
-        hedges: u16,
-        timeout: Option<Timeout<E>>,
-    ) -> Attempted<T, E> {
-        self.progress.hedges = hedges;
-        self.opts.extras.put_admission(admission);
-        match outcome {
-            Ok(outcome) => Attempted::Completed(outcome),
-            Err(elapsed) => match timeout {
-                Some(Timeout { error, .. }) => Attempted::TimedOut(error(elapsed)),
-                // Without a timeout there is no timer to elapse.
-                None => unreachable_elapsed(elapsed),
-            },
-        }
-    }
-
-    /// The race of one hedged attempt: the attempt, and each copy as `schedule` makes it due, until
-    /// one ends the attempt (see the module's documentation). The winner's outcome and its breaker
-    /// permission.
-    async fn race<Key, M, F>(
-        &mut self,
-        frame: Frame,
-        key: Key,
-        limit: Option<Duration>,
-        schedule: &mut Schedule<'_, <S as Sleeper>::Sleep>,
-        make: &M,
-    ) -> (Result<Result<T, E>, Elapsed>, Option<X::Admission>)
-    where
-        Key: KeySlot,
-        M: Fn() -> F,
-        F: Future<Output = Result<T, E>>,
-    {
-        let clock = self.site.clock;
-        let name = self.site.name;
-        let deadline = self.site.policy.get_deadline();
-        let progress = self.progress;
-        let Retry { opts, .. } = self;
-        let Opts {
-            head,
-            hooks,
-            extras,
-        } = opts;
+        let Retry {
+            site,
+            progress,
+            opts:
+                Opts {
+                    head,
+                    hooks,
+                    extras,
+                },
+            ..
+        } = &mut *self;
+        let (clock, name, deadline) = (site.clock, site.name, site.policy.get_deadline());
+        let progress = *progress;
         let (classify, sleeper) = (&head.classify, &head.sleeper);
-        let observes = schedule.hedge.observes();
-        let copy = |frame: Frame, admission: Option<X::Admission>| {
+        let mut schedule = Schedule::new(hedge, max_hedges, sleeper, clock);
+        let observes = hedge.observes();
+        // The latency of the attempt itself, for the percentile form (a copy's is not recorded).
+        let record = |started: Option<Instant>| {
+            if let Some(started) = started {
+                let now = clock();
+                hedge.record(now.saturating_duration_since(started), now);
+            }
+        };
+        let copy = |hedge: u16, admission: Option<X::Admission>| {
+            let frame = Frame { hedge, ..frame };
             let body = {
                 let _entered = Enter::new(frame);
-                key.lend(make)
+                key.lend(&make)
             };
             let scoped = Scoped::new(frame, key, body);
-            let future = match limit {
-                Some(limit) => Copy::Timed {
-                    timed: Timed::new(scoped, sleeper.sleep(limit), limit),
-                },
-                None => Copy::Plain { scoped },
+            let timer = limit.map(|limit| (sleeper.sleep(limit), limit));
+            let future = async move {
+                match timer {
+                    Some((sleep, limit)) => Timed::new(scoped, sleep, limit).await,
+                    None => Ok(scoped.await),
+                }
             };
             Running {
                 future: Box::pin(future),
                 admission,
-                started: observes.then(clock),
-                hedge: frame.hedge,
+                started: (observes && hedge == 0).then(clock),
+                hedge,
             }
         };
         let timeout = extras.timeout();
-        let admission = extras.take_admission();
-        let mut running = vec![copy(frame, admission)];
+        let mut running = vec![copy(frame.hedge, extras.take_admission())];
         // With a decider, the failure of the last copy that ran while the next one is due: the
         // attempt's if that one does not start (its breaker permission already recorded).
         let mut last: Option<Result<Result<T, E>, Elapsed>> = None;
@@ -342,56 +297,38 @@ where
             loop {
                 // Start again the copies whose pause is over, each with the breaker's
                 // permission (refused: it stays failed); no token, not a new copy.
-                let mut j = 0;
-                while j < resends.len() {
-                    if let Some(pause) = resends[j].pause.as_mut() {
-                        if pause.as_mut().poll(cx).is_pending() {
-                            j += 1;
-                            continue;
-                        }
-                    }
-                    let hedge = resends.swap_remove(j).hedge;
-                    if extras.admit(clock).is_ok() {
-                        let admission = extras.take_admission();
-                        running.push(copy(Frame { hedge, ..frame }, admission));
+                resends.retain_mut(|resend| {
+                    let over = (resend.pause.as_mut())
+                        .is_none_or(|pause| pause.as_mut().poll(cx).is_ready());
+                    if over && extras.admit(clock).is_ok() {
+                        running.push(copy(resend.hedge, extras.take_admission()));
                         last = None;
                     }
-                }
-                // Start the copies whose time has come, and poll each new timer once.
+                    !over
+                });
+                // Start the copies whose time has come, and poll each new timer once: the
+                // decider's word on a copy its timer made due, then the breaker's permission,
+                // then a token from the budget; without any, no more copies for this attempt.
                 while let Some(due) = schedule.due(cx) {
-                    // The decider's word on a copy its timer made due, then the breaker's
-                    // permission, then a token from the budget: without any, no more copies for
-                    // this attempt.
-                    if X::DECIDES
+                    let next = schedule.hedges + 1;
+                    let refused = X::DECIDES
                         && due == Due::Timer
                         && extras.decides()
-                        && !extras.copy_due(schedule.hedges + 1)
-                    {
-                        schedule.stop();
-                        break;
-                    }
-                    if extras.admit(clock).is_err() {
+                        && !extras.copy_due(next);
+                    if refused || extras.admit(clock).is_err() {
                         schedule.stop();
                         break;
                     }
                     let admission = extras.take_admission();
-                    if let Some(budget) = extras.budget() {
-                        if !budget.try_withdraw(clock()) {
-                            observe::hedged(name, frame.attempt, schedule.hedges + 1, false);
-                            schedule.stop();
-                            break;
-                        }
+                    let token = (extras.budget()).is_none_or(|budget| budget.try_withdraw(clock()));
+                    observe::hedged(name, frame.attempt, next, token);
+                    if !token {
+                        schedule.stop();
+                        break;
                     }
-                    observe::hedged(name, frame.attempt, schedule.hedges + 1, true);
-                    let hedge = u32::from(schedule.hedges + 1);
+                    let hedge = u32::from(next);
                     extras.report(name, Event::HedgedCopy { hedge });
-                    running.push(copy(
-                        Frame {
-                            hedge: schedule.hedges + 1,
-                            ..frame
-                        },
-                        admission,
-                    ));
+                    running.push(copy(next, admission));
                     schedule.started(sleeper, clock);
                     last = None;
                 }
@@ -410,24 +347,14 @@ where
                         continue;
                     };
                     let done = running.swap_remove(i);
-                    if done.hedge == 0 {
-                        if let Some(started) = done.started {
-                            let now = clock();
-                            schedule
-                                .hedge
-                                .record(now.saturating_duration_since(started), now);
-                        }
-                    }
+                    record(done.started);
                     let verdict = match &outcome {
                         Ok(Ok(value)) => hooks.judge(value),
                         Ok(Err(error)) => classify.verdict(error),
                         Err(_) => Verdict::Retry,
                     };
-                    if !verdict.is_retry() {
-                        return Poll::Ready((outcome, done.admission));
-                    }
                     let decides = X::DECIDES && extras.decides();
-                    if !decides && running.is_empty() {
+                    if !verdict.is_retry() || (!decides && running.is_empty()) {
                         return Poll::Ready((outcome, done.admission));
                     }
                     // A failure worth retrying, and a decider to ask about the next copy (once
@@ -496,18 +423,14 @@ where
         })
         .await;
         // The attempt itself, dropped unanswered: at least this slow.
-        if let Some(started) = running
-            .iter()
-            .find(|r| r.hedge == 0)
-            .and_then(|r| r.started)
-        {
-            let now = clock();
-            schedule
-                .hedge
-                .record(now.saturating_duration_since(started), now);
-        }
+        record(running.iter().find_map(|r| r.started));
         drop(running);
-        (outcome, admission)
+        self.progress.hedges = schedule.hedges;
+        self.opts.extras.put_admission(admission);
+        match outcome {
+            Ok(outcome) => Attempted::Completed(outcome),
+            Err(elapsed) => Attempted::TimedOut(elapsed_error(timeout, elapsed)),
+        }
     }
 }
 
@@ -539,13 +462,10 @@ fn copy_decided<T, E, X: Linger<T, E>>(
     let (error, verdict) = match failed.outcome {
         Ok(Ok(_)) => (None, failed.verdict),
         Ok(Err(error)) => (Some(error), failed.verdict),
-        Err(elapsed) => match timeout {
-            Some(Timeout { error, .. }) => {
-                made = error(*elapsed);
-                (Some(&made), timed_out(&made))
-            }
-            None => unreachable_elapsed(*elapsed),
-        },
+        Err(elapsed) => {
+            made = elapsed_error(timeout, *elapsed);
+            (Some(&made), timed_out(&made))
+        }
     };
     extras.copy_failed(&Failure {
         attempt: failed.attempt,
@@ -557,12 +477,16 @@ fn copy_decided<T, E, X: Linger<T, E>>(
     })
 }
 
+/// A timed-out copy's error, made by `timeout` (without one, there is no timer to elapse).
 #[cold]
-fn unreachable_elapsed<T>(elapsed: Elapsed) -> T {
-    unreachable!(
-        "a copy without `timeout` timed out after {:?}",
-        elapsed.limit()
-    )
+fn elapsed_error<E>(timeout: Option<Timeout<E>>, elapsed: Elapsed) -> E {
+    match timeout {
+        Some(Timeout { error, .. }) => error(elapsed),
+        None => unreachable!(
+            "a copy without `timeout` timed out after {:?}",
+            elapsed.limit()
+        ),
+    }
 }
 
 impl<T, E, C, S, D, H, X, Key> WithKey<'_, '_, T, E, Opts<Head<C, S, D>, H, X>, Key>

@@ -583,10 +583,9 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
             Some(fallback) => {
                 let fallback = SyncFallback {
                     f: fallback,
-                    call: |f, outcome, why| match f {
-                        RunFallback::Sync(f) => Ok(f(outcome, why)),
-                        // Never made: an async fallback makes the retrier `AsyncOnly`.
-                        RunFallback::Async(_) => Err(outcome),
+                    call: |f, outcome, why| match f(outcome, why) {
+                        Err(result) => Ok(result),
+                        Ok(_) => unreachable!("an async fallback makes the retrier `AsyncOnly`"),
                     },
                 };
                 let opts = opts(head, hooks.slots(fallback), extras);
@@ -774,10 +773,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
                 // A sync fallback's result is ready; an async one's future is awaited.
                 let fallback = AsyncFallback {
                     f: fallback,
-                    call: |f, outcome, why| match f {
-                        RunFallback::Sync(f) => Err(f(outcome, why)),
-                        RunFallback::Async(f) => f(outcome, why),
-                    },
+                    call: |f, outcome, why| f(outcome, why),
                 };
                 let opts = opts(head, hooks.slots(fallback), extras);
                 drive(state(settings, opts, clock), reset_after, each).await
@@ -868,21 +864,10 @@ where
     })
 }
 
-/// A [`Retrier`]'s fallback, boxed: sync, or async (whose future only `run_async` awaits).
-pub enum RunFallback<'p, T, E> {
-    /// Makes the result.
-    #[allow(clippy::type_complexity)]
-    Sync(Box<dyn FnOnce(Result<T, E>, GiveUp) -> Result<T, E> + Send + 'p>),
-    /// Makes a future of the result, or gives back the result (an `Ok` it does not take).
-    #[allow(clippy::type_complexity)]
-    Async(
-        Box<
-            dyn FnOnce(Result<T, E>, GiveUp) -> Result<BoxFuture<'p, T, E>, Result<T, E>>
-                + Send
-                + 'p,
-        >,
-    ),
-}
+/// A [`Retrier`]'s fallback, boxed: it makes a future of the result (an async one, which only
+/// `run_async` awaits), or gives back the result (a sync one's, or an `Ok` it does not take).
+type RunFallback<'p, T, E> =
+    Box<dyn FnOnce(Result<T, E>, GiveUp) -> Result<BoxFuture<'p, T, E>, Result<T, E>> + Send + 'p>;
 
 /// An async fallback's future.
 type BoxFuture<'p, T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'p>>;
@@ -982,9 +967,7 @@ impl<'p, T, E> RetrierFallback<'p, T, E, SyncForm> for Result<T, E> {
     fn boxed(
         f: impl FnOnce(Result<T, E>, GiveUp) -> Result<Self, T> + Send + 'p,
     ) -> RunFallback<'p, T, E> {
-        RunFallback::Sync(Box::new(move |outcome, why| {
-            f(outcome, why).unwrap_or_else(Ok)
-        }))
+        Box::new(move |outcome, why| Err(f(outcome, why).unwrap_or_else(Ok)))
     }
 }
 
@@ -996,10 +979,10 @@ where
     fn boxed(
         f: impl FnOnce(Result<T, E>, GiveUp) -> Result<Self, T> + Send + 'p,
     ) -> RunFallback<'p, T, E> {
-        RunFallback::Async(Box::new(move |outcome, why| match f(outcome, why) {
+        Box::new(move |outcome, why| match f(outcome, why) {
             Ok(future) => Ok(Box::pin(future) as BoxFuture<'p, T, E>),
             Err(value) => Err(Ok(value)),
-        }))
+        })
     }
 }
 

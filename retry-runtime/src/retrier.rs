@@ -17,7 +17,7 @@ use crate::state::{
     Head, Hooks, IntoVerdict, LogLevel, NotifyHook, Opts, OutcomeForm, Progress, Retry, RetryEvent,
     Site, SyncForm, Unset, std_now,
 };
-use crate::timer::{Elapsed, IntoSleeper, Sleeper};
+use crate::timer::{Elapsed, IntoSleeper, SleepFn, Sleeper};
 use crate::{
     AdmissionGate, Aws2026Standard, Backoff, CircuitBreaker, CircuitOpen, Hedge, Jitter, Policy,
     Rejected, RetryBudget, Verdict,
@@ -219,7 +219,7 @@ impl<'p, T, E> Retrier<'p, T, E> {
                 fallback: None,
             },
             extras: Extras::default(),
-            timer: RunTimer::default(),
+            timer: RunTimer::of(DefaultSleeper::default()),
             run: PhantomData,
         }
     }
@@ -416,11 +416,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         F::Sleeper: Send + Sync + 'p,
         <F::Sleeper as Sleeper>::Sleep: Send + 'p,
     {
-        let sleeper = f.into_sleeper();
-        self.timer = RunTimer {
-            sleep: Some(Box::new(move |pause| Box::pin(sleeper.sleep(pause)))),
-            clock: crate::timer::clock_of::<F::Sleeper>,
-        };
+        self.timer = RunTimer::of(f.into_sleeper());
         self.to()
     }
 
@@ -762,7 +758,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         // One form for every async run, bare or not (no `bench/RESULTS.md` row measures an
         // async `Retrier`): the hooks stay here and the state holds a reference to each.
         let reset_after = self.reset_after;
-        let (settings, timings, head, mut hooks, extras) = self.parts(|timer| timer);
+        let (settings, timings, head, mut hooks, extras) = self.parts(|timer| timer.sleeper);
         let settings = with(settings, &timings);
         match hooks.fallback.take() {
             None => {
@@ -872,32 +868,28 @@ type RunFallback<'p, T, E> =
 /// An async fallback's future.
 type BoxFuture<'p, T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'p>>;
 
-/// A [`Retrier`]'s timer for an async run: tokio's (with the `tokio` feature; without it, a run
-/// without `sleep` does not compile, [`HasTimer`]), or `sleep`'s, boxed; and the clock the
+/// A [`Retrier`]'s timer for an async run, boxed: tokio's (with the `tokio` feature; without
+/// it, a run without `sleep` does not compile, [`HasTimer`]), or `sleep`'s; and the clock the
 /// deadline is measured on.
-pub struct RunTimer<'p> {
-    #[allow(clippy::type_complexity)]
-    sleep: Option<
-        Box<dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send + 'p>> + Send + Sync + 'p>,
-    >,
+struct RunTimer<'p> {
+    sleeper: SleepFn<Box<dyn Fn(Duration) -> BoxSleep<'p> + Send + Sync + 'p>>,
     clock: fn() -> Instant,
 }
 
-impl Default for RunTimer<'_> {
-    fn default() -> Self {
-        RunTimer {
-            sleep: None,
-            clock: crate::timer::clock_of::<DefaultSleeper>,
-        }
-    }
-}
+/// A [`RunTimer`]'s pause.
+type BoxSleep<'p> = Pin<Box<dyn Future<Output = ()> + Send + 'p>>;
 
-impl<'p> Sleeper for RunTimer<'p> {
-    type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'p>>;
-    fn sleep(&self, pause: Duration) -> Self::Sleep {
-        match &self.sleep {
-            Some(sleep) => sleep(pause),
-            None => Box::pin(DefaultSleeper::default().sleep(pause)),
+impl<'p> RunTimer<'p> {
+    /// `sleeper`, boxed, and its clock.
+    fn of<S: Sleeper + Send + Sync + 'p>(sleeper: S) -> Self
+    where
+        S::Sleep: Send + 'p,
+    {
+        let sleep: Box<dyn Fn(Duration) -> BoxSleep<'p> + Send + Sync + 'p> =
+            Box::new(move |pause| Box::pin(sleeper.sleep(pause)));
+        RunTimer {
+            sleeper: sleep.into_sleeper(),
+            clock: crate::timer::clock_of::<S>,
         }
     }
 }

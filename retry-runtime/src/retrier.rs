@@ -481,7 +481,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         self.hooks.fallback = Some(Out::boxed(move |outcome, why| {
             A::take(outcome).map(|input| f(input, why))
         }));
-        self.map(|classify| classify)
+        self.to()
     }
 }
 
@@ -531,11 +531,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
             sleeper: Unset,
             marks: PhantomData,
         };
-        let opts = Opts {
-            head,
-            hooks: Hooks::<Unset, Unset, Unset, Unset>::default(),
-            extras: Unset,
-        };
+        let opts = opts(head, Hooks::<Unset, Unset, Unset, Unset>::default(), Unset);
         blocking(settings, reset_after, opts, false, body)
     }
 
@@ -543,17 +539,12 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     /// `nested_retry`): the loop's state needs no room for them.
     #[inline]
     fn is_bare(&self) -> bool {
-        let Settings {
-            budget,
-            aws,
-            nested_retry,
-            ..
-        } = self.settings;
+        let s = &self.settings;
         self.hooks.is_empty()
             && self.extras.is_empty()
-            && budget.is_none()
-            && aws.is_none()
-            && !nested_retry
+            && s.budget.is_none()
+            && s.aws.is_none()
+            && !s.nested_retry
     }
 
     /// [`run`](Retrier::run) with hooks, a fallback or extras: out of line, so that the room
@@ -609,18 +600,13 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
             sleeper: sleeper(self.timer),
             marks: PhantomData,
         };
-        let Settings {
-            budget,
-            aws,
-            nested_retry,
-            ..
-        } = self.settings;
+        let s = self.settings;
         let extras = Extras {
-            budget,
-            nested_retry,
+            budget: s.budget,
+            nested_retry: s.nested_retry,
             ..self.extras
         };
-        let extras = extras.deciding(aws.map(Aws2026Call::new));
+        let extras = extras.deciding(s.aws.map(Aws2026Call::new));
         (self.settings, self.timings, head, self.hooks, extras)
     }
 

@@ -42,7 +42,7 @@ use super::hooks::HookSet;
 use super::observe::{self, Event};
 use super::options::{Classifier, Head};
 use super::seam::{Failure, NextCopy};
-use super::{Attempted, Opts, Progress, Retry};
+use super::{Attempted, Opts, Retry};
 use crate::context::{Enter, Frame, KeySlot, Scoped};
 use crate::timer::{Elapsed, Sleeper, Timed};
 use crate::{Hedge, Verdict};
@@ -359,20 +359,26 @@ where
                     }
                     // A failure worth retrying, and a decider to ask about the next copy (once
                     // for every such copy, the last included), or another copy still running.
+                    // The decider sees a timed-out copy's error made the door's (`timeout`'s)
+                    // and judged by `timed_out`.
                     let changed = decides && {
-                        let next = copy_decided(
-                            extras,
-                            Failed {
-                                attempt: frame.attempt,
-                                copy: done.hedge,
-                                verdict,
-                                outcome: &outcome,
-                            },
-                            |error| classify.timed_out(error),
-                            timeout,
-                            progress,
-                            clock,
-                        );
+                        let made;
+                        let (error, verdict) = match &outcome {
+                            Ok(Ok(_)) => (None, verdict),
+                            Ok(Err(error)) => (Some(error), verdict),
+                            Err(elapsed) => {
+                                made = elapsed_error(timeout, *elapsed);
+                                (Some(&made), classify.timed_out(&made))
+                            }
+                        };
+                        let next = extras.copy_failed(&Failure {
+                            attempt: frame.attempt,
+                            copy: done.hedge,
+                            verdict,
+                            error,
+                            previous_pause: Duration::from_nanos(progress.previous_pause),
+                            elapsed: progress.elapsed(clock),
+                        });
                         // Nothing runs: a pause that would end past the policy's deadline is
                         // not waited for, as a retry's is not (`within_limits`); the attempt
                         // ends with this failure.
@@ -432,49 +438,6 @@ where
             Err(elapsed) => Attempted::TimedOut(elapsed_error(timeout, elapsed)),
         }
     }
-}
-
-/// A copy that failed while others run, as the race saw it.
-struct Failed<'o, T, E> {
-    attempt: u32,
-    copy: u16,
-    /// The race's verdict: the classifier's, `on_result`'s, or a retry for a timed-out copy.
-    verdict: Verdict,
-    outcome: &'o Result<Result<T, E>, Elapsed>,
-}
-
-/// The decider's word on the next copy after `failed` ([`Decide::copy_failed`]): the failure as
-/// it sees it, a timed-out copy's error made the door's (`timeout`'s) and judged by
-/// `timed_out`. Out of line: only a hedged call with a decider comes here.
-///
-/// [`Decide::copy_failed`]: super::Decide::copy_failed
-#[cold]
-#[inline(never)]
-fn copy_decided<T, E, X: Linger<T, E>>(
-    extras: &mut X,
-    failed: Failed<'_, T, E>,
-    timed_out: impl Fn(&E) -> Verdict,
-    timeout: Option<Timeout<E>>,
-    progress: Progress,
-    clock: fn() -> Instant,
-) -> NextCopy {
-    let made;
-    let (error, verdict) = match failed.outcome {
-        Ok(Ok(_)) => (None, failed.verdict),
-        Ok(Err(error)) => (Some(error), failed.verdict),
-        Err(elapsed) => {
-            made = elapsed_error(timeout, *elapsed);
-            (Some(&made), timed_out(&made))
-        }
-    };
-    extras.copy_failed(&Failure {
-        attempt: failed.attempt,
-        copy: failed.copy,
-        verdict,
-        error,
-        previous_pause: Duration::from_nanos(progress.previous_pause),
-        elapsed: progress.elapsed(clock),
-    })
 }
 
 /// A timed-out copy's error, made by `timeout` (without one, there is no timer to elapse).

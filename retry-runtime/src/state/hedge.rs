@@ -229,11 +229,8 @@ where
             Err(refused) => return refused,
         };
         // Each copy's limit, clipped as the attempt starts.
-        let limit = self
-            .opts
-            .extras
-            .timeout()
-            .map(|t| self.clipped_limit(t.limit));
+        let timeout = self.opts.extras.timeout();
+        let limit = timeout.map(|t| self.clipped_limit(t.limit));
         // Under a layer that retries this work, no copies either (unless `nested = retry`):
         // that layer decides how much work one request may cause.
         let single = self.progress.retried_above && !self.opts.extras.nested_retry();
@@ -243,20 +240,10 @@ where
         } else {
             hedge.get_max_hedges().min(u32::from(u16::MAX))
         };
-        let Retry {
-            site,
-            progress,
-            opts:
-                Opts {
-                    head,
-                    hooks,
-                    extras,
-                },
-            ..
-        } = &mut *self;
+        let (site, progress) = (&self.site, self.progress);
         let (clock, name, deadline) = (site.clock, site.name, site.policy.get_deadline());
-        let progress = *progress;
-        let (classify, sleeper) = (&head.classify, &head.sleeper);
+        let (classify, sleeper) = (&self.opts.head.classify, &self.opts.head.sleeper);
+        let (hooks, extras) = (&self.opts.hooks, &mut self.opts.extras);
         let mut schedule = Schedule::new(hedge, max_hedges, sleeper, clock);
         let observes = hedge.observes();
         // The latency of the attempt itself, for the percentile form (a copy's is not recorded).
@@ -287,7 +274,6 @@ where
                 hedge,
             }
         };
-        let timeout = extras.timeout();
         let mut running = vec![copy(frame.hedge, extras.take_admission())];
         // With a decider, the failure of the last copy that ran while the next one is due: the
         // attempt's if that one does not start (its breaker permission already recorded).

@@ -60,12 +60,8 @@ struct Running<A, F> {
     hedge: u16,
 }
 
-/// A copy a decider sends again ([`NextCopy::Resend`]): its hedge number, and its pause (none
-/// for a zero one).
-struct Resend<Sl> {
-    hedge: u16,
-    pause: Option<Pin<Box<Sl>>>,
-}
+/// A timer, boxed to be polled in place, if one runs.
+type Timer<Sl> = Option<Pin<Box<Sl>>>;
 
 /// When the copies of one attempt are due, and how many may start.
 struct Schedule<'h, Sl> {
@@ -80,7 +76,7 @@ struct Schedule<'h, Sl> {
     /// schedule ([`NextCopy::Now`], [`NextCopy::After`]): the copies after it count from it.
     origin: Option<(Instant, u16)>,
     /// The timer of the next copy.
-    timer: Option<Pin<Box<Sl>>>,
+    timer: Timer<Sl>,
     /// A decider asked for the next copy at once ([`NextCopy::Now`]).
     now: bool,
     /// The next copy's time is a decider's ([`NextCopy::Now`], [`NextCopy::After`]).
@@ -136,11 +132,6 @@ impl<'h, Sl: Future<Output = ()>> Schedule<'h, Sl> {
         self.timer = None;
         self.now = false;
         self.max_hedges = u32::from(self.hedges);
-    }
-
-    /// Whether a copy is still to come (due now, or a timer running).
-    fn pending(&self) -> bool {
-        self.now || self.timer.is_some()
     }
 
     /// A copy has started: the timer of the next one, if any may follow.
@@ -278,16 +269,18 @@ where
         // With a decider, the failure of the last copy that ran while the next one is due: the
         // attempt's if that one does not start (its breaker permission already recorded).
         let mut last: Option<Result<Result<T, E>, Elapsed>> = None;
-        let mut resends: Vec<Resend<S::Sleep>> = Vec::new();
+        // The copies a decider sends again ([`NextCopy::Resend`]): each one's hedge number, and
+        // its pause (none for a zero one).
+        let mut resends: Vec<(u16, Timer<S::Sleep>)> = Vec::new();
         let (outcome, admission) = std::future::poll_fn(|cx| {
             loop {
                 // Start again the copies whose pause is over, each with the breaker's
                 // permission (refused: it stays failed); no token, not a new copy.
-                resends.retain_mut(|resend| {
-                    let over = (resend.pause.as_mut())
-                        .is_none_or(|pause| pause.as_mut().poll(cx).is_ready());
+                resends.retain_mut(|(hedge, pause)| {
+                    let over =
+                        (pause.as_mut()).is_none_or(|pause| pause.as_mut().poll(cx).is_ready());
                     if over && extras.admit(clock).is_ok() {
-                        running.push(copy(resend.hedge, extras.take_admission()));
+                        running.push(copy(*hedge, extras.take_admission()));
                         last = None;
                     }
                     !over
@@ -318,8 +311,10 @@ where
                     schedule.started(sleeper, clock);
                     last = None;
                 }
-                // Nothing runs and nothing will come: the last failure is the attempt's.
-                if running.is_empty() && resends.is_empty() && !schedule.pending() {
+                // Nothing runs and nothing will come (no copy due now, no timer running): the
+                // last failure is the attempt's.
+                let pending = schedule.now || schedule.timer.is_some();
+                if running.is_empty() && resends.is_empty() && !pending {
                     if let Some(outcome) = last.take() {
                         return Poll::Ready((outcome, None));
                     }
@@ -385,10 +380,7 @@ where
                                 extras.report(name, Event::TransparentRetry { attempt });
                                 let pause =
                                     (!pause.is_zero()).then(|| Box::pin(sleeper.sleep(pause)));
-                                resends.push(Resend {
-                                    hedge: done.hedge,
-                                    pause,
-                                });
+                                resends.push((done.hedge, pause));
                                 true
                             }
                             NextCopy::Resend(_) => false,

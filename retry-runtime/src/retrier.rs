@@ -907,10 +907,8 @@ pub trait FallbackTakes<T, E, M>: Sized {
 impl<T, E> FallbackTakes<T, E, ErrorForm> for E {
     #[inline]
     fn take(outcome: Result<T, E>) -> Result<E, T> {
-        match outcome {
-            Err(error) => Ok(error),
-            Ok(value) => Err(value),
-        }
+        // The error taken, or the `Ok` value given back.
+        outcome.map_or_else(Ok, Err)
     }
 }
 

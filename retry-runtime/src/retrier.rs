@@ -87,6 +87,7 @@ pub struct Retrier<'p, T, E, C = ByTransient, R = AnyRun> {
     /// The policy as the timing methods (`max`, `deadline`, ...) changed it, once one was
     /// called; until then the loop reads the borrowed one.
     timings: Option<Policy>,
+    /// [`reset_after`](Retrier::reset_after)'s length of a healthy attempt.
     reset_after: Option<Duration>,
     classify: C,
     hooks: RunHooks<'p, T, E>,

@@ -508,32 +508,22 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         // No hook, fallback or extra: the loop of the attribute without options, whose state
         // carries nothing for them. What it does not carry is dropped here, before the body
         // runs: left to the end, it would be kept in memory for a panic's unwinding, and the
-        // happy path would write it all (`PERFORMANCE.md` §8).
-        let Retrier {
-            settings,
-            timings,
-            reset_after,
-            classify,
-            hooks,
-            extras,
-            timer,
-            run: _,
-        } = self;
-        // Field by field: dropped whole, the hooks were copied to memory first.
-        drop(hooks.on_result);
-        drop(hooks.notify);
-        drop(hooks.on_give_up);
-        drop(hooks.fallback);
-        drop(extras);
-        drop(timer);
-        let settings = with(settings, &timings);
+        // happy path would write it all (`PERFORMANCE.md` §8). Field by field: dropped whole,
+        // the hooks were copied to memory first.
+        drop(self.hooks.on_result);
+        drop(self.hooks.notify);
+        drop(self.hooks.on_give_up);
+        drop(self.hooks.fallback);
+        drop(self.extras);
+        drop(self.timer);
+        let settings = with(self.settings, &self.timings);
         let head = Head {
-            classify,
+            classify: self.classify,
             sleeper: Unset,
             marks: PhantomData,
         };
         let opts = opts(head, Hooks::<Unset, Unset, Unset, Unset>::default(), Unset);
-        blocking(settings, reset_after, opts, false, body)
+        blocking(settings, self.reset_after, opts, false, body)
     }
 
     /// No hook, no fallback and no extra (`timeout`, `budget`, `breaker`, `gate`, `aws2026`,

@@ -93,27 +93,6 @@ enum Due {
 }
 
 impl<'h, Sl: Future<Output = ()>> Schedule<'h, Sl> {
-    /// The schedule of an attempt that starts now.
-    fn new<S: Sleeper<Sleep = Sl>>(
-        hedge: &'h Hedge,
-        max_hedges: u32,
-        sleeper: &S,
-        clock: fn() -> Instant,
-    ) -> Self {
-        Schedule {
-            hedge,
-            max_hedges,
-            hedges: 0,
-            origin: (max_hedges > 1).then(|| (clock(), 0)),
-            timer: match hedge.delay() {
-                Some(delay) if max_hedges > 0 => Some(Box::pin(sleeper.sleep(delay))),
-                _ => None,
-            },
-            now: false,
-            decided: false,
-        }
-    }
-
     /// Whether the next copy is due now, and why (its timer polled once if not).
     fn due(&mut self, cx: &mut TaskContext<'_>) -> Option<Due> {
         if std::mem::take(&mut self.now) {
@@ -235,7 +214,19 @@ where
         let (clock, name, deadline) = (site.clock, site.name, site.policy.get_deadline());
         let (classify, sleeper) = (&self.opts.head.classify, &self.opts.head.sleeper);
         let (hooks, extras) = (&self.opts.hooks, &mut self.opts.extras);
-        let mut schedule = Schedule::new(hedge, max_hedges, sleeper, clock);
+        // The schedule of an attempt that starts now.
+        let mut schedule = Schedule {
+            hedge,
+            max_hedges,
+            hedges: 0,
+            origin: (max_hedges > 1).then(|| (clock(), 0)),
+            timer: match hedge.delay() {
+                Some(delay) if max_hedges > 0 => Some(Box::pin(sleeper.sleep(delay))),
+                _ => None,
+            },
+            now: false,
+            decided: false,
+        };
         let observes = hedge.observes();
         // The latency of the attempt itself, for the percentile form (a copy's is not recorded).
         let record = |started: Option<Instant>| {

@@ -132,13 +132,12 @@ impl Hedge {
         };
         let mut latencies = self.latency.lock().unwrap_or_else(PoisonError::into_inner);
         let l = &mut *latencies;
-        let first = l.epoch.is_none();
+        // The first record starts the first window; both windows are empty until then.
         let (base, current) = *l.epoch.get_or_insert((now, 0));
         let period = self.period.as_nanos().max(1);
         let epoch = (now.saturating_duration_since(base).as_nanos() / period) as u64;
-        // A new window (the first record's too) clears the one it reuses, or both after a
-        // silence of two periods.
-        let rotated = first || epoch > current;
+        // A new window clears the one it reuses, or both after a silence of two periods.
+        let rotated = epoch > current;
         if rotated {
             if epoch == current + 1 {
                 l.windows[(epoch % 2) as usize] = [0; BUCKETS];
@@ -152,7 +151,8 @@ impl Hedge {
         let count = &mut l.windows[window][bucket(micros)];
         *count = count.saturating_add(1);
         l.records = l.records.wrapping_add(1);
-        // Again after a rotation too, which may leave too few latencies for a percentile.
+        // Again after a rotation too, which may leave too few latencies for a percentile (and
+        // after the first record, when none was computed yet).
         if rotated || l.records % 16 == 0 || self.cached.load(Relaxed) == 0 {
             let nanos = l.percentile(fraction, self.min_samples).map_or(0, |d| {
                 u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1)

@@ -6,7 +6,7 @@
 use crate::engine::AsyncFnOperation;
 use crate::overload::aws2026_call::Aws2026Call;
 use crate::state::drive::{Attempts, Hedged, Plain, drive, drive_blocking};
-use crate::state::dynamic::DynSlot;
+use crate::state::dynamic::{DynSlot, Settings};
 use crate::state::extras::{Extras, Guard, Linger, Shedder, Timeout};
 use crate::state::fallback::{AsyncFallback, SyncFallback};
 use crate::state::hooks::{HookSet, Slot};
@@ -17,7 +17,7 @@ use crate::state::{
     Head, Hooks, IntoVerdict, LogLevel, NotifyHook, Opts, OutcomeForm, Progress, Retry, RetryEvent,
     Site, SyncForm, Unset, std_now,
 };
-use crate::timer::{Elapsed, IntoSleeper, Sleeper};
+use crate::timer::{Elapsed, IntoSleeper, SleepFn, Sleeper};
 use crate::{
     AdmissionGate, Aws2026Standard, Backoff, CircuitBreaker, CircuitOpen, Hedge, Jitter, Policy,
     Rejected, RetryBudget, Verdict,
@@ -81,17 +81,18 @@ use std::time::{Duration, Instant};
 /// without the `tokio` feature, an async run needs the latter.
 #[must_use = "a `Retrier` does nothing until `run` or `run_async`"]
 pub struct Retrier<'p, T, E, C = ByTransient, R = AnyRun> {
-    /// The borrowed policy, the name, the log level and `reset_after`.
-    plan: Plan<'p>,
+    /// The borrowed policy, the name, the log level, `budget`, `aws2026` and `nested_retry`,
+    /// as a door's.
+    settings: Settings<'p>,
     /// The policy as the timing methods (`max`, `deadline`, ...) changed it, once one was
     /// called; until then the loop reads the borrowed one.
     timings: Option<Policy>,
+    /// [`reset_after`](Retrier::reset_after)'s length of a healthy attempt.
+    reset_after: Option<Duration>,
     classify: C,
     hooks: RunHooks<'p, T, E>,
-    /// `timeout`, `budget`, `breaker`, `gate`, `nested_retry`.
+    /// `timeout`, `breaker` and `gate`, each with how its error becomes `E`.
     extras: Extras<'p, E>,
-    /// `aws2026`, the loop's decider when it is set.
-    aws: Option<&'p Aws2026Standard>,
     timer: RunTimer<'p>,
     run: PhantomData<fn() -> R>,
 }
@@ -207,13 +208,9 @@ impl<'p, T, E> Retrier<'p, T, E> {
     #[inline]
     pub fn new(policy: &'p Policy) -> Self {
         Retrier {
-            plan: Plan {
-                policy,
-                name: "retrier",
-                level: LogLevel::Error,
-                reset_after: None,
-            },
+            settings: Settings::new(policy).name("retrier"),
             timings: None,
+            reset_after: None,
             classify: ByTransient,
             hooks: RunHooks {
                 on_result: None,
@@ -223,8 +220,7 @@ impl<'p, T, E> Retrier<'p, T, E> {
                 fallback: None,
             },
             extras: Extras::default(),
-            aws: None,
-            timer: RunTimer::default(),
+            timer: RunTimer::of(DefaultSleeper::default()),
             run: PhantomData,
         }
     }
@@ -271,12 +267,12 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     #[inline]
     fn map<C2, R2>(self, classify: impl FnOnce(C) -> C2) -> Retrier<'p, T, E, C2, R2> {
         Retrier {
-            plan: self.plan,
+            settings: self.settings,
             timings: self.timings,
+            reset_after: self.reset_after,
             classify: classify(self.classify),
             hooks: self.hooks,
             extras: self.extras,
-            aws: self.aws,
             timer: self.timer,
             run: PhantomData,
         }
@@ -288,17 +284,32 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         self.map(|classify| classify)
     }
 
-    /// The name the events give, where the attribute gives the function's (`"retrier"` unless
-    /// named); the metrics' `function` label too.
-    pub fn name(mut self, name: &'static str) -> Self {
-        self.plan.name = name;
-        self
+    setters! {
+        /// The name the events give, where the attribute gives the function's (`"retrier"`
+        /// unless named); the metrics' `function` label too.
+        pub fn name(name: &'static str) => self.settings.name;
+
+        /// For a loop that runs for hours (a consumer, a reconnect loop): an attempt that ran
+        /// for at least `healthy` before it failed starts the backoff afresh, as a new call
+        /// would: the next pause is the first one (`base`), the retries are counted from zero,
+        /// and the deadline runs from then. Without it, a connection that failed a hundred times
+        /// over a day waits the longest pause after each drop, and a spent deadline ends the
+        /// loop.
+        pub fn reset_after(healthy: Duration) => self.reset_after = Some(healthy);
+
+        /// `budget = B`: retries draw from a shared [`RetryBudget`]; when it is empty the loop
+        /// gives up with the current error.
+        pub fn budget(budget: &'p RetryBudget) => self.settings.budget = Some(budget);
+
+        /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
+        /// place of the policy's `max` and pauses: see [`Aws2026Standard`].
+        pub fn aws2026(aws: &'p Aws2026Standard) => self.settings.aws = Some(aws);
     }
 
     /// The policy with one timing changed, for this retrier only.
     #[inline]
     fn timing(mut self, change: impl FnOnce(Policy) -> Policy) -> Self {
-        let policy = self.timings.unwrap_or(*self.plan.policy);
+        let policy = self.timings.unwrap_or(*self.settings.policy);
         self.timings = Some(change(policy));
         self
     }
@@ -345,16 +356,6 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         pub fn jitter(jitter: Jitter);
     }
 
-    /// For a loop that runs for hours (a consumer, a reconnect loop): an attempt that ran for at
-    /// least `healthy` before it failed starts the backoff afresh, as a new call would: the next
-    /// pause is the first one (`base`), the retries are counted from zero, and the deadline runs
-    /// from then. Without it, a connection that failed a hundred times over a day waits the
-    /// longest pause after each drop, and a spent deadline ends the loop.
-    pub fn reset_after(mut self, healthy: Duration) -> Self {
-        self.plan.reset_after = Some(healthy);
-        self
-    }
-
     /// `on = f`: which errors are worth retrying, `Fn(&E) -> bool` or `Fn(&E) -> Verdict`;
     /// everything else is returned at once. The default is the error type's
     /// [`Transient`](crate::Transient) impl.
@@ -376,13 +377,6 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     {
         self.extras.timeout = Some(Timeout::new(limit, E::from));
         self.to()
-    }
-
-    /// `budget = B`: retries draw from a shared [`RetryBudget`]; when it is empty the loop gives
-    /// up with the current error.
-    pub fn budget(mut self, budget: &'p RetryBudget) -> Self {
-        self.extras.budget = Some(budget);
-        self
     }
 
     /// `breaker = B`: while the [`CircuitBreaker`] is open, the call returns
@@ -408,16 +402,9 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         self
     }
 
-    /// `aws2026 = AWS`: the AWS SDKs' updated standard mode decides after each failure, in
-    /// place of the policy's `max` and pauses: see [`Aws2026Standard`].
-    pub fn aws2026(mut self, aws: &'p Aws2026Standard) -> Self {
-        self.aws = Some(aws);
-        self
-    }
-
     /// `nested = retry`: keep retrying even inside another retrying function or block.
     pub fn nested_retry(mut self) -> Self {
-        self.extras.nested_retry = true;
+        self.settings.nested_retry = true;
         self
     }
 
@@ -430,11 +417,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         F::Sleeper: Send + Sync + 'p,
         <F::Sleeper as Sleeper>::Sleep: Send + 'p,
     {
-        let sleeper = f.into_sleeper();
-        self.timer = RunTimer {
-            sleep: Some(Box::new(move |pause| Box::pin(sleeper.sleep(pause)))),
-            clock: crate::timer::clock_of::<F::Sleeper>,
-        };
+        self.timer = RunTimer::of(f.into_sleeper());
         self.to()
     }
 
@@ -442,7 +425,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     /// (`level::Error` by default; `level::Warn`, `level::Info`, ... in
     /// [`level`](crate::level)).
     pub fn log_level(mut self, level: impl Into<LogLevel>) -> Self {
-        self.plan.level = level.into();
+        self.settings.level = level.into();
         self
     }
 
@@ -499,7 +482,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         self.hooks.fallback = Some(Out::boxed(move |outcome, why| {
             A::take(outcome).map(|input| f(input, why))
         }));
-        self.map(|classify| classify)
+        self.to()
     }
 }
 
@@ -525,43 +508,34 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         // No hook, fallback or extra: the loop of the attribute without options, whose state
         // carries nothing for them. What it does not carry is dropped here, before the body
         // runs: left to the end, it would be kept in memory for a panic's unwinding, and the
-        // happy path would write it all (`PERFORMANCE.md` §8).
-        let Retrier {
-            plan,
-            timings,
-            classify,
-            hooks,
-            extras,
-            aws: _,
-            timer,
-            run: _,
-        } = self;
-        // Field by field: dropped whole, the hooks were copied to memory first.
-        drop(hooks.on_result);
-        drop(hooks.notify);
-        drop(hooks.on_give_up);
-        drop(hooks.fallback);
-        drop(extras);
-        drop(timer);
-        let plan = plan.with(&timings);
+        // happy path would write it all (`PERFORMANCE.md` §8). Field by field: dropped whole,
+        // the hooks were copied to memory first.
+        drop(self.hooks.on_result);
+        drop(self.hooks.notify);
+        drop(self.hooks.on_give_up);
+        drop(self.hooks.fallback);
+        drop(self.extras);
+        drop(self.timer);
+        let settings = with(self.settings, &self.timings);
         let head = Head {
-            classify,
+            classify: self.classify,
             sleeper: Unset,
             marks: PhantomData,
         };
-        let opts = Opts {
-            head,
-            hooks: Hooks::<Unset, Unset, Unset, Unset>::default(),
-            extras: Unset,
-        };
-        blocking(plan, opts, false, body)
+        let opts = opts(head, Hooks::<Unset, Unset, Unset, Unset>::default(), Unset);
+        blocking(settings, self.reset_after, opts, false, body)
     }
 
     /// No hook, no fallback and no extra (`timeout`, `budget`, `breaker`, `gate`, `aws2026`,
     /// `nested_retry`): the loop's state needs no room for them.
     #[inline]
     fn is_bare(&self) -> bool {
-        self.hooks.is_empty() && self.extras.is_empty() && self.aws.is_none()
+        let s = &self.settings;
+        self.hooks.is_empty()
+            && self.extras.is_empty()
+            && s.budget.is_none()
+            && s.aws.is_none()
+            && !s.nested_retry
     }
 
     /// [`run`](Retrier::run) with hooks, a fallback or extras: out of line, so that the room
@@ -573,41 +547,40 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         E: fmt::Debug,
         B: FnMut() -> Result<T, E>,
     {
-        let (plan, timings, head, mut hooks, extras) = self.parts(|_| Unset);
-        let plan = plan.with(&timings);
+        let reset_after = self.reset_after;
+        let (settings, timings, head, mut hooks, extras) = self.parts(|_| Unset);
+        let settings = with(settings, &timings);
         let judges = hooks.on_result.is_some();
         // A blocking run's fallback is sync (`RunsBlocking`). A loop without one has no code
         // for it, and its events say that it gave up, not that it fell back.
         match hooks.fallback.take() {
-            None => blocking(plan, opts(head, hooks.slots(Unset), extras), judges, body),
+            None => {
+                let opts = opts(head, hooks.slots(Unset), extras);
+                blocking(settings, reset_after, opts, judges, body)
+            }
             Some(fallback) => {
                 let fallback = SyncFallback {
                     f: fallback,
-                    call: |f, outcome, why| match f {
-                        RunFallback::Sync(f) => Ok(f(outcome, why)),
-                        // Never made: an async fallback makes the retrier `AsyncOnly`.
-                        RunFallback::Async(_) => Err(outcome),
+                    call: |f, outcome, why| match f(outcome, why) {
+                        Err(result) => Ok(result),
+                        Ok(_) => unreachable!("an async fallback makes the retrier `AsyncOnly`"),
                     },
                 };
-                blocking(
-                    plan,
-                    opts(head, hooks.slots(fallback), extras),
-                    judges,
-                    body,
-                )
+                let opts = opts(head, hooks.slots(fallback), extras);
+                blocking(settings, reset_after, opts, judges, body)
             }
         }
     }
 
-    /// The options of a configured run apart: the plan, the policy a timing method made, the
-    /// head with the timer `sleeper` makes of the retrier's, the hooks, and the extras with
-    /// `aws2026` as their decider.
+    /// The options of a configured run apart: the settings, the policy a timing method made,
+    /// the head with the timer `sleeper` makes of the retrier's, the hooks, and the extras with
+    /// the settings' `budget` and `nested_retry`, and `aws2026` as their decider.
     #[allow(clippy::type_complexity)]
     fn parts<S>(
         self,
         sleeper: impl FnOnce(RunTimer<'p>) -> S,
     ) -> (
-        Plan<'p>,
+        Settings<'p>,
         Option<Policy>,
         Head<C, S, ByDebug>,
         RunHooks<'p, T, E>,
@@ -618,8 +591,14 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
             sleeper: sleeper(self.timer),
             marks: PhantomData,
         };
-        let extras = self.extras.deciding(self.aws.map(Aws2026Call::new));
-        (self.plan, self.timings, head, self.hooks, extras)
+        let s = self.settings;
+        let extras = Extras {
+            budget: s.budget,
+            nested_retry: s.nested_retry,
+            ..self.extras
+        };
+        let extras = extras.deciding(s.aws.map(Aws2026Call::new));
+        (self.settings, self.timings, head, self.hooks, extras)
     }
 
     /// Runs `body`, a closure that returns a future (`|| async { ... }`), until it succeeds or
@@ -755,24 +734,22 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         let clock = self.timer.clock;
         // One form for every async run, bare or not (no `bench/RESULTS.md` row measures an
         // async `Retrier`): the hooks stay here and the state holds a reference to each.
-        let (plan, timings, head, mut hooks, extras) = self.parts(|timer| timer);
-        let plan = plan.with(&timings);
+        let reset_after = self.reset_after;
+        let (settings, timings, head, mut hooks, extras) = self.parts(|timer| timer.sleeper);
+        let settings = with(settings, &timings);
         match hooks.fallback.take() {
             None => {
                 let opts = opts(head, hooks.slots(Unset), extras);
-                drive(state(plan, opts, clock), plan.reset_after, each).await
+                drive(state(settings, opts, clock), reset_after, each).await
             }
             Some(fallback) => {
                 // A sync fallback's result is ready; an async one's future is awaited.
                 let fallback = AsyncFallback {
                     f: fallback,
-                    call: |f, outcome, why| match f {
-                        RunFallback::Sync(f) => Err(f(outcome, why)),
-                        RunFallback::Async(f) => f(outcome, why),
-                    },
+                    call: |f, outcome, why| f(outcome, why),
                 };
                 let opts = opts(head, hooks.slots(fallback), extras);
-                drive(state(plan, opts, clock), plan.reset_after, each).await
+                drive(state(settings, opts, clock), reset_after, each).await
             }
         }
     }
@@ -791,40 +768,26 @@ fn opts<K, H, X>(head: K, hooks: H, extras: X) -> Opts<K, H, X> {
     }
 }
 
-/// What a run needs of its [`Retrier`] besides the options.
-#[derive(Clone, Copy)]
-struct Plan<'s> {
-    policy: &'s Policy,
-    name: &'static str,
-    level: LogLevel,
-    reset_after: Option<Duration>,
-}
-
-impl<'p> Plan<'p> {
-    /// The plan with the policy a timing method made, if one did.
-    #[inline]
-    fn with<'t>(self, timings: &'t Option<Policy>) -> Plan<'t>
-    where
-        'p: 't,
-    {
-        Plan {
-            policy: timings.as_ref().unwrap_or(self.policy),
-            ..self
-        }
+/// `settings` with the policy a timing method made, if one did.
+#[inline]
+fn with<'t>(settings: Settings<'t>, timings: &'t Option<Policy>) -> Settings<'t> {
+    Settings {
+        policy: timings.as_ref().unwrap_or(settings.policy),
+        ..settings
     }
 }
 
 /// The loop state of one run: its policy (the retrier's own if a timing method made one) is
 /// borrowed for the run.
 #[inline]
-fn state<'s, T, E, O>(plan: Plan<'s>, opts: O, clock: fn() -> Instant) -> Retry<'s, T, E, O> {
+fn state<'s, T, E, O>(s: Settings<'s>, opts: O, clock: fn() -> Instant) -> Retry<'s, T, E, O> {
     Retry {
         site: Site {
-            policy: plan.policy,
-            name: plan.name,
+            policy: s.policy,
+            name: s.name,
             clock,
         },
-        progress: Progress::idle(plan.level),
+        progress: Progress::idle(s.level),
         opts,
         spans: CallSpan::default(),
         value: PhantomData,
@@ -834,7 +797,8 @@ fn state<'s, T, E, O>(plan: Plan<'s>, opts: O, clock: fn() -> Instant) -> Retry<
 /// A blocking run: its first attempt and an accepted `Ok` inline, the loop after it out of line.
 #[inline]
 fn blocking<T, E, C, H, X, B>(
-    plan: Plan<'_>,
+    settings: Settings<'_>,
+    reset_after: Option<Duration>,
     opts: Opts<Head<C, Unset, ByDebug>, H, X>,
     judges: bool,
     mut body: B,
@@ -846,11 +810,11 @@ where
     X: Linger<T, E>,
     B: FnMut() -> Result<T, E>,
 {
-    let mut state = state(plan, opts, std_now);
+    let mut state = state(settings, opts, std_now);
     state.progress.retried_above = crate::context::retried_above();
     // A run that reads the clock before its first attempt (a deadline, `reset_after`) makes
     // it in the loop, with the failures (`PERFORMANCE.md` §8).
-    let first = if plan.policy.get_deadline().is_some() || plan.reset_after.is_some() {
+    let first = if settings.policy.get_deadline().is_some() || reset_after.is_some() {
         None
     } else {
         match state.attempt(&mut body) {
@@ -868,56 +832,41 @@ where
     };
     // The body moved into the loop, not borrowed: one word in a register, where a borrow
     // stored the body and its address on the happy path.
-    drive_blocking(state, first, plan.reset_after, move |state| {
+    drive_blocking(state, first, reset_after, move |state| {
         state.attempt(&mut body)
     })
 }
 
-/// A [`Retrier`]'s fallback, boxed: sync, or async (whose future only `run_async` awaits).
-pub enum RunFallback<'p, T, E> {
-    /// Makes the result.
-    #[allow(clippy::type_complexity)]
-    Sync(Box<dyn FnOnce(Result<T, E>, GiveUp) -> Result<T, E> + Send + 'p>),
-    /// Makes a future of the result, or gives back the result (an `Ok` it does not take).
-    #[allow(clippy::type_complexity)]
-    Async(
-        Box<
-            dyn FnOnce(Result<T, E>, GiveUp) -> Result<BoxFuture<'p, T, E>, Result<T, E>>
-                + Send
-                + 'p,
-        >,
-    ),
-}
+/// A [`Retrier`]'s fallback, boxed: it makes a future of the result (an async one, which only
+/// `run_async` awaits), or gives back the result (a sync one's, or an `Ok` it does not take).
+type RunFallback<'p, T, E> =
+    Box<dyn FnOnce(Result<T, E>, GiveUp) -> Result<BoxFuture<'p, T, E>, Result<T, E>> + Send + 'p>;
 
 /// An async fallback's future.
 type BoxFuture<'p, T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'p>>;
 
-/// A [`Retrier`]'s timer for an async run: tokio's (with the `tokio` feature; without it, a run
-/// without `sleep` does not compile, [`HasTimer`]), or `sleep`'s, boxed; and the clock the
+/// A [`Retrier`]'s timer for an async run, boxed: tokio's (with the `tokio` feature; without
+/// it, a run without `sleep` does not compile, [`HasTimer`]), or `sleep`'s; and the clock the
 /// deadline is measured on.
-pub struct RunTimer<'p> {
-    #[allow(clippy::type_complexity)]
-    sleep: Option<
-        Box<dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send + 'p>> + Send + Sync + 'p>,
-    >,
+struct RunTimer<'p> {
+    sleeper: SleepFn<Box<dyn Fn(Duration) -> BoxSleep<'p> + Send + Sync + 'p>>,
     clock: fn() -> Instant,
 }
 
-impl Default for RunTimer<'_> {
-    fn default() -> Self {
-        RunTimer {
-            sleep: None,
-            clock: crate::timer::clock_of::<DefaultSleeper>,
-        }
-    }
-}
+/// A [`RunTimer`]'s pause.
+type BoxSleep<'p> = Pin<Box<dyn Future<Output = ()> + Send + 'p>>;
 
-impl<'p> Sleeper for RunTimer<'p> {
-    type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'p>>;
-    fn sleep(&self, pause: Duration) -> Self::Sleep {
-        match &self.sleep {
-            Some(sleep) => sleep(pause),
-            None => Box::pin(DefaultSleeper::default().sleep(pause)),
+impl<'p> RunTimer<'p> {
+    /// `sleeper`, boxed, and its clock.
+    fn of<S: Sleeper + Send + Sync + 'p>(sleeper: S) -> Self
+    where
+        S::Sleep: Send + 'p,
+    {
+        let sleep: Box<dyn Fn(Duration) -> BoxSleep<'p> + Send + Sync + 'p> =
+            Box::new(move |pause| Box::pin(sleeper.sleep(pause)));
+        RunTimer {
+            sleeper: sleep.into_sleeper(),
+            clock: crate::timer::clock_of::<S>,
         }
     }
 }
@@ -949,10 +898,8 @@ pub trait FallbackTakes<T, E, M>: Sized {
 impl<T, E> FallbackTakes<T, E, ErrorForm> for E {
     #[inline]
     fn take(outcome: Result<T, E>) -> Result<E, T> {
-        match outcome {
-            Err(error) => Ok(error),
-            Ok(value) => Err(value),
-        }
+        // The error taken, or the `Ok` value given back.
+        outcome.map_or_else(Ok, Err)
     }
 }
 
@@ -987,9 +934,7 @@ impl<'p, T, E> RetrierFallback<'p, T, E, SyncForm> for Result<T, E> {
     fn boxed(
         f: impl FnOnce(Result<T, E>, GiveUp) -> Result<Self, T> + Send + 'p,
     ) -> RunFallback<'p, T, E> {
-        RunFallback::Sync(Box::new(move |outcome, why| {
-            f(outcome, why).unwrap_or_else(Ok)
-        }))
+        Box::new(move |outcome, why| Err(f(outcome, why).unwrap_or_else(Ok)))
     }
 }
 
@@ -1001,10 +946,10 @@ where
     fn boxed(
         f: impl FnOnce(Result<T, E>, GiveUp) -> Result<Self, T> + Send + 'p,
     ) -> RunFallback<'p, T, E> {
-        RunFallback::Async(Box::new(move |outcome, why| match f(outcome, why) {
+        Box::new(move |outcome, why| match f(outcome, why) {
             Ok(future) => Ok(Box::pin(future) as BoxFuture<'p, T, E>),
             Err(value) => Err(Ok(value)),
-        }))
+        })
     }
 }
 

@@ -11,7 +11,7 @@
 //!   no token: no more copies for this attempt). Each copy's time is counted from the attempt's
 //!   start, not from when the previous copy's timer was seen, so that a late poll does not push
 //!   the later copies back;
-//! - the race ([`race`](Retry::race)): every copy runs with the attempt's frame (its number, its
+//! - the race (in `run_hedged_lending`): every copy runs with the attempt's frame (its number, its
 //!   key, `attempt().hedge()` its index) and, with `timeout`, its own timer; an acceptable answer
 //!   (an `Ok` that `on_result` does not reject, or an error the classifier says not to retry: the
 //!   service answered, and a copy would say the same) ends the attempt; a failure worth retrying
@@ -28,7 +28,7 @@
 //!   pause ([`NextCopy::Resend`]: a copy that never reached its server), with its hedge number,
 //!   the breaker's permission and no token: not a new copy. The failure that ends the attempt is recorded by `next`, as always
 //!   (or, if recorded as it failed, the breaker is asked whether it is open);
-//! - the outcome ([`Retry::hedged_outcome`]): the copies still running when the attempt ends are
+//! - the outcome: the copies still running when the attempt ends are
 //!   dropped, which cancels them (a dropped breaker permission counts as nothing while the
 //!   circuit is closed), the attempt's latency is recorded for a percentile delay, and the
 //!   winner's outcome is the attempt's.
@@ -42,7 +42,7 @@ use super::hooks::HookSet;
 use super::observe::{self, Event};
 use super::options::{Classifier, Head};
 use super::seam::{Failure, NextCopy};
-use super::{Attempted, Opts, Progress, Retry};
+use super::{Attempted, Opts, Retry};
 use crate::context::{Enter, Frame, KeySlot, Scoped};
 use crate::timer::{Elapsed, Sleeper, Timed};
 use crate::{Hedge, Verdict};
@@ -51,40 +51,17 @@ use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
-pin_project_lite::pin_project! {
-    /// One copy of the attempt: the body in its frame, raced against `timeout` if there is one.
-    #[project = CopyProj]
-    enum Copy<F, Sl> {
-        Plain { #[pin] scoped: F },
-        Timed { #[pin] timed: Timed<F, Sl> },
-    }
-}
-
-impl<F: Future, Sl: Future<Output = ()>> Future for Copy<F, Sl> {
-    type Output = Result<F::Output, Elapsed>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            CopyProj::Plain { scoped } => scoped.poll(cx).map(Ok),
-            CopyProj::Timed { timed } => timed.poll(cx),
-        }
-    }
-}
-
-/// A running copy, with its breaker permission and when it started (for the percentile form).
-struct Running<A, F, Sl> {
-    future: Pin<Box<Copy<F, Sl>>>,
+/// A running copy: the body in its frame, raced against `timeout` if there is one; its breaker
+/// permission, and when the attempt itself started (for the percentile form).
+struct Running<A, F> {
+    future: Pin<Box<F>>,
     admission: Option<A>,
     started: Option<Instant>,
     hedge: u16,
 }
 
-/// A copy a decider sends again ([`NextCopy::Resend`]): its hedge number, and its pause (none
-/// for a zero one).
-struct Resend<Sl> {
-    hedge: u16,
-    pause: Option<Pin<Box<Sl>>>,
-}
+/// A timer, boxed to be polled in place, if one runs.
+type Timer<Sl> = Option<Pin<Box<Sl>>>;
 
 /// When the copies of one attempt are due, and how many may start.
 struct Schedule<'h, Sl> {
@@ -99,7 +76,7 @@ struct Schedule<'h, Sl> {
     /// schedule ([`NextCopy::Now`], [`NextCopy::After`]): the copies after it count from it.
     origin: Option<(Instant, u16)>,
     /// The timer of the next copy.
-    timer: Option<Pin<Box<Sl>>>,
+    timer: Timer<Sl>,
     /// A decider asked for the next copy at once ([`NextCopy::Now`]).
     now: bool,
     /// The next copy's time is a decider's ([`NextCopy::Now`], [`NextCopy::After`]).
@@ -116,27 +93,6 @@ enum Due {
 }
 
 impl<'h, Sl: Future<Output = ()>> Schedule<'h, Sl> {
-    /// The schedule of an attempt that starts now.
-    fn new<S: Sleeper<Sleep = Sl>>(
-        hedge: &'h Hedge,
-        max_hedges: u32,
-        sleeper: &S,
-        clock: fn() -> Instant,
-    ) -> Self {
-        Schedule {
-            hedge,
-            max_hedges,
-            hedges: 0,
-            origin: (max_hedges > 1).then(|| (clock(), 0)),
-            timer: match hedge.delay() {
-                Some(delay) if max_hedges > 0 => Some(Box::pin(sleeper.sleep(delay))),
-                _ => None,
-            },
-            now: false,
-            decided: false,
-        }
-    }
-
     /// Whether the next copy is due now, and why (its timer polled once if not).
     fn due(&mut self, cx: &mut TaskContext<'_>) -> Option<Due> {
         if std::mem::take(&mut self.now) {
@@ -155,11 +111,6 @@ impl<'h, Sl: Future<Output = ()>> Schedule<'h, Sl> {
         self.timer = None;
         self.now = false;
         self.max_hedges = u32::from(self.hedges);
-    }
-
-    /// Whether a copy is still to come (due now, or a timer running).
-    fn pending(&self) -> bool {
-        self.now || self.timer.is_some()
     }
 
     /// A copy has started: the timer of the next one, if any may follow.
@@ -229,7 +180,10 @@ where
         self.run_hedged_lending((), hedge, make).await
     }
 
-    /// [`run_hedged`](Retry::run_hedged) with `key` lent to every copy (`()` for none).
+    /// [`run_hedged`](Retry::run_hedged) with `key` lent to every copy (`()` for none): the
+    /// race of the attempt and each copy as the schedule makes it due, until one ends the
+    /// attempt (see the module's documentation), and the winner's outcome, with its breaker
+    /// permission put back for `next` to record and the hedges counted for the attempt's event.
     pub(crate) async fn run_hedged_lending<Key: KeySlot, M, F>(
         &mut self,
         key: Key,
@@ -244,9 +198,8 @@ where
             Ok(frame) => frame,
             Err(refused) => return refused,
         };
-        let clock = self.site.clock;
-        let timeout = self.opts.extras.timeout();
         // Each copy's limit, clipped as the attempt starts.
+        let timeout = self.opts.extras.timeout();
         let limit = timeout.map(|t| self.clipped_limit(t.limit));
         // Under a layer that retries this work, no copies either (unless `nested = retry`):
         // that layer decides how much work one request may cause.
@@ -257,146 +210,102 @@ where
         } else {
             hedge.get_max_hedges().min(u32::from(u16::MAX))
         };
-        let sleeper = &self.opts.head.sleeper;
-        let mut schedule = Schedule::new(hedge, max_hedges, sleeper, clock);
-        let (outcome, admission) = self.race(frame, key, limit, &mut schedule, &make).await;
-        self.hedged_outcome(outcome, admission, schedule.hedges, timeout)
-    }
-
-    /// The end of a hedged attempt: the winner's outcome, with its breaker permission put back
-    /// for `next` to record, and the hedges counted for the attempt's event.
-    fn hedged_outcome(
-        &mut self,
-        outcome: Result<Result<T, E>, Elapsed>,
-        admission: Option<X::Admission>,
-        hedges: u16,
-        timeout: Option<Timeout<E>>,
-    ) -> Attempted<T, E> {
-        self.progress.hedges = hedges;
-        self.opts.extras.put_admission(admission);
-        match outcome {
-            Ok(outcome) => Attempted::Completed(outcome),
-            Err(elapsed) => match timeout {
-                Some(Timeout { error, .. }) => Attempted::TimedOut(error(elapsed)),
-                // Without a timeout there is no timer to elapse.
-                None => unreachable_elapsed(elapsed),
+        let (site, progress) = (&self.site, self.progress);
+        let (clock, name, deadline) = (site.clock, site.name, site.policy.get_deadline());
+        let (classify, sleeper) = (&self.opts.head.classify, &self.opts.head.sleeper);
+        let (hooks, extras) = (&self.opts.hooks, &mut self.opts.extras);
+        // The schedule of an attempt that starts now.
+        let mut schedule = Schedule {
+            hedge,
+            max_hedges,
+            hedges: 0,
+            origin: (max_hedges > 1).then(|| (clock(), 0)),
+            timer: match hedge.delay() {
+                Some(delay) if max_hedges > 0 => Some(Box::pin(sleeper.sleep(delay))),
+                _ => None,
             },
-        }
-    }
-
-    /// The race of one hedged attempt: the attempt, and each copy as `schedule` makes it due, until
-    /// one ends the attempt (see the module's documentation). The winner's outcome and its breaker
-    /// permission.
-    async fn race<Key, M, F>(
-        &mut self,
-        frame: Frame,
-        key: Key,
-        limit: Option<Duration>,
-        schedule: &mut Schedule<'_, <S as Sleeper>::Sleep>,
-        make: &M,
-    ) -> (Result<Result<T, E>, Elapsed>, Option<X::Admission>)
-    where
-        Key: KeySlot,
-        M: Fn() -> F,
-        F: Future<Output = Result<T, E>>,
-    {
-        let clock = self.site.clock;
-        let name = self.site.name;
-        let deadline = self.site.policy.get_deadline();
-        let progress = self.progress;
-        let Retry { opts, .. } = self;
-        let Opts {
-            head,
-            hooks,
-            extras,
-        } = opts;
-        let (classify, sleeper) = (&head.classify, &head.sleeper);
-        let observes = schedule.hedge.observes();
-        let copy = |frame: Frame, admission: Option<X::Admission>| {
+            now: false,
+            decided: false,
+        };
+        let observes = hedge.observes();
+        // The latency of the attempt itself, for the percentile form (a copy's is not recorded).
+        let record = |started: Option<Instant>| {
+            if let Some(started) = started {
+                let now = clock();
+                hedge.record(now.saturating_duration_since(started), now);
+            }
+        };
+        let copy = |hedge: u16, admission: Option<X::Admission>| {
+            let frame = Frame { hedge, ..frame };
             let body = {
                 let _entered = Enter::new(frame);
-                key.lend(make)
+                key.lend(&make)
             };
             let scoped = Scoped::new(frame, key, body);
-            let future = match limit {
-                Some(limit) => Copy::Timed {
-                    timed: Timed::new(scoped, sleeper.sleep(limit), limit),
-                },
-                None => Copy::Plain { scoped },
+            let timer = limit.map(|limit| (sleeper.sleep(limit), limit));
+            let future = async move {
+                match timer {
+                    Some((sleep, limit)) => Timed::new(scoped, sleep, limit).await,
+                    None => Ok(scoped.await),
+                }
             };
             Running {
                 future: Box::pin(future),
                 admission,
-                started: observes.then(clock),
-                hedge: frame.hedge,
+                started: (observes && hedge == 0).then(clock),
+                hedge,
             }
         };
-        let timeout = extras.timeout();
-        let admission = extras.take_admission();
-        let mut running = vec![copy(frame, admission)];
+        let mut running = vec![copy(frame.hedge, extras.take_admission())];
         // With a decider, the failure of the last copy that ran while the next one is due: the
         // attempt's if that one does not start (its breaker permission already recorded).
         let mut last: Option<Result<Result<T, E>, Elapsed>> = None;
-        let mut resends: Vec<Resend<S::Sleep>> = Vec::new();
+        // The copies a decider sends again ([`NextCopy::Resend`]): each one's hedge number, and
+        // its pause (none for a zero one).
+        let mut resends: Vec<(u16, Timer<S::Sleep>)> = Vec::new();
         let (outcome, admission) = std::future::poll_fn(|cx| {
             loop {
                 // Start again the copies whose pause is over, each with the breaker's
                 // permission (refused: it stays failed); no token, not a new copy.
-                let mut j = 0;
-                while j < resends.len() {
-                    if let Some(pause) = resends[j].pause.as_mut() {
-                        if pause.as_mut().poll(cx).is_pending() {
-                            j += 1;
-                            continue;
-                        }
-                    }
-                    let hedge = resends.swap_remove(j).hedge;
-                    if extras.admit(clock).is_ok() {
-                        let admission = extras.take_admission();
-                        running.push(copy(Frame { hedge, ..frame }, admission));
+                resends.retain_mut(|(hedge, pause)| {
+                    let over =
+                        (pause.as_mut()).is_none_or(|pause| pause.as_mut().poll(cx).is_ready());
+                    if over && extras.admit(clock).is_ok() {
+                        running.push(copy(*hedge, extras.take_admission()));
                         last = None;
                     }
-                }
-                // Start the copies whose time has come, and poll each new timer once.
+                    !over
+                });
+                // Start the copies whose time has come, and poll each new timer once: the
+                // decider's word on a copy its timer made due, then the breaker's permission,
+                // then a token from the budget; without any, no more copies for this attempt.
                 while let Some(due) = schedule.due(cx) {
-                    // The decider's word on a copy its timer made due, then the breaker's
-                    // permission, then a token from the budget: without any, no more copies for
-                    // this attempt.
-                    if X::DECIDES
+                    let next = schedule.hedges + 1;
+                    let refused = X::DECIDES
                         && due == Due::Timer
                         && extras.decides()
-                        && !extras.copy_due(schedule.hedges + 1)
-                    {
-                        schedule.stop();
-                        break;
-                    }
-                    if extras.admit(clock).is_err() {
+                        && !extras.copy_due(next);
+                    if refused || extras.admit(clock).is_err() {
                         schedule.stop();
                         break;
                     }
                     let admission = extras.take_admission();
-                    if let Some(budget) = extras.budget() {
-                        if !budget.try_withdraw(clock()) {
-                            observe::hedged(name, frame.attempt, schedule.hedges + 1, false);
-                            schedule.stop();
-                            break;
-                        }
+                    let token = (extras.budget()).is_none_or(|budget| budget.try_withdraw(clock()));
+                    observe::hedged(name, frame.attempt, next, token);
+                    if !token {
+                        schedule.stop();
+                        break;
                     }
-                    observe::hedged(name, frame.attempt, schedule.hedges + 1, true);
-                    let hedge = u32::from(schedule.hedges + 1);
+                    let hedge = u32::from(next);
                     extras.report(name, Event::HedgedCopy { hedge });
-                    running.push(copy(
-                        Frame {
-                            hedge: schedule.hedges + 1,
-                            ..frame
-                        },
-                        admission,
-                    ));
+                    running.push(copy(next, admission));
                     schedule.started(sleeper, clock);
                     last = None;
                 }
-                // Nothing runs and nothing will come: the last failure is the attempt's.
-                if running.is_empty() && resends.is_empty() && !schedule.pending() {
+                // Nothing runs and nothing will come (no copy due now, no timer running): the
+                // last failure is the attempt's.
+                let pending = schedule.now || schedule.timer.is_some();
+                if running.is_empty() && resends.is_empty() && !pending {
                     if let Some(outcome) = last.take() {
                         return Poll::Ready((outcome, None));
                     }
@@ -410,42 +319,38 @@ where
                         continue;
                     };
                     let done = running.swap_remove(i);
-                    if done.hedge == 0 {
-                        if let Some(started) = done.started {
-                            let now = clock();
-                            schedule
-                                .hedge
-                                .record(now.saturating_duration_since(started), now);
-                        }
-                    }
+                    record(done.started);
                     let verdict = match &outcome {
                         Ok(Ok(value)) => hooks.judge(value),
                         Ok(Err(error)) => classify.verdict(error),
                         Err(_) => Verdict::Retry,
                     };
-                    if !verdict.is_retry() {
-                        return Poll::Ready((outcome, done.admission));
-                    }
                     let decides = X::DECIDES && extras.decides();
-                    if !decides && running.is_empty() {
+                    if !verdict.is_retry() || (!decides && running.is_empty()) {
                         return Poll::Ready((outcome, done.admission));
                     }
                     // A failure worth retrying, and a decider to ask about the next copy (once
                     // for every such copy, the last included), or another copy still running.
+                    // The decider sees a timed-out copy's error made the door's (`timeout`'s)
+                    // and judged by `timed_out`.
                     let changed = decides && {
-                        let next = copy_decided(
-                            extras,
-                            Failed {
-                                attempt: frame.attempt,
-                                copy: done.hedge,
-                                verdict,
-                                outcome: &outcome,
-                            },
-                            |error| classify.timed_out(error),
-                            timeout,
-                            progress,
-                            clock,
-                        );
+                        let made;
+                        let (error, verdict) = match &outcome {
+                            Ok(Ok(_)) => (None, verdict),
+                            Ok(Err(error)) => (Some(error), verdict),
+                            Err(elapsed) => {
+                                made = elapsed_error(timeout, *elapsed);
+                                (Some(&made), classify.timed_out(&made))
+                            }
+                        };
+                        let next = extras.copy_failed(&Failure {
+                            attempt: frame.attempt,
+                            copy: done.hedge,
+                            verdict,
+                            error,
+                            previous_pause: Duration::from_nanos(progress.previous_pause),
+                            elapsed: progress.elapsed(clock),
+                        });
                         // Nothing runs: a pause that would end past the policy's deadline is
                         // not waited for, as a retry's is not (`within_limits`); the attempt
                         // ends with this failure.
@@ -466,10 +371,7 @@ where
                                 extras.report(name, Event::TransparentRetry { attempt });
                                 let pause =
                                     (!pause.is_zero()).then(|| Box::pin(sleeper.sleep(pause)));
-                                resends.push(Resend {
-                                    hedge: done.hedge,
-                                    pause,
-                                });
+                                resends.push((done.hedge, pause));
                                 true
                             }
                             NextCopy::Resend(_) => false,
@@ -496,73 +398,27 @@ where
         })
         .await;
         // The attempt itself, dropped unanswered: at least this slow.
-        if let Some(started) = running
-            .iter()
-            .find(|r| r.hedge == 0)
-            .and_then(|r| r.started)
-        {
-            let now = clock();
-            schedule
-                .hedge
-                .record(now.saturating_duration_since(started), now);
-        }
+        record(running.iter().find_map(|r| r.started));
         drop(running);
-        (outcome, admission)
+        self.progress.hedges = schedule.hedges;
+        self.opts.extras.put_admission(admission);
+        match outcome {
+            Ok(outcome) => Attempted::Completed(outcome),
+            Err(elapsed) => Attempted::TimedOut(elapsed_error(timeout, elapsed)),
+        }
     }
 }
 
-/// A copy that failed while others run, as the race saw it.
-struct Failed<'o, T, E> {
-    attempt: u32,
-    copy: u16,
-    /// The race's verdict: the classifier's, `on_result`'s, or a retry for a timed-out copy.
-    verdict: Verdict,
-    outcome: &'o Result<Result<T, E>, Elapsed>,
-}
-
-/// The decider's word on the next copy after `failed` ([`Decide::copy_failed`]): the failure as
-/// it sees it, a timed-out copy's error made the door's (`timeout`'s) and judged by
-/// `timed_out`. Out of line: only a hedged call with a decider comes here.
-///
-/// [`Decide::copy_failed`]: super::Decide::copy_failed
+/// A timed-out copy's error, made by `timeout` (without one, there is no timer to elapse).
 #[cold]
-#[inline(never)]
-fn copy_decided<T, E, X: Linger<T, E>>(
-    extras: &mut X,
-    failed: Failed<'_, T, E>,
-    timed_out: impl Fn(&E) -> Verdict,
-    timeout: Option<Timeout<E>>,
-    progress: Progress,
-    clock: fn() -> Instant,
-) -> NextCopy {
-    let made;
-    let (error, verdict) = match failed.outcome {
-        Ok(Ok(_)) => (None, failed.verdict),
-        Ok(Err(error)) => (Some(error), failed.verdict),
-        Err(elapsed) => match timeout {
-            Some(Timeout { error, .. }) => {
-                made = error(*elapsed);
-                (Some(&made), timed_out(&made))
-            }
-            None => unreachable_elapsed(*elapsed),
-        },
-    };
-    extras.copy_failed(&Failure {
-        attempt: failed.attempt,
-        copy: failed.copy,
-        verdict,
-        error,
-        previous_pause: Duration::from_nanos(progress.previous_pause),
-        elapsed: progress.elapsed(clock),
-    })
-}
-
-#[cold]
-fn unreachable_elapsed<T>(elapsed: Elapsed) -> T {
-    unreachable!(
-        "a copy without `timeout` timed out after {:?}",
-        elapsed.limit()
-    )
+fn elapsed_error<E>(timeout: Option<Timeout<E>>, elapsed: Elapsed) -> E {
+    match timeout {
+        Some(Timeout { error, .. }) => error(elapsed),
+        None => unreachable!(
+            "a copy without `timeout` timed out after {:?}",
+            elapsed.limit()
+        ),
+    }
 }
 
 impl<T, E, C, S, D, H, X, Key> WithKey<'_, '_, T, E, Opts<Head<C, S, D>, H, X>, Key>

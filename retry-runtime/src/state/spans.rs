@@ -20,12 +20,6 @@ pub(crate) struct AttemptSpan {
     span: tracing::Span,
 }
 
-/// The guard of an entered [`AttemptSpan`], for a sync body.
-pub(crate) struct Entered {
-    #[cfg(feature = "attempt-spans")]
-    _entered: tracing::span::EnteredSpan,
-}
-
 /// The future of an async attempt's body: instrumented with its span, or the body itself.
 #[cfg(feature = "attempt-spans")]
 pub type Body<F> = tracing::instrument::Instrumented<F>;
@@ -100,13 +94,11 @@ impl CallSpan {
 }
 
 impl AttemptSpan {
-    /// Entered until the guard drops: around a sync body.
+    /// Entered until the guard it returns drops: around a sync body.
     #[inline]
-    pub(crate) fn entered(self) -> Entered {
-        Entered {
-            #[cfg(feature = "attempt-spans")]
-            _entered: self.span.entered(),
-        }
+    pub(crate) fn entered(self) -> impl Sized {
+        #[cfg(feature = "attempt-spans")]
+        self.span.entered()
     }
 
     /// `body`, entering the span on each of its polls.

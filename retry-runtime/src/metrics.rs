@@ -204,18 +204,18 @@ fn histogram(recorder: &dyn Recorder, name: &'static str, labels: Vec<Label>) ->
 
 /// The handles of one name (a function's, a breaker's, a budget's), as one recorder registers
 /// them.
-trait Handles {
+pub(crate) trait Handles {
     fn register(recorder: &dyn Recorder, name: &'static str) -> Self;
 }
 
 /// A set of handles registered with one recorder, kept per recorder (see the module's docs).
 #[derive(Debug)]
-struct PerRecorder<H> {
+pub(crate) struct PerRecorder<H> {
     slots: [OnceLock<(usize, H)>; 3],
 }
 
 impl<H: Handles> PerRecorder<H> {
-    const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         PerRecorder {
             slots: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
         }
@@ -437,13 +437,10 @@ impl BreakerMetrics {
 // ---- budgets ----
 
 /// A budget's handles, kept in the budget.
-#[derive(Debug)]
-pub(crate) struct BudgetMetrics {
-    handles: PerRecorder<BudgetHandles>,
-}
+pub(crate) type BudgetMetrics = PerRecorder<BudgetHandles>;
 
 #[derive(Debug)]
-struct BudgetHandles {
+pub(crate) struct BudgetHandles {
     tokens: Gauge,
     refusals: Counter,
 }
@@ -460,21 +457,15 @@ impl Handles for BudgetHandles {
 }
 
 impl BudgetMetrics {
-    pub(crate) const fn new() -> Self {
-        BudgetMetrics {
-            handles: PerRecorder::new(),
-        }
-    }
-
     /// The bucket holds `tokens` now.
     pub(crate) fn tokens(&self, name: &'static str, tokens: f64) {
-        self.handles.with(name, |h| h.tokens.set(tokens));
+        self.with(name, |h| h.tokens.set(tokens));
     }
 
     /// The budget refused a retry.
     #[cold]
     pub(crate) fn refused(&self, name: &'static str) {
-        self.handles.with(name, |h| h.refusals.increment(1));
+        self.with(name, |h| h.refusals.increment(1));
     }
 }
 

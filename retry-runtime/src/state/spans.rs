@@ -2,9 +2,6 @@
 //! `attempt`, as gRPC's tracing shows a call and its attempts. Without the feature every type
 //! here is zero-sized and every method does nothing, so the loop carries no span and makes none.
 
-#[cfg(feature = "attempt-spans")]
-use std::time::Duration;
-
 /// The span of one call, made as its first attempt starts (none before: a call refused by its
 /// breaker before any attempt ran has none).
 #[derive(Default)]
@@ -38,7 +35,7 @@ macro_rules! attempt_span {
             function = $function,
             attempt = $retries + 1,
             resend_count = $retries,
-            pause = ?Duration::from_nanos($pause),
+            pause = ?std::time::Duration::from_nanos($pause),
             $($($more)*)?
         )
     };
@@ -61,13 +58,10 @@ impl CallSpan {
         _retries: u32,
         _pause: u64,
     ) -> AttemptSpan {
-        #[cfg(feature = "attempt-spans")]
-        {
-            let span = attempt_span!(self.call(_function), _function, _retries, _pause);
-            AttemptSpan { span }
+        AttemptSpan {
+            #[cfg(feature = "attempt-spans")]
+            span: attempt_span!(self.call(_function), _function, _retries, _pause),
         }
-        #[cfg(not(feature = "attempt-spans"))]
-        AttemptSpan {}
     }
 
     /// An attempt the admission gate shed: a span of its own under the call's (made if this

@@ -223,7 +223,6 @@ impl<H: Handles> PerRecorder<H> {
 
     /// The handles of `name` for the recorder in place, registered the first time; or, when
     /// three other recorders hold the slots, handles registered for this use alone.
-    #[inline]
     fn with(&self, name: &'static str, use_them: impl FnOnce(&H)) {
         metrics::with_recorder(|recorder| {
             let id = (recorder as *const dyn Recorder).cast::<()>() as usize; // its address
@@ -305,7 +304,6 @@ fn entry(name: &'static str) -> Option<&'static FunctionEntry> {
         .map(|entry| &**entry)
 }
 
-#[inline]
 fn with_function(function: &'static str, f: impl FnOnce(&FunctionHandles)) {
     match entry(function) {
         Some(entry) => entry.handles.with(function, f),

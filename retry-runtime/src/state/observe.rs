@@ -46,7 +46,6 @@ pub(crate) struct Shown<T, E, D> {
 }
 
 impl<T, E, D: Show<E>> Shown<T, E, D> {
-    #[inline]
     pub(crate) fn new(outcome: Result<T, E>) -> Self {
         Shown {
             outcome,
@@ -55,7 +54,6 @@ impl<T, E, D: Show<E>> Shown<T, E, D> {
     }
 
     /// The outcome as an event hears it.
-    #[inline]
     pub(crate) fn failure(&self) -> Failure<'_> {
         match self.outcome {
             Err(_) => Failure::Error(self),

@@ -96,7 +96,6 @@ impl AttemptSpan {
     }
 
     /// `body`, entering the span on each of its polls.
-    #[inline]
     pub(crate) fn instrument<F: Future>(self, body: F) -> Body<F> {
         #[cfg(feature = "attempt-spans")]
         {

@@ -210,7 +210,6 @@ pub(crate) trait Handles {
 }
 
 /// A set of handles registered with one recorder, kept per recorder (see the module's docs).
-#[derive(Debug)]
 pub(crate) struct PerRecorder<H> {
     slots: [OnceLock<(usize, H)>; 3],
 }
@@ -382,14 +381,12 @@ pub(crate) fn door_event(function: &'static str, event: &'static str) {
 // ---- breakers ----
 
 /// A breaker's handles, kept in the breaker.
-#[derive(Debug)]
 pub(crate) struct BreakerMetrics {
     handles: PerRecorder<BreakerHandles>,
     /// Whether the first admission has set the state gauge.
     announced: AtomicBool,
 }
 
-#[derive(Debug)]
 struct BreakerHandles {
     state: Gauge,
     /// `retry_breaker_transitions_total` by `to`, in the order of [`BreakerGauge`].
@@ -446,12 +443,17 @@ impl BreakerMetrics {
     }
 }
 
+impl fmt::Debug for BreakerMetrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("BreakerMetrics")
+    }
+}
+
 // ---- budgets ----
 
 /// A budget's handles, kept in the budget.
 pub(crate) type BudgetMetrics = PerRecorder<BudgetHandles>;
 
-#[derive(Debug)]
 pub(crate) struct BudgetHandles {
     tokens: Gauge,
     refusals: Counter,

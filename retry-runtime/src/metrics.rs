@@ -33,33 +33,68 @@ use crate::state::observe::End;
 use metrics::{Counter, Gauge, Histogram, Key, Label, Level, Metadata, Recorder};
 use std::fmt;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// The names of the instruments, as constants.
-pub mod names {
+/// The instruments, each written once: its name's constant in [`names`], with its doc, and its
+/// row of [`INSTRUMENTS`].
+macro_rules! instruments {
+    ($(
+        $(#[$doc:meta])*
+        $name:ident = $metric:literal, $kind:ident, $unit:literal, [$($label:literal),*],
+            $when:expr;
+    )*) => {
+        /// The names of the instruments, as constants.
+        pub mod names {
+            $($(#[$doc])* pub const $name: &str = $metric;)*
+        }
+
+        /// Every instrument the runtime records, in the order of the guide's table.
+        pub const INSTRUMENTS: &[Instrument] = &[$(
+            Instrument {
+                name: names::$name,
+                kind: Kind::$kind,
+                unit: $unit,
+                labels: &[$($label),*],
+                when: $when,
+            },
+        )*];
+    };
+}
+
+instruments! {
     /// Counter: calls of annotated functions that ended, by `function`, `outcome` and, for
     /// `gave_up` and `fallback`, `reason`.
-    pub const CALLS: &str = "retry_calls_total";
+    CALLS = "retry_calls_total", Counter, "1", ["function", "outcome", "reason"],
+        "once as a call ends; `reason` only with `gave_up` and `fallback`";
     /// Counter: retries started (one per pause), by `function`.
-    pub const RETRIES: &str = "retry_retries_total";
+    RETRIES = "retry_retries_total", Counter, "1", ["function"],
+        "once per retry, as its pause is decided";
     /// Histogram: attempts per call, recorded once as a call ends, by `function`.
-    pub const ATTEMPTS: &str = "retry_attempts";
+    ATTEMPTS = "retry_attempts", Histogram, "1", ["function"], ATTEMPTS_WHEN;
     /// Histogram: each pause taken before a retry, in seconds, by `function`.
-    pub const PAUSE: &str = "retry_pause_seconds";
+    PAUSE = "retry_pause_seconds", Histogram, "seconds", ["function"],
+        "once per retry: the pause before it";
     /// Counter: hedges started (copies of an attempt that had not answered, `hedge = ...`), by
     /// `function`.
-    pub const HEDGES: &str = "retry_hedges_total";
+    HEDGES = "retry_hedges_total", Counter, "1", ["function"],
+        "each hedge started beside an attempt that had not answered (`hedge = ...`)";
     /// Gauge: a circuit breaker's state, by `breaker`: 0 closed, 1 open, 2 half-open.
-    pub const BREAKER_STATE: &str = "retry_breaker_state";
+    BREAKER_STATE = "retry_breaker_state", Gauge, "1", ["breaker"],
+        "at the breaker's first admission and each change of state: 0 closed, 1 open, 2 half-open";
     /// Counter: a circuit breaker's changes of state, by `breaker` and `to`.
-    pub const BREAKER_TRANSITIONS: &str = "retry_breaker_transitions_total";
+    BREAKER_TRANSITIONS = "retry_breaker_transitions_total", Counter, "1", ["breaker", "to"],
+        "each change of state; `to` is `open`, `half_open` or `closed`";
     /// Gauge: the tokens in a retry budget's bucket, by `budget`.
-    pub const BUDGET_TOKENS: &str = "retry_budget_tokens";
+    BUDGET_TOKENS = "retry_budget_tokens", Gauge, "tokens", ["budget"],
+        "each deposit and each retry paid with a token";
     /// Counter: retries a retry budget refused, by `budget`.
-    pub const BUDGET_REFUSALS: &str = "retry_budget_refusals_total";
+    BUDGET_REFUSALS = "retry_budget_refusals_total", Counter, "1", ["budget"],
+        "each retry the budget refused";
     /// Counter: the doors' own events ([`engine::Event`](crate::engine::Event)), by `function`
     /// and `event` ([`Event::label`](crate::engine::Event::label)).
-    pub const DOOR_EVENTS: &str = "retry_door_events_total";
+    DOOR_EVENTS = "retry_door_events_total", Counter, "1", ["function", "event"],
+        "each of a door's own events, by `event` (the table below)";
 }
 
 /// The label values of `outcome` on [`names::CALLS`].
@@ -124,80 +159,6 @@ pub struct Instrument {
 /// with metrics (a Prometheus recorder's histogram also allocates a block every 64 samples).
 const ATTEMPTS_WHEN: &str = "once as a call ends, unless its first attempt's result was accepted (`first_try`): the attempts whose body ran";
 
-/// Every instrument the runtime records, in the order of the guide's table.
-pub const INSTRUMENTS: &[Instrument] = &[
-    Instrument {
-        name: names::CALLS,
-        kind: Kind::Counter,
-        unit: "1",
-        labels: &["function", "outcome", "reason"],
-        when: "once as a call ends; `reason` only with `gave_up` and `fallback`",
-    },
-    Instrument {
-        name: names::RETRIES,
-        kind: Kind::Counter,
-        unit: "1",
-        labels: &["function"],
-        when: "once per retry, as its pause is decided",
-    },
-    Instrument {
-        name: names::ATTEMPTS,
-        kind: Kind::Histogram,
-        unit: "1",
-        labels: &["function"],
-        when: ATTEMPTS_WHEN,
-    },
-    Instrument {
-        name: names::PAUSE,
-        kind: Kind::Histogram,
-        unit: "seconds",
-        labels: &["function"],
-        when: "once per retry: the pause before it",
-    },
-    Instrument {
-        name: names::HEDGES,
-        kind: Kind::Counter,
-        unit: "1",
-        labels: &["function"],
-        when: "each hedge started beside an attempt that had not answered (`hedge = ...`)",
-    },
-    Instrument {
-        name: names::BREAKER_STATE,
-        kind: Kind::Gauge,
-        unit: "1",
-        labels: &["breaker"],
-        when: "at the breaker's first admission and each change of state: 0 closed, 1 open, 2 half-open",
-    },
-    Instrument {
-        name: names::BREAKER_TRANSITIONS,
-        kind: Kind::Counter,
-        unit: "1",
-        labels: &["breaker", "to"],
-        when: "each change of state; `to` is `open`, `half_open` or `closed`",
-    },
-    Instrument {
-        name: names::BUDGET_TOKENS,
-        kind: Kind::Gauge,
-        unit: "tokens",
-        labels: &["budget"],
-        when: "each deposit and each retry paid with a token",
-    },
-    Instrument {
-        name: names::BUDGET_REFUSALS,
-        kind: Kind::Counter,
-        unit: "1",
-        labels: &["budget"],
-        when: "each retry the budget refused",
-    },
-    Instrument {
-        name: names::DOOR_EVENTS,
-        kind: Kind::Counter,
-        unit: "1",
-        labels: &["function", "event"],
-        when: "each of a door's own events, by `event` (the table below)",
-    },
-];
-
 /// The label of a breaker or budget built without [`name`](crate::CircuitBreaker::name).
 pub const UNNAMED: &str = "unnamed";
 
@@ -230,34 +191,55 @@ const fn reason_index(reason: GiveUpReason) -> usize {
 const METADATA: Metadata<'static> =
     Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
 
+fn counter(recorder: &dyn Recorder, name: &'static str, labels: Vec<Label>) -> Counter {
+    recorder.register_counter(&Key::from_parts(name, labels), &METADATA)
+}
+
+fn gauge(recorder: &dyn Recorder, name: &'static str, labels: Vec<Label>) -> Gauge {
+    recorder.register_gauge(&Key::from_parts(name, labels), &METADATA)
+}
+
+fn histogram(recorder: &dyn Recorder, name: &'static str, labels: Vec<Label>) -> Histogram {
+    recorder.register_histogram(&Key::from_parts(name, labels), &METADATA)
+}
+
+/// The handles of one name (a function's, a breaker's, a budget's), as one recorder registers
+/// them.
+pub(crate) trait Handles {
+    fn register(recorder: &dyn Recorder, name: &'static str) -> Self;
+}
+
 /// A set of handles registered with one recorder, kept per recorder (see the module's docs).
-struct PerRecorder<H> {
+pub(crate) struct PerRecorder<H> {
     slots: [OnceLock<(usize, H)>; 3],
 }
 
-impl<H> PerRecorder<H> {
-    const fn new() -> Self {
+impl<H: Handles> PerRecorder<H> {
+    pub(crate) const fn new() -> Self {
         PerRecorder {
             slots: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
         }
     }
 
-    /// The handles for the recorder in place, registered with `register` the first time; or,
-    /// when three other recorders hold the slots, handles registered for this use alone.
+    /// The handles of `name` for the recorder in place, registered the first time; or, when
+    /// three other recorders hold the slots, handles registered for this use alone.
     #[inline]
-    fn with(&self, register: impl Fn(&dyn Recorder) -> H, use_them: impl FnOnce(&H)) {
+    fn with(&self, name: &'static str, use_them: impl FnOnce(&H)) {
         metrics::with_recorder(|recorder| {
             let id = (recorder as *const dyn Recorder).cast::<()>() as usize; // its address
             for slot in &self.slots {
+                // `get` first, as in `entry`: with `get_or_init` alone this lookup, on the path
+                // of every call with metrics, took 7 more instructions (callgrind, `happy sync:
+                // Retrier`).
                 let (held, handles) = match slot.get() {
                     Some(entry) => entry,
-                    None => slot.get_or_init(|| (id, register(recorder))),
+                    None => slot.get_or_init(|| (id, H::register(recorder, name))),
                 };
                 if *held == id {
                     return use_them(handles);
                 }
             }
-            use_them(&register(recorder));
+            use_them(&H::register(recorder, name));
         });
     }
 }
@@ -277,36 +259,25 @@ struct FunctionHandles {
     pause: Histogram,
 }
 
-impl FunctionHandles {
+impl Handles for FunctionHandles {
     #[cold]
     fn register(recorder: &dyn Recorder, function: &'static str) -> Self {
-        let counter = |labels: Vec<Label>| {
-            recorder.register_counter(&Key::from_parts(names::CALLS, labels), &METADATA)
-        };
         let f = || Label::new("function", function);
-        let outcome = |o: &'static str| counter(vec![f(), Label::from_static_parts("outcome", o)]);
-        let with_reason = |o: &'static str| {
-            REASONS.map(|r| {
-                counter(vec![
-                    f(),
-                    Label::from_static_parts("outcome", o),
-                    Label::from_static_parts("reason", r),
-                ])
-            })
+        let calls = |outcome: &'static str, reason: Option<&'static str>| {
+            let mut labels = vec![f(), Label::from_static_parts("outcome", outcome)];
+            labels.extend(reason.map(|reason| Label::from_static_parts("reason", reason)));
+            counter(recorder, names::CALLS, labels)
         };
         FunctionHandles {
-            first_try: outcome(outcome::FIRST_TRY),
-            after_retries: outcome(outcome::AFTER_RETRIES),
-            permanent: outcome(outcome::PERMANENT),
-            nested: outcome(outcome::NESTED),
-            gave_up: with_reason(outcome::GAVE_UP),
-            fallback: with_reason(outcome::FALLBACK),
-            retries: recorder
-                .register_counter(&Key::from_parts(names::RETRIES, vec![f()]), &METADATA),
-            attempts: recorder
-                .register_histogram(&Key::from_parts(names::ATTEMPTS, vec![f()]), &METADATA),
-            pause: recorder
-                .register_histogram(&Key::from_parts(names::PAUSE, vec![f()]), &METADATA),
+            first_try: calls(outcome::FIRST_TRY, None),
+            after_retries: calls(outcome::AFTER_RETRIES, None),
+            permanent: calls(outcome::PERMANENT, None),
+            nested: calls(outcome::NESTED, None),
+            gave_up: REASONS.map(|reason| calls(outcome::GAVE_UP, Some(reason))),
+            fallback: REASONS.map(|reason| calls(outcome::FALLBACK, Some(reason))),
+            retries: counter(recorder, names::RETRIES, vec![f()]),
+            attempts: histogram(recorder, names::ATTEMPTS, vec![f()]),
+            pause: histogram(recorder, names::PAUSE, vec![f()]),
         }
     }
 }
@@ -323,13 +294,8 @@ const TABLE_SIZE: usize = 1024;
 
 static TABLE: [OnceLock<Box<FunctionEntry>>; TABLE_SIZE] = [const { OnceLock::new() }; TABLE_SIZE];
 
-/// The same `&'static str`: the same address and length (two names may share an address when
-/// one is the start of the other).
-fn same_name(a: &'static str, b: &'static str) -> bool {
-    std::ptr::eq(a.as_ptr(), b.as_ptr()) && a.len() == b.len()
-}
-
-/// The entry of `name`, found by its address; made the first time.
+/// The entry of `name`, found by its address and length (two names share an address when one is
+/// the start of the other); made the first time.
 #[inline]
 fn entry(name: &'static str) -> Option<&'static FunctionEntry> {
     let hash = (name.as_ptr() as usize as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -338,29 +304,23 @@ fn entry(name: &'static str) -> Option<&'static FunctionEntry> {
         let slot = &TABLE[(start + probe) % TABLE_SIZE];
         let entry = match slot.get() {
             Some(entry) => entry,
-            None => slot.get_or_init(|| new_entry(name)),
+            None => slot.get_or_init(|| {
+                let handles = PerRecorder::new();
+                Box::new(FunctionEntry { name, handles })
+            }),
         };
-        if same_name(entry.name, name) {
+        if entry.name.as_ptr() == name.as_ptr() && entry.name.len() == name.len() {
             return Some(entry);
         }
     }
     None
 }
 
-#[cold]
-fn new_entry(name: &'static str) -> Box<FunctionEntry> {
-    Box::new(FunctionEntry {
-        name,
-        handles: PerRecorder::new(),
-    })
-}
-
 #[inline]
 fn with_function(function: &'static str, f: impl FnOnce(&FunctionHandles)) {
-    let register = |recorder: &dyn Recorder| FunctionHandles::register(recorder, function);
     match entry(function) {
-        Some(entry) => entry.handles.with(register, f),
-        None => metrics::with_recorder(|recorder| f(&register(recorder))),
+        Some(entry) => entry.handles.with(function, f),
+        None => metrics::with_recorder(|r| f(&FunctionHandles::register(r, function))),
     }
 }
 
@@ -424,14 +384,27 @@ pub(crate) fn door_event(function: &'static str, event: &'static str) {
 pub(crate) struct BreakerMetrics {
     handles: PerRecorder<BreakerHandles>,
     /// Whether the first admission has set the state gauge.
-    announced: std::sync::atomic::AtomicBool,
+    announced: AtomicBool,
 }
 
 struct BreakerHandles {
     state: Gauge,
-    to_open: Counter,
-    to_half_open: Counter,
-    to_closed: Counter,
+    /// `retry_breaker_transitions_total` by `to`, in the order of [`BreakerGauge`].
+    to: [Counter; 3],
+}
+
+impl Handles for BreakerHandles {
+    #[cold]
+    fn register(recorder: &dyn Recorder, name: &'static str) -> Self {
+        let b = || Label::new("breaker", name);
+        BreakerHandles {
+            state: gauge(recorder, names::BREAKER_STATE, vec![b()]),
+            to: ["closed", "open", "half_open"].map(|to| {
+                let labels = vec![b(), Label::from_static_parts("to", to)];
+                counter(recorder, names::BREAKER_TRANSITIONS, labels)
+            }),
+        }
+    }
 }
 
 /// A breaker's state as the gauge shows it.
@@ -446,56 +419,26 @@ impl BreakerMetrics {
     pub(crate) const fn new() -> Self {
         BreakerMetrics {
             handles: PerRecorder::new(),
-            announced: std::sync::atomic::AtomicBool::new(false),
+            announced: AtomicBool::new(false),
         }
-    }
-
-    fn with(&self, name: &'static str, f: impl FnOnce(&BreakerHandles)) {
-        let register = |recorder: &dyn Recorder| {
-            let b = || Label::new("breaker", name);
-            let to = |to: &'static str| {
-                recorder.register_counter(
-                    &Key::from_parts(
-                        names::BREAKER_TRANSITIONS,
-                        vec![b(), Label::from_static_parts("to", to)],
-                    ),
-                    &METADATA,
-                )
-            };
-            BreakerHandles {
-                state: recorder
-                    .register_gauge(&Key::from_parts(names::BREAKER_STATE, vec![b()]), &METADATA),
-                to_open: to("open"),
-                to_half_open: to("half_open"),
-                to_closed: to("closed"),
-            }
-        };
-        self.handles.with(register, f);
     }
 
     /// The first admission: the gauge shows the state (closed, unless a transition came first).
     #[inline]
     pub(crate) fn admitted(&self, name: &'static str, state: BreakerGauge) {
-        use std::sync::atomic::Ordering;
         if !self.announced.load(Ordering::Relaxed) && !self.announced.swap(true, Ordering::Relaxed)
         {
-            self.with(name, |h| h.state.set(state as u8 as f64));
+            self.handles.with(name, |h| h.state.set(state as u8 as f64));
         }
     }
 
     /// A change of state, recorded under the breaker's lock so that the gauge ends at the last.
     #[cold]
     pub(crate) fn changed(&self, name: &'static str, to: BreakerGauge) {
-        self.announced
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-        self.with(name, |h| {
+        self.announced.store(true, Ordering::Relaxed);
+        self.handles.with(name, |h| {
             h.state.set(to as u8 as f64);
-            match to {
-                BreakerGauge::Closed => &h.to_closed,
-                BreakerGauge::Open => &h.to_open,
-                BreakerGauge::HalfOpen => &h.to_half_open,
-            }
-            .increment(1);
+            h.to[to as usize].increment(1);
         });
     }
 }
@@ -509,35 +452,25 @@ impl fmt::Debug for BreakerMetrics {
 // ---- budgets ----
 
 /// A budget's handles, kept in the budget.
-pub(crate) struct BudgetMetrics {
-    handles: PerRecorder<BudgetHandles>,
-}
+pub(crate) type BudgetMetrics = PerRecorder<BudgetHandles>;
 
-struct BudgetHandles {
+pub(crate) struct BudgetHandles {
     tokens: Gauge,
     refusals: Counter,
 }
 
-impl BudgetMetrics {
-    pub(crate) const fn new() -> Self {
-        BudgetMetrics {
-            handles: PerRecorder::new(),
+impl Handles for BudgetHandles {
+    #[cold]
+    fn register(recorder: &dyn Recorder, name: &'static str) -> Self {
+        let b = || vec![Label::new("budget", name)];
+        BudgetHandles {
+            tokens: gauge(recorder, names::BUDGET_TOKENS, b()),
+            refusals: counter(recorder, names::BUDGET_REFUSALS, b()),
         }
     }
+}
 
-    fn with(&self, name: &'static str, f: impl FnOnce(&BudgetHandles)) {
-        let register = |recorder: &dyn Recorder| {
-            let b = || vec![Label::new("budget", name)];
-            BudgetHandles {
-                tokens: recorder
-                    .register_gauge(&Key::from_parts(names::BUDGET_TOKENS, b()), &METADATA),
-                refusals: recorder
-                    .register_counter(&Key::from_parts(names::BUDGET_REFUSALS, b()), &METADATA),
-            }
-        };
-        self.handles.with(register, f);
-    }
-
+impl BudgetMetrics {
     /// The bucket holds `tokens` now.
     pub(crate) fn tokens(&self, name: &'static str, tokens: f64) {
         self.with(name, |h| h.tokens.set(tokens));

@@ -46,7 +46,6 @@ pub(crate) struct Shown<T, E, D> {
 }
 
 impl<T, E, D: Show<E>> Shown<T, E, D> {
-    #[inline]
     pub(crate) fn new(outcome: Result<T, E>) -> Self {
         Shown {
             outcome,
@@ -55,7 +54,6 @@ impl<T, E, D: Show<E>> Shown<T, E, D> {
     }
 
     /// The outcome as an event hears it.
-    #[inline]
     pub(crate) fn failure(&self) -> Failure<'_> {
         match self.outcome {
             Err(_) => Failure::Error(self),
@@ -138,35 +136,6 @@ fn log_retrying(function: &'static str, attempt: u32, pause: u64, failure: Failu
     }
 }
 
-/// A call that failed ended after `attempts` attempts: one event at `level` when it retried or
-/// gave up (a permanent error on the first attempt is an answer, and logs nothing), and the end
-/// counted.
-#[cold]
-#[inline(never)]
-pub(crate) fn ended(
-    function: &'static str,
-    level: LogLevel,
-    end: End,
-    attempts: u32,
-    failure: Failure<'_>,
-) {
-    #[cfg(feature = "tracing")]
-    match end {
-        End::Permanent if attempts > 1 => log_final(function, level, None, attempts, failure),
-        End::GaveUp(reason) | End::Fallback(reason) => {
-            log_final(function, level, Some(reason), attempts, failure)
-        }
-        End::Nested => tracing::debug!(
-            function,
-            "not retrying: a layer above retries this work (write `nested = retry` to retry here too)"
-        ),
-        End::Permanent => {}
-    }
-    #[cfg(feature = "metrics")]
-    crate::metrics::call_ended(function, Some(end), attempts);
-    let _ = (function, level, end, attempts, failure);
-}
-
 /// One event at each level: `tracing`'s macros take the level as a constant.
 #[cfg(feature = "tracing")]
 macro_rules! at_level {
@@ -181,35 +150,53 @@ macro_rules! at_level {
     };
 }
 
-/// The end of a call that failed after retrying, or that the loop gave up on.
-#[cfg(feature = "tracing")]
-fn log_final(
+/// A call that failed ended after `attempts` attempts: the end counted, and one event at
+/// `level` when it retried or gave up (a permanent error on the first attempt is an answer, and
+/// logs nothing).
+#[cold]
+#[inline(never)]
+pub(crate) fn ended(
     function: &'static str,
     level: LogLevel,
-    gave_up: Option<GiveUpReason>,
+    end: End,
     attempts: u32,
     failure: Failure<'_>,
 ) {
-    let (reason, message): (&dyn fmt::Display, _) = match &gave_up {
-        Some(reason) => (reason, "giving up"),
-        None => (&"the error is not worth retrying", "failed after retries"),
-    };
-    match failure {
-        Failure::Error(error) => at_level!(
-            level,
-            function,
-            attempts,
-            reason = %reason,
-            error = ?error,
-            "{message}"
-        ),
-        Failure::Rejected => at_level!(
-            level,
-            function,
-            attempts,
-            reason = %reason,
-            "{message}; returning the last result rejected by `on_result`"
-        ),
+    let _ = (function, level, end, attempts, failure);
+    #[cfg(feature = "metrics")]
+    crate::metrics::call_ended(function, Some(end), attempts);
+    #[cfg(feature = "tracing")]
+    {
+        let (reason, message): (&dyn fmt::Display, _) = match &end {
+            End::GaveUp(reason) | End::Fallback(reason) => (reason, "giving up"),
+            End::Permanent if attempts > 1 => {
+                (&"the error is not worth retrying", "failed after retries")
+            }
+            End::Permanent => return,
+            End::Nested => {
+                return tracing::debug!(
+                    function,
+                    "not retrying: a layer above retries this work (write `nested = retry` to retry here too)"
+                );
+            }
+        };
+        match failure {
+            Failure::Error(error) => at_level!(
+                level,
+                function,
+                attempts,
+                reason = %reason,
+                error = ?error,
+                "{message}"
+            ),
+            Failure::Rejected => at_level!(
+                level,
+                function,
+                attempts,
+                reason = %reason,
+                "{message}; returning the last result rejected by `on_result`"
+            ),
+        }
     }
 }
 
@@ -367,21 +354,15 @@ impl Event<'_> {
     /// assert_eq!(Event::Call.label(), None);
     /// ```
     pub const fn label(&self) -> Option<&'static str> {
-        Some(match self {
-            Event::NeverSent { .. } => "never_sent",
-            Event::TransparentRetry { .. } => "transparent_retry",
-            Event::SentOnce { .. } => "sent_once",
-            Event::WithoutKey { .. } => "without_key",
-            Event::Throttled => "throttled",
-            Event::DeadlineExceeded { .. } => "deadline_exceeded",
-            Event::Call
-            | Event::Attempt
-            | Event::Retry { .. }
-            | Event::HedgedCopy { .. }
-            | Event::GateRejected { .. } => {
-                return None;
-            }
-        })
+        match self {
+            Event::NeverSent { .. } => Some("never_sent"),
+            Event::TransparentRetry { .. } => Some("transparent_retry"),
+            Event::SentOnce { .. } => Some("sent_once"),
+            Event::WithoutKey { .. } => Some("without_key"),
+            Event::Throttled => Some("throttled"),
+            Event::DeadlineExceeded { .. } => Some("deadline_exceeded"),
+            _ => None,
+        }
     }
 }
 
@@ -452,20 +433,16 @@ impl<A: Sink, B: Sink> Sink for (A, B) {
 /// layer's request: 2,793 instructions before and after, `bench/RESULTS.md` §7).
 #[inline]
 pub fn report(function: &'static str, event: Event<'_>, sink: &impl Sink) {
-    #[cfg(feature = "tracing")]
-    if !matches!(
-        event,
-        Event::Call | Event::Attempt | Event::Retry { .. } | Event::GateRejected { .. }
-    ) {
+    // The loop logs and measures its own events (a call's end, each retry, an attempt the gate
+    // shed), and a call or an attempt is only counted: the logs and the metrics hear the rest.
+    #[cfg(any(feature = "tracing", feature = "metrics"))]
+    if event.label().is_some() || matches!(event, Event::HedgedCopy { .. }) {
+        #[cfg(feature = "tracing")]
         log_event(function, &event);
-    }
-    #[cfg(feature = "metrics")]
-    match event {
-        Event::HedgedCopy { .. } => crate::metrics::hedged(function),
-        _ => {
-            if let Some(label) = event.label() {
-                crate::metrics::door_event(function, label);
-            }
+        #[cfg(feature = "metrics")]
+        match event.label() {
+            Some(label) => crate::metrics::door_event(function, label),
+            None => crate::metrics::hedged(function),
         }
     }
     sink.event(function, &event);
@@ -508,7 +485,7 @@ fn log_event(function: &'static str, event: &Event<'_>) {
             timeout = ?timeout,
             "the call's deadline passed: DEADLINE_EXCEEDED"
         ),
-        Event::Call | Event::Attempt | Event::Retry { .. } | Event::GateRejected { .. } => {}
+        _ => {}
     }
 }
 

@@ -2,9 +2,6 @@
 //! `attempt`, as gRPC's tracing shows a call and its attempts. Without the feature every type
 //! here is zero-sized and every method does nothing, so the loop carries no span and makes none.
 
-#[cfg(feature = "attempt-spans")]
-use std::time::Duration;
-
 /// The span of one call, made as its first attempt starts (none before: a call refused by its
 /// breaker before any attempt ran has none).
 #[derive(Default)]
@@ -18,12 +15,6 @@ pub(crate) struct CallSpan {
 pub(crate) struct AttemptSpan {
     #[cfg(feature = "attempt-spans")]
     span: tracing::Span,
-}
-
-/// The guard of an entered [`AttemptSpan`], for a sync body.
-pub(crate) struct Entered {
-    #[cfg(feature = "attempt-spans")]
-    _entered: tracing::span::EnteredSpan,
 }
 
 /// The future of an async attempt's body: instrumented with its span, or the body itself.
@@ -44,7 +35,7 @@ macro_rules! attempt_span {
             function = $function,
             attempt = $retries + 1,
             resend_count = $retries,
-            pause = ?Duration::from_nanos($pause),
+            pause = ?std::time::Duration::from_nanos($pause),
             $($($more)*)?
         )
     };
@@ -67,13 +58,10 @@ impl CallSpan {
         _retries: u32,
         _pause: u64,
     ) -> AttemptSpan {
-        #[cfg(feature = "attempt-spans")]
-        {
-            let span = attempt_span!(self.call(_function), _function, _retries, _pause);
-            AttemptSpan { span }
+        AttemptSpan {
+            #[cfg(feature = "attempt-spans")]
+            span: attempt_span!(self.call(_function), _function, _retries, _pause),
         }
-        #[cfg(not(feature = "attempt-spans"))]
-        AttemptSpan {}
     }
 
     /// An attempt the admission gate shed: a span of its own under the call's (made if this
@@ -100,17 +88,14 @@ impl CallSpan {
 }
 
 impl AttemptSpan {
-    /// Entered until the guard drops: around a sync body.
+    /// Entered until the guard it returns drops: around a sync body.
     #[inline]
-    pub(crate) fn entered(self) -> Entered {
-        Entered {
-            #[cfg(feature = "attempt-spans")]
-            _entered: self.span.entered(),
-        }
+    pub(crate) fn entered(self) -> impl Sized {
+        #[cfg(feature = "attempt-spans")]
+        self.span.entered()
     }
 
     /// `body`, entering the span on each of its polls.
-    #[inline]
     pub(crate) fn instrument<F: Future>(self, body: F) -> Body<F> {
         #[cfg(feature = "attempt-spans")]
         {

@@ -320,6 +320,7 @@ pub mod hooks;
 mod key;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+pub mod named;
 mod overload;
 mod policy;
 mod random;

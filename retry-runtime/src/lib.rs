@@ -445,6 +445,29 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 /// | an unknown key (the message lists the valid keys and suggests the closest, or the one that does that job: `retries` → `max`) | the key |
 /// | a repeated key | the second one |
 ///
+/// # A policy by name
+///
+/// `policy = "contract-service"` names a policy looked up at run time in the process's registry
+/// ([`named`]), once per call, and held for all the call's attempts; the timing keys written
+/// beside it, checked at compile time, are the policy when the name is not there (no resolver
+/// installed, or an unknown name). The name's budget replaces a `budget` written beside it; its
+/// breaker replaces a written `breaker`, and is used only with one, which shows that `E` can
+/// carry a [`CircuitOpen`]. The guide: [`guide::attempts`], "Policies by name".
+///
+/// ```
+/// use retry_runtime::{retry, testing};
+/// use std::io;
+///
+/// // No resolver is installed here: one retry after 1 s, as written.
+/// #[retry(policy = "contract-service", max = 1, base = "1s")]
+/// fn check_coverage() -> io::Result<bool> {
+///     Err(io::ErrorKind::TimedOut.into())
+/// }
+///
+/// let (_, pauses) = testing::record(check_coverage);
+/// assert_eq!(pauses.len(), 1);
+/// ```
+///
 /// # Semantics
 ///
 /// It keeps the signature and rewrites only the body: each attempt runs the body; `Ok` and a

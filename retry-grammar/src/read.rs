@@ -499,8 +499,9 @@ pub fn policy_name(name: &str) -> Result<(), String> {
         return Err("it is empty".to_owned());
     }
     let mut wrong: Vec<char> = Vec::new();
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
     for c in name.chars() {
-        if !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) && !wrong.contains(&c) {
+        if !allowed(c) && !wrong.contains(&c) {
             wrong.push(c);
         }
     }

@@ -191,7 +191,7 @@ pub fn describe(kind: &Kind) -> String {
         Kind::Words(words) => list(words.iter().map(|w| format!("`{}`", w.word)), " or "),
         Kind::Expr { value } => (*value).to_owned(),
         Kind::Policy => {
-            "a name, `\"contract-service\"` (letters, digits, `-`, `_`, `.`); or an expression giving a `Policy` or `&Policy`".to_owned()
+            "a name, `\"contract-service\"` (ASCII letters, digits, `-`, `_`, `.`); or an expression giving a `Policy` or `&Policy`".to_owned()
         }
         Kind::Path => "a path".to_owned(),
         Kind::Flag => "the key alone".to_owned(),

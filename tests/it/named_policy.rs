@@ -73,6 +73,39 @@ async fn block(calls: &Cell<u32>) -> Result<u32, Busy> {
     .await
 }
 
+/// Written without a deadline.
+#[retry(policy = "it.named.deadline", max = 9, base = "100ms", jitter = none)]
+async fn within_the_names_deadline(calls: &Cell<u32>) -> Result<u32, Busy> {
+    tokio::task::yield_now().await;
+    fail(calls)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_names_deadline_holds_where_none_is_written() {
+    let (_guard, table) = installed();
+    // Pauses 100 and 200 ms: the second would end at 300 ms, past the name's 250 ms.
+    table.set(Named::new(
+        "it.named.deadline",
+        CONFIGURED.deadline(250 * MS),
+    ));
+    let calls = Cell::new(0);
+    assert_eq!(
+        timed(&calls, within_the_names_deadline(&calls)).await,
+        (Err(Busy(2)), 2, 100 * MS)
+    );
+    table.remove("it.named.deadline");
+    let calls = Cell::new(0);
+    assert_eq!(
+        timed(&calls, within_the_names_deadline(&calls)).await,
+        (
+            Err(Busy(10)),
+            10,
+            (100 + 200 + 400 + 800 + 1600 + 3200 + 6400 + 12800 + 25600) * MS
+        ),
+        "written: 9 retries, no deadline"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_block_uses_the_named_policy_and_falls_back_to_the_written_one() {
     let (_guard, table) = installed();

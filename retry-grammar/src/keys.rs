@@ -83,7 +83,9 @@ pub enum Kind {
         /// The "value" column of the documentation: "`Fn(&E)`".
         value: &'static str,
     },
-    /// An expression giving a `Policy`, but not a string.
+    /// The name of a policy resolved at run time (a string of the characters
+    /// [`read::policy_name`](crate::read::policy_name) allows), or an expression giving a
+    /// `Policy`.
     Policy,
     /// A path.
     Path,
@@ -273,7 +275,7 @@ pub const POLICY: Key = Key {
     aliases: &[],
     example: "COVERAGE_POLICY",
     kind: Kind::Policy,
-    doc: "timings chosen at run time (a `const`, or a string from configuration read with `Policy::from_str`); excludes the timing keys above",
+    doc: "a name: the policy of that name in the process's registry (`retry_runtime::named`), looked up once per call and kept for all its attempts; the timing keys written beside it are the default when the name is not there; the name's budget replaces a written `budget`, and its breaker a written `breaker` (without one, which shows that `E` can carry a `CircuitOpen`, the name's breaker is not used). An expression: timings chosen at run time (a `const`, or a string from configuration read with `Policy::from_str`), which excludes the timing keys above",
     default: "—",
     async_only: None,
     pass: Pass::Macro,

@@ -27,6 +27,9 @@ pub enum Setting {
     /// A [`Kind::Expr`], [`Kind::Policy`] or [`Kind::Path`]: the caller keeps the expression as
     /// written.
     Expr,
+    /// A [`Kind::Policy`] string: the name of a policy resolved at run time, valid by
+    /// [`policy_name`]; the caller keeps the literal as written.
+    Name,
     /// A [`Kind::Flag`]: the key was written.
     Flag,
 }
@@ -166,7 +169,7 @@ pub fn read(key: &'static Key, value: Option<&Value>, written: &str) -> Result<S
         Kind::Jitter => read.jitter().map(Setting::Jitter),
         Kind::Words(words) => read.word(words).map(Setting::Word),
         Kind::Expr { .. } => Ok(Setting::Expr),
-        Kind::Policy => read.policy().map(|()| Setting::Expr),
+        Kind::Policy => read.policy(),
         Kind::Path => read.path().map(|()| Setting::Expr),
         Kind::Flag => Err(Problem::value(format!(
             "`{0}` takes no value; write `{0}` alone",
@@ -187,7 +190,9 @@ pub fn describe(kind: &Kind) -> String {
         Kind::Jitter => list(JITTER_FORMS.iter().map(|f| f.short.to_owned()), ", "),
         Kind::Words(words) => list(words.iter().map(|w| format!("`{}`", w.word)), " or "),
         Kind::Expr { value } => (*value).to_owned(),
-        Kind::Policy => "an expression giving a `Policy` or `&Policy`".to_owned(),
+        Kind::Policy => {
+            "a name, `\"contract-service\"` (ASCII letters, digits, `-`, `_`, `.`); or an expression giving a `Policy` or `&Policy`".to_owned()
+        }
         Kind::Path => "a path".to_owned(),
         Kind::Flag => "the key alone".to_owned(),
         Kind::Hedge => {
@@ -445,16 +450,26 @@ impl Read<'_> {
         }
     }
 
-    /// `policy = expr`, but not the string syntax of `Policy::from_str`, which is for run time.
-    fn policy(&self) -> Result<(), Problem> {
+    /// `policy = "name"`, or `policy = expr`; a string that holds the syntax of
+    /// `Policy::from_str` is neither.
+    fn policy(&self) -> Result<Setting, Problem> {
         let key = self.key.name;
-        match self.value {
-            Value::Str(text) => self.problem(format!(
-                "`{key}` takes a `Policy` expression, not a string; write the keys in the attribute instead, `#[retry({})]`, or parse the string at start-up (`\"...\".parse::<Policy>()`) and name the result: `{key} = MY_POLICY`",
+        let Value::Str(text) = self.value else {
+            return Ok(Setting::Expr);
+        };
+        if text.contains('=') {
+            return self.problem(format!(
+                "`{key} = \"...\"` names a policy of the registry, and `{}` is policy syntax, not a name; write the keys in the attribute instead, `#[retry({})]`, or parse the string at start-up (`\"...\".parse::<Policy>()`) and name the result: `{key} = MY_POLICY`",
+                text.trim(),
                 as_attribute_args(text)
-            )),
-            _ => Ok(()),
+            ));
         }
+        policy_name(text).map(|()| Setting::Name).or_else(|why| {
+            self.problem(format!(
+                "`{key} = {}` is not a policy's name: {why}; write the name the registry lists the policy under, like `{key} = \"contract-service\"`",
+                self.written
+            ))
+        })
     }
 
     fn path(&self) -> Result<(), Problem> {
@@ -473,6 +488,38 @@ impl Read<'_> {
             )),
         }
     }
+}
+
+/// Whether `name` may name a policy: not empty, and only ASCII letters, digits, `-`, `_` and
+/// `.`, so that it can be a key of a configuration file (`[retry.contract-service]`), part of an
+/// environment variable's name and a metric label as it is. `Err` says what is wrong: "it is
+/// empty", "it contains `:`, and a name holds only ...".
+pub fn policy_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("it is empty".to_owned());
+    }
+    let mut wrong: Vec<char> = Vec::new();
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    for c in name.chars() {
+        if !allowed(c) && !wrong.contains(&c) {
+            wrong.push(c);
+        }
+    }
+    if wrong.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<String> = wrong
+        .iter()
+        .map(|c| match c {
+            ' ' => "a space".to_owned(),
+            c if c.is_whitespace() || c.is_control() => format!("`{}`", c.escape_default()),
+            c => format!("`{c}`"),
+        })
+        .collect();
+    Err(format!(
+        "it contains {}, and a name holds only ASCII letters, digits, `-`, `_` and `.`",
+        list(shown.into_iter(), " and ")
+    ))
 }
 
 /// The jitter form a word names: `full`.
@@ -581,6 +628,33 @@ mod tests {
             "`crate` takes the path at which `retry_runtime` can be reached, like `crate = my_reexport::retry_runtime` or, for a renamed dependency, `crate = rt`"
         );
         assert!(message(&keys::BASE, "1 sec").ends_with("; write `base = \"1s\"`"));
+    }
+
+    #[test]
+    fn a_policy_is_a_name_or_an_expression() {
+        let policy = |written: &str, value: Value| read(&keys::POLICY, Some(&value), written);
+        let name = |text: &str| policy(&format!("{text:?}"), Value::Str(text.to_owned()));
+        assert_eq!(name("contract-service"), Ok(Setting::Name));
+        assert_eq!(name("payments.v2_eu"), Ok(Setting::Name));
+        assert_eq!(
+            policy("COVERAGE", Value::Word("COVERAGE".to_owned())),
+            Ok(Setting::Expr)
+        );
+        let message = |text: &str| name(text).expect_err(text).message;
+        assert_eq!(
+            message(""),
+            "`policy = \"\"` is not a policy's name: it is empty; write the name the registry lists the policy under, like `policy = \"contract-service\"`"
+        );
+        assert_eq!(
+            message("contract service/eu "),
+            "`policy = \"contract service/eu \"` is not a policy's name: it contains a space and `/`, and a name holds only ASCII letters, digits, `-`, `_` and `.`; write the name the registry lists the policy under, like `policy = \"contract-service\"`"
+        );
+        assert!(message("Straße").contains("contains `ß`"));
+        assert!(message("a\tb").contains("contains `\\t`"));
+        assert_eq!(
+            message("max=3, base=1s"),
+            "`policy = \"...\"` names a policy of the registry, and `max=3, base=1s` is policy syntax, not a name; write the keys in the attribute instead, `#[retry(max = 3, base = \"1s\")]`, or parse the string at start-up (`\"...\".parse::<Policy>()`) and name the result: `policy = MY_POLICY`"
+        );
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub static RULES: &[Rule] = &[
                 .map(|k| format!("`{}`", k.name))
                 .collect();
             format!(
-                "`{}` with a timing key ({})",
+                "`{}` given as an expression, with a timing key ({}); beside a name they are the default",
                 POLICY.name,
                 timing.join(", ")
             )
@@ -231,7 +231,12 @@ fn factor_needs_exponential(settings: &Settings, _: &Context, out: &mut Vec<Viol
 }
 
 fn policy_replaces_timings(settings: &Settings, _: &Context, out: &mut Vec<Violation>) {
-    let Some(policy) = settings.get(&POLICY) else {
+    // Beside a name (`policy = "contract-service"`) the timings are the default; a refused
+    // value is a string too, meant as a name.
+    let Some(policy) = settings
+        .get(&POLICY)
+        .filter(|entry| entry.setting == Some(Setting::Expr))
+    else {
         return;
     };
     for entry in settings.entries() {
@@ -322,6 +327,19 @@ mod tests {
             found[0].2,
             "`base` cannot be combined with `policy = P`: the policy sets every timing; set it in the policy (`Policy::new().base(...)`), or remove `policy`"
         );
+        assert!(
+            check(
+                "policy = \"contract-service\", base = 1s, jitter = full",
+                None
+            )
+            .is_empty(),
+            "beside a name the timings are the default"
+        );
+        assert_eq!(
+            check("policy = \"contract-service\", max_delay = 10ms", None)[0].0,
+            "max_delay",
+            "and follow their rules"
+        );
         assert_eq!(check("timeout = 2s, sleep = f", Some(false)).len(), 2);
         assert!(check("timeout = 2s, sleep = f", Some(true)).is_empty());
         assert!(check("timeout = 2s, sleep = f", None).is_empty());
@@ -351,7 +369,7 @@ mod tests {
                 "`max_delay` below `base`",
                 "`deadline` below `base` when `max > 0`",
                 "`factor` with `backoff = linear` or `backoff = constant`",
-                "`policy` with a timing key (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `throttle_base`, `deadline`, `jitter`)",
+                "`policy` given as an expression, with a timing key (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `throttle_base`, `deadline`, `jitter`); beside a name they are the default",
                 "`timeout`, `sleep`, `hedge` or `max_hedges` on a sync function",
                 "`max_hedges` without `hedge`",
             ]

@@ -137,7 +137,14 @@ impl Settings {
             )));
         }
         if self.get(key).is_some() {
-            return Err(Problem::key(format!("`{name}` is given twice; keep one")));
+            let why = if key.is(&keys::POLICY) {
+                ": a call has one policy, a name (with the timing keys beside it as its default) or an expression"
+            } else {
+                ""
+            };
+            return Err(Problem::key(format!(
+                "`{name}` is given twice; keep one{why}"
+            )));
         }
         let read = read::read(key, value, written);
         self.entries.push(Entry {

@@ -227,8 +227,6 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
         Some(path) => path.to_token_stream(),
         None => quote!(::retry_runtime),
     };
-    let policy_name = Ident::new("__RETRY_POLICY", Span::call_site());
-    let policy_local = local("__retry_policy");
     let state = local("__retry");
     let closure = local("__retry_body");
     let key_local = local("__retry_key");
@@ -237,7 +235,7 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
     let next = local("__retry_next");
     let is_async = body.is_async();
 
-    let (policy_item, policy_ref) = policy_binding(args, &policy_name, &policy_local);
+    let (policy_item, policy_ref, named) = policy_binding(args);
     let classify = match args.expr(&grammar::ON) {
         Some(on) => quote!(#on),
         None => quote!(|__retry_error| __retry_rt::block_is_transient(__retry_error)),
@@ -267,12 +265,13 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
     };
     let builder = quote_spanned!(start_span=>
         __retry_rt::Shape::#shape(&#closure).#start(#policy_ref, #name, #classify, #timer));
-    let builder = pass_through(
+    let mut builder = pass_through(
         args,
         builder,
         &quote!(__retry_rt::Shape::#shape(&#closure)),
         is_async,
     );
+    builder.extend(named);
     let (key_item, attempt_state) = match args.expr(&grammar::KEY) {
         Some(expr) => {
             let at = at(&expr.to_token_stream());

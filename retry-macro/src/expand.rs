@@ -52,8 +52,6 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         Some(path) => path.to_token_stream(),
         None => quote!(::retry_runtime),
     };
-    let policy_name = Ident::new("__RETRY_POLICY", Span::call_site());
-    let policy_local = local("__retry_policy");
     let state = local("__retry");
     let outcome = local("__retry_outcome");
     let result = local("__retry_result");
@@ -64,7 +62,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let args = &plan.args;
     let is_async = func.sig.asyncness.is_some();
 
-    let (policy_item, policy_ref) = policy_binding(args, &policy_name, &policy_local);
+    let (policy_item, policy_ref, named) = policy_binding(args);
     let classify = match args.expr(&grammar::ON) {
         Some(on) => quote!(#on),
         // Every token located at the error type, so a missing `Transient` impl is reported
@@ -94,12 +92,13 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let timer = timer(is_async, args);
     let builder = quote_spanned!(start_span=>
         __retry_rt::Shape::<#output>::new().#start(#policy_ref, #name, #classify, #timer));
-    let builder = pass_through(
+    let mut builder = pass_through(
         args,
         builder,
         &quote!(__retry_rt::Shape::<#output>::new()),
         is_async,
     );
+    builder.extend(named);
     // A function with an idempotency key lends it to each attempt (and through the attempt's
     // outcome to its fallback): `__retry.key(&key).run(...)`. Located at the parameter's type
     // (past any `&`), so that a type without `Display` is reported there.
@@ -327,27 +326,42 @@ fn fallback(
     }
 }
 
-/// Input: `policy = RUNTIME_POLICY` or the timing keys. Output: the item that holds the policy
-/// (`let __retry_policy = RUNTIME_POLICY;` or `const __RETRY_POLICY: Policy = ...;`) and the
-/// `&Policy` the loop starts with. Shared by the attribute and `retry_block!`.
-pub(crate) fn policy_binding(
-    args: &Args,
-    policy_name: &Ident,
-    policy_local: &Ident,
-) -> (TokenStream, TokenStream) {
-    match args.expr(&grammar::POLICY) {
-        // Located at the expression, so a value that is not a `Policy` is reported there.
-        Some(expr) => (
-            quote!(let #policy_local = #expr;),
-            quote_spanned!(at(&expr.to_token_stream())=> __retry_rt::policy_ref(&#policy_local)),
-        ),
-        None => {
-            let value = policy_expr(args);
+/// Input: `policy = RUNTIME_POLICY`, `policy = "contract-service"` or the timing keys.
+/// Output: the items that hold the policy, the `&Policy` the loop starts with, and what the
+/// builder ends with:
+///
+/// - `policy = RUNTIME_POLICY`: `let __retry_policy = RUNTIME_POLICY;`,
+///   `__retry_rt::policy_ref(&__retry_policy)`, nothing;
+/// - the timing keys: `const __RETRY_POLICY: Policy = ...;`, `&__RETRY_POLICY`, nothing;
+/// - `policy = "contract-service"` (the timing keys beside it are the default): the same `const`
+///   and `let __retry_named = __retry_rt::named("contract-service");`, which the call holds for
+///   all its attempts, `__retry_rt::named_policy(&__retry_named, &__RETRY_POLICY)`, and
+///   `.named(&__retry_named)` (the name's budget and breaker).
+///
+/// Shared by the attribute and `retry_block!`.
+pub(crate) fn policy_binding(args: &Args) -> (TokenStream, TokenStream, TokenStream) {
+    let policy_name = Ident::new("__RETRY_POLICY", Span::call_site());
+    let written = policy_expr(args);
+    let written = quote!(const #policy_name: __retry_rt::Policy = #written;);
+    match (args.accepted(&grammar::POLICY), args.expr(&grammar::POLICY)) {
+        (Some((_, Setting::Name)), Some(name)) => {
+            let named = local("__retry_named");
             (
-                quote!(const #policy_name: __retry_rt::Policy = #value;),
-                quote!(&#policy_name),
+                quote!(#written let #named = __retry_rt::named(#name);),
+                quote!(__retry_rt::named_policy(&#named, &#policy_name)),
+                quote!(.named(&#named)),
             )
         }
+        // Located at the expression, so a value that is not a `Policy` is reported there.
+        (_, Some(expr)) => {
+            let policy = local("__retry_policy");
+            (
+                quote!(let #policy = #expr;),
+                quote_spanned!(at(&expr.to_token_stream())=> __retry_rt::policy_ref(&#policy)),
+                TokenStream::new(),
+            )
+        }
+        (_, None) => (written, quote!(&#policy_name), TokenStream::new()),
     }
 }
 
@@ -456,7 +470,7 @@ fn setting_tokens(setting: Setting) -> TokenStream {
             )),
         },
         // An expression is passed as written, by the caller; a flag is read by the macro.
-        Setting::Expr | Setting::Flag => TokenStream::new(),
+        Setting::Expr | Setting::Flag | Setting::Name => TokenStream::new(),
     }
 }
 

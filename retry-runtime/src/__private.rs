@@ -124,6 +124,20 @@ pub mod by_feature {
     }
 }
 
+/// `policy = "name"`: the named entry, looked up once per call and held for all its attempts.
+pub use crate::named::resolve as named;
+
+/// `policy = "name"`: the policy of the entry the call holds, or else the one written in the
+/// attribute (its timing keys, or the defaults).
+pub fn named_policy<'a>(
+    named: &'a Option<std::sync::Arc<crate::named::Named>>,
+    written: &'a Policy,
+) -> &'a Policy {
+    named
+        .as_deref()
+        .map_or(written, crate::named::Named::policy)
+}
+
 /// `policy = expr` accepts a `Policy` or a `&Policy`.
 #[allow(private_bounds)]
 pub fn policy_ref<P: AsPolicy + ?Sized>(policy: &P) -> &Policy {
@@ -135,7 +149,7 @@ pub fn policy_ref<P: AsPolicy + ?Sized>(policy: &P) -> &Policy {
 #[diagnostic::on_unimplemented(
     message = "`policy = ...` needs a `retry_runtime::Policy` or a `&Policy`, not `{Self}`",
     label = "not a `Policy`",
-    note = "build one with `Policy::new()` and its builders, as a `const`; or read a string once at start-up with `\"max=3, base=1s\".parse::<Policy>()` and name the result"
+    note = "build one with `Policy::new()` and its builders, as a `const`; or read a string once at start-up with `\"max=3, base=1s\".parse::<Policy>()` and name the result; or, for a policy of the registry (`retry_runtime::named`), write its name as a string literal: `policy = \"contract-service\"`"
 )]
 pub(crate) trait AsPolicy {
     /// The policy.

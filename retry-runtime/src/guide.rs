@@ -7,7 +7,7 @@
 //! | [`behaviour`] | what the attribute does to a function, its cost, the code it writes, durations, the jitter forms, the rules across arguments |
 //! | [`transient`] | which errors are retried: `Transient`, `Verdict`, `Retry-After`, the classifiers for `std::io`, HTTP, reqwest, tonic, sqlx and tokio-postgres |
 //! | [`keys`] | calls with a side effect: `#[non_idempotent]` and the idempotency key every attempt sends |
-//! | [`attempts`] | control over each attempt: timeouts, hooks, logging, the attempt context, policies chosen at run time, other runtimes |
+//! | [`attempts`] | control over each attempt: timeouts, hooks, logging, the attempt context, policies chosen at run time or named in configuration, other runtimes |
 //! | [`protecting`] | protecting the service that is called: retry budget, circuit breaker, admission gate, one retrying layer, and which fits when |
 //! | [`hedging`] | slow rather than failed calls: `hedge`, a copy of a slow attempt beside it, and what wins |
 //! | [`fallback`] | what the caller gets after the last attempt |

@@ -320,6 +320,7 @@ pub mod hooks;
 mod key;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+pub mod named;
 mod overload;
 mod policy;
 mod random;
@@ -406,7 +407,7 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 /// | `throttle_base` | duration string | the pause before a retry after a throttled attempt (`Verdict::Throttled`: a 429, a 503 with `Retry-After`, `RESOURCE_EXHAUSTED`), growing from there as `base` does | `base` |
 /// | `deadline` | duration string | total time budget from the first call, calls and pauses included, on the clock of the pauses: tokio's for async functions (so a paused test clock governs both), `std::time::Instant` for sync ones and for `sleep = f`, a [`Sleeper`] type's own; a pause that would end past it is not taken and the loop gives up with the last error at once | none |
 /// | `jitter` | bare `jitter`, a number in (0, 1], a duration string, `full`, `equal`, `decorrelated`, `none` | randomises each pause; the forms are in the [`Jitter`] table | bare `jitter` (`d + U[0, d/2)`) |
-/// | `policy` | an expression giving a [`Policy`] or `&Policy` | timings chosen at run time (a `const`, or a string from configuration read with `Policy::from_str`); excludes the timing keys above | — |
+/// | `policy` | a name, `"contract-service"` (ASCII letters, digits, `-`, `_`, `.`); or an expression giving a [`Policy`] or `&Policy` | a name: the policy of that name in the process's registry (`retry_runtime::named`), looked up once per call and kept for all its attempts; the timing keys written beside it are the default when the name is not there; the name's budget replaces a written `budget`, and its breaker a written `breaker` (without one, which shows that `E` can carry a [`CircuitOpen`], the name's breaker is not used). An expression: timings chosen at run time (a `const`, or a string from configuration read with `Policy::from_str`), which excludes the timing keys above | — |
 /// | `on` | an expression callable as `Fn(&E) -> bool` or `Fn(&E) -> Verdict` | which errors are worth retrying; everything else is returned at once | the error type's [`Transient`] impl |
 /// | `on_result` | `Fn(&T) -> bool` or `Fn(&T) -> Verdict` | an `Ok` value it marks (`true`, or a [`Verdict`] that retries) is a transient failure, an HTTP 503 that arrives as `Ok(response)`; `RetryAfter` is honoured as for errors; when the loop gives up the last `Ok` is returned, or handed to `fallback` | — |
 /// | `timeout` | duration string > 0, `async fn` only | each attempt is cut off after this long (clipped to the time left before `deadline`) and counts as a transient failure; needs `E: From<retry_runtime::Elapsed>` | — |
@@ -437,12 +438,35 @@ pub use transient::{Transient, Verdict, has_transient_io_cause};
 /// | `max_delay` below `base` | `max_delay`'s value |
 /// | `deadline` below `base` when `max > 0` | `deadline`'s value |
 /// | `factor` with `backoff = linear` or `backoff = constant` | `factor` |
-/// | `policy` with a timing key (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `throttle_base`, `deadline`, `jitter`) | the timing key |
+/// | `policy` given as an expression, with a timing key (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `throttle_base`, `deadline`, `jitter`); beside a name they are the default | the timing key |
 /// | `timeout`, `sleep`, `hedge` or `max_hedges` on a sync function | the key |
 /// | `max_hedges` without `hedge` | `max_hedges` |
 /// | a value its key does not take: `factor` below 1, a jitter number outside (0, 1], `timeout = "0s"`, a duration finer than a nanosecond, a string where a number belongs | the value |
 /// | an unknown key (the message lists the valid keys and suggests the closest, or the one that does that job: `retries` → `max`) | the key |
 /// | a repeated key | the second one |
+///
+/// # A policy by name
+///
+/// `policy = "contract-service"` names a policy looked up at run time in the process's registry
+/// ([`named`]), once per call, and held for all the call's attempts; the timing keys written
+/// beside it, checked at compile time, are the policy when the name is not there (no resolver
+/// installed, or an unknown name). The name's budget replaces a `budget` written beside it; its
+/// breaker replaces a written `breaker`, and is used only with one, which shows that `E` can
+/// carry a [`CircuitOpen`]. The guide: [`guide::attempts`], "Policies by name".
+///
+/// ```
+/// use retry_runtime::{retry, testing};
+/// use std::io;
+///
+/// // No resolver is installed here: one retry after 1 s, as written.
+/// #[retry(policy = "contract-service", max = 1, base = "1s")]
+/// fn check_coverage() -> io::Result<bool> {
+///     Err(io::ErrorKind::TimedOut.into())
+/// }
+///
+/// let (_, pauses) = testing::record(check_coverage);
+/// assert_eq!(pauses.len(), 1);
+/// ```
 ///
 /// # Semantics
 ///

@@ -200,8 +200,8 @@ fn expansions_match_their_snapshots() {
         .map(|dir| dir.filter_map(Result::ok).count())
         .unwrap_or(0);
     assert!(
-        cases >= 12,
-        "expected 6 cases and their snapshots in tests/expand, found {cases} files"
+        cases >= 14,
+        "expected 7 cases and their snapshots in tests/expand, found {cases} files"
     );
     macrotest::expand_without_refresh("tests/expand/*.rs");
 }

@@ -100,6 +100,21 @@ fn parameters_named_like_generated_ones() {
     assert_eq!(calls.get(), 2);
 }
 
+/// A policy by name (never configured: the written timings), with a parameter and a local named
+/// like the runtime's lookup and the generated local.
+#[retry(policy = "it.hygiene.never-configured", max = 3, base = "1ms", jitter = none)]
+fn named_policy_with_generated_names(named: &Cell<u32>) -> Result<u32, Busy> {
+    let __retry_named = 3;
+    step(named, __retry_named)
+}
+
+#[test]
+fn a_named_policy_under_strict_lints_and_names() {
+    let calls = Cell::new(0);
+    assert_eq!(named_policy_with_generated_names(&calls), Ok(3));
+    assert_eq!(calls.get(), 3);
+}
+
 /// Without `on`, the `Transient` impl decides, not the `is_transient` fn in scope.
 #[retry(max = 3, base = "1ms", jitter = none)]
 fn default_classifier(calls: &Cell<u32>) -> Result<u32, Busy> {

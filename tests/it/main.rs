@@ -34,6 +34,7 @@ mod integrations;
 mod jitter;
 mod layout;
 mod metrics;
+mod named_policy;
 mod nested;
 mod non_idempotent;
 mod on_result;

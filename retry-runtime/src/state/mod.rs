@@ -72,6 +72,7 @@ pub use seam::{Decide, Failure, Next, NextCopy};
 
 use crate::breaker::FromCircuitOpen;
 use crate::context::{self, KeySlot};
+use crate::named::Named;
 use crate::overload::FromRejected;
 use crate::overload::aws2026_call::Aws2026Call;
 use crate::timer::{FromElapsed, IntoSleeper, Sleeper};
@@ -87,6 +88,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::ops::ControlFlow;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
@@ -457,6 +459,29 @@ where
     {
         let guard = Guard::new(breaker, E::from_circuit_open);
         self.with(|o| o.with_extras(|x| x.breaker = Some(guard)))
+    }
+
+    /// `policy = "name"`: the budget and the breaker of the policy the call resolved (`named`,
+    /// held by the call for all its attempts), if it resolved and has them, in place of those
+    /// written beside it. The name's breaker takes the place of a written `breaker` only: the
+    /// written one is what shows that `E` can carry a [`CircuitOpen`](crate::CircuitOpen).
+    pub fn named(
+        self,
+        named: &'p Option<Arc<Named>>,
+    ) -> Loop<'p, T, E, C, S, D, H, WithExtras<'p, E, X>> {
+        let named = named.as_deref();
+        self.with(|o| {
+            o.with_extras(|x| {
+                if let Some(budget) = named.and_then(Named::get_budget) {
+                    x.budget = Some(budget);
+                }
+                if let (Some(guard), Some(breaker)) =
+                    (&mut x.breaker, named.and_then(Named::get_breaker))
+                {
+                    guard.breaker = breaker;
+                }
+            })
+        })
     }
 
     /// `gate = G`: every attempt, the first included, asks the [`AdmissionGate`] first; while

@@ -4,6 +4,7 @@
 
 pub mod callsites;
 pub mod databases;
+pub mod named;
 mod skip;
 
 pub use skip::{skip_or_fail, under_ci};

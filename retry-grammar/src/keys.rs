@@ -55,10 +55,12 @@ impl Key {
 /// What a key's value may be; each kind is read by its grammar in [`read`](crate::read).
 #[derive(Clone, Copy, Debug)]
 pub enum Kind {
-    /// A whole number from `min` to `u32::MAX`.
+    /// A whole number from `min` to `max`.
     Count {
         /// The least value.
         min: u32,
+        /// The greatest value: `u32::MAX` unless the runtime clamps below it.
+        max: u32,
         /// What it counts, after the key's name: "counts retries after the first call".
         counts: &'static str,
         /// The fix for a value below `min`.
@@ -91,6 +93,16 @@ pub enum Kind {
     Flag,
     /// A duration string (not zero), or a percentile of the observed latency: `"p95"`.
     Hedge,
+    /// A number from 0 to `max`, read from a configuration: a budget's `ratio`.
+    Fraction {
+        /// The greatest value.
+        max: f64,
+        /// What it is, after the key's name: "is the share of first attempts paid back as
+        /// retries".
+        is: &'static str,
+    },
+    /// A name, read from a configuration: a breaker's `name`.
+    Text,
 }
 
 /// A word a [`Kind::Words`] key accepts.
@@ -158,6 +170,7 @@ pub const MAX: Key = Key {
     example: "3",
     kind: Kind::Count {
         min: 0,
+        max: u32::MAX,
         counts: "counts retries after the first call",
         below_min: "",
     },
@@ -174,6 +187,7 @@ pub const ATTEMPTS: Key = Key {
     example: "4",
     kind: Kind::Count {
         min: 1,
+        max: u32::MAX,
         counts: "counts calls, the first one included",
         below_min: "`attempts = 1` makes a single call; to retry, write `attempts = 2` or more",
     },
@@ -360,6 +374,7 @@ pub const MAX_HEDGES: Key = Key {
     example: "2",
     kind: Kind::Count {
         min: 1,
+        max: u32::MAX,
         counts: "counts the copies started beside each attempt",
         below_min: "to not hedge, remove `hedge` and `max_hedges`",
     },

@@ -21,11 +21,13 @@ pub enum Setting {
     Jitter(Jitter),
     /// A [`Kind::Words`] value.
     Word(&'static Word),
+    /// A [`Kind::Fraction`].
+    Number(f64),
     /// A percentile of a [`Kind::Hedge`], above 0 and below 100 (a duration there is a
     /// [`Setting::Duration`]).
     Percentile(f64),
-    /// A [`Kind::Expr`], [`Kind::Policy`] or [`Kind::Path`]: the caller keeps the expression as
-    /// written.
+    /// A [`Kind::Expr`], [`Kind::Policy`], [`Kind::Path`] or [`Kind::Text`]: the caller keeps
+    /// the expression (the text) as written.
     Expr,
     /// A [`Kind::Flag`]: the key was written.
     Flag,
@@ -157,9 +159,10 @@ pub fn read(key: &'static Key, value: Option<&Value>, written: &str) -> Result<S
     match key.kind {
         Kind::Count {
             min,
+            max,
             counts,
             below_min,
-        } => read.count(min, counts, below_min).map(Setting::Count),
+        } => read.count(min, max, counts, below_min).map(Setting::Count),
         Kind::Duration { zero } => read.duration(zero).map(Setting::Duration),
         Kind::Factor => read.factor().map(Setting::Factor),
         Kind::Backoff => read.backoff().map(Setting::Backoff),
@@ -173,12 +176,15 @@ pub fn read(key: &'static Key, value: Option<&Value>, written: &str) -> Result<S
             key.name
         ))),
         Kind::Hedge => read.hedge(),
+        Kind::Fraction { max, is } => read.fraction(max, is).map(Setting::Number),
+        Kind::Text => read.text().map(|()| Setting::Expr),
     }
 }
 
 /// The "value" column of the documentation for a key of this kind.
 pub fn describe(kind: &Kind) -> String {
     match kind {
+        Kind::Count { min, max, .. } if *max < u32::MAX => format!("integer from {min} to {max}"),
         Kind::Count { min, .. } => format!("integer ≥ {min}"),
         Kind::Duration { zero: None } => "duration string".to_owned(),
         Kind::Duration { zero: Some(_) } => "duration string > 0".to_owned(),
@@ -194,6 +200,8 @@ pub fn describe(kind: &Kind) -> String {
             "duration string > 0, or a percentile of the observed latency: `\"p95\"`, `\"p99.9\"`"
                 .to_owned()
         }
+        Kind::Fraction { max, .. } => format!("number from 0 to {max}"),
+        Kind::Text => "a string".to_owned(),
     }
 }
 
@@ -218,13 +226,14 @@ impl Read<'_> {
         Err(Problem::value(message))
     }
 
-    fn count(&self, min: u32, counts: &str, below_min: &str) -> Result<u32, Problem> {
+    fn count(&self, min: u32, max: u32, counts: &str, below_min: &str) -> Result<u32, Problem> {
         let key = self.key.name;
-        let range = format!("expected a whole number from {min} to {}", u32::MAX);
+        let range = format!("expected a whole number from {min} to {max}");
         match self.value {
             Value::Int { digits, suffix } if suffix.is_empty() => {
-                let Ok(n) = digits.parse::<u32>() else {
-                    return self.problem(format!("`{key} = {digits}` is too large; {range}"));
+                let n = match digits.parse::<u32>() {
+                    Ok(n) if n <= max => n,
+                    _ => return self.problem(format!("`{key} = {digits}` is too large; {range}")),
                 };
                 if n < min {
                     return self.problem(format!(
@@ -242,6 +251,45 @@ impl Read<'_> {
             }
             _ => self.problem(format!(
                 "`{key}` {counts}; {range}, like `{}`",
+                self.key.with_example()
+            )),
+        }
+    }
+
+    /// A number from 0 to `max`: `ratio = 0.1`.
+    fn fraction(&self, max: f64, is: &str) -> Result<f64, Problem> {
+        let key = self.key.name;
+        let range = format!("expected a number from 0 to {max}");
+        let number = match self.value {
+            Value::Float { digits, suffix } | Value::Int { digits, suffix }
+                if suffix.is_empty() =>
+            {
+                digits.parse::<f64>().ok()
+            }
+            _ => None,
+        };
+        match number {
+            Some(n) if n.is_finite() && n <= max => Ok(n),
+            Some(_) => self.problem(format!("`{key} = {}` is too large; {range}", self.written)),
+            None if *self.value == Value::Negative => {
+                self.problem(format!("`{key}` cannot be negative; {range}"))
+            }
+            None => self.problem(format!(
+                "`{key}` {is}; {range}, like `{}`",
+                self.key.with_example()
+            )),
+        }
+    }
+
+    /// A name: `name = "contract"`.
+    fn text(&self) -> Result<(), Problem> {
+        match self.value {
+            Value::Str(text) | Value::Word(text) | Value::Path(text) if !text.trim().is_empty() => {
+                Ok(())
+            }
+            _ => self.problem(format!(
+                "`{}` takes a name, like `{}`",
+                self.key.name,
                 self.key.with_example()
             )),
         }

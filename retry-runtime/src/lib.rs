@@ -310,6 +310,8 @@ mod macros;
 mod bounds;
 mod breaker;
 mod budget;
+#[cfg(feature = "serde")]
+pub mod config;
 mod context;
 #[cfg(test)]
 mod doc_tables;

@@ -113,7 +113,10 @@ impl AwsRetry {
             (None, None) => (RetryMode::Standard, Source::Default),
         };
         let (max_attempts, max_attempts_from) = match (env_attempts, from_profile("max_attempts")) {
-            (Some(value), _) => (Some(attempts(&value, AWS_MAX_ATTEMPTS)?), Source::Environment),
+            (Some(value), _) => (
+                Some(attempts(&value, AWS_MAX_ATTEMPTS)?),
+                Source::Environment,
+            ),
             (None, Some((value, file, name))) => {
                 let key = format!("{} [{name}] max_attempts", file.display());
                 (Some(attempts(&value, &key)?), profile_source(file, name))
@@ -163,7 +166,8 @@ impl AwsRetry {
     /// The adaptive mode's client-side rate limiter (botocore's CUBIC limiter,
     /// [`AdmissionGate::rate_limit`]), for `gate = ...`; `None` in the other modes.
     pub fn gate(&self) -> Option<AdmissionGate> {
-        (self.mode == RetryMode::Adaptive).then(|| AdmissionGate::rate_limit(ClientRateLimit::new()))
+        (self.mode == RetryMode::Adaptive)
+            .then(|| AdmissionGate::rate_limit(ClientRateLimit::new()))
     }
 }
 
@@ -288,7 +292,10 @@ s3 =
         let pairs = |name| profile(text, name);
         assert_eq!(
             pairs("default"),
-            [("retry_mode".into(), "standard".into()), ("max_attempts".into(), "2".into())]
+            [
+                ("retry_mode".into(), "standard".into()),
+                ("max_attempts".into(), "2".into())
+            ]
         );
         assert_eq!(
             pairs("fast"),

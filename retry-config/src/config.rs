@@ -3,6 +3,7 @@
 //! (feature `serde` of retry-runtime: the grammar of the attribute, not a second parser).
 
 use crate::ConfigError;
+use retry_runtime::config::Timeout;
 use retry_runtime::{CircuitBreaker, Hedge, Policy, RetryBudget};
 use serde::de::{self, Deserialize, Deserializer};
 use serde::ser::{Serialize, Serializer};
@@ -64,7 +65,7 @@ pub struct Entry {
     pub(crate) budget: Option<Arc<RetryBudget>>,
     pub(crate) breaker: Option<Arc<CircuitBreaker>>,
     pub(crate) timeout: Option<Duration>,
-    pub(crate) hedge: Option<Hedge>,
+    pub(crate) hedge: Option<Arc<Hedge>>,
 }
 
 impl Entry {
@@ -90,7 +91,7 @@ impl Entry {
 
     /// The hedge, if the name has one: for the doors that hedge on the engine
     /// (`engine::Settings::hedge`).
-    pub fn hedge(&self) -> Option<&Hedge> {
+    pub fn hedge(&self) -> Option<&Arc<Hedge>> {
         self.hedge.as_ref()
     }
 
@@ -99,15 +100,15 @@ impl Entry {
     pub(crate) fn same_as(&self, other: &Entry) -> bool {
         self.policy == other.policy
             && self.timeout == other.timeout
-            && same_settings(&self.hedge, &other.hedge)
-            && same_settings(&self.budget, &other.budget)
-            && same_settings(&self.breaker, &other.breaker)
+            && same_settings(self.hedge.as_deref(), other.hedge.as_deref())
+            && same_settings(self.budget.as_deref(), other.budget.as_deref())
+            && same_settings(self.breaker.as_deref(), other.breaker.as_deref())
     }
 }
 
 /// Whether two stateful objects (or their absence) have the same settings: what each would show
 /// if serialized, which is its settings and never its state.
-pub(crate) fn same_settings<T: Serialize>(a: &Option<T>, b: &Option<T>) -> bool {
+pub(crate) fn same_settings<T: Serialize>(a: Option<&T>, b: Option<&T>) -> bool {
     match (a, b) {
         (None, None) => true,
         (Some(a), Some(b)) => serde_json::to_value(a).ok() == serde_json::to_value(b).ok(),
@@ -137,8 +138,7 @@ impl Config {
 
     /// The `"retry"` object of a whole JSON document (other fields are the application's).
     pub fn from_json(text: &str) -> Result<Self, ConfigError> {
-        let mut file: Map<String, Value> =
-            serde_json::from_str(text).map_err(ConfigError::new)?;
+        let mut file: Map<String, Value> = serde_json::from_str(text).map_err(ConfigError::new)?;
         match file.remove(TABLE) {
             None => Ok(Config::new()),
             Some(table) => Config::from_value(table),
@@ -217,9 +217,8 @@ fn entry(key: &str, name: &'static str, settings: Value) -> Result<Entry, Config
             ),
         ));
     };
-    let sub = |table: &mut Map<String, Value>, name: &str| {
-        (table.remove(name), format!("{key}.{name}"))
-    };
+    let sub =
+        |table: &mut Map<String, Value>, name: &str| (table.remove(name), format!("{key}.{name}"));
     let (budget, at) = sub(&mut table, "budget");
     let budget = read::<RetryBudget>(budget, &at)?.map(|budget| match budget.get_name() {
         "unnamed" => Arc::new(budget.name(name)),
@@ -231,9 +230,9 @@ fn entry(key: &str, name: &'static str, settings: Value) -> Result<Entry, Config
         _ => Arc::new(breaker),
     });
     let (hedge, at) = sub(&mut table, "hedge");
-    let hedge = read::<Hedge>(hedge, &at)?;
+    let hedge = read::<Hedge>(hedge, &at)?.map(Arc::new);
     let (timeout, at) = sub(&mut table, "timeout");
-    let timeout = timeout.map(|value| duration(value, &at)).transpose()?;
+    let timeout = read::<Timeout>(timeout, &at)?.map(|Timeout(limit)| limit);
     let policy = Policy::deserialize(Value::Object(table)).map_err(|e| ConfigError::at(key, e))?;
     Ok(Entry {
         policy,
@@ -245,42 +244,13 @@ fn entry(key: &str, name: &'static str, settings: Value) -> Result<Entry, Config
 }
 
 /// A sub-table, through the runtime's `Deserialize`.
-fn read<T: for<'de> Deserialize<'de>>(value: Option<Value>, key: &str) -> Result<Option<T>, ConfigError> {
+fn read<T: for<'de> Deserialize<'de>>(
+    value: Option<Value>,
+    key: &str,
+) -> Result<Option<T>, ConfigError> {
     value
         .map(|value| T::deserialize(value).map_err(|e| ConfigError::at(key, e)))
         .transpose()
-}
-
-/// A duration, read by the grammar (`"2s"`, `"250ms"`), as the attribute's `timeout = "2s"`.
-fn duration(value: Value, key: &str) -> Result<Duration, ConfigError> {
-    let text = match &value {
-        Value::String(text) => text,
-        other => {
-            return Err(ConfigError::at(
-                key,
-                format!("{}, found {}", retry_grammar::duration::ACCEPTED, kind(other)),
-            ));
-        }
-    };
-    match retry_grammar::duration::parse(text) {
-        Ok(0) => Err(ConfigError::at(
-            key,
-            format!("a timeout of zero would cut every attempt off at once; found {text:?}"),
-        )),
-        Ok(nanos) => Ok(Duration::from_nanos(nanos)),
-        Err(rule) => Err(ConfigError::at(key, format!("{rule}; found {text:?}"))),
-    }
-}
-
-/// A duration as the grammar writes it: the largest unit that divides it.
-fn print(duration: Duration) -> String {
-    let nanos = duration.as_nanos();
-    for (unit, size) in [("h", 3_600_000_000_000u128), ("m", 60_000_000_000), ("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
-        if nanos % size == 0 {
-            return format!("{}{unit}", nanos / size);
-        }
-    }
-    format!("{nanos}ns")
 }
 
 impl<'de> Deserialize<'de> for Config {
@@ -317,10 +287,10 @@ impl Entry {
             table.insert("breaker".into(), serde_json::to_value(&**breaker)?);
         }
         if let Some(hedge) = &self.hedge {
-            table.insert("hedge".into(), serde_json::to_value(hedge)?);
+            table.insert("hedge".into(), serde_json::to_value(&**hedge)?);
         }
         if let Some(timeout) = self.timeout {
-            table.insert("timeout".into(), Value::String(print(timeout)));
+            table.insert("timeout".into(), serde_json::to_value(Timeout(timeout))?);
         }
         Ok(Value::Object(table))
     }
@@ -333,19 +303,5 @@ impl fmt::Display for Config {
             Ok(text) => f.write_str(&text),
             Err(_) => Err(fmt::Error),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_print_in_the_largest_unit() {
-        assert_eq!(print(Duration::from_secs(2)), "2s");
-        assert_eq!(print(Duration::from_millis(250)), "250ms");
-        assert_eq!(print(Duration::from_secs(90)), "90s");
-        assert_eq!(print(Duration::from_secs(120)), "2m");
-        assert_eq!(print(Duration::from_nanos(7)), "7ns");
     }
 }

@@ -1,10 +1,10 @@
 //! The registry: one `Arc<Named>` per name, replaced whole by a reload, looked up per call.
 
-use crate::config::{Config, Entry, same_settings};
 use crate::ConfigError;
+use crate::config::{Config, Entry, same_settings};
+use retry_runtime::Hedge;
 use retry_runtime::engine::{self, Counters, Event};
 use retry_runtime::named::{self, Named, Resolve};
-use retry_runtime::Hedge;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -175,13 +175,20 @@ impl Registry {
     /// The policy named `name`, as calls that start now get it.
     pub fn get(&self, name: &str) -> Option<Arc<Named>> {
         let table = self.current();
-        table.entries.get(name).map(|running| Arc::clone(&running.named))
+        table
+            .entries
+            .get(name)
+            .map(|running| Arc::clone(&running.named))
     }
 
     /// The hedge of `name`, if it has one: for a door that hedges on the engine
     /// (`engine::Settings::hedge`); `Named` carries the policy, budget, breaker and timeout.
-    pub fn hedge(&self, name: &str) -> Option<Hedge> {
-        self.current().entries.get(name).and_then(|running| running.entry.hedge)
+    pub fn hedge(&self, name: &str) -> Option<Arc<Hedge>> {
+        let table = self.current();
+        table
+            .entries
+            .get(name)
+            .and_then(|running| running.entry.hedge.clone())
     }
 
     /// How many reloads were accepted (the first configuration is generation 1): each accepted
@@ -226,10 +233,10 @@ impl Registry {
                 },
                 Some(running) => {
                     // The budget and the breaker keep their state unless their settings changed.
-                    if same_settings(&running.entry.budget, &entry.budget) {
+                    if same_settings(running.entry.budget.as_deref(), entry.budget.as_deref()) {
                         entry.budget.clone_from(&running.entry.budget);
                     }
-                    if same_settings(&running.entry.breaker, &entry.breaker) {
+                    if same_settings(running.entry.breaker.as_deref(), entry.breaker.as_deref()) {
                         entry.breaker.clone_from(&running.entry.breaker);
                     }
                     reloaded.changed.push(name);
@@ -273,7 +280,10 @@ impl Registry {
     ///
     /// A format of your own (YAML, the environment) reads a [`Config`] through serde; make its
     /// error a [`ConfigError`] with [`ConfigError::new`].
-    pub fn reload_with(&self, config: Result<Config, ConfigError>) -> Result<Reloaded, ConfigError> {
+    pub fn reload_with(
+        &self,
+        config: Result<Config, ConfigError>,
+    ) -> Result<Reloaded, ConfigError> {
         match config {
             Ok(config) => Ok(self.reload(config)),
             Err(error) => {
@@ -308,6 +318,9 @@ impl Registry {
 impl Resolve for Registry {
     fn resolve(&self, name: &str) -> Option<Arc<Named>> {
         let table = self.table.read().unwrap_or_else(PoisonError::into_inner);
-        table.entries.get(name).map(|running| Arc::clone(&running.named))
+        table
+            .entries
+            .get(name)
+            .map(|running| Arc::clone(&running.named))
     }
 }

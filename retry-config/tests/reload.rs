@@ -380,3 +380,289 @@ async fn a_reload_while_1000_calls_run_through_three_doors_never_mixes_old_and_n
     assert_eq!(door_events(NAME, "policy_added"), 1);
     assert_eq!(door_events("reload-test", "reload_rejected"), 1);
 }
+
+// ---- what a reload keeps, and what it replaces ----
+
+/// An in-process service for the tower layer that counts its attempts and is always busy.
+fn busy_service(
+    attempts: &Arc<AtomicUsize>,
+) -> impl Service<
+    http::Request<retry_http::ReplayBody<Empty<Bytes>>>,
+    Response = http::Response<String>,
+    Error = std::convert::Infallible,
+    Future = impl Send,
+> + Clone
++ Send
++ 'static {
+    let attempts = Arc::clone(attempts);
+    tower::service_fn(
+        move |_: http::Request<retry_http::ReplayBody<Empty<Bytes>>>| {
+            attempts.fetch_add(1, Ordering::SeqCst);
+            async move {
+                let response = http::Response::builder()
+                    .status(StatusCode::SERVICE_UNAVAILABLE)
+                    .body(String::new())
+                    .unwrap();
+                Ok(response)
+            }
+        },
+    )
+}
+
+fn ledger(timings: &str, breaker: &str) -> String {
+    format!("[retry.ledger]\njitter = \"none\"\n{timings}\nbreaker = {{ {breaker} }}\n")
+}
+
+#[tokio::test]
+async fn a_breaker_keeps_its_state_when_its_settings_are_kept_and_starts_closed_when_they_change() {
+    let registry = Arc::new(Registry::new(
+        Config::from_toml(&ledger(
+            "max = 0",
+            "consecutive_failures = 2, open_for = \"1h\"",
+        ))
+        .unwrap(),
+    ));
+    let opened = registry.get("ledger").unwrap();
+    // Two failed calls through the `Retrier` open the name's breaker.
+    for _ in 0..2 {
+        let outcome = retrier_with_breaker::<(), Busy>(&opened)
+            .on(|error: &Busy| matches!(error, Busy::Busy))
+            .run(|| Err(Busy::Busy));
+        assert!(matches!(outcome, Err(Busy::Busy)));
+    }
+
+    // The tower layer, choosing the name per request.
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let chooser = Arc::clone(&registry);
+    let layer = RetryLayer::new(
+        HttpRetry::new(Policy::new().max(0)).route(move |_: &Route<'_>| chooser.get("ledger")),
+    );
+    let service = tower::ServiceBuilder::new()
+        .layer(layer)
+        .service(busy_service(&attempts));
+    let call = |service: &_| {
+        let service: tower::util::BoxCloneService<_, _, _> =
+            tower::util::BoxCloneService::new(Clone::clone(service));
+        let request = http::Request::get("http://ledger.internal/entries")
+            .body(Empty::<Bytes>::new())
+            .unwrap();
+        testing::record_async(service.oneshot(request))
+    };
+
+    // The timings change, the breaker's settings do not: the same breaker, still open, so the
+    // HTTP door's request is refused without reaching the service.
+    let reloaded = registry
+        .reload_toml(&ledger(
+            "max = 1",
+            "consecutive_failures = 2, open_for = \"1h\"",
+        ))
+        .unwrap();
+    assert_eq!(reloaded.changed(), ["ledger"]);
+    let kept = registry.get("ledger").unwrap();
+    assert!(std::ptr::eq(
+        kept.get_breaker().unwrap(),
+        opened.get_breaker().unwrap()
+    ));
+    let (refused, pauses) = call(&service).await;
+    let refused = refused.unwrap_err();
+    assert!(refused.downcast_ref::<CircuitOpen>().is_some(), "{refused}");
+    assert_eq!((attempts.load(Ordering::SeqCst), pauses.len()), (0, 0));
+
+    // The breaker's settings change: a fresh breaker, closed, with the new threshold; the
+    // request is sent, and retried under the new timings (`max = 1`).
+    let reloaded = registry
+        .reload_toml(&ledger(
+            "max = 1",
+            "consecutive_failures = 3, open_for = \"1h\"",
+        ))
+        .unwrap();
+    assert_eq!(reloaded.changed(), ["ledger"]);
+    let fresh = registry.get("ledger").unwrap();
+    assert!(!std::ptr::eq(
+        fresh.get_breaker().unwrap(),
+        opened.get_breaker().unwrap()
+    ));
+    let (answered, pauses) = call(&service).await;
+    assert_eq!(answered.unwrap().status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        (attempts.load(Ordering::SeqCst), pauses),
+        (2, vec![Duration::from_secs(1)])
+    );
+    // The old breaker is still open for the calls that hold it; no new call sees it.
+    let outcome = retrier_with_breaker::<(), Busy>(&opened)
+        .on(|error: &Busy| matches!(error, Busy::Busy))
+        .run(|| Err(Busy::Busy));
+    assert!(matches!(outcome, Err(Busy::Open)));
+
+    // The same file again: nothing changes, the same `Named` runs on, and nothing is reported.
+    let reloaded = registry
+        .reload_toml(&ledger(
+            "max = 1",
+            "consecutive_failures = 3, open_for = \"1h\"",
+        ))
+        .unwrap();
+    assert_eq!(reloaded, reloaded.clone());
+    assert!(reloaded.changed().is_empty() && reloaded.added().is_empty());
+    assert!(Arc::ptr_eq(&registry.get("ledger").unwrap(), &fresh));
+
+    // Removed: the name is gone for the next lookup; the door runs its own options.
+    let reloaded = registry.reload_toml("[retry.other]\nmax = 1").unwrap();
+    assert_eq!(
+        (reloaded.added(), reloaded.removed()),
+        (&["other"][..], &["ledger"][..])
+    );
+    assert!(registry.get("ledger").is_none());
+    let counters = registry.counters();
+    assert_eq!(
+        (
+            counters.policies_added(),
+            counters.policies_changed(),
+            counters.policies_removed()
+        ),
+        (2, 2, 1)
+    );
+    assert_eq!(registry.generation(), 5);
+}
+
+#[test]
+fn what_runs_is_shown_in_the_keys_it_is_read_from_and_reads_back_the_same() {
+    let registry = Registry::new(
+        Config::from_toml(
+            r#"
+[retry.shown-service]
+attempts = 4
+base = "250ms"
+max_delay = "90s"
+jitter = "full"
+timeout = "2s"
+budget = { ratio = 0.2, min_per_second = 5 }
+breaker = { consecutive_failures = 5, open_for = "30s" }
+"#,
+        )
+        .unwrap(),
+    );
+    let shown = serde_json::to_value(registry.config()).unwrap();
+    let entry = &shown["shown-service"];
+    assert_eq!(
+        (entry["base"].as_str(), entry["timeout"].as_str()),
+        (Some("250ms"), Some("2s"))
+    );
+    // The breaker and the budget are named after the policy, for their metrics.
+    assert_eq!(entry["breaker"]["name"], "shown-service", "{shown}");
+    // Read back, it is the same configuration: a reload of it changes nothing.
+    let again = Config::from_json(&serde_json::json!({ "retry": shown }).to_string()).unwrap();
+    let before = registry.get("shown-service").unwrap();
+    let reloaded = registry.reload(again);
+    assert!(reloaded.changed().is_empty(), "{shown}");
+    assert!(Arc::ptr_eq(
+        &registry.get("shown-service").unwrap(),
+        &before
+    ));
+}
+
+/// Every malformed file is refused with the key, the rule and the value, and none panics.
+#[test]
+fn a_malformed_file_is_refused_with_the_key_the_rule_and_the_value() {
+    let cases: &[(&str, Option<&str>, &[&str])] = &[
+        (
+            "[retry.\"contract service\"]\nmax = 3",
+            Some("retry.contract service"),
+            &["letters", "\"contract service\""],
+        ),
+        (
+            "[retry.x]\nbase = \"fast\"",
+            Some("retry.x"),
+            &["`base = \"fast\"`", "expected a duration"],
+        ),
+        (
+            "[retry.x]\nmax = 3\nattempts = 4",
+            Some("retry.x"),
+            &["not both", "`max = 3` is `attempts = 4`"],
+        ),
+        (
+            "[retry.x]\nmax = -1",
+            Some("retry.x"),
+            &["`max = -1`", "cannot be negative"],
+        ),
+        (
+            "[retry.x]\nmaxx = 3",
+            Some("retry.x"),
+            &["unknown key `maxx`", "did you mean `max`?"],
+        ),
+        (
+            "[retry.x]\non = \"is_transient\"",
+            Some("retry.x"),
+            &["`on` is written in code"],
+        ),
+        (
+            "[retry.x]\nbase = \"1000000000000d\"",
+            Some("retry.x"),
+            &["unknown unit `d`"],
+        ),
+        (
+            "[retry.x]\ntimeout = \"0s\"",
+            Some("retry.x.timeout"),
+            &["`timeout = \"0s\"`", "longer than zero"],
+        ),
+        (
+            "[retry.x]\ntimeout = 5",
+            Some("retry.x.timeout"),
+            &["needs a unit"],
+        ),
+        (
+            "[retry.x]\nbreaker = { failure_rate = 1.5 }",
+            Some("retry.x.breaker"),
+            &["`failure_rate = 1.5` is too large"],
+        ),
+        (
+            "[retry.x]\nbreaker = { opn_for = \"1s\" }",
+            Some("retry.x.breaker"),
+            &["did you mean `open_for`?"],
+        ),
+        (
+            "[retry.x]\nbudget = { ratio = -1 }",
+            Some("retry.x.budget"),
+            &["`ratio` cannot be negative"],
+        ),
+        (
+            "[retry.x]\nbudget = 5",
+            Some("retry.x.budget"),
+            &["integer `5`"],
+        ),
+        (
+            "[retry.x]\nhedge = { delay = \"x\" }",
+            Some("retry.x.hedge"),
+            &["unknown key `delay`"],
+        ),
+        (
+            "retry = 3",
+            Some("retry"),
+            &["expected a table of named policies", "found a number"],
+        ),
+        (
+            "[retry]\nx = 3",
+            Some("retry.x"),
+            &["expected a table of the policy's keys", "found a number"],
+        ),
+        ("[retry.x\nmax = 3", None, &["line 1", "expected `]`"]),
+    ];
+    let registry =
+        Registry::new(Config::from_toml("[retry.x]\nmax = 1").unwrap()).name("malformed");
+    let running = registry.get("x").unwrap();
+    for (text, key, fragments) in cases {
+        let error = registry.reload_toml(text).unwrap_err();
+        assert_eq!(error.key(), *key, "{text:?}: {error}");
+        for fragment in *fragments {
+            assert!(error.to_string().contains(fragment), "{text:?}: {error}");
+        }
+        assert!(
+            Arc::ptr_eq(&registry.get("x").unwrap(), &running),
+            "{text:?} changed the registry"
+        );
+    }
+    assert_eq!(registry.counters().reloads_rejected(), cases.len() as u64);
+    assert_eq!(registry.generation(), 1);
+    // JSON, through the same path.
+    let error = Config::from_json(r#"{"retry": {"x": {"max": "three"}}}"#).unwrap_err();
+    assert_eq!(error.key(), Some("retry.x"), "{error}");
+}

@@ -2,10 +2,16 @@
 //! `max_attempts`, read as the AWS SDKs read them: a table over a map of variables (and real
 //! files), and one test of the real environment in a child process.
 
+// Helpers outside `#[test]` functions unwrap too: a test that fails should panic.
+#![allow(clippy::unwrap_used)]
+
 use retry_config::aws::{AwsRetry, RetryMode, Source};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
+
+/// Environment variables, as pairs.
+type Vars<'a> = Vec<(&'a str, &'a str)>;
 
 /// A shared config file of this test's own.
 fn file(name: &str, text: &str) -> PathBuf {
@@ -52,7 +58,7 @@ fn the_environment_then_the_profile_then_the_defaults() {
     use RetryMode::*;
     use Source::{Default, Environment};
     // (variables, mode, where from, attempts, where from)
-    let cases: Vec<(Vec<(&str, &str)>, RetryMode, Source, u32, Source)> = vec![
+    let cases: Vec<(Vars<'_>, RetryMode, Source, u32, Source)> = vec![
         // Nothing set, no file: the standard mode, 3 attempts.
         (
             vec![("AWS_CONFIG_FILE", missing)],
@@ -180,7 +186,7 @@ fn the_file_under_home_when_no_file_is_named() {
 fn invalid_values_are_errors_that_name_the_variable_and_the_value() {
     let config = file("broken", PROFILES);
     let config = config.to_str().unwrap();
-    let cases: Vec<(Vec<(&str, &str)>, String, &str)> = vec![
+    let cases: Vec<(Vars<'_>, String, &str)> = vec![
         (
             vec![("AWS_RETRY_MODE", "fast")],
             "AWS_RETRY_MODE".into(),

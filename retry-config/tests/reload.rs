@@ -10,6 +10,9 @@
 //! its end; a file that fails validation changes nothing (the same `Named`, the same pauses)
 //! and is reported; each change is counted in the registry's counters and in the metrics.
 
+// Helpers outside `#[test]` functions unwrap too: a test that fails should panic.
+#![allow(clippy::unwrap_used)]
+
 use axum::Router;
 use axum::extract::{Path, State as Axum};
 use axum::http::StatusCode;

@@ -344,7 +344,10 @@ impl fmt::Debug for Event<'_> {
             Event::PolicyRemoved => return f.write_str("PolicyRemoved"),
             Event::ReloadRejected { error } => {
                 let error = format_args!("{error}");
-                return f.debug_struct("ReloadRejected").field("error", &error).finish();
+                return f
+                    .debug_struct("ReloadRejected")
+                    .field("error", &error)
+                    .finish();
             }
             Event::SentOnce { reason } => {
                 let reason = format_args!("{reason}");

@@ -451,6 +451,20 @@ mod tests {
     }
 
     #[test]
+    fn every_example_of_a_section_reads() {
+        for section in [&POLICY, &BUDGET, &BREAKER, &HEDGING] {
+            for key in section.keys {
+                let example = Value::from_text(key.example);
+                assert!(
+                    crate::read::read(key, Some(&example), key.example).is_ok(),
+                    "the example of `{}` is rejected",
+                    key.name
+                );
+            }
+        }
+    }
+
+    #[test]
     fn numbers_in_strings_are_numbers() {
         let read = read(
             &POLICY,

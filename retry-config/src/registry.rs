@@ -147,7 +147,8 @@ impl Reloaded {
 }
 
 impl Registry {
-    /// A registry with `config`'s names, under the name `"registry"` in events.
+    /// A registry with `config`'s names (generation 1; each name reported as added), under the
+    /// name `"registry"` in events.
     pub fn new(config: Config) -> Self {
         let registry = Registry {
             name: "registry",

@@ -669,3 +669,63 @@ fn a_malformed_file_is_refused_with_the_key_the_rule_and_the_value() {
     let error = Config::from_json(r#"{"retry": {"x": {"max": "three"}}}"#).unwrap_err();
     assert_eq!(error.key(), Some("retry.x"), "{error}");
 }
+
+/// `HttpRetry::route` chooses a policy per host (and route) from the registry, per request; a
+/// request it chooses none for runs under the options' own policy.
+#[tokio::test]
+async fn the_http_doors_choose_a_named_policy_per_host_and_route() {
+    let registry = Arc::new(Registry::new(
+        Config::from_toml(
+            r#"
+[retry.fast]
+max = 1
+base = "5ms"
+jitter = "none"
+
+[retry.slow]
+max = 2
+base = "1s"
+jitter = "none"
+"#,
+        )
+        .unwrap(),
+    ));
+    let chooser = Arc::clone(&registry);
+    let route = move |route: &Route<'_>| match (route.host, route.path) {
+        (Some("fast.internal"), _) => chooser.get("fast"),
+        (Some("slow.internal"), path) if path.starts_with("/v1/") => chooser.get("slow"),
+        _ => None,
+    };
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let service = tower::ServiceBuilder::new()
+        .layer(RetryLayer::new(
+            HttpRetry::new(Policy::new().max(0)).route(route),
+        ))
+        .service(busy_service(&attempts));
+    let cases = [
+        ("http://fast.internal/any", vec![5 * MS]),
+        (
+            "http://slow.internal/v1/entries",
+            vec![Duration::from_secs(1), Duration::from_secs(2)],
+        ),
+        // Another route of the same host, and another host: the options' own `max = 0`.
+        ("http://slow.internal/v2/entries", vec![]),
+        ("http://other.internal/v1/entries", vec![]),
+    ];
+    for (url, expected) in cases {
+        attempts.store(0, Ordering::SeqCst);
+        let request = http::Request::get(url).body(Empty::<Bytes>::new()).unwrap();
+        let (response, pauses) = testing::record_async(service.clone().oneshot(request)).await;
+        assert_eq!(response.unwrap().status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(pauses, expected, "{url}");
+        assert_eq!(attempts.load(Ordering::SeqCst), expected.len() + 1, "{url}");
+    }
+    // A request without a host in its URI is routed by its `Host` header, port dropped.
+    attempts.store(0, Ordering::SeqCst);
+    let request = http::Request::get("/any")
+        .header(http::header::HOST, "fast.internal:8080")
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let (_, pauses) = testing::record_async(service.clone().oneshot(request)).await;
+    assert_eq!(pauses, [5 * MS]);
+}

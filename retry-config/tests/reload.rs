@@ -540,10 +540,14 @@ jitter = "full"
 timeout = "2s"
 budget = { ratio = 0.2, min_per_second = 5 }
 breaker = { consecutive_failures = 5, open_for = "30s" }
+hedge = { hedge = "p95", max_hedges = 2 }
 "#,
         )
         .unwrap(),
     );
+    // The hedge, for a door that hedges on the engine.
+    let hedge = registry.hedge("shown-service").expect("a hedge");
+    assert_eq!(serde_json::to_value(&*hedge).unwrap()["max_hedges"], 2);
     let shown = serde_json::to_value(registry.config()).unwrap();
     let entry = &shown["shown-service"];
     assert_eq!(

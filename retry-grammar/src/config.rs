@@ -1,7 +1,8 @@
 //! Settings read from a configuration (TOML, YAML, JSON, environment variables) rather than
 //! written in code: the same keys, units and rules as the attribute, read by the same grammar.
 //!
-//! The runtime's `serde` feature hands each `key = value` of a map to [`read`] as a [`Scalar`];
+//! With the feature `serde` (the runtime's and `retry-overload`'s turn it on), `deserialize`
+//! hands each `key = value` of a map to [`read`] as a [`Scalar`];
 //! a [`Section`] says which keys the map may hold. A policy's section holds the timing keys of
 //! [`KEYS`](crate::KEYS); the budget's, the breaker's and the hedge's hold settings of their own,
 //! defined here. A key of the attribute that is code (`on`, `notify`, `fallback`, ...) is refused
@@ -10,11 +11,14 @@
 use crate::Value;
 use crate::keys::{
     ATTEMPTS, BACKOFF, BASE, DEADLINE, FACTOR, HEDGE, JITTER, Key, Kind, MAX, MAX_DELAY,
-    MAX_HEDGES, Pass, THROTTLE_BASE,
+    MAX_HEDGES, Pass, THROTTLE_BASE, Word,
 };
 use crate::read::Setting;
 use crate::settings::{Context, Problem, Scope, Settings, Timings};
 use std::fmt;
+
+#[cfg(feature = "serde")]
+pub use crate::serde_glue::{Written, deserialize, deserialize_gate, deserialize_one, serialize};
 
 /// The keys one map of a configuration may hold, and what it configures.
 #[derive(Debug, PartialEq, Eq)]
@@ -103,14 +107,26 @@ const fn count(counts: &'static str) -> Kind {
     }
 }
 
+/// A number from `min` (or above it) to `max`.
+const fn number(min: f64, above_min: bool, max: f64, is: &'static str) -> Kind {
+    Kind::Fraction {
+        min,
+        above_min,
+        max,
+        is,
+    }
+}
+
 /// `ratio = 0.1`.
 pub const RATIO: Key = setting(
     "ratio",
     "0.1",
-    Kind::Fraction {
-        max: 1000.0,
-        is: "is the fraction of a token each first attempt deposits",
-    },
+    number(
+        0.0,
+        false,
+        1000.0,
+        "is the fraction of a token each first attempt deposits",
+    ),
     "the fraction of a token each first attempt deposits: `0.1` pays for one retry per ten calls",
     "0.1",
 );
@@ -142,10 +158,12 @@ pub const CONSECUTIVE_FAILURES: Key = setting(
 pub const FAILURE_RATE: Key = setting(
     "failure_rate",
     "0.5",
-    Kind::Fraction {
-        max: 1.0,
-        is: "is the share of failed calls in the window that opens the circuit",
-    },
+    number(
+        0.0,
+        false,
+        1.0,
+        "is the share of failed calls in the window that opens the circuit",
+    ),
     "also opens the circuit when this share of the window's calls failed",
     "none",
 );
@@ -209,6 +227,346 @@ pub const PERIOD: Key = setting(
     "for a percentile: how long each of the two windows of observed latency lasts",
     "`\"10s\"`",
 );
+
+/// An admission gate's settings: its `mode`, its `name`, and the mode's own settings.
+pub static GATE_MODES: &[(&str, &Section)] = &[
+    ("adaptive_throttling", &GATE_THROTTLING),
+    ("rate_limit", &GATE_RATE_LIMIT),
+    ("aimd", &GATE_AIMD),
+    ("gradient2", &GATE_GRADIENT2),
+];
+
+/// An admission gate in `mode = "adaptive_throttling"`.
+pub static GATE_THROTTLING: Section = Section {
+    what: "admission gate",
+    keys: &[
+        GATE_MODE,
+        GATE_NAME,
+        K,
+        THROTTLING_WINDOW,
+        BINS,
+        REQUESTS_PADDING,
+    ],
+    required: &[GATE_MODE],
+};
+
+/// An admission gate in `mode = "rate_limit"`.
+pub static GATE_RATE_LIMIT: Section = Section {
+    what: "admission gate",
+    keys: &[
+        GATE_MODE,
+        GATE_NAME,
+        FAIL_FAST,
+        BETA,
+        SCALE_CONSTANT,
+        RATE_SMOOTHING,
+        MIN_FILL_RATE,
+    ],
+    required: &[GATE_MODE],
+};
+
+/// An admission gate in `mode = "aimd"`.
+pub static GATE_AIMD: Section = Section {
+    what: "admission gate",
+    keys: &[
+        GATE_MODE,
+        GATE_NAME,
+        INITIAL_LIMIT,
+        MIN_LIMIT,
+        MAX_LIMIT,
+        BACKOFF_RATIO,
+        AIMD_TIMEOUT,
+    ],
+    required: &[GATE_MODE],
+};
+
+/// An admission gate in `mode = "gradient2"`.
+pub static GATE_GRADIENT2: Section = Section {
+    what: "admission gate",
+    keys: &[
+        GATE_MODE,
+        GATE_NAME,
+        INITIAL_LIMIT,
+        MIN_LIMIT,
+        MAX_LIMIT,
+        GRADIENT_SMOOTHING,
+        QUEUE_SIZE,
+        LONG_WINDOW,
+        RTT_TOLERANCE,
+    ],
+    required: &[GATE_MODE],
+};
+
+/// `mode = "aimd"`: how the gate sheds load.
+pub const GATE_MODE: Key = setting(
+    "mode",
+    "\"adaptive_throttling\"",
+    Kind::Words(&[
+        Word {
+            word: "adaptive_throttling",
+            doc: "client-side adaptive throttling, the SRE book's",
+            value: "",
+        },
+        Word {
+            word: "rate_limit",
+            doc: "the AWS SDKs' adaptive client rate limit, CUBIC",
+            value: "",
+        },
+        Word {
+            word: "aimd",
+            doc: "an AIMD concurrency limit",
+            value: "",
+        },
+        Word {
+            word: "gradient2",
+            doc: "a Gradient2 concurrency limit",
+            value: "",
+        },
+    ]),
+    "how the gate sheds load",
+    "—",
+);
+/// `name = "inventory"`: the gate's metrics label and its `Rejected` errors' name.
+pub const GATE_NAME: Key = setting(
+    "name",
+    "\"inventory\"",
+    Kind::Text,
+    "the gate's name in its metrics and its `Rejected` errors",
+    "`unnamed`",
+);
+/// `k = 2`.
+pub const K: Key = setting(
+    "k",
+    "2",
+    number(
+        1.0,
+        false,
+        1000.0,
+        "is the multiplier of accepts before the client sheds",
+    ),
+    "the client sends about K times what the service accepts before it sheds",
+    "2",
+);
+/// `window = "2m"`, of adaptive throttling.
+pub const THROTTLING_WINDOW: Key = setting(
+    "window",
+    "\"2m\"",
+    Kind::Duration {
+        zero: Some("would remember no answer"),
+    },
+    "how much recent history counts",
+    "`\"2m\"`",
+);
+/// `bins = 16`.
+pub const BINS: Key = setting(
+    "bins",
+    "16",
+    Kind::Count {
+        min: 1,
+        max: 32,
+        counts: "counts the bins the window is cut into",
+        below_min: "the window is at least one bin",
+    },
+    "how many bins the window is cut into",
+    "16",
+);
+/// `requests_padding = 1`.
+pub const REQUESTS_PADDING: Key = setting(
+    "requests_padding",
+    "1",
+    number(
+        0.0,
+        false,
+        f64::INFINITY,
+        "is added to the requests in the denominator",
+    ),
+    "added to the requests in the denominator: 1 in the SRE book, 8 in gRPC-Go",
+    "1",
+);
+/// `fail_fast = true`.
+pub const FAIL_FAST: Key = setting(
+    "fail_fast",
+    "true",
+    Kind::Bool,
+    "an attempt without a token is rejected at once instead of waiting for it",
+    "false",
+);
+/// `beta = 0.7`.
+pub const BETA: Key = setting(
+    "beta",
+    "0.7",
+    number(
+        0.0,
+        true,
+        1.0,
+        "is the share of the sending rate kept after a throttle",
+    ),
+    "the share of the sending rate kept after a throttle",
+    "0.7",
+);
+/// `scale_constant = 0.4`.
+pub const SCALE_CONSTANT: Key = setting(
+    "scale_constant",
+    "0.4",
+    number(0.0, true, f64::INFINITY, "is how fast the rate grows back"),
+    "how fast the rate grows back",
+    "0.4",
+);
+/// `smoothing = 0.8`, of the rate limit.
+pub const RATE_SMOOTHING: Key = setting(
+    "smoothing",
+    "0.8",
+    number(
+        0.0,
+        false,
+        1.0,
+        "is the weight of the latest half second in the measured rate",
+    ),
+    "the weight of the latest half second in the measured rate",
+    "0.8",
+);
+/// `min_fill_rate = 0.5`.
+pub const MIN_FILL_RATE: Key = setting(
+    "min_fill_rate",
+    "0.5",
+    number(
+        0.0,
+        true,
+        f64::INFINITY,
+        "is the lowest fill rate, in tokens per second",
+    ),
+    "the lowest fill rate, in tokens per second",
+    "0.5",
+);
+/// `initial_limit = 20`.
+pub const INITIAL_LIMIT: Key = setting(
+    "initial_limit",
+    "20",
+    Kind::Count {
+        min: 1,
+        max: u32::MAX,
+        counts: "counts the attempts in flight allowed at first",
+        below_min: "a limit of 0 would admit nothing",
+    },
+    "attempts in flight allowed at first",
+    "20",
+);
+/// `min_limit = 20`.
+pub const MIN_LIMIT: Key = setting(
+    "min_limit",
+    "20",
+    Kind::Count {
+        min: 1,
+        max: u32::MAX,
+        counts: "counts the fewest attempts in flight the limit keeps",
+        below_min: "a limit of 0 would admit nothing",
+    },
+    "the fewest attempts in flight the limit keeps",
+    "20",
+);
+/// `max_limit = 200`.
+pub const MAX_LIMIT: Key = setting(
+    "max_limit",
+    "200",
+    count("counts the most attempts in flight the limit grows to"),
+    "the most attempts in flight the limit grows to",
+    "200",
+);
+/// `backoff_ratio = 0.9`.
+pub const BACKOFF_RATIO: Key = setting(
+    "backoff_ratio",
+    "0.9",
+    number(
+        0.5,
+        false,
+        0.999_999,
+        "is the share of the limit kept after a drop",
+    ),
+    "the share of the limit kept after a drop",
+    "0.9",
+);
+/// `timeout = "5s"`, of AIMD: an attempt slower than this counts as a drop.
+pub const AIMD_TIMEOUT: Key = setting(
+    "timeout",
+    "\"5s\"",
+    Kind::Duration { zero: None },
+    "an attempt slower than this counts as a drop",
+    "`\"5s\"`",
+);
+/// `smoothing = 0.2`, of Gradient2.
+pub const GRADIENT_SMOOTHING: Key = setting(
+    "smoothing",
+    "0.2",
+    number(
+        0.0,
+        false,
+        1.0,
+        "is how fast the limit follows its estimate",
+    ),
+    "how fast the limit follows its estimate",
+    "0.2",
+);
+/// `queue_size = 4`.
+pub const QUEUE_SIZE: Key = setting(
+    "queue_size",
+    "4",
+    count("counts the attempts allowed to queue above the estimate"),
+    "attempts allowed to queue above the estimate",
+    "4",
+);
+/// `long_window = 600`.
+pub const LONG_WINDOW: Key = setting(
+    "long_window",
+    "600",
+    Kind::Count {
+        min: 1,
+        max: u32::MAX,
+        counts: "counts the samples of the long-term latency average",
+        below_min: "the average needs at least one sample",
+    },
+    "samples of the long-term latency average",
+    "600",
+);
+/// `rtt_tolerance = 1.5`.
+pub const RTT_TOLERANCE: Key = setting(
+    "rtt_tolerance",
+    "1.5",
+    number(
+        1.0,
+        false,
+        f64::INFINITY,
+        "is how much slower than the long-term latency is tolerated",
+    ),
+    "how much slower than the long-term latency is tolerated before the limit shrinks",
+    "1.5",
+);
+
+/// Reads an admission gate's map: its `mode` chooses the section its other keys are read in.
+pub fn read_gate(mut entries: Vec<(String, Scalar)>) -> Result<(&'static str, Read), ConfigError> {
+    // `mode` first, so that a key of another mode is not mistaken for a typo before it.
+    entries.sort_by_key(|(name, _)| name != GATE_MODE.name);
+    let mode = match entries.first() {
+        Some((name, Scalar::Str(word))) if name == GATE_MODE.name => {
+            GATE_MODES.iter().find(|(w, _)| *w == word.trim())
+        }
+        Some((name, _)) if name == GATE_MODE.name => None,
+        _ => {
+            let modes: Vec<String> = GATE_MODES.iter().map(|(w, _)| format!("`{w}`")).collect();
+            return Err(ConfigError {
+                what: GATE_THROTTLING.what,
+                at: GATE_MODE.name.to_owned(),
+                message: format!(
+                    "an admission gate needs `mode`: add `{}`; the modes are {}",
+                    GATE_MODE.with_example(),
+                    modes.join(", ")
+                ),
+            });
+        }
+    };
+    // An unknown mode is read in the first section, whose `mode` refuses it with the list.
+    let (word, section) = mode.copied().unwrap_or(GATE_MODES[0]);
+    read(section, entries).map(|read| (word, read))
+}
 
 /// A value as a serde format gives it, before the grammar reads it.
 #[derive(Clone, Debug, PartialEq)]
@@ -343,6 +701,14 @@ impl Read {
         }
     }
 
+    /// A [`Kind::Bool`]'s value.
+    pub fn boolean(&self, key: &Key) -> Option<bool> {
+        match self.setting(key) {
+            Some(Setting::Bool(b)) => Some(b),
+            _ => None,
+        }
+    }
+
     /// A [`Kind::Text`]'s value.
     pub fn text(&self, key: &Key) -> Option<&str> {
         self.texts
@@ -452,7 +818,11 @@ mod tests {
 
     #[test]
     fn every_example_of_a_section_reads() {
-        for section in [&POLICY, &BUDGET, &BREAKER, &HEDGING] {
+        let gates = GATE_MODES.iter().map(|(_, section)| *section);
+        for section in [&POLICY, &BUDGET, &BREAKER, &HEDGING]
+            .into_iter()
+            .chain(gates)
+        {
             for key in section.keys {
                 let example = Value::from_text(key.example);
                 assert!(

@@ -93,9 +93,13 @@ pub enum Kind {
     Flag,
     /// A duration string (not zero), or a percentile of the observed latency: `"p95"`.
     Hedge,
-    /// A number from 0 to `max`, read from a configuration: a budget's `ratio`.
+    /// A number from `min` to `max`, read from a configuration: a budget's `ratio`.
     Fraction {
-        /// The greatest value.
+        /// The least value.
+        min: f64,
+        /// Whether `min` itself is refused (a number above it is needed).
+        above_min: bool,
+        /// The greatest value; infinity for none.
         max: f64,
         /// What it is, after the key's name: "is the share of first attempts paid back as
         /// retries".
@@ -103,6 +107,8 @@ pub enum Kind {
     },
     /// A name, read from a configuration: a breaker's `name`.
     Text,
+    /// `true` or `false`, read from a configuration: a rate limit's `fail_fast`.
+    Bool,
 }
 
 /// A word a [`Kind::Words`] key accepts.

@@ -24,6 +24,8 @@ pub mod duration;
 mod keys;
 pub mod read;
 mod rules;
+#[cfg(feature = "serde")]
+mod serde_glue;
 mod settings;
 mod value;
 

@@ -23,6 +23,8 @@ pub enum Setting {
     Word(&'static Word),
     /// A [`Kind::Fraction`].
     Number(f64),
+    /// A [`Kind::Bool`].
+    Bool(bool),
     /// A percentile of a [`Kind::Hedge`], above 0 and below 100 (a duration there is a
     /// [`Setting::Duration`]).
     Percentile(f64),
@@ -176,8 +178,14 @@ pub fn read(key: &'static Key, value: Option<&Value>, written: &str) -> Result<S
             key.name
         ))),
         Kind::Hedge => read.hedge(),
-        Kind::Fraction { max, is } => read.fraction(max, is).map(Setting::Number),
+        Kind::Fraction {
+            min,
+            above_min,
+            max,
+            is,
+        } => read.fraction(min, above_min, max, is).map(Setting::Number),
         Kind::Text => read.text().map(|()| Setting::Expr),
+        Kind::Bool => read.boolean().map(Setting::Bool),
     }
 }
 
@@ -200,8 +208,24 @@ pub fn describe(kind: &Kind) -> String {
             "duration string > 0, or a percentile of the observed latency: `\"p95\"`, `\"p99.9\"`"
                 .to_owned()
         }
-        Kind::Fraction { max, .. } => format!("number from 0 to {max}"),
+        Kind::Fraction {
+            min,
+            above_min,
+            max,
+            ..
+        } => range(*min, *above_min, *max).replace("expected a ", ""),
         Kind::Text => "a string".to_owned(),
+        Kind::Bool => "`true` or `false`".to_owned(),
+    }
+}
+
+/// The range of a [`Kind::Fraction`], as a message says it.
+fn range(min: f64, above_min: bool, max: f64) -> String {
+    match (above_min, max.is_finite()) {
+        (true, false) => format!("expected a number above {min}"),
+        (true, true) => format!("expected a number above {min} and at most {max}"),
+        (false, false) => format!("expected a number ≥ {min}"),
+        (false, true) => format!("expected a number from {min} to {max}"),
     }
 }
 
@@ -256,10 +280,10 @@ impl Read<'_> {
         }
     }
 
-    /// A number from 0 to `max`: `ratio = 0.1`.
-    fn fraction(&self, max: f64, is: &str) -> Result<f64, Problem> {
+    /// A number in its range: `ratio = 0.1`.
+    fn fraction(&self, min: f64, above_min: bool, max: f64, is: &str) -> Result<f64, Problem> {
         let key = self.key.name;
-        let range = format!("expected a number from 0 to {max}");
+        let range = range(min, above_min, max);
         let number = match self.value {
             Value::Float { digits, suffix } | Value::Int { digits, suffix }
                 if suffix.is_empty() =>
@@ -269,13 +293,28 @@ impl Read<'_> {
             _ => None,
         };
         match number {
-            Some(n) if n.is_finite() && n <= max => Ok(n),
+            Some(n) if n.is_finite() && n <= max && (n > min || (n == min && !above_min)) => Ok(n),
+            Some(n) if n.is_finite() && n <= max => {
+                self.problem(format!("`{key} = {}` is too small; {range}", self.written))
+            }
             Some(_) => self.problem(format!("`{key} = {}` is too large; {range}", self.written)),
             None if *self.value == Value::Negative => {
                 self.problem(format!("`{key}` cannot be negative; {range}"))
             }
             None => self.problem(format!(
                 "`{key}` {is}; {range}, like `{}`",
+                self.key.with_example()
+            )),
+        }
+    }
+
+    /// `fail_fast = true`.
+    fn boolean(&self) -> Result<bool, Problem> {
+        match self.value {
+            Value::Bool(b) => Ok(*b),
+            _ => self.problem(format!(
+                "`{}` is `true` or `false`, like `{}`",
+                self.key.name,
                 self.key.with_example()
             )),
         }

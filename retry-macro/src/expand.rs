@@ -423,6 +423,7 @@ fn setting_tokens(setting: Setting) -> TokenStream {
         Setting::Count(n) => Literal::u32_unsuffixed(n).into_token_stream(),
         Setting::Duration(nanos) => duration(nanos),
         Setting::Factor(f) | Setting::Number(f) => Literal::f64_unsuffixed(f).into_token_stream(),
+        Setting::Bool(b) => quote!(#b),
         Setting::Backoff(form) => {
             let variant = match form {
                 Backoff::Exponential => quote!(Exponential),

@@ -10,12 +10,12 @@
 
 use crate::policy::nanos;
 use crate::{Backoff, CircuitBreaker, Hedge, Jitter, Policy, RetryBudget};
-use retry_grammar::config::{self as grammar, Scalar, Section};
-use retry_grammar::{Setting, duration};
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::ser::{self, SerializeMap, Serializer};
-use serde::{Deserialize, Serialize};
-use std::fmt;
+use retry_grammar::Setting;
+use retry_grammar::config::{
+    self as grammar, Written as Out, deserialize as read, serialize as write,
+};
+use serde::ser::{self, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, de};
 use std::time::Duration;
 
 /// A per-attempt timeout as a configuration writes it: `timeout = "2s"` (zero is refused, as
@@ -34,133 +34,8 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Timeout(pub Duration);
 
-/// One value, as the grammar reads it.
-struct Any(Scalar);
-
-impl<'de> Deserialize<'de> for Any {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Any, D::Error> {
-        deserializer.deserialize_any(AnyVisitor)
-    }
-}
-
-struct AnyVisitor;
-
-impl<'de> Visitor<'de> for AnyVisitor {
-    type Value = Any;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a number, a string or a boolean")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Any, E> {
-        Ok(Any(Scalar::Bool(v)))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Any, E> {
-        Ok(Any(Scalar::Signed(v)))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Any, E> {
-        Ok(Any(Scalar::Unsigned(v)))
-    }
-
-    // Past 64 bits: the digits, which every count refuses as too large.
-    fn visit_i128<E>(self, v: i128) -> Result<Any, E> {
-        Ok(Any(Scalar::Str(v.to_string())))
-    }
-
-    fn visit_u128<E>(self, v: u128) -> Result<Any, E> {
-        Ok(Any(Scalar::Str(v.to_string())))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Any, E> {
-        Ok(Any(Scalar::Float(v)))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Any, E> {
-        Ok(Any(Scalar::Str(v.to_owned())))
-    }
-
-    fn visit_unit<E>(self) -> Result<Any, E> {
-        Ok(Any(Scalar::Other("nothing")))
-    }
-
-    fn visit_none<E>(self) -> Result<Any, E> {
-        Ok(Any(Scalar::Other("nothing")))
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Any, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Any, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Any(Scalar::Other("a list")))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Any, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(Any(Scalar::Other("a table")))
-    }
-}
-
-/// Reads a map of `section` with the grammar.
-fn read<'de, D: Deserializer<'de>>(
-    deserializer: D,
-    section: &'static Section,
-) -> Result<grammar::Read, D::Error> {
-    struct Map(&'static Section);
-
-    impl<'de> Visitor<'de> for Map {
-        type Value = grammar::Read;
-
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            write!(
-                f,
-                "the settings of a {}, as `key = value` pairs",
-                self.0.what
-            )
-        }
-
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<grammar::Read, A::Error> {
-            let mut entries = Vec::new();
-            while let Some((key, Any(value))) = map.next_entry::<String, Any>()? {
-                entries.push((key, value));
-            }
-            grammar::read(self.0, entries).map_err(de::Error::custom)
-        }
-    }
-
-    deserializer.deserialize_map(Map(section))
-}
-
-/// A value to write.
-enum Out {
-    Count(u32),
-    Number(f64),
-    Text(String),
-}
-
-impl Serialize for Out {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Out::Count(n) => serializer.serialize_u32(*n),
-            Out::Number(n) => serializer.serialize_f64(*n),
-            Out::Text(text) => serializer.serialize_str(text),
-        }
-    }
-}
-
 fn text(duration: Duration) -> Out {
-    Out::Text(duration::format(nanos(duration)))
-}
-
-fn write<S: Serializer>(serializer: S, entries: &[(&str, Out)]) -> Result<S::Ok, S::Error> {
-    let mut map = serializer.serialize_map(Some(entries.len()))?;
-    for (key, value) in entries {
-        map.serialize_entry(key, value)?;
-    }
-    map.end()
+    Out::duration(nanos(duration))
 }
 
 /// `max = 3`, `base = "1s"`, ...: the timing keys of `#[retry]` and `Policy::from_str`, with
@@ -374,17 +249,15 @@ impl Serialize for Hedge {
 
 impl<'de> Deserialize<'de> for Timeout {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Timeout, D::Error> {
-        let Any(value) = Any::deserialize(deserializer)?;
-        match grammar::read_one(&retry_grammar::TIMEOUT, &value) {
-            Ok(Setting::Duration(d)) => Ok(Timeout(Duration::from_nanos(d))),
-            Ok(_) => Err(de::Error::custom("`timeout` takes a duration string")),
-            Err(error) => Err(de::Error::custom(error)),
+        match grammar::deserialize_one(deserializer, &retry_grammar::TIMEOUT)? {
+            Setting::Duration(d) => Ok(Timeout(Duration::from_nanos(d))),
+            _ => Err(de::Error::custom("`timeout` takes a duration string")),
         }
     }
 }
 
 impl Serialize for Timeout {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&duration::format(nanos(self.0)))
+        text(self.0).serialize(serializer)
     }
 }

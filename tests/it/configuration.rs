@@ -1,5 +1,6 @@
 //! The settings in a service's configuration (issue 42, item 1; the runtime's `serde` feature):
-//! `Policy`, `RetryBudget`, `CircuitBreaker`, `Hedge` and a per-attempt `Timeout` read from
+//! `Policy`, `RetryBudget`, `CircuitBreaker`, `Hedge`, a per-attempt `Timeout` and
+//! `AdmissionGate` read from
 //! TOML, YAML, JSON and environment variables with the attribute's keys, units and rules (its
 //! grammar, `retry-grammar`), refused with the grammar's messages, and written back so that
 //! what is written reads back to the same settings.
@@ -339,6 +340,93 @@ fn a_timeout_round_trips() {
     );
 }
 
+#[test]
+fn a_gate_round_trips_in_each_mode() {
+    use retry_runtime::{
+        AdaptiveThrottling, AdmissionGate, Aimd, ClientRateLimit, GateMode, Gradient2,
+    };
+    let gates = [
+        AdmissionGate::adaptive_throttling(AdaptiveThrottling::new()),
+        AdmissionGate::adaptive_throttling(
+            AdaptiveThrottling::new()
+                .k(1.5)
+                .window(30 * S)
+                .bins(8)
+                .requests_padding(8.0),
+        )
+        .name("search"),
+        AdmissionGate::rate_limit(ClientRateLimit::new().fail_fast(true).beta(0.5)),
+        AdmissionGate::aimd(Aimd::new().initial_limit(10).backoff_ratio(0.8)).name("inventory"),
+        AdmissionGate::gradient2(
+            Gradient2::new()
+                .queue_size(2)
+                .long_window(100)
+                .rtt_tolerance(2.0),
+        ),
+    ];
+    for gate in &gates {
+        let back = round_trips(gate);
+        assert_eq!(back.mode(), gate.mode());
+        assert_eq!(back.get_name(), gate.get_name());
+    }
+    let aimd: AdmissionGate =
+        toml::from_str("mode = \"aimd\"\nname = \"inventory\"\ninitial_limit = 2\nmin_limit = 1\n")
+            .expect("valid");
+    assert_eq!(aimd.mode(), GateMode::Aimd);
+    let t0 = std::time::Instant::now();
+    let (_first, _second) = (
+        aimd.admit(t0).expect("1 of 2"),
+        aimd.admit(t0).expect("2 of 2"),
+    );
+    assert!(
+        aimd.admit(t0).is_err(),
+        "the limit read from the configuration: 2"
+    );
+    assert_eq!(
+        toml::to_string(&aimd).expect("serializes"),
+        "mode = \"aimd\"\nname = \"inventory\"\ninitial_limit = 2\nmin_limit = 1\nmax_limit = 200\nbackoff_ratio = 0.9\ntimeout = \"5s\"\n"
+    );
+}
+
+#[test]
+fn a_gate_is_refused_with_the_grammars_message() {
+    use retry_runtime::AdmissionGate;
+    use serde_json::json;
+    let modes = "`adaptive_throttling` (client-side adaptive throttling, the SRE book's), `rate_limit` (the AWS SDKs' adaptive client rate limit, CUBIC), `aimd` (an AIMD concurrency limit) or `gradient2` (a Gradient2 concurrency limit)";
+    for (json, expected) in [
+        (
+            json!({"k": 2}),
+            "invalid admission gate at `mode`: an admission gate needs `mode`: add `mode = \"adaptive_throttling\"`; the modes are `adaptive_throttling`, `rate_limit`, `aimd`, `gradient2`".to_owned(),
+        ),
+        (
+            json!({"mode": "cubic"}),
+            format!("invalid admission gate at `mode = \"cubic\"`: unknown `mode`; expected {modes}"),
+        ),
+        (
+            json!({"beta": 0.5, "mode": "aimd"}),
+            "invalid admission gate at `beta = 0.5`: unknown key `beta`; valid keys: `mode`, `name`, `initial_limit`, `min_limit`, `max_limit`, `backoff_ratio`, `timeout`".to_owned(),
+        ),
+        (
+            json!({"mode": "adaptive_throttling", "k": 0.5}),
+            "invalid admission gate at `k = 0.5`: `k = 0.5` is too small; expected a number from 1 to 1000".to_owned(),
+        ),
+        (
+            json!({"mode": "adaptive_throttling", "bins": 64}),
+            "invalid admission gate at `bins = 64`: `bins = 64` is too large; expected a whole number from 1 to 32".to_owned(),
+        ),
+        (
+            json!({"mode": "rate_limit", "beta": 0}),
+            "invalid admission gate at `beta = 0`: `beta = 0` is too small; expected a number above 0 and at most 1".to_owned(),
+        ),
+        (
+            json!({"mode": "rate_limit", "fail_fast": "yes"}),
+            "invalid admission gate at `fail_fast = \"yes\"`: `fail_fast` is `true` or `false`, like `fail_fast = true`".to_owned(),
+        ),
+    ] {
+        assert_eq!(refused::<AdmissionGate>(json), expected);
+    }
+}
+
 // ---- one grammar: the attribute's keys and rules ---------------------------------------------------
 
 /// The attribute's example of a key as TOML writes it: `3`, `"1s"`, and a word quoted.
@@ -638,6 +726,10 @@ fn key_names() -> Vec<&'static str> {
         &retry_grammar::config::BUDGET,
         &retry_grammar::config::BREAKER,
         &retry_grammar::config::HEDGING,
+        &retry_grammar::config::GATE_THROTTLING,
+        &retry_grammar::config::GATE_RATE_LIMIT,
+        &retry_grammar::config::GATE_AIMD,
+        &retry_grammar::config::GATE_GRADIENT2,
     ];
     KEYS.iter()
         .chain(sections.iter().flat_map(|s| s.keys.iter()))
@@ -687,6 +779,7 @@ proptest! {
         let _ = serde_json::from_value::<RetryBudget>(value.clone());
         let _ = serde_json::from_value::<CircuitBreaker>(value.clone());
         let _ = serde_json::from_value::<Hedge>(value.clone());
+        let _ = serde_json::from_value::<retry_runtime::AdmissionGate>(value.clone());
         let _ = serde_json::from_value::<Timeout>(value);
     }
 }

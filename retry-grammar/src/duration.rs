@@ -76,6 +76,23 @@ pub fn parse(text: &str) -> Result<u64, String> {
     u64::try_from(nanos).map_err(|_| too_long())
 }
 
+/// A duration as configuration writes it back: the largest unit in which it is a whole number
+/// (`"90s"`, `"250ms"`, `"1h"`, `"1500ms"`; zero is `"0s"`), which [`parse`] reads back
+/// exactly. One number and one unit, because that is what [`parse`] reads.
+pub fn format(nanos: u64) -> String {
+    if nanos == 0 {
+        return "0s".to_owned();
+    }
+    // `UNITS` from the longest down, skipping the other spellings of a microsecond.
+    let (unit, length) = ["h", "m", "s", "ms", "us", "ns"]
+        .iter()
+        .filter_map(|name| UNITS.iter().find(|(unit, _)| unit == name))
+        .find(|(_, length)| nanos % length == 0)
+        .copied()
+        .unwrap_or(("ns", 1));
+    format!("{}{unit}", nanos / length)
+}
+
 /// The duration string someone who wrote `"1 sec"` or `"2 minutes"` meant, if it is clear.
 pub fn suggestion(text: &str) -> Option<String> {
     let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
@@ -157,6 +174,18 @@ mod tests {
     }
 
     #[test]
+    fn formats() {
+        assert_eq!(format(0), "0s");
+        assert_eq!(format(90_000_000_000), "90s");
+        assert_eq!(format(120_000_000_000), "2m");
+        assert_eq!(format(250_000_000), "250ms");
+        assert_eq!(format(1_500_000_000), "1500ms");
+        assert_eq!(format(3_600_000_000_000), "1h");
+        assert_eq!(format(7_000), "7us");
+        assert_eq!(format(u64::MAX), "18446744073709551615ns");
+    }
+
+    #[test]
     fn suggestions() {
         assert_eq!(suggestion("1 sec").as_deref(), Some("1s"));
         assert_eq!(suggestion("2 Minutes").as_deref(), Some("2m"));
@@ -179,6 +208,11 @@ mod tests {
             let text = format!("{whole}.{fraction}{unit}");
             let _ = parse(&text);
             let _ = parse(&format!("{whole}{unit}"));
+        }
+
+        #[test]
+        fn a_formatted_duration_reads_back_exactly(nanos: u64) {
+            prop_assert_eq!(parse(&format(nanos)), Ok(nanos));
         }
 
         #[test]

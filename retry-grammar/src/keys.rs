@@ -55,10 +55,12 @@ impl Key {
 /// What a key's value may be; each kind is read by its grammar in [`read`](crate::read).
 #[derive(Clone, Copy, Debug)]
 pub enum Kind {
-    /// A whole number from `min` to `u32::MAX`.
+    /// A whole number from `min` to `max`.
     Count {
         /// The least value.
         min: u32,
+        /// The greatest value: `u32::MAX` unless the runtime clamps below it.
+        max: u32,
         /// What it counts, after the key's name: "counts retries after the first call".
         counts: &'static str,
         /// The fix for a value below `min`.
@@ -93,6 +95,22 @@ pub enum Kind {
     Flag,
     /// A duration string (not zero), or a percentile of the observed latency: `"p95"`.
     Hedge,
+    /// A number from `min` to `max`, read from a configuration: a budget's `ratio`.
+    Fraction {
+        /// The least value.
+        min: f64,
+        /// Whether `min` itself is refused (a number above it is needed).
+        above_min: bool,
+        /// The greatest value; infinity for none.
+        max: f64,
+        /// What it is, after the key's name: "is the share of first attempts paid back as
+        /// retries".
+        is: &'static str,
+    },
+    /// A name, read from a configuration: a breaker's `name`.
+    Text,
+    /// `true` or `false`, read from a configuration: a rate limit's `fail_fast`.
+    Bool,
 }
 
 /// A word a [`Kind::Words`] key accepts.
@@ -160,6 +178,7 @@ pub const MAX: Key = Key {
     example: "3",
     kind: Kind::Count {
         min: 0,
+        max: u32::MAX,
         counts: "counts retries after the first call",
         below_min: "",
     },
@@ -176,6 +195,7 @@ pub const ATTEMPTS: Key = Key {
     example: "4",
     kind: Kind::Count {
         min: 1,
+        max: u32::MAX,
         counts: "counts calls, the first one included",
         below_min: "`attempts = 1` makes a single call; to retry, write `attempts = 2` or more",
     },
@@ -362,6 +382,7 @@ pub const MAX_HEDGES: Key = Key {
     example: "2",
     kind: Kind::Count {
         min: 1,
+        max: u32::MAX,
         counts: "counts the copies started beside each attempt",
         below_min: "to not hedge, remove `hedge` and `max_hedges`",
     },

@@ -12,15 +12,20 @@
 //! - [`Settings`] reads `key = value` pairs with the grammars of [`read`], and checks the
 //!   [`RULES`] across keys. Every [`Problem`] says whether it is about a key or its value, so the
 //!   macro can point at the token and `Policy::from_str` at the part of the text.
+//! - [`config`] reads the same keys from a configuration (TOML, YAML, JSON, the environment),
+//!   through the runtime's `serde` feature.
 //! - [`docs`] renders the documentation tables from the same data.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod config;
 pub mod docs;
 pub mod duration;
 mod keys;
 pub mod read;
 mod rules;
+#[cfg(feature = "serde")]
+mod serde_glue;
 mod settings;
 mod value;
 

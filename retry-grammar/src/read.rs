@@ -21,11 +21,15 @@ pub enum Setting {
     Jitter(Jitter),
     /// A [`Kind::Words`] value.
     Word(&'static Word),
+    /// A [`Kind::Fraction`].
+    Number(f64),
+    /// A [`Kind::Bool`].
+    Bool(bool),
     /// A percentile of a [`Kind::Hedge`], above 0 and below 100 (a duration there is a
     /// [`Setting::Duration`]).
     Percentile(f64),
-    /// A [`Kind::Expr`], [`Kind::Policy`] or [`Kind::Path`]: the caller keeps the expression as
-    /// written.
+    /// A [`Kind::Expr`], [`Kind::Policy`], [`Kind::Path`] or [`Kind::Text`]: the caller keeps
+    /// the expression (the text) as written.
     Expr,
     /// A [`Kind::Policy`] string: the name of a policy resolved at run time, valid by
     /// [`policy_name`]; the caller keeps the literal as written.
@@ -160,9 +164,10 @@ pub fn read(key: &'static Key, value: Option<&Value>, written: &str) -> Result<S
     match key.kind {
         Kind::Count {
             min,
+            max,
             counts,
             below_min,
-        } => read.count(min, counts, below_min).map(Setting::Count),
+        } => read.count(min, max, counts, below_min).map(Setting::Count),
         Kind::Duration { zero } => read.duration(zero).map(Setting::Duration),
         Kind::Factor => read.factor().map(Setting::Factor),
         Kind::Backoff => read.backoff().map(Setting::Backoff),
@@ -176,12 +181,21 @@ pub fn read(key: &'static Key, value: Option<&Value>, written: &str) -> Result<S
             key.name
         ))),
         Kind::Hedge => read.hedge(),
+        Kind::Fraction {
+            min,
+            above_min,
+            max,
+            is,
+        } => read.fraction(min, above_min, max, is).map(Setting::Number),
+        Kind::Text => read.text().map(|()| Setting::Expr),
+        Kind::Bool => read.boolean().map(Setting::Bool),
     }
 }
 
 /// The "value" column of the documentation for a key of this kind.
 pub fn describe(kind: &Kind) -> String {
     match kind {
+        Kind::Count { min, max, .. } if *max < u32::MAX => format!("integer from {min} to {max}"),
         Kind::Count { min, .. } => format!("integer ≥ {min}"),
         Kind::Duration { zero: None } => "duration string".to_owned(),
         Kind::Duration { zero: Some(_) } => "duration string > 0".to_owned(),
@@ -199,6 +213,24 @@ pub fn describe(kind: &Kind) -> String {
             "duration string > 0, or a percentile of the observed latency: `\"p95\"`, `\"p99.9\"`"
                 .to_owned()
         }
+        Kind::Fraction {
+            min,
+            above_min,
+            max,
+            ..
+        } => range(*min, *above_min, *max).replace("expected a ", ""),
+        Kind::Text => "a string".to_owned(),
+        Kind::Bool => "`true` or `false`".to_owned(),
+    }
+}
+
+/// The range of a [`Kind::Fraction`], as a message says it.
+fn range(min: f64, above_min: bool, max: f64) -> String {
+    match (above_min, max.is_finite()) {
+        (true, false) => format!("expected a number above {min}"),
+        (true, true) => format!("expected a number above {min} and at most {max}"),
+        (false, false) => format!("expected a number ≥ {min}"),
+        (false, true) => format!("expected a number from {min} to {max}"),
     }
 }
 
@@ -223,13 +255,14 @@ impl Read<'_> {
         Err(Problem::value(message))
     }
 
-    fn count(&self, min: u32, counts: &str, below_min: &str) -> Result<u32, Problem> {
+    fn count(&self, min: u32, max: u32, counts: &str, below_min: &str) -> Result<u32, Problem> {
         let key = self.key.name;
-        let range = format!("expected a whole number from {min} to {}", u32::MAX);
+        let range = format!("expected a whole number from {min} to {max}");
         match self.value {
             Value::Int { digits, suffix } if suffix.is_empty() => {
-                let Ok(n) = digits.parse::<u32>() else {
-                    return self.problem(format!("`{key} = {digits}` is too large; {range}"));
+                let n = match digits.parse::<u32>() {
+                    Ok(n) if n <= max => n,
+                    _ => return self.problem(format!("`{key} = {digits}` is too large; {range}")),
                 };
                 if n < min {
                     return self.problem(format!(
@@ -247,6 +280,60 @@ impl Read<'_> {
             }
             _ => self.problem(format!(
                 "`{key}` {counts}; {range}, like `{}`",
+                self.key.with_example()
+            )),
+        }
+    }
+
+    /// A number in its range: `ratio = 0.1`.
+    fn fraction(&self, min: f64, above_min: bool, max: f64, is: &str) -> Result<f64, Problem> {
+        let key = self.key.name;
+        let range = range(min, above_min, max);
+        let number = match self.value {
+            Value::Float { digits, suffix } | Value::Int { digits, suffix }
+                if suffix.is_empty() =>
+            {
+                digits.parse::<f64>().ok()
+            }
+            _ => None,
+        };
+        match number {
+            Some(n) if n.is_finite() && n <= max && (n > min || (n == min && !above_min)) => Ok(n),
+            Some(n) if n.is_finite() && n <= max => {
+                self.problem(format!("`{key} = {}` is too small; {range}", self.written))
+            }
+            Some(_) => self.problem(format!("`{key} = {}` is too large; {range}", self.written)),
+            None if *self.value == Value::Negative => {
+                self.problem(format!("`{key}` cannot be negative; {range}"))
+            }
+            None => self.problem(format!(
+                "`{key}` {is}; {range}, like `{}`",
+                self.key.with_example()
+            )),
+        }
+    }
+
+    /// `fail_fast = true`.
+    fn boolean(&self) -> Result<bool, Problem> {
+        match self.value {
+            Value::Bool(b) => Ok(*b),
+            _ => self.problem(format!(
+                "`{}` is `true` or `false`, like `{}`",
+                self.key.name,
+                self.key.with_example()
+            )),
+        }
+    }
+
+    /// A name: `name = "contract"`.
+    fn text(&self) -> Result<(), Problem> {
+        match self.value {
+            Value::Str(text) | Value::Word(text) | Value::Path(text) if !text.trim().is_empty() => {
+                Ok(())
+            }
+            _ => self.problem(format!(
+                "`{}` takes a name, like `{}`",
+                self.key.name,
                 self.key.with_example()
             )),
         }

@@ -57,6 +57,10 @@ pub enum Scope {
     PolicyString,
     /// A block (`retry_block!(...)`): every key, and the [`BLOCK_KEYS`](crate::BLOCK_KEYS).
     Block,
+    /// A configuration (TOML, YAML, JSON, the environment): the keys of one
+    /// [`Section`](crate::config::Section). A key of the attribute that is code (`on`, `notify`,
+    /// `fallback`, ...) is refused with where to write it instead.
+    Config(&'static crate::config::Section),
 }
 
 /// What the rules across keys need to know beyond the keys.
@@ -131,6 +135,13 @@ impl Settings {
             return Err(Problem::key(self.unknown(name)));
         };
         if !self.allows(key) {
+            if let Scope::Config(section) = self.scope {
+                return Err(Problem::key(crate::config::refusal(
+                    key,
+                    section,
+                    &self.valid(),
+                )));
+            }
             return Err(Problem::key(format!(
                 "`{name}` cannot be set in a policy string, which holds the timings only ({}); give `{name}` in the attribute",
                 self.valid()
@@ -214,25 +225,34 @@ impl Settings {
         match self.scope {
             Scope::Attribute | Scope::Block => true,
             Scope::PolicyString => key.is_timing(),
+            Scope::Config(section) => section.keys.contains(key),
         }
     }
 
     /// The key named `name`: one of the table's, or in a block one of the block's own.
     fn lookup(&self, name: &str) -> Option<&'static Key> {
+        let block = || keys::BLOCK_KEYS.iter().find(|k| k.name == name);
         match self.scope {
-            Scope::Block => {
-                keys::key(name).or_else(|| keys::BLOCK_KEYS.iter().find(|k| k.name == name))
-            }
+            Scope::Block => keys::key(name).or_else(block),
+            // A section's own key first; then the attribute's and a block's, to say where
+            // they are written instead.
+            Scope::Config(section) => section
+                .keys
+                .iter()
+                .find(|k| k.name == name)
+                .or_else(|| keys::key(name))
+                .or_else(block),
             _ => keys::key(name),
         }
     }
 
     fn in_scope(&self) -> impl Iterator<Item = &'static Key> + Clone + '_ {
-        let block: &'static [Key] = match self.scope {
-            Scope::Block => keys::BLOCK_KEYS,
-            _ => &[],
+        let (table, block): (&'static [Key], &'static [Key]) = match self.scope {
+            Scope::Block => (KEYS, keys::BLOCK_KEYS),
+            Scope::Config(section) => (section.keys, &[]),
+            _ => (KEYS, &[]),
         };
-        KEYS.iter().chain(block).filter(|key| self.allows(key))
+        table.iter().chain(block).filter(|key| self.allows(key))
     }
 
     /// The keys that may be written here, as a message lists them.
@@ -263,12 +283,17 @@ impl Settings {
             }
         }
         let valid = self.valid();
+        // A configuration has keys; the attribute and a block have arguments.
+        let (one, all) = match self.scope {
+            Scope::Config(_) => ("key", "keys"),
+            _ => ("argument", "arguments"),
+        };
         match suggestion(name, self.in_scope()) {
             Some(key) => format!(
-                "unknown argument `{name}`; did you mean `{}`? valid arguments: {valid}",
+                "unknown {one} `{name}`; did you mean `{}`? valid {all}: {valid}",
                 key.name
             ),
-            None => format!("unknown argument `{name}`; valid arguments: {valid}"),
+            None => format!("unknown {one} `{name}`; valid {all}: {valid}"),
         }
     }
 }

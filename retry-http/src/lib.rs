@@ -21,7 +21,7 @@ pub mod reqwest;
 pub mod tower;
 
 pub use options::{
-    BoxError, Counters, DEFAULT_BODY_LIMIT, HttpRetry, ReplayBody, Resend, SendOnce,
+    BoxError, Counters, DEFAULT_BODY_LIMIT, HttpRetry, ReplayBody, Resend, Route, SendOnce,
 };
 pub use sent::never_sent;
 

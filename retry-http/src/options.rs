@@ -11,6 +11,7 @@ use retry_runtime::TokioTimer;
 use retry_runtime::engine::first::FirstAttempt;
 use retry_runtime::engine::{self, DynHooks, Event, Operation, Settings};
 use retry_runtime::headers::key_from_header;
+use retry_runtime::named::Named;
 use retry_runtime::{
     AdmissionGate, Aws2026, Aws2026Standard, Backoff, CircuitBreaker, CircuitOpen, Elapsed, GiveUp,
     IdempotencyKey, Jitter, LogLevel, Policy, Rejected, RetryBudget, RetryEvent, Verdict,
@@ -30,6 +31,8 @@ pub const DEFAULT_BODY_LIMIT: usize = 64 * 1024;
 type NotifyFn = Arc<dyn Fn(&Resend) + Send + Sync>;
 /// An `on_give_up` hook, shared by the clones of the options.
 type GiveUpFn = Arc<dyn Fn(&GiveUp) + Send + Sync>;
+/// A `route` chooser, shared by the clones of the options.
+type RouteFn = Arc<dyn Fn(&Route<'_>) -> Option<Arc<Named>> + Send + Sync>;
 /// An `on_response` judge, shared by the clones of the options.
 type ResponseFn = Arc<dyn Fn(http::StatusCode, &HeaderMap) -> Verdict + Send + Sync>;
 
@@ -55,6 +58,7 @@ pub struct HttpRetry {
     pub(crate) notify: Option<NotifyFn>,
     pub(crate) on_give_up: Option<GiveUpFn>,
     pub(crate) on_response: Option<ResponseFn>,
+    pub(crate) route: Option<RouteFn>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) nested_retry: bool,
     pub(crate) level: LogLevel,
@@ -71,6 +75,7 @@ impl fmt::Debug for HttpRetry {
             .field("body_limit", &self.body_limit)
             .field("add_key", &self.add_key)
             .field("timeout", &self.timeout)
+            .field("route", &self.route.is_some())
             .field("nested_retry", &self.nested_retry)
             .field("log_level", &self.level)
             .finish_non_exhaustive()
@@ -94,6 +99,7 @@ impl HttpRetry {
             notify: None,
             on_give_up: None,
             on_response: None,
+            route: None,
             timeout: None,
             nested_retry: false,
             level: LogLevel::Error,
@@ -296,11 +302,74 @@ impl HttpRetry {
         self
     }
 
+    /// A policy per host or per route, chosen per request: `f` sees the request's method, host
+    /// and path, and names the [`Named`] policy it runs under (a registry's lookup, such as
+    /// `retry-config`'s `Registry::get`, so that a reload reaches the next request), or `None`
+    /// for these options' own. The request holds what `f` gave for all its attempts.
+    ///
+    /// Under a named policy, the request runs with its timings, its name in the events and the
+    /// metrics, and its budget, breaker and timeout where it has them (shared with every door
+    /// that uses the name), these options' own where it has none; the rest (the gate,
+    /// `aws2026`, the hooks, the body limit, the keys, the counters) stays these options'.
+    /// With a route, every request runs in the loop (no first attempt before it: its settings
+    /// are known only once the request is).
+    ///
+    /// ```
+    /// use retry_http::{HttpRetry, Route};
+    /// use retry_runtime::named::Named;
+    /// use retry_runtime::Policy;
+    /// use std::sync::Arc;
+    ///
+    /// let payments = Arc::new(Named::new("payments", Policy::new().max(5)));
+    /// let config = HttpRetry::new(Policy::new().max(2))
+    ///     .route(move |route: &Route<'_>| {
+    ///         (route.host == Some("payments.internal") && route.path.starts_with("/v1/"))
+    ///             .then(|| payments.clone())
+    ///     });
+    /// # let _ = config;
+    /// ```
+    pub fn route(
+        mut self,
+        f: impl Fn(&Route<'_>) -> Option<Arc<Named>> + Send + Sync + 'static,
+    ) -> Self {
+        self.route = Some(Arc::new(f));
+        self
+    }
+
     /// The counts of this configuration's requests, retries and requests sent once, shared by
     /// every clone of it (and of the layer or middleware made from it).
     pub fn counters(&self) -> Arc<Counters> {
         Arc::clone(&self.counters)
     }
+}
+
+/// What [`HttpRetry::route`] chooses a request's named policy by.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct Route<'a> {
+    /// The request's method.
+    pub method: &'a Method,
+    /// The host the request goes to, without the port: the URI's, else the `Host` header's.
+    pub host: Option<&'a str>,
+    /// The URI's path.
+    pub path: &'a str,
+}
+
+/// The named policy `config`'s [`route`](HttpRetry::route) chooses for a request, if it has
+/// one (the request's host read only then).
+#[inline]
+pub(crate) fn chosen<'r>(
+    config: &HttpRetry,
+    method: &Method,
+    host: impl FnOnce() -> Option<&'r str>,
+    path: &str,
+) -> Option<Arc<Named>> {
+    let choose = config.route.as_ref()?;
+    choose(&Route {
+        method,
+        host: host(),
+        path,
+    })
 }
 
 /// What `notify` hears before each pause of the tower layer or the reqwest middleware.
@@ -608,14 +677,25 @@ pub(crate) fn gave_up(config: &HttpRetry, why: &GiveUp) {
     }
 }
 
-/// The settings of one request's loop.
-pub(crate) fn settings(config: &HttpRetry) -> Settings<'_> {
-    Settings::new(&config.policy)
-        .name(config.name)
-        .budget(config.budget.as_deref())
-        .breaker(config.breaker.as_deref())
+/// The settings of one request's loop: under its named policy if [`HttpRetry::route`] chose
+/// one.
+pub(crate) fn settings<'a>(config: &'a HttpRetry, named: Option<&'a Named>) -> Settings<'a> {
+    let budget = config.budget.as_deref();
+    let breaker = config.breaker.as_deref();
+    let settings = match named {
+        None => Settings::new(&config.policy)
+            .name(config.name)
+            .budget(budget)
+            .breaker(breaker)
+            .timeout(config.timeout),
+        Some(named) => Settings::new(named.policy())
+            .name(named.name())
+            .budget(named.get_budget().or(budget))
+            .breaker(named.get_breaker().or(breaker))
+            .timeout(named.get_timeout().or(config.timeout)),
+    };
+    settings
         .aws2026(config.aws.as_deref())
-        .timeout(config.timeout)
         .nested_retry(config.nested_retry)
         .log_level(config.level)
         .sink(&*config.counters)
@@ -623,12 +703,13 @@ pub(crate) fn settings(config: &HttpRetry) -> Settings<'_> {
 
 /// Whether a request's first attempt may be made before its loop ([`FirstAttempt`]): its
 /// settings allow it, no hook hears the time (the hooks' times would start after it), and no
-/// gate admits the attempt.
+/// gate admits the attempt, and no `route` chooses its settings per request.
 pub(crate) fn first_attempt(config: &HttpRetry) -> Option<FirstAttempt> {
-    if config.notify.is_some() || config.on_give_up.is_some() || config.gate.is_some() {
+    let hooked = config.notify.is_some() || config.on_give_up.is_some();
+    if hooked || config.gate.is_some() || config.route.is_some() {
         return None;
     }
-    FirstAttempt::new(&settings(config))
+    FirstAttempt::new(&settings(config, None))
 }
 
 /// A first attempt made before the loop ([`FirstAttempt`]) that was not accepted: its outcome,
@@ -646,6 +727,7 @@ pub(crate) type FirstOutcome<T, E> = (Result<T, E>, Option<Verdict>);
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn send<T, E: fmt::Debug>(
     config: &HttpRetry,
+    named: Option<&Named>,
     may_resend: bool,
     classify: &(dyn Fn(&E) -> Verdict + Sync),
     never_sent: &(dyn Fn(&E) -> bool + Sync),
@@ -685,7 +767,7 @@ pub(crate) async fn send<T, E: fmt::Debug>(
     let hooks = hooks
         .on_give_up(config.on_give_up.is_some().then_some(&give_up as _))
         .gate(config.gate.as_deref());
-    let settings = settings(config);
+    let settings = settings(config, named);
     match first {
         None => engine::drive(&settings, hooks, TokioTimer, Inner(body)).await,
         Some((outcome, _)) => {

@@ -116,8 +116,11 @@ impl Middleware for RetryMiddleware {
         if request.try_clone().is_none() {
             return next.run(request, extensions).await;
         }
+        let url = request.url();
+        let named = options::chosen(config, &method, || url.host_str(), url.path());
         let outcome = options::send(
             config,
+            named.as_deref(),
             may_resend,
             &classify,
             &never_sent,

@@ -62,6 +62,7 @@ use crate::{BoxError, Counters, HttpRetry, ReplayBody};
 use ::http::{Request, Response};
 use http_body::Body;
 use retry_runtime::engine::first::{FirstAttempt, InAttempt};
+use retry_runtime::named::Named;
 use retry_runtime::{Transient, Verdict};
 use std::error::Error;
 use std::fmt;
@@ -174,6 +175,7 @@ where
         let config = &self.layer.config;
         let (mut parts, body) = request.into_parts();
         let may_resend = options::may_resend(config, &parts.method, &mut parts.headers);
+        let named = options::chosen(config, &parts.method, || host(&parts), parts.uri.path());
         // A request without a body to read (a GET) whose loop needs nothing before its first
         // attempt: the attempt is sent here, and the loop is made only if it fails.
         if let Some(first) = self.layer.first.filter(|_| body.is_end_stream()) {
@@ -193,6 +195,7 @@ where
                 parts,
                 buffered,
                 may_resend,
+                named: None,
                 body: PhantomData,
             };
             return ResponseFuture {
@@ -204,11 +207,30 @@ where
         let clone = self.inner.clone();
         let ready = std::mem::replace(&mut self.inner, clone);
         let request = Request::from_parts(parts, body);
-        let future = Box::pin(respond(Arc::clone(&self.layer), ready, request, may_resend));
+        let future = Box::pin(respond(
+            Arc::clone(&self.layer),
+            ready,
+            request,
+            may_resend,
+            named,
+        ));
         ResponseFuture {
             state: State::Loop { future },
         }
     }
+}
+
+/// The host a request goes to, for its route: the URI's, else the `Host` header's, without the
+/// port.
+fn host(parts: &::http::request::Parts) -> Option<&str> {
+    parts.uri.host().or_else(|| {
+        let header = parts.headers.get(::http::header::HOST)?.to_str().ok()?;
+        // `[::1]:8080` or `example.com:8080`: the port is after the last `:` outside brackets.
+        match header.rfind(':') {
+            Some(colon) if !header[colon..].contains(']') => Some(&header[..colon]),
+            _ => Some(header),
+        }
+    })
 }
 
 async fn respond<S, B, RB>(
@@ -216,6 +238,7 @@ async fn respond<S, B, RB>(
     mut service: S,
     request: Request<B>,
     may_resend: bool,
+    named: Option<Arc<Named>>,
 ) -> Result<Response<RB>, BoxError>
 where
     S: Service<Request<ReplayBody<B>>, Response = Response<RB>>,
@@ -242,19 +265,22 @@ where
         parts,
         buffered,
         may_resend,
+        named,
         body: PhantomData,
     };
     rest.send(None, true).await
 }
 
 /// What a [`RetryService`]'s request needs after its first attempt: the options, the service
-/// for the other attempts, and the request's parts and body to make each.
+/// for the other attempts, the request's parts and body to make each, and the named policy its
+/// route chose (held for all its attempts).
 struct HttpRest<S, B> {
     layer: Arc<RetryLayer>,
     service: S,
     parts: ::http::request::Parts,
     buffered: Buffered,
     may_resend: bool,
+    named: Option<Arc<Named>>,
     body: PhantomData<fn() -> B>,
 }
 
@@ -273,8 +299,10 @@ where
         let (layer, may_resend) = (&*self.layer, self.may_resend);
         let config = &layer.config;
         let (classify, never_sent) = (layer.classify, layer.never_sent);
+        let named = self.named.take();
         let outcome = options::send(
             config,
+            named.as_deref(),
             may_resend,
             &|error: &Boxed| classify(&*error.0),
             &|error: &Boxed| never_sent(&*error.0),
@@ -797,6 +825,7 @@ where
         let layer = &*self.layer;
         let outcome = options::send(
             &layer.config,
+            None,
             true,
             &|error: &S::Error| layer.classify.verdict(error),
             &|_: &S::Error| false,

@@ -436,7 +436,8 @@ fn setting_tokens(setting: Setting) -> TokenStream {
     match setting {
         Setting::Count(n) => Literal::u32_unsuffixed(n).into_token_stream(),
         Setting::Duration(nanos) => duration(nanos),
-        Setting::Factor(f) => Literal::f64_unsuffixed(f).into_token_stream(),
+        Setting::Factor(f) | Setting::Number(f) => Literal::f64_unsuffixed(f).into_token_stream(),
+        Setting::Bool(b) => quote!(#b),
         Setting::Backoff(form) => {
             let variant = match form {
                 Backoff::Exponential => quote!(Exponential),

@@ -69,12 +69,12 @@ use std::time::{Duration, Instant};
 /// ```
 #[derive(Debug)]
 pub struct AdmissionGate {
-    mode: Mode,
+    pub(super) mode: Mode,
     name: &'static str,
 }
 
 #[derive(Debug)]
-enum Mode {
+pub(super) enum Mode {
     Throttling(Throttler),
     RateLimit(RateLimiter),
     Aimd { config: Aimd, slots: Slots },

@@ -65,6 +65,8 @@ mod macros;
 
 mod bounds;
 mod concurrency;
+#[cfg(feature = "serde")]
+mod config;
 mod gate;
 mod quota;
 mod random;

@@ -57,7 +57,7 @@ const MAX_WINDOW: u32 = 128;
 /// ```
 #[derive(Debug)]
 pub struct CircuitBreaker {
-    config: Config,
+    pub(crate) config: Config,
     inner: Mutex<Inner>,
     /// The handles of its metrics (feature `metrics`), registered at its first use.
     #[cfg(feature = "metrics")]
@@ -65,18 +65,18 @@ pub struct CircuitBreaker {
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Config {
+pub(crate) struct Config {
     /// 0: the count does not trip the circuit.
-    consecutive_failures: u32,
+    pub(crate) consecutive_failures: u32,
     /// `None`: the rate does not trip the circuit.
-    failure_rate: Option<f64>,
+    pub(crate) failure_rate: Option<f64>,
     /// 1..=MAX_WINDOW.
-    window: u32,
+    pub(crate) window: u32,
     /// `None`: the whole window.
-    min_calls: Option<u32>,
-    open_for: Duration,
+    pub(crate) min_calls: Option<u32>,
+    pub(crate) open_for: Duration,
     /// The `breaker` label of its metrics.
-    name: &'static str,
+    pub(crate) name: &'static str,
 }
 
 #[derive(Debug)]

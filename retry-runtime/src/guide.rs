@@ -14,6 +14,7 @@
 //! | [`blocks`] | the same loop for a block (`retry_block!`), for a closure with a policy chosen at run time (`Retrier`), and for a loop that runs for hours (`reset_after`) |
 //! | [`testing`] | tests that assert pauses and calls without waiting |
 //! | [`doors`] | a door of your own (a client over a protocol of yours) on the engine's two seams: the decider and the sink |
+//! | `configuration` | with the `serde` feature: policies, budgets, breakers, hedges and timeouts read from TOML, YAML, JSON or the environment with the attribute's keys and rules, and written back |
 //! | `metrics` | with the `metrics` feature: the instruments the loop, the doors, breakers and budgets record, and every event once for every door |
 //!
 //! The same loop for every request of a client (a tower layer, a reqwest middleware: bodies, keys,
@@ -51,6 +52,10 @@ pub mod blocks {}
 
 #[doc = include_str!("../docs/doors.md")]
 pub mod doors {}
+
+#[cfg(feature = "serde")]
+#[doc = include_str!("../docs/configuration.md")]
+pub mod configuration {}
 
 #[cfg(feature = "metrics")]
 #[doc = include_str!("../docs/metrics.md")]

@@ -33,17 +33,17 @@ const BUCKETS: usize = 160;
 /// ```
 #[derive(Debug)]
 pub struct Hedge {
-    delay: Delay,
+    pub(crate) delay: Delay,
     max_hedges: u32,
-    min_samples: u32,
-    period: Duration,
+    pub(crate) min_samples: u32,
+    pub(crate) period: Duration,
     latency: Mutex<Latency>,
     /// The percentile as last computed, in nanoseconds; 0 for none yet.
     cached: AtomicU64,
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Delay {
+pub(crate) enum Delay {
     Fixed(Duration),
     /// A fraction in (0, 1).
     Percentile(f64),

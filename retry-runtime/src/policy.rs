@@ -162,10 +162,11 @@ pub struct Policy {
     base: Duration,
     factor: f64,
     backoff: Backoff,
-    max_delay: Option<Duration>,
-    deadline: Option<Duration>,
+    // Written back as set (or not) by `config`'s `Serialize`.
+    pub(crate) max_delay: Option<Duration>,
+    pub(crate) deadline: Option<Duration>,
     jitter: Jitter,
-    throttle_base: Option<Duration>,
+    pub(crate) throttle_base: Option<Duration>,
 }
 
 default_is_new!(Policy);
@@ -584,8 +585,14 @@ impl std::str::FromStr for Policy {
                 .map_or(text, |(_, part)| part);
             return Err(PolicyError::new(part, violation.problem.message));
         }
-        // The defaults with each timing that was written.
-        let timings = settings.timings();
+        Ok(Policy::from_timings(settings.timings()))
+    }
+}
+
+impl Policy {
+    /// The defaults with each timing that was written: what `from_str` and a configuration
+    /// (`config`) build.
+    pub(crate) fn from_timings(timings: grammar::Timings) -> Policy {
         let nanos = Duration::from_nanos;
         let p = Policy::new();
         let p = timings.max.map_or(p, |max| p.max(max));
@@ -601,9 +608,9 @@ impl std::str::FromStr for Policy {
         let p = timings
             .deadline
             .map_or(p, |deadline| p.deadline(nanos(deadline)));
-        Ok(timings
+        timings
             .jitter
-            .map_or(p, |form| p.jitter(Jitter::from_grammar(form))))
+            .map_or(p, |form| p.jitter(Jitter::from_grammar(form)))
     }
 }
 

@@ -17,6 +17,7 @@ mod budget;
 mod builder;
 mod cancellation;
 mod classification;
+mod configuration;
 mod custom_sleep;
 mod database_errors;
 mod deadline;

@@ -14,6 +14,7 @@ use http_body::Body;
 use retry_runtime::Policy;
 use retry_runtime::Verdict;
 use retry_runtime::engine::{self, DynHooks, Event, Operation, Settings, TokioTimer};
+use retry_runtime::named::Named;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
@@ -58,10 +59,17 @@ where
         counters,
         name: layer.name,
     };
+    // The named policy of the call, held for all its attempts and copies.
+    let named = layer.lookup.as_ref().and_then(|lookup| lookup());
+    let named = named.as_deref();
     let run = async {
         match method.and_then(|m| m.policy()) {
-            Some(CallPolicy::Retry(policy)) => retry(&layer, &mut service, &request, policy).await,
-            Some(CallPolicy::Hedging(policy)) => hedge(&layer, service, &request, policy).await,
+            Some(CallPolicy::Retry(policy)) => {
+                retry(&layer, named, &mut service, &request, policy).await
+            }
+            Some(CallPolicy::Hedging(policy)) => {
+                hedge(&layer, named, service, &request, policy).await
+            }
             None => alone(&layer, &mut service, &request).await,
         }
     };
@@ -118,13 +126,16 @@ where
 /// own bounds the call: `timeout_at` in [`respond`]).
 static DECIDED: Policy = Policy::new();
 
-/// The settings of a call: the layer's name, budget and breaker on the engine's loop, and its
-/// `Counters` as the sink that hears the loop's events (each retry, each hedged copy).
-fn settings(layer: &GrpcRetryLayer) -> Settings<'_> {
+/// The settings of a call: the layer's name, budget and breaker on the engine's loop (the named
+/// policy's budget and breaker where it has them), and its `Counters` as the sink that hears
+/// the loop's events (each retry, each hedged copy).
+fn settings<'a>(layer: &'a GrpcRetryLayer, named: Option<&'a Named>) -> Settings<'a> {
+    let budget = named.and_then(Named::get_budget);
+    let breaker = named.and_then(Named::get_breaker);
     Settings::new(&DECIDED)
         .name(layer.name)
-        .budget(layer.budget.as_deref())
-        .breaker(layer.breaker.as_deref())
+        .budget(budget.or(layer.budget.as_deref()))
+        .breaker(breaker.or(layer.breaker.as_deref()))
         .sink(&*layer.counters)
 }
 
@@ -180,6 +191,7 @@ where
 /// [`RetryCall`](crate::RetryCall)), and each attempt is one [`Attempts::attempt`].
 async fn retry<S, RB>(
     layer: &GrpcRetryLayer,
+    named: Option<&Named>,
     service: &mut S,
     request: &Request0<'_>,
     policy: &RetryPolicy,
@@ -203,7 +215,7 @@ where
         request,
     };
     let hooks = DynHooks::new(&classify).decide(&mut decider);
-    let outcome = engine::drive(&settings(layer), hooks, TokioTimer, attempts).await;
+    let outcome = engine::drive(&settings(layer, named), hooks, TokioTimer, attempts).await;
     // The committed answer's trailers go to the same decision (C-core's `ShouldRetry` for a
     // committed call: the throttle counts its success or failure).
     let accounting = if layer.throttle.is_some() {
@@ -246,6 +258,7 @@ where
 /// HTTP/2 streams reset).
 async fn hedge<S, RB>(
     layer: &GrpcRetryLayer,
+    named: Option<&Named>,
     service: S,
     request: &Request0<'_>,
     policy: &HedgingPolicy,
@@ -288,7 +301,7 @@ where
         async move { attempt::send_once(&mut service, &mut ready, request, previous).await }
     };
     let hooks = DynHooks::new(&classify).decide(&mut decider);
-    let settings = settings(layer).hedge(Some(&schedule));
+    let settings = settings(layer, named).hedge(Some(&schedule));
     let outcome = engine::drive_hedged(&settings, hooks, TokioTimer, copy).await;
     let accounting = match &layer.throttle {
         Some(throttle) => Accounting::Hedge(Arc::clone(throttle), codes),

@@ -34,6 +34,7 @@ use crate::{ConfigError, RetryThrottle, ServiceConfig, ThrottleRegistry};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
+use retry_runtime::named::Named;
 use retry_runtime::{CircuitBreaker, RetryBudget};
 use std::collections::HashMap;
 use std::fmt;
@@ -101,6 +102,8 @@ pub struct GrpcRetryLayer {
     name: &'static str,
     budget: Option<Arc<RetryBudget>>,
     breaker: Option<Arc<CircuitBreaker>>,
+    /// [`named`](Self::named)'s lookup, asked once per call.
+    lookup: Option<Arc<dyn Fn() -> Option<Arc<Named>> + Send + Sync>>,
     counters: Arc<Counters>,
 }
 
@@ -115,6 +118,7 @@ impl fmt::Debug for GrpcRetryLayer {
             .field("name", &self.name)
             .field("budget", &self.budget.is_some())
             .field("breaker", &self.breaker.is_some())
+            .field("lookup", &self.lookup.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -134,6 +138,7 @@ impl GrpcRetryLayer {
             name: "grpc",
             budget: None,
             breaker: None,
+            lookup: None,
             counters: Arc::new(Counters::default()),
         }
     }
@@ -204,6 +209,37 @@ impl GrpcRetryLayer {
     /// first attempt (with the breaker's `CircuitOpen` as its error).
     pub fn breaker(mut self, breaker: Arc<CircuitBreaker>) -> Self {
         self.breaker = Some(breaker);
+        self
+    }
+
+    /// A named policy beside the service config: `lookup` is asked once per call (a registry's
+    /// `get`, such as `retry-config`'s `Registry::get`, or
+    /// [`named::resolve`](retry_runtime::named::resolve) for the process's resolver), and the
+    /// call holds what it gave for all its attempts and copies, so that a reload reaches the
+    /// next call and never one under way.
+    ///
+    /// The service config still says when and how often a method is retried or hedged (A6);
+    /// the name brings the budget and the breaker that every door using it shares (the
+    /// `Retrier`, the HTTP doors, `#[retry(policy = "...")]`), in place of this layer's own
+    /// [`budget`](Self::budget) and [`breaker`](Self::breaker) when it has them. A call of a
+    /// method without a policy makes one attempt, as without a name.
+    ///
+    /// ```
+    /// use retry_grpc::channel::GrpcRetryLayer;
+    /// use retry_runtime::named::{self, Named};
+    /// use retry_runtime::{CircuitBreaker, Policy};
+    /// use std::sync::Arc;
+    ///
+    /// let layer = GrpcRetryLayer::from_service_config(r#"{"methodConfig": []}"#)?
+    ///     .named(|| named::resolve("contract-service"));
+    /// # let _ = layer;
+    /// # Ok::<(), retry_grpc::ConfigError>(())
+    /// ```
+    pub fn named(
+        mut self,
+        lookup: impl Fn() -> Option<Arc<Named>> + Send + Sync + 'static,
+    ) -> Self {
+        self.lookup = Some(Arc::new(lookup));
         self
     }
 

@@ -317,6 +317,20 @@ pub enum Event<'a> {
         /// The attempt shed (1 for the first).
         attempt: u32,
     },
+    /// A registry's reload (`retry-config`) added the named policy `function`. `INFO`.
+    PolicyAdded,
+    /// A registry's reload changed the named policy `function`: calls that start from now on
+    /// run under the new one, calls under way keep the one they started with. `INFO`.
+    PolicyChanged,
+    /// A registry's reload removed the named policy `function`: a lookup of the name finds
+    /// nothing from now on (the attribute then runs its written default). `INFO`.
+    PolicyRemoved,
+    /// A registry refused a configuration (`function` is the registry's name): it failed
+    /// validation, and the policies that ran before run on, unchanged. `WARN`, with `error`.
+    ReloadRejected {
+        /// Why: the key, the rule and the value.
+        error: &'a dyn fmt::Display,
+    },
 }
 
 impl fmt::Debug for Event<'_> {
@@ -325,6 +339,16 @@ impl fmt::Debug for Event<'_> {
             Event::Call => return f.write_str("Call"),
             Event::Attempt => return f.write_str("Attempt"),
             Event::Throttled => return f.write_str("Throttled"),
+            Event::PolicyAdded => return f.write_str("PolicyAdded"),
+            Event::PolicyChanged => return f.write_str("PolicyChanged"),
+            Event::PolicyRemoved => return f.write_str("PolicyRemoved"),
+            Event::ReloadRejected { error } => {
+                let error = format_args!("{error}");
+                return f
+                    .debug_struct("ReloadRejected")
+                    .field("error", &error)
+                    .finish();
+            }
             Event::SentOnce { reason } => {
                 let reason = format_args!("{reason}");
                 return f.debug_struct("SentOnce").field("reason", &reason).finish();
@@ -361,6 +385,10 @@ impl Event<'_> {
             Event::WithoutKey { .. } => Some("without_key"),
             Event::Throttled => Some("throttled"),
             Event::DeadlineExceeded { .. } => Some("deadline_exceeded"),
+            Event::PolicyAdded => Some("policy_added"),
+            Event::PolicyChanged => Some("policy_changed"),
+            Event::PolicyRemoved => Some("policy_removed"),
+            Event::ReloadRejected { .. } => Some("reload_rejected"),
             // Every variant named, so that a new one is given a label (and so its log line and
             // its metric in `report`) or none on purpose.
             Event::Call
@@ -491,6 +519,17 @@ fn log_event(function: &'static str, event: &Event<'_>) {
             timeout = ?timeout,
             "the call's deadline passed: DEADLINE_EXCEEDED"
         ),
+        Event::PolicyAdded => tracing::info!(function, "named policy added"),
+        Event::PolicyChanged => tracing::info!(
+            function,
+            "named policy changed: calls from now on run under the new one"
+        ),
+        Event::PolicyRemoved => tracing::info!(function, "named policy removed"),
+        Event::ReloadRejected { error } => tracing::warn!(
+            function,
+            error = %error,
+            "configuration refused: the running policies are kept"
+        ),
         _ => {}
     }
 }
@@ -585,6 +624,15 @@ counters! {
         /// [`Settings::sink`]: crate::engine::Settings::sink
         /// [`DynHooks::gate`]: crate::engine::DynHooks::gate
         gate_rejected: Event::GateRejected { .. },
+        /// Named policies a registry's reload added ([`Event::PolicyAdded`]).
+        policies_added: Event::PolicyAdded,
+        /// Named policies a registry's reload changed ([`Event::PolicyChanged`]).
+        policies_changed: Event::PolicyChanged,
+        /// Named policies a registry's reload removed ([`Event::PolicyRemoved`]).
+        policies_removed: Event::PolicyRemoved,
+        /// Configurations a registry refused, keeping the running policies
+        /// ([`Event::ReloadRejected`]).
+        reloads_rejected: Event::ReloadRejected { .. },
     }
 }
 

@@ -6,6 +6,7 @@ mod common;
 
 mod door;
 mod door_events;
+mod door_named;
 mod door_races;
 mod door_servers;
 mod door_throttle;

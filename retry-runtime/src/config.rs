@@ -14,8 +14,8 @@ use retry_grammar::Setting;
 use retry_grammar::config::{
     self as grammar, Written as Out, deserialize as read, serialize as write,
 };
-use serde::ser::{self, Serializer};
-use serde::{Deserialize, Deserializer, Serialize, de};
+use serde_core::ser::{self, Serializer};
+use serde_core::{Deserialize, Deserializer, Serialize, de};
 use std::time::Duration;
 
 /// A per-attempt timeout as a configuration writes it: `timeout = "2s"` (zero is refused, as

@@ -59,18 +59,14 @@ impl<'de> Deserialize<'de> for Policy {
     }
 }
 
-/// Every timing: `max`, `base`, `factor` (with an exponential backoff, or when it is not the
-/// default), `backoff`, `jitter`, and `max_delay`, `throttle_base` and `deadline` when set. A
-/// policy that no configuration can write is an error: [`Jitter::Spread`], or a factor below 1
-/// ([`Policy::factor_unclamped`]).
+/// Every timing: `max`, `base`, `factor` (with an exponential backoff: under another it has no
+/// effect, and the attribute refuses it), `backoff`, `jitter`, and `max_delay`, `throttle_base`
+/// and `deadline` when set. A policy that no configuration can write is an error:
+/// [`Jitter::Spread`], or an exponential factor below 1 ([`Policy::factor_unclamped`]). A
+/// policy built in code that breaks a rule of the attribute (a `deadline` shorter than `base`)
+/// is written as it runs, and reading it back is refused as the attribute refuses it.
 impl Serialize for Policy {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let factor = self.get_factor();
-        if factor < 1.0 {
-            return Err(ser::Error::custom(format!(
-                "a factor below 1 (`factor_unclamped({factor})`) has no configuration form: `factor` is a number ≥ 1"
-            )));
-        }
         let mut entries = vec![
             ("max", Out::Count(self.get_max())),
             ("base", text(self.get_base())),
@@ -80,7 +76,13 @@ impl Serialize for Policy {
             Backoff::Linear => "linear",
             Backoff::Constant => "constant",
         };
-        if backoff == "exponential" || factor != retry_grammar::DEFAULT_FACTOR {
+        if self.get_backoff() == Backoff::Exponential {
+            let factor = self.get_factor();
+            if factor < 1.0 {
+                return Err(ser::Error::custom(format!(
+                    "a factor below 1 (`factor_unclamped({factor})`) has no configuration form: `factor` is a number ≥ 1"
+                )));
+            }
             entries.push(("factor", Out::Number(factor)));
         }
         entries.push(("backoff", Out::Text(backoff.to_owned())));

@@ -1,11 +1,11 @@
 //! The settings from and to a configuration (feature `serde`): [`Policy`], [`RetryBudget`],
-//! [`CircuitBreaker`], [`Hedge`] and a per-attempt [`Timeout`] implement `Deserialize` and
-//! `Serialize`, with the keys, units and rules of `#[retry]`; the guide is
-//! [`guide::configuration`](crate::guide::configuration).
+//! [`CircuitBreaker`], [`Hedge`], [`AdmissionGate`](crate::AdmissionGate) and a per-attempt
+//! [`Timeout`] implement `Deserialize` and `Serialize`, with the keys, units and rules of
+//! `#[retry]`; the guide is [`guide::configuration`](crate::guide::configuration).
 //!
 //! Each map is read by `retry-grammar`, the attribute's own grammar (never a second parser):
-//! a value is handed over as it came ([`Scalar`]), and the error is the grammar's message,
-//! naming the key, the value and the rule. Serializing writes the same keys with durations in
+//! a value is handed over as it came, and the error is the grammar's message, naming the key,
+//! the value and the rule. Serializing writes the same keys with durations in
 //! one unit (`"90s"`, `"250ms"`), so that what is written reads back to the same settings.
 
 use crate::policy::nanos;

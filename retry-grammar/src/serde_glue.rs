@@ -4,9 +4,9 @@
 
 use crate::config::{self, Read, Scalar, Section};
 use crate::{Key, Setting, duration};
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::ser::{SerializeMap, Serializer};
-use serde::{Deserialize, Serialize};
+use serde_core::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_core::ser::{SerializeMap, Serializer};
+use serde_core::{Deserialize, Serialize};
 use std::fmt;
 
 /// Any value, handed to the grammar as it came: numbers, strings and booleans as they are, a

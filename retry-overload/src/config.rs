@@ -11,7 +11,7 @@
 use crate::gate::Mode;
 use crate::{AdaptiveThrottling, AdmissionGate, Aimd, ClientRateLimit, Gradient2};
 use retry_grammar::config::{self as grammar, Read, Written};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_core::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::HashSet;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;

@@ -1,11 +1,11 @@
 //! The settings from and to a configuration (feature `serde`): [`Policy`], [`RetryBudget`],
-//! [`CircuitBreaker`], [`Hedge`] and a per-attempt [`Timeout`] implement `Deserialize` and
-//! `Serialize`, with the keys, units and rules of `#[retry]`; the guide is
-//! [`guide::configuration`](crate::guide::configuration).
+//! [`CircuitBreaker`], [`Hedge`], [`AdmissionGate`](crate::AdmissionGate) and a per-attempt
+//! [`Timeout`] implement `Deserialize` and `Serialize`, with the keys, units and rules of
+//! `#[retry]`; the guide is [`guide::configuration`](crate::guide::configuration).
 //!
 //! Each map is read by `retry-grammar`, the attribute's own grammar (never a second parser):
-//! a value is handed over as it came ([`Scalar`]), and the error is the grammar's message,
-//! naming the key, the value and the rule. Serializing writes the same keys with durations in
+//! a value is handed over as it came, and the error is the grammar's message, naming the key,
+//! the value and the rule. Serializing writes the same keys with durations in
 //! one unit (`"90s"`, `"250ms"`), so that what is written reads back to the same settings.
 
 use crate::policy::nanos;
@@ -14,8 +14,8 @@ use retry_grammar::Setting;
 use retry_grammar::config::{
     self as grammar, Written as Out, deserialize as read, serialize as write,
 };
-use serde::ser::{self, Serializer};
-use serde::{Deserialize, Deserializer, Serialize, de};
+use serde_core::ser::{self, Serializer};
+use serde_core::{Deserialize, Deserializer, Serialize, de};
 use std::time::Duration;
 
 /// A per-attempt timeout as a configuration writes it: `timeout = "2s"` (zero is refused, as
@@ -59,18 +59,14 @@ impl<'de> Deserialize<'de> for Policy {
     }
 }
 
-/// Every timing: `max`, `base`, `factor` (with an exponential backoff, or when it is not the
-/// default), `backoff`, `jitter`, and `max_delay`, `throttle_base` and `deadline` when set. A
-/// policy that no configuration can write is an error: [`Jitter::Spread`], or a factor below 1
-/// ([`Policy::factor_unclamped`]).
+/// Every timing: `max`, `base`, `factor` (with an exponential backoff: under another it has no
+/// effect, and the attribute refuses it), `backoff`, `jitter`, and `max_delay`, `throttle_base`
+/// and `deadline` when set. A policy that no configuration can write is an error:
+/// [`Jitter::Spread`], or an exponential factor below 1 ([`Policy::factor_unclamped`]). A
+/// policy built in code that breaks a rule of the attribute (a `deadline` shorter than `base`)
+/// is written as it runs, and reading it back is refused as the attribute refuses it.
 impl Serialize for Policy {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let factor = self.get_factor();
-        if factor < 1.0 {
-            return Err(ser::Error::custom(format!(
-                "a factor below 1 (`factor_unclamped({factor})`) has no configuration form: `factor` is a number ≥ 1"
-            )));
-        }
         let mut entries = vec![
             ("max", Out::Count(self.get_max())),
             ("base", text(self.get_base())),
@@ -80,7 +76,13 @@ impl Serialize for Policy {
             Backoff::Linear => "linear",
             Backoff::Constant => "constant",
         };
-        if backoff == "exponential" || factor != retry_grammar::DEFAULT_FACTOR {
+        if self.get_backoff() == Backoff::Exponential {
+            let factor = self.get_factor();
+            if factor < 1.0 {
+                return Err(ser::Error::custom(format!(
+                    "a factor below 1 (`factor_unclamped({factor})`) has no configuration form: `factor` is a number ≥ 1"
+                )));
+            }
             entries.push(("factor", Out::Number(factor)));
         }
         entries.push(("backoff", Out::Text(backoff.to_owned())));

@@ -58,11 +58,21 @@ fn a_policy_is_written_with_the_attributes_keys_and_units() {
         toml::to_string(&policy).expect("serializes"),
         "max = 5\nbase = \"250ms\"\nfactor = 2.0\nbackoff = \"exponential\"\njitter = \"full\"\ndeadline = \"90s\"\n"
     );
-    let linear = Policy::new().backoff(Backoff::Linear).base(S + 500 * MS);
+    // No `factor` with a linear backoff: it has no effect there, and the rules refuse it.
+    let linear = Policy::new()
+        .backoff(Backoff::Linear)
+        .base(S + 500 * MS)
+        .factor(3.0);
+    let written = serde_json::to_string(&linear).expect("serializes");
     assert_eq!(
-        serde_json::to_string(&linear).expect("serializes"),
-        r#"{"max":3,"base":"1500ms","backoff":"linear","jitter":0.5}"#,
-        "no `factor` with a linear backoff, which the rules would refuse"
+        written,
+        r#"{"max":3,"base":"1500ms","backoff":"linear","jitter":0.5}"#
+    );
+    let back: Policy = serde_json::from_str(&written).expect("reads back");
+    assert_eq!(
+        (1..=5).map(|n| back.nominal_delay(n)).collect::<Vec<_>>(),
+        (1..=5).map(|n| linear.nominal_delay(n)).collect::<Vec<_>>(),
+        "the same pauses"
     );
 }
 
@@ -191,6 +201,22 @@ fn child_reads_the_environment() {
             .base(250 * MS)
             .jitter(Jitter::None)
             .deadline(90 * S)
+    );
+}
+
+/// A policy built in code that breaks a rule of the attribute is written as it runs; reading it
+/// back is refused with the rule.
+#[test]
+fn a_policy_that_breaks_a_rule_is_written_and_refused_when_read() {
+    let short = Policy::new().deadline(500 * MS);
+    let written = toml::to_string(&short).expect("serializes");
+    assert!(written.ends_with("deadline = \"500ms\"\n"), "{written}");
+    let error = toml::from_str::<Policy>(&written).expect_err("the rule");
+    assert!(
+        error.message().starts_with(
+            "invalid retry policy at `deadline = \"500ms\"`: `deadline = \"500ms\"` is shorter than `base = \"1s\"`"
+        ),
+        "{error}"
     );
 }
 

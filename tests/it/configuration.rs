@@ -566,7 +566,7 @@ fn every_rule_across_keys_is_enforced_on_a_configuration() {
         ),
         (
             // `policy` is code: refused before any timing key could clash with it.
-            "`policy` with a timing key (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `throttle_base`, `deadline`, `jitter`)",
+            "`policy` given as an expression, with a timing key (`max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `throttle_base`, `deadline`, `jitter`); beside a name they are the default",
             refused::<Policy>(json!({"policy": "COVERAGE", "max": 3})),
             "invalid retry policy at `policy = \"COVERAGE\"`: `policy` is written in code, not in a configuration: give it where the call is made, in `#[retry(policy = COVERAGE_POLICY)]`, `retry_block!(policy = COVERAGE_POLICY => ...)` or the `Retrier`; a retry policy takes `max`, `attempts`, `base`, `factor`, `backoff`, `max_delay`, `throttle_base`, `deadline`, `jitter`",
         ),

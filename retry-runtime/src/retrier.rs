@@ -4,6 +4,7 @@
 //! [`engine::drive`](crate::engine::drive) does: a door on the engine, not a part of the loop.
 
 use crate::engine::AsyncFnOperation;
+use crate::hooks::Blocking;
 use crate::overload::aws2026_call::Aws2026Call;
 use crate::state::drive::{Attempts, Hedged, Plain, drive, drive_blocking};
 use crate::state::dynamic::{DynSlot, Settings};
@@ -446,6 +447,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     pub fn notify<J, M>(mut self, f: J) -> Self
     where
         J: NotifyHook<T, E, M> + Send + Sync + 'p,
+        M: Blocking,
         T: 'p,
         E: 'p,
     {
@@ -459,6 +461,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
     pub fn on_give_up<J, M>(mut self, f: J) -> Self
     where
         J: GiveUpHook<T, E, M> + Send + Sync + 'p,
+        M: Blocking,
         T: 'p,
         E: 'p,
     {

@@ -7,11 +7,13 @@
 //! there, so that a call without a hook that hears the time reads no clock for it.
 
 use super::extras::{Deciding, Extras, Guard, Shedder, Timeout};
-use super::hooks::Slot;
+use super::fallback::{Fallback, FallbackScope};
+use super::hooks::{GiveUpSlot, Slot};
 use super::observe::Sink;
 use super::options::{Classifier, Head};
 use super::seam::{Failure, Next, NextCopy};
 use super::{Decide, GiveUp, Hooks, LogLevel, Opts, RetryEvent, Unset};
+use crate::context::KeySlot;
 use crate::overload::aws2026_call::Aws2026Call;
 use crate::timer::Elapsed;
 use crate::{
@@ -400,6 +402,21 @@ impl<T, E, B, F: Fn(Result<&T, &E>, &B) + ?Sized> Slot<Result<T, E>, B> for DynS
     #[inline]
     fn call(&self, outcome: &Result<T, E>, b: &B) -> Option<()> {
         self.f.map(|f| f(outcome.as_ref(), b))
+    }
+}
+
+impl<T, E, F: Fn(Result<&T, &E>, &GiveUp) + ?Sized> GiveUpSlot<T, E> for DynSlot<&F> {
+    type End<Fb: Fallback<T, E>, K: KeySlot> = Fb::Output<K>;
+    #[inline]
+    fn end<Fb: Fallback<T, E>, K: KeySlot>(
+        self,
+        fallback: Fb,
+        outcome: Result<T, E>,
+        why: GiveUp,
+        scope: FallbackScope<K>,
+    ) -> Fb::Output<K> {
+        self.call(&outcome, &why);
+        fallback.call(outcome, why, scope)
     }
 }
 

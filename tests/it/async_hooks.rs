@@ -1,0 +1,309 @@
+//! Hooks that await: `notify` and `on_give_up` as async closures or functions, in async
+//! functions and `retry_block!`'s async blocks. `notify` is awaited before the pause it
+//! announces, and its time is taken out of that pause; a deadline bounds it (a hook still
+//! running then is dropped, and the next attempt, the last one, starts at the deadline); a
+//! dropped call drops the hook's future; a panic in an async hook unwinds out of the call as a
+//! panic in the body does. `on_give_up` is awaited before the fallback and before the call
+//! returns. Exact virtual times on tokio's paused clock.
+
+use crate::common::{Busy, MS, S};
+use retry_runtime::{GiveUp, GiveUpReason, RetryEvent, retry, retry_block};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::{Instant, sleep};
+
+/// What a call saw, as times since `t0`.
+#[derive(Default)]
+struct Seen {
+    /// When each attempt began.
+    attempts: Mutex<Vec<Duration>>,
+    /// When each `notify` began and ended, and the pause it announced.
+    notified: Mutex<Vec<(Duration, Duration, Duration)>>,
+    /// When `on_give_up` ended.
+    gave_up: Mutex<Option<Duration>>,
+}
+
+impl Seen {
+    fn attempts(&self) -> Vec<Duration> {
+        self.attempts.lock().unwrap().clone()
+    }
+    fn notified(&self) -> Vec<(Duration, Duration, Duration)> {
+        self.notified.lock().unwrap().clone()
+    }
+}
+
+/// An attempt that fails at once with its number.
+fn fail(seen: &Seen, t0: Instant) -> Result<u32, Busy> {
+    let mut attempts = seen.attempts.lock().unwrap();
+    attempts.push(t0.elapsed());
+    Err(Busy(attempts.len() as u32))
+}
+
+/// A `notify` that works for `work` before it returns.
+async fn slow_notify(seen: &Seen, t0: Instant, event: &RetryEvent, work: Duration) {
+    let began = t0.elapsed();
+    sleep(work).await;
+    seen.notified
+        .lock()
+        .unwrap()
+        .push((began, t0.elapsed(), event.pause));
+}
+
+#[retry(
+    max = 2,
+    base = "1s",
+    jitter = none,
+    notify = async |_: &Busy, event: &RetryEvent| slow_notify(seen, t0, event, 300 * MS).await,
+)]
+async fn notify_for_300ms(seen: &Seen, t0: Instant) -> Result<u32, Busy> {
+    fail(seen, t0)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_async_notify_is_awaited_before_the_pause_it_announces() {
+    let (t0, seen) = (Instant::now(), Seen::default());
+    assert_eq!(notify_for_300ms(&seen, t0).await, Err(Busy(3)));
+    // Each hook began as its attempt failed and ran 300 ms; the pause it announced went on
+    // from there, so the next attempt began where the pause alone would have put it.
+    assert_eq!(
+        seen.notified(),
+        [(0 * S, 300 * MS, S), (S, S + 300 * MS, 2 * S)]
+    );
+    assert_eq!(seen.attempts(), [0 * S, S, 3 * S]);
+    assert_eq!(t0.elapsed(), 3 * S);
+}
+
+/// A hook that outlasts its pause: the next attempt waits for it. Not an async closure: a
+/// closure that returns a future (which borrows none of its arguments).
+async fn notify_for(seen: &Seen, t0: Instant, event: RetryEvent, work: Duration) {
+    slow_notify(seen, t0, &event, work).await
+}
+
+#[retry(
+    max = 1,
+    base = "1s",
+    jitter = none,
+    notify = |_: &Busy, event: &RetryEvent| notify_for(seen, t0, *event, 1500 * MS),
+)]
+async fn notify_longer_than_the_pause(seen: &Seen, t0: Instant) -> Result<u32, Busy> {
+    fail(seen, t0)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hook_longer_than_its_pause_delays_the_next_attempt_to_its_end() {
+    let (t0, seen) = (Instant::now(), Seen::default());
+    assert_eq!(notify_longer_than_the_pause(&seen, t0).await, Err(Busy(2)));
+    assert_eq!(seen.notified(), [(0 * S, 1500 * MS, S)]);
+    assert_eq!(seen.attempts(), [0 * S, 1500 * MS]);
+}
+
+/// Counts when it is dropped: a hook's future that was dropped before it ended.
+struct DropGuard(Arc<AtomicU32>);
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A `notify` that never ends; it holds `guard` while it waits.
+async fn never_ends(started: &AtomicU32, dropped: &Arc<AtomicU32>) {
+    started.fetch_add(1, Ordering::SeqCst);
+    let _guard = DropGuard(Arc::clone(dropped));
+    std::future::pending::<()>().await
+}
+
+#[retry(
+    max = 5,
+    base = "1s",
+    jitter = none,
+    deadline = "2s",
+    notify = async |_: &Busy, _: &RetryEvent| never_ends(started, dropped).await,
+)]
+async fn endless_hook_with_a_deadline(
+    seen: &Seen,
+    t0: Instant,
+    started: &AtomicU32,
+    dropped: &Arc<AtomicU32>,
+) -> Result<u32, Busy> {
+    fail(seen, t0)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_bounds_a_hook_and_the_last_attempt_starts_at_it() {
+    let (t0, seen) = (Instant::now(), Seen::default());
+    let (started, dropped) = (AtomicU32::new(0), Arc::new(AtomicU32::new(0)));
+    let result = endless_hook_with_a_deadline(&seen, t0, &started, &dropped).await;
+    // The hook after the first attempt was cut off at the deadline (2 s) and dropped; the
+    // second attempt, the last the deadline allows, began then, and the loop gave up after it.
+    assert_eq!(result, Err(Busy(2)));
+    assert_eq!(seen.attempts(), [0 * S, 2 * S]);
+    assert_eq!(started.load(Ordering::SeqCst), 1);
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    assert_eq!(t0.elapsed(), 2 * S);
+}
+
+#[retry(
+    max = 5,
+    base = "1s",
+    notify = async |_: &Busy, _: &RetryEvent| never_ends(started, dropped).await,
+)]
+async fn endless_hook(
+    seen: &Seen,
+    t0: Instant,
+    started: &AtomicU32,
+    dropped: &Arc<AtomicU32>,
+) -> Result<u32, Busy> {
+    fail(seen, t0)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_call_drops_its_hooks_future() {
+    let (t0, seen) = (Instant::now(), Seen::default());
+    let (started, dropped) = (AtomicU32::new(0), Arc::new(AtomicU32::new(0)));
+    // Without a deadline the loop waits for the hook; the caller's own timeout drops the call.
+    let call = endless_hook(&seen, t0, &started, &dropped);
+    assert!(tokio::time::timeout(5 * S, call).await.is_err());
+    assert_eq!(t0.elapsed(), 5 * S);
+    assert_eq!(seen.attempts(), [0 * S]);
+    assert_eq!(started.load(Ordering::SeqCst), 1);
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+}
+
+static PANICKED_CALLS: AtomicU32 = AtomicU32::new(0);
+
+#[retry(
+    max = 2,
+    base = "1s",
+    notify = async move |error: &Busy, _: &RetryEvent| {
+        sleep(10 * MS).await;
+        if error.0 == 1 && panics {
+            panic!("the hook panicked");
+        }
+    },
+)]
+async fn panicking_hook(panics: bool) -> Result<u32, Busy> {
+    let call = PANICKED_CALLS.fetch_add(1, Ordering::SeqCst) + 1;
+    if panics || call > 3 {
+        Err(Busy(call))
+    } else {
+        Ok(call)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_async_hook_unwinds_out_of_the_call_as_a_sync_one_does() {
+    // Spawned: the panic ends the task, and the caller sees it as the task's panic.
+    let joined = tokio::spawn(panicking_hook(true)).await;
+    let panic = joined
+        .expect_err("the hook's panic ends the call")
+        .into_panic();
+    assert_eq!(panic.downcast_ref::<&str>(), Some(&"the hook panicked"));
+    // One attempt ran; nothing the loop holds is left behind: the next call runs as usual.
+    assert_eq!(PANICKED_CALLS.load(Ordering::SeqCst), 1);
+    assert_eq!(tokio::spawn(panicking_hook(false)).await.unwrap(), Ok(2));
+}
+
+#[retry(
+    max = 1,
+    base = "1s",
+    jitter = none,
+    on_give_up = async |error: &Busy, why: &GiveUp| {
+        assert_eq!((error, why.reason), (&Busy(2), GiveUpReason::Exhausted));
+        sleep(500 * MS).await;
+        *seen.gave_up.lock().unwrap() = Some(t0.elapsed());
+    },
+    fallback = |error: Busy, _| {
+        // The hook ended before the fallback runs.
+        assert_eq!(*seen.gave_up.lock().unwrap(), Some(1500 * MS));
+        Err(Busy(error.0 * 10))
+    },
+)]
+async fn awaited_give_up(seen: &Seen, t0: Instant) -> Result<u32, Busy> {
+    fail(seen, t0)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_async_on_give_up_is_awaited_before_the_fallback_and_the_return() {
+    let (t0, seen) = (Instant::now(), Seen::default());
+    assert_eq!(awaited_give_up(&seen, t0).await, Err(Busy(20)));
+    assert_eq!(seen.attempts(), [0 * S, S]);
+    assert_eq!(*seen.gave_up.lock().unwrap(), Some(1500 * MS));
+    assert_eq!(t0.elapsed(), 1500 * MS);
+}
+
+#[retry(
+    max = 1,
+    base = "1s",
+    on_give_up = async |_: &Busy| never_ends(started, dropped).await,
+)]
+async fn endless_give_up(
+    seen: &Seen,
+    t0: Instant,
+    started: &AtomicU32,
+    dropped: &Arc<AtomicU32>,
+) -> Result<u32, Busy> {
+    fail(seen, t0)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_call_drops_its_on_give_up_future() {
+    let (t0, seen) = (Instant::now(), Seen::default());
+    let (started, dropped) = (AtomicU32::new(0), Arc::new(AtomicU32::new(0)));
+    let call = endless_give_up(&seen, t0, &started, &dropped);
+    assert!(tokio::time::timeout(10 * S, call).await.is_err());
+    assert_eq!(seen.attempts().len(), 2);
+    assert_eq!(started.load(Ordering::SeqCst), 1);
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_blocks_async_hooks_are_awaited_as_a_functions() {
+    let (t0, seen) = (Instant::now(), Seen::default());
+    let finished = AtomicBool::new(false);
+    let result = retry_block!(
+        max = 2,
+        base = "1s",
+        jitter = none,
+        notify = async |_: &Busy, event: &RetryEvent| slow_notify(&seen, t0, event, 300 * MS).await,
+        on_give_up = async |_: &Busy| {
+            sleep(200 * MS).await;
+            finished.store(true, Ordering::SeqCst);
+        } => async { fail(&seen, t0) }
+    )
+    .await;
+    assert_eq!(result, Err(Busy(3)));
+    assert!(finished.load(Ordering::SeqCst));
+    assert_eq!(
+        seen.notified(),
+        [(0 * S, 300 * MS, S), (S, S + 300 * MS, 2 * S)]
+    );
+    assert_eq!(seen.attempts(), [0 * S, S, 3 * S]);
+    assert_eq!(t0.elapsed(), 3 * S + 200 * MS);
+}
+
+static NOTIFIED: AtomicU32 = AtomicU32::new(0);
+
+/// An `async fn` as a hook, named by its path.
+async fn count_retry(error: &Busy, event: &RetryEvent) {
+    sleep(MS).await;
+    NOTIFIED.fetch_add(error.0 * 10 + event.attempt, Ordering::SeqCst);
+}
+
+/// The call's future is `Send` with async hooks, so that it can be spawned.
+#[retry(
+    max = 1,
+    base = "1ms",
+    notify = count_retry,
+    on_give_up = async |_: &Busy| sleep(MS).await,
+)]
+async fn spawnable() -> Result<u32, Busy> {
+    Err(Busy(1))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_with_async_hooks_can_be_spawned() {
+    assert_eq!(tokio::spawn(spawnable()).await.unwrap(), Err(Busy(1)));
+    assert_eq!(NOTIFIED.load(Ordering::SeqCst), 11);
+}

@@ -7,8 +7,8 @@
 //! whose messages say what each one asks.
 
 pub use crate::retrier::{
-    AnyRun, AsyncOnly, FallbackTakes, HasTimer, On, OwnTimer, RetrierFallback, RunKind,
-    RunsBlocking,
+    AnyRun, AsyncOnly, Boxed, FallbackTakes, HasTimer, On, OwnTimer, RetrierFallback, RetrierHook,
+    RunKind, RunsBlocking,
 };
 pub use crate::state::{ByTransient, Classifier};
 pub use crate::timer::{FnForm, IntoSleeper, TypeForm};

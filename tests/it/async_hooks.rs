@@ -7,7 +7,12 @@
 //! returns. Exact virtual times on tokio's paused clock.
 
 use crate::common::{Busy, MS, S};
-use retry_runtime::{GiveUp, GiveUpReason, RetryEvent, retry, retry_block};
+use retry_runtime::engine::{self, HookFuture};
+use retry_runtime::{
+    CircuitOpen, Elapsed, GiveUp, GiveUpReason, Jitter, Policy, Retrier, RetryEvent, TokioTimer,
+    Verdict, retry, retry_block,
+};
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -306,4 +311,163 @@ async fn spawnable() -> Result<u32, Busy> {
 async fn a_call_with_async_hooks_can_be_spawned() {
     assert_eq!(tokio::spawn(spawnable()).await.unwrap(), Err(Busy(1)));
     assert_eq!(NOTIFIED.load(Ordering::SeqCst), 11);
+}
+
+// ---- The `Retrier`: its hooks are boxed, so an async one returns a `Send` future that owns
+// what it needs. ----
+
+/// A `Retrier` `notify` that works for `work`, on shared state.
+fn retrier_notify(
+    seen: &Arc<Seen>,
+    t0: Instant,
+    work: Duration,
+) -> impl Fn(&Busy, &RetryEvent) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync
+{
+    let seen = Arc::clone(seen);
+    move |_: &Busy, event: &RetryEvent| {
+        let (seen, event) = (Arc::clone(&seen), *event);
+        Box::pin(async move { slow_notify(&seen, t0, &event, work).await })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retriers_async_hooks_are_awaited_as_the_attributes() {
+    let (t0, seen) = (Instant::now(), Arc::new(Seen::default()));
+    let policy = Policy::new().max(2).base(S).jitter(Jitter::None);
+    let gave_up = Arc::new(Mutex::new(None));
+    let result = Retrier::new(&policy)
+        .notify(retrier_notify(&seen, t0, 300 * MS))
+        .on_give_up({
+            let gave_up = Arc::clone(&gave_up);
+            move |_: &Busy, why: &GiveUp| {
+                let (gave_up, attempts) = (Arc::clone(&gave_up), why.attempts);
+                async move {
+                    sleep(200 * MS).await;
+                    *gave_up.lock().unwrap() = Some((attempts, t0.elapsed()));
+                }
+            }
+        })
+        .run_async(|| async { fail(&seen, t0) })
+        .await;
+    assert_eq!(result, Err(Busy(3)));
+    assert_eq!(
+        seen.notified(),
+        [(0 * S, 300 * MS, S), (S, S + 300 * MS, 2 * S)]
+    );
+    assert_eq!(seen.attempts(), [0 * S, S, 3 * S]);
+    // `on_give_up` ended before the call returned.
+    assert_eq!(*gave_up.lock().unwrap(), Some((3, 3 * S + 200 * MS)));
+    assert_eq!(t0.elapsed(), 3 * S + 200 * MS);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retriers_async_hook_is_bounded_by_the_deadline_and_dropped_with_the_call() {
+    let (t0, seen) = (Instant::now(), Seen::default());
+    let started = Arc::new(AtomicU32::new(0));
+    let dropped = Arc::new(AtomicU32::new(0));
+    let endless = {
+        let (started, dropped) = (Arc::clone(&started), Arc::clone(&dropped));
+        move |_: &Busy, _: &RetryEvent| {
+            let (started, dropped) = (Arc::clone(&started), Arc::clone(&dropped));
+            async move { never_ends(&started, &dropped).await }
+        }
+    };
+    let policy = Policy::new().max(5).base(S).jitter(Jitter::None);
+    // With a deadline: cut off at 2 s, the second attempt then, and the end.
+    let result = Retrier::new(&policy)
+        .deadline(2 * S)
+        .notify(endless.clone())
+        .run_async(|| async { fail(&seen, t0) })
+        .await;
+    assert_eq!(result, Err(Busy(2)));
+    assert_eq!(seen.attempts(), [0 * S, 2 * S]);
+    assert_eq!(started.load(Ordering::SeqCst), 1);
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    // Without one: the loop waits; the caller's timeout drops the call and the hook.
+    let call = Retrier::new(&policy)
+        .notify(endless)
+        .run_async(|| async { fail(&seen, t0) });
+    assert!(tokio::time::timeout(5 * S, call).await.is_err());
+    assert_eq!(seen.attempts(), [0 * S, 2 * S, 2 * S]);
+    assert_eq!(started.load(Ordering::SeqCst), 2);
+    assert_eq!(dropped.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retriers_panicking_async_hook_unwinds_out_of_the_call() {
+    static POLICY: Policy = Policy::new().max(2);
+    let call = Retrier::new(&POLICY)
+        .notify(|_: &Busy, _: &RetryEvent| async {
+            sleep(MS).await;
+            panic!("the hook panicked");
+        })
+        .run_async(|| async { Err::<u32, _>(Busy(1)) });
+    let panic = tokio::spawn(call)
+        .await
+        .expect_err("the hook's panic ends the call");
+    assert_eq!(
+        panic.into_panic().downcast_ref::<&str>(),
+        Some(&"the hook panicked")
+    );
+}
+
+// ---- The engine's `DynHooks`, which the HTTP and gRPC doors build on. ----
+
+#[derive(Debug, PartialEq)]
+enum DoorError {
+    Busy(u32),
+    Other,
+}
+
+impl From<Elapsed> for DoorError {
+    fn from(_: Elapsed) -> Self {
+        DoorError::Other
+    }
+}
+
+impl From<CircuitOpen> for DoorError {
+    fn from(_: CircuitOpen) -> Self {
+        DoorError::Other
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_engines_async_hooks_are_awaited_as_the_attributes() {
+    let (t0, seen) = (Instant::now(), Arc::new(Seen::default()));
+    let policy = Policy::new().max(2).base(S).jitter(Jitter::None);
+    let settings = engine::Settings::new(&policy);
+    let classify = |_: &DoorError| Verdict::Retry;
+    // The door keeps the hooks; each future owns what it needs (`'static`).
+    let notify = {
+        let seen = Arc::clone(&seen);
+        move |_: Result<&u32, &DoorError>, event: &RetryEvent| -> HookFuture<'static> {
+            let (seen, event) = (Arc::clone(&seen), *event);
+            Box::pin(async move { slow_notify(&seen, t0, &event, 300 * MS).await })
+        }
+    };
+    let gave_up = Arc::new(Mutex::new(None));
+    let on_give_up = {
+        let gave_up = Arc::clone(&gave_up);
+        move |_: Result<&u32, &DoorError>, _: &GiveUp| -> HookFuture<'static> {
+            let gave_up = Arc::clone(&gave_up);
+            Box::pin(async move {
+                sleep(200 * MS).await;
+                *gave_up.lock().unwrap() = Some(t0.elapsed());
+            })
+        }
+    };
+    let hooks = engine::DynHooks::new(&classify)
+        .notify_async(Some(&notify))
+        .on_give_up_async(Some(&on_give_up));
+    let result = engine::drive(&settings, hooks, TokioTimer, || async {
+        fail(&seen, t0).map_err(|Busy(n)| DoorError::Busy(n))
+    })
+    .await;
+    assert_eq!(result, Err(DoorError::Busy(3)));
+    assert_eq!(
+        seen.notified(),
+        [(0 * S, 300 * MS, S), (S, S + 300 * MS, 2 * S)]
+    );
+    assert_eq!(seen.attempts(), [0 * S, S, 3 * S]);
+    assert_eq!(*gave_up.lock().unwrap(), Some(3 * S + 200 * MS));
 }

@@ -93,17 +93,17 @@ pub trait Slot<A, B = (), R = ()> {
         self.call(&a, &b);
     }
     /// The pause of an async loop (`pause`, when it is slept), after an async hook that heard
-    /// it is awaited, bounded by `bound` (the time left before the deadline): see
-    /// [`Retry::pause`](super::Retry::pause).
+    /// it is awaited, bounded by the deadline (`deadline`: when the first attempt started, and
+    /// the deadline): see [`Retry::pause`](super::Retry::pause).
     #[inline]
     fn pause<'s, S: Sleeper>(
         &'s mut self,
         sleeper: &'s S,
         pause: Option<Duration>,
-        bound: Option<Duration>,
+        deadline: Option<(Instant, Duration)>,
         clock: fn() -> Instant,
     ) -> impl Future<Output = ()> + 's {
-        let _ = (bound, clock);
+        let _ = (deadline, clock);
         Pause(pause.map(|pause| Box::pin(sleeper.sleep(pause))))
     }
     /// As the `on_result` slot (`A` is `T`), what the fallback takes: the error `E` when it is
@@ -142,6 +142,24 @@ impl<F, A, B, R, const TIMED: bool> Slot<A, B, R> for Hook<F, A, B, R, TIMED> {
     }
 }
 
+/// An async hook's slot: the hook's future for what it heard, and where it keeps that until
+/// the loop awaits it.
+pub trait Heard<A, B> {
+    /// The hook's future for `a` and `b`.
+    fn hear<'s>(&'s self, a: &'s A, b: &'s B) -> impl Future<Output = ()> + 's;
+    /// What the hook heard, kept until the pause.
+    fn held(&mut self) -> &mut Option<(A, B)>;
+}
+
+impl<F: Hears<A, B, M>, M, A, B> Heard<A, B> for Awaited<F, M, A, B> {
+    fn hear<'s>(&'s self, a: &'s A, b: &'s B) -> impl Future<Output = ()> + 's {
+        self.f.hear(a, b)
+    }
+    fn held(&mut self) -> &mut Option<(A, B)> {
+        &mut self.held
+    }
+}
+
 impl<F: Hears<A, B, M>, M, A, B> Slot<A, B> for Awaited<F, M, A, B> {
     const SET: bool = true;
     const AWAITS: bool = true;
@@ -155,25 +173,40 @@ impl<F: Hears<A, B, M>, M, A, B> Slot<A, B> for Awaited<F, M, A, B> {
     fn keep(&mut self, a: A, b: B) {
         self.held = Some((a, b));
     }
-    // The hook's time is taken out of the pause: the next attempt starts when the pause ends, or
-    // when the hook does if it ran longer, and never past the deadline (`bound`), where a hook
-    // still running is dropped.
-    async fn pause<'s, S: Sleeper>(
+    fn pause<'s, S: Sleeper>(
         &'s mut self,
         sleeper: &'s S,
         pause: Option<Duration>,
-        bound: Option<Duration>,
+        deadline: Option<(Instant, Duration)>,
         clock: fn() -> Instant,
-    ) {
+    ) -> impl Future<Output = ()> + 's {
+        heard_then_pause(self, sleeper, pause, deadline, clock)
+    }
+}
+
+/// The pause after an async hook: the hook's time is taken out of the pause, so the next
+/// attempt starts when the pause ends, or when the hook does if it ran longer; and never past
+/// the deadline (`deadline`: when the first attempt started, and the deadline), where a hook
+/// still running is dropped.
+pub(crate) async fn heard_then_pause<H: Heard<A, B>, A, B, S: Sleeper>(
+    slot: &mut H,
+    sleeper: &S,
+    pause: Option<Duration>,
+    deadline: Option<(Instant, Duration)>,
+    clock: fn() -> Instant,
+) {
+    let mut spent = Duration::ZERO;
+    if let Some((a, b)) = slot.held().take() {
         let started = clock();
-        if let Some((a, b)) = self.held.take() {
-            bounded(self.f.hear(&a, &b), bound.map(|bound| sleeper.sleep(bound))).await;
-        }
-        let spent = clock().saturating_duration_since(started);
-        if let Some(rest) = pause.and_then(|pause| pause.checked_sub(spent)) {
-            if !rest.is_zero() {
-                sleeper.sleep(rest).await;
-            }
+        let left = deadline.map(|(first, deadline)| {
+            deadline.saturating_sub(started.saturating_duration_since(first))
+        });
+        bounded(slot.hear(&a, &b), left.map(|left| sleeper.sleep(left))).await;
+        spent = clock().saturating_duration_since(started);
+    }
+    if let Some(rest) = pause.and_then(|pause| pause.checked_sub(spent)) {
+        if !rest.is_zero() {
+            sleeper.sleep(rest).await;
         }
     }
 }
@@ -227,6 +260,30 @@ macro_rules! told_at_once {
         }
     };
 }
+pub(crate) use told_at_once;
+
+/// The end of an async `on_give_up`'s loop: a future that awaits it first.
+macro_rules! heard_first {
+    () => {
+        type End<Fb: Fallback<T, E>, K: KeySlot> = HeardFirst<Self, Fb, K, T, E>;
+        fn end<Fb: Fallback<T, E>, K: KeySlot>(
+            self,
+            fallback: Fb,
+            outcome: Result<T, E>,
+            why: GiveUp,
+            scope: FallbackScope<K>,
+        ) -> Self::End<Fb, K> {
+            HeardFirst::Hook {
+                hook: self,
+                fallback,
+                outcome,
+                why,
+                scope,
+            }
+        }
+    };
+}
+pub(crate) use heard_first;
 
 impl<T, E> GiveUpSlot<T, E> for Unset {
     told_at_once!();
@@ -239,22 +296,7 @@ impl<F, T, E, const TIMED: bool> GiveUpSlot<T, E> for Hook<F, Result<T, E>, Give
 impl<F: Hears<Result<T, E>, GiveUp, M>, M, T, E> GiveUpSlot<T, E>
     for Awaited<F, M, Result<T, E>, GiveUp>
 {
-    type End<Fb: Fallback<T, E>, K: KeySlot> = HeardFirst<Self, Fb, K, T, E>;
-    fn end<Fb: Fallback<T, E>, K: KeySlot>(
-        self,
-        fallback: Fb,
-        outcome: Result<T, E>,
-        why: GiveUp,
-        scope: FallbackScope<K>,
-    ) -> Self::End<Fb, K> {
-        HeardFirst::Hook {
-            hook: self,
-            fallback,
-            outcome,
-            why,
-            scope,
-        }
-    }
+    heard_first!();
 }
 
 /// The end of a loop with an async `on_give_up`: the result, or the hook to await before the
@@ -283,10 +325,9 @@ impl<G, F, K, T, E> From<Result<T, E>> for HeardFirst<G, F, K, T, E> {
     }
 }
 
-impl<F, M, Fb, K, T, E> IntoFinish<T, E>
-    for HeardFirst<Awaited<F, M, Result<T, E>, GiveUp>, Fb, K, T, E>
+impl<G, Fb, K, T, E> IntoFinish<T, E> for HeardFirst<G, Fb, K, T, E>
 where
-    F: Hears<Result<T, E>, GiveUp, M>,
+    G: Heard<Result<T, E>, GiveUp>,
     Fb: Fallback<T, E>,
     K: KeySlot,
     Fb::Output<K>: IntoFinish<T, E>,
@@ -301,7 +342,7 @@ where
                 why,
                 scope,
             } => {
-                hook.f.hear(&outcome, &why).await;
+                hook.hear(&outcome, &why).await;
                 fallback.call(outcome, why, scope).into_finish().await
             }
         }
@@ -373,7 +414,7 @@ pub trait HookSet<T, E>: Sized {
         &'s mut self,
         sleeper: &'s S,
         pause: Option<Duration>,
-        bound: Option<Duration>,
+        deadline: Option<(Instant, Duration)>,
         clock: fn() -> Instant,
     ) -> impl Future<Output = ()> + 's;
     /// A result that needs no fallback, as what the loop ends with.
@@ -472,10 +513,10 @@ where
         &'s mut self,
         sleeper: &'s S,
         pause: Option<Duration>,
-        bound: Option<Duration>,
+        deadline: Option<(Instant, Duration)>,
         clock: fn() -> Instant,
     ) -> impl Future<Output = ()> + 's {
-        self.notify.pause(sleeper, pause, bound, clock)
+        self.notify.pause(sleeper, pause, deadline, clock)
     }
 
     // RESULTS §3 "happy async": 74 -> 77 without it (one failure async 238 -> 241).

@@ -63,7 +63,7 @@ pub(crate) mod spans;
 use crate::hooks::Blocking;
 pub use attempt::{Attempted, KeyedOutcome};
 pub(crate) use drive::{Hedged, Plain, drive, drive_blocking};
-pub use dynamic::{DynHooks, DynOptions, Settings};
+pub use dynamic::{DynHooks, Settings};
 pub use events::{GiveUp, GiveUpReason, RetryEvent};
 pub use fallback::{AsyncForm, FallbackArgument, FallbackOutput, SyncForm};
 pub use hooks::{ErrorForm, GiveUpHook, GiveUpSlot, Hooks, IntoVerdict, NotifyHook, OutcomeForm};
@@ -750,17 +750,14 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>> Loop<'p, T, E, C, S, 
         S: Sleeper,
     {
         let pause = self.sleeps().then(|| self.decided_pause());
-        let bound =
-            match H::AWAITS {
-                true => self.site.policy.get_deadline().map(|deadline| {
-                    deadline.saturating_sub(self.progress.elapsed(self.site.clock))
-                }),
-                false => None,
-            };
+        let deadline = match H::AWAITS {
+            true => self.progress.started.zip(self.site.policy.get_deadline()),
+            false => None,
+        };
         let sleeper = &self.opts.head.sleeper;
         self.opts
             .hooks
-            .pause(sleeper, pause, bound, self.site.clock)
+            .pause(sleeper, pause, deadline, self.site.clock)
     }
 }
 

@@ -7,6 +7,12 @@
 //! returns. Exact virtual times on tokio's paused clock.
 
 use crate::common::{Busy, MS, S};
+use crate::reqwest_middleware::in_process;
+use crate::tower_layer::{UNAVAILABLE, full, request, scripted, stack};
+use http::Method;
+use retry_http::reqwest::RetryMiddleware;
+use retry_http::tower::RetryLayer;
+use retry_http::{HttpRetry, Resend};
 use retry_runtime::engine::{self, HookFuture};
 use retry_runtime::{
     CircuitOpen, Elapsed, GiveUp, GiveUpReason, Jitter, Policy, Retrier, RetryEvent, TokioTimer,
@@ -17,6 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::{Instant, sleep};
+use tower::ServiceExt;
 
 /// What a call saw, as times since `t0`.
 #[derive(Default)]
@@ -470,4 +477,115 @@ async fn the_engines_async_hooks_are_awaited_as_the_attributes() {
     );
     assert_eq!(seen.attempts(), [0 * S, S, 3 * S]);
     assert_eq!(*gave_up.lock().unwrap(), Some(3 * S + 200 * MS));
+}
+
+// ---- The HTTP doors: `HttpRetry::notify_async` and `on_give_up_async`, through the tower layer
+// and the reqwest middleware. ----
+
+/// A door's async hooks on shared state: `notify` works 300 ms, `on_give_up` 200 ms; each
+/// records when it began and ended.
+fn http_hooks(config: HttpRetry, t0: Instant, seen: &Arc<Seen>) -> HttpRetry {
+    let (notified, gave_up) = (Arc::clone(seen), Arc::clone(seen));
+    config
+        .notify_async(move |resend: &Resend| {
+            let (seen, event) = (Arc::clone(&notified), resend.event);
+            async move { slow_notify(&seen, t0, &event, 300 * MS).await }
+        })
+        .on_give_up_async(move |_: &GiveUp| {
+            let seen = Arc::clone(&gave_up);
+            async move {
+                sleep(200 * MS).await;
+                *seen.gave_up.lock().unwrap() = Some(t0.elapsed());
+            }
+        })
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_reqwest_middlewares_async_hooks_are_awaited_as_the_attributes() {
+    let (t0, seen) = (Instant::now(), Arc::new(Seen::default()));
+    let policy = Policy::new().max(2).base(S).jitter(Jitter::None);
+    let ours = RetryMiddleware::new(http_hooks(HttpRetry::new(policy), t0, &seen));
+    let (client, calls) = in_process(ours, &[(Duration::ZERO, 503)]);
+    let response = client.get("http://payments/pay").send().await;
+    assert_eq!(response.expect("an answer").status(), 503);
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(
+        seen.notified(),
+        [(0 * S, 300 * MS, S), (S, S + 300 * MS, 2 * S)]
+    );
+    assert_eq!(*seen.gave_up.lock().unwrap(), Some(3 * S + 200 * MS));
+    assert_eq!(t0.elapsed(), 3 * S + 200 * MS);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_reqwest_middlewares_async_hook_is_bounded_by_the_deadline_and_dropped_with_the_call() {
+    let t0 = Instant::now();
+    let (started, dropped) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+    let endless = |started: &Arc<AtomicU32>, dropped: &Arc<AtomicU32>| {
+        let (started, dropped) = (Arc::clone(started), Arc::clone(dropped));
+        move |_: &Resend| {
+            let (started, dropped) = (Arc::clone(&started), Arc::clone(&dropped));
+            async move { never_ends(&started, &dropped).await }
+        }
+    };
+    let policy = Policy::new().max(5).base(S).jitter(Jitter::None);
+    // With a deadline: the hook is cut off at 2 s, the last attempt made then.
+    let config = HttpRetry::new(policy.deadline(2 * S)).notify_async(endless(&started, &dropped));
+    let (client, calls) = in_process(RetryMiddleware::new(config), &[(Duration::ZERO, 503)]);
+    let response = client.get("http://payments/pay").send().await;
+    assert_eq!(response.expect("an answer").status(), 503);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(t0.elapsed(), 2 * S);
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    // Without one: the caller's timeout drops the call, and the hook with it.
+    let config = HttpRetry::new(policy).notify_async(endless(&started, &dropped));
+    let (client, calls) = in_process(RetryMiddleware::new(config), &[(Duration::ZERO, 503)]);
+    let call = client.get("http://payments/pay").send();
+    assert!(tokio::time::timeout(5 * S, call).await.is_err());
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(started.load(Ordering::SeqCst), 2);
+    assert_eq!(dropped.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_tower_layers_async_hooks_are_awaited_as_the_attributes() {
+    let (url, received) = scripted(&[UNAVAILABLE]).await;
+    let (t0, seen) = (Instant::now(), Arc::new(Seen::default()));
+    let policy = Policy::new().max(2).base(S).jitter(Jitter::None);
+    let (service, _) = stack(RetryLayer::new(http_hooks(
+        HttpRetry::new(policy),
+        t0,
+        &seen,
+    )));
+    let response = service
+        .oneshot(request(Method::GET, &url, full("")))
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), 503);
+    assert_eq!(received.lock().unwrap().len(), 3);
+    assert_eq!(
+        seen.notified(),
+        [(0 * S, 300 * MS, S), (S, S + 300 * MS, 2 * S)]
+    );
+    assert_eq!(*seen.gave_up.lock().unwrap(), Some(3 * S + 200 * MS));
+    assert_eq!(t0.elapsed(), 3 * S + 200 * MS);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_tower_layers_panicking_async_hook_unwinds_out_of_the_call() {
+    let (url, _) = scripted(&[UNAVAILABLE]).await;
+    let policy = Policy::new().max(2).base(S).jitter(Jitter::None);
+    let config = HttpRetry::new(policy).notify_async(|_: &Resend| async {
+        sleep(MS).await;
+        panic!("the hook panicked");
+    });
+    let (service, _) = stack(RetryLayer::new(config));
+    let call = service.oneshot(request(Method::GET, &url, full("")));
+    let panic = tokio::spawn(call)
+        .await
+        .expect_err("the hook's panic ends the call");
+    assert_eq!(
+        panic.into_panic().downcast_ref::<&str>(),
+        Some(&"the hook panicked")
+    );
 }

@@ -9,7 +9,7 @@
 use super::extras::{Deciding, Extras, Guard, Shedder, Timeout};
 use super::fallback::{Fallback, FallbackScope};
 use super::hooks::{
-    GiveUpSlot, Heard, HeardFirst, Slot, heard_first, heard_then_pause, told_at_once,
+    GiveUpSlot, Heard, HeardFirst, Held, Slot, heard_first, heard_then_pause, told_at_once,
 };
 use super::observe::Sink;
 use super::options::{Classifier, Head};
@@ -483,7 +483,7 @@ impl<T, E, B> Copy for AsyncHook<'_, T, E, B> {}
 pub struct DynAsync<S, F, A, B> {
     pub(crate) sync: DynSlot<S>,
     pub(crate) awaits: Option<F>,
-    held: Option<(A, B)>,
+    held: Held<A, B>,
 }
 
 impl<S, F, A, B> DynAsync<S, F, A, B> {
@@ -492,7 +492,7 @@ impl<S, F, A, B> DynAsync<S, F, A, B> {
         DynAsync {
             sync: DynSlot::new(sync, timed),
             awaits,
-            held: None,
+            held: Held::default(),
         }
     }
 }
@@ -516,7 +516,7 @@ where
         }
     }
     fn held(&mut self) -> &mut Option<(Result<T, E>, B)> {
-        &mut self.held
+        self.held.get()
     }
 }
 
@@ -541,7 +541,7 @@ where
     }
     fn keep(&mut self, a: Result<T, E>, b: B) {
         match self.awaits {
-            Some(_) => self.held = Some((a, b)),
+            Some(_) => *self.held.get() = Some((a, b)),
             None => {
                 self.sync.call(&a, &b);
             }

@@ -51,7 +51,7 @@ pub(crate) type OnResult<F, T> = Hook<F, T, (), Verdict>;
 /// loop awaits it (before the pause it announces, or before the call returns).
 pub struct Awaited<F, M, A, B> {
     f: F,
-    held: Option<(A, B)>,
+    held: Held<A, B>,
     form: PhantomData<fn() -> M>,
 }
 
@@ -59,7 +59,7 @@ impl<F, M, A, B> Awaited<F, M, A, B> {
     pub(crate) fn new(f: F) -> Self {
         Awaited {
             f,
-            held: None,
+            held: Held::default(),
             form: PhantomData,
         }
     }
@@ -142,6 +142,28 @@ impl<F, A, B, R, const TIMED: bool> Slot<A, B, R> for Hook<F, A, B, R, TIMED> {
     }
 }
 
+/// What an async hook heard, until the pause: only ever reached through `&mut`, in a `Mutex`
+/// that is never locked, so that the hooks stay `Sync` (a hedged attempt shares them across
+/// its copies) whatever the outcome's type is, when it is `Send`.
+pub(crate) struct Held<A, B>(std::sync::Mutex<Option<(A, B)>>);
+
+impl<A, B> Default for Held<A, B> {
+    fn default() -> Self {
+        Held(std::sync::Mutex::new(None))
+    }
+}
+
+impl<A, B> Held<A, B> {
+    /// What is held.
+    pub(crate) fn get(&mut self) -> &mut Option<(A, B)> {
+        // Never locked, so never poisoned; `into_inner` would give the same either way.
+        match self.0.get_mut() {
+            Ok(held) => held,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+}
+
 /// An async hook's slot: the hook's future for what it heard, and where it keeps that until
 /// the loop awaits it.
 pub trait Heard<A, B> {
@@ -156,7 +178,7 @@ impl<F: Hears<A, B, M>, M, A, B> Heard<A, B> for Awaited<F, M, A, B> {
         self.f.hear(a, b)
     }
     fn held(&mut self) -> &mut Option<(A, B)> {
-        &mut self.held
+        self.held.get()
     }
 }
 
@@ -171,7 +193,7 @@ impl<F: Hears<A, B, M>, M, A, B> Slot<A, B> for Awaited<F, M, A, B> {
         Ok(outcome)
     }
     fn keep(&mut self, a: A, b: B) {
-        self.held = Some((a, b));
+        *self.held.get() = Some((a, b));
     }
     fn pause<'s, S: Sleeper>(
         &'s mut self,

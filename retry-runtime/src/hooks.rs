@@ -59,7 +59,7 @@ impl IntoVerdict for Verdict {
 /// it announces (see [`Retry::notify`](crate::__private::Retry::notify)).
 #[diagnostic::on_unimplemented(
     message = "`notify = ...` must be callable as `Fn(&{E}, &RetryEvent)` or `Fn(Result<&{T}, &{E}>, &RetryEvent)`, or be an async function of the same arguments whose future gives `()`",
-    label = "not a function of `&{E}` and `&RetryEvent`",
+    label = "not a function of `&{E}` and `&RetryEvent` that returns nothing (or a future of nothing)",
     note = "`Fn(&{E}, &RetryEvent)` hears each pause after an error; `Fn(Result<&{T}, &{E}>, &RetryEvent)` (the outcome, as `Result::as_ref` gives it) also each pause after an `Ok` that `on_result` rejected; in an async function either may be async: `async |error: &{E}, event: &RetryEvent| {{ ... }}`, with nothing returned",
     note = "a closure needs the types of its arguments written, since two forms are accepted: `|error: &{E}, event: &RetryEvent| ...`"
 )]
@@ -95,8 +95,12 @@ pub struct Async<M>(PhantomData<fn() -> M>);
     note = "make the function (or block) `async`, or write the hook without `async`: `|error: &E, event: &RetryEvent| ...` for `notify`, `|error: &E, why: &GiveUp| ...` for `on_give_up`"
 )]
 pub trait Blocking {}
+// Not recommended: the message says what to write, and a list of markers would not.
+#[diagnostic::do_not_recommend]
 impl Blocking for ErrorForm {}
+#[diagnostic::do_not_recommend]
 impl Blocking for OutcomeForm {}
+#[diagnostic::do_not_recommend]
 impl Blocking for ErrorOnly {}
 
 /// The pointer that calls a sync `notify` hook in its slot.

@@ -1066,6 +1066,7 @@ macro_rules! retrier_hook {
         {
             type Run<R: RunKind> = R;
             const TIMED: bool = $timed;
+            #[allow(clippy::unit_arg)] // `$call` is `Some(())` here, a future in the async impl
             fn boxed(self) -> Boxed<'p, T, E, $b> {
                 let $f = self;
                 Boxed::Sync(Box::new(move |$o: Result<&T, &E>, $arg: &$b| {

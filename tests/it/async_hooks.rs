@@ -38,16 +38,16 @@ struct Seen {
 
 impl Seen {
     fn attempts(&self) -> Vec<Duration> {
-        self.attempts.lock().unwrap().clone()
+        self.attempts.lock().expect("not poisoned").clone()
     }
     fn notified(&self) -> Vec<(Duration, Duration, Duration)> {
-        self.notified.lock().unwrap().clone()
+        self.notified.lock().expect("not poisoned").clone()
     }
 }
 
 /// An attempt that fails at once with its number.
 fn fail(seen: &Seen, t0: Instant) -> Result<u32, Busy> {
-    let mut attempts = seen.attempts.lock().unwrap();
+    let mut attempts = seen.attempts.lock().expect("not poisoned");
     attempts.push(t0.elapsed());
     Err(Busy(attempts.len() as u32))
 }
@@ -58,7 +58,7 @@ async fn slow_notify(seen: &Seen, t0: Instant, event: &RetryEvent, work: Duratio
     sleep(work).await;
     seen.notified
         .lock()
-        .unwrap()
+        .expect("not poisoned")
         .push((began, t0.elapsed(), event.pause));
 }
 
@@ -80,9 +80,9 @@ async fn an_async_notify_is_awaited_before_the_pause_it_announces() {
     // from there, so the next attempt began where the pause alone would have put it.
     assert_eq!(
         seen.notified(),
-        [(0 * S, 300 * MS, S), (S, S + 300 * MS, 2 * S)]
+        [(Duration::ZERO, 300 * MS, S), (S, S + 300 * MS, 2 * S)]
     );
-    assert_eq!(seen.attempts(), [0 * S, S, 3 * S]);
+    assert_eq!(seen.attempts(), [Duration::ZERO, S, 3 * S]);
     assert_eq!(t0.elapsed(), 3 * S);
 }
 
@@ -106,8 +106,8 @@ async fn notify_longer_than_the_pause(seen: &Seen, t0: Instant) -> Result<u32, B
 async fn a_hook_longer_than_its_pause_delays_the_next_attempt_to_its_end() {
     let (t0, seen) = (Instant::now(), Seen::default());
     assert_eq!(notify_longer_than_the_pause(&seen, t0).await, Err(Busy(2)));
-    assert_eq!(seen.notified(), [(0 * S, 1500 * MS, S)]);
-    assert_eq!(seen.attempts(), [0 * S, 1500 * MS]);
+    assert_eq!(seen.notified(), [(Duration::ZERO, 1500 * MS, S)]);
+    assert_eq!(seen.attempts(), [Duration::ZERO, 1500 * MS]);
 }
 
 /// Counts when it is dropped: a hook's future that was dropped before it ended.
@@ -150,7 +150,7 @@ async fn the_deadline_bounds_a_hook_and_the_last_attempt_starts_at_it() {
     // The hook after the first attempt was cut off at the deadline (2 s) and dropped; the
     // second attempt, the last the deadline allows, began then, and the loop gave up after it.
     assert_eq!(result, Err(Busy(2)));
-    assert_eq!(seen.attempts(), [0 * S, 2 * S]);
+    assert_eq!(seen.attempts(), [Duration::ZERO, 2 * S]);
     assert_eq!(started.load(Ordering::SeqCst), 1);
     assert_eq!(dropped.load(Ordering::SeqCst), 1);
     assert_eq!(t0.elapsed(), 2 * S);
@@ -178,7 +178,7 @@ async fn a_dropped_call_drops_its_hooks_future() {
     let call = endless_hook(&seen, t0, &started, &dropped);
     assert!(tokio::time::timeout(5 * S, call).await.is_err());
     assert_eq!(t0.elapsed(), 5 * S);
-    assert_eq!(seen.attempts(), [0 * S]);
+    assert_eq!(seen.attempts(), [Duration::ZERO]);
     assert_eq!(started.load(Ordering::SeqCst), 1);
     assert_eq!(dropped.load(Ordering::SeqCst), 1);
 }
@@ -214,7 +214,12 @@ async fn a_panicking_async_hook_unwinds_out_of_the_call_as_a_sync_one_does() {
     assert_eq!(panic.downcast_ref::<&str>(), Some(&"the hook panicked"));
     // One attempt ran; nothing the loop holds is left behind: the next call runs as usual.
     assert_eq!(PANICKED_CALLS.load(Ordering::SeqCst), 1);
-    assert_eq!(tokio::spawn(panicking_hook(false)).await.unwrap(), Ok(2));
+    assert_eq!(
+        tokio::spawn(panicking_hook(false))
+            .await
+            .expect("the call ends"),
+        Ok(2)
+    );
 }
 
 #[retry(
@@ -224,11 +229,11 @@ async fn a_panicking_async_hook_unwinds_out_of_the_call_as_a_sync_one_does() {
     on_give_up = async |error: &Busy, why: &GiveUp| {
         assert_eq!((error, why.reason), (&Busy(2), GiveUpReason::Exhausted));
         sleep(500 * MS).await;
-        *seen.gave_up.lock().unwrap() = Some(t0.elapsed());
+        *seen.gave_up.lock().expect("not poisoned") = Some(t0.elapsed());
     },
     fallback = |error: Busy, _| {
         // The hook ended before the fallback runs.
-        assert_eq!(*seen.gave_up.lock().unwrap(), Some(1500 * MS));
+        assert_eq!(*seen.gave_up.lock().expect("not poisoned"), Some(1500 * MS));
         Err(Busy(error.0 * 10))
     },
 )]
@@ -240,8 +245,8 @@ async fn awaited_give_up(seen: &Seen, t0: Instant) -> Result<u32, Busy> {
 async fn an_async_on_give_up_is_awaited_before_the_fallback_and_the_return() {
     let (t0, seen) = (Instant::now(), Seen::default());
     assert_eq!(awaited_give_up(&seen, t0).await, Err(Busy(20)));
-    assert_eq!(seen.attempts(), [0 * S, S]);
-    assert_eq!(*seen.gave_up.lock().unwrap(), Some(1500 * MS));
+    assert_eq!(seen.attempts(), [Duration::ZERO, S]);
+    assert_eq!(*seen.gave_up.lock().expect("not poisoned"), Some(1500 * MS));
     assert_eq!(t0.elapsed(), 1500 * MS);
 }
 
@@ -289,9 +294,9 @@ async fn a_blocks_async_hooks_are_awaited_as_a_functions() {
     assert!(finished.load(Ordering::SeqCst));
     assert_eq!(
         seen.notified(),
-        [(0 * S, 300 * MS, S), (S, S + 300 * MS, 2 * S)]
+        [(Duration::ZERO, 300 * MS, S), (S, S + 300 * MS, 2 * S)]
     );
-    assert_eq!(seen.attempts(), [0 * S, S, 3 * S]);
+    assert_eq!(seen.attempts(), [Duration::ZERO, S, 3 * S]);
     assert_eq!(t0.elapsed(), 3 * S + 200 * MS);
 }
 
@@ -316,7 +321,10 @@ async fn spawnable() -> Result<u32, Busy> {
 
 #[tokio::test(start_paused = true)]
 async fn a_call_with_async_hooks_can_be_spawned() {
-    assert_eq!(tokio::spawn(spawnable()).await.unwrap(), Err(Busy(1)));
+    assert_eq!(
+        tokio::spawn(spawnable()).await.expect("the call ends"),
+        Err(Busy(1))
+    );
     assert_eq!(NOTIFIED.load(Ordering::SeqCst), 11);
 }
 
@@ -350,7 +358,7 @@ async fn a_retriers_async_hooks_are_awaited_as_the_attributes() {
                 let (gave_up, attempts) = (Arc::clone(&gave_up), why.attempts);
                 async move {
                     sleep(200 * MS).await;
-                    *gave_up.lock().unwrap() = Some((attempts, t0.elapsed()));
+                    *gave_up.lock().expect("not poisoned") = Some((attempts, t0.elapsed()));
                 }
             }
         })
@@ -359,11 +367,14 @@ async fn a_retriers_async_hooks_are_awaited_as_the_attributes() {
     assert_eq!(result, Err(Busy(3)));
     assert_eq!(
         seen.notified(),
-        [(0 * S, 300 * MS, S), (S, S + 300 * MS, 2 * S)]
+        [(Duration::ZERO, 300 * MS, S), (S, S + 300 * MS, 2 * S)]
     );
-    assert_eq!(seen.attempts(), [0 * S, S, 3 * S]);
+    assert_eq!(seen.attempts(), [Duration::ZERO, S, 3 * S]);
     // `on_give_up` ended before the call returned.
-    assert_eq!(*gave_up.lock().unwrap(), Some((3, 3 * S + 200 * MS)));
+    assert_eq!(
+        *gave_up.lock().expect("not poisoned"),
+        Some((3, 3 * S + 200 * MS))
+    );
     assert_eq!(t0.elapsed(), 3 * S + 200 * MS);
 }
 
@@ -387,7 +398,7 @@ async fn a_retriers_async_hook_is_bounded_by_the_deadline_and_dropped_with_the_c
         .run_async(|| async { fail(&seen, t0) })
         .await;
     assert_eq!(result, Err(Busy(2)));
-    assert_eq!(seen.attempts(), [0 * S, 2 * S]);
+    assert_eq!(seen.attempts(), [Duration::ZERO, 2 * S]);
     assert_eq!(started.load(Ordering::SeqCst), 1);
     assert_eq!(dropped.load(Ordering::SeqCst), 1);
     // Without one: the loop waits; the caller's timeout drops the call and the hook.
@@ -395,7 +406,7 @@ async fn a_retriers_async_hook_is_bounded_by_the_deadline_and_dropped_with_the_c
         .notify(endless)
         .run_async(|| async { fail(&seen, t0) });
     assert!(tokio::time::timeout(5 * S, call).await.is_err());
-    assert_eq!(seen.attempts(), [0 * S, 2 * S, 2 * S]);
+    assert_eq!(seen.attempts(), [Duration::ZERO, 2 * S, 2 * S]);
     assert_eq!(started.load(Ordering::SeqCst), 2);
     assert_eq!(dropped.load(Ordering::SeqCst), 2);
 }
@@ -459,7 +470,7 @@ async fn the_engines_async_hooks_are_awaited_as_the_attributes() {
             let gave_up = Arc::clone(&gave_up);
             Box::pin(async move {
                 sleep(200 * MS).await;
-                *gave_up.lock().unwrap() = Some(t0.elapsed());
+                *gave_up.lock().expect("not poisoned") = Some(t0.elapsed());
             })
         }
     };
@@ -473,10 +484,13 @@ async fn the_engines_async_hooks_are_awaited_as_the_attributes() {
     assert_eq!(result, Err(DoorError::Busy(3)));
     assert_eq!(
         seen.notified(),
-        [(0 * S, 300 * MS, S), (S, S + 300 * MS, 2 * S)]
+        [(Duration::ZERO, 300 * MS, S), (S, S + 300 * MS, 2 * S)]
     );
-    assert_eq!(seen.attempts(), [0 * S, S, 3 * S]);
-    assert_eq!(*gave_up.lock().unwrap(), Some(3 * S + 200 * MS));
+    assert_eq!(seen.attempts(), [Duration::ZERO, S, 3 * S]);
+    assert_eq!(
+        *gave_up.lock().expect("not poisoned"),
+        Some(3 * S + 200 * MS)
+    );
 }
 
 // ---- The HTTP doors: `HttpRetry::notify_async` and `on_give_up_async`, through the tower layer
@@ -495,7 +509,7 @@ fn http_hooks(config: HttpRetry, t0: Instant, seen: &Arc<Seen>) -> HttpRetry {
             let seen = Arc::clone(&gave_up);
             async move {
                 sleep(200 * MS).await;
-                *seen.gave_up.lock().unwrap() = Some(t0.elapsed());
+                *seen.gave_up.lock().expect("not poisoned") = Some(t0.elapsed());
             }
         })
 }
@@ -511,9 +525,12 @@ async fn the_reqwest_middlewares_async_hooks_are_awaited_as_the_attributes() {
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(
         seen.notified(),
-        [(0 * S, 300 * MS, S), (S, S + 300 * MS, 2 * S)]
+        [(Duration::ZERO, 300 * MS, S), (S, S + 300 * MS, 2 * S)]
     );
-    assert_eq!(*seen.gave_up.lock().unwrap(), Some(3 * S + 200 * MS));
+    assert_eq!(
+        *seen.gave_up.lock().expect("not poisoned"),
+        Some(3 * S + 200 * MS)
+    );
     assert_eq!(t0.elapsed(), 3 * S + 200 * MS);
 }
 
@@ -562,12 +579,15 @@ async fn the_tower_layers_async_hooks_are_awaited_as_the_attributes() {
         .await
         .expect("an answer");
     assert_eq!(response.status(), 503);
-    assert_eq!(received.lock().unwrap().len(), 3);
+    assert_eq!(received.lock().expect("not poisoned").len(), 3);
     assert_eq!(
         seen.notified(),
-        [(0 * S, 300 * MS, S), (S, S + 300 * MS, 2 * S)]
+        [(Duration::ZERO, 300 * MS, S), (S, S + 300 * MS, 2 * S)]
     );
-    assert_eq!(*seen.gave_up.lock().unwrap(), Some(3 * S + 200 * MS));
+    assert_eq!(
+        *seen.gave_up.lock().expect("not poisoned"),
+        Some(3 * S + 200 * MS)
+    );
     assert_eq!(t0.elapsed(), 3 * S + 200 * MS);
 }
 

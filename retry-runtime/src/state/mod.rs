@@ -66,7 +66,7 @@ pub(crate) use drive::{Hedged, Plain, drive, drive_blocking};
 pub use dynamic::{DynHooks, Settings};
 pub use events::{GiveUp, GiveUpReason, RetryEvent};
 pub use fallback::{AsyncForm, FallbackArgument, FallbackOutput, SyncForm};
-pub use hooks::{ErrorForm, GiveUpHook, GiveUpSlot, Hooks, IntoVerdict, NotifyHook, OutcomeForm};
+pub use hooks::{ErrorForm, GiveUpHook, Hooks, IntoVerdict, NotifyHook, OutcomeForm};
 pub use log::{LogLevel, level};
 pub use options::{ByTransient, Classifier, DefaultSleeper, Head, Opts};
 pub use seam::{Decide, Failure, Next, NextCopy};

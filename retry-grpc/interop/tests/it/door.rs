@@ -751,14 +751,18 @@ async fn async_hooks_are_awaited_before_each_pause_and_before_the_call_returns()
                 let began = t0.elapsed();
                 tokio::time::sleep(ms(300)).await;
                 let ended = t0.elapsed();
-                heard.notified.lock().unwrap().push((began, ended, pause));
+                heard
+                    .notified
+                    .lock()
+                    .expect("not poisoned")
+                    .push((began, ended, pause));
             }
         })
         .on_give_up_async(move |_: &retry_runtime::GiveUp| {
             let heard = Arc::clone(&gave_up);
             async move {
                 tokio::time::sleep(ms(200)).await;
-                *heard.gave_up.lock().unwrap() = Some(t0.elapsed());
+                *heard.gave_up.lock().expect("not poisoned") = Some(t0.elapsed());
             }
         });
     let mut rig = start_rig(layer).await;
@@ -768,7 +772,10 @@ async fn async_hooks_are_awaited_before_each_pause_and_before_the_call_returns()
         .await
         .expect_err("every attempt is unavailable");
     assert_eq!(status.code(), Code::Unavailable);
-    let (sent, notified) = (rig.sent(), heard.notified.lock().unwrap().clone());
+    let (sent, notified) = (
+        rig.sent(),
+        heard.notified.lock().expect("not poisoned").clone(),
+    );
     assert_eq!((sent.len(), notified.len()), (3, 2));
     for (n, &(began, ended, pause)) in notified.iter().enumerate() {
         // Each hook began as its attempt failed (the loopback takes no virtual time) and ran
@@ -780,6 +787,9 @@ async fn async_hooks_are_awaited_before_each_pause_and_before_the_call_returns()
         let rest = Duration::from_millis(rest.as_nanos().div_ceil(1_000_000) as u64);
         assert_eq!(sent[n + 1].at, ended + rest, "pause {}: {pause:?}", n + 1);
     }
-    assert_eq!(*heard.gave_up.lock().unwrap(), Some(sent[2].at + ms(200)));
+    assert_eq!(
+        *heard.gave_up.lock().expect("not poisoned"),
+        Some(sent[2].at + ms(200))
+    );
     assert_eq!(t0.elapsed(), sent[2].at + ms(200));
 }

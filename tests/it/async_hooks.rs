@@ -609,3 +609,101 @@ async fn the_tower_layers_panicking_async_hook_unwinds_out_of_the_call() {
         Some(&"the hook panicked")
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_tower_layers_async_hook_is_bounded_by_the_deadline_and_dropped_with_the_call() {
+    let (url, received) = scripted(&[UNAVAILABLE]).await;
+    let t0 = Instant::now();
+    let (started, dropped) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+    let endless = |started: &Arc<AtomicU32>, dropped: &Arc<AtomicU32>| {
+        let (started, dropped) = (Arc::clone(started), Arc::clone(dropped));
+        move |_: &Resend| {
+            let (started, dropped) = (Arc::clone(&started), Arc::clone(&dropped));
+            async move { never_ends(&started, &dropped).await }
+        }
+    };
+    let policy = Policy::new().max(5).base(S).jitter(Jitter::None);
+    let config = HttpRetry::new(policy.deadline(2 * S)).notify_async(endless(&started, &dropped));
+    let (service, _) = stack(RetryLayer::new(config));
+    let response = service
+        .oneshot(request(Method::GET, &url, full("")))
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), 503);
+    assert_eq!(received.lock().expect("not poisoned").len(), 2);
+    assert_eq!(t0.elapsed(), 2 * S);
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    let config = HttpRetry::new(policy).notify_async(endless(&started, &dropped));
+    let (service, _) = stack(RetryLayer::new(config));
+    let call = service.oneshot(request(Method::GET, &url, full("")));
+    assert!(tokio::time::timeout(5 * S, call).await.is_err());
+    assert_eq!(received.lock().expect("not poisoned").len(), 3);
+    assert_eq!(started.load(Ordering::SeqCst), 2);
+    assert_eq!(dropped.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_reqwest_middlewares_panicking_async_hook_unwinds_out_of_the_call() {
+    let policy = Policy::new().max(2).base(S).jitter(Jitter::None);
+    let config = HttpRetry::new(policy).on_give_up_async(|_: &GiveUp| async {
+        sleep(MS).await;
+        panic!("the hook panicked");
+    });
+    let (client, calls) = in_process(RetryMiddleware::new(config), &[(Duration::ZERO, 503)]);
+    let call = async move { client.get("http://payments/pay").send().await };
+    let panic = tokio::spawn(call)
+        .await
+        .expect_err("the hook's panic ends the call");
+    assert_eq!(
+        panic.into_panic().downcast_ref::<&str>(),
+        Some(&"the hook panicked")
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_blocks_async_hook_is_bounded_by_the_deadline_dropped_with_the_call_and_may_panic() {
+    let (t0, seen) = (Instant::now(), Seen::default());
+    let (started, dropped) = (AtomicU32::new(0), Arc::new(AtomicU32::new(0)));
+    let result = retry_block!(
+        max = 5,
+        base = "1s",
+        jitter = none,
+        deadline = "2s",
+        notify = async |_: &Busy, _: &RetryEvent| never_ends(&started, &dropped).await
+            => async { fail(&seen, t0) }
+    )
+    .await;
+    assert_eq!(result, Err(Busy(2)));
+    assert_eq!(seen.attempts(), [Duration::ZERO, 2 * S]);
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    let call = async {
+        retry_block!(
+            max = 5,
+            base = "1s",
+            notify = async |_: &Busy, _: &RetryEvent| never_ends(&started, &dropped).await
+                => async { fail(&seen, t0) }
+        )
+        .await
+    };
+    assert!(tokio::time::timeout(5 * S, call).await.is_err());
+    assert_eq!(started.load(Ordering::SeqCst), 2);
+    assert_eq!(dropped.load(Ordering::SeqCst), 2);
+    // A panic in the block's hook: spawned, the task ends with it.
+    let panicked = tokio::spawn(async {
+        retry_block!(
+            max = 1,
+            notify = async |_: &Busy, _: &RetryEvent| {
+                sleep(MS).await;
+                panic!("the hook panicked");
+            } => async { Err::<u32, _>(Busy(1)) }
+        )
+        .await
+    })
+    .await
+    .expect_err("the hook's panic ends the call");
+    assert_eq!(
+        panicked.into_panic().downcast_ref::<&str>(),
+        Some(&"the hook panicked")
+    );
+}

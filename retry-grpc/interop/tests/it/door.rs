@@ -793,3 +793,66 @@ async fn async_hooks_are_awaited_before_each_pause_and_before_the_call_returns()
     );
     assert_eq!(t0.elapsed(), sent[2].at + ms(200));
 }
+
+/// Counts its drops: a hook's future dropped before it ended.
+struct DropGuard(Arc<std::sync::atomic::AtomicU32>);
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_endless_async_hook_ends_with_the_calls_deadline_and_is_dropped() {
+    let policy = retry(3, ms(1000), ms(10_000), &[Code::Unavailable]);
+    let method = MethodConfig::builder()
+        .name(MethodName::service(SERVICE))
+        .retry_policy(policy)
+        .timeout(ms(2500));
+    let config = ServiceConfig::builder()
+        .method_config(method.build().expect("valid"))
+        .build()
+        .expect("a valid config");
+    let dropped = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let guarded = Arc::clone(&dropped);
+    let layer = GrpcRetryLayer::new(config).notify_async(move |_: &retry_runtime::RetryEvent| {
+        let guard = DropGuard(Arc::clone(&guarded));
+        async move {
+            let _guard = guard;
+            std::future::pending::<()>().await
+        }
+    });
+    let mut rig = start_rig(layer).await;
+    let started = Instant::now();
+    let status = rig
+        .client
+        .unary(message("unavailable_then_ok:9", 0))
+        .await
+        .expect_err("the hook never ends");
+    // The call's deadline (the method's `timeout`) ends it, and drops the hook with it.
+    assert_eq!(status.code(), Code::DeadlineExceeded);
+    assert_eq!(started.elapsed(), ms(2500));
+    assert_eq!(rig.server_attempts(), 1);
+    assert_eq!(dropped.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_panicking_async_hook_unwinds_out_of_the_call() {
+    let policy = retry(3, ms(1000), ms(10_000), &[Code::Unavailable]);
+    let layer = GrpcRetryLayer::new(config(policy, None)).notify_async(
+        |_: &retry_runtime::RetryEvent| async {
+            tokio::time::sleep(ms(1)).await;
+            panic!("the hook panicked");
+        },
+    );
+    let mut rig = start_rig(layer).await;
+    let call = async move { rig.client.unary(message("unavailable_then_ok:9", 0)).await };
+    let panic = tokio::spawn(call)
+        .await
+        .expect_err("the hook's panic ends the call");
+    assert_eq!(
+        panic.into_panic().downcast_ref::<&str>(),
+        Some(&"the hook panicked")
+    );
+}

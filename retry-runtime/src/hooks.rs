@@ -56,7 +56,8 @@ impl IntoVerdict for Verdict {
 /// In an async loop each form may also be async ([`Async`]`<ErrorForm>`,
 /// [`Async`]`<OutcomeForm>`): an async closure `async |error: &E, event: &RetryEvent| ...`, an
 /// `async fn`, or a function that returns a future of `()`. The loop awaits it before the pause
-/// it announces (see [`Retry::notify`](crate::__private::Retry::notify)).
+/// it announces, inside that pause and the deadline (the guide:
+/// [`guide::attempts`](crate::guide::attempts), "Hooks that await").
 #[diagnostic::on_unimplemented(
     message = "`notify = ...` must be callable as `Fn(&{E}, &RetryEvent)` or `Fn(Result<&{T}, &{E}>, &RetryEvent)`, or be an async function of the same arguments whose future gives `()`",
     label = "not a function of `&{E}` and `&RetryEvent` that returns nothing (or a future of nothing)",

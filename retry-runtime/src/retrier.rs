@@ -1024,7 +1024,8 @@ where
 }
 
 /// The forms a [`Retrier`]'s `notify` (`B` is [`RetryEvent`]) and `on_give_up` (`B` is
-/// [`GiveUp`]) take, told apart by `M`: the sync forms of [`NotifyHook`] and [`GiveUpHook`],
+/// [`GiveUp`]) take, told apart by `M`: the sync forms of [`NotifyHook`](crate::hooks::NotifyHook) and
+/// [`GiveUpHook`](crate::hooks::GiveUpHook),
 /// and their async variants ([`Async`]`<M>`), closures that return a `Send` future of `()`
 /// which owns what it needs. An async hook makes the retrier
 /// [`AsyncOnly`](crate::hooks::AsyncOnly).

@@ -707,3 +707,26 @@ async fn a_blocks_async_hook_is_bounded_by_the_deadline_dropped_with_the_call_an
         Some(&"the hook panicked")
     );
 }
+
+#[test]
+fn a_blocking_engine_call_does_not_call_an_async_hook() {
+    let policy = Policy::new().max(2).base(S).jitter(Jitter::None);
+    let settings = engine::Settings::new(&policy);
+    let classify = |_: &DoorError| Verdict::Retry;
+    let called = AtomicU32::new(0);
+    let notify = |_: Result<&u32, &DoorError>, _: &RetryEvent| -> HookFuture<'static> {
+        called.fetch_add(1, Ordering::SeqCst);
+        Box::pin(std::future::ready(()))
+    };
+    let hooks = engine::DynHooks::new(&classify).notify_async(Some(&notify));
+    let attempts = AtomicU32::new(0);
+    // Recorded, not slept: the pauses are the loop's as if no hook were there.
+    let (result, pauses) = retry_runtime::testing::record(|| {
+        engine::drive_blocking(&settings, hooks, || {
+            Err::<u32, _>(DoorError::Busy(attempts.fetch_add(1, Ordering::SeqCst) + 1))
+        })
+    });
+    assert_eq!(result, Err(DoorError::Busy(3)));
+    assert_eq!(pauses, [S, 2 * S]);
+    assert_eq!(called.load(Ordering::SeqCst), 0);
+}

@@ -22,7 +22,9 @@
 //! # let _ = client; Ok(()) }
 //! ```
 //!
-//! What it does per call is in the [crate's guide](crate#the-door-step-by-step).
+//! What it does per call is in the [crate's guide](crate#the-door-step-by-step). Hooks that
+//! await ([`GrpcRetryLayer::notify_async`], [`GrpcRetryLayer::on_give_up_async`]) hear a call
+//! under a retry policy: each retry before its pause, and the end of a call that gave up.
 
 mod attempt;
 mod body;

@@ -300,7 +300,7 @@ impl<'a, T, E> DynHooks<'a, T, E> {
     /// `notify = f` with an async `f`, which returns its future boxed ([`HookFuture`]): the
     /// loop awaits it before the pause it announces, inside that pause and the deadline, as
     /// the attribute's async `notify` (see
-    /// [`Retry::notify`](crate::__private::Retry::notify)). In place of a sync
+    /// [`guide::attempts`](crate::guide::attempts), "Hooks that await"). In place of a sync
     /// [`notify`](DynHooks::notify). Only [`drive`](crate::engine::drive) and
     /// [`drive_hedged`](crate::engine::drive_hedged) await it; a blocking call
     /// ([`drive_blocking`](crate::engine::drive_blocking)) cannot, and does not call it.

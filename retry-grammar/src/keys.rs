@@ -439,9 +439,9 @@ pub static KEYS: &[Key] = &[
         aliases: &["on_retry", "before_sleep", "callback"],
         example: "log_retry",
         kind: Kind::Expr {
-            value: "`Fn(&E, &RetryEvent)` or `Fn(Result<&T, &E>, &RetryEvent)`",
+            value: "`Fn(&E, &RetryEvent)` or `Fn(Result<&T, &E>, &RetryEvent)`; in an async function also async",
         },
-        doc: "called before each pause with the error (or, in the second form, the outcome, which also carries an `Ok` that `on_result` rejected), the attempt number, the real pause (jitter included) and the time since the first call",
+        doc: "called before each pause with the error (or, in the second form, the outcome, which also carries an `Ok` that `on_result` rejected), the attempt number, the real pause (jitter included) and the time since the first call; an async hook is awaited before the pause, its time taken out of the pause and bounded by the deadline",
         default: "—",
         async_only: None,
         pass: Pass::Value,
@@ -451,9 +451,9 @@ pub static KEYS: &[Key] = &[
         aliases: &["on_failure"],
         example: "log_failure",
         kind: Kind::Expr {
-            value: "`Fn(&E)`, `Fn(&E, &GiveUp)` or `Fn(Result<&T, &E>, &GiveUp)`",
+            value: "`Fn(&E)`, `Fn(&E, &GiveUp)` or `Fn(Result<&T, &E>, &GiveUp)`; in an async function also async",
         },
-        doc: "called once when the loop gives up on a failure it could have retried (retries used up, deadline, a server-suggested pause too long, the budget empty, the breaker open), with the last error (or outcome) and, in the two-argument forms, why, the attempts and the time spent",
+        doc: "called once when the loop gives up on a failure it could have retried (retries used up, deadline, a server-suggested pause too long, the budget empty, the breaker open), with the last error (or outcome) and, in the two-argument forms, why, the attempts and the time spent; an async hook is awaited before the fallback and the return",
         default: "—",
         async_only: None,
         pass: Pass::Value,

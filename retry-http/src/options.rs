@@ -9,7 +9,7 @@ use http_body::Body;
 use http_body_util::BodyExt;
 use retry_runtime::TokioTimer;
 use retry_runtime::engine::first::FirstAttempt;
-use retry_runtime::engine::{self, DynHooks, Event, Operation, Settings};
+use retry_runtime::engine::{self, DynHooks, Event, HookFuture, Operation, Settings};
 use retry_runtime::headers::key_from_header;
 use retry_runtime::named::Named;
 use retry_runtime::{
@@ -18,6 +18,7 @@ use retry_runtime::{
 };
 use std::error::Error;
 use std::fmt;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -33,6 +34,8 @@ type NotifyFn = Arc<dyn Fn(&Resend) + Send + Sync>;
 type GiveUpFn = Arc<dyn Fn(&GiveUp) + Send + Sync>;
 /// A `route` chooser, shared by the clones of the options.
 type RouteFn = Arc<dyn Fn(&Route<'_>) -> Option<Arc<Named>> + Send + Sync>;
+/// An async `notify` or `on_give_up` hook (`A` is [`Resend`] or [`GiveUp`]), its future boxed.
+type AsyncFn<A> = Arc<dyn Fn(&A) -> HookFuture<'static> + Send + Sync>;
 /// An `on_response` judge, shared by the clones of the options.
 type ResponseFn = Arc<dyn Fn(http::StatusCode, &HeaderMap) -> Verdict + Send + Sync>;
 
@@ -57,6 +60,8 @@ pub struct HttpRetry {
     pub(crate) counters: Arc<Counters>,
     pub(crate) notify: Option<NotifyFn>,
     pub(crate) on_give_up: Option<GiveUpFn>,
+    pub(crate) notify_async: Option<AsyncFn<Resend>>,
+    pub(crate) on_give_up_async: Option<AsyncFn<GiveUp>>,
     pub(crate) on_response: Option<ResponseFn>,
     pub(crate) route: Option<RouteFn>,
     pub(crate) timeout: Option<Duration>,
@@ -98,6 +103,8 @@ impl HttpRetry {
             counters: Arc::default(),
             notify: None,
             on_give_up: None,
+            notify_async: None,
+            on_give_up_async: None,
             on_response: None,
             route: None,
             timeout: None,
@@ -288,6 +295,34 @@ impl HttpRetry {
     /// request that may not be sent again) is an answer, and nobody hears a [`GiveUp`] for it.
     pub fn on_give_up(mut self, f: impl Fn(&GiveUp) + Send + Sync + 'static) -> Self {
         self.on_give_up = Some(Arc::new(f));
+        self
+    }
+
+    /// `notify = f` with an async `f`, in place of a sync [`notify`](HttpRetry::notify): the
+    /// loop awaits `f`'s future before the pause it announces, inside that pause (whose rest it
+    /// then takes) and the policy's deadline (a hook still running then is dropped), as the
+    /// attribute's async `notify`. The future owns what it needs (`Send + 'static`).
+    pub fn notify_async<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(&Resend) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.notify_async = Some(Arc::new(move |resend: &Resend| -> HookFuture<'static> {
+            Box::pin(f(resend))
+        }));
+        self
+    }
+
+    /// `on_give_up = f` with an async `f`, in place of a sync
+    /// [`on_give_up`](HttpRetry::on_give_up): awaited before the call returns.
+    pub fn on_give_up_async<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(&GiveUp) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.on_give_up_async = Some(Arc::new(move |why: &GiveUp| -> HookFuture<'static> {
+            Box::pin(f(why))
+        }));
         self
     }
 
@@ -705,8 +740,13 @@ pub(crate) fn settings<'a>(config: &'a HttpRetry, named: Option<&'a Named>) -> S
 /// settings allow it, no hook hears the time (the hooks' times would start after it), and no
 /// gate admits the attempt, and no `route` chooses its settings per request.
 pub(crate) fn first_attempt(config: &HttpRetry) -> Option<FirstAttempt> {
-    let hooked = config.notify.is_some() || config.on_give_up.is_some();
-    if hooked || config.gate.is_some() || config.route.is_some() {
+    if config.notify.is_some()
+        || config.on_give_up.is_some()
+        || config.notify_async.is_some()
+        || config.on_give_up_async.is_some()
+        || config.gate.is_some()
+        || config.route.is_some()
+    {
         return None;
     }
     FirstAttempt::new(&settings(config, None))
@@ -767,6 +807,33 @@ pub(crate) async fn send<T, E: fmt::Debug>(
     let hooks = hooks
         .on_give_up(config.on_give_up.is_some().then_some(&give_up as _))
         .gate(config.gate.as_deref());
+    // The async hooks: the retry counted as the sync `notify` counts it, then the user's future.
+    let notify_async = |outcome: Result<&T, &Failed<E>>, event: &RetryEvent| {
+        let never = matches!(outcome, Err(Failed::Inner(error)) if never_sent(error));
+        retried(config, never, event.attempt);
+        let resend = Resend {
+            event: *event,
+            never_sent: never,
+        };
+        config
+            .notify_async
+            .as_ref()
+            .map_or_else(|| Box::pin(std::future::ready(())) as _, |f| f(&resend))
+    };
+    let give_up_async = |_: Result<&T, &Failed<E>>, why: &GiveUp| {
+        config
+            .on_give_up_async
+            .as_ref()
+            .map_or_else(|| Box::pin(std::future::ready(())) as _, |f| f(why))
+    };
+    let hooks = hooks
+        .notify_async(config.notify_async.is_some().then_some(&notify_async as _))
+        .on_give_up_async(
+            config
+                .on_give_up_async
+                .is_some()
+                .then_some(&give_up_async as _),
+        );
     let settings = settings(config, named);
     match first {
         None => engine::drive(&settings, hooks, TokioTimer, Inner(body)).await,

@@ -36,9 +36,10 @@
 //!   sent once, untouched, with the reason ([`SendOnce`](crate::SendOnce)) in an event and in
 //!   [`Counters::sent_once`], where `reqwest-retry` fails with "Request object is not
 //!   cloneable".
-//! - **Hooks and timeout**: [`HttpRetry::notify`], [`HttpRetry::on_give_up`] and
-//!   [`HttpRetry::timeout`] (each attempt abandoned after the limit, transient for a request
-//!   that may be sent again) as for the tower layer.
+//! - **Hooks and timeout**: [`HttpRetry::notify`], [`HttpRetry::on_give_up`] (or, async,
+//!   [`HttpRetry::notify_async`] and [`HttpRetry::on_give_up_async`], awaited before the pause
+//!   and before the call returns) and [`HttpRetry::timeout`] (each attempt abandoned after the
+//!   limit, transient for a request that may be sent again) as for the tower layer.
 //! - **Errors**: a breaker's refusal is `reqwest_middleware::Error::Middleware` holding a
 //!   [`CircuitOpen`](retry_runtime::CircuitOpen), the last attempt's timeout one holding an
 //!   [`Elapsed`](retry_runtime::Elapsed).

@@ -1,6 +1,6 @@
 //! A `tower::Layer` that retries HTTP requests with the attribute's loop: a
 //! [`Policy`](retry_runtime::Policy), the status table and `Retry-After`, a budget, a breaker,
-//! `notify`, `on_give_up`, a per-attempt `timeout` and the tracing events; and
+//! `notify`, `on_give_up` (sync or async), a per-attempt `timeout` and the tracing events; and
 //! [`CloneRetryLayer`], the same loop for any service whose request is `Clone`. Feature `tower`;
 //! the guide is [the crate's page](crate).
 //!

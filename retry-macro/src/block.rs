@@ -324,7 +324,10 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
     };
     let again_item = quote!(fn #again<__B: #again_bound, __R>(_: &__B) {});
     let again_check = quote!(#again(&#closure););
-    let has_fallback = args.accepted(&grammar::FALLBACK).is_some();
+    let has_fallback = args.accepted(&grammar::FALLBACK).is_some()
+        || grammar::KEYS
+            .iter()
+            .any(|key| key.name == "on_give_up" && args.accepted(key).is_some());
     let decision = quote!(#state.next(#outcome));
     let finish = if is_async && has_fallback {
         quote!(__retry_rt::finish(#result).await)

@@ -150,8 +150,12 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
             quote!(#state.pause_blocking()),
         )
     };
-    // An async fallback is awaited when the loop ends (a sync one is wrapped in a ready future).
-    let has_fallback = args.accepted(&grammar::FALLBACK).is_some();
+    // An async fallback or `on_give_up` is awaited when the loop ends (a sync one is wrapped in a
+    // ready future).
+    let has_fallback = args.accepted(&grammar::FALLBACK).is_some()
+        || KEYS
+            .iter()
+            .any(|key| key.name == "on_give_up" && args.accepted(key).is_some());
     let decision = quote!(#state.next(#outcome));
     let finish = if is_async && has_fallback {
         quote!(__retry_rt::finish(#result).await)
@@ -253,6 +257,12 @@ pub(crate) fn pass_through(
         match key.pass {
             Pass::Value if key.is(&grammar::FALLBACK) => {
                 builder = fallback(builder, shape, value(), span, is_async);
+            }
+            // A sync loop cannot await a hook: `notify_sync` and `on_give_up_sync` say so.
+            Pass::Value if !is_async && matches!(key.name, "notify" | "on_give_up") => {
+                let name = Ident::new(&format!("{}_sync", key.name), span);
+                let value = value();
+                builder.extend(quote_spanned!(span=> .#name(#value)));
             }
             Pass::Value => {
                 let (name, value) = (Ident::new(key.name, span), value());

@@ -165,6 +165,7 @@ use std::marker::PhantomData;
 
 pub mod first;
 
+pub use crate::state::dynamic::{AsyncHookFn, HookFuture};
 pub use crate::state::observe::{Counters, Event, Sink, report};
 pub use crate::state::{Decide, DynHooks, Failure, Next, NextCopy, Settings};
 
@@ -316,15 +317,8 @@ pub fn interned(name: &str) -> &'static str {
 #[doc(hidden)]
 pub use crate::timer::TokioTimer;
 
-/// The loop state of one call of a door configured at run time.
-fn state<'a, T, E, S: Sleeper>(
-    settings: &Set<'a>,
-    hooks: Hooks<'a, T, E>,
-    timer: S,
-) -> Retry<'a, T, E, state::DynOptions<'a, T, E, S>>
-where
-    E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
-{
+/// The loop state of one call of a door configured at run time, with the options `opts`.
+fn state<'a, T, E, S: Sleeper, O>(settings: &Set<'a>, opts: O) -> Retry<'a, T, E, O> {
     let clock = crate::timer::clock_of::<S>;
     Retry {
         site: Site {
@@ -333,9 +327,29 @@ where
             clock,
         },
         progress: state::Progress::idle(settings.level),
-        opts: hooks.options(settings, timer),
+        opts,
         spans: Default::default(),
         value: PhantomData,
+    }
+}
+
+/// Runs the loop with the attempts `each`: with the slots that await an async hook if `hooks`
+/// has one (the state then holds the outcome across the pause), else with the sync ones.
+async fn run<'a, T, E, S: Sleeper>(
+    settings: &Set<'a>,
+    hooks: Hooks<'a, T, E>,
+    timer: S,
+    each: impl state::drive::Attempts<T, E>,
+) -> Result<T, E>
+where
+    E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
+{
+    if hooks.awaits() {
+        let opts = hooks.options_async(settings, timer);
+        state::drive(state::<T, E, S, _>(settings, opts), None, each).await
+    } else {
+        let opts = hooks.options(settings, timer);
+        state::drive(state::<T, E, S, _>(settings, opts), None, each).await
     }
 }
 
@@ -358,8 +372,7 @@ where
     E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
     S: Sleeper,
 {
-    let state = state(settings, hooks, timer);
-    state::drive(state, None, state::Plain(operation)).await
+    run(settings, hooks, timer, state::Plain(operation)).await
 }
 
 /// [`drive`] with the settings' [`hedge`](Settings::hedge): each attempt that has not answered
@@ -380,10 +393,9 @@ where
     S: Sleeper,
     Fut: Future<Output = Result<T, E>>,
 {
-    let state = state(settings, hooks, timer);
     match settings.hedge {
-        Some(hedge) => state::drive(state, None, state::Hedged(hedge, attempt)).await,
-        None => state::drive(state, None, state::Plain(attempt)).await,
+        Some(hedge) => run(settings, hooks, timer, state::Hedged(hedge, attempt)).await,
+        None => run(settings, hooks, timer, state::Plain(attempt)).await,
     }
 }
 
@@ -399,7 +411,8 @@ where
     E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
 {
     let settings = settings.timeout(None);
-    let mut state = state(&settings, hooks, crate::timer::NoTimer);
+    let opts = hooks.options(&settings, crate::timer::NoTimer);
+    let mut state = state::<T, E, crate::timer::NoTimer, _>(&settings, opts);
     state.site.clock = state::std_now;
     state::drive_blocking(state, None, None, |state| state.attempt(&mut attempt))
 }

@@ -7,16 +7,17 @@
 //! whose messages say what each one asks.
 
 pub use crate::retrier::{
-    AnyRun, AsyncOnly, FallbackTakes, HasTimer, On, OwnTimer, RetrierFallback, RunKind,
-    RunsBlocking,
+    AnyRun, AsyncOnly, Boxed, FallbackTakes, HasTimer, On, OwnTimer, RetrierFallback, RetrierHook,
+    RunKind, RunsBlocking,
 };
 pub use crate::state::{ByTransient, Classifier};
 pub use crate::timer::{FnForm, IntoSleeper, TypeForm};
 
 use crate::state::fallback::{AsyncFallback, Fallback, SyncFallback};
-use crate::state::hooks::{Hook, Slot};
+use crate::state::hooks::{Awaited, GiveUpSlot, Hook, Slot};
 use crate::{GiveUp, RetryEvent, Verdict};
 use std::future::Future;
+use std::marker::PhantomData;
 
 /// What a classifier (`on = ...`, `on_result = ...`) may return: `bool` or a [`Verdict`].
 ///
@@ -51,24 +52,30 @@ impl IntoVerdict for Verdict {
 /// references of one lifetime (`Result<&'a T, &'a E>`, as `Result::as_ref` gives it) or two. A
 /// reference never matches a `Result`, so a generic `fn log<E: Display>(error: &E, event:
 /// &RetryEvent)` is the first form without naming `E`.
+///
+/// In an async loop each form may also be async ([`Async`]`<ErrorForm>`,
+/// [`Async`]`<OutcomeForm>`): an async closure `async |error: &E, event: &RetryEvent| ...`, an
+/// `async fn`, or a function that returns a future of `()`. The loop awaits it before the pause
+/// it announces, inside that pause and the deadline (the guide:
+/// [`guide::attempts`](crate::guide::attempts), "Hooks that await").
 #[diagnostic::on_unimplemented(
-    message = "`notify = ...` must be callable as `Fn(&{E}, &RetryEvent)` or `Fn(Result<&{T}, &{E}>, &RetryEvent)`",
-    label = "not a function of `&{E}` and `&RetryEvent`",
-    note = "`Fn(&{E}, &RetryEvent)` hears each pause after an error; `Fn(Result<&{T}, &{E}>, &RetryEvent)` (the outcome, as `Result::as_ref` gives it) also each pause after an `Ok` that `on_result` rejected",
+    message = "`notify = ...` must be callable as `Fn(&{E}, &RetryEvent)` or `Fn(Result<&{T}, &{E}>, &RetryEvent)`, or be an async function of the same arguments whose future gives `()`",
+    label = "not a function of `&{E}` and `&RetryEvent` that returns nothing (or a future of nothing)",
+    note = "`Fn(&{E}, &RetryEvent)` hears each pause after an error; `Fn(Result<&{T}, &{E}>, &RetryEvent)` (the outcome, as `Result::as_ref` gives it) also each pause after an `Ok` that `on_result` rejected; in an async function either may be async: `async |error: &{E}, event: &RetryEvent| {{ ... }}`, with nothing returned",
     note = "a closure needs the types of its arguments written, since two forms are accepted: `|error: &{E}, event: &RetryEvent| ...`"
 )]
 pub trait NotifyHook<T, E, M> {
-    /// Calls the hook with the outcome, as `Result::as_ref` gives it, and the event.
+    /// The slot the hook fills.
+    #[doc(hidden)]
+    type Slot: Slot<Result<T, E>, RetryEvent>;
+    /// Calls a sync hook with the outcome, as `Result::as_ref` gives it, and the event. An
+    /// async form is never called so: a loop that cannot await asks its form to be
+    /// [`Blocking`].
     #[doc(hidden)]
     fn hear(&self, outcome: Result<&T, &E>, event: &RetryEvent);
     /// The hook, in its slot.
     #[doc(hidden)]
-    fn into_slot(self) -> Hook<Self, Result<T, E>, RetryEvent>
-    where
-        Self: Sized,
-    {
-        Hook::new(self, |f, outcome, event| f.hear(outcome.as_ref(), event))
-    }
+    fn into_slot(self) -> Self::Slot;
 }
 
 /// The hook form that hears an error: `Fn(&E, ...)`.
@@ -77,37 +84,111 @@ pub enum ErrorForm {}
 pub enum OutcomeForm {}
 /// The form `on_give_up = f` with `f: Fn(&E)`.
 pub enum ErrorOnly {}
+/// The async variant of a hook form `M`: `async |error: &E, event: &RetryEvent| ...` is
+/// `Async<ErrorForm>`.
+pub struct Async<M>(PhantomData<fn() -> M>);
+
+/// The hook forms a sync loop can call: all but the async ones ([`Async`]), which only an
+/// async loop can await.
+#[diagnostic::on_unimplemented(
+    message = "this hook is async, but the loop it is given to is sync and cannot await it",
+    label = "an async hook given to a sync loop",
+    note = "make the function (or block) `async`, or write the hook without `async`: `|error: &E, event: &RetryEvent| ...` for `notify`, `|error: &E, why: &GiveUp| ...` for `on_give_up`"
+)]
+pub trait Blocking {}
+// Not recommended: the message says what to write, and a list of markers would not.
+#[diagnostic::do_not_recommend]
+impl Blocking for ErrorForm {}
+#[diagnostic::do_not_recommend]
+impl Blocking for OutcomeForm {}
+#[diagnostic::do_not_recommend]
+impl Blocking for ErrorOnly {}
+
+/// The pointer that calls a sync `notify` hook in its slot.
+fn notify<F: NotifyHook<T, E, M>, T, E, M>(f: &F, outcome: &Result<T, E>, event: &RetryEvent) {
+    f.hear(outcome.as_ref(), event)
+}
 
 impl<F: Fn(&E, &RetryEvent), T, E> NotifyHook<T, E, ErrorForm> for F {
+    type Slot = Hook<F, Result<T, E>, RetryEvent>;
     fn hear(&self, outcome: Result<&T, &E>, event: &RetryEvent) {
         if let Err(error) = outcome {
             self(error, event)
         }
+    }
+    fn into_slot(self) -> Self::Slot {
+        Hook::new(self, notify::<F, T, E, ErrorForm>)
     }
 }
 
 // One lifetime for both sides, higher-ranked: a hook written with one (`Result<&'a T, &'a E>`,
 // as `Result::as_ref` gives it) and one written with two (`Result<&T, &E>`) both meet it.
 impl<F: for<'a> Fn(Result<&'a T, &'a E>, &RetryEvent), T, E> NotifyHook<T, E, OutcomeForm> for F {
+    type Slot = Hook<F, Result<T, E>, RetryEvent>;
     fn hear(&self, outcome: Result<&T, &E>, event: &RetryEvent) {
         self(outcome, event)
+    }
+    fn into_slot(self) -> Self::Slot {
+        Hook::new(self, notify::<F, T, E, OutcomeForm>)
+    }
+}
+
+impl<F: Hears<Result<T, E>, RetryEvent, Async<M>>, T, E, M> NotifyHook<T, E, Async<M>> for F {
+    type Slot = Awaited<F, Async<M>, Result<T, E>, RetryEvent>;
+    fn hear(&self, _: Result<&T, &E>, _: &RetryEvent) {}
+    fn into_slot(self) -> Self::Slot {
+        Awaited::new(self)
+    }
+}
+
+/// An async hook of the form `M`, as the loop awaits it: with what it hears, by reference.
+/// Hidden: only the bounds of [`NotifyHook`] and [`GiveUpHook`] name it.
+#[doc(hidden)]
+pub trait Hears<A, B, M> {
+    /// The hook's future, for the outcome `a` and the event (or why the loop gave up) `b`.
+    fn hear<'a>(&'a self, a: &'a A, b: &'a B) -> impl Future<Output = ()> + 'a;
+}
+
+impl<F: AsyncFn(&E, &B), T, E, B> Hears<Result<T, E>, B, Async<ErrorForm>> for F {
+    async fn hear<'a>(&'a self, a: &'a Result<T, E>, b: &'a B) {
+        if let Err(error) = a {
+            self(error, b).await
+        }
+    }
+}
+
+impl<F: for<'a> AsyncFn(Result<&'a T, &'a E>, &B), T, E, B>
+    Hears<Result<T, E>, B, Async<OutcomeForm>> for F
+{
+    async fn hear<'a>(&'a self, a: &'a Result<T, E>, b: &'a B) {
+        self(a.as_ref(), b).await
+    }
+}
+
+impl<F: AsyncFn(&E), T, E> Hears<Result<T, E>, GiveUp, Async<ErrorOnly>> for F {
+    async fn hear<'a>(&'a self, a: &'a Result<T, E>, _: &'a GiveUp) {
+        if let Err(error) = a {
+            self(error).await
+        }
     }
 }
 
 /// The forms `on_give_up = f` accepts, told apart by `M`: `Fn(&E)` ([`ErrorOnly`]),
 /// `Fn(&E, &GiveUp)` ([`ErrorForm`]) and `Fn(Result<&T, &E>, &GiveUp)` ([`OutcomeForm`], with
-/// one lifetime or two, as for `notify`).
+/// one lifetime or two, as for `notify`); in an async loop each may also be async
+/// ([`Async`]`<M>`), awaited before the call returns (and before the fallback).
 #[diagnostic::on_unimplemented(
-    message = "`on_give_up = ...` must be callable as `Fn(&{E})`, `Fn(&{E}, &GiveUp)` or `Fn(Result<&{T}, &{E}>, &GiveUp)`",
+    message = "`on_give_up = ...` must be callable as `Fn(&{E})`, `Fn(&{E}, &GiveUp)` or `Fn(Result<&{T}, &{E}>, &GiveUp)`, or be an async function of the same arguments whose future gives `()`",
     label = "not a function of `&{E}` (and `&GiveUp`)",
-    note = "`Fn(&{E})` hears the last error; with a second argument `&retry_runtime::GiveUp` it also hears why the loop gave up, the attempts and the time spent; `Result<&{T}, &{E}>` as the first argument (the outcome, as `Result::as_ref` gives it) hears an `Ok` that `on_result` rejected as well",
+    note = "`Fn(&{E})` hears the last error; with a second argument `&retry_runtime::GiveUp` it also hears why the loop gave up, the attempts and the time spent; `Result<&{T}, &{E}>` as the first argument (the outcome, as `Result::as_ref` gives it) hears an `Ok` that `on_result` rejected as well; in an async function each may be async: `async |error: &{E}, why: &GiveUp| {{ ... }}`, with nothing returned",
     note = "a closure needs the types of its arguments written, since three forms are accepted: `|error: &{E}| ...`"
 )]
 pub trait GiveUpHook<T, E, M> {
     /// The slot the hook fills.
     #[doc(hidden)]
-    type Slot: Slot<Result<T, E>, GiveUp>;
-    /// Calls the hook with the outcome, as `Result::as_ref` gives it, and why.
+    type Slot: GiveUpSlot<T, E>;
+    /// Calls a sync hook with the outcome, as `Result::as_ref` gives it, and why (an async
+    /// form is never called so, as [`NotifyHook::hear`]).
     #[doc(hidden)]
     fn hear(&self, outcome: Result<&T, &E>, why: &GiveUp);
     /// The hook, in its slot.
@@ -152,6 +233,14 @@ impl<F: for<'a> Fn(Result<&'a T, &'a E>, &GiveUp), T, E> GiveUpHook<T, E, Outcom
     }
     fn into_slot(self) -> Self::Slot {
         Hook::new(self, give_up::<F, T, E, OutcomeForm>)
+    }
+}
+
+impl<F: Hears<Result<T, E>, GiveUp, Async<M>>, T, E, M> GiveUpHook<T, E, Async<M>> for F {
+    type Slot = Awaited<F, Async<M>, Result<T, E>, GiveUp>;
+    fn hear(&self, _: Result<&T, &E>, _: &GiveUp) {}
+    fn into_slot(self) -> Self::Slot {
+        Awaited::new(self)
     }
 }
 
@@ -214,7 +303,7 @@ impl<I> FallbackArgument<NeverGiven<I>> for I {
 
 /// What no loop gives a fallback (see the impl of [`FallbackArgument`] for it).
 #[doc(hidden)]
-pub struct NeverGiven<I>(std::convert::Infallible, std::marker::PhantomData<I>);
+pub struct NeverGiven<I>(std::convert::Infallible, PhantomData<I>);
 
 /// A fallback that returns the `Result` itself.
 pub enum SyncForm {}

@@ -4,18 +4,19 @@
 //! [`engine::drive`](crate::engine::drive) does: a door on the engine, not a part of the loop.
 
 use crate::engine::AsyncFnOperation;
+use crate::hooks::{Async, ErrorOnly};
 use crate::overload::aws2026_call::Aws2026Call;
 use crate::state::drive::{Attempts, Hedged, Plain, drive, drive_blocking};
-use crate::state::dynamic::{DynSlot, Settings};
+use crate::state::dynamic::{AsyncHook, DynAsync, DynSlot, HookFuture, Settings};
 use crate::state::extras::{Extras, Guard, Linger, Shedder, Timeout};
 use crate::state::fallback::{AsyncFallback, SyncFallback};
-use crate::state::hooks::{HookSet, Slot};
+use crate::state::hooks::HookSet;
 use crate::state::log::ByDebug;
 use crate::state::spans::CallSpan;
 use crate::state::{
-    AsyncForm, Attempted, ByTransient, Classifier, DefaultSleeper, ErrorForm, GiveUp, GiveUpHook,
-    Head, Hooks, IntoVerdict, LogLevel, NotifyHook, Opts, OutcomeForm, Progress, Retry, RetryEvent,
-    Site, SyncForm, Unset, std_now,
+    AsyncForm, Attempted, ByTransient, Classifier, DefaultSleeper, ErrorForm, GiveUp, Head, Hooks,
+    IntoVerdict, LogLevel, Opts, OutcomeForm, Progress, Retry, RetryEvent, Site, SyncForm, Unset,
+    std_now,
 };
 use crate::timer::{Elapsed, IntoSleeper, SleepFn, Sleeper};
 use crate::{
@@ -76,7 +77,7 @@ use std::time::{Duration, Instant};
 /// ([`ByTransient`](crate::hooks::ByTransient), the error type's
 /// [`Transient`](crate::Transient) impl, until [`on`](Retrier::on) makes it
 /// [`On`](crate::hooks::On)), and `R` whether a blocking [`run`](Retrier::run) can honour them
-/// ([`AnyRun`](crate::hooks::AnyRun), until `timeout` or an async `fallback` makes it
+/// ([`AnyRun`](crate::hooks::AnyRun), until `timeout`, an async `fallback` or hook makes it
 /// [`AsyncOnly`](crate::hooks::AsyncOnly), or `sleep` [`OwnTimer`](crate::hooks::OwnTimer));
 /// without the `tokio` feature, an async run needs the latter.
 #[must_use = "a `Retrier` does nothing until `run` or `run_async`"]
@@ -105,6 +106,10 @@ struct RunHooks<'p, T, E> {
     on_give_up: Option<HookBox<'p, T, E, GiveUp>>,
     /// `on_give_up` hears the time (all its forms but `Fn(&E)`).
     give_up_timed: bool,
+    /// An async `notify`, which only `run_async` awaits.
+    notify_async: Option<AsyncHookBox<'p, T, E, RetryEvent>>,
+    /// An async `on_give_up`, the same way.
+    give_up_async: Option<AsyncHookBox<'p, T, E, GiveUp>>,
     fallback: Option<RunFallback<'p, T, E>>,
 }
 
@@ -112,6 +117,23 @@ struct RunHooks<'p, T, E> {
 type OnResultBox<'p, T> = Box<dyn Fn(&T) -> Verdict + Send + Sync + 'p>;
 /// `notify` (`B` is [`RetryEvent`]) or `on_give_up` (`B` is [`GiveUp`]), boxed.
 type HookBox<'p, T, E, B> = Box<dyn Fn(Result<&T, &E>, &B) + Send + Sync + 'p>;
+
+/// An async `notify` or `on_give_up`, boxed, and its future.
+type AsyncHookBox<'p, T, E, B> =
+    Box<dyn Fn(Result<&T, &E>, &B) -> HookFuture<'static> + Send + Sync + 'p>;
+
+/// The slots of a configured run with an async hook: each hook by reference, sync or async.
+type AsyncRunSlots<'h, 'p, T, E, F> = Hooks<
+    DynSlot<&'h OnResultBox<'p, T>>,
+    DynAsync<
+        &'h HookBox<'p, T, E, RetryEvent>,
+        AsyncHook<'h, T, E, RetryEvent>,
+        Result<T, E>,
+        RetryEvent,
+    >,
+    DynAsync<&'h HookBox<'p, T, E, GiveUp>, AsyncHook<'h, T, E, GiveUp>, Result<T, E>, GiveUp>,
+    F,
+>;
 
 /// The slots of a configured run: a reference to each hook, and the fallback `F`.
 type RunSlots<'h, 'p, T, E, F> = Hooks<
@@ -128,6 +150,30 @@ impl<'p, T, E> RunHooks<'p, T, E> {
             && self.notify.is_none()
             && self.on_give_up.is_none()
             && self.fallback.is_none()
+            && !self.awaits()
+    }
+
+    /// An async hook is there, which the loop awaits with the slots of [`AsyncRunSlots`].
+    fn awaits(&self) -> bool {
+        self.notify_async.is_some() || self.give_up_async.is_some()
+    }
+
+    /// [`slots`](RunHooks::slots) with the slots that await an async hook.
+    fn slots_async<F>(&self, fallback: F) -> AsyncRunSlots<'_, 'p, T, E, F> {
+        Hooks {
+            on_result: DynSlot::new(self.on_result.as_ref(), false),
+            notify: DynAsync::new(
+                self.notify.as_ref(),
+                true,
+                self.notify_async.as_deref().map(|f| AsyncHook(f)),
+            ),
+            on_give_up: DynAsync::new(
+                self.on_give_up.as_ref(),
+                self.give_up_timed,
+                self.give_up_async.as_deref().map(|f| AsyncHook(f)),
+            ),
+            fallback,
+        }
     }
 
     /// The loop's slots: each hook by reference (the hooks stay with the run), and `fallback`.
@@ -142,11 +188,11 @@ impl<'p, T, E> RunHooks<'p, T, E> {
 }
 
 /// A [`Retrier`] whose options a blocking [`run`](Retrier::run) can honour: no `timeout`, no
-/// `sleep`, no async `fallback`.
+/// `sleep`, no async `fallback` or hook.
 #[derive(Clone, Copy, Debug)]
 pub enum AnyRun {}
 
-/// A [`Retrier`] with `timeout` or an async `fallback`, which only
+/// A [`Retrier`] with `timeout`, an async `fallback` or an async hook, which only
 /// [`run_async`](Retrier::run_async) can honour, on the default timer.
 #[derive(Clone, Copy, Debug)]
 pub enum AsyncOnly {}
@@ -156,7 +202,7 @@ pub enum AsyncOnly {}
 #[derive(Clone, Copy, Debug)]
 pub enum OwnTimer {}
 
-/// What `timeout` and an async `fallback` make of a [`Retrier`]'s run: [`AsyncOnly`], or
+/// What `timeout`, an async `fallback` and an async hook make of a [`Retrier`]'s run: [`AsyncOnly`], or
 /// [`OwnTimer`] as it was.
 pub trait RunKind {
     /// The run with an option that only `run_async` honours.
@@ -217,6 +263,8 @@ impl<'p, T, E> Retrier<'p, T, E> {
                 notify: None,
                 on_give_up: None,
                 give_up_timed: false,
+                notify_async: None,
+                give_up_async: None,
                 fallback: None,
             },
             extras: Extras::default(),
@@ -443,29 +491,40 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
 
     /// `notify = f`: called before each pause, `Fn(&E, &RetryEvent)` or
     /// `Fn(Result<&T, &E>, &RetryEvent)`.
-    pub fn notify<J, M>(mut self, f: J) -> Self
+    ///
+    /// Or async, for [`run_async`](Retrier::run_async) (the retrier is then
+    /// [`AsyncOnly`](crate::hooks::AsyncOnly)): a closure of the same arguments that returns a
+    /// `Send + 'static` future of `()`, which owns what it needs (the hooks are boxed, and a boxed
+    /// closure's future cannot borrow: copy the event, format the error, clone an `Arc` first):
+    /// `|error: &E, event: &RetryEvent| { let (line, event) = (error.to_string(), *event);
+    /// async move { ... } }`. It is awaited before the pause it announces, inside that pause
+    /// and the deadline, as the attribute's async `notify`.
+    pub fn notify<J, M>(mut self, f: J) -> Retrier<'p, T, E, C, J::Run<R>>
     where
-        J: NotifyHook<T, E, M> + Send + Sync + 'p,
-        T: 'p,
-        E: 'p,
+        R: RunKind,
+        J: RetrierHook<'p, T, E, RetryEvent, M>,
     {
-        let hook = move |outcome: Result<&T, &E>, event: &RetryEvent| f.hear(outcome, event);
-        self.hooks.notify = Some(Box::new(hook));
-        self
+        match f.boxed() {
+            Boxed::Sync(hook) => self.hooks.notify = Some(hook),
+            Boxed::Async(hook) => self.hooks.notify_async = Some(hook),
+        }
+        self.to()
     }
 
     /// `on_give_up = f`: called once when the loop gives up, `Fn(&E)`, `Fn(&E, &GiveUp)` or
-    /// `Fn(Result<&T, &E>, &GiveUp)`.
-    pub fn on_give_up<J, M>(mut self, f: J) -> Self
+    /// `Fn(Result<&T, &E>, &GiveUp)`; or async as [`notify`](Retrier::notify)'s, awaited
+    /// before the fallback runs and the call returns.
+    pub fn on_give_up<J, M>(mut self, f: J) -> Retrier<'p, T, E, C, J::Run<R>>
     where
-        J: GiveUpHook<T, E, M> + Send + Sync + 'p,
-        T: 'p,
-        E: 'p,
+        R: RunKind,
+        J: RetrierHook<'p, T, E, GiveUp, M>,
     {
-        self.hooks.give_up_timed = <J::Slot as Slot<Result<T, E>, GiveUp>>::TIMED;
-        let hook = move |outcome: Result<&T, &E>, why: &GiveUp| f.hear(outcome, why);
-        self.hooks.on_give_up = Some(Box::new(hook));
-        self
+        self.hooks.give_up_timed = J::TIMED;
+        match f.boxed() {
+            Boxed::Sync(hook) => self.hooks.on_give_up = Some(hook),
+            Boxed::Async(hook) => self.hooks.give_up_async = Some(hook),
+        }
+        self.to()
     }
 
     /// `fallback = f`: when the loop gives up, `f(error, why)` makes the result, or
@@ -737,19 +796,30 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         let reset_after = self.reset_after;
         let (settings, timings, head, mut hooks, extras) = self.parts(|timer| timer.sleeper);
         let settings = with(settings, &timings);
-        match hooks.fallback.take() {
-            None => {
+        // With an async hook, the slots that await it (the state then holds the outcome
+        // across the pause); else the sync ones.
+        match (hooks.fallback.take(), hooks.awaits()) {
+            (None, false) => {
                 let opts = opts(head, hooks.slots(Unset), extras);
                 drive(state(settings, opts, clock), reset_after, each).await
             }
-            Some(fallback) => {
+            (None, true) => {
+                let opts = opts(head, hooks.slots_async(Unset), extras);
+                drive(state(settings, opts, clock), reset_after, each).await
+            }
+            (Some(fallback), awaits) => {
                 // A sync fallback's result is ready; an async one's future is awaited.
                 let fallback = AsyncFallback {
                     f: fallback,
                     call: |f, outcome, why| f(outcome, why),
                 };
-                let opts = opts(head, hooks.slots(fallback), extras);
-                drive(state(settings, opts, clock), reset_after, each).await
+                if awaits {
+                    let opts = opts(head, hooks.slots_async(fallback), extras);
+                    drive(state(settings, opts, clock), reset_after, each).await
+                } else {
+                    let opts = opts(head, hooks.slots(fallback), extras);
+                    drive(state(settings, opts, clock), reset_after, each).await
+                }
             }
         }
     }
@@ -873,9 +943,9 @@ impl<'p> RunTimer<'p> {
 
 /// A [`Retrier`] that a blocking [`run`](Retrier::run) can run: [`AnyRun`].
 #[diagnostic::on_unimplemented(
-    message = "`timeout`, `sleep` and an async `fallback` need `run_async`: a blocking call cannot be cut off from outside, a sync loop pauses with `std::thread::sleep`, and it cannot await a fallback",
-    label = "this `Retrier` has `timeout`, `sleep` or an async `fallback`",
-    note = "give the call its own timeout (a socket read timeout, a client timeout) and remove `timeout`, make the fallback sync (return the `Result` itself), or run an async closure: `.run_async(|| async {{ ... }}).await`"
+    message = "`timeout`, `sleep`, an async `fallback` and an async hook need `run_async`: a blocking call cannot be cut off from outside, a sync loop pauses with `std::thread::sleep`, and it cannot await a fallback or a hook",
+    label = "this `Retrier` has `timeout`, `sleep`, an async `fallback` or an async `notify` or `on_give_up`",
+    note = "give the call its own timeout (a socket read timeout, a client timeout) and remove `timeout`, make the fallback and the hooks sync (return the `Result` itself, or nothing), or run an async closure: `.run_async(|| async {{ ... }}).await`"
 )]
 pub trait RunsBlocking {}
 
@@ -952,6 +1022,108 @@ where
         })
     }
 }
+
+/// The forms a [`Retrier`]'s `notify` (`B` is [`RetryEvent`]) and `on_give_up` (`B` is
+/// [`GiveUp`]) take, told apart by `M`: the sync forms of [`NotifyHook`](crate::hooks::NotifyHook) and
+/// [`GiveUpHook`](crate::hooks::GiveUpHook),
+/// and their async variants ([`Async`]`<M>`), closures that return a `Send` future of `()`
+/// which owns what it needs. An async hook makes the retrier
+/// [`AsyncOnly`](crate::hooks::AsyncOnly).
+#[diagnostic::on_unimplemented(
+    message = "a `Retrier`'s hook must be callable as `Fn(&{E}, &{B})` or `Fn(Result<&{T}, &{E}>, &{B})` (`on_give_up` also `Fn(&{E})`), `Send + Sync`, returning `()` or a `Send + 'static` future of `()` that owns what it needs",
+    label = "not a hook of `&{E}` and `&{B}`",
+    note = "the hooks of a `Retrier` are boxed: an async one is a closure that returns a future, which cannot borrow the error or the event; take what it needs first: `|error: &{E}, event: &RetryEvent| {{ let line = error.to_string(); async move {{ ... }} }}`",
+    note = "a closure needs the types of its arguments written: `|error: &{E}, event: &RetryEvent| ...`"
+)]
+pub trait RetrierHook<'p, T, E, B, M>: Sized {
+    /// The run of a retrier with this hook: as it was for a sync one, `R::Async` for an async
+    /// one.
+    #[doc(hidden)]
+    type Run<R: RunKind>;
+    /// Whether the hook hears the time (all forms but `on_give_up`'s `Fn(&E)`).
+    #[doc(hidden)]
+    const TIMED: bool = true;
+    /// The hook, boxed.
+    #[doc(hidden)]
+    fn boxed(self) -> Boxed<'p, T, E, B>;
+}
+
+/// A [`Retrier`]'s hook, boxed: sync, or async.
+#[doc(hidden)]
+pub enum Boxed<'p, T, E, B> {
+    /// A sync hook.
+    Sync(HookBox<'p, T, E, B>),
+    /// An async hook.
+    Async(AsyncHookBox<'p, T, E, B>),
+}
+
+/// The sync and async impls of a form: `$sync` is how the boxed hook calls the user's `f` with
+/// the outcome `o` and `b`; an async hook's future, boxed, is its return value.
+macro_rules! retrier_hook {
+    ($form:ty, $b:ty, [$($bound:tt)*], $timed:expr, |$f:ident, $o:ident, $arg:ident| $call:expr) => {
+        impl<'p, T: 'p, E: 'p, F> RetrierHook<'p, T, E, $b, $form> for F
+        where
+            F: $($bound)* + Send + Sync + 'p,
+        {
+            type Run<R: RunKind> = R;
+            const TIMED: bool = $timed;
+            #[allow(clippy::unit_arg)] // `$call` is `Some(())` here, a future in the async impl
+            fn boxed(self) -> Boxed<'p, T, E, $b> {
+                let $f = self;
+                Boxed::Sync(Box::new(move |$o: Result<&T, &E>, $arg: &$b| {
+                    $call;
+                }))
+            }
+        }
+
+        impl<'p, T: 'p, E: 'p, F, Fut> RetrierHook<'p, T, E, $b, Async<$form>> for F
+        where
+            F: $($bound)* -> Fut + Send + Sync + 'p,
+            Fut: Future<Output = ()> + Send + 'static,
+        {
+            type Run<R: RunKind> = R::Async;
+            const TIMED: bool = $timed;
+            fn boxed(self) -> Boxed<'p, T, E, $b> {
+                let $f = self;
+                Boxed::Async(Box::new(move |$o: Result<&T, &E>, $arg: &$b| -> HookFuture<'static> {
+                    match $call {
+                        Some(future) => Box::pin(future),
+                        None => Box::pin(std::future::ready(())),
+                    }
+                }))
+            }
+        }
+    };
+}
+
+retrier_hook!(
+    ErrorForm,
+    RetryEvent,
+    [Fn(&E, &RetryEvent)],
+    true,
+    |f, o, b| o.err().map(|e| f(e, b))
+);
+retrier_hook!(
+    OutcomeForm,
+    RetryEvent,
+    [for<'a> Fn(Result<&'a T, &'a E>, &RetryEvent)],
+    true,
+    |f, o, b| Some(f(o, b))
+);
+retrier_hook!(ErrorOnly, GiveUp, [Fn(&E)], false, |f, o, b| {
+    let _ = b;
+    o.err().map(&f)
+});
+retrier_hook!(ErrorForm, GiveUp, [Fn(&E, &GiveUp)], true, |f, o, b| o
+    .err()
+    .map(|e| f(e, b)));
+retrier_hook!(
+    OutcomeForm,
+    GiveUp,
+    [for<'a> Fn(Result<&'a T, &'a E>, &GiveUp)],
+    true,
+    |f, o, b| Some(f(o, b))
+);
 
 /// Each key of the attribute's grammar (`retry_grammar::KEYS` and `BLOCK_KEYS`) and what a
 /// [`Retrier`] has for it: a method, or why it has none (the reason `docs/blocks.md` gives too).

@@ -9,6 +9,7 @@
 mod common;
 
 mod admission_gate;
+mod async_hooks;
 mod attempt_context;
 mod aws2026;
 mod block_form;

@@ -203,7 +203,7 @@ where
 /// A client whose requests never leave the process: below ours, a middleware answers the n-th
 /// request with the n-th of `script` (the last again) after the delay beside it, on tokio's
 /// clock. Returns the client and the count of requests that reached it.
-fn in_process(
+pub(crate) fn in_process(
     ours: RetryMiddleware,
     script: &'static [(Duration, u16)],
 ) -> (ClientWithMiddleware, Arc<AtomicUsize>) {

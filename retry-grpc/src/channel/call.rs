@@ -13,8 +13,9 @@ use http::{Request, Response};
 use http_body::Body;
 use retry_runtime::Policy;
 use retry_runtime::Verdict;
-use retry_runtime::engine::{self, DynHooks, Event, Operation, Settings, TokioTimer};
+use retry_runtime::engine::{self, DynHooks, Event, HookFuture, Operation, Settings, TokioTimer};
 use retry_runtime::named::Named;
+use retry_runtime::{GiveUp, RetryEvent};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
@@ -159,6 +160,26 @@ where
     }
 }
 
+/// The layer's async hooks as the engine calls them (with the outcome, which they do not
+/// read): each is only given to the engine if the layer has it.
+#[allow(clippy::type_complexity)]
+fn hooks<RB>(
+    layer: &GrpcRetryLayer,
+) -> (
+    impl Fn(Result<&Response<RB>, &Failure<RB>>, &RetryEvent) -> HookFuture<'static> + Sync + '_,
+    impl Fn(Result<&Response<RB>, &Failure<RB>>, &GiveUp) -> HookFuture<'static> + Sync + '_,
+) {
+    let notify = |_: Result<&Response<RB>, &Failure<RB>>, event: &RetryEvent| match &layer.notify {
+        Some(f) => f(event),
+        None => Box::pin(std::future::ready(())),
+    };
+    let give_up = |_: Result<&Response<RB>, &Failure<RB>>, why: &GiveUp| match &layer.on_give_up {
+        Some(f) => f(why),
+        None => Box::pin(std::future::ready(())),
+    };
+    (notify, give_up)
+}
+
 /// A call without a policy: one attempt, whose transparent retries alone the engine runs
 /// ([`Next::Resend`](engine::Next::Resend), as [`Transparently`] decides: no
 /// `grpc-previous-rpc-attempts`, not counted). The layer's budget and breaker are not this
@@ -214,7 +235,11 @@ where
         ready: true,
         request,
     };
-    let hooks = DynHooks::new(&classify).decide(&mut decider);
+    let (notify, give_up) = hooks(layer);
+    let hooks = DynHooks::new(&classify)
+        .decide(&mut decider)
+        .notify_async(layer.notify.is_some().then_some(&notify as _))
+        .on_give_up_async(layer.on_give_up.is_some().then_some(&give_up as _));
     let outcome = engine::drive(&settings(layer, named), hooks, TokioTimer, attempts).await;
     // The committed answer's trailers go to the same decision (C-core's `ShouldRetry` for a
     // committed call: the throttle counts its success or failure).
@@ -300,7 +325,11 @@ where
         let previous = (hedge > 0).then_some(u32::from(hedge));
         async move { attempt::send_once(&mut service, &mut ready, request, previous).await }
     };
-    let hooks = DynHooks::new(&classify).decide(&mut decider);
+    let (notify, give_up) = hooks(layer);
+    let hooks = DynHooks::new(&classify)
+        .decide(&mut decider)
+        .notify_async(layer.notify.is_some().then_some(&notify as _))
+        .on_give_up_async(layer.on_give_up.is_some().then_some(&give_up as _));
     let settings = settings(layer, named).hedge(Some(&schedule));
     let outcome = engine::drive_hedged(&settings, hooks, TokioTimer, copy).await;
     let accounting = match &layer.throttle {

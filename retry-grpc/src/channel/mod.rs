@@ -22,7 +22,9 @@
 //! # let _ = client; Ok(()) }
 //! ```
 //!
-//! What it does per call is in the [crate's guide](crate#the-door-step-by-step).
+//! What it does per call is in the [crate's guide](crate#the-door-step-by-step). Hooks that
+//! await ([`GrpcRetryLayer::notify_async`], [`GrpcRetryLayer::on_give_up_async`]) hear a call
+//! under a retry policy: each retry before its pause, and the end of a call that gave up.
 
 mod attempt;
 mod body;
@@ -34,8 +36,9 @@ use crate::{ConfigError, RetryThrottle, ServiceConfig, ThrottleRegistry};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
+use retry_runtime::engine::HookFuture;
 use retry_runtime::named::Named;
-use retry_runtime::{CircuitBreaker, RetryBudget};
+use retry_runtime::{CircuitBreaker, GiveUp, RetryBudget, RetryEvent};
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
@@ -105,7 +108,14 @@ pub struct GrpcRetryLayer {
     /// [`named`](Self::named)'s lookup, asked once per call.
     lookup: Option<Arc<dyn Fn() -> Option<Arc<Named>> + Send + Sync>>,
     counters: Arc<Counters>,
+    /// The async `notify`, if any ([`notify_async`](Self::notify_async)).
+    notify: Option<HookFn<RetryEvent>>,
+    /// The async `on_give_up`, if any ([`on_give_up_async`](Self::on_give_up_async)).
+    on_give_up: Option<HookFn<GiveUp>>,
 }
+
+/// An async hook of the layer, shared by its copies: it hears `&A` and returns its future.
+type HookFn<A> = Arc<dyn Fn(&A) -> HookFuture<'static> + Send + Sync>;
 
 impl fmt::Debug for GrpcRetryLayer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -119,6 +129,8 @@ impl fmt::Debug for GrpcRetryLayer {
             .field("budget", &self.budget.is_some())
             .field("breaker", &self.breaker.is_some())
             .field("lookup", &self.lookup.is_some())
+            .field("notify", &self.notify.is_some())
+            .field("on_give_up", &self.on_give_up.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -140,6 +152,8 @@ impl GrpcRetryLayer {
             breaker: None,
             lookup: None,
             counters: Arc::new(Counters::default()),
+            notify: None,
+            on_give_up: None,
         }
     }
 
@@ -240,6 +254,35 @@ impl GrpcRetryLayer {
         lookup: impl Fn() -> Option<Arc<Named>> + Send + Sync + 'static,
     ) -> Self {
         self.lookup = Some(Arc::new(lookup));
+        self
+    }
+
+    /// `notify = f`, async: before each pause of a call under a retry policy (not a hedged
+    /// copy, not a transparent resend), the engine awaits `f`'s future, inside that pause
+    /// (whose rest it then takes) and the call's deadline, as the attribute's async `notify`.
+    /// The future owns what it needs (`Send + 'static`): record the retry in a database, page
+    /// someone.
+    pub fn notify_async<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(&RetryEvent) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.notify = Some(Arc::new(move |event: &RetryEvent| -> HookFuture<'static> {
+            Box::pin(f(event))
+        }));
+        self
+    }
+
+    /// `on_give_up = f`, async: when a call under a retry policy gives up on a failure it
+    /// could have retried, the engine awaits `f`'s future before the call returns.
+    pub fn on_give_up_async<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(&GiveUp) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.on_give_up = Some(Arc::new(move |why: &GiveUp| -> HookFuture<'static> {
+            Box::pin(f(why))
+        }));
         self
     }
 

@@ -156,7 +156,7 @@ where
                         elapsed: progress.elapsed(site.clock),
                         hedges: u32::from(progress.hedges),
                     };
-                    opts.hooks.notify(&shown.outcome, &event);
+                    opts.hooks.notify(shown.outcome, event);
                 }
                 ControlFlow::Continue(Retry {
                     site,
@@ -277,7 +277,8 @@ fn gate_outcome(verdict: Verdict) -> GateOutcome {
 
 /// The loop gives up after `attempts` attempts, in one step: the final event, the [`GiveUp`]
 /// (made only for a hook or a fallback that hears it), `on_give_up`, then the fallback, whose
-/// result (or the outcome, without one) ends the call.
+/// result (or the outcome, without one) ends the call; an async `on_give_up` is awaited first,
+/// where the call's end is awaited.
 #[inline]
 #[allow(clippy::too_many_arguments)]
 fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot, D: Show<E>>(
@@ -305,8 +306,7 @@ fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot, D: Show<E>>(
         attempts,
         elapsed: progress.elapsed(site.clock),
     };
-    hooks.gave_up(&outcome, &why);
-    hooks.fall_back(outcome, why, super::fallback_scope(progress, attempts, key))
+    hooks.gave_up(outcome, why, super::fallback_scope(progress, attempts, key))
 }
 
 /// What follows a failure by the call's decider (the decision seam), within the engine's

@@ -7,20 +7,28 @@
 //! there, so that a call without a hook that hears the time reads no clock for it.
 
 use super::extras::{Deciding, Extras, Guard, Shedder, Timeout};
-use super::hooks::Slot;
+use super::fallback::{Fallback, FallbackScope};
+use super::hooks::{
+    GiveUpSlot, Heard, HeardFirst, Held, Slot, heard_first, heard_then_pause, told_at_once,
+};
 use super::observe::Sink;
 use super::options::{Classifier, Head};
 use super::seam::{Failure, Next, NextCopy};
 use super::{Decide, GiveUp, Hooks, LogLevel, Opts, RetryEvent, Unset};
+use crate::context::KeySlot;
 use crate::overload::aws2026_call::Aws2026Call;
 use crate::timer::Elapsed;
+use crate::timer::Sleeper;
 use crate::{
     AdmissionGate, Aws2026Standard, CircuitBreaker, CircuitOpen, Hedge, Policy, Rejected,
     RetryBudget, Verdict,
 };
 use std::fmt;
+use std::future::Future;
 use std::marker::PhantomData;
+use std::pin::Pin;
 use std::time::Duration;
+use std::time::Instant;
 
 /// What a call of a door configured at run time does besides its hooks: the [`Policy`], the
 /// name its events and metrics carry, and `budget`, `breaker`, `timeout`, `nested`,
@@ -219,6 +227,10 @@ pub struct DynHooks<'a, T, E> {
     /// `notify` hears the time since the first attempt (`RetryEvent::elapsed`).
     pub(crate) notify_timed: bool,
     pub(crate) on_give_up: Option<GiveUpFn<'a, T, E>>,
+    /// An async `notify` ([`notify_async`](DynHooks::notify_async)).
+    pub(crate) notify_async: Option<AsyncHookFn<'a, T, E, RetryEvent>>,
+    /// An async `on_give_up` ([`on_give_up_async`](DynHooks::on_give_up_async)).
+    pub(crate) give_up_async: Option<AsyncHookFn<'a, T, E, GiveUp>>,
     /// The call's decider, if the door has one ([`decide`](DynHooks::decide)).
     pub(crate) decider: Option<&'a mut (dyn Decide<E> + Send)>,
     /// The call's gate, and how its rejection becomes `E` ([`gate`](DynHooks::gate)).
@@ -232,6 +244,8 @@ impl<T, E> fmt::Debug for DynHooks<'_, T, E> {
             .field("notify", &self.notify.is_some())
             .field("notify_timed", &self.notify_timed)
             .field("on_give_up", &self.on_give_up.is_some())
+            .field("notify_async", &self.notify_async.is_some())
+            .field("on_give_up_async", &self.give_up_async.is_some())
             .field("decider", &self.decider.is_some())
             .field("gate", &self.gate.map(|shedder| shedder.gate.get_name()))
             .finish_non_exhaustive()
@@ -247,6 +261,8 @@ impl<'a, T, E> DynHooks<'a, T, E> {
             notify: None,
             notify_timed: true,
             on_give_up: None,
+            notify_async: None,
+            give_up_async: None,
             decider: None,
             gate: None,
         }
@@ -279,6 +295,32 @@ impl<'a, T, E> DynHooks<'a, T, E> {
     pub fn on_give_up(mut self, f: Option<GiveUpFn<'a, T, E>>) -> Self {
         self.on_give_up = f;
         self
+    }
+
+    /// `notify = f` with an async `f`, which returns its future boxed ([`HookFuture`]): the
+    /// loop awaits it before the pause it announces, inside that pause and the deadline, as
+    /// the attribute's async `notify` (see
+    /// [`guide::attempts`](crate::guide::attempts), "Hooks that await"). In place of a sync
+    /// [`notify`](DynHooks::notify). Only [`drive`](crate::engine::drive) and
+    /// [`drive_hedged`](crate::engine::drive_hedged) await it; a blocking call
+    /// ([`drive_blocking`](crate::engine::drive_blocking)) cannot, and does not call it.
+    pub fn notify_async(mut self, f: Option<AsyncHookFn<'a, T, E, RetryEvent>>) -> Self {
+        self.notify_async = f;
+        self
+    }
+
+    /// `on_give_up = f` with an async `f`: awaited before the call returns, as
+    /// [`notify_async`](DynHooks::notify_async)'s (and not by a blocking call). In place of a
+    /// sync [`on_give_up`](DynHooks::on_give_up).
+    pub fn on_give_up_async(mut self, f: Option<AsyncHookFn<'a, T, E, GiveUp>>) -> Self {
+        self.give_up_async = f;
+        self
+    }
+
+    /// Whether an async hook was given, which only an async loop with the slots of
+    /// [`DynAsync`] awaits.
+    pub(crate) fn awaits(&self) -> bool {
+        self.notify_async.is_some() || self.give_up_async.is_some()
     }
 
     /// The call's decider: what follows each attempt that did not end in an accepted answer is
@@ -403,6 +445,126 @@ impl<T, E, B, F: Fn(Result<&T, &E>, &B) + ?Sized> Slot<Result<T, E>, B> for DynS
     }
 }
 
+impl<T, E, F: Fn(Result<&T, &E>, &GiveUp) + ?Sized> GiveUpSlot<T, E> for DynSlot<&F> {
+    told_at_once!();
+}
+
+/// An async hook's future, boxed: what an async hook given at run time returns
+/// ([`DynHooks::notify_async`], [`DynHooks::on_give_up_async`]). `Send`, so that the call's
+/// future is.
+pub type HookFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// An async `notify` (`B` is [`RetryEvent`]) or `on_give_up` (`B` is [`GiveUp`]) at run time:
+/// a function that returns the hook's future, boxed, which owns what it needs (an `Arc` of what
+/// it shares, a copy of the event): a `'static` future, so that the call's future is `Send`
+/// whatever lifetimes the door's references have.
+pub type AsyncHookFn<'a, T, E, B> =
+    &'a (dyn Fn(Result<&T, &E>, &B) -> HookFuture<'static> + Sync + 'a);
+
+/// An async hook at run time, as its slot holds it: a type of its own, whose lifetime is its
+/// only parameter (the `'static` of its future is written here, not in a bound, which the
+/// future of a call, whose lifetimes are erased apart, could not meet).
+pub struct AsyncHook<'a, T, E, B>(
+    pub(crate) &'a (dyn Fn(Result<&T, &E>, &B) -> HookFuture<'static> + Sync + 'a),
+);
+
+impl<T, E, B> Clone for AsyncHook<'_, T, E, B> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T, E, B> Copy for AsyncHook<'_, T, E, B> {}
+
+/// A slot filled at run time with a hook that may be async: the sync one (`S`), called at
+/// once, or the async one (`F`), whose future the loop awaits in the pause (or before the end).
+/// A loop whose hooks may be async at run time holds the outcome across the pause, so only a
+/// loop given an async hook takes these slots (`engine::drive`, `Retrier::run_async`).
+pub struct DynAsync<S, F, A, B> {
+    pub(crate) sync: DynSlot<S>,
+    pub(crate) awaits: Option<F>,
+    held: Held<A, B>,
+}
+
+impl<S, F, A, B> DynAsync<S, F, A, B> {
+    /// The slot of the sync hook `sync` (which hears the time if `timed`) or the async `awaits`.
+    pub(crate) fn new(sync: Option<S>, timed: bool, awaits: Option<F>) -> Self {
+        DynAsync {
+            sync: DynSlot::new(sync, timed),
+            awaits,
+            held: Held::default(),
+        }
+    }
+}
+
+impl<T, E, B, S> Heard<Result<T, E>, B> for DynAsync<&S, AsyncHook<'_, T, E, B>, Result<T, E>, B>
+where
+    S: Fn(Result<&T, &E>, &B) + ?Sized,
+{
+    fn hear<'s>(&'s self, a: &'s Result<T, E>, b: &'s B) -> impl Future<Output = ()> + 's {
+        let future = match self.awaits {
+            Some(AsyncHook(f)) => Some(f(a.as_ref(), b)),
+            None => {
+                self.sync.call(a, b);
+                None
+            }
+        };
+        async move {
+            if let Some(future) = future {
+                future.await
+            }
+        }
+    }
+    fn held(&mut self) -> &mut Option<(Result<T, E>, B)> {
+        self.held.get()
+    }
+}
+
+impl<T, E, B, S> Slot<Result<T, E>, B> for DynAsync<&S, AsyncHook<'_, T, E, B>, Result<T, E>, B>
+where
+    S: Fn(Result<&T, &E>, &B) + ?Sized,
+{
+    const SET: bool = true;
+    const AWAITS: bool = true;
+    type Takes<E2> = Result<Result<T, E>, E2>;
+    fn takes<E2>(outcome: Result<Result<T, E>, E2>) -> Result<Self::Takes<E2>, Result<T, E>> {
+        Ok(outcome)
+    }
+    fn is_set(&self) -> bool {
+        self.sync.is_set() || self.awaits.is_some()
+    }
+    fn is_timed(&self) -> bool {
+        self.sync.is_timed() || self.awaits.is_some()
+    }
+    fn call(&self, a: &Result<T, E>, b: &B) -> Option<()> {
+        self.sync.call(a, b)
+    }
+    fn keep(&mut self, a: Result<T, E>, b: B) {
+        match self.awaits {
+            Some(_) => *self.held.get() = Some((a, b)),
+            None => {
+                self.sync.call(&a, &b);
+            }
+        }
+    }
+    fn pause<'s, Sl: Sleeper>(
+        &'s mut self,
+        sleeper: &'s Sl,
+        pause: Option<Duration>,
+        deadline: Option<(Instant, Duration)>,
+        clock: fn() -> Instant,
+    ) -> impl Future<Output = ()> + 's {
+        heard_then_pause(self, sleeper, pause, deadline, clock)
+    }
+}
+
+impl<T, E, S> GiveUpSlot<T, E> for DynAsync<&S, AsyncHook<'_, T, E, GiveUp>, Result<T, E>, GiveUp>
+where
+    S: Fn(Result<&T, &E>, &GiveUp) + ?Sized,
+{
+    heard_first!();
+}
+
 /// The classifier of a door configured at run time.
 pub struct DynClassify<'a, 'b, E>(&'a (dyn Fn(&E) -> Verdict + Sync + 'b));
 
@@ -422,16 +584,24 @@ impl<E> Classifier<E> for DynClassify<'_, '_, E> {
     }
 }
 
-/// The options of a loop configured at run time: one type for every configuration.
-pub type DynOptions<'a, T, E, S> = Opts<
-    Head<DynClassify<'a, 'a, E>, S>,
-    Hooks<
-        DynSlot<OnResultFn<'a, T>>,
-        DynSlot<NotifyFn<'a, T, E>>,
-        DynSlot<GiveUpFn<'a, T, E>>,
-        Unset,
-    >,
-    Extras<'a, E, Deciding<DynDecider<'a, E>, T, E>>,
+/// The options of a loop configured at run time: one type for every configuration of sync
+/// hooks (`N` and `G` the slots of `notify` and `on_give_up`; with an async hook,
+/// [`DynAsyncOptions`]).
+pub type DynOptions<'a, T, E, S, N = DynSlot<NotifyFn<'a, T, E>>, G = DynSlot<GiveUpFn<'a, T, E>>> =
+    Opts<
+        Head<DynClassify<'a, 'a, E>, S>,
+        Hooks<DynSlot<OnResultFn<'a, T>>, N, G, Unset>,
+        Extras<'a, E, Deciding<DynDecider<'a, E>, T, E>>,
+    >;
+
+/// The options of a loop configured at run time with an async hook.
+pub type DynAsyncOptions<'a, T, E, S> = DynOptions<
+    'a,
+    T,
+    E,
+    S,
+    DynAsync<NotifyFn<'a, T, E>, AsyncHook<'a, T, E, RetryEvent>, Result<T, E>, RetryEvent>,
+    DynAsync<GiveUpFn<'a, T, E>, AsyncHook<'a, T, E, GiveUp>, Result<T, E>, GiveUp>,
 >;
 
 /// The decider of a door configured at run time: the door's own ([`DynHooks::decide`]), or
@@ -475,6 +645,40 @@ impl<'a, T, E> DynHooks<'a, T, E> {
     where
         E: From<Elapsed> + From<CircuitOpen>,
     {
+        let notify = DynSlot::new(self.notify, self.notify_timed);
+        let on_give_up = DynSlot::new(self.on_give_up, true);
+        self.options_with(settings, sleeper, notify, on_give_up)
+    }
+
+    /// [`options`](DynHooks::options) with slots that await an async hook.
+    pub(crate) fn options_async<S>(
+        self,
+        settings: &Settings<'a>,
+        sleeper: S,
+    ) -> DynAsyncOptions<'a, T, E, S>
+    where
+        E: From<Elapsed> + From<CircuitOpen>,
+    {
+        let notify = DynAsync::new(
+            self.notify,
+            self.notify_timed,
+            self.notify_async.map(AsyncHook),
+        );
+        let on_give_up = DynAsync::new(self.on_give_up, true, self.give_up_async.map(AsyncHook));
+        self.options_with(settings, sleeper, notify, on_give_up)
+    }
+
+    /// The options with the slots `notify` and `on_give_up`.
+    fn options_with<S, N, G>(
+        self,
+        settings: &Settings<'a>,
+        sleeper: S,
+        notify: N,
+        on_give_up: G,
+    ) -> DynOptions<'a, T, E, S, N, G>
+    where
+        E: From<Elapsed> + From<CircuitOpen>,
+    {
         Opts {
             head: Head {
                 classify: DynClassify(self.classify),
@@ -483,8 +687,8 @@ impl<'a, T, E> DynHooks<'a, T, E> {
             },
             hooks: Hooks {
                 on_result: DynSlot::new(self.on_result, false),
-                notify: DynSlot::new(self.notify, self.notify_timed),
-                on_give_up: DynSlot::new(self.on_give_up, true),
+                notify,
+                on_give_up,
                 fallback: Unset,
             },
             extras: Extras {

@@ -137,25 +137,22 @@ impl<Fut: Future<Output = Result<T, E>>, T, E> Future for Finish<Fut, T, E> {
     }
 }
 
-/// What `next` breaks with in an async function that has a fallback, as a future: a sync
-/// fallback's `Result`, or an async fallback's [`Finish`].
+/// What `next` breaks with in an async function that has a fallback or an `on_give_up`, as a
+/// future: a sync fallback's `Result`, an async fallback's [`Finish`], or an async
+/// `on_give_up`'s [`HeardFirst`](super::hooks::HeardFirst).
 pub(crate) trait IntoFinish<T, E> {
-    /// The future.
-    type Future: Future<Output = Result<T, E>>;
     /// `self`, as a future.
-    fn into_finish(self) -> Self::Future;
+    fn into_finish(self) -> impl Future<Output = Result<T, E>>;
 }
 
 impl<T, E> IntoFinish<T, E> for Result<T, E> {
-    type Future = std::future::Ready<Result<T, E>>;
-    fn into_finish(self) -> Self::Future {
+    fn into_finish(self) -> impl Future<Output = Result<T, E>> {
         std::future::ready(self)
     }
 }
 
 impl<Fut: Future<Output = Result<T, E>>, T, E> IntoFinish<T, E> for Finish<Fut, T, E> {
-    type Future = Self;
-    fn into_finish(self) -> Self {
+    fn into_finish(self) -> impl Future<Output = Result<T, E>> {
         self
     }
 }

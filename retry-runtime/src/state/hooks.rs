@@ -5,11 +5,18 @@
 //! A hook that is not written is the zero-sized [`Unset`] in its slot, so it costs nothing. The
 //! builders that fill the slots store what they are given and do nothing else.
 
-use super::fallback::{Fallback, FallbackScope};
-use super::{GiveUp, RetryEvent, Unset};
+use super::fallback::{Fallback, FallbackScope, IntoFinish};
+use super::{GiveUp, Pause, RetryEvent, Unset};
 use crate::Verdict;
 use crate::context::KeySlot;
+use crate::hooks::Hears;
 pub use crate::hooks::{ErrorForm, GiveUpHook, IntoVerdict, NotifyHook, OutcomeForm};
+use crate::timer::Sleeper;
+use std::future::{Future, poll_fn};
+use std::marker::PhantomData;
+use std::pin::pin;
+use std::task::Poll;
+use std::time::{Duration, Instant};
 
 /// A callable the user named (`on`, `on_result`, `notify`, `on_give_up`), with the pointer that
 /// calls it with what the loop hands over (`&A`, and `&B` for a hook that hears two things).
@@ -39,8 +46,24 @@ impl<F, A, B, R, const TIMED: bool> Hook<F, A, B, R, TIMED> {
 pub(crate) type Classify<C, E> = Hook<C, E, (), Verdict>;
 /// `on_result = f`: an `Ok` value, and whether to retry it after all.
 pub(crate) type OnResult<F, T> = Hook<F, T, (), Verdict>;
-/// `notify = f`: the outcome and the pause about to be taken.
-pub(crate) type Notify<F, T, E> = Hook<F, Result<T, E>, RetryEvent>;
+
+/// An async hook (`notify`, `on_give_up`) of the form `M`: what it hears is kept here until the
+/// loop awaits it (before the pause it announces, or before the call returns).
+pub struct Awaited<F, M, A, B> {
+    f: F,
+    held: Held<A, B>,
+    form: PhantomData<fn() -> M>,
+}
+
+impl<F, M, A, B> Awaited<F, M, A, B> {
+    pub(crate) fn new(f: F) -> Self {
+        Awaited {
+            f,
+            held: Held::default(),
+            form: PhantomData,
+        }
+    }
+}
 
 /// A hook's slot: [`Unset`], or a [`Hook`] that hears `&A` and `&B` and answers `R`.
 pub trait Slot<A, B = (), R = ()> {
@@ -61,6 +84,28 @@ pub trait Slot<A, B = (), R = ()> {
     }
     /// Calls the hook, if there is one.
     fn call(&self, a: &A, b: &B) -> Option<R>;
+    /// Whether the hook is async: the loop keeps what it hears ([`keep`](Slot::keep)) and
+    /// awaits it later.
+    const AWAITS: bool = false;
+    /// Tells the hook, which keeps what it hears if it is async.
+    #[inline]
+    fn keep(&mut self, a: A, b: B) {
+        self.call(&a, &b);
+    }
+    /// The pause of an async loop (`pause`, when it is slept), after an async hook that heard
+    /// it is awaited, bounded by the deadline (`deadline`: when the first attempt started, and
+    /// the deadline): see [`Retry::pause`](super::Retry::pause).
+    #[inline]
+    fn pause<'s, S: Sleeper>(
+        &'s mut self,
+        sleeper: &'s S,
+        pause: Option<Duration>,
+        deadline: Option<(Instant, Duration)>,
+        clock: fn() -> Instant,
+    ) -> impl Future<Output = ()> + 's {
+        let _ = (deadline, clock);
+        Pause(pause.map(|pause| Box::pin(sleeper.sleep(pause))))
+    }
     /// As the `on_result` slot (`A` is `T`), what the fallback takes: the error `E` when it is
     /// empty ([`Unset`]), since only an error can end the loop then; with a hook, the outcome
     /// `Result<T, E>`, since a rejected `Ok` can end it too, and a fallback never misses the
@@ -97,6 +142,235 @@ impl<F, A, B, R, const TIMED: bool> Slot<A, B, R> for Hook<F, A, B, R, TIMED> {
     }
 }
 
+/// What an async hook heard, until the pause: only ever reached through `&mut`, in a `Mutex`
+/// that is never locked, so that the hooks stay `Sync` (a hedged attempt shares them across
+/// its copies) whatever the outcome's type is, when it is `Send`.
+pub(crate) struct Held<A, B>(std::sync::Mutex<Option<(A, B)>>);
+
+impl<A, B> Default for Held<A, B> {
+    fn default() -> Self {
+        Held(std::sync::Mutex::new(None))
+    }
+}
+
+impl<A, B> Held<A, B> {
+    /// What is held.
+    pub(crate) fn get(&mut self) -> &mut Option<(A, B)> {
+        // Never locked, so never poisoned; `into_inner` would give the same either way.
+        match self.0.get_mut() {
+            Ok(held) => held,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+}
+
+/// An async hook's slot: the hook's future for what it heard, and where it keeps that until
+/// the loop awaits it.
+pub trait Heard<A, B> {
+    /// The hook's future for `a` and `b`.
+    fn hear<'s>(&'s self, a: &'s A, b: &'s B) -> impl Future<Output = ()> + 's;
+    /// What the hook heard, kept until the pause.
+    fn held(&mut self) -> &mut Option<(A, B)>;
+}
+
+impl<F: Hears<A, B, M>, M, A, B> Heard<A, B> for Awaited<F, M, A, B> {
+    fn hear<'s>(&'s self, a: &'s A, b: &'s B) -> impl Future<Output = ()> + 's {
+        self.f.hear(a, b)
+    }
+    fn held(&mut self) -> &mut Option<(A, B)> {
+        self.held.get()
+    }
+}
+
+impl<F: Hears<A, B, M>, M, A, B> Slot<A, B> for Awaited<F, M, A, B> {
+    const SET: bool = true;
+    const AWAITS: bool = true;
+    type Takes<E> = Result<A, E>;
+    fn call(&self, _: &A, _: &B) -> Option<()> {
+        None
+    }
+    fn takes<E>(outcome: Result<A, E>) -> Result<Result<A, E>, A> {
+        Ok(outcome)
+    }
+    fn keep(&mut self, a: A, b: B) {
+        *self.held.get() = Some((a, b));
+    }
+    fn pause<'s, S: Sleeper>(
+        &'s mut self,
+        sleeper: &'s S,
+        pause: Option<Duration>,
+        deadline: Option<(Instant, Duration)>,
+        clock: fn() -> Instant,
+    ) -> impl Future<Output = ()> + 's {
+        heard_then_pause(self, sleeper, pause, deadline, clock)
+    }
+}
+
+/// The pause after an async hook: the hook's time is taken out of the pause, so the next
+/// attempt starts when the pause ends, or when the hook does if it ran longer; and never past
+/// the deadline (`deadline`: when the first attempt started, and the deadline), where a hook
+/// still running is dropped.
+pub(crate) async fn heard_then_pause<H: Heard<A, B>, A, B, S: Sleeper>(
+    slot: &mut H,
+    sleeper: &S,
+    pause: Option<Duration>,
+    deadline: Option<(Instant, Duration)>,
+    clock: fn() -> Instant,
+) {
+    let mut spent = Duration::ZERO;
+    if let Some((a, b)) = slot.held().take() {
+        let started = clock();
+        let left = deadline.map(|(first, deadline)| {
+            deadline.saturating_sub(started.saturating_duration_since(first))
+        });
+        bounded(slot.hear(&a, &b), left.map(|left| sleeper.sleep(left))).await;
+        spent = clock().saturating_duration_since(started);
+    }
+    if let Some(rest) = pause.and_then(|pause| pause.checked_sub(spent)) {
+        if !rest.is_zero() {
+            sleeper.sleep(rest).await;
+        }
+    }
+}
+
+/// Awaits `hook`, or `limit` if it ends first (and drops `hook` then).
+async fn bounded(hook: impl Future<Output = ()>, limit: Option<impl Future<Output = ()>>) {
+    let mut hook = pin!(hook);
+    let mut limit = pin!(limit);
+    poll_fn(|cx| {
+        if hook.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(());
+        }
+        match limit.as_mut().as_pin_mut() {
+            Some(limit) => limit.poll(cx),
+            None => Poll::Pending,
+        }
+    })
+    .await
+}
+
+/// An `on_give_up` slot: how the end of a loop that gave up is made, with the fallback `F`. A
+/// sync hook is called at once, and the fallback's result (or its future) is the end; an async
+/// hook makes the end a future that awaits it first ([`HeardFirst`]).
+pub trait GiveUpSlot<T, E>: Slot<Result<T, E>, GiveUp> {
+    /// What the loop ends with.
+    type End<F: Fallback<T, E>, K: KeySlot>: From<Result<T, E>>;
+    /// Tells the hook (or keeps what it hears, for the end to await), then the fallback.
+    fn end<F: Fallback<T, E>, K: KeySlot>(
+        self,
+        fallback: F,
+        outcome: Result<T, E>,
+        why: GiveUp,
+        scope: FallbackScope<K>,
+    ) -> Self::End<F, K>;
+}
+
+/// The end of a sync `on_give_up`'s loop: the hook is told, then the fallback runs.
+macro_rules! told_at_once {
+    () => {
+        type End<Fb: Fallback<T, E>, K: KeySlot> = Fb::Output<K>;
+        #[inline]
+        fn end<Fb: Fallback<T, E>, K: KeySlot>(
+            self,
+            fallback: Fb,
+            outcome: Result<T, E>,
+            why: GiveUp,
+            scope: FallbackScope<K>,
+        ) -> Fb::Output<K> {
+            <Self as Slot<Result<T, E>, GiveUp>>::call(&self, &outcome, &why);
+            fallback.call(outcome, why, scope)
+        }
+    };
+}
+pub(crate) use told_at_once;
+
+/// The end of an async `on_give_up`'s loop: a future that awaits it first.
+macro_rules! heard_first {
+    () => {
+        type End<Fb: Fallback<T, E>, K: KeySlot> = HeardFirst<Self, Fb, K, T, E>;
+        fn end<Fb: Fallback<T, E>, K: KeySlot>(
+            self,
+            fallback: Fb,
+            outcome: Result<T, E>,
+            why: GiveUp,
+            scope: FallbackScope<K>,
+        ) -> Self::End<Fb, K> {
+            HeardFirst::Hook {
+                hook: self,
+                fallback,
+                outcome,
+                why,
+                scope,
+            }
+        }
+    };
+}
+pub(crate) use heard_first;
+
+impl<T, E> GiveUpSlot<T, E> for Unset {
+    told_at_once!();
+}
+
+impl<F, T, E, const TIMED: bool> GiveUpSlot<T, E> for Hook<F, Result<T, E>, GiveUp, (), TIMED> {
+    told_at_once!();
+}
+
+impl<F: Hears<Result<T, E>, GiveUp, M>, M, T, E> GiveUpSlot<T, E>
+    for Awaited<F, M, Result<T, E>, GiveUp>
+{
+    heard_first!();
+}
+
+/// The end of a loop with an async `on_give_up`: the result, or the hook to await before the
+/// fallback runs (and before the call returns).
+pub enum HeardFirst<G, F, K, T, E> {
+    /// The result, which needs no hook (an `Ok`, a permanent error).
+    Ready(Result<T, E>),
+    /// The hook, what it hears, and the fallback after it.
+    Hook {
+        /// The hook's slot.
+        hook: G,
+        /// The fallback, run after the hook.
+        fallback: F,
+        /// The outcome the loop gave up on.
+        outcome: Result<T, E>,
+        /// Why.
+        why: GiveUp,
+        /// Where the fallback runs.
+        scope: FallbackScope<K>,
+    },
+}
+
+impl<G, F, K, T, E> From<Result<T, E>> for HeardFirst<G, F, K, T, E> {
+    fn from(result: Result<T, E>) -> Self {
+        HeardFirst::Ready(result)
+    }
+}
+
+impl<G, Fb, K, T, E> IntoFinish<T, E> for HeardFirst<G, Fb, K, T, E>
+where
+    G: Heard<Result<T, E>, GiveUp>,
+    Fb: Fallback<T, E>,
+    K: KeySlot,
+    Fb::Output<K>: IntoFinish<T, E>,
+{
+    async fn into_finish(self) -> Result<T, E> {
+        match self {
+            HeardFirst::Ready(result) => result,
+            HeardFirst::Hook {
+                hook,
+                fallback,
+                outcome,
+                why,
+                scope,
+            } => {
+                hook.hear(&outcome, &why).await;
+                fallback.call(outcome, why, scope).into_finish().await
+            }
+        }
+    }
+}
+
 /// The hooks of a loop, one slot each, and its fallback: one slot of the options for all of
 /// them.
 #[derive(Clone, Copy, Debug, Default)]
@@ -121,6 +395,8 @@ pub trait HookSet<T, E>: Sized {
     const FALLBACK: bool;
     /// A hook hears the time since the first attempt started.
     const TIMED: bool;
+    /// `notify` is async: the loop awaits it in the pause.
+    const AWAITS: bool;
     /// What the fallback takes: `E`, or with `on_result` the outcome.
     type Input;
     /// The `on_result` slot, which says what the fallback takes.
@@ -132,7 +408,7 @@ pub trait HookSet<T, E>: Sized {
     /// The hooks with `notify`'s slot replaced.
     type WithNotify<N2: Slot<Result<T, E>, RetryEvent>>: HookSet<T, E>;
     /// The hooks with `on_give_up`'s slot replaced.
-    type WithGiveUp<G2: Slot<Result<T, E>, GiveUp>>: HookSet<T, E>;
+    type WithGiveUp<G2: GiveUpSlot<T, E>>: HookSet<T, E>;
     /// The hooks with the fallback's slot replaced.
     type WithFallback<F2: Fallback<T, E>>: HookSet<T, E>;
     /// `on_result`'s slot replaced; a fallback set before keeps what it takes (the expansion
@@ -141,7 +417,7 @@ pub trait HookSet<T, E>: Sized {
     /// `notify`'s slot replaced.
     fn with_notify<N2: Slot<Result<T, E>, RetryEvent>>(self, slot: N2) -> Self::WithNotify<N2>;
     /// `on_give_up`'s slot replaced.
-    fn with_give_up<G2: Slot<Result<T, E>, GiveUp>>(self, slot: G2) -> Self::WithGiveUp<G2>;
+    fn with_give_up<G2: GiveUpSlot<T, E>>(self, slot: G2) -> Self::WithGiveUp<G2>;
     /// The fallback's slot replaced.
     fn with_fallback<F2: Fallback<T, E>>(self, slot: F2) -> Self::WithFallback<F2>;
     /// Whether a hook that hears the time is there (at run time: a slot filled at run time may
@@ -153,14 +429,21 @@ pub trait HookSet<T, E>: Sized {
     fn hears_give_up(&self) -> bool;
     /// `on_result`'s verdict on an `Ok` value: [`Verdict::Fail`] (return it) without one.
     fn judge(&self, value: &T) -> Verdict;
-    /// Tells `notify`.
-    fn notify(&self, outcome: &Result<T, E>, event: &RetryEvent);
-    /// Tells `on_give_up`.
-    fn gave_up(&self, outcome: &Result<T, E>, why: &GiveUp);
+    /// Tells `notify` (an async one keeps what it hears for the pause).
+    fn notify(&mut self, outcome: Result<T, E>, event: RetryEvent);
+    /// The pause, after an async `notify` (see [`Slot::pause`]).
+    fn pause<'s, S: Sleeper>(
+        &'s mut self,
+        sleeper: &'s S,
+        pause: Option<Duration>,
+        deadline: Option<(Instant, Duration)>,
+        clock: fn() -> Instant,
+    ) -> impl Future<Output = ()> + 's;
     /// A result that needs no fallback, as what the loop ends with.
     fn ready<K: KeySlot>(result: Result<T, E>) -> Self::Finish<K>;
-    /// Runs the fallback (if any) on the outcome the loop gave up on.
-    fn fall_back<K: KeySlot>(
+    /// Tells `on_give_up` (or, async, makes the end await it), then runs the fallback (if any)
+    /// on the outcome the loop gave up on.
+    fn gave_up<K: KeySlot>(
         self,
         outcome: Result<T, E>,
         why: GiveUp,
@@ -172,7 +455,7 @@ impl<T, E, R, N, G, F> HookSet<T, E> for Hooks<R, N, G, F>
 where
     R: Slot<T, (), Verdict>,
     N: Slot<Result<T, E>, RetryEvent>,
-    G: Slot<Result<T, E>, GiveUp>,
+    G: GiveUpSlot<T, E>,
     F: Fallback<T, E>,
 {
     const ON_RESULT: bool = R::SET;
@@ -180,12 +463,13 @@ where
     const HEARS_GIVE_UP: bool = G::SET || F::SET;
     const FALLBACK: bool = F::SET;
     const TIMED: bool = N::TIMED || G::TIMED || F::SET;
+    const AWAITS: bool = N::AWAITS;
     type Input = R::Takes<E>;
     type OnResult = R;
-    type Finish<K: KeySlot> = F::Output<K>;
+    type Finish<K: KeySlot> = G::End<F, K>;
     type WithOnResult<R2: Slot<T, (), Verdict>> = Hooks<R2, N, G, F>;
     type WithNotify<N2: Slot<Result<T, E>, RetryEvent>> = Hooks<R, N2, G, F>;
-    type WithGiveUp<G2: Slot<Result<T, E>, GiveUp>> = Hooks<R, N, G2, F>;
+    type WithGiveUp<G2: GiveUpSlot<T, E>> = Hooks<R, N, G2, F>;
     type WithFallback<F2: Fallback<T, E>> = Hooks<R, N, G, F2>;
 
     fn with_on_result<R2: Slot<T, (), Verdict>>(self, on_result: R2) -> Hooks<R2, N, G, F> {
@@ -206,7 +490,7 @@ where
         }
     }
 
-    fn with_give_up<G2: Slot<Result<T, E>, GiveUp>>(self, on_give_up: G2) -> Hooks<R, N, G2, F> {
+    fn with_give_up<G2: GiveUpSlot<T, E>>(self, on_give_up: G2) -> Hooks<R, N, G2, F> {
         Hooks {
             on_result: self.on_result,
             notify: self.notify,
@@ -242,26 +526,33 @@ where
         self.on_result.call(value, &()).unwrap_or(Verdict::Fail)
     }
 
-    fn notify(&self, outcome: &Result<T, E>, event: &RetryEvent) {
-        self.notify.call(outcome, event);
+    fn notify(&mut self, outcome: Result<T, E>, event: RetryEvent) {
+        self.notify.keep(outcome, event);
     }
 
-    fn gave_up(&self, outcome: &Result<T, E>, why: &GiveUp) {
-        self.on_give_up.call(outcome, why);
+    #[inline]
+    fn pause<'s, S: Sleeper>(
+        &'s mut self,
+        sleeper: &'s S,
+        pause: Option<Duration>,
+        deadline: Option<(Instant, Duration)>,
+        clock: fn() -> Instant,
+    ) -> impl Future<Output = ()> + 's {
+        self.notify.pause(sleeper, pause, deadline, clock)
     }
 
     // RESULTS §3 "happy async": 74 -> 77 without it (one failure async 238 -> 241).
     #[inline]
-    fn ready<K: KeySlot>(result: Result<T, E>) -> F::Output<K> {
+    fn ready<K: KeySlot>(result: Result<T, E>) -> G::End<F, K> {
         result.into()
     }
 
-    fn fall_back<K: KeySlot>(
+    fn gave_up<K: KeySlot>(
         self,
         outcome: Result<T, E>,
         why: GiveUp,
         scope: FallbackScope<K>,
-    ) -> F::Output<K> {
-        self.fallback.call(outcome, why, scope)
+    ) -> G::End<F, K> {
+        self.on_give_up.end(self.fallback, outcome, why, scope)
     }
 }

@@ -60,9 +60,10 @@ mod options;
 mod seam;
 pub(crate) mod spans;
 
+use crate::hooks::Blocking;
 pub use attempt::{Attempted, KeyedOutcome};
 pub(crate) use drive::{Hedged, Plain, drive, drive_blocking};
-pub use dynamic::{DynHooks, DynOptions, Settings};
+pub use dynamic::{DynHooks, Settings};
 pub use events::{GiveUp, GiveUpReason, RetryEvent};
 pub use fallback::{AsyncForm, FallbackArgument, FallbackOutput, SyncForm};
 pub use hooks::{ErrorForm, GiveUpHook, Hooks, IntoVerdict, NotifyHook, OutcomeForm};
@@ -80,7 +81,7 @@ use crate::{AdmissionGate, Aws2026Standard, CircuitBreaker, Policy, RetryBudget,
 use extras::{Deciding, Extras, Guard, Linger, MaybeExtras, Timeout};
 use fallback::{FallbackScope, IntoFinish};
 use hooks::HookSet;
-use hooks::{Notify, OnResult};
+use hooks::OnResult;
 use log::Show;
 
 use std::fmt;
@@ -539,22 +540,59 @@ where
     /// error (`Fn(&E, &RetryEvent)`, which hears pauses after errors only) or the outcome
     /// (`Fn(Result<&T, &E>, &RetryEvent)`, which also hears pauses after an `Ok` that
     /// `on_result` rejected).
-    pub fn notify<J, M>(self, f: J) -> Loop<'p, T, E, C, S, D, H::WithNotify<Notify<J, T, E>>, X>
+    ///
+    /// In an async loop `f` may be async (`async |error: &E, event: &RetryEvent| ...`): the loop
+    /// awaits it before the pause it announces, and its time is taken out of that pause, so the
+    /// next attempt starts when the pause ends, or when the hook ends if it ran longer. It is
+    /// bounded by the deadline: a hook still running when the deadline comes is dropped, and
+    /// the next attempt, the last the deadline allows, starts then. Without a deadline the loop
+    /// waits for the hook as long as it runs. A dropped call drops the hook's future; a hook
+    /// that panics, sync or async, unwinds out of the call as a panic in the body does.
+    /// A sync loop's expansion calls [`notify_sync`](Retry::notify_sync).
+    pub fn notify<J, M>(self, f: J) -> Loop<'p, T, E, C, S, D, H::WithNotify<J::Slot>, X>
     where
         J: NotifyHook<T, E, M>,
     {
         self.with(|o| o.map_hooks(|hooks| hooks.with_notify(f.into_slot())))
     }
 
+    /// [`notify`](Retry::notify) in a sync loop, which cannot await: an async hook there is the
+    /// one error that says so.
+    pub fn notify_sync<J, M: Blocking>(
+        self,
+        f: J,
+    ) -> Loop<'p, T, E, C, S, D, H::WithNotify<J::Slot>, X>
+    where
+        J: NotifyHook<T, E, M>,
+    {
+        self.notify(f)
+    }
+
     /// `on_give_up = f`: called once when the loop gives up (retries used up, the deadline, a
     /// server-suggested pause too long, the budget empty, the breaker open). `Fn(&E)` hears the
     /// last error; `Fn(&E, &GiveUp)` also why; `Fn(Result<&T, &E>, &GiveUp)` also a last `Ok`
     /// that `on_result` rejected.
+    ///
+    /// In an async loop `f` may be async: it is awaited before the fallback runs and the call
+    /// returns (the expansion then ends with [`finish`]). It is not bounded by the deadline,
+    /// which bounds the retries, not the end; a dropped call drops its future.
     pub fn on_give_up<J, M>(self, f: J) -> Loop<'p, T, E, C, S, D, H::WithGiveUp<J::Slot>, X>
     where
         J: GiveUpHook<T, E, M>,
     {
         self.with(|o| o.map_hooks(|hooks| hooks.with_give_up(f.into_slot())))
+    }
+
+    /// [`on_give_up`](Retry::on_give_up) in a sync loop, as
+    /// [`notify_sync`](Retry::notify_sync).
+    pub fn on_give_up_sync<J, M: Blocking>(
+        self,
+        f: J,
+    ) -> Loop<'p, T, E, C, S, D, H::WithGiveUp<J::Slot>, X>
+    where
+        J: GiveUpHook<T, E, M>,
+    {
+        self.on_give_up(f)
     }
 
     /// `fallback = f`: when the loop gives up, `f(error, why)` is called, and what it returns is
@@ -728,17 +766,23 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>> Loop<'p, T, E, C, S, 
     }
 
     /// The pause of an async loop, its timer boxed (`PERFORMANCE.md` §4). A zero pause is not
-    /// slept (tokio's timer would round it up to its 1 ms tick).
+    /// slept (tokio's timer would round it up to its 1 ms tick). An async `notify` is awaited
+    /// first, inside the pause, bounded by the time left before the deadline
+    /// ([`notify`](Retry::notify)).
     #[inline]
-    pub fn pause(&self) -> Pause<<S as Sleeper>::Sleep>
+    pub fn pause(&mut self) -> impl Future<Output = ()> + '_
     where
         S: Sleeper,
     {
-        if !self.sleeps() {
-            return Pause(None);
-        }
+        let pause = self.sleeps().then(|| self.decided_pause());
+        let deadline = match H::AWAITS {
+            true => self.progress.started.zip(self.site.policy.get_deadline()),
+            false => None,
+        };
         let sleeper = &self.opts.head.sleeper;
-        Pause(Some(Box::pin(sleeper.sleep(self.decided_pause()))))
+        self.opts
+            .hooks
+            .pause(sleeper, pause, deadline, self.site.clock)
     }
 }
 
@@ -749,7 +793,7 @@ pub fn finish<R: IntoFinish<T, E>, T, E>(result: R) -> impl Future<Output = Resu
 }
 
 /// The pause of an async loop: a boxed timer, or nothing for a pause that is not slept.
-pub struct Pause<F>(Option<Pin<Box<F>>>);
+pub struct Pause<F>(pub(crate) Option<Pin<Box<F>>>);
 
 impl<F: Future<Output = ()>> Future for Pause<F> {
     type Output = ();

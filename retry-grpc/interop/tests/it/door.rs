@@ -730,3 +730,129 @@ async fn wait_for_ready_waits_for_the_server_until_the_deadline() {
     assert!((2..=3).contains(&sent.len()), "{sent:?}");
     assert!(sent[1].at >= ms(800) && sent[1].at <= ms(1200), "{sent:?}");
 }
+
+/// What the layer's async hooks heard: when each `notify` began and ended (from the rig's
+/// start) and the pause it announced, and when `on_give_up` ended.
+#[derive(Default)]
+struct Heard {
+    notified: Mutex<Vec<(Duration, Duration, Duration)>>,
+    gave_up: Mutex<Option<Duration>>,
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn async_hooks_are_awaited_before_each_pause_and_before_the_call_returns() {
+    let policy = retry(3, ms(1000), ms(10_000), &[Code::Unavailable]);
+    let (heard, t0) = (Arc::new(Heard::default()), Instant::now());
+    let (notified, gave_up) = (Arc::clone(&heard), Arc::clone(&heard));
+    let layer = GrpcRetryLayer::new(config(policy, None))
+        .notify_async(move |event: &retry_runtime::RetryEvent| {
+            let (heard, pause) = (Arc::clone(&notified), event.pause);
+            async move {
+                let began = t0.elapsed();
+                tokio::time::sleep(ms(300)).await;
+                let ended = t0.elapsed();
+                heard
+                    .notified
+                    .lock()
+                    .expect("not poisoned")
+                    .push((began, ended, pause));
+            }
+        })
+        .on_give_up_async(move |_: &retry_runtime::GiveUp| {
+            let heard = Arc::clone(&gave_up);
+            async move {
+                tokio::time::sleep(ms(200)).await;
+                *heard.gave_up.lock().expect("not poisoned") = Some(t0.elapsed());
+            }
+        });
+    let mut rig = start_rig(layer).await;
+    let status = rig
+        .client
+        .unary(message("unavailable_then_ok:9", 0))
+        .await
+        .expect_err("every attempt is unavailable");
+    assert_eq!(status.code(), Code::Unavailable);
+    let (sent, notified) = (
+        rig.sent(),
+        heard.notified.lock().expect("not poisoned").clone(),
+    );
+    assert_eq!((sent.len(), notified.len()), (3, 2));
+    for (n, &(began, ended, pause)) in notified.iter().enumerate() {
+        // Each hook began as its attempt failed (the loopback takes no virtual time) and ran
+        // 300 ms inside the pause it announced; the next attempt came when the rest of the
+        // pause (rounded up to tokio's 1 ms tick) ended, or at once if the hook outlasted it.
+        assert_eq!(began, sent[n].at);
+        assert_eq!(ended, began + ms(300));
+        let rest = pause.saturating_sub(ms(300));
+        let rest = Duration::from_millis(rest.as_nanos().div_ceil(1_000_000) as u64);
+        assert_eq!(sent[n + 1].at, ended + rest, "pause {}: {pause:?}", n + 1);
+    }
+    assert_eq!(
+        *heard.gave_up.lock().expect("not poisoned"),
+        Some(sent[2].at + ms(200))
+    );
+    assert_eq!(t0.elapsed(), sent[2].at + ms(200));
+}
+
+/// Counts its drops: a hook's future dropped before it ended.
+struct DropGuard(Arc<std::sync::atomic::AtomicU32>);
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_endless_async_hook_ends_with_the_calls_deadline_and_is_dropped() {
+    let policy = retry(3, ms(1000), ms(10_000), &[Code::Unavailable]);
+    let method = MethodConfig::builder()
+        .name(MethodName::service(SERVICE))
+        .retry_policy(policy)
+        .timeout(ms(2500));
+    let config = ServiceConfig::builder()
+        .method_config(method.build().expect("valid"))
+        .build()
+        .expect("a valid config");
+    let dropped = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let guarded = Arc::clone(&dropped);
+    let layer = GrpcRetryLayer::new(config).notify_async(move |_: &retry_runtime::RetryEvent| {
+        let guard = DropGuard(Arc::clone(&guarded));
+        async move {
+            let _guard = guard;
+            std::future::pending::<()>().await
+        }
+    });
+    let mut rig = start_rig(layer).await;
+    let started = Instant::now();
+    let status = rig
+        .client
+        .unary(message("unavailable_then_ok:9", 0))
+        .await
+        .expect_err("the hook never ends");
+    // The call's deadline (the method's `timeout`) ends it, and drops the hook with it.
+    assert_eq!(status.code(), Code::DeadlineExceeded);
+    assert_eq!(started.elapsed(), ms(2500));
+    assert_eq!(rig.server_attempts(), 1);
+    assert_eq!(dropped.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_panicking_async_hook_unwinds_out_of_the_call() {
+    let policy = retry(3, ms(1000), ms(10_000), &[Code::Unavailable]);
+    let layer = GrpcRetryLayer::new(config(policy, None)).notify_async(
+        |_: &retry_runtime::RetryEvent| async {
+            tokio::time::sleep(ms(1)).await;
+            panic!("the hook panicked");
+        },
+    );
+    let mut rig = start_rig(layer).await;
+    let call = async move { rig.client.unary(message("unavailable_then_ok:9", 0)).await };
+    let panic = tokio::spawn(call)
+        .await
+        .expect_err("the hook's panic ends the call");
+    assert_eq!(
+        panic.into_panic().downcast_ref::<&str>(),
+        Some(&"the hook panicked")
+    );
+}

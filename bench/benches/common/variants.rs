@@ -71,6 +71,7 @@ pub static RUN_TIME_POLICY_ZERO: Policy = Policy::new()
 /// (`max = 3, base = "1s"` on the happy path, `base = "0ns", jitter = none` on the failure
 /// path), read from TOML by `retry-config` and installed as the process's resolver, as a
 /// service that configures its policies does. Each call resolves its name once, as it starts.
+#[allow(dead_code)] // `steady`'s rows only; `attribute.rs` includes this file too
 pub const NAMED_POLICIES: &str = r#"
 [retry.bench]
 max = 3
@@ -84,6 +85,7 @@ jitter = "none"
 
 /// Installs [`NAMED_POLICIES`] as the process's resolver (the `named policy` rows need it;
 /// without it they would run their written default, which is the `const` rows' work).
+#[allow(dead_code)] // `steady`'s rows only
 pub fn install_named_policies() {
     let config = retry_config::Config::from_toml(NAMED_POLICIES).expect("the bench's policies");
     std::sync::Arc::new(retry_config::Registry::new(config)).install();
@@ -109,6 +111,7 @@ pub mod sync {
     }
 
     /// `attribute` with its policy looked up by name at run time ([`install_named_policies`]).
+    #[allow(dead_code)] // `steady`'s rows only
     #[inline(never)]
     #[retry(policy = "bench", max = 3, base = "1s")]
     pub fn named(x: u64) -> Result<u64, Busy> {
@@ -116,6 +119,7 @@ pub mod sync {
     }
 
     /// `attribute_flaky` with its policy looked up by name at run time.
+    #[allow(dead_code)] // `steady`'s rows only
     #[inline(never)]
     #[retry(policy = "bench-zero", max = 3, base = "0ns", jitter = none)]
     pub fn named_flaky(calls: &Cell<u64>) -> Result<u64, Busy> {
@@ -193,6 +197,7 @@ pub mod not_sync {
     }
 
     /// `attribute` with its policy looked up by name at run time ([`install_named_policies`]).
+    #[allow(dead_code)] // `steady`'s rows only
     #[inline(never)]
     #[retry(policy = "bench", max = 3, base = "1s")]
     pub async fn named(x: u64) -> Result<u64, Busy> {
@@ -200,6 +205,7 @@ pub mod not_sync {
     }
 
     /// `attribute_flaky` with its policy looked up by name at run time.
+    #[allow(dead_code)] // `steady`'s rows only
     #[inline(never)]
     #[retry(policy = "bench-zero", max = 3, base = "0ns", jitter = none)]
     pub async fn named_flaky(calls: &Cell<u64>) -> Result<u64, Busy> {

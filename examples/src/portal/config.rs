@@ -96,12 +96,14 @@ pub fn install(path: Option<&Path>) -> Result<&'static Policies, Box<dyn Error>>
             Policies::read(&text, &path.display().to_string())?
         }
     };
-    let registry = Arc::clone(&policies.registry);
     INSTALLED
         .set(policies)
         .map_err(|_| "the portal's retry policies are installed once per process")?;
-    registry.install();
-    Ok(INSTALLED.get().expect("set above"))
+    let installed = INSTALLED
+        .get()
+        .ok_or("the portal's retry policies were not kept")?;
+    installed.registry.install();
+    Ok(installed)
 }
 
 /// The contract service's breaker as the coverage checks of this process ask it: the

@@ -39,6 +39,8 @@ fn recorded(recorder: &dyn metrics::Recorder, call: impl Fn()) -> std::time::Dur
 }
 
 fn main() {
+    // The `named policy` rows' registry (issue 42), installed before any row runs.
+    variants::install_named_policies();
     let calls = Cell::new(0);
     let calls = &calls;
     // With `--features metrics`, the Prometheus exporter's recorder (without its listener), for
@@ -59,6 +61,10 @@ fn main() {
         (
             "happy sync: #[retry]",
             Box::new(|| block(|| drop(black_box(sync::attribute(black_box(7)))))),
+        ),
+        (
+            "happy sync: named policy, #[retry]",
+            Box::new(|| block(|| drop(black_box(sync::named(black_box(7)))))),
         ),
         (
             "happy sync: backon",
@@ -92,6 +98,10 @@ fn main() {
             Box::new(|| block(|| drop(black_box(ready!(not_sync::attribute(black_box(7))))))),
         ),
         (
+            "happy async: named policy, #[retry]",
+            Box::new(|| block(|| drop(black_box(ready!(not_sync::named(black_box(7))))))),
+        ),
+        (
             "happy async: backon",
             Box::new(|| block(|| drop(black_box(ready!(not_sync::backon(black_box(7))))))),
         ),
@@ -106,6 +116,10 @@ fn main() {
         (
             "one failure sync: #[retry]",
             Box::new(|| block(|| drop(black_box(sync::attribute_flaky(black_box(calls)))))),
+        ),
+        (
+            "one failure sync: named policy, #[retry]",
+            Box::new(|| block(|| drop(black_box(sync::named_flaky(black_box(calls)))))),
         ),
         (
             "one failure sync: backon",
@@ -134,6 +148,12 @@ fn main() {
                         calls,
                     )))))
                 })
+            }),
+        ),
+        (
+            "one failure async: named policy, #[retry]",
+            Box::new(|| {
+                block(|| drop(black_box(ready!(not_sync::named_flaky(black_box(calls,))))))
             }),
         ),
         (

@@ -5,7 +5,16 @@
 //! cargo run --example portal                                   # the queue in a SQLite file
 //! cargo run --example portal -- --database-url postgres://...   # or in PostgreSQL
 //! cargo run --example portal -- --metrics 127.0.0.1:9464        # and GET /metrics there
+//! cargo run --example portal -- --config my-portal.toml         # the policies of another file
 //! ```
+//!
+//! The retry policy of the coverage checks, with its budget and breaker, is read at start-up from
+//! `examples/portal.toml`, which is compiled into the example (`include_str!`), so that the first
+//! command needs nothing else; `--config FILE` reads another file with the same tables instead
+//! (copy `examples/portal.toml` and change `max`, `base`, `jitter`, the budget or the breaker;
+//! the scenes' checks assume the shipped values). The portal builds a `retry_config::Registry`
+//! from the file, installs it as the process's resolver, and prints which policies it read; the
+//! coverage check, `#[retry(policy = "contract-service", ...)]`, finds its policy there.
 //!
 //! The run takes fifteen to twenty seconds, because the pauses are real. Five scenes:
 //!
@@ -39,6 +48,7 @@
 
 use retry_durable::queue::{Engine, Location, Queue};
 use retry_examples::metrics::Metrics;
+use retry_examples::portal::config;
 use retry_examples::portal::coverage::{ContractError, Coverage, check_coverage};
 use retry_examples::portal::later::{self, PortalDb};
 use retry_examples::portal::outage::{long_outage, tell_customer};
@@ -48,6 +58,7 @@ use retry_runtime::{GiveUpReason, IdempotencyKey};
 use std::error::Error;
 use std::fmt;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use payout::pay_out;
 
@@ -59,6 +70,8 @@ const GARDEN_SHED: ClaimId = ClaimId(4713); // a shed the policy does not includ
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
     let args = Args::parse()?;
+    let policies = config::install(args.config.as_deref())?;
+    println!("{}", policies.summary());
     let (database, queue_name) = where_the_queue_goes(args.database.clone())?;
     // The engine is the database's, chosen at run time; the story is one function, generic
     // over it.
@@ -158,20 +171,24 @@ struct Args {
     database: Option<String>,
     /// `--metrics ADDR:PORT`: serve `GET /metrics` there.
     metrics: Option<SocketAddr>,
+    /// `--config FILE`: the retry policies of this TOML file instead of the shipped ones.
+    config: Option<PathBuf>,
 }
 
-const USAGE: &str = "usage: portal [--database-url postgres://...] [--metrics 127.0.0.1:9464]";
+const USAGE: &str = "usage: portal [--database-url postgres://...] [--metrics 127.0.0.1:9464] [--config portal.toml]";
 
 impl Args {
     fn parse() -> Result<Self, Box<dyn Error>> {
         let mut parsed = Args {
             database: None,
             metrics: None,
+            config: None,
         };
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
             match (arg.as_str(), args.next()) {
                 ("--database-url", Some(url)) => parsed.database = Some(url),
+                ("--config", Some(file)) => parsed.config = Some(PathBuf::from(file)),
                 ("--metrics", Some(addr)) => {
                     parsed.metrics = Some(addr.parse().map_err(|_| {
                         format!("`--metrics` takes ADDR:PORT, such as 127.0.0.1:9464, not {addr:?}")

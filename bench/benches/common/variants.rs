@@ -67,6 +67,30 @@ pub static RUN_TIME_POLICY_ZERO: Policy = Policy::new()
     .base(Duration::ZERO)
     .jitter(retry_runtime::Jitter::None);
 
+/// The registry of the `named policy` rows (issue 42): the same timings as the `const` rows'
+/// (`max = 3, base = "1s"` on the happy path, `base = "0ns", jitter = none` on the failure
+/// path), read from TOML by `retry-config` and installed as the process's resolver, as a
+/// service that configures its policies does. Each call resolves its name once, as it starts.
+#[allow(dead_code)] // `steady`'s rows only; `attribute.rs` includes this file too
+pub const NAMED_POLICIES: &str = r#"
+[retry.bench]
+max = 3
+base = "1s"
+
+[retry.bench-zero]
+max = 3
+base = "0ns"
+jitter = "none"
+"#;
+
+/// Installs [`NAMED_POLICIES`] as the process's resolver (the `named policy` rows need it;
+/// without it they would run their written default, which is the `const` rows' work).
+#[allow(dead_code)] // `steady`'s rows only
+pub fn install_named_policies() {
+    let config = retry_config::Config::from_toml(NAMED_POLICIES).expect("the bench's policies");
+    std::sync::Arc::new(retry_config::Registry::new(config)).install();
+}
+
 pub mod sync {
     use super::*;
 
@@ -84,6 +108,22 @@ pub mod sync {
     #[inline(never)]
     pub fn backon(x: u64) -> Result<u64, Busy> {
         (|| answer(x)).retry(BACKON).when(is_busy).call()
+    }
+
+    /// `attribute` with its policy looked up by name at run time ([`install_named_policies`]).
+    #[allow(dead_code)] // `steady`'s rows only
+    #[inline(never)]
+    #[retry(policy = "bench", max = 3, base = "1s")]
+    pub fn named(x: u64) -> Result<u64, Busy> {
+        answer(x)
+    }
+
+    /// `attribute_flaky` with its policy looked up by name at run time.
+    #[allow(dead_code)] // `steady`'s rows only
+    #[inline(never)]
+    #[retry(policy = "bench-zero", max = 3, base = "0ns", jitter = none)]
+    pub fn named_flaky(calls: &Cell<u64>) -> Result<u64, Busy> {
+        flaky(calls)
     }
 
     #[inline(never)]
@@ -154,6 +194,22 @@ pub mod not_sync {
     #[inline(never)]
     pub async fn backon(x: u64) -> Result<u64, Busy> {
         (|| async { answer(x) }).retry(BACKON).when(is_busy).await
+    }
+
+    /// `attribute` with its policy looked up by name at run time ([`install_named_policies`]).
+    #[allow(dead_code)] // `steady`'s rows only
+    #[inline(never)]
+    #[retry(policy = "bench", max = 3, base = "1s")]
+    pub async fn named(x: u64) -> Result<u64, Busy> {
+        answer(x)
+    }
+
+    /// `attribute_flaky` with its policy looked up by name at run time.
+    #[allow(dead_code)] // `steady`'s rows only
+    #[inline(never)]
+    #[retry(policy = "bench-zero", max = 3, base = "0ns", jitter = none)]
+    pub async fn named_flaky(calls: &Cell<u64>) -> Result<u64, Busy> {
+        flaky(calls)
     }
 
     /// The floor under `#[retry]`: the attempt context alone, in place around every poll of

@@ -2,11 +2,14 @@
 //! which start it, kill it with `SIGKILL` and start it again on the same database.
 //!
 //! ```text
-//! claims-portal report --database DB --contract ADDR [--pause-at STEP] CLAIM:EMAIL...
+//! claims-portal report --database DB --contract ADDR [--pause-at STEP] [--config FILE] CLAIM:EMAIL...
 //! claims-portal work   --database DB --contract ADDR [--until-empty] [--lease-ms 30000]
 //!                      [--concurrency 2] [--per-second 10] [--backoff-ms 1000]
-//!                      [--poll-ms 1000] [--pause-at STEP]
+//!                      [--poll-ms 1000] [--pause-at STEP] [--config FILE]
 //! ```
+//!
+//! Both read the portal's retry policies as `cargo run --example portal` does: the shipped
+//! `examples/portal.toml`, or `--config FILE`; the first line printed says which.
 //!
 //! `report` is the form: each customer's claim is checked (20 ms apart, concurrently) with
 //! `check_coverage` (whose fallback saves the claim and queues its check), and the customer's
@@ -17,16 +20,18 @@
 
 use retry_durable::queue::{Engine, Location, Queue, Worker};
 use retry_examples::crash;
-use retry_examples::portal::coverage::{CONTRACT_BREAKER, ContractError, check_coverage};
+use retry_examples::portal::config;
+use retry_examples::portal::coverage::{ContractError, check_coverage};
 use retry_examples::portal::later::{self, CoverageJob, PortalDb};
 use retry_examples::portal::{Claim, ContractClient};
 use retry_runtime::{IdempotencyKey, Policy};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-const USAGE: &str = "usage: claims-portal report --database DB --contract ADDR [--pause-at STEP] CLAIM:EMAIL...
-       claims-portal work --database DB --contract ADDR [--until-empty] [--lease-ms N] [--concurrency N] [--per-second N] [--backoff-ms N] [--poll-ms N] [--pause-at STEP]";
+const USAGE: &str = "usage: claims-portal report --database DB --contract ADDR [--pause-at STEP] [--config FILE] CLAIM:EMAIL...
+       claims-portal work --database DB --contract ADDR [--until-empty] [--lease-ms N] [--concurrency N] [--per-second N] [--backoff-ms N] [--poll-ms N] [--pause-at STEP] [--config FILE]";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -46,6 +51,8 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(step) = &options.pause_at {
         crash::pause_at(step);
     }
+    let policies = config::install(options.config.as_deref())?;
+    println!("{}", policies.summary());
     // The engine is chosen at run time, by the database's location; the rest is one program
     // generic over it.
     match Location::parse(&options.database).engine() {
@@ -106,7 +113,7 @@ async fn work<B: PortalDb>(
                 .base(options.backoff)
                 .max_delay(options.backoff * 64),
         )
-        .breaker(&CONTRACT_BREAKER)
+        .breaker(config::contract_breaker())
         .on_recorded(|job| crash::point_blocking("recorded", &format!("job {job}")));
     if options.until_empty {
         worker = worker.until_empty();
@@ -128,6 +135,7 @@ struct Options {
     database: String,
     contract: SocketAddr,
     pause_at: Option<String>,
+    config: Option<PathBuf>,
     until_empty: bool,
     lease: Duration,
     concurrency: usize,
@@ -145,6 +153,7 @@ impl Options {
             database: String::new(),
             contract: SocketAddr::from(([127, 0, 0, 1], 0)),
             pause_at: None,
+            config: None,
             until_empty: false,
             lease: Duration::from_secs(30),
             concurrency: 2,
@@ -173,6 +182,7 @@ impl Options {
                     );
                 }
                 "--pause-at" => options.pause_at = Some(value("--pause-at")?),
+                "--config" => options.config = Some(PathBuf::from(value("--config")?)),
                 "--until-empty" => options.until_empty = true,
                 "--lease-ms" => options.lease = millis(value("--lease-ms")?, "--lease-ms")?,
                 "--backoff-ms" => options.backoff = millis(value("--backoff-ms")?, "--backoff-ms")?,

@@ -15,7 +15,8 @@ use std::{fmt, io};
 
 /// The retries of coverage checks, from every customer and the worker together: at most a tenth
 /// of the first calls, plus a reserve of 10 a second (the defaults).
-/// `coverage` in the metrics.
+/// `coverage` in the metrics. The default of [`check_coverage`]: the portal's configuration
+/// gives `contract-service` a budget with the same settings (`contract-service` in the metrics).
 pub static COVERAGE_BUDGET: RetryBudget = RetryBudget::new().name("coverage");
 
 /// How long the breaker stays open before it lets one trial call through: 2 s, short so that the
@@ -23,7 +24,9 @@ pub static COVERAGE_BUDGET: RetryBudget = RetryBudget::new().name("coverage");
 pub const OPEN_FOR: Duration = Duration::from_secs(2);
 
 /// The contract service's breaker, shared by every coverage check of this process: open after 5
-/// failures in a row, for [`OPEN_FOR`]. `contract` in the metrics.
+/// failures in a row, for [`OPEN_FOR`]. `contract` in the metrics. The default of
+/// [`check_coverage`]: the portal's configuration gives `contract-service` a breaker with the same
+/// settings, which [`config::contract_breaker`](super::config::contract_breaker) returns then.
 pub static CONTRACT_BREAKER: CircuitBreaker = CircuitBreaker::new()
     .name("contract")
     .consecutive_failures(5)
@@ -96,7 +99,12 @@ impl ContractError {
 /// Asks the contract service whether `claim` is covered: `COVERAGE 4711 <key>` over the wire,
 /// answered by one line.
 ///
-/// Up to 3 retries, so at most 4 calls, with pauses of about 1 s, 2 s and 4 s, each lengthened
+/// The policy is the one named `contract-service` in the portal's configuration
+/// (`examples/portal.toml`, installed by [`config::install`](super::config::install)), looked
+/// up as each call starts: its timings, and its budget and breaker in place of those written
+/// here. Where the name is not configured (no registry installed, as in the tests that call this
+/// function in-process), what is written beside it runs, which is what the shipped file says:
+/// up to 3 retries, so at most 4 calls, with pauses of about 1 s, 2 s and 4 s, each lengthened
 /// by up to half at random so that portals that failed together do not come back together. The
 /// retries come out of [`COVERAGE_BUDGET`], and every call asks [`CONTRACT_BREAKER`] first: while
 /// it is open, the call ends at once with [`ContractError::Refused`].
@@ -110,6 +118,7 @@ impl ContractError {
 /// attempt sends the same key, and so does the worker that makes the check later.
 #[non_idempotent]
 #[retry(
+    policy = "contract-service",
     max = 3,
     base = "1s",
     jitter,

@@ -3,6 +3,8 @@
 //!
 //! - [`coverage`]: the question "is this claim covered?", asked by one `#[retry]` function with
 //!   a retry budget and a circuit breaker, and the fallback where its loop gives up.
+//! - [`config`]: its policy, budget and breaker, read from `examples/portal.toml` (or the file
+//!   given with `--config`) into a `retry_config::Registry`.
 //! - [`later`]: the fallback's work: the claim saved and its check queued under its idempotency
 //!   key; the worker's handler that makes the check later and e-mails the result.
 //! - [`contract`]: the wire to the contract service, and a stand-in for the service that keeps
@@ -13,6 +15,7 @@
 
 #![warn(missing_docs)]
 
+pub mod config;
 pub mod contract;
 pub mod coverage;
 pub mod later;

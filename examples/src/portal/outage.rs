@@ -2,7 +2,8 @@
 //! plays it, and so does the benchmark that draws the metrics an operator would watch during it
 //! (`cargo run -p retry-bench --features metrics --bin metrics`).
 
-use super::coverage::{CONTRACT_BREAKER, ContractError, Coverage, check_coverage};
+use super::config::contract_breaker;
+use super::coverage::{ContractError, Coverage, check_coverage};
 use super::later::{self, CoverageJob, PortalDb};
 use super::story::scene_time;
 use super::{Claim, ClaimId, ContractClient, ContractService};
@@ -14,7 +15,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Scene 5 of `cargo run --example portal`: a long outage. Six customers report claims while
-/// the contract service is down; five failures in a row open [`CONTRACT_BREAKER`], which then
+/// the contract service is down; five failures in a row open the contract service's breaker
+/// ([`contract_breaker`]: the configured one, or the written default), which then
 /// refuses every call at once, and the fallback saves each claim and queues its check. When the
 /// service is back, a worker drains the queue through the same `#[retry]` function, budget and
 /// breaker, at most 2 checks at a time and 10 a second; the claim the service does not know goes
@@ -70,7 +72,7 @@ pub async fn long_outage<B: PortalDb>(
     println!(
         "\n  the contract service is back; a worker drains the queue (2 at a time, 10 a second)"
     );
-    if let BreakerState::Open { remaining } = CONTRACT_BREAKER.state(Instant::now().into_std()) {
+    if let BreakerState::Open { remaining } = contract_breaker().state(Instant::now().into_std()) {
         println!(
             "  the breaker stays open for another {:.2} s: the worker claims nothing until then",
             remaining.as_secs_f64()
@@ -82,7 +84,7 @@ pub async fn long_outage<B: PortalDb>(
         .lease(Duration::from_secs(10))
         .poll(Duration::from_millis(100))
         .backoff(Policy::new().base(Duration::from_millis(500)))
-        .breaker(&CONTRACT_BREAKER)
+        .breaker(contract_breaker())
         .until_empty();
     let (worker_client, worker_queue) = (client.clone(), queue.clone());
     let drained = worker

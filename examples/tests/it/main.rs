@@ -10,6 +10,7 @@
 mod common;
 
 mod payments_faults;
+mod portal_config;
 // What a scrape of `/metrics` shows, so the runtime's instruments must be compiled in.
 #[cfg(feature = "metrics")]
 mod prometheus;

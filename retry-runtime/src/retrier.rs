@@ -126,12 +126,13 @@ type AsyncHookBox<'p, T, E, B> =
 type AsyncRunSlots<'h, 'p, T, E, F> = Hooks<
     DynSlot<&'h OnResultBox<'p, T>>,
     DynAsync<
+        'h,
         &'h HookBox<'p, T, E, RetryEvent>,
         AsyncHook<'h, T, E, RetryEvent>,
         Result<T, E>,
         RetryEvent,
     >,
-    DynAsync<&'h HookBox<'p, T, E, GiveUp>, AsyncHook<'h, T, E, GiveUp>, Result<T, E>, GiveUp>,
+    DynAsync<'h, &'h HookBox<'p, T, E, GiveUp>, AsyncHook<'h, T, E, GiveUp>, Result<T, E>, GiveUp>,
     F,
 >;
 
@@ -166,11 +167,13 @@ impl<'p, T, E> RunHooks<'p, T, E> {
                 self.notify.as_ref(),
                 true,
                 self.notify_async.as_deref().map(|f| AsyncHook(f)),
+                None,
             ),
             on_give_up: DynAsync::new(
                 self.on_give_up.as_ref(),
                 self.give_up_timed,
                 self.give_up_async.as_deref().map(|f| AsyncHook(f)),
+                None,
             ),
             fallback,
         }

@@ -618,6 +618,34 @@ async fn the_engines_async_hooks_are_awaited_as_the_attributes() {
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn the_engines_async_hook_is_bounded_by_the_deadline_and_dropped_with_the_call() {
+    let (t0, seen) = (Instant::now(), Seen::default());
+    let (started, dropped) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+    let classify = |_: &DoorError| Verdict::Retry;
+    let notify = |_: Result<&u32, &DoorError>, _: &RetryEvent| -> HookFuture<'static> {
+        let (started, dropped) = (Arc::clone(&started), Arc::clone(&dropped));
+        Box::pin(async move { never_ends(&started, &dropped).await })
+    };
+    let policy = Policy::new().max(5).base(S).jitter(Jitter::None);
+    let attempt = || async { fail(&seen, t0).map_err(|Busy(n)| DoorError::Busy(n)) };
+    // With a deadline: the hook is cut off at 2 s, and the last attempt made then.
+    let bounded = policy.deadline(2 * S);
+    let hooks = engine::DynHooks::new(&classify).notify_async(Some(&notify));
+    let result = engine::drive(&engine::Settings::new(&bounded), hooks, TokioTimer, attempt).await;
+    assert_eq!(result, Err(DoorError::Busy(2)));
+    assert_eq!(seen.attempts(), [Duration::ZERO, 2 * S]);
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    // Without one: awaited as long as it runs; the caller's timeout drops the call and the hook.
+    let hooks = engine::DynHooks::new(&classify).notify_async(Some(&notify));
+    let settings = engine::Settings::new(&policy);
+    let call = engine::drive(&settings, hooks, TokioTimer, attempt);
+    assert!(tokio::time::timeout(5 * S, call).await.is_err());
+    assert_eq!(seen.attempts(), [Duration::ZERO, 2 * S, 2 * S]);
+    assert_eq!(started.load(Ordering::SeqCst), 2);
+    assert_eq!(dropped.load(Ordering::SeqCst), 2);
+}
+
 #[test]
 fn the_engines_panicking_hooks_are_contained_logged_and_counted() {
     let seen = Arc::new(Seen::default());

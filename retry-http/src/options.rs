@@ -300,8 +300,11 @@ impl HttpRetry {
 
     /// `notify = f` with an async `f`, in place of a sync [`notify`](HttpRetry::notify): the
     /// loop awaits `f`'s future before the pause it announces, inside that pause (whose rest it
-    /// then takes) and the policy's deadline (a hook still running then is dropped), as the
-    /// attribute's async `notify`. The future owns what it needs (`Send + 'static`).
+    /// then takes) and the policy's deadline (a hook still running then is dropped; without a
+    /// deadline the loop waits for it as long as it runs), as the attribute's async `notify`.
+    /// A panic in it is contained: the request goes on as if the hook had returned, and the
+    /// panic is logged at `ERROR` and counted ([`Counters::hooks_panicked`]). The future owns
+    /// what it needs (`Send + 'static`).
     pub fn notify_async<F, Fut>(mut self, f: F) -> Self
     where
         F: Fn(&Resend) -> Fut + Send + Sync + 'static,
@@ -314,7 +317,10 @@ impl HttpRetry {
     }
 
     /// `on_give_up = f` with an async `f`, in place of a sync
-    /// [`on_give_up`](HttpRetry::on_give_up): awaited before the call returns.
+    /// [`on_give_up`](HttpRetry::on_give_up): awaited before the call returns, as long as it
+    /// runs (the deadline bounds the retries, not this hook). A panic in it is contained (the
+    /// answer is returned all the same), logged at `ERROR` and counted
+    /// ([`Counters::hooks_panicked`]).
     pub fn on_give_up_async<F, Fut>(mut self, f: F) -> Self
     where
         F: Fn(&GiveUp) -> Fut + Send + Sync + 'static,

@@ -141,9 +141,10 @@
 //!
 //! Every event is one [`Event`], and a door's sink (a [`Sink`], usually the [`Counters`] it
 //! hands its users) hears each once. The loop reports its own (each retry, each hedged copy it
-//! starts, each attempt the gate sheds, the end of a call) to the logs and the metrics, and,
-//! when the door hands it its sink with [`Settings::sink`], to that sink as [`Event::Retry`],
-//! [`Event::HedgedCopy`] and [`Event::GateRejected`]. A door reports its own (a call, an
+//! starts, each attempt the gate sheds, each hook's panic it contains, the end of a call) to the
+//! logs and the metrics, and, when the door hands it its sink with [`Settings::sink`], to that
+//! sink as [`Event::Retry`], [`Event::HedgedCopy`], [`Event::GateRejected`] and
+//! [`Event::HookPanicked`]. A door reports its own (a call, an
 //! attempt, a request sent once, a transparent retry, a throttled call, a deadline) with
 //! [`report`], to the same logs and metrics and to its sink; it does not report the loop's. A
 //! call without a sink (the attribute, `retry_block!`, a door that hands none) reports to none,

@@ -126,12 +126,13 @@ type AsyncHookBox<'p, T, E, B> =
 type AsyncRunSlots<'h, 'p, T, E, F> = Hooks<
     DynSlot<&'h OnResultBox<'p, T>>,
     DynAsync<
+        'h,
         &'h HookBox<'p, T, E, RetryEvent>,
         AsyncHook<'h, T, E, RetryEvent>,
         Result<T, E>,
         RetryEvent,
     >,
-    DynAsync<&'h HookBox<'p, T, E, GiveUp>, AsyncHook<'h, T, E, GiveUp>, Result<T, E>, GiveUp>,
+    DynAsync<'h, &'h HookBox<'p, T, E, GiveUp>, AsyncHook<'h, T, E, GiveUp>, Result<T, E>, GiveUp>,
     F,
 >;
 
@@ -150,15 +151,11 @@ impl<'p, T, E> RunHooks<'p, T, E> {
             && self.notify.is_none()
             && self.on_give_up.is_none()
             && self.fallback.is_none()
-            && !self.awaits()
+            && self.notify_async.is_none()
+            && self.give_up_async.is_none()
     }
 
-    /// An async hook is there, which the loop awaits with the slots of [`AsyncRunSlots`].
-    fn awaits(&self) -> bool {
-        self.notify_async.is_some() || self.give_up_async.is_some()
-    }
-
-    /// [`slots`](RunHooks::slots) with the slots that await an async hook.
+    /// [`slots`](RunHooks::slots) with the slots that may await a hook: `run_async`'s.
     fn slots_async<F>(&self, fallback: F) -> AsyncRunSlots<'_, 'p, T, E, F> {
         Hooks {
             on_result: DynSlot::new(self.on_result.as_ref(), false),
@@ -166,11 +163,13 @@ impl<'p, T, E> RunHooks<'p, T, E> {
                 self.notify.as_ref(),
                 true,
                 self.notify_async.as_deref().map(|f| AsyncHook(f)),
+                None,
             ),
             on_give_up: DynAsync::new(
                 self.on_give_up.as_ref(),
                 self.give_up_timed,
                 self.give_up_async.as_deref().map(|f| AsyncHook(f)),
+                None,
             ),
             fallback,
         }
@@ -796,30 +795,21 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         let reset_after = self.reset_after;
         let (settings, timings, head, mut hooks, extras) = self.parts(|timer| timer.sleeper);
         let settings = with(settings, &timings);
-        // With an async hook, the slots that await it (the state then holds the outcome
-        // across the pause); else the sync ones.
-        match (hooks.fallback.take(), hooks.awaits()) {
-            (None, false) => {
-                let opts = opts(head, hooks.slots(Unset), extras);
-                drive(state(settings, opts, clock), reset_after, each).await
-            }
-            (None, true) => {
+        // The slots that may await a hook, for sync and async hooks alike (the state holds the
+        // outcome across the pause only for an async one).
+        match hooks.fallback.take() {
+            None => {
                 let opts = opts(head, hooks.slots_async(Unset), extras);
                 drive(state(settings, opts, clock), reset_after, each).await
             }
-            (Some(fallback), awaits) => {
+            Some(fallback) => {
                 // A sync fallback's result is ready; an async one's future is awaited.
                 let fallback = AsyncFallback {
                     f: fallback,
                     call: |f, outcome, why| f(outcome, why),
                 };
-                if awaits {
-                    let opts = opts(head, hooks.slots_async(fallback), extras);
-                    drive(state(settings, opts, clock), reset_after, each).await
-                } else {
-                    let opts = opts(head, hooks.slots(fallback), extras);
-                    drive(state(settings, opts, clock), reset_after, each).await
-                }
+                let opts = opts(head, hooks.slots_async(fallback), extras);
+                drive(state(settings, opts, clock), reset_after, each).await
             }
         }
     }

@@ -2,13 +2,16 @@
 //! functions and `retry_block!`'s async blocks. `notify` is awaited before the pause it
 //! announces, and its time is taken out of that pause; a deadline bounds it (a hook still
 //! running then is dropped, and the next attempt, the last one, starts at the deadline); a
-//! dropped call drops the hook's future; a panic in an async hook unwinds out of the call as a
-//! panic in the body does. `on_give_up` is awaited before the fallback and before the call
-//! returns. Exact virtual times on tokio's paused clock.
+//! dropped call drops the hook's future; a panic in a hook, sync or async, is contained: the call
+//! goes on as if the hook had returned, and the panic is reported once (an `ERROR` line naming
+//! the function and the hook, `Event::HookPanicked` on the door's sink). A panic in the fallback,
+//! whose value is the call's answer, unwinds as the body's does. `on_give_up` is awaited before
+//! the fallback and before the call returns. Exact virtual times on tokio's paused clock.
 
 use crate::common::{Busy, MS, S};
 use crate::reqwest_middleware::in_process;
 use crate::tower_layer::{UNAVAILABLE, full, request, scripted, stack};
+use crate::tracing_events::{Captured, capture, capture_async};
 use http::Method;
 use retry_http::reqwest::RetryMiddleware;
 use retry_http::tower::RetryLayer;
@@ -24,6 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::{Instant, sleep};
 use tower::ServiceExt;
+use tracing::Level;
 
 /// What a call saw, as times since `t0`.
 #[derive(Default)]
@@ -183,42 +187,150 @@ async fn a_dropped_call_drops_its_hooks_future() {
     assert_eq!(dropped.load(Ordering::SeqCst), 1);
 }
 
-static PANICKED_CALLS: AtomicU32 = AtomicU32::new(0);
+// ---- A hook's panic is contained. ----
+
+/// The hooks' panics that the loop contained, as its `ERROR` lines name them: (function, hook).
+fn hook_panics(events: &[Captured]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter_map(|e| Some((e.level, e.get("function")?, e.get("hook")?)))
+        .map(|(level, function, hook)| {
+            assert_eq!(level, Level::ERROR);
+            (function.to_owned(), hook.to_owned())
+        })
+        .collect()
+}
+
+fn named(function: &str, hook: &str) -> (String, String) {
+    (function.to_owned(), hook.to_owned())
+}
+
+/// The third attempt succeeds.
+fn third_succeeds(seen: &Seen, t0: Instant) -> Result<u32, Busy> {
+    match fail(seen, t0) {
+        Err(Busy(3)) => Ok(3),
+        other => other,
+    }
+}
 
 #[retry(
     max = 2,
     base = "1s",
-    notify = async move |error: &Busy, _: &RetryEvent| {
+    jitter = none,
+    notify = async |error: &Busy, _: &RetryEvent| {
         sleep(10 * MS).await;
-        if error.0 == 1 && panics {
+        if error.0 == 1 {
             panic!("the hook panicked");
         }
     },
 )]
-async fn panicking_hook(panics: bool) -> Result<u32, Busy> {
-    let call = PANICKED_CALLS.fetch_add(1, Ordering::SeqCst) + 1;
-    if panics || call > 3 {
-        Err(Busy(call))
-    } else {
-        Ok(call)
+async fn panicking_notify(seen: &Seen, t0: Instant) -> Result<u32, Busy> {
+    third_succeeds(seen, t0)
+}
+
+#[test]
+fn an_async_notifys_panic_is_contained_and_reported_once() {
+    let seen = Seen::default();
+    let (result, events) = capture_async(|| async {
+        let t0 = Instant::now();
+        let result = panicking_notify(&seen, t0).await;
+        (result, seen.attempts(), t0.elapsed())
+    });
+    // The pauses (1 s, 2 s) as if the hook had returned: its 10 ms inside the first.
+    assert_eq!(result, (Ok(3), vec![Duration::ZERO, S, 3 * S], 3 * S));
+    assert_eq!(hook_panics(&events), [named("panicking_notify", "notify")]);
+}
+
+#[retry(
+    max = 2,
+    base = "1ms",
+    jitter = none,
+    notify = |error: &Busy, _: &RetryEvent| assert_ne!(error.0, 1, "the hook panicked"),
+)]
+fn panicking_sync_notify(calls: &AtomicU32) -> Result<u32, Busy> {
+    match calls.fetch_add(1, Ordering::SeqCst) + 1 {
+        3 => Ok(3),
+        n => Err(Busy(n)),
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_panicking_async_hook_unwinds_out_of_the_call_as_a_sync_one_does() {
-    // Spawned: the panic ends the task, and the caller sees it as the task's panic.
-    let joined = tokio::spawn(panicking_hook(true)).await;
-    let panic = joined
-        .expect_err("the hook's panic ends the call")
-        .into_panic();
-    assert_eq!(panic.downcast_ref::<&str>(), Some(&"the hook panicked"));
-    // One attempt ran; nothing the loop holds is left behind: the next call runs as usual.
-    assert_eq!(PANICKED_CALLS.load(Ordering::SeqCst), 1);
+#[test]
+fn a_sync_notifys_panic_is_contained_and_reported_once() {
+    let calls = AtomicU32::new(0);
+    let (result, events) = capture(|| panicking_sync_notify(&calls));
+    assert_eq!(result, Ok(3));
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(
-        tokio::spawn(panicking_hook(false))
-            .await
-            .expect("the call ends"),
-        Ok(2)
+        hook_panics(&events),
+        [named("panicking_sync_notify", "notify")]
+    );
+}
+
+#[retry(
+    max = 1,
+    base = "1ms",
+    on_give_up = |error: &Busy| assert_ne!(error.0, 2, "the hook panicked"),
+    fallback = |error: Busy, _| Ok(error.0 * 10),
+)]
+fn panicking_sync_give_up(calls: &AtomicU32) -> Result<u32, Busy> {
+    Err(Busy(calls.fetch_add(1, Ordering::SeqCst) + 1))
+}
+
+#[test]
+fn a_sync_on_give_ups_panic_is_contained_and_the_fallback_answers() {
+    let calls = AtomicU32::new(0);
+    let (result, events) = capture(|| panicking_sync_give_up(&calls));
+    assert_eq!(result, Ok(20));
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        hook_panics(&events),
+        [named("panicking_sync_give_up", "on_give_up")]
+    );
+}
+
+#[retry(
+    max = 1,
+    base = "1s",
+    jitter = none,
+    on_give_up = async |_: &Busy, _: &GiveUp| {
+        sleep(200 * MS).await;
+        panic!("the hook panicked");
+    },
+    fallback = |error: Busy, why: GiveUp| Ok(error.0 * 10 + why.attempts),
+)]
+async fn panicking_give_up(seen: &Seen, t0: Instant) -> Result<u32, Busy> {
+    fail(seen, t0)
+}
+
+#[test]
+fn an_async_on_give_ups_panic_is_contained_and_the_fallback_answers() {
+    let seen = Seen::default();
+    let (result, events) = capture_async(|| async {
+        let t0 = Instant::now();
+        let result = panicking_give_up(&seen, t0).await;
+        (result, seen.attempts(), t0.elapsed())
+    });
+    assert_eq!(result, (Ok(22), vec![Duration::ZERO, S], S + 200 * MS));
+    assert_eq!(
+        hook_panics(&events),
+        [named("panicking_give_up", "on_give_up")]
+    );
+}
+
+#[retry(max = 1, base = "1s", fallback = |_: Busy, _| -> Result<u32, Busy> { panic!("the fallback panicked") })]
+async fn panicking_fallback() -> Result<u32, Busy> {
+    Err(Busy(1))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fallbacks_panic_unwinds_out_of_the_call_as_the_bodys_does() {
+    // The fallback's value is the call's answer: there is none to go on with.
+    let panic = tokio::spawn(panicking_fallback())
+        .await
+        .expect_err("the fallback's panic ends the call");
+    assert_eq!(
+        panic.into_panic().downcast_ref::<&str>(),
+        Some(&"the fallback panicked")
     );
 }
 
@@ -411,21 +523,34 @@ async fn a_retriers_async_hook_is_bounded_by_the_deadline_and_dropped_with_the_c
     assert_eq!(dropped.load(Ordering::SeqCst), 2);
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_retriers_panicking_async_hook_unwinds_out_of_the_call() {
-    static POLICY: Policy = Policy::new().max(2);
-    let call = Retrier::new(&POLICY)
-        .notify(|_: &Busy, _: &RetryEvent| async {
-            sleep(MS).await;
-            panic!("the hook panicked");
-        })
-        .run_async(|| async { Err::<u32, _>(Busy(1)) });
-    let panic = tokio::spawn(call)
-        .await
-        .expect_err("the hook's panic ends the call");
+#[test]
+fn a_retriers_panicking_hooks_are_contained_and_reported_once() {
+    let seen = Seen::default();
+    let policy = Policy::new().max(2).base(S).jitter(Jitter::None);
+    let (result, events) = capture_async(|| async {
+        let t0 = Instant::now();
+        let result = Retrier::new(&policy)
+            .name("retrier")
+            .notify(|error: &Busy, _: &RetryEvent| {
+                let first = error.0 == 1;
+                async move {
+                    sleep(MS).await;
+                    assert!(!first, "the hook panicked");
+                }
+            })
+            .on_give_up(|error: &Busy| assert_ne!(error.0, 3, "the hook panicked"))
+            .run_async(|| async { fail(&seen, t0) })
+            .await;
+        (result, seen.attempts(), t0.elapsed())
+    });
+    // Every attempt made, at the policy's times, as if the hooks had returned.
     assert_eq!(
-        panic.into_panic().downcast_ref::<&str>(),
-        Some(&"the hook panicked")
+        result,
+        (Err(Busy(3)), vec![Duration::ZERO, S, 3 * S], 3 * S)
+    );
+    assert_eq!(
+        hook_panics(&events),
+        [named("retrier", "notify"), named("retrier", "on_give_up")]
     );
 }
 
@@ -491,6 +616,76 @@ async fn the_engines_async_hooks_are_awaited_as_the_attributes() {
         *gave_up.lock().expect("not poisoned"),
         Some(3 * S + 200 * MS)
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_engines_async_hook_is_bounded_by_the_deadline_and_dropped_with_the_call() {
+    let (t0, seen) = (Instant::now(), Seen::default());
+    let (started, dropped) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+    let classify = |_: &DoorError| Verdict::Retry;
+    let notify = |_: Result<&u32, &DoorError>, _: &RetryEvent| -> HookFuture<'static> {
+        let (started, dropped) = (Arc::clone(&started), Arc::clone(&dropped));
+        Box::pin(async move { never_ends(&started, &dropped).await })
+    };
+    let policy = Policy::new().max(5).base(S).jitter(Jitter::None);
+    let attempt = || async { fail(&seen, t0).map_err(|Busy(n)| DoorError::Busy(n)) };
+    // With a deadline: the hook is cut off at 2 s, and the last attempt made then.
+    let bounded = policy.deadline(2 * S);
+    let hooks = engine::DynHooks::new(&classify).notify_async(Some(&notify));
+    let result = engine::drive(&engine::Settings::new(&bounded), hooks, TokioTimer, attempt).await;
+    assert_eq!(result, Err(DoorError::Busy(2)));
+    assert_eq!(seen.attempts(), [Duration::ZERO, 2 * S]);
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    // Without one: awaited as long as it runs; the caller's timeout drops the call and the hook.
+    let hooks = engine::DynHooks::new(&classify).notify_async(Some(&notify));
+    let settings = engine::Settings::new(&policy);
+    let call = engine::drive(&settings, hooks, TokioTimer, attempt);
+    assert!(tokio::time::timeout(5 * S, call).await.is_err());
+    assert_eq!(seen.attempts(), [Duration::ZERO, 2 * S, 2 * S]);
+    assert_eq!(started.load(Ordering::SeqCst), 2);
+    assert_eq!(dropped.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn the_engines_panicking_hooks_are_contained_logged_and_counted() {
+    let seen = Arc::new(Seen::default());
+    let policy = Policy::new().max(2).base(S).jitter(Jitter::None);
+    let counters = engine::Counters::default();
+    let settings = engine::Settings::new(&policy).name("door").sink(&counters);
+    let classify = |_: &DoorError| Verdict::Retry;
+    let notify = |_: Result<&u32, &DoorError>, event: &RetryEvent| -> HookFuture<'static> {
+        let first = event.attempt == 1;
+        Box::pin(async move {
+            sleep(MS).await;
+            assert!(!first, "the hook panicked");
+        })
+    };
+    let on_give_up = |_: Result<&u32, &DoorError>, _: &GiveUp| panic!("the hook panicked");
+    let (result, events) = capture_async(|| async {
+        let t0 = Instant::now();
+        let hooks = engine::DynHooks::new(&classify)
+            .notify_async(Some(&notify))
+            .on_give_up(Some(&on_give_up));
+        let result = engine::drive(&settings, hooks, TokioTimer, || async {
+            fail(&seen, t0).map_err(|Busy(n)| DoorError::Busy(n))
+        })
+        .await;
+        (result, seen.attempts(), t0.elapsed())
+    });
+    assert_eq!(
+        result,
+        (
+            Err(DoorError::Busy(3)),
+            vec![Duration::ZERO, S, 3 * S],
+            3 * S
+        )
+    );
+    assert_eq!(
+        hook_panics(&events),
+        [named("door", "notify"), named("door", "on_give_up")]
+    );
+    // The door's sink hears each panic once.
+    assert_eq!(counters.hooks_panicked(), 2);
 }
 
 // ---- The HTTP doors: `HttpRetry::notify_async` and `on_give_up_async`, through the tower layer
@@ -592,22 +787,26 @@ async fn the_tower_layers_async_hooks_are_awaited_as_the_attributes() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_tower_layers_panicking_async_hook_unwinds_out_of_the_call() {
-    let (url, _) = scripted(&[UNAVAILABLE]).await;
+async fn the_tower_layers_panicking_async_hook_is_contained_and_counted() {
+    let (url, received) = scripted(&[UNAVAILABLE]).await;
+    let t0 = Instant::now();
     let policy = Policy::new().max(2).base(S).jitter(Jitter::None);
     let config = HttpRetry::new(policy).notify_async(|_: &Resend| async {
         sleep(MS).await;
         panic!("the hook panicked");
     });
-    let (service, _) = stack(RetryLayer::new(config));
-    let call = service.oneshot(request(Method::GET, &url, full("")));
-    let panic = tokio::spawn(call)
+    let layer = RetryLayer::new(config);
+    let counters = layer.counters();
+    let (service, _) = stack(layer);
+    let response = service
+        .oneshot(request(Method::GET, &url, full("")))
         .await
-        .expect_err("the hook's panic ends the call");
-    assert_eq!(
-        panic.into_panic().downcast_ref::<&str>(),
-        Some(&"the hook panicked")
-    );
+        .expect("an answer");
+    // Every attempt made, at the policy's times; each pause's panic counted once.
+    assert_eq!(response.status(), 503);
+    assert_eq!(received.lock().expect("not poisoned").len(), 3);
+    assert_eq!(t0.elapsed(), 3 * S);
+    assert_eq!(counters.hooks_panicked(), 2);
 }
 
 #[tokio::test(start_paused = true)]
@@ -643,26 +842,36 @@ async fn the_tower_layers_async_hook_is_bounded_by_the_deadline_and_dropped_with
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_reqwest_middlewares_panicking_async_hook_unwinds_out_of_the_call() {
+async fn the_reqwest_middlewares_panicking_async_hooks_are_contained() {
+    let t0 = Instant::now();
     let policy = Policy::new().max(2).base(S).jitter(Jitter::None);
-    let config = HttpRetry::new(policy).on_give_up_async(|_: &GiveUp| async {
-        sleep(MS).await;
-        panic!("the hook panicked");
-    });
-    let (client, calls) = in_process(RetryMiddleware::new(config), &[(Duration::ZERO, 503)]);
-    let call = async move { client.get("http://payments/pay").send().await };
-    let panic = tokio::spawn(call)
-        .await
-        .expect_err("the hook's panic ends the call");
-    assert_eq!(
-        panic.into_panic().downcast_ref::<&str>(),
-        Some(&"the hook panicked")
-    );
+    let config = HttpRetry::new(policy)
+        .notify_async(|resend: &Resend| {
+            let first = resend.event.attempt == 1;
+            async move {
+                sleep(MS).await;
+                assert!(!first, "the hook panicked");
+            }
+        })
+        .on_give_up_async(|_: &GiveUp| async {
+            sleep(MS).await;
+            panic!("the hook panicked");
+        });
+    let middleware = RetryMiddleware::new(config);
+    let counters = middleware.counters();
+    let (client, calls) = in_process(middleware, &[(Duration::ZERO, 503)]);
+    let response = client.get("http://payments/pay").send().await;
+    // The answer, after every attempt, as if the hooks had returned: the pauses 1 s and 2 s,
+    // then `on_give_up`'s 1 ms before it panicked.
+    assert_eq!(response.expect("an answer").status(), 503);
     assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(t0.elapsed(), 3 * S + MS);
+    // The door counts each panic once: `notify`'s (the first pause) and `on_give_up`'s.
+    assert_eq!(counters.hooks_panicked(), 2);
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_blocks_async_hook_is_bounded_by_the_deadline_dropped_with_the_call_and_may_panic() {
+async fn a_blocks_async_hook_is_bounded_by_the_deadline_and_dropped_with_the_call() {
     let (t0, seen) = (Instant::now(), Seen::default());
     let (started, dropped) = (AtomicU32::new(0), Arc::new(AtomicU32::new(0)));
     let result = retry_block!(
@@ -689,23 +898,28 @@ async fn a_blocks_async_hook_is_bounded_by_the_deadline_dropped_with_the_call_an
     assert!(tokio::time::timeout(5 * S, call).await.is_err());
     assert_eq!(started.load(Ordering::SeqCst), 2);
     assert_eq!(dropped.load(Ordering::SeqCst), 2);
-    // A panic in the block's hook: spawned, the task ends with it.
-    let panicked = tokio::spawn(async {
-        retry_block!(
-            max = 1,
-            notify = async |_: &Busy, _: &RetryEvent| {
+}
+
+#[test]
+fn a_blocks_panicking_async_hook_is_contained_and_reported_once() {
+    let seen = Seen::default();
+    let (result, events) = capture_async(|| async {
+        let t0 = Instant::now();
+        let result = retry_block!(
+            name = "block",
+            max = 2,
+            base = "1s",
+            jitter = none,
+            notify = async |error: &Busy, _: &RetryEvent| {
                 sleep(MS).await;
-                panic!("the hook panicked");
-            } => async { Err::<u32, _>(Busy(1)) }
+                assert_ne!(error.0, 1, "the hook panicked");
+            } => async { third_succeeds(&seen, t0) }
         )
-        .await
-    })
-    .await
-    .expect_err("the hook's panic ends the call");
-    assert_eq!(
-        panicked.into_panic().downcast_ref::<&str>(),
-        Some(&"the hook panicked")
-    );
+        .await;
+        (result, seen.attempts(), t0.elapsed())
+    });
+    assert_eq!(result, (Ok(3), vec![Duration::ZERO, S, 3 * S], 3 * S));
+    assert_eq!(hook_panics(&events), [named("block", "notify")]);
 }
 
 #[test]

@@ -379,3 +379,47 @@ async fn with_a_percentile_copy_k_is_due_k_delays_after_the_attempt() {
     );
     assert_eq!(slow.dropped.get(), 2);
 }
+
+static HEARD_ASYNC: std::sync::Mutex<Vec<(u32, u32, Duration, Duration)>> =
+    std::sync::Mutex::new(Vec::new());
+
+#[retry(
+    hedge = "50ms",
+    max = 1,
+    base = "1s",
+    jitter = none,
+    notify = async |_: &CallError, event: &RetryEvent| {
+        let began = t0.elapsed();
+        tokio::time::sleep(300 * MS).await;
+        HEARD_ASYNC.lock().expect("not poisoned").push((event.attempt, event.hedges, began, t0.elapsed()));
+    },
+)]
+async fn hedged_with_an_async_notify(service: &Service, t0: Instant) -> Result<u32, CallError> {
+    service.call().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_async_notify_hears_a_hedged_attempt_and_is_awaited_inside_its_pause() {
+    // The attempt fails at 100 ms, its hedge at 120 ms: the attempt has failed. The hook runs
+    // from 120 ms to 420 ms, inside the 1 s pause, so the next attempt still starts at 1120 ms.
+    let service = Service::new(|n| match n {
+        1 => (100 * MS, Err(CallError::Busy(1))),
+        2 => (70 * MS, Err(CallError::Busy(2))),
+        _ => (10 * MS, Ok(n)),
+    });
+    assert_eq!(
+        hedged_with_an_async_notify(&service, service.t0).await,
+        Ok(3)
+    );
+    assert_eq!(
+        service.started(),
+        [(Duration::ZERO, 1, 0), (50 * MS, 1, 1), (1120 * MS, 2, 0)]
+    );
+    assert_eq!(service.t0.elapsed(), 1130 * MS);
+    assert_eq!(
+        *HEARD_ASYNC.lock().expect("not poisoned"),
+        [(1, 1, 120 * MS, 420 * MS)]
+    );
+    // Both copies answered (failed) before the pause: none was dropped.
+    assert_eq!(service.dropped.get(), 0);
+}

@@ -33,6 +33,11 @@ impl Captured {
             .get(name)
             .map_or_else(|| panic!("no field `{name}` in {self:?}"), String::as_str)
     }
+
+    /// The field `name`, if the event has it.
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.fields.get(name).map(String::as_str)
+    }
 }
 
 #[derive(Clone, Default)]

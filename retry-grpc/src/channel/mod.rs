@@ -259,9 +259,11 @@ impl GrpcRetryLayer {
 
     /// `notify = f`, async: before each pause of a call under a retry policy (not a hedged
     /// copy, not a transparent resend), the engine awaits `f`'s future, inside that pause
-    /// (whose rest it then takes) and the call's deadline, as the attribute's async `notify`.
-    /// The future owns what it needs (`Send + 'static`): record the retry in a database, page
-    /// someone.
+    /// (whose rest it then takes) and the call's deadline (which drops a hook still running
+    /// then), as the attribute's async `notify`. A panic in it is contained: the call goes on
+    /// as if the hook had returned, and the panic is logged at `ERROR` and counted
+    /// (`Counters::hooks_panicked`). The future owns what it needs (`Send + 'static`): record
+    /// the retry in a database, page someone.
     pub fn notify_async<F, Fut>(mut self, f: F) -> Self
     where
         F: Fn(&RetryEvent) -> Fut + Send + Sync + 'static,
@@ -274,7 +276,9 @@ impl GrpcRetryLayer {
     }
 
     /// `on_give_up = f`, async: when a call under a retry policy gives up on a failure it
-    /// could have retried, the engine awaits `f`'s future before the call returns.
+    /// could have retried, the engine awaits `f`'s future before the call returns. A panic in
+    /// it is contained (the status is returned all the same), logged at `ERROR` and counted
+    /// (`Counters::hooks_panicked`).
     pub fn on_give_up_async<F, Fut>(mut self, f: F) -> Self
     where
         F: Fn(&GiveUp) -> Fut + Send + Sync + 'static,

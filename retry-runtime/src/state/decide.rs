@@ -11,7 +11,7 @@
 use super::extras::Linger;
 use super::hooks::HookSet;
 use super::log::Show;
-use super::observe::{self, End, Event, Shown};
+use super::observe::{self, End, Event, Shown, Sink};
 use super::options::{Classifier, Head};
 use super::seam::Next;
 use super::{Attempted, GiveUp, GiveUpReason, Loop, Opts, Progress, Retry, RetryEvent, Site};
@@ -83,6 +83,7 @@ where
                     site,
                     progress,
                     opts.hooks,
+                    opts.extras.sink(),
                     why,
                     progress.retries,
                     Shown::new(Err(refusal)),
@@ -156,7 +157,9 @@ where
                         elapsed: progress.elapsed(site.clock),
                         hedges: u32::from(progress.hedges),
                     };
-                    opts.hooks.notify(shown.outcome, event);
+                    if opts.hooks.notify(shown.outcome, event) {
+                        observe::Panics::new(site.name, opts.extras.sink()).report("notify");
+                    }
                 }
                 ControlFlow::Continue(Retry {
                     site,
@@ -178,7 +181,14 @@ where
                 ControlFlow::Break(H::ready(shown.outcome))
             }
             Step::GiveUp(reason) => ControlFlow::Break(give_up::<T, E, H, Key, D>(
-                site, progress, opts.hooks, reason, attempt, shown, key,
+                site,
+                progress,
+                opts.hooks,
+                opts.extras.sink(),
+                reason,
+                attempt,
+                shown,
+                key,
             )),
             // A decider's `Next::Linger`. Only a decider's extras decide it; for the others the
             // constant leaves no code here (`bench/RESULTS.md` §3, the failure rows).
@@ -256,6 +266,7 @@ where
             site,
             progress,
             opts.hooks,
+            opts.extras.sink(),
             GiveUpReason::Budget,
             progress.retries + 1,
             Shown::new(outcome),
@@ -285,6 +296,7 @@ fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot, D: Show<E>>(
     site: Site<'_>,
     progress: Progress,
     hooks: H,
+    sink: Option<&(dyn Sink + Sync)>,
     reason: GiveUpReason,
     attempts: u32,
     shown: Shown<T, E, D>,
@@ -306,7 +318,8 @@ fn give_up<T, E, H: HookSet<T, E>, Key: KeySlot, D: Show<E>>(
         attempts,
         elapsed: progress.elapsed(site.clock),
     };
-    hooks.gave_up(outcome, why, super::fallback_scope(progress, attempts, key))
+    let scope = super::fallback_scope(progress, attempts, key);
+    hooks.gave_up(outcome, why, scope, observe::Panics::new(site.name, sink))
 }
 
 /// What follows a failure by the call's decider (the decision seam), within the engine's

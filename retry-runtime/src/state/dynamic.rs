@@ -11,7 +11,7 @@ use super::fallback::{Fallback, FallbackScope};
 use super::hooks::{
     GiveUpSlot, Heard, HeardFirst, Held, Slot, heard_first, heard_then_pause, told_at_once,
 };
-use super::observe::Sink;
+use super::observe::{Panics, Sink};
 use super::options::{Classifier, Head};
 use super::seam::{Failure, Next, NextCopy};
 use super::{Decide, GiveUp, Hooks, LogLevel, Opts, RetryEvent, Unset};
@@ -298,8 +298,10 @@ impl<'a, T, E> DynHooks<'a, T, E> {
     }
 
     /// `notify = f` with an async `f`, which returns its future boxed ([`HookFuture`]): the
-    /// loop awaits it before the pause it announces, inside that pause and the deadline, as
-    /// the attribute's async `notify` (see
+    /// loop awaits it before the pause it announces, inside that pause and the deadline
+    /// (without one, as long as it runs), and contains its panic (reported as
+    /// [`Event::HookPanicked`](crate::engine::Event::HookPanicked)), as the attribute's async
+    /// `notify` (see
     /// [`guide::attempts`](crate::guide::attempts), "Hooks that await"). In place of a sync
     /// [`notify`](DynHooks::notify). Only [`drive`](crate::engine::drive) and
     /// [`drive_hedged`](crate::engine::drive_hedged) await it; a blocking call
@@ -480,24 +482,34 @@ impl<T, E, B> Copy for AsyncHook<'_, T, E, B> {}
 /// once, or the async one (`F`), whose future the loop awaits in the pause (or before the end).
 /// A loop whose hooks may be async at run time holds the outcome across the pause, so only a
 /// loop given an async hook takes these slots (`engine::drive`, `Retrier::run_async`).
-pub struct DynAsync<S, F, A, B> {
+pub struct DynAsync<'k, S, F, A, B> {
     pub(crate) sync: DynSlot<S>,
     pub(crate) awaits: Option<F>,
     held: Held<A, B>,
+    /// The door's sink, which hears the hook's contained panic.
+    sink: Option<&'k (dyn Sink + Sync)>,
 }
 
-impl<S, F, A, B> DynAsync<S, F, A, B> {
-    /// The slot of the sync hook `sync` (which hears the time if `timed`) or the async `awaits`.
-    pub(crate) fn new(sync: Option<S>, timed: bool, awaits: Option<F>) -> Self {
+impl<'k, S, F, A, B> DynAsync<'k, S, F, A, B> {
+    /// The slot of the sync hook `sync` (which hears the time if `timed`) or the async `awaits`,
+    /// whose panic `sink` hears.
+    pub(crate) fn new(
+        sync: Option<S>,
+        timed: bool,
+        awaits: Option<F>,
+        sink: Option<&'k (dyn Sink + Sync)>,
+    ) -> Self {
         DynAsync {
             sync: DynSlot::new(sync, timed),
             awaits,
             held: Held::default(),
+            sink,
         }
     }
 }
 
-impl<T, E, B, S> Heard<Result<T, E>, B> for DynAsync<&S, AsyncHook<'_, T, E, B>, Result<T, E>, B>
+impl<T, E, B, S> Heard<Result<T, E>, B>
+    for DynAsync<'_, &S, AsyncHook<'_, T, E, B>, Result<T, E>, B>
 where
     S: Fn(Result<&T, &E>, &B) + ?Sized,
 {
@@ -518,9 +530,12 @@ where
     fn held(&mut self) -> &mut Option<(Result<T, E>, B)> {
         self.held.get()
     }
+    fn sink(&self) -> Option<&(dyn Sink + Sync)> {
+        self.sink
+    }
 }
 
-impl<T, E, B, S> Slot<Result<T, E>, B> for DynAsync<&S, AsyncHook<'_, T, E, B>, Result<T, E>, B>
+impl<T, E, B, S> Slot<Result<T, E>, B> for DynAsync<'_, &S, AsyncHook<'_, T, E, B>, Result<T, E>, B>
 where
     S: Fn(Result<&T, &E>, &B) + ?Sized,
 {
@@ -553,12 +568,14 @@ where
         pause: Option<Duration>,
         deadline: Option<(Instant, Duration)>,
         clock: fn() -> Instant,
+        panics: Panics<'s>,
     ) -> impl Future<Output = ()> + 's {
-        heard_then_pause(self, sleeper, pause, deadline, clock)
+        heard_then_pause(self, sleeper, pause, deadline, clock, panics)
     }
 }
 
-impl<T, E, S> GiveUpSlot<T, E> for DynAsync<&S, AsyncHook<'_, T, E, GiveUp>, Result<T, E>, GiveUp>
+impl<T, E, S> GiveUpSlot<T, E>
+    for DynAsync<'_, &S, AsyncHook<'_, T, E, GiveUp>, Result<T, E>, GiveUp>
 where
     S: Fn(Result<&T, &E>, &GiveUp) + ?Sized,
 {
@@ -600,8 +617,8 @@ pub type DynAsyncOptions<'a, T, E, S> = DynOptions<
     T,
     E,
     S,
-    DynAsync<NotifyFn<'a, T, E>, AsyncHook<'a, T, E, RetryEvent>, Result<T, E>, RetryEvent>,
-    DynAsync<GiveUpFn<'a, T, E>, AsyncHook<'a, T, E, GiveUp>, Result<T, E>, GiveUp>,
+    DynAsync<'a, NotifyFn<'a, T, E>, AsyncHook<'a, T, E, RetryEvent>, Result<T, E>, RetryEvent>,
+    DynAsync<'a, GiveUpFn<'a, T, E>, AsyncHook<'a, T, E, GiveUp>, Result<T, E>, GiveUp>,
 >;
 
 /// The decider of a door configured at run time: the door's own ([`DynHooks::decide`]), or
@@ -663,8 +680,14 @@ impl<'a, T, E> DynHooks<'a, T, E> {
             self.notify,
             self.notify_timed,
             self.notify_async.map(AsyncHook),
+            settings.sink.0,
         );
-        let on_give_up = DynAsync::new(self.on_give_up, true, self.give_up_async.map(AsyncHook));
+        let on_give_up = DynAsync::new(
+            self.on_give_up,
+            true,
+            self.give_up_async.map(AsyncHook),
+            settings.sink.0,
+        );
         self.options_with(settings, sleeper, notify, on_give_up)
     }
 

@@ -237,6 +237,10 @@ pub trait MaybeExtras<E> {
     /// nothing without extras, or without a sink. The logs and the metrics hear the loop's
     /// events from `observe` itself, so the event goes to the door's sink alone.
     fn report(&self, _function: &'static str, _event: Event<'_>) {}
+    /// The door's sink (`Settings::sink`), if any: where a hook's contained panic is counted.
+    fn sink(&self) -> Option<&(dyn Sink + Sync)> {
+        None
+    }
 }
 
 /// The call's decider, if the extras hold one ([`Deciding`]), and where a lingering call holds
@@ -477,6 +481,9 @@ impl<'p, E, L> MaybeExtras<E> for Extras<'p, E, L> {
         if let Some(sink) = self.sink {
             sink.event(function, &event);
         }
+    }
+    fn sink(&self) -> Option<&(dyn Sink + Sync)> {
+        self.sink
     }
 }
 

@@ -6,6 +6,7 @@
 //! builders that fill the slots store what they are given and do nothing else.
 
 use super::fallback::{Fallback, FallbackScope, IntoFinish};
+use super::observe::{Panics, Sink, contained_future, made};
 use super::{GiveUp, Pause, RetryEvent, Unset};
 use crate::Verdict;
 use crate::context::KeySlot;
@@ -94,7 +95,8 @@ pub trait Slot<A, B = (), R = ()> {
     }
     /// The pause of an async loop (`pause`, when it is slept), after an async hook that heard
     /// it is awaited, bounded by the deadline (`deadline`: when the first attempt started, and
-    /// the deadline): see [`Retry::pause`](super::Retry::pause).
+    /// the deadline): see [`Retry::pause`](super::Retry::pause). A panic of the hook is
+    /// contained and reported to `panics`.
     #[inline]
     fn pause<'s, S: Sleeper>(
         &'s mut self,
@@ -102,8 +104,9 @@ pub trait Slot<A, B = (), R = ()> {
         pause: Option<Duration>,
         deadline: Option<(Instant, Duration)>,
         clock: fn() -> Instant,
+        panics: Panics<'s>,
     ) -> impl Future<Output = ()> + 's {
-        let _ = (deadline, clock);
+        let _ = (deadline, clock, panics);
         Pause(pause.map(|pause| Box::pin(sleeper.sleep(pause))))
     }
     /// As the `on_result` slot (`A` is `T`), what the fallback takes: the error `E` when it is
@@ -171,6 +174,10 @@ pub trait Heard<A, B> {
     fn hear<'s>(&'s self, a: &'s A, b: &'s B) -> impl Future<Output = ()> + 's;
     /// What the hook heard, kept until the pause.
     fn held(&mut self) -> &mut Option<(A, B)>;
+    /// The door's sink, which hears the hook's contained panic: a door's slot has it.
+    fn sink(&self) -> Option<&(dyn Sink + Sync)> {
+        None
+    }
 }
 
 impl<F: Hears<A, B, M>, M, A, B> Heard<A, B> for Awaited<F, M, A, B> {
@@ -201,21 +208,24 @@ impl<F: Hears<A, B, M>, M, A, B> Slot<A, B> for Awaited<F, M, A, B> {
         pause: Option<Duration>,
         deadline: Option<(Instant, Duration)>,
         clock: fn() -> Instant,
+        panics: Panics<'s>,
     ) -> impl Future<Output = ()> + 's {
-        heard_then_pause(self, sleeper, pause, deadline, clock)
+        heard_then_pause(self, sleeper, pause, deadline, clock, panics)
     }
 }
 
 /// The pause after an async hook: the hook's time is taken out of the pause, so the next
 /// attempt starts when the pause ends, or when the hook does if it ran longer; and never past
 /// the deadline (`deadline`: when the first attempt started, and the deadline), where a hook
-/// still running is dropped.
+/// still running is dropped. A panic of the hook ends it: reported to `panics`, the pause
+/// goes on.
 pub(crate) async fn heard_then_pause<H: Heard<A, B>, A, B, S: Sleeper>(
     slot: &mut H,
     sleeper: &S,
     pause: Option<Duration>,
     deadline: Option<(Instant, Duration)>,
     clock: fn() -> Instant,
+    panics: Panics<'_>,
 ) {
     let mut spent = Duration::ZERO;
     if let Some((a, b)) = slot.held().take() {
@@ -223,7 +233,13 @@ pub(crate) async fn heard_then_pause<H: Heard<A, B>, A, B, S: Sleeper>(
         let left = deadline.map(|(first, deadline)| {
             deadline.saturating_sub(started.saturating_duration_since(first))
         });
-        bounded(slot.hear(&a, &b), left.map(|left| sleeper.sleep(left))).await;
+        let hook = made(|| slot.hear(&a, &b));
+        let hook = async move {
+            if contained_future(hook).await {
+                panics.report("notify");
+            }
+        };
+        bounded(hook, left.map(|left| sleeper.sleep(left))).await;
         spent = clock().saturating_duration_since(started);
     }
     if let Some(rest) = pause.and_then(|pause| pause.checked_sub(spent)) {
@@ -255,13 +271,15 @@ async fn bounded(hook: impl Future<Output = ()>, limit: Option<impl Future<Outpu
 pub trait GiveUpSlot<T, E>: Slot<Result<T, E>, GiveUp> {
     /// What the loop ends with.
     type End<F: Fallback<T, E>, K: KeySlot>: From<Result<T, E>>;
-    /// Tells the hook (or keeps what it hears, for the end to await), then the fallback.
+    /// Tells the hook (or keeps what it hears, for the end to await), then the fallback; a
+    /// sync hook's panic is contained and reported to `panics`.
     fn end<F: Fallback<T, E>, K: KeySlot>(
         self,
         fallback: F,
         outcome: Result<T, E>,
         why: GiveUp,
         scope: FallbackScope<K>,
+        panics: Panics<'_>,
     ) -> Self::End<F, K>;
 }
 
@@ -276,8 +294,13 @@ macro_rules! told_at_once {
             outcome: Result<T, E>,
             why: GiveUp,
             scope: FallbackScope<K>,
+            panics: $crate::state::observe::Panics<'_>,
         ) -> Fb::Output<K> {
-            <Self as Slot<Result<T, E>, GiveUp>>::call(&self, &outcome, &why);
+            if $crate::state::observe::contained(|| {
+                <Self as Slot<Result<T, E>, GiveUp>>::call(&self, &outcome, &why);
+            }) {
+                panics.report("on_give_up");
+            }
             fallback.call(outcome, why, scope)
         }
     };
@@ -294,6 +317,7 @@ macro_rules! heard_first {
             outcome: Result<T, E>,
             why: GiveUp,
             scope: FallbackScope<K>,
+            _: $crate::state::observe::Panics<'_>,
         ) -> Self::End<Fb, K> {
             HeardFirst::Hook {
                 hook: self,
@@ -364,7 +388,10 @@ where
                 why,
                 scope,
             } => {
-                hook.hear(&outcome, &why).await;
+                let heard = made(|| hook.hear(&outcome, &why));
+                if contained_future(heard).await {
+                    Panics::new(why.function, hook.sink()).report("on_give_up");
+                }
                 fallback.call(outcome, why, scope).into_finish().await
             }
         }
@@ -429,8 +456,9 @@ pub trait HookSet<T, E>: Sized {
     fn hears_give_up(&self) -> bool;
     /// `on_result`'s verdict on an `Ok` value: [`Verdict::Fail`] (return it) without one.
     fn judge(&self, value: &T) -> Verdict;
-    /// Tells `notify` (an async one keeps what it hears for the pause).
-    fn notify(&mut self, outcome: Result<T, E>, event: RetryEvent);
+    /// Tells `notify` (an async one keeps what it hears for the pause): whether a sync hook
+    /// panicked (the panic is contained).
+    fn notify(&mut self, outcome: Result<T, E>, event: RetryEvent) -> bool;
     /// The pause, after an async `notify` (see [`Slot::pause`]).
     fn pause<'s, S: Sleeper>(
         &'s mut self,
@@ -438,6 +466,7 @@ pub trait HookSet<T, E>: Sized {
         pause: Option<Duration>,
         deadline: Option<(Instant, Duration)>,
         clock: fn() -> Instant,
+        panics: Panics<'s>,
     ) -> impl Future<Output = ()> + 's;
     /// A result that needs no fallback, as what the loop ends with.
     fn ready<K: KeySlot>(result: Result<T, E>) -> Self::Finish<K>;
@@ -448,6 +477,7 @@ pub trait HookSet<T, E>: Sized {
         outcome: Result<T, E>,
         why: GiveUp,
         scope: FallbackScope<K>,
+        panics: Panics<'_>,
     ) -> Self::Finish<K>;
 }
 
@@ -526,8 +556,8 @@ where
         self.on_result.call(value, &()).unwrap_or(Verdict::Fail)
     }
 
-    fn notify(&mut self, outcome: Result<T, E>, event: RetryEvent) {
-        self.notify.keep(outcome, event);
+    fn notify(&mut self, outcome: Result<T, E>, event: RetryEvent) -> bool {
+        super::observe::contained(|| self.notify.keep(outcome, event))
     }
 
     #[inline]
@@ -537,8 +567,9 @@ where
         pause: Option<Duration>,
         deadline: Option<(Instant, Duration)>,
         clock: fn() -> Instant,
+        panics: Panics<'s>,
     ) -> impl Future<Output = ()> + 's {
-        self.notify.pause(sleeper, pause, deadline, clock)
+        self.notify.pause(sleeper, pause, deadline, clock, panics)
     }
 
     // RESULTS §3 "happy async": 74 -> 77 without it (one failure async 238 -> 241).
@@ -552,7 +583,9 @@ where
         outcome: Result<T, E>,
         why: GiveUp,
         scope: FallbackScope<K>,
+        panics: Panics<'_>,
     ) -> G::End<F, K> {
-        self.on_give_up.end(self.fallback, outcome, why, scope)
+        self.on_give_up
+            .end(self.fallback, outcome, why, scope, panics)
     }
 }

@@ -780,9 +780,10 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>> Loop<'p, T, E, C, S, 
             false => None,
         };
         let sleeper = &self.opts.head.sleeper;
+        let panics = observe::Panics::new(self.site.name, self.opts.extras.sink());
         self.opts
             .hooks
-            .pause(sleeper, pause, deadline, self.site.clock)
+            .pause(sleeper, pause, deadline, self.site.clock, panics)
     }
 }
 

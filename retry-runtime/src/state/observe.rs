@@ -331,6 +331,14 @@ pub enum Event<'a> {
         /// Why: the key, the rule and the value.
         error: &'a dyn fmt::Display,
     },
+    /// A `notify` or `on_give_up` hook (sync or async) panicked: the loop caught the panic and
+    /// went on as if the hook had returned (the pause, the next attempt, the give-up). The
+    /// loop's own event, reported once per panic to the logs (`ERROR`), the metrics and the
+    /// door's sink ([`Settings::sink`](crate::engine::Settings::sink)).
+    HookPanicked {
+        /// The hook: `"notify"` or `"on_give_up"`.
+        hook: &'static str,
+    },
 }
 
 impl fmt::Debug for Event<'_> {
@@ -360,6 +368,7 @@ impl fmt::Debug for Event<'_> {
             Event::HedgedCopy { hedge } => ("HedgedCopy", "hedge", hedge),
             Event::DeadlineExceeded { timeout } => ("DeadlineExceeded", "timeout", timeout),
             Event::GateRejected { attempt } => ("GateRejected", "attempt", attempt),
+            Event::HookPanicked { hook } => ("HookPanicked", "hook", hook),
         };
         f.debug_struct(name).field(field, value).finish()
     }
@@ -389,6 +398,7 @@ impl Event<'_> {
             Event::PolicyChanged => Some("policy_changed"),
             Event::PolicyRemoved => Some("policy_removed"),
             Event::ReloadRejected { .. } => Some("reload_rejected"),
+            Event::HookPanicked { .. } => Some("hook_panicked"),
             // Every variant named, so that a new one is given a label (and so its log line and
             // its metric in `report`) or none on purpose.
             Event::Call
@@ -530,6 +540,11 @@ fn log_event(function: &'static str, event: &Event<'_>) {
             error = %error,
             "configuration refused: the running policies are kept"
         ),
+        Event::HookPanicked { hook } => tracing::error!(
+            function,
+            hook,
+            "the `{hook}` hook panicked: the panic is contained and the call goes on as if the hook had returned"
+        ),
         _ => {}
     }
 }
@@ -633,6 +648,9 @@ counters! {
         /// Configurations a registry refused, keeping the running policies
         /// ([`Event::ReloadRejected`]).
         reloads_rejected: Event::ReloadRejected { .. },
+        /// `notify` and `on_give_up` hooks that panicked, each panic contained by the loop
+        /// ([`Event::HookPanicked`]).
+        hooks_panicked: Event::HookPanicked { .. },
     }
 }
 
@@ -641,4 +659,60 @@ impl Counters {
     pub fn requests(&self) -> u64 {
         self.calls()
     }
+}
+
+/// Where the loop reports a hook's panic that it contained: the function's name and the door's
+/// sink (`Settings::sink`), if any. Hidden: only the hooks' slots name it.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct Panics<'s> {
+    pub(crate) function: &'static str,
+    pub(crate) sink: Option<&'s (dyn Sink + Sync)>,
+}
+
+impl<'s> Panics<'s> {
+    pub(crate) fn new(function: &'static str, sink: Option<&'s (dyn Sink + Sync)>) -> Self {
+        Panics { function, sink }
+    }
+
+    /// `hook` panicked: [`Event::HookPanicked`] to the logs, the metrics and the door's sink.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn report(self, hook: &'static str) {
+        let event = Event::HookPanicked { hook };
+        match self.sink {
+            Some(sink) => report(self.function, event, &sink),
+            None => report(self.function, event, &()),
+        }
+    }
+}
+
+/// Calls a sync hook, containing its panic: whether it panicked.
+#[inline]
+pub(crate) fn contained(hook: impl FnOnce()) -> bool {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(hook)).is_err()
+}
+
+/// Makes an async hook's future, containing a panic in its making: `None` then.
+pub(crate) fn made<F>(make: impl FnOnce() -> F) -> Option<F> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(make)).ok()
+}
+
+/// Awaits an async hook's future ([`made`]), containing a panic in any of its polls (the
+/// future is dropped then): whether it panicked, in its making or a poll.
+pub(crate) async fn contained_future<F: Future<Output = ()>>(future: Option<F>) -> bool {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    use std::task::Poll;
+    let Some(future) = future else {
+        return true;
+    };
+    let mut future = std::pin::pin!(future);
+    std::future::poll_fn(
+        |cx| match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(())) => Poll::Ready(false),
+            Err(_) => Poll::Ready(true),
+        },
+    )
+    .await
 }

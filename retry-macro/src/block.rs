@@ -267,6 +267,8 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
     };
     let builder = quote_spanned!(start_span=>
         __retry_rt::Shape::#shape(&#closure).#start(#policy_ref, #name, #classify, #timer));
+    // Fault injection's probe, as the attribute's (`expand.rs`).
+    let builder = quote!(#builder.faults(__retry_rt::Probe::#shape(&#closure).maker()));
     let builder = pass_through(
         args,
         builder,

@@ -94,6 +94,9 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let timer = timer(is_async, args);
     let builder = quote_spanned!(start_span=>
         __retry_rt::Shape::<#output>::new().#start(#policy_ref, #name, #classify, #timer));
+    // Fault injection's probe: `E::from(Injected)` if the error type has it and the runtime's
+    // `faults` feature is on, else nothing (`retry_runtime::faults::Probe`).
+    let builder = quote!(#builder.faults(__retry_rt::Probe::<#output>::new().maker()));
     let builder = pass_through(
         args,
         builder,

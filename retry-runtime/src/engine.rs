@@ -161,11 +161,10 @@ use crate::state::{self, DynHooks as Hooks, Retry, Settings as Set, Site};
 use crate::timer::{Elapsed, Sleeper};
 use std::fmt;
 use std::future::Future;
-use std::marker::PhantomData;
 
 pub mod first;
 
-pub use crate::state::observe::{Counters, Event, Sink, report};
+pub use crate::state::observe::{Counters, Event, Injection, Sink, report};
 pub use crate::state::{Decide, DynHooks, Failure, Next, NextCopy, Settings};
 
 /// The operation a call retries: what each of its attempts runs, as a future that may borrow
@@ -333,9 +332,9 @@ where
             clock,
         },
         progress: state::Progress::idle(settings.level),
+        value: crate::faults::Carried::NONE.with(hooks.maker()),
         opts: hooks.options(settings, timer),
         spans: Default::default(),
-        value: PhantomData,
     }
 }
 

@@ -314,6 +314,7 @@ mod context;
 #[cfg(test)]
 mod doc_tables;
 pub mod engine;
+pub mod faults;
 pub mod guide;
 mod hedge;
 pub mod hooks;

@@ -7,6 +7,9 @@ use super::hooks::HookSet;
 use super::spans::AttemptSpan;
 use super::{Loop, Opts, Retry};
 use crate::context::{self, Enter, Frame, KeyKind, KeyParam, KeySlot, Lent, Scoped};
+#[cfg(feature = "faults")]
+use crate::faults::Planned;
+use crate::faults::Wrapped;
 use crate::timer::{Sleeper, Timed};
 use std::future::Future;
 use std::pin::Pin;
@@ -204,6 +207,17 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>> Loop<'p, T, E, C, S, 
         }
     }
 
+    /// What the fault injector planned for attempt `attempt` (feature `faults`), reported to
+    /// the door's sink too.
+    #[cfg(feature = "faults")]
+    #[inline]
+    pub(crate) fn planned(&self, attempt: u32) -> Option<Planned<E>> {
+        let (name, extras) = (self.site.name, &self.opts.extras);
+        crate::faults::plan(&self.value, name, attempt, |event| {
+            extras.report(name, event)
+        })
+    }
+
     /// The wait a gate asked for before an attempt, blocking: recorded as a pause inside
     /// [`testing::record`](crate::testing::record), slept otherwise.
     #[cold]
@@ -246,6 +260,12 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>> Loop<'p, T, E, C, S, 
         };
         let _span = self.attempt_span().entered();
         let _entered = Enter::new(frame);
+        #[cfg(feature = "faults")]
+        match self.planned(frame.attempt) {
+            Some(Planned::Fail(error)) => return Attempted::Completed(Err(error)),
+            Some(Planned::Late(latency)) => crate::faults::sleep_blocking(latency),
+            None => {}
+        }
         Attempted::Completed(key.lend(body))
     }
 
@@ -270,18 +290,22 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>> Loop<'p, T, E, C, S, 
         &mut self,
         key: Key,
         body: F,
-    ) -> Run<super::spans::Body<F>, Key, X::Refusal>
+    ) -> Run<super::spans::Body<Wrapped<F, E>>, Key, X::Refusal>
     where
         F: Future<Output = Result<T, E>>,
     {
         // A gate's wait is not taken here: the expansion of a function with a `gate` runs its
         // attempts with `run_timed`, which takes it.
         match self.enter(key.kind()) {
-            Ok((frame, _)) => Run::Attempt {
-                frame,
-                key,
-                future: self.attempt_span().instrument(body),
-            },
+            Ok((frame, _)) => {
+                #[cfg(feature = "faults")]
+                let body = crate::faults::Faulty::new(self.planned(frame.attempt), body);
+                Run::Attempt {
+                    frame,
+                    key,
+                    future: self.attempt_span().instrument(body),
+                }
+            }
             Err(refusal) => Run::Refused { refusal, key },
         }
     }
@@ -313,10 +337,19 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>> Loop<'p, T, E, C, S, 
             Ok(frame) => frame,
             Err(refused) => return refused,
         };
+        // An injected error ends the attempt before its future is made; a latency runs inside
+        // the attempt's timeout.
+        #[cfg(feature = "faults")]
+        let planned = match self.planned(frame.attempt) {
+            Some(Planned::Fail(error)) => return Attempted::Completed(Err(error)),
+            planned => planned,
+        };
         let body = {
             let _entered = Enter::new(frame);
             key.lend(make)
         };
+        #[cfg(feature = "faults")]
+        let body = crate::faults::Faulty::new(planned, body);
         let attempt = Scoped::new(frame, key, self.attempt_span().instrument(body));
         let Some(timeout) = self.opts.extras.timeout() else {
             return Attempted::Completed(attempt.await);

@@ -35,7 +35,10 @@ async fn once_async() -> Result<(), Down> {
 /// `switch(Off)` and `switch(On)` while a task calls every 100 ms: the calls between fail none.
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn the_global_switch_turns_every_site_while_calls_run() {
-    let site = Site::new("once_async").seed(1).rule(Rule::error()).install();
+    let site = Site::new("once_async")
+        .seed(1)
+        .rule(Rule::error())
+        .install();
     let calls = tokio::spawn(async {
         let mut failed = Vec::new();
         for _ in 0..30 {
@@ -72,7 +75,13 @@ fn child() {
 /// Runs [`child`] with `env`; its stdout and stderr.
 fn run_child(env: &[(&str, &str)]) -> (String, String) {
     let mut command = Command::new(std::env::current_exe().expect("the test binary"));
-    command.args(["--exact", "child", "--ignored", "--nocapture", "--test-threads=1"]);
+    command.args([
+        "--exact",
+        "child",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ]);
     command.env_remove(ENV_SWITCH).env_remove(ENV_SEED);
     for (name, value) in env {
         command.env(name, value);
@@ -107,8 +116,15 @@ fn the_environment_switches_and_seeds_without_a_rebuild() {
         "the seed is printed: {stderr}"
     );
     let (unset, _) = run_child(&[(ENV_SEED, "7")]);
-    assert_eq!(failed(&on), failed(&unset), "unset is on, and the same seed replays");
-    assert!(failed(&on).contains('x') && failed(&on).contains('.'), "{on}");
+    assert_eq!(
+        failed(&on),
+        failed(&unset),
+        "unset is on, and the same seed replays"
+    );
+    assert!(
+        failed(&on).contains('x') && failed(&on).contains('.'),
+        "{on}"
+    );
     // Without a seed, one is drawn and printed; the printed one replays the run.
     let (first, stderr) = run_child(&[]);
     let seed = stderr

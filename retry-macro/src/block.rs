@@ -199,7 +199,8 @@ fn last_block(tokens: &[TokenTree]) -> (Option<Body>, usize) {
 ///     let mut __retry_body = || { read_config(&path) };
 ///     each_attempt_runs_the_block_again_so_clone_what_it_moves(&__retry_body); // FnMut
 ///     let mut __retry = __retry_rt::Shape::of(&__retry_body)
-///         .start(&__RETRY_POLICY, "my_app::config:12", is_transient, __retry_rt::Unset);
+///         .start(&__RETRY_POLICY, "my_app::config:12", is_transient, __retry_rt::Unset)
+///         .faults(__retry_rt::Probe::of(&__retry_body).maker());
 ///     loop {
 ///         let __retry_outcome = __retry.attempt(&mut __retry_body);
 ///         #[allow(unreachable_code)]

@@ -23,6 +23,7 @@ use syn::ext::IdentExt;
 ///     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new().max(3).base(__retry_rt::Duration::from_secs(1));
 ///     let mut __retry = __retry_rt::Shape::<Result<Coverage, ContractError>>::new()
 ///         .start(&__RETRY_POLICY, "check", |e| __retry_rt::is_transient(e), __retry_rt::ASYNC)
+///         .faults(__retry_rt::Probe::<Result<Coverage, ContractError>>::new().maker())
 ///         .notify(log_retry);
 ///     loop {
 ///         let __retry_outcome = __retry.run(async { if false { return output_type::<..>(); } { body } }).await;
@@ -40,7 +41,10 @@ use syn::ext::IdentExt;
 /// `start` when the error type has `Debug`, that one otherwise, so the error is logged with
 /// `Debug` or by its type name without a bound on the function. The `Shape` carries the return
 /// type, so that the closure or `async` block infers what `?` and `return` in the body convert
-/// to. With an async `fallback`, the `Break` arm is `return __retry_rt::finish(__retry_result).await`.
+/// to. The `Probe` finds out, where the error type is known, whether an injected fault can be
+/// made into it (`From<retry_runtime::faults::Injected>`, with the runtime's `faults` feature),
+/// without a bound on the function; without the feature, it and `faults` are nothing. With an
+/// async `fallback`, the `Break` arm is `return __retry_rt::finish(__retry_result).await`.
 /// A sync function runs each attempt as `__retry.attempt(|| { body })` and pauses with
 /// `__retry.pause_blocking()`. A function with a key parameter lends it to every attempt (and
 /// through its outcome to the fallback): `__retry.key(&key).run(...)`. `next` takes the loop

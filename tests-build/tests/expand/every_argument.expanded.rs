@@ -90,6 +90,7 @@ async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
         .attach(
             __retry_rt::Shape::<Result<u16, ContractError>>::new()
                 .start(&__RETRY_POLICY, "check_coverage", classify, __retry_rt::ASYNC)
+                .faults(__retry_rt::Probe::<Result<u16, ContractError>>::new().maker())
                 .on_result(is_pending)
                 .timeout(__retry_rt::Duration::from_secs(2))
                 .notify(log_retry)

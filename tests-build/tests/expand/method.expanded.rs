@@ -17,7 +17,8 @@ impl Tariffs {
                 "reload",
                 |__retry_error| __retry_rt::is_transient(__retry_error),
                 __retry_rt::Unset,
-            );
+            )
+            .faults(__retry_rt::Probe::<io::Result<u32>>::new().maker());
         loop {
             let __retry_outcome = __retry
                 .attempt(|| {

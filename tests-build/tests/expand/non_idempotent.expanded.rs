@@ -15,7 +15,8 @@ async fn pay_out(claim: u32, amount: u64, key: &IdempotencyKey) -> io::Result<St
             "pay_out",
             |__retry_error| __retry_rt::is_transient(__retry_error),
             __retry_rt::ASYNC,
-        );
+        )
+        .faults(__retry_rt::Probe::<io::Result<String>>::new().maker());
     loop {
         let __retry_outcome = __retry
             .key(&*key)
@@ -59,7 +60,8 @@ fn send_receipt(order: u64, to: &str) -> io::Result<()> {
             "send_receipt",
             |__retry_error| __retry_rt::is_transient(__retry_error),
             __retry_rt::Unset,
-        );
+        )
+        .faults(__retry_rt::Probe::<io::Result<()>>::new().maker());
     loop {
         let __retry_outcome = __retry
             .key(&order)
@@ -93,6 +95,7 @@ fn refund(order: u64) -> io::Result<()> {
             |__retry_error| __retry_rt::is_transient(__retry_error),
             __retry_rt::Unset,
         )
+        .faults(__retry_rt::Probe::<io::Result<()>>::new().maker())
         .fallback_sync(|error, why| defer(order, error, why));
     loop {
         let __retry_outcome = __retry

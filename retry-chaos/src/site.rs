@@ -312,8 +312,9 @@ pub struct Stats {
     /// Attempts at the site that were asked about while the switches were on: the draws'
     /// denominator (for the loop's kinds and the answers' separately summed).
     pub asked: u64,
-    /// Errors injected (the loop's: an error type without `From<Injected>` skips them, and
-    /// they are not counted then).
+    /// Errors the site decided to inject (the loop's). An error type without
+    /// `From<Injected>` cannot take them: the loop runs such an attempt as it is, and reports
+    /// no event, but the site counts the decision here.
     pub errors: u64,
     /// Latencies injected.
     pub latencies: u64,

@@ -227,7 +227,7 @@ impl<T, E> NoProbe<Result<T, E>> {
 pub use point::{Fault, Inject, install, installed, uninstall};
 
 #[cfg(feature = "faults")]
-pub(crate) use point::{Faulty, Planned, plan, sleep_blocking};
+pub(crate) use point::{Faulty, Planned, plan, sleep, sleep_blocking};
 
 /// An injector is installed (feature `faults`): then a door's first attempt is the loop's too
 /// ([`FirstAttempt::new`](crate::engine::first::FirstAttempt::new) says `None`), so that it
@@ -240,24 +240,71 @@ pub(crate) fn active() -> bool {
     false
 }
 
-/// An async attempt's body as the loop runs it: with the feature, with its fault
-/// ([`Faulty`]); without it, the body itself.
+/// An injected latency an async attempt waits out before its body is polled, outside the
+/// attempt's context (so that a body that does not read it keeps the context out of its code):
+/// with the feature, the injector's sleep, if any; without it, nothing.
 #[cfg(feature = "faults")]
-pub(crate) type Wrapped<F, E> = Faulty<F, E>;
-/// An async attempt's body as the loop runs it: with the feature, with its fault; without it,
-/// the body itself.
+pub(crate) type Delay = Option<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>>;
+/// An injected latency an async attempt waits out before its body is polled: with the feature,
+/// the injector's sleep, if any; without it, nothing.
 #[cfg(not(feature = "faults"))]
-pub(crate) type Wrapped<F, E> = <F as Unwrapped<E>>::Body;
+pub(crate) type Delay = ();
 
-/// Without the feature, the body itself, whatever its error type.
-#[cfg(not(feature = "faults"))]
-pub(crate) trait Unwrapped<E> {
-    type Body;
+/// Whether `delay` is still running (and its waker registered); `false` once it is over, or
+/// for none.
+#[inline]
+#[cfg_attr(not(feature = "faults"), allow(unused_variables))]
+pub(crate) fn delaying(delay: &mut Delay, cx: &mut std::task::Context<'_>) -> bool {
+    #[cfg(feature = "faults")]
+    if let Some(sleep) = delay {
+        if sleep.as_mut().poll(cx).is_pending() {
+            return true;
+        }
+        *delay = None;
+    }
+    false
+}
+
+/// An injected error an async attempt's future holds until it is polled: `Option<E>` with the
+/// feature; without it, a type with no value (the future has no room for it).
+pub(crate) type Held<E> = <E as Holder>::Held;
+
+/// The type of [`Held`].
+pub(crate) trait Holder: Sized {
+    type Held: Holds<Self>;
+}
+
+/// Gives its error up, once.
+pub(crate) trait Holds<E> {
+    fn take(&mut self) -> Option<E>;
+}
+
+#[cfg(feature = "faults")]
+impl<E> Holder for E {
+    type Held = Option<E>;
+}
+
+#[cfg(feature = "faults")]
+impl<E> Holds<E> for Option<E> {
+    fn take(&mut self) -> Option<E> {
+        Option::take(self)
+    }
 }
 
 #[cfg(not(feature = "faults"))]
-impl<F, E> Unwrapped<E> for F {
-    type Body = F;
+impl<E> Holder for E {
+    type Held = Nothing;
+}
+
+/// No injected error: the feature `faults` is off.
+#[cfg(not(feature = "faults"))]
+pub(crate) enum Nothing {}
+
+#[cfg(not(feature = "faults"))]
+impl<E> Holds<E> for Nothing {
+    fn take(&mut self) -> Option<E> {
+        match *self {}
+    }
 }
 
 #[cfg(feature = "faults")]
@@ -342,20 +389,21 @@ mod point {
         Late(Duration),
     }
 
-    /// Asks the injector about attempt `attempt` of `site`, reports what it injects (to the logs
-    /// and the metrics, and to `sink`, the door's), and gives the plan. One relaxed load when no
-    /// injector is installed.
+    /// Asks the injector about attempt `attempt` of `site`, reports what it injects to the logs
+    /// and the metrics, and gives the plan and its event, for the door's sink. One relaxed load
+    /// when no injector is installed. Nothing of the loop's state is handed to the injector's
+    /// side: a reference to it, held across that call, kept the whole state in memory on the
+    /// happy path (`bench/RESULTS.md` §3, "happy sync: #[retry]": 5 -> 70 instructions).
     #[inline]
     pub(crate) fn plan<T, E>(
         carried: &Carried<T, E>,
         site: &'static str,
         attempt: u32,
-        sink: impl FnOnce(Event<'_>),
-    ) -> Option<Planned<E>> {
+    ) -> Option<(Planned<E>, Event<'static>)> {
         if !installed() {
             return None;
         }
-        ask(carried.make, site, attempt, sink)
+        ask(carried.make, site, attempt)
     }
 
     #[cold]
@@ -364,8 +412,7 @@ mod point {
         make: Option<fn(Injected) -> E>,
         site: &'static str,
         attempt: u32,
-        sink: impl FnOnce(Event<'_>),
-    ) -> Option<Planned<E>> {
+    ) -> Option<(Planned<E>, Event<'static>)> {
         let (planned, injection) = match injector()?.before(site, attempt)? {
             Fault::Error => {
                 let error = make?(Injected::new(site, attempt));
@@ -378,8 +425,7 @@ mod point {
             fault: injection,
         };
         crate::state::observe::report(site, event, &());
-        sink(event);
-        Some(planned)
+        Some((planned, event))
     }
 
     /// A sync attempt's injected latency: blocks the thread (recorded as a pause inside
@@ -391,62 +437,43 @@ mod point {
         }
     }
 
+    /// The injector's sleep of `latency`, as an async attempt's [`Delay`](super::Delay).
+    #[cold]
+    pub(crate) fn sleep(latency: Duration) -> super::Delay {
+        Some(injector()?.sleep(latency))
+    }
+
     pin_project_lite::pin_project! {
-        /// An async attempt's body with its injected fault, if any: an error returned at once,
-        /// or a latency before the body is polled.
-        #[project = FaultyProj]
-        #[doc(hidden)]
-        #[allow(missing_docs)]
-        pub enum Faulty<F, E> {
-            Body { #[pin] body: F },
-            Late { delay: Option<Pin<Box<dyn Future<Output = ()> + Send>>>, #[pin] body: F },
-            Failed { error: Option<E> },
+        /// An async attempt's body after its injected latency, if any, inside the attempt's
+        /// context and its timeout (the attempts with a `timeout`, and hedged copies).
+        pub(crate) struct Faulty<F> {
+            delay: super::Delay,
+            #[pin]
+            body: F,
         }
     }
 
-    impl<F, E> Faulty<F, E> {
-        /// `body` with what `planned` says.
+    impl<F> Faulty<F> {
+        /// `body`, after `latency` if any.
         #[inline]
-        pub(crate) fn new(planned: Option<Planned<E>>, body: F) -> Self {
-            match planned {
-                None => Faulty::Body { body },
-                Some(planned) => Self::planned(planned, body),
-            }
-        }
-
-        #[cold]
-        fn planned(planned: Planned<E>, body: F) -> Self {
-            match planned {
-                Planned::Fail(error) => Faulty::Failed { error: Some(error) },
-                Planned::Late(latency) => Faulty::Late {
-                    delay: injector().map(|injector| injector.sleep(latency)),
-                    body,
-                },
+        pub(crate) fn new(latency: Option<Duration>, body: F) -> Self {
+            Faulty {
+                delay: latency.and_then(sleep),
+                body,
             }
         }
     }
 
-    impl<T, E, F: Future<Output = Result<T, E>>> Future for Faulty<F, E> {
-        type Output = Result<T, E>;
+    impl<F: Future> Future for Faulty<F> {
+        type Output = F::Output;
 
         #[inline]
-        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, E>> {
-            match self.project() {
-                FaultyProj::Body { body } => body.poll(cx),
-                FaultyProj::Late { delay, body } => {
-                    if let Some(sleep) = delay {
-                        if sleep.as_mut().poll(cx).is_pending() {
-                            return Poll::Pending;
-                        }
-                        *delay = None;
-                    }
-                    body.poll(cx)
-                }
-                FaultyProj::Failed { error } => match error.take() {
-                    Some(error) => Poll::Ready(Err(error)),
-                    None => Poll::Pending,
-                },
+        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+            let this = self.project();
+            if super::delaying(this.delay, cx) {
+                return Poll::Pending;
             }
+            this.body.poll(cx)
         }
     }
 }

@@ -249,7 +249,7 @@ where
                 key.lend(&make)
             };
             #[cfg(feature = "faults")]
-            let body = crate::faults::Faulty::new(latency.map(crate::faults::Planned::Late), body);
+            let body = crate::faults::Faulty::new(latency, body);
             let scoped = Scoped::new(frame, key, body);
             let timer = limit.map(|limit| (sleeper.sleep(limit), limit));
             let future = async move {

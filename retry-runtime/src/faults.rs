@@ -22,6 +22,8 @@
 //! `injected_latency`) with the `metrics` feature, and handed to the door's sink.
 //!
 //! ```
+//! # #[cfg(not(feature = "faults"))] fn main() {}
+//! # #[cfg(feature = "faults")] fn main() {
 //! use retry_runtime::faults::{self, Fault, Inject, Injected};
 //! use retry_runtime::{retry, Transient};
 //! use std::sync::Arc;
@@ -54,6 +56,7 @@
 //! faults::uninstall();
 //! // The first attempt failed before its body ran; the retry ran it once.
 //! assert_eq!(BODY_RAN.load(Ordering::Relaxed), 1);
+//! # }
 //! ```
 
 use std::fmt;

@@ -49,7 +49,7 @@ static RAN: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 #[retry(max = 3, base = "10ms", jitter = none)]
 fn filtered() -> Result<u32, CallError> {
     let n = attempt().number();
-    RAN.lock().unwrap().push(n);
+    RAN.lock().expect("not poisoned").push(n);
     // A real failure on the first attempt.
     if n == 1 {
         return Err(CallError::Unavailable);
@@ -69,7 +69,7 @@ fn the_attempt_filter_faults_exactly_the_attempt_it_names() {
         assert_eq!(filtered(), Ok(3));
     }
     site.remove();
-    let ran = RAN.lock().unwrap().clone();
+    let ran = RAN.lock().expect("not poisoned").clone();
     assert_eq!(
         ran,
         [1, 3].repeat(20),

@@ -23,8 +23,9 @@ use syn::ext::IdentExt;
 ///     const __RETRY_POLICY: __retry_rt::Policy = __retry_rt::Policy::new().max(3).base(__retry_rt::Duration::from_secs(1));
 ///     let mut __retry = __retry_rt::Shape::<Result<Coverage, ContractError>>::new()
 ///         .start(&__RETRY_POLICY, "check", |e| __retry_rt::is_transient(e), __retry_rt::ASYNC)
-///         .faults(__retry_rt::Probe::<Result<Coverage, ContractError>>::new().maker())
 ///         .notify(log_retry);
+///     let __retry_faults = __retry.probe().maker();
+///     __retry = __retry.faults(__retry_faults);
 ///     loop {
 ///         let __retry_outcome = __retry.run(async { if false { return output_type::<..>(); } { body } }).await;
 ///         __retry = match __retry.next(__retry_outcome) {
@@ -98,9 +99,6 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let timer = timer(is_async, args);
     let builder = quote_spanned!(start_span=>
         __retry_rt::Shape::<#output>::new().#start(#policy_ref, #name, #classify, #timer));
-    // Fault injection's probe: `E::from(Injected)` if the error type has it and the runtime's
-    // `faults` feature is on, else nothing (`retry_runtime::faults::Probe`).
-    let builder = quote!(#builder.faults(__retry_rt::Probe::<#output>::new().maker()));
     let builder = pass_through(
         args,
         builder,
@@ -176,6 +174,11 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
             #policy_item
             #hedge_item
             let mut #state = #builder;
+            // Fault injection's probe: `E::from(Injected)` if the error type has it and the
+            // runtime's `faults` feature is on, else nothing (`retry_runtime::faults::Probe`).
+            // Made from the state, whose `T` may still be inferred (an `impl Trait` output).
+            let __retry_faults = #state.probe().maker();
+            #state = #state.faults(__retry_faults);
             loop {
                 let #outcome = #attempt;
                 #[allow(unreachable_code)]

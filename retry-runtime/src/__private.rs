@@ -2,7 +2,6 @@
 //! may change in any release, and nothing but the macros' expansions may use it; an integration
 //! builds on [`engine`](crate::engine), and a user writes `retry_runtime::Policy` and friends.
 
-pub use crate::faults::Probe;
 pub use crate::state::{ASYNC, Fallback, FallbackArgument, Shape, Unset, finish, level};
 pub use crate::{Backoff, GiveUp, Hedge, Jitter, Policy};
 pub use std::ops::ControlFlow;

@@ -172,10 +172,10 @@ impl<E> Maker<E> {
     }
 }
 
-/// The probe the expansion writes where the function's `Result` type is known:
-/// `Probe::<Result<T, E>>::new().maker()` is `E::from` if `E: From<Injected>` (and the feature
-/// `faults` is on), else no maker, without a bound on the function: the method is looked up on
-/// `Probe` first, then on what it derefs to ([`NoProbe`]), as `Shape`'s `start`.
+/// The probe the expansion writes where the function's `Result` type is known (the loop's state
+/// makes it: `state.probe().maker()`): `maker()` is `E::from` if `E: From<Injected>` (and the
+/// feature `faults` is on), else no maker, without a bound on the function: the method is looked
+/// up on `Probe` first, then on what it derefs to ([`NoProbe`]), as `Shape`'s `start`.
 pub struct Probe<R>(NoProbe<R>);
 
 /// What [`Probe`] derefs to: the maker of an error type that cannot be injected (none).
@@ -185,16 +185,6 @@ impl<R> Probe<R> {
     /// The probe of a function that returns `R`.
     pub const fn new() -> Self {
         Probe(NoProbe(PhantomData))
-    }
-
-    /// The probe of a sync block's closure (`retry_block!`).
-    pub fn of<B: FnOnce() -> R>(_body: &B) -> Self {
-        Probe::new()
-    }
-
-    /// The probe of an async block's closure (`retry_block!`).
-    pub fn of_async<B: AsyncFnOnce() -> R>(_body: &B) -> Self {
-        Probe::new()
     }
 }
 

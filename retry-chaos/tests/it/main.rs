@@ -5,5 +5,6 @@ mod attribute;
 mod common;
 mod grpc;
 mod http;
+mod logs;
 mod metrics;
 mod retrier;

@@ -484,6 +484,14 @@ where
         self.with(|o| o.map_extras(|extras| extras.into_extras().deciding(decider)))
     }
 
+    /// The probe of this call's `Result<T, E>` (its `maker()` is the expansion's argument to
+    /// [`faults`](Retry::faults)): made from the state, so that a `T` still to be inferred (an
+    /// `impl Trait` output) is the state's own.
+    #[inline]
+    pub fn probe(&self) -> crate::faults::Probe<Result<T, E>> {
+        crate::faults::Probe::new()
+    }
+
     /// Fault injection (feature `faults`): how an error fault injected at this site becomes `E`,
     /// as the expansion's probe found it ([`Probe`](crate::faults::Probe)). Without the
     /// feature, nothing.

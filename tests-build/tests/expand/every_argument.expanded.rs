@@ -90,7 +90,6 @@ async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
         .attach(
             __retry_rt::Shape::<Result<u16, ContractError>>::new()
                 .start(&__RETRY_POLICY, "check_coverage", classify, __retry_rt::ASYNC)
-                .faults(__retry_rt::Probe::<Result<u16, ContractError>>::new().maker())
                 .on_result(is_pending)
                 .timeout(__retry_rt::Duration::from_secs(2))
                 .notify(log_retry)
@@ -101,6 +100,8 @@ async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
                 .nested_retry(),
         )
         .log_level(__retry_rt::level::Warn);
+    let __retry_faults = __retry.probe().maker();
+    __retry = __retry.faults(__retry_faults);
     loop {
         let __retry_outcome = __retry
             .run_timed(async {

@@ -17,8 +17,9 @@ impl Tariffs {
                 "reload",
                 |__retry_error| __retry_rt::is_transient(__retry_error),
                 __retry_rt::Unset,
-            )
-            .faults(__retry_rt::Probe::<io::Result<u32>>::new().maker());
+            );
+        let __retry_faults = __retry.probe().maker();
+        __retry = __retry.faults(__retry_faults);
         loop {
             let __retry_outcome = __retry
                 .attempt(|| {

@@ -15,8 +15,9 @@ async fn pay_out(claim: u32, amount: u64, key: &IdempotencyKey) -> io::Result<St
             "pay_out",
             |__retry_error| __retry_rt::is_transient(__retry_error),
             __retry_rt::ASYNC,
-        )
-        .faults(__retry_rt::Probe::<io::Result<String>>::new().maker());
+        );
+    let __retry_faults = __retry.probe().maker();
+    __retry = __retry.faults(__retry_faults);
     loop {
         let __retry_outcome = __retry
             .key(&*key)
@@ -60,8 +61,9 @@ fn send_receipt(order: u64, to: &str) -> io::Result<()> {
             "send_receipt",
             |__retry_error| __retry_rt::is_transient(__retry_error),
             __retry_rt::Unset,
-        )
-        .faults(__retry_rt::Probe::<io::Result<()>>::new().maker());
+        );
+    let __retry_faults = __retry.probe().maker();
+    __retry = __retry.faults(__retry_faults);
     loop {
         let __retry_outcome = __retry
             .key(&order)
@@ -95,8 +97,9 @@ fn refund(order: u64) -> io::Result<()> {
             |__retry_error| __retry_rt::is_transient(__retry_error),
             __retry_rt::Unset,
         )
-        .faults(__retry_rt::Probe::<io::Result<()>>::new().maker())
         .fallback_sync(|error, why| defer(order, error, why));
+    let __retry_faults = __retry.probe().maker();
+    __retry = __retry.faults(__retry_faults);
     loop {
         let __retry_outcome = __retry
             .key(&order)

@@ -1,25 +1,26 @@
 //! Fault injection's one point in the loop (feature `faults`): before each attempt of every door
-//! (the attribute and `retry_block!` by the function's or block's name, the
-//! [`Retrier`](crate::Retrier) and the doors on [`engine`](crate::engine) by their
-//! [`name`](crate::engine::Settings::name)), the loop asks the installed [`Inject`] whether to
-//! fail the attempt with an error of the call's own type ([`Fault::Error`]: the classifier then
-//! judges it as it would a real one) or to add a latency to it ([`Fault::Latency`]: inside the
-//! attempt's `timeout`, so that a latency longer than the timeout times the attempt out).
+//! (the attribute and `retry_block!` by the function's or the block's name, the `Retrier` and the
+//! doors on `engine` by their `name`), the loop asks the installed `Inject` whether to fail the
+//! attempt with an error of the call's own type (`Fault::Error`: the classifier then judges it as
+//! it would a real one) or to add a latency to it (`Fault::Latency`: inside the attempt's
+//! `timeout`, so that a latency longer than the timeout times the attempt out). A hedged attempt
+//! takes the latency on each of its copies.
 //!
 //! Nothing here chooses faults: the crate `retry-chaos` does (rates, attempt filters, seeds, a
-//! switch), and installs itself with [`install`]. Without an injector installed, the point is
-//! one relaxed atomic load per attempt; without the feature, nothing at all.
+//! switch), and installs itself with `install`. Without the feature nothing of this is compiled
+//! in. With it and no injector installed, each attempt reads one relaxed atomic, but the call
+//! that may follow changes the code around it: `bench/RESULTS.md` §3 has the rows, several times
+//! the rows without the feature. A build for production leaves the feature off.
 //!
 //! An error fault needs the error type to say what an injected error is, as it says what a
 //! timed-out attempt is (`From<Elapsed>`): `impl From<Injected> for MyError`. The attribute and
-//! `retry_block!` see that impl where they are written; the [`Retrier`](crate::Retrier) is told
-//! with [`Retrier::injectable`](crate::Retrier::injectable), a door on [`engine`](crate::engine)
-//! with [`DynHooks::injectable`](crate::engine::DynHooks::injectable). An error type without it
-//! gets latencies only.
+//! `retry_block!` see that impl where they are written; a `Retrier` is told with
+//! `Retrier::injectable`, a door on `engine` with `DynHooks::injectable`. An error type without
+//! it gets latencies only.
 //!
-//! Every fault injected here is an [`Event::Injected`](crate::engine::Event::Injected): logged
-//! (`INFO`), counted on `retry_door_events_total{event="injected_error"}` (or
-//! `injected_latency`) with the `metrics` feature, and handed to the door's sink.
+//! Every fault injected here is an `Event::Injected`: logged (`INFO`), counted on
+//! `retry_door_events_total{event="injected_error"}` (or `injected_latency`) with the `metrics`
+//! feature, and handed to the door's sink.
 //!
 //! ```
 //! # #[cfg(not(feature = "faults"))] fn main() {}

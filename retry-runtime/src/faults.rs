@@ -259,8 +259,9 @@ pub(crate) fn delaying(delay: &mut Delay, cx: &mut std::task::Context<'_>) -> bo
     false
 }
 
-/// An injected error an async attempt's future holds until it is polled: `Option<E>` with the
-/// feature; without it, a type with no value (the future has no room for it).
+/// An injected error an async attempt's future holds until it is polled, not yet made (so that
+/// the future is `Send` whatever `E` is, as without the feature): with the feature, how to make
+/// it; without it, a type with no value (the future has no room for it).
 pub(crate) type Held<E> = <E as Holder>::Held;
 
 /// The type of [`Held`].
@@ -275,13 +276,13 @@ pub(crate) trait Holds<E> {
 
 #[cfg(feature = "faults")]
 impl<E> Holder for E {
-    type Held = Option<E>;
+    type Held = Option<point::Unmade<E>>;
 }
 
 #[cfg(feature = "faults")]
-impl<E> Holds<E> for Option<E> {
+impl<E> Holds<E> for Option<point::Unmade<E>> {
     fn take(&mut self) -> Option<E> {
-        Option::take(self)
+        Option::take(self).map(point::Unmade::make)
     }
 }
 
@@ -375,10 +376,23 @@ mod point {
             .clone()
     }
 
+    /// An injected error not yet made: `Send` and `Copy` whatever `E` is.
+    pub(crate) struct Unmade<E> {
+        make: fn(Injected) -> E,
+        injected: Injected,
+    }
+
+    impl<E> Unmade<E> {
+        /// The error.
+        pub(crate) fn make(self) -> E {
+            (self.make)(self.injected)
+        }
+    }
+
     /// What the point decided for one attempt.
     pub(crate) enum Planned<E> {
-        /// Fail with this error, the body not run.
-        Fail(E),
+        /// Fail with this error (made when it is taken), the body not run.
+        Fail(Unmade<E>),
         /// Run the body after this pause (its future, for an async attempt).
         Late(Duration),
     }
@@ -409,8 +423,14 @@ mod point {
     ) -> Option<(Planned<E>, Event<'static>)> {
         let (planned, injection) = match injector()?.before(site, attempt)? {
             Fault::Error => {
-                let error = make?(Injected::new(site, attempt));
-                (Planned::Fail(error), Injection::Error)
+                let injected = Injected::new(site, attempt);
+                (
+                    Planned::Fail(Unmade {
+                        make: make?,
+                        injected,
+                    }),
+                    Injection::Error,
+                )
             }
             Fault::Latency(latency) => (Planned::Late(latency), Injection::Latency(latency)),
         };

@@ -339,6 +339,32 @@ pub enum Event<'a> {
         /// The hook: `"notify"` or `"on_give_up"`.
         hook: &'static str,
     },
+    /// A fault was injected into attempt `attempt` (1 for the first) on purpose, to rehearse a
+    /// failure (the crate `retry-chaos`): by the loop before the attempt (feature `faults`), or
+    /// by a chaos layer under a door (an answer). `INFO`, and on `retry_door_events_total` with
+    /// the label `injected_error`, `injected_latency` or `injected_outcome`, so that a dashboard
+    /// tells injected failures from real ones.
+    Injected {
+        /// The attempt the fault went into.
+        attempt: u32,
+        /// What was injected.
+        fault: Injection,
+    },
+}
+
+/// What [`Event::Injected`] injected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Injection {
+    /// An error of the call's own type, before the attempt's body ran.
+    Error,
+    /// A latency added to the attempt, inside its timeout.
+    Latency(Duration),
+    /// An answer the door read as the server's: an HTTP status or a gRPC code.
+    Outcome {
+        /// The HTTP status, or the gRPC code's number.
+        code: u16,
+    },
 }
 
 impl fmt::Debug for Event<'_> {
@@ -369,6 +395,13 @@ impl fmt::Debug for Event<'_> {
             Event::DeadlineExceeded { timeout } => ("DeadlineExceeded", "timeout", timeout),
             Event::GateRejected { attempt } => ("GateRejected", "attempt", attempt),
             Event::HookPanicked { hook } => ("HookPanicked", "hook", hook),
+            Event::Injected { attempt, fault } => {
+                return f
+                    .debug_struct("Injected")
+                    .field("attempt", attempt)
+                    .field("fault", fault)
+                    .finish();
+            }
         };
         f.debug_struct(name).field(field, value).finish()
     }
@@ -399,6 +432,11 @@ impl Event<'_> {
             Event::PolicyRemoved => Some("policy_removed"),
             Event::ReloadRejected { .. } => Some("reload_rejected"),
             Event::HookPanicked { .. } => Some("hook_panicked"),
+            Event::Injected { fault, .. } => Some(match fault {
+                Injection::Error => "injected_error",
+                Injection::Latency(_) => "injected_latency",
+                Injection::Outcome { .. } => "injected_outcome",
+            }),
             // Every variant named, so that a new one is given a label (and so its log line and
             // its metric in `report`) or none on purpose.
             Event::Call
@@ -545,6 +583,13 @@ fn log_event(function: &'static str, event: &Event<'_>) {
             hook,
             "the `{hook}` hook panicked: the panic is contained and the call goes on as if the hook had returned"
         ),
+        Event::Injected { attempt, fault } => tracing::info!(
+            function,
+            attempt,
+            fault = ?fault,
+            injected = true,
+            "a fault was injected into the attempt (a rehearsal, not a real failure)"
+        ),
         _ => {}
     }
 }
@@ -651,6 +696,10 @@ counters! {
         /// `notify` and `on_give_up` hooks that panicked, each panic contained by the loop
         /// ([`Event::HookPanicked`]).
         hooks_panicked: Event::HookPanicked { .. },
+        /// Faults injected on purpose ([`Event::Injected`]): errors and latencies the loop
+        /// injected before an attempt (feature `faults`), answers a chaos layer under the door
+        /// made up.
+        injected: Event::Injected { .. },
     }
 }
 

@@ -13,6 +13,8 @@ fn read_tariffs(path: &std::path::Path) -> std::io::Result<String> {
             __retry_rt::Unset,
         )
         .named(&__retry_named);
+    let __retry_faults = __retry.probe().maker();
+    __retry = __retry.faults(__retry_faults);
     loop {
         let __retry_outcome = __retry.attempt(|| { std::fs::read_to_string(path) });
         #[allow(unreachable_code)]

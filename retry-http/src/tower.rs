@@ -178,8 +178,8 @@ where
         let named = options::chosen(config, &parts.method, || host(&parts), parts.uri.path());
         // A request without a body to read (a GET) whose loop needs nothing before its first
         // attempt: the attempt is sent here, and the loop is made only if it fails.
-        if let Some(first) = self.layer.first.filter(|_| body.is_end_stream()) {
-            let first = first.again();
+        let first = self.layer.first.filter(|_| body.is_end_stream());
+        if let Some(first) = first.and_then(|first| first.again_plain()) {
             let buffered = Buffered::empty();
             let body = ReplayBody::Buffered {
                 data: None,
@@ -773,7 +773,7 @@ where
         options::count_request(config);
         // Options that need nothing before the first attempt: it is sent here, and the loop is
         // made only if it fails.
-        if let Some(first) = self.layer.first.map(|first| first.again()) {
+        if let Some(first) = self.layer.first.and_then(|first| first.again_plain()) {
             let attempt = first.run(|| self.inner.call(request.clone()));
             let rest = CloneRest {
                 layer: Arc::clone(&self.layer),

@@ -200,6 +200,8 @@ fn last_block(tokens: &[TokenTree]) -> (Option<Body>, usize) {
 ///     each_attempt_runs_the_block_again_so_clone_what_it_moves(&__retry_body); // FnMut
 ///     let mut __retry = __retry_rt::Shape::of(&__retry_body)
 ///         .start(&__RETRY_POLICY, "my_app::config:12", is_transient, __retry_rt::Unset);
+///     let __retry_faults = __retry.probe().maker();
+///     __retry = __retry.faults(__retry_faults);
 ///     loop {
 ///         let __retry_outcome = __retry.attempt(&mut __retry_body);
 ///         #[allow(unreachable_code)]
@@ -342,6 +344,9 @@ fn expand(args: &Args, body: &Body) -> TokenStream {
         #closure_item
         #again_check
         let mut #state = #builder;
+        // Fault injection's probe, as the attribute's (`expand.rs`).
+        let __retry_faults = #state.probe().maker();
+        #state = #state.faults(__retry_faults);
         loop {
             let #outcome = #attempt;
             #[allow(unreachable_code)]

@@ -24,6 +24,8 @@ use syn::ext::IdentExt;
 ///     let mut __retry = __retry_rt::Shape::<Result<Coverage, ContractError>>::new()
 ///         .start(&__RETRY_POLICY, "check", |e| __retry_rt::is_transient(e), __retry_rt::ASYNC)
 ///         .notify(log_retry);
+///     let __retry_faults = __retry.probe().maker();
+///     __retry = __retry.faults(__retry_faults);
 ///     loop {
 ///         let __retry_outcome = __retry.run(async { if false { return output_type::<..>(); } { body } }).await;
 ///         __retry = match __retry.next(__retry_outcome) {
@@ -40,7 +42,10 @@ use syn::ext::IdentExt;
 /// `start` when the error type has `Debug`, that one otherwise, so the error is logged with
 /// `Debug` or by its type name without a bound on the function. The `Shape` carries the return
 /// type, so that the closure or `async` block infers what `?` and `return` in the body convert
-/// to. With an async `fallback`, the `Break` arm is `return __retry_rt::finish(__retry_result).await`.
+/// to. The `Probe` finds out, where the error type is known, whether an injected fault can be
+/// made into it (`From<retry_runtime::faults::Injected>`, with the runtime's `faults` feature),
+/// without a bound on the function; without the feature, it and `faults` are nothing. With an
+/// async `fallback`, the `Break` arm is `return __retry_rt::finish(__retry_result).await`.
 /// A sync function runs each attempt as `__retry.attempt(|| { body })` and pauses with
 /// `__retry.pause_blocking()`. A function with a key parameter lends it to every attempt (and
 /// through its outcome to the fallback): `__retry.key(&key).run(...)`. `next` takes the loop
@@ -172,6 +177,11 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
             #policy_item
             #hedge_item
             let mut #state = #builder;
+            // Fault injection's probe: `E::from(Injected)` if the error type has it and the
+            // runtime's `faults` feature is on, else nothing (`retry_runtime::faults::Probe`).
+            // Made from the state, whose `T` may still be inferred (an `impl Trait` output).
+            let __retry_faults = #state.probe().maker();
+            #state = #state.faults(__retry_faults);
             loop {
                 let #outcome = #attempt;
                 #[allow(unreachable_code)]

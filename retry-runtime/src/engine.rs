@@ -161,12 +161,11 @@ use crate::state::{self, DynHooks as Hooks, Retry, Settings as Set, Site};
 use crate::timer::{Elapsed, Sleeper};
 use std::fmt;
 use std::future::Future;
-use std::marker::PhantomData;
 
 pub mod first;
 
 pub use crate::state::dynamic::{AsyncHookFn, HookFuture};
-pub use crate::state::observe::{Counters, Event, Sink, report};
+pub use crate::state::observe::{Counters, Event, Injection, Sink, report};
 pub use crate::state::{Decide, DynHooks, Failure, Next, NextCopy, Settings};
 
 /// The operation a call retries: what each of its attempts runs, as a future that may borrow
@@ -318,7 +317,11 @@ pub fn interned(name: &str) -> &'static str {
 pub use crate::timer::TokioTimer;
 
 /// The loop state of one call of a door configured at run time, with the options `opts`.
-fn state<'a, T, E, S: Sleeper, O>(settings: &Set<'a>, opts: O) -> Retry<'a, T, E, O> {
+fn state<'a, T, E, S: Sleeper, O>(
+    settings: &Set<'a>,
+    opts: O,
+    maker: crate::faults::Maker<E>,
+) -> Retry<'a, T, E, O> {
     let clock = crate::timer::clock_of::<S>;
     Retry {
         site: Site {
@@ -327,9 +330,9 @@ fn state<'a, T, E, S: Sleeper, O>(settings: &Set<'a>, opts: O) -> Retry<'a, T, E
             clock,
         },
         progress: state::Progress::idle(settings.level),
+        value: crate::faults::Carried::NONE.with(maker),
         opts,
         spans: Default::default(),
-        value: PhantomData,
     }
 }
 
@@ -344,12 +347,13 @@ async fn run<'a, T, E, S: Sleeper>(
 where
     E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
 {
+    let maker = hooks.maker();
     if hooks.awaits() {
         let opts = hooks.options_async(settings, timer);
-        state::drive(state::<T, E, S, _>(settings, opts), None, each).await
+        state::drive(state::<T, E, S, _>(settings, opts, maker), None, each).await
     } else {
         let opts = hooks.options(settings, timer);
-        state::drive(state::<T, E, S, _>(settings, opts), None, each).await
+        state::drive(state::<T, E, S, _>(settings, opts, maker), None, each).await
     }
 }
 
@@ -411,8 +415,9 @@ where
     E: fmt::Debug + From<Elapsed> + From<CircuitOpen>,
 {
     let settings = settings.timeout(None);
+    let maker = hooks.maker();
     let opts = hooks.options(&settings, crate::timer::NoTimer);
-    let mut state = state::<T, E, crate::timer::NoTimer, _>(&settings, opts);
+    let mut state = state::<T, E, crate::timer::NoTimer, _>(&settings, opts, maker);
     state.site.clock = state::std_now;
     state::drive_blocking(state, None, None, |state| state.attempt(&mut attempt))
 }

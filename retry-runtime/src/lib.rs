@@ -298,6 +298,7 @@
 //! | `attempt-spans` | off | with `tracing`: one span per call (`retry`, with `function`) and one child span per attempt (`attempt`, with `function`, `attempt` from 1, `resend_count` from 0 as OpenTelemetry's `http.request.resend_count`, and the `pause` before it), entered around the attempt's body (on every poll of an async one); off by default, because every call would then carry and make its spans |
 //! | `metrics` | off | calls by outcome, retries, attempts, pauses, breaker states and budget tokens through the `metrics` facade, for any recorder (Prometheus, OpenTelemetry, ...): the table is in `guide::metrics` |
 //! | `serde` | off | `Deserialize` and `Serialize` for `Policy`, `RetryBudget`, `CircuitBreaker`, `Hedge`, a per-attempt `config::Timeout` and `AdmissionGate`: the attribute's keys, units and rules, read by its grammar from TOML, YAML, JSON or environment variables, and written back: the guide is `guide::configuration` |
+//! | `faults` | off | fault injection's one point in the loop ([`faults`]): before each attempt of every door, an installed injector (the crate `retry-chaos`, which turns this on) may fail it with an error of the call's type (`E: From<faults::Injected>`) or add a latency inside its timeout; without an injector, one atomic load per attempt |
 //!
 //! The crate builds on Rust 1.85 (its `rust-version`), with every feature but the one that
 //! builds on sqlx 0.9, which needs Rust 1.94: `sqlx`. The idempotency stores and the durable job
@@ -317,6 +318,7 @@ mod context;
 #[cfg(test)]
 mod doc_tables;
 pub mod engine;
+pub mod faults;
 pub mod guide;
 mod hedge;
 pub mod hooks;

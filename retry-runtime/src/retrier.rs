@@ -95,6 +95,9 @@ pub struct Retrier<'p, T, E, C = ByTransient, R = AnyRun> {
     /// `timeout`, `breaker` and `gate`, each with how its error becomes `E`.
     extras: Extras<'p, E>,
     timer: RunTimer<'p>,
+    /// How an injected error becomes `E` ([`injectable`](Retrier::injectable); feature
+    /// `faults`): zero-sized without the feature.
+    maker: crate::faults::Maker<E>,
     run: PhantomData<fn() -> R>,
 }
 
@@ -269,6 +272,7 @@ impl<'p, T, E> Retrier<'p, T, E> {
             },
             extras: Extras::default(),
             timer: RunTimer::of(DefaultSleeper::default()),
+            maker: crate::faults::Maker::NONE,
             run: PhantomData,
         }
     }
@@ -322,6 +326,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
             hooks: self.hooks,
             extras: self.extras,
             timer: self.timer,
+            maker: self.maker,
             run: PhantomData,
         }
     }
@@ -447,6 +452,18 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         E: From<Rejected>,
     {
         self.extras.gate = Some(Shedder::new(gate, E::from));
+        self
+    }
+
+    /// Fault injection (feature `faults`): an error fault injected into this retrier's attempts
+    /// (by its [`name`](Retrier::name)) is an `E`, made by `E::from(Injected)`. Without it its
+    /// attempts get only the injected latencies. See [`faults`](crate::faults).
+    #[cfg(feature = "faults")]
+    pub fn injectable(mut self) -> Self
+    where
+        E: From<crate::faults::Injected>,
+    {
+        self.maker = crate::faults::Maker::from_impl();
         self
     }
 
@@ -582,7 +599,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
             marks: PhantomData,
         };
         let opts = opts(head, Hooks::<Unset, Unset, Unset, Unset>::default(), Unset);
-        blocking(settings, self.reset_after, opts, false, body)
+        blocking(settings, self.reset_after, opts, false, self.maker, body)
     }
 
     /// No hook, no fallback and no extra (`timeout`, `budget`, `breaker`, `gate`, `aws2026`,
@@ -606,7 +623,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         E: fmt::Debug,
         B: FnMut() -> Result<T, E>,
     {
-        let reset_after = self.reset_after;
+        let (reset_after, maker) = (self.reset_after, self.maker);
         let (settings, timings, head, mut hooks, extras) = self.parts(|_| Unset);
         let settings = with(settings, &timings);
         let judges = hooks.on_result.is_some();
@@ -615,7 +632,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         match hooks.fallback.take() {
             None => {
                 let opts = opts(head, hooks.slots(Unset), extras);
-                blocking(settings, reset_after, opts, judges, body)
+                blocking(settings, reset_after, opts, judges, maker, body)
             }
             Some(fallback) => {
                 let fallback = SyncFallback {
@@ -626,7 +643,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
                     },
                 };
                 let opts = opts(head, hooks.slots(fallback), extras);
-                blocking(settings, reset_after, opts, judges, body)
+                blocking(settings, reset_after, opts, judges, maker, body)
             }
         }
     }
@@ -793,7 +810,7 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         let clock = self.timer.clock;
         // One form for every async run, bare or not (no `bench/RESULTS.md` row measures an
         // async `Retrier`): the hooks stay here and the state holds a reference to each.
-        let reset_after = self.reset_after;
+        let (reset_after, maker) = (self.reset_after, self.maker);
         let (settings, timings, head, mut hooks, extras) = self.parts(|timer| timer.sleeper);
         let settings = with(settings, &timings);
         // With an async hook, the slots that await it (the state then holds the outcome
@@ -801,11 +818,11 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
         match (hooks.fallback.take(), hooks.awaits()) {
             (None, false) => {
                 let opts = opts(head, hooks.slots(Unset), extras);
-                drive(state(settings, opts, clock), reset_after, each).await
+                drive(state(settings, opts, clock, maker), reset_after, each).await
             }
             (None, true) => {
                 let opts = opts(head, hooks.slots_async(Unset), extras);
-                drive(state(settings, opts, clock), reset_after, each).await
+                drive(state(settings, opts, clock, maker), reset_after, each).await
             }
             (Some(fallback), awaits) => {
                 // A sync fallback's result is ready; an async one's future is awaited.
@@ -815,10 +832,10 @@ impl<'p, T, E, C, R> Retrier<'p, T, E, C, R> {
                 };
                 if awaits {
                     let opts = opts(head, hooks.slots_async(fallback), extras);
-                    drive(state(settings, opts, clock), reset_after, each).await
+                    drive(state(settings, opts, clock, maker), reset_after, each).await
                 } else {
                     let opts = opts(head, hooks.slots(fallback), extras);
-                    drive(state(settings, opts, clock), reset_after, each).await
+                    drive(state(settings, opts, clock, maker), reset_after, each).await
                 }
             }
         }
@@ -850,7 +867,12 @@ fn with<'t>(settings: Settings<'t>, timings: &'t Option<Policy>) -> Settings<'t>
 /// The loop state of one run: its policy (the retrier's own if a timing method made one) is
 /// borrowed for the run.
 #[inline]
-fn state<'s, T, E, O>(s: Settings<'s>, opts: O, clock: fn() -> Instant) -> Retry<'s, T, E, O> {
+fn state<'s, T, E, O>(
+    s: Settings<'s>,
+    opts: O,
+    clock: fn() -> Instant,
+    maker: crate::faults::Maker<E>,
+) -> Retry<'s, T, E, O> {
     Retry {
         site: Site {
             policy: s.policy,
@@ -860,7 +882,7 @@ fn state<'s, T, E, O>(s: Settings<'s>, opts: O, clock: fn() -> Instant) -> Retry
         progress: Progress::idle(s.level),
         opts,
         spans: CallSpan::default(),
-        value: PhantomData,
+        value: crate::faults::Carried::NONE.with(maker),
     }
 }
 
@@ -871,6 +893,7 @@ fn blocking<T, E, C, H, X, B>(
     reset_after: Option<Duration>,
     opts: Opts<Head<C, Unset, ByDebug>, H, X>,
     judges: bool,
+    maker: crate::faults::Maker<E>,
     mut body: B,
 ) -> Result<T, E>
 where
@@ -880,7 +903,7 @@ where
     X: Linger<T, E>,
     B: FnMut() -> Result<T, E>,
 {
-    let mut state = state(settings, opts, std_now);
+    let mut state = state(settings, opts, std_now, maker);
     state.progress.retried_above = crate::context::retried_above();
     // A run that reads the clock before its first attempt (a deadline, `reset_after`) makes
     // it in the loop, with the failures (`PERFORMANCE.md` §8).

@@ -95,7 +95,8 @@ impl FirstAttempt {
             && settings.timeout.is_none()
             && settings.hedge.is_none()
             && settings.policy.get_deadline().is_none()
-            && !cfg!(feature = "attempt-spans");
+            && !cfg!(feature = "attempt-spans")
+            && !crate::faults::active();
         let retries = settings.policy.get_max() > 0;
         plain.then(|| FirstAttempt {
             frame: Packed::new(Frame {
@@ -119,6 +120,14 @@ impl FirstAttempt {
             .frame
             .retried_above(context::retried_above() || self.retries);
         first
+    }
+
+    /// [`again`](FirstAttempt::again), unless a fault injector was installed since `new`
+    /// (feature `faults`, [`faults`](crate::faults)): then `None`, and the loop makes the first
+    /// attempt too, so that it meets the injection point. Without the feature, always `again`.
+    #[inline]
+    pub fn again_plain(&self) -> Option<Self> {
+        (!crate::faults::active()).then(|| self.again())
     }
 
     /// Runs the attempt: `make` makes its future inside the attempt's context, and the future is

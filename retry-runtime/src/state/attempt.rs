@@ -7,6 +7,9 @@ use super::hooks::HookSet;
 use super::spans::AttemptSpan;
 use super::{Loop, Opts, Retry};
 use crate::context::{self, Enter, Frame, KeyKind, KeyParam, KeySlot, Lent, Scoped};
+#[cfg(feature = "faults")]
+use crate::faults::Planned;
+use crate::faults::{Delay, Held, Holds};
 use crate::timer::{Sleeper, Timed};
 use std::future::Future;
 use std::pin::Pin;
@@ -204,6 +207,17 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>> Loop<'p, T, E, C, S, 
         }
     }
 
+    /// What the fault injector planned for attempt `attempt` (feature `faults`), reported to
+    /// the door's sink too.
+    #[cfg(feature = "faults")]
+    #[inline]
+    pub(crate) fn planned(&self, attempt: u32) -> Option<Planned<E>> {
+        let name = self.site.name;
+        let (planned, event) = crate::faults::plan(&self.value, name, attempt)?;
+        self.opts.extras.report(name, event);
+        Some(planned)
+    }
+
     /// The wait a gate asked for before an attempt, blocking: recorded as a pause inside
     /// [`testing::record`](crate::testing::record), slept otherwise.
     #[cold]
@@ -244,6 +258,13 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>> Loop<'p, T, E, C, S, 
             }
             Err(refusal) => return Into::<Refusal<E>>::into(refusal).into_attempted(),
         };
+        // Before the attempt's context: a body that does not read it keeps it out of its code.
+        #[cfg(feature = "faults")]
+        match self.planned(frame.attempt) {
+            Some(Planned::Fail(error)) => return Attempted::Completed(Err(error)),
+            Some(Planned::Late(latency)) => crate::faults::sleep_blocking(latency),
+            None => {}
+        }
         let _span = self.attempt_span().entered();
         let _entered = Enter::new(frame);
         Attempted::Completed(key.lend(body))
@@ -270,18 +291,34 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>> Loop<'p, T, E, C, S, 
         &mut self,
         key: Key,
         body: F,
-    ) -> Run<super::spans::Body<F>, Key, X::Refusal>
+    ) -> Run<super::spans::Body<F>, Key, X::Refusal, Held<E>>
     where
         F: Future<Output = Result<T, E>>,
     {
         // A gate's wait is not taken here: the expansion of a function with a `gate` runs its
         // attempts with `run_timed`, which takes it.
         match self.enter(key.kind()) {
-            Ok((frame, _)) => Run::Attempt {
-                frame,
-                key,
-                future: self.attempt_span().instrument(body),
-            },
+            Ok((frame, _)) => {
+                #[cfg(feature = "faults")]
+                let delay = match self.planned(frame.attempt) {
+                    Some(Planned::Fail(error)) => {
+                        return Run::Injected {
+                            error: Some(error),
+                            key,
+                        };
+                    }
+                    Some(Planned::Late(latency)) => crate::faults::sleep(latency),
+                    None => None,
+                };
+                #[cfg(not(feature = "faults"))]
+                let delay = ();
+                Run::Attempt {
+                    frame,
+                    key,
+                    delay,
+                    future: self.attempt_span().instrument(body),
+                }
+            }
             Err(refusal) => Run::Refused { refusal, key },
         }
     }
@@ -313,10 +350,20 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>> Loop<'p, T, E, C, S, 
             Ok(frame) => frame,
             Err(refused) => return refused,
         };
+        // An injected error ends the attempt before its future is made; a latency runs inside
+        // the attempt's timeout.
+        #[cfg(feature = "faults")]
+        let latency = match self.planned(frame.attempt) {
+            Some(Planned::Fail(error)) => return Attempted::Completed(Err(error)),
+            Some(Planned::Late(latency)) => Some(latency),
+            None => None,
+        };
         let body = {
             let _entered = Enter::new(frame);
             key.lend(make)
         };
+        #[cfg(feature = "faults")]
+        let body = crate::faults::Faulty::new(latency, body);
         let attempt = Scoped::new(frame, key, self.attempt_span().instrument(body));
         let Some(timeout) = self.opts.extras.timeout() else {
             return Attempted::Completed(attempt.await);
@@ -336,21 +383,25 @@ pin_project_lite::pin_project! {
     #[project = RunProj]
     #[doc(hidden)]
     #[allow(missing_docs)] // the fields are described with their variants
-    pub enum Run<F, K, Ref> {
-        /// The body runs.
-        Attempt { frame: Frame, key: K, #[pin] future: F },
+    pub enum Run<F, K, Ref, I> {
+        /// The body runs, after an injected latency if any (feature `faults`).
+        Attempt { frame: Frame, key: K, delay: Delay, #[pin] future: F },
         /// The breaker refused: its refusal, turned into the loop's error when polled. A loop
         /// without a breaker has [`NoRefusal`](super::NoRefusal) here, so this variant takes no
         /// room in its future.
         Refused { refusal: Ref, key: K },
+        /// An injected error, returned when polled (feature `faults`; without it the type has
+        /// no value, so this variant takes no room).
+        Injected { error: I, key: K },
     }
 }
 
-impl<T, E, F, K, Ref> Future for Run<F, K, Ref>
+impl<T, E, F, K, Ref, I> Future for Run<F, K, Ref, I>
 where
     F: Future<Output = Result<T, E>>,
     K: KeySlot,
     Ref: Into<Refusal<E>> + Copy,
+    I: Holds<E>,
 {
     /// The outcome, with the key the attempt borrowed (held once, by the attempt).
     type Output = KeyedOutcome<T, E, K>;
@@ -358,7 +409,15 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
         let (attempted, key) = match self.project() {
-            RunProj::Attempt { frame, key, future } => {
+            RunProj::Attempt {
+                frame,
+                key,
+                delay,
+                future,
+            } => {
+                if crate::faults::delaying(delay, cx) {
+                    return Poll::Pending;
+                }
                 let _entered = Enter::new(*frame);
                 match key.lend(|| future.poll(cx)) {
                     Poll::Ready(outcome) => (Attempted::Completed(outcome), *key),
@@ -369,6 +428,10 @@ where
                 let refusal: Refusal<E> = (*refusal).into();
                 (refusal.into_attempted(), *key)
             }
+            RunProj::Injected { error, key } => match error.take() {
+                Some(error) => (Attempted::Completed(Err(error)), *key),
+                None => return Poll::Pending,
+            },
         };
         Poll::Ready(KeyedOutcome { attempted, key })
     }

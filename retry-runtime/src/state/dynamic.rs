@@ -235,6 +235,9 @@ pub struct DynHooks<'a, T, E> {
     pub(crate) decider: Option<&'a mut (dyn Decide<E> + Send)>,
     /// The call's gate, and how its rejection becomes `E` ([`gate`](DynHooks::gate)).
     pub(crate) gate: Option<Shedder<'a, E>>,
+    /// How an injected error becomes `E` ([`injectable`](DynHooks::injectable); feature
+    /// `faults`).
+    pub(crate) maker: crate::faults::Maker<E>,
 }
 
 impl<T, E> fmt::Debug for DynHooks<'_, T, E> {
@@ -265,7 +268,25 @@ impl<'a, T, E> DynHooks<'a, T, E> {
             give_up_async: None,
             decider: None,
             gate: None,
+            maker: crate::faults::Maker::NONE,
         }
+    }
+
+    /// Fault injection (feature `faults`): an error fault injected into this door's attempts
+    /// is an `E`, made by `E::from(Injected)`. Without it the door's attempts get only the
+    /// injected latencies. See [`faults`](crate::faults).
+    #[cfg(feature = "faults")]
+    pub fn injectable(mut self) -> Self
+    where
+        E: From<crate::faults::Injected>,
+    {
+        self.maker = crate::faults::Maker::from_impl();
+        self
+    }
+
+    /// How an injected error becomes `E`, if it can.
+    pub(crate) fn maker(&self) -> crate::faults::Maker<E> {
+        self.maker
     }
 
     /// `on_result = f`: an `Ok` value `f` rejects (a [`Verdict`] that retries) is a transient

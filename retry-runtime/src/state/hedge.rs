@@ -198,6 +198,13 @@ where
             Ok(frame) => frame,
             Err(refused) => return refused,
         };
+        // An injected error ends the attempt before any copy; a latency is added to each copy.
+        #[cfg(feature = "faults")]
+        let latency = match self.planned(frame.attempt) {
+            Some(crate::faults::Planned::Fail(error)) => return Attempted::Completed(Err(error)),
+            Some(crate::faults::Planned::Late(latency)) => Some(latency),
+            None => None,
+        };
         // Each copy's limit, clipped as the attempt starts.
         let timeout = self.opts.extras.timeout();
         let limit = timeout.map(|t| self.clipped_limit(t.limit));
@@ -241,6 +248,8 @@ where
                 let _entered = Enter::new(frame);
                 key.lend(&make)
             };
+            #[cfg(feature = "faults")]
+            let body = crate::faults::Faulty::new(latency, body);
             let scoped = Scoped::new(frame, key, body);
             let timer = limit.map(|limit| (sleeper.sleep(limit), limit));
             let future = async move {

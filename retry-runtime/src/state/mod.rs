@@ -137,7 +137,8 @@ pub struct Retry<'p, T, E, O = Opts> {
     pub(crate) opts: O,
     /// The call's span (feature `attempt-spans`; zero-sized without it).
     pub(crate) spans: spans::CallSpan,
-    pub(crate) value: PhantomData<fn() -> Result<T, E>>,
+    /// The call's `Result` type, and (feature `faults`) how an injected error becomes its `E`.
+    pub(crate) value: crate::faults::Carried<T, E>,
 }
 
 /// The loop's state, its options slot by slot: the classifier, the timer and how the events show
@@ -378,7 +379,7 @@ impl<'p, T, E, C, S: Timer, D> Retry<'p, T, E, Started<C, E, S, D>> {
                 extras: Unset,
             },
             spans: spans::CallSpan::default(),
-            value: PhantomData,
+            value: crate::faults::Carried::NONE,
         }
     }
 }
@@ -392,7 +393,7 @@ impl<'p, T, E, O> Retry<'p, T, E, O> {
             progress: self.progress,
             opts: f(self.opts),
             spans: self.spans,
-            value: PhantomData,
+            value: self.value,
         }
     }
 }
@@ -507,6 +508,23 @@ where
     ) -> Loop<'p, T, E, C, S, D, H, Extras<'p, E, Deciding<Aws2026Call<'p>, T, E>>> {
         let decider = Some(Aws2026Call::new(aws));
         self.with(|o| o.map_extras(|extras| extras.into_extras().deciding(decider)))
+    }
+
+    /// The probe of this call's `Result<T, E>` (its `maker()` is the expansion's argument to
+    /// [`faults`](Retry::faults)): made from the state, so that a `T` still to be inferred (an
+    /// `impl Trait` output) is the state's own.
+    #[inline]
+    pub fn probe(&self) -> crate::faults::Probe<Result<T, E>> {
+        crate::faults::Probe::new()
+    }
+
+    /// Fault injection (feature `faults`): how an error fault injected at this site becomes `E`,
+    /// as the expansion's probe found it ([`Probe`](crate::faults::Probe)). Without the
+    /// feature, nothing.
+    #[inline]
+    pub fn faults(mut self, maker: crate::faults::Maker<E>) -> Self {
+        self.value = self.value.with(maker);
+        self
     }
 
     /// `nested = retry`: keep retrying even inside another retrying function.

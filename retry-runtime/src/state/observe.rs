@@ -331,6 +331,32 @@ pub enum Event<'a> {
         /// Why: the key, the rule and the value.
         error: &'a dyn fmt::Display,
     },
+    /// A fault was injected into attempt `attempt` (1 for the first) on purpose, to rehearse a
+    /// failure (the crate `retry-chaos`): by the loop before the attempt (feature `faults`), or
+    /// by a chaos layer under a door (an answer). `INFO`, and on `retry_door_events_total` with
+    /// the label `injected_error`, `injected_latency` or `injected_outcome`, so that a dashboard
+    /// tells injected failures from real ones.
+    Injected {
+        /// The attempt the fault went into.
+        attempt: u32,
+        /// What was injected.
+        fault: Injection,
+    },
+}
+
+/// What [`Event::Injected`] injected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Injection {
+    /// An error of the call's own type, before the attempt's body ran.
+    Error,
+    /// A latency added to the attempt, inside its timeout.
+    Latency(Duration),
+    /// An answer the door read as the server's: an HTTP status or a gRPC code.
+    Outcome {
+        /// The HTTP status, or the gRPC code's number.
+        code: u16,
+    },
 }
 
 impl fmt::Debug for Event<'_> {
@@ -360,6 +386,13 @@ impl fmt::Debug for Event<'_> {
             Event::HedgedCopy { hedge } => ("HedgedCopy", "hedge", hedge),
             Event::DeadlineExceeded { timeout } => ("DeadlineExceeded", "timeout", timeout),
             Event::GateRejected { attempt } => ("GateRejected", "attempt", attempt),
+            Event::Injected { attempt, fault } => {
+                return f
+                    .debug_struct("Injected")
+                    .field("attempt", attempt)
+                    .field("fault", fault)
+                    .finish();
+            }
         };
         f.debug_struct(name).field(field, value).finish()
     }
@@ -389,6 +422,11 @@ impl Event<'_> {
             Event::PolicyChanged => Some("policy_changed"),
             Event::PolicyRemoved => Some("policy_removed"),
             Event::ReloadRejected { .. } => Some("reload_rejected"),
+            Event::Injected { fault, .. } => Some(match fault {
+                Injection::Error => "injected_error",
+                Injection::Latency(_) => "injected_latency",
+                Injection::Outcome { .. } => "injected_outcome",
+            }),
             // Every variant named, so that a new one is given a label (and so its log line and
             // its metric in `report`) or none on purpose.
             Event::Call
@@ -530,6 +568,13 @@ fn log_event(function: &'static str, event: &Event<'_>) {
             error = %error,
             "configuration refused: the running policies are kept"
         ),
+        Event::Injected { attempt, fault } => tracing::info!(
+            function,
+            attempt,
+            fault = ?fault,
+            injected = true,
+            "a fault was injected into the attempt (a rehearsal, not a real failure)"
+        ),
         _ => {}
     }
 }
@@ -633,6 +678,10 @@ counters! {
         /// Configurations a registry refused, keeping the running policies
         /// ([`Event::ReloadRejected`]).
         reloads_rejected: Event::ReloadRejected { .. },
+        /// Faults injected on purpose ([`Event::Injected`]): errors and latencies the loop
+        /// injected before an attempt (feature `faults`), answers a chaos layer under the door
+        /// made up.
+        injected: Event::Injected { .. },
     }
 }
 

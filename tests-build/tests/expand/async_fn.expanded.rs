@@ -35,6 +35,8 @@ async fn check_coverage(
         .jitter(__retry_rt::Jitter::Proportional(0.5));
     let mut __retry = __retry_rt::Shape::<Result<Coverage, ContractError>>::new()
         .start(&__RETRY_POLICY, "check_coverage", is_transient, __retry_rt::ASYNC);
+    let __retry_faults = __retry.probe().maker();
+    __retry = __retry.faults(__retry_faults);
     loop {
         let __retry_outcome = __retry
             .run(async {

@@ -42,6 +42,8 @@ async fn check_coverage(
         each_attempt_runs_the_block_again_so_clone_what_it_moves(&__retry_body);
         let mut __retry = __retry_rt::Shape::of_async(&__retry_body)
             .start(&__RETRY_POLICY, "macrotest003:22", is_transient, __retry_rt::ASYNC);
+        let __retry_faults = __retry.probe().maker();
+        __retry = __retry.faults(__retry_faults);
         loop {
             let __retry_outcome = __retry.run(__retry_body()).await;
             #[allow(unreachable_code)]
@@ -70,6 +72,8 @@ fn read_config(path: &str) -> Result<String, ContractError> {
         each_attempt_runs_the_block_again_so_clone_what_it_moves(&__retry_body);
         let mut __retry = __retry_rt::Shape::of(&__retry_body)
             .start(&__RETRY_POLICY, "macrotest003:26", is_transient, __retry_rt::Unset);
+        let __retry_faults = __retry.probe().maker();
+        __retry = __retry.faults(__retry_faults);
         loop {
             let __retry_outcome = __retry.attempt(&mut __retry_body);
             #[allow(unreachable_code)]

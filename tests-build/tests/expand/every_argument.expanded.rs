@@ -100,6 +100,8 @@ async fn check_coverage(claim: u32) -> Result<u16, ContractError> {
                 .nested_retry(),
         )
         .log_level(__retry_rt::level::Warn);
+    let __retry_faults = __retry.probe().maker();
+    __retry = __retry.faults(__retry_faults);
     loop {
         let __retry_outcome = __retry
             .run_timed(async {

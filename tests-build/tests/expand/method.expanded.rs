@@ -18,6 +18,8 @@ impl Tariffs {
                 |__retry_error| __retry_rt::is_transient(__retry_error),
                 __retry_rt::Unset,
             );
+        let __retry_faults = __retry.probe().maker();
+        __retry = __retry.faults(__retry_faults);
         loop {
             let __retry_outcome = __retry
                 .attempt(|| {

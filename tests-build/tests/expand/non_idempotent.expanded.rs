@@ -16,6 +16,8 @@ async fn pay_out(claim: u32, amount: u64, key: &IdempotencyKey) -> io::Result<St
             |__retry_error| __retry_rt::is_transient(__retry_error),
             __retry_rt::ASYNC,
         );
+    let __retry_faults = __retry.probe().maker();
+    __retry = __retry.faults(__retry_faults);
     loop {
         let __retry_outcome = __retry
             .key(&*key)
@@ -60,6 +62,8 @@ fn send_receipt(order: u64, to: &str) -> io::Result<()> {
             |__retry_error| __retry_rt::is_transient(__retry_error),
             __retry_rt::Unset,
         );
+    let __retry_faults = __retry.probe().maker();
+    __retry = __retry.faults(__retry_faults);
     loop {
         let __retry_outcome = __retry
             .key(&order)
@@ -94,6 +98,8 @@ fn refund(order: u64) -> io::Result<()> {
             __retry_rt::Unset,
         )
         .fallback_sync(|error, why| defer(order, error, why));
+    let __retry_faults = __retry.probe().maker();
+    __retry = __retry.faults(__retry_faults);
     loop {
         let __retry_outcome = __retry
             .key(&order)

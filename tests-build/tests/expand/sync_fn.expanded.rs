@@ -11,6 +11,8 @@ fn read_tariffs(path: &std::path::Path) -> std::io::Result<String> {
             |__retry_error| __retry_rt::is_transient(__retry_error),
             __retry_rt::Unset,
         );
+    let __retry_faults = __retry.probe().maker();
+    __retry = __retry.faults(__retry_faults);
     loop {
         let __retry_outcome = __retry.attempt(|| { std::fs::read_to_string(path) });
         #[allow(unreachable_code)]

@@ -3,7 +3,7 @@
 //! attribute, `retry_block!`, the `Retrier`, every door on `retry_runtime::engine`), and
 //! answers the doors read as the server's (an HTTP status with `Retry-After`, a gRPC status
 //! with `grpc-retry-pushback-ms`) made up by a chaos layer under the door
-//! ([`tower::ChaosLayer`], [`reqwest::ChaosMiddleware`]).
+//! (`tower::ChaosLayer`, `reqwest::ChaosMiddleware`, features `tower` and `reqwest`).
 //!
 //! A [`Site`] holds the faults of one call site, found by its name (the function's name for the
 //! attribute, the `name` of a block, a `Retrier` or a door): its [`Rule`]s, each with an
@@ -12,7 +12,7 @@
 //! or on at run time without a rebuild: the environment variable `RETRY_CHAOS=off|on`, read
 //! again before every attempt, or [`switch`]; each site has its own
 //! ([`Installed::disable`]). A request may ask for a fault on itself with a header
-//! ([`ABORT_HEADER`]), only at a site that allowed it.
+//! (`ABORT_HEADER`, with those features), only at a site that allowed it.
 //!
 //! Every injected fault is an [`Event::Injected`](retry_runtime::engine::Event::Injected): logged
 //! at `INFO` (feature `tracing`), counted on `retry_door_events_total{event="injected_error"}`
@@ -26,8 +26,10 @@
 //! with `DynHooks::injectable`. An error type without it gets latencies only.
 //!
 //! This crate turns on retry-runtime's `faults` feature, which compiles the injection point in:
-//! without an installed site, one atomic load per attempt (`bench/RESULTS.md` §3 has the rows
-//! with the feature compiled in and switched off); without the feature, nothing.
+//! without an installed site, each attempt reads one atomic, but the call that may follow
+//! changes the code around it (`bench/RESULTS.md` §3 has the rows with the feature compiled in
+//! and switched off, several times those without it). Depend on this crate in staging builds
+//! only (the guide shows a feature of your own for it); without it, nothing is compiled in.
 //!
 //! The guide, "Rehearsing a policy in staging": `docs/guide.md` beside this crate's manifest.
 //!

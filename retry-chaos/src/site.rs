@@ -38,7 +38,7 @@ pub enum Kind {
     Latency(Duration),
     /// An HTTP answer with this status and these headers (such as `Retry-After`), which the
     /// HTTP door above reads as the server's. Injected by the chaos layer
-    /// ([`tower`](crate::tower)) or middleware ([`reqwest`](crate::reqwest)) under the door.
+    /// (`retry_chaos::tower`) or middleware (`retry_chaos::reqwest`) under the door.
     Status {
         /// The HTTP status.
         status: u16,
@@ -47,7 +47,7 @@ pub enum Kind {
     },
     /// A gRPC answer (trailers-only) with this code, and `grpc-retry-pushback-ms` if
     /// `pushback` is set, which the gRPC door above reads as the server's. Injected by the
-    /// chaos layer ([`tower`](crate::tower)) under the door.
+    /// chaos layer (`retry_chaos::tower`) under the door.
     Grpc {
         /// The gRPC code's number (14 is `UNAVAILABLE`).
         code: u16,
@@ -211,8 +211,8 @@ impl Site {
     }
 
     /// Lets a request ask for a fault on itself with a header, as Envoy's
-    /// `x-envoy-fault-abort-request` (the chaos layers read it: [`ABORT_HEADER`](crate::ABORT_HEADER),
-    /// [`GRPC_ABORT_HEADER`](crate::GRPC_ABORT_HEADER)). Off unless this is called: a header
+    /// `x-envoy-fault-abort-request` (the chaos layers read it: `ABORT_HEADER`,
+    /// `GRPC_ABORT_HEADER`). Off unless this is called: a header
     /// sent to a site that did not allow it is ignored.
     pub fn allow_header_requests(mut self) -> Self {
         self.header_requests = true;

@@ -1,25 +1,26 @@
 //! Fault injection's one point in the loop (feature `faults`): before each attempt of every door
-//! (the attribute and `retry_block!` by the function's or block's name, the
-//! [`Retrier`](crate::Retrier) and the doors on [`engine`](crate::engine) by their
-//! [`name`](crate::engine::Settings::name)), the loop asks the installed [`Inject`] whether to
-//! fail the attempt with an error of the call's own type ([`Fault::Error`]: the classifier then
-//! judges it as it would a real one) or to add a latency to it ([`Fault::Latency`]: inside the
-//! attempt's `timeout`, so that a latency longer than the timeout times the attempt out).
+//! (the attribute and `retry_block!` by the function's or the block's name, the `Retrier` and the
+//! doors on `engine` by their `name`), the loop asks the installed `Inject` whether to fail the
+//! attempt with an error of the call's own type (`Fault::Error`: the classifier then judges it as
+//! it would a real one) or to add a latency to it (`Fault::Latency`: inside the attempt's
+//! `timeout`, so that a latency longer than the timeout times the attempt out). A hedged attempt
+//! takes the latency on each of its copies.
 //!
 //! Nothing here chooses faults: the crate `retry-chaos` does (rates, attempt filters, seeds, a
-//! switch), and installs itself with [`install`]. Without an injector installed, the point is
-//! one relaxed atomic load per attempt; without the feature, nothing at all.
+//! switch), and installs itself with `install`. Without the feature nothing of this is compiled
+//! in. With it and no injector installed, each attempt reads one relaxed atomic, but the call
+//! that may follow changes the code around it: `bench/RESULTS.md` §3 has the rows, several times
+//! the rows without the feature. A build for production leaves the feature off.
 //!
 //! An error fault needs the error type to say what an injected error is, as it says what a
 //! timed-out attempt is (`From<Elapsed>`): `impl From<Injected> for MyError`. The attribute and
-//! `retry_block!` see that impl where they are written; the [`Retrier`](crate::Retrier) is told
-//! with [`Retrier::injectable`](crate::Retrier::injectable), a door on [`engine`](crate::engine)
-//! with [`DynHooks::injectable`](crate::engine::DynHooks::injectable). An error type without it
-//! gets latencies only.
+//! `retry_block!` see that impl where they are written; a `Retrier` is told with
+//! `Retrier::injectable`, a door on `engine` with `DynHooks::injectable`. An error type without
+//! it gets latencies only.
 //!
-//! Every fault injected here is an [`Event::Injected`](crate::engine::Event::Injected): logged
-//! (`INFO`), counted on `retry_door_events_total{event="injected_error"}` (or
-//! `injected_latency`) with the `metrics` feature, and handed to the door's sink.
+//! Every fault injected here is an `Event::Injected`: logged (`INFO`), counted on
+//! `retry_door_events_total{event="injected_error"}` (or `injected_latency`) with the `metrics`
+//! feature, and handed to the door's sink.
 //!
 //! ```
 //! # #[cfg(not(feature = "faults"))] fn main() {}
@@ -258,8 +259,9 @@ pub(crate) fn delaying(delay: &mut Delay, cx: &mut std::task::Context<'_>) -> bo
     false
 }
 
-/// An injected error an async attempt's future holds until it is polled: `Option<E>` with the
-/// feature; without it, a type with no value (the future has no room for it).
+/// An injected error an async attempt's future holds until it is polled, not yet made (so that
+/// the future is `Send` whatever `E` is, as without the feature): with the feature, how to make
+/// it; without it, a type with no value (the future has no room for it).
 pub(crate) type Held<E> = <E as Holder>::Held;
 
 /// The type of [`Held`].
@@ -274,13 +276,13 @@ pub(crate) trait Holds<E> {
 
 #[cfg(feature = "faults")]
 impl<E> Holder for E {
-    type Held = Option<E>;
+    type Held = Option<point::Unmade<E>>;
 }
 
 #[cfg(feature = "faults")]
-impl<E> Holds<E> for Option<E> {
+impl<E> Holds<E> for Option<point::Unmade<E>> {
     fn take(&mut self) -> Option<E> {
-        Option::take(self)
+        Option::take(self).map(point::Unmade::make)
     }
 }
 
@@ -374,10 +376,23 @@ mod point {
             .clone()
     }
 
+    /// An injected error not yet made: `Send` and `Copy` whatever `E` is.
+    pub(crate) struct Unmade<E> {
+        make: fn(Injected) -> E,
+        injected: Injected,
+    }
+
+    impl<E> Unmade<E> {
+        /// The error.
+        pub(crate) fn make(self) -> E {
+            (self.make)(self.injected)
+        }
+    }
+
     /// What the point decided for one attempt.
     pub(crate) enum Planned<E> {
-        /// Fail with this error, the body not run.
-        Fail(E),
+        /// Fail with this error (made when it is taken), the body not run.
+        Fail(Unmade<E>),
         /// Run the body after this pause (its future, for an async attempt).
         Late(Duration),
     }
@@ -408,8 +423,14 @@ mod point {
     ) -> Option<(Planned<E>, Event<'static>)> {
         let (planned, injection) = match injector()?.before(site, attempt)? {
             Fault::Error => {
-                let error = make?(Injected::new(site, attempt));
-                (Planned::Fail(error), Injection::Error)
+                let injected = Injected::new(site, attempt);
+                (
+                    Planned::Fail(Unmade {
+                        make: make?,
+                        injected,
+                    }),
+                    Injection::Error,
+                )
             }
             Fault::Latency(latency) => (Planned::Late(latency), Injection::Latency(latency)),
         };

@@ -5,6 +5,5 @@ mod attribute;
 mod common;
 mod grpc;
 mod http;
-mod logs;
 mod metrics;
 mod retrier;

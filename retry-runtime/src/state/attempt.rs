@@ -261,7 +261,7 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>> Loop<'p, T, E, C, S, 
         // Before the attempt's context: a body that does not read it keeps it out of its code.
         #[cfg(feature = "faults")]
         match self.planned(frame.attempt) {
-            Some(Planned::Fail(error)) => return Attempted::Completed(Err(error)),
+            Some(Planned::Fail(error)) => return Attempted::Completed(Err(error.make())),
             Some(Planned::Late(latency)) => crate::faults::sleep_blocking(latency),
             None => {}
         }
@@ -354,7 +354,7 @@ impl<'p, T, E, C, S, D, H: HookSet<T, E>, X: Linger<T, E>> Loop<'p, T, E, C, S, 
         // the attempt's timeout.
         #[cfg(feature = "faults")]
         let latency = match self.planned(frame.attempt) {
-            Some(Planned::Fail(error)) => return Attempted::Completed(Err(error)),
+            Some(Planned::Fail(error)) => return Attempted::Completed(Err(error.make())),
             Some(Planned::Late(latency)) => Some(latency),
             None => None,
         };

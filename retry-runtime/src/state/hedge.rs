@@ -201,7 +201,9 @@ where
         // An injected error ends the attempt before any copy; a latency is added to each copy.
         #[cfg(feature = "faults")]
         let latency = match self.planned(frame.attempt) {
-            Some(crate::faults::Planned::Fail(error)) => return Attempted::Completed(Err(error)),
+            Some(crate::faults::Planned::Fail(error)) => {
+                return Attempted::Completed(Err(error.make()));
+            }
             Some(crate::faults::Planned::Late(latency)) => Some(latency),
             None => None,
         };

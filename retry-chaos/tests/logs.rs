@@ -1,13 +1,33 @@
 //! Each injected fault in the logs: one `INFO` event with the function, the attempt, the fault
-//! and `injected = true`, told apart from the real failure's "attempt failed; retrying".
+//! and `injected = true`, told apart from the real failure's "attempt failed; retrying". A binary
+//! of its own: tracing's callsites met by other tests' threads at the same time kept the
+//! interest they were given without this test's subscriber, and the event went unseen.
 
-use crate::common::CallError;
-use retry_chaos::{Attempts, Rule, Site};
-use retry_runtime::{attempt, retry};
+use retry_chaos::{Attempts, Injected, Rule, Site};
+use retry_runtime::{Transient, attempt, retry};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use tracing::field::{Field, Visit};
 use tracing::span;
+use tracing::subscriber::Interest;
+
+#[derive(Debug, PartialEq)]
+enum CallError {
+    Unavailable,
+    Injected(u32),
+}
+
+impl Transient for CallError {
+    fn is_transient(&self) -> bool {
+        true
+    }
+}
+
+impl From<Injected> for CallError {
+    fn from(injected: Injected) -> Self {
+        CallError::Injected(injected.attempt())
+    }
+}
 
 /// Every event, as `LEVEL message field=value ...`.
 #[derive(Clone, Default)]
@@ -26,6 +46,11 @@ impl Visit for Line {
 }
 
 impl tracing::Subscriber for Capture {
+    // Asked again at every event: a callsite first met on another test's thread, while this
+    // subscriber was not in place, would otherwise keep the interest it was given then.
+    fn register_callsite(&self, _: &'static tracing::Metadata<'static>) -> Interest {
+        Interest::sometimes()
+    }
     fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
         true
     }

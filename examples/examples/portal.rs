@@ -6,6 +6,7 @@
 //! cargo run --example portal -- --database-url postgres://...   # or in PostgreSQL
 //! cargo run --example portal -- --metrics 127.0.0.1:9464        # and GET /metrics there
 //! cargo run --example portal -- --config my-portal.toml         # the policies of another file
+//! cargo run --example portal -- --rehearse --seed 42            # the storm, with injected faults
 //! ```
 //!
 //! The retry policy of the coverage checks, with its budget and breaker, is read at start-up from
@@ -34,6 +35,15 @@
 //!    back, a worker drains the queue through the same `#[retry]` function, budget and breaker,
 //!    at most 2 checks at a time and 10 a second; a claim the service does not know goes to the
 //!    dead-letter state with its error; every other result is e-mailed.
+//!
+//! `--rehearse [--seed N]` plays, instead of the five scenes, the storm rehearsed as a team would
+//! rehearse it in staging (`portal::rehearse`, retry-chaos's guide "Rehearsing a policy in
+//! staging"): the contract service answers every check, and retry-chaos injects the outage into
+//! the coverage check at its call site (`check_coverage`), "overloaded" errors of the portal's
+//! own type and latencies, by rate and seed. It prints the seed and what each customer was told,
+//! the breaker's state and the queued checks after each one, then switches the faults off and
+//! drains the queue. The policies are `examples/rehearsal.toml`'s (the shipped ones with 50 ms
+//! pauses and no jitter), so that it takes a few seconds and the same seed tells the same story.
 //!
 //! What the output shows comes from the runtime, not from bookkeeping of the portal's own: each
 //! attempt prints its number from [`retry_runtime::attempt()`], and the `notify` hook announces
@@ -70,7 +80,15 @@ const GARDEN_SHED: ClaimId = ClaimId(4713); // a shed the policy does not includ
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
     let args = Args::parse()?;
-    let policies = config::install(args.config.as_deref())?;
+    let policies = if args.rehearse {
+        config::install_or(
+            args.config.as_deref(),
+            config::REHEARSAL,
+            "examples/rehearsal.toml (built in)",
+        )?
+    } else {
+        config::install(args.config.as_deref())?
+    };
     println!("{}", policies.summary());
     let (database, queue_name) = where_the_queue_goes(args.database.clone())?;
     // The engine is the database's, chosen at run time; the story is one function, generic
@@ -89,6 +107,9 @@ async fn play<B: PortalDb>(
     let queue = open_queue::<B>(database, queue_name).await?;
     if let Some(addr) = args.metrics {
         serve_metrics(addr, &queue).await?;
+    }
+    if args.rehearse {
+        return rehearse(&queue, args.seed).await;
     }
     let service = ContractService::start()
         .await
@@ -165,6 +186,19 @@ async fn play<B: PortalDb>(
     Ok(())
 }
 
+/// `--rehearse`: the storm with faults injected by retry-chaos.
+#[cfg(feature = "rehearse")]
+async fn rehearse<B: PortalDb>(queue: &Queue<B>, seed: Option<u64>) -> Result<(), Box<dyn Error>> {
+    retry_examples::portal::rehearse::rehearse(queue, seed).await?;
+    Ok(())
+}
+
+/// `--rehearse` in a build without the feature `rehearse`.
+#[cfg(not(feature = "rehearse"))]
+async fn rehearse<B: PortalDb>(_: &Queue<B>, _: Option<u64>) -> Result<(), Box<dyn Error>> {
+    Err("`--rehearse` needs the feature `rehearse` of retry-examples (on by default)".into())
+}
+
 /// The command line.
 struct Args {
     /// `--database-url URL`, else `DATABASE_URL`.
@@ -173,9 +207,13 @@ struct Args {
     metrics: Option<SocketAddr>,
     /// `--config FILE`: the retry policies of this TOML file instead of the shipped ones.
     config: Option<PathBuf>,
+    /// `--rehearse`: the storm with injected faults instead of the five scenes.
+    rehearse: bool,
+    /// `--seed N`: the rehearsal's seed.
+    seed: Option<u64>,
 }
 
-const USAGE: &str = "usage: portal [--database-url postgres://...] [--metrics 127.0.0.1:9464] [--config portal.toml]";
+const USAGE: &str = "usage: portal [--database-url postgres://...] [--metrics 127.0.0.1:9464] [--config portal.toml] [--rehearse [--seed N]]";
 
 impl Args {
     fn parse() -> Result<Self, Box<dyn Error>> {
@@ -183,12 +221,23 @@ impl Args {
             database: None,
             metrics: None,
             config: None,
+            rehearse: false,
+            seed: None,
         };
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
+            if arg == "--rehearse" {
+                parsed.rehearse = true;
+                continue;
+            }
             match (arg.as_str(), args.next()) {
                 ("--database-url", Some(url)) => parsed.database = Some(url),
                 ("--config", Some(file)) => parsed.config = Some(PathBuf::from(file)),
+                ("--seed", Some(seed)) => {
+                    parsed.seed = Some(seed.parse().map_err(|_| {
+                        format!("`--seed` takes a whole number, such as 42, not {seed:?}")
+                    })?);
+                }
                 ("--metrics", Some(addr)) => {
                     parsed.metrics = Some(addr.parse().map_err(|_| {
                         format!("`--metrics` takes ADDR:PORT, such as 127.0.0.1:9464, not {addr:?}")
@@ -196,6 +245,9 @@ impl Args {
                 }
                 _ => return Err(USAGE.into()),
             }
+        }
+        if parsed.seed.is_some() && !parsed.rehearse {
+            return Err(format!("`--seed` is the rehearsal's: add `--rehearse`\n{USAGE}").into());
         }
         if parsed.database.is_none() {
             parsed.database = std::env::var("DATABASE_URL")

@@ -6,6 +6,7 @@
 //! claims-portal work   --database DB --contract ADDR [--until-empty] [--lease-ms 30000]
 //!                      [--concurrency 2] [--per-second 10] [--backoff-ms 1000]
 //!                      [--poll-ms 1000] [--pause-at STEP] [--config FILE]
+//! claims-portal rehearse --database DB [--seed N] [--config FILE]
 //! ```
 //!
 //! Both read the portal's retry policies as `cargo run --example portal` does: the shipped
@@ -17,6 +18,11 @@
 //! queue of coverage checks. `DB` is a SQLite file or a `postgres://` URL; `ADDR` is where the
 //! contract service listens. `--pause-at STEP` stops the process at a crash point (`saving`,
 //! `saved`, `claimed`, `answered`, `recorded`) until it is killed.
+//!
+//! `rehearse` is `cargo run --example portal -- --rehearse`'s storm
+//! (`retry_examples::portal::rehearse`), against a contract service of its own, with the policies
+//! of `examples/rehearsal.toml` (or `--config FILE`): the tests run it twice with one seed and
+//! compare what it printed.
 
 use retry_durable::queue::{Engine, Location, Queue, Worker};
 use retry_examples::crash;
@@ -31,7 +37,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 const USAGE: &str = "usage: claims-portal report --database DB --contract ADDR [--pause-at STEP] [--config FILE] CLAIM:EMAIL...
-       claims-portal work --database DB --contract ADDR [--until-empty] [--lease-ms N] [--concurrency N] [--per-second N] [--backoff-ms N] [--poll-ms N] [--pause-at STEP] [--config FILE]";
+       claims-portal work --database DB --contract ADDR [--until-empty] [--lease-ms N] [--concurrency N] [--per-second N] [--backoff-ms N] [--poll-ms N] [--pause-at STEP] [--config FILE]
+       claims-portal rehearse --database DB [--seed N] [--config FILE]";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -47,6 +54,10 @@ async fn main() -> ExitCode {
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let command = args.next().ok_or(USAGE)?;
+    #[cfg(feature = "rehearse")]
+    if command == "rehearse" {
+        return rehearse(args).await;
+    }
     let options = Options::parse(args)?;
     if let Some(step) = &options.pause_at {
         crash::pause_at(step);
@@ -58,6 +69,52 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     match Location::parse(&options.database).engine() {
         Engine::Sqlite => run_on::<sqlx::Sqlite>(&command, &options).await,
         Engine::Postgres => run_on::<sqlx::Postgres>(&command, &options).await,
+    }
+}
+
+/// `claims-portal rehearse`: the portal's rehearsal, as `cargo run --example portal --
+/// --rehearse` plays it.
+#[cfg(feature = "rehearse")]
+async fn rehearse(
+    mut args: impl Iterator<Item = String>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    use retry_examples::portal::rehearse::rehearse;
+    let (mut database, mut seed, mut file) = (None, None, None);
+    while let Some(arg) = args.next() {
+        let value = args
+            .next()
+            .ok_or_else(|| format!("`{arg}` needs a value\n{USAGE}"))?;
+        match arg.as_str() {
+            "--database" => database = Some(value),
+            "--seed" => {
+                seed = Some(
+                    value
+                        .parse::<u64>()
+                        .map_err(|e| format!("`--seed {value}`: {e}"))?,
+                );
+            }
+            "--config" => file = Some(PathBuf::from(value)),
+            other => return Err(format!("unknown option {other:?}\n{USAGE}").into()),
+        }
+    }
+    let database = database.ok_or_else(|| format!("`--database` is missing\n{USAGE}"))?;
+    let policies = config::install_or(
+        file.as_deref(),
+        config::REHEARSAL,
+        "examples/rehearsal.toml (built in)",
+    )?;
+    println!("{}", policies.summary());
+    match Location::parse(&database).engine() {
+        Engine::Sqlite => {
+            let queue = Queue::<sqlx::Sqlite>::open(&database, later::QUEUE).await?;
+            later::migrate(&queue).await?;
+            rehearse(&queue, seed).await.map(drop)
+        }
+        Engine::Postgres => {
+            let queue = Queue::<sqlx::Postgres>::open(&database, later::QUEUE).await?;
+            later::migrate(&queue).await?;
+            rehearse(&queue, seed).await.map(drop)
+        }
     }
 }
 

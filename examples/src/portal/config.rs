@@ -17,6 +17,11 @@ use std::sync::{Arc, OnceLock};
 /// `--config`.
 pub const SHIPPED: &str = include_str!("../../portal.toml");
 
+/// The policies of the portal's rehearsal, `examples/rehearsal.toml`: what `--rehearse` reads
+/// without `--config` (the shipped ones with short pauses and no jitter, so that the same seed
+/// tells the same story).
+pub const REHEARSAL: &str = include_str!("../../rehearsal.toml");
+
 /// The name of the coverage check's policy: `#[retry(policy = "contract-service", ...)]`.
 pub const CONTRACT_SERVICE: &str = "contract-service";
 
@@ -84,8 +89,18 @@ impl Policies {
 /// Reads the policies from `path`, or the shipped ones without a path, and installs them as
 /// the process's resolver, once: a second call is an error.
 pub fn install(path: Option<&Path>) -> Result<&'static Policies, Box<dyn Error>> {
+    install_or(path, SHIPPED, "examples/portal.toml (built in)")
+}
+
+/// [`install`], with `text` (read from `source`) as the policies without a path: the
+/// rehearsal's [`REHEARSAL`].
+pub fn install_or(
+    path: Option<&Path>,
+    text: &str,
+    source: &str,
+) -> Result<&'static Policies, Box<dyn Error>> {
     let policies = match path {
-        None => Policies::read(SHIPPED, "examples/portal.toml (built in)")?,
+        None => Policies::read(text, source)?,
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| {
                 format!(

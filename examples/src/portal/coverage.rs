@@ -79,6 +79,17 @@ impl From<CircuitOpen> for ContractError {
     }
 }
 
+/// What a fault injected by the portal's rehearsal (`retry-chaos`, [`rehearse`](super::rehearse))
+/// is in this error type: the service's own transient "overloaded", which the classifier then
+/// judges as it judges a real one. `#[retry]` finds this impl by itself; the function is
+/// unchanged.
+#[cfg(feature = "rehearse")]
+impl From<retry_chaos::Injected> for ContractError {
+    fn from(_: retry_chaos::Injected) -> Self {
+        ContractError::Overloaded
+    }
+}
+
 /// The `on = ...` of [`check_coverage`]: which errors pass by themselves.
 pub fn is_transient(error: &ContractError) -> bool {
     matches!(

@@ -10,6 +10,8 @@
 //! - [`contract`]: the wire to the contract service, and a stand-in for the service that keeps
 //!   its answers by idempotency key.
 //! - [`story`]: the scenes and the lines the retry loop's hooks print.
+//! - [`rehearse`]: the storm rehearsed with faults injected by `retry-chaos` into the coverage
+//!   check (`--rehearse`; feature `rehearse`, on by default).
 //! - [`outage`]: scene 5, the long outage, which the example plays and the benchmark that draws
 //!   the metrics of an outage replays.
 
@@ -20,6 +22,8 @@ pub mod contract;
 pub mod coverage;
 pub mod later;
 pub mod outage;
+#[cfg(feature = "rehearse")]
+pub mod rehearse;
 pub mod story;
 
 pub use contract::{ContractClient, ContractService};

@@ -16,3 +16,5 @@ mod portal_config;
 mod prometheus;
 mod queue_faults;
 mod queue_portal;
+#[cfg(feature = "rehearse")]
+mod rehearsal;

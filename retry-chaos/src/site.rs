@@ -300,6 +300,7 @@ impl Installed {
     }
 
     /// Counts an answer a request asked for with a header.
+    #[cfg(any(feature = "tower", feature = "reqwest"))]
     pub(crate) fn count_answer(&self) {
         self.state.answers.fetch_add(1, Ordering::Relaxed);
     }

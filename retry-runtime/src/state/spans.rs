@@ -182,6 +182,22 @@ mod tests {
         }
     }
 
+    /// Runs `f` with `spans` as this thread's subscriber, one such test at a time, with every
+    /// callsite's interest asked again of it first. tracing caches a callsite's interest for the
+    /// whole process: a test of this binary that reaches the loop's span callsites on another
+    /// thread, or another subscriber that comes and goes beside this one, could otherwise leave
+    /// a callsite disabled while this test runs (it happened once in CI: an attempt span missing).
+    fn captured<R>(spans: Spans, f: impl FnOnce() -> R) -> R {
+        static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+        let _one = ONE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        tracing::subscriber::with_default(spans, || {
+            tracing::callsite::rebuild_interest_cache();
+            f()
+        })
+    }
+
     fn made(name: &'static str, parent: Option<u64>, fields: &[(&str, &str)]) -> Made {
         Made {
             name,
@@ -231,7 +247,7 @@ mod tests {
             .jitter(Jitter::None);
         let mut current = Vec::new();
         let subscriber = spans.clone();
-        tracing::subscriber::with_default(subscriber, || {
+        captured(subscriber, || {
             let mut state =
                 Shape::<Result<u32, &str>>::new().start(&policy, "check", |_: &&str| true, Unset);
             let mut calls = 0;
@@ -270,7 +286,7 @@ mod tests {
         // Another call holds the only slot.
         let _held = GATE.admit(std::time::Instant::now()).expect("the first");
         let subscriber = spans.clone();
-        tracing::subscriber::with_default(subscriber, || {
+        captured(subscriber, || {
             let mut state = Shape::<Result<u32, Shed>>::new()
                 .start(&policy, "check", |_: &Shed| false, Unset)
                 .gate(&GATE);
@@ -314,7 +330,7 @@ mod tests {
             .build()
             .expect("a runtime");
         let subscriber = spans.clone();
-        tracing::subscriber::with_default(subscriber, || {
+        captured(subscriber, || {
             runtime.block_on(async {
                 let mut state = Shape::<Result<u32, &str>>::new().start(
                     &policy,

@@ -217,6 +217,12 @@ impl<T, E> NoProbe<Result<T, E>> {
     }
 }
 
+/// Whether this build compiles the injection point in (the feature `faults`, which `retry-chaos`
+/// turns on; cargo turns it on for every crate of a build that has `retry-chaos` in it). A test
+/// that measures what a production build pays (a future's size, instructions) reads it to know
+/// which build it measures.
+pub const COMPILED_IN: bool = cfg!(feature = "faults");
+
 #[cfg(feature = "faults")]
 pub use point::{Fault, Inject, install, installed, uninstall};
 
